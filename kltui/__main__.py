@@ -1,0 +1,5 @@
+import sys
+
+from kltui.cli import main
+
+sys.exit(main())

@@ -1,0 +1,297 @@
+"""RunConfig, YAML config files (validated, with file:line errors) and threshold resolution."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kltui.engines.errors import UsageError
+from kltui.metrics import DEFAULT_TAIL_THRESHOLD
+from kltui.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
+from kltui.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
+
+ALL_HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
+DEFAULT_HELPERS = ALL_HELPERS
+HELPER_THRESHOLD_FIELD = {
+    "match": "kl_div",
+    "prefill_cache_hit": "kl_div_prefill",
+    "decode_cache_hit": "kl_div_decode",
+    "cross_engine": "kl_div",
+}
+
+
+class ConfigError(UsageError):
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class ThresholdEntry:
+    model: str
+    tp: int | None = None
+    kl_div: float | None = None
+    kl_div_prefill: float | None = None
+    kl_div_decode: float | None = None
+    tail_threshold: float | None = None
+
+    def matches(self, model: str | None, tp: int | None) -> bool:
+        if self.tp is not None and tp is not None and self.tp != tp:
+            return False
+        if self.model == "*":
+            return True
+        if not model:
+            return False
+        # a server reports a local path or an HF id; compare the tail too
+        return model == self.model or model.rstrip("/").endswith("/" + self.model.split("/")[-1])
+
+    def for_helper(self, helper: str) -> float | None:
+        specific = getattr(self, HELPER_THRESHOLD_FIELD.get(helper, "kl_div"))
+        return specific if specific is not None else self.kl_div  # SGLang's `or` fallback
+
+
+@dataclass
+class RunConfig:
+    servers: list[str] = field(default_factory=list)
+    baseline: str | None = None
+    helpers: list[str] = field(default_factory=lambda: list(DEFAULT_HELPERS))
+    samples: int = 32
+    max_new_tokens: int = 512
+    prompts: str | None = None
+    max_prompt_tokens: int | None = DEFAULT_MAX_PROMPT_TOKENS
+    seed: int = DEFAULT_SEED
+    temperature: float = 0.0
+    tail_threshold: float = DEFAULT_TAIL_THRESHOLD
+    threshold: float | None = None
+    preset: str | None = None
+    thresholds: list[ThresholdEntry] = field(default_factory=list)
+    stream: bool = True
+    flush_timeout: float = 30.0
+    request_timeout: float = 600.0
+    min_cache_hit_ratio: float = 0.5
+    top_k: int = 5
+    theme: str | None = None
+    keymap: dict[str, str] = field(default_factory=dict)
+    api_key: str | None = field(default=None, repr=False)
+
+    def to_record(self) -> dict:
+        """What goes into recordings and reports: everything except the API key."""
+        d = asdict(self)
+        d.pop("api_key", None)
+        d["api_key_set"] = bool(self.api_key)
+        return d
+
+
+# field name -> (accepted types, description for errors)
+_SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
+    "baseline": ((str,), "a HOST:PORT string"),
+    "samples": ((int,), "a positive integer"),
+    "max_new_tokens": ((int,), "a positive integer"),
+    "prompts": ((str,), "a file path"),
+    "max_prompt_tokens": ((int, type(None)), "a positive integer or null"),
+    "seed": ((int,), "an integer"),
+    "temperature": ((int, float), "a number"),
+    "tail_threshold": ((int, float), "a positive number"),
+    "threshold": ((int, float), "a positive number"),
+    "preset": ((str,), f"one of {', '.join(PRESETS)}"),
+    "stream": ((bool,), "true or false"),
+    "flush_timeout": ((int, float), "seconds"),
+    "request_timeout": ((int, float), "seconds"),
+    "min_cache_hit_ratio": ((int, float), "a number in [0, 1]"),
+    "top_k": ((int,), "an integer >= 0"),
+    "theme": ((str,), "a theme name"),
+}
+_LISTS = {"servers", "helpers", "thresholds"}
+_MAPS = {"keymap"}
+_TOP_KEYS = set(_SCALARS) | _LISTS | _MAPS
+_ENTRY_KEYS = {f for f in ThresholdEntry.__dataclass_fields__}
+
+
+def _did_you_mean(key: str, options: set[str]) -> str:
+    close = difflib.get_close_matches(key, sorted(options), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _check_type(path: str, key: str, value: Any, node: yaml.Node, types, desc: str) -> None:
+    if isinstance(value, bool) and bool not in types:
+        raise ConfigError(path, f"'{key}' must be {desc}, got {value!r}", _line(node))
+    if not isinstance(value, types):
+        raise ConfigError(path, f"'{key}' must be {desc}, got {value!r}", _line(node))
+
+
+def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
+    """Reads a YAML config into a RunConfig; every error names the file and line."""
+    path = Path(path_str)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(path_str, "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(path_str, f"cannot read as UTF-8 text ({e})") from None
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(
+            path_str, f"invalid YAML: {problem}", mark.line + 1 if mark else None
+        ) from None
+    cfg = base or RunConfig()
+    if root is None:
+        return cfg
+    if not isinstance(root, yaml.MappingNode):
+        raise ConfigError(path_str, "top level must be a mapping of settings", _line(root))
+    data = yaml.safe_load(text)
+    for key_node, val_node in root.value:
+        key = key_node.value
+        if key not in _TOP_KEYS:
+            raise ConfigError(
+                path_str, f"unknown key '{key}'{_did_you_mean(key, _TOP_KEYS)}", _line(key_node)
+            )
+        value = data[key]
+        if key in _SCALARS:
+            types, desc = _SCALARS[key]
+            _check_type(path_str, key, value, val_node, types, desc)
+            _check_range(path_str, key, value, val_node)
+            setattr(cfg, key, float(value) if float in types and value is not None else value)
+        elif key in ("servers", "helpers"):
+            if isinstance(value, str):
+                value = [v.strip() for v in value.split(",") if v.strip()]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(path_str, f"'{key}' must be a list of strings", _line(val_node))
+            if key == "helpers":
+                check_helpers(value, f"{path_str}:{_line(val_node)}")
+            setattr(cfg, key, value)
+        elif key == "thresholds":
+            cfg.thresholds = _entries(path_str, value, val_node)
+        elif key == "keymap":
+            if not isinstance(value, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+            ):
+                raise ConfigError(
+                    path_str, "'keymap' must map binding ids to keys", _line(val_node)
+                )
+            cfg.keymap = value
+    return cfg
+
+
+def _check_range(path: str, key: str, value: Any, node: yaml.Node) -> None:
+    bad = (
+        (
+            key in ("samples", "max_new_tokens", "max_prompt_tokens")
+            and value is not None
+            and value <= 0
+        )
+        or (key in ("tail_threshold", "threshold") and value <= 0)
+        or (key == "min_cache_hit_ratio" and not 0 <= value <= 1)
+        or (key == "top_k" and value < 0)
+        or (key == "preset" and value not in PRESETS)
+    )
+    if bad:
+        raise ConfigError(path, f"'{key}' must be {_SCALARS[key][1]}, got {value!r}", _line(node))
+
+
+def _entries(path: str, value: Any, node: yaml.Node) -> list[ThresholdEntry]:
+    if not isinstance(value, list) or not isinstance(node, yaml.SequenceNode):
+        raise ConfigError(
+            path, "'thresholds' must be a list of {model, tp, kl_div...}", _line(node)
+        )
+    out = []
+    for item, item_node in zip(value, node.value, strict=True):
+        if not isinstance(item, dict):
+            raise ConfigError(path, "each thresholds entry must be a mapping", _line(item_node))
+        for k_node, v_node in item_node.value:
+            k = k_node.value
+            if k not in _ENTRY_KEYS:
+                raise ConfigError(
+                    path,
+                    f"unknown key '{k}' in thresholds entry{_did_you_mean(k, _ENTRY_KEYS)}",
+                    _line(k_node),
+                )
+            v = item[k]
+            if k == "model":
+                _check_type(path, k, v, v_node, (str,), "a model name or '*'")
+            elif k == "tp":
+                _check_type(path, k, v, v_node, (int, type(None)), "an integer or null")
+            elif v is not None:
+                _check_type(path, k, v, v_node, (int, float), "a positive number")
+                if v <= 0:
+                    raise ConfigError(path, f"'{k}' must be a positive number", _line(v_node))
+        if "model" not in item:
+            raise ConfigError(path, "thresholds entry needs 'model'", _line(item_node))
+        out.append(
+            ThresholdEntry(
+                **{
+                    k: (float(v) if k.startswith(("kl_", "tail")) and v is not None else v)
+                    for k, v in item.items()
+                }
+            )
+        )
+    return out
+
+
+def check_helpers(names: list[str], where: str, allowed: tuple[str, ...] = ALL_HELPERS) -> None:
+    allowed_set = set(allowed) | {"cross_engine"}
+    for n in names:
+        if n not in allowed_set:
+            raise UsageError(
+                f"{where}: unknown helper '{n}'{_did_you_mean(n, allowed_set)}; "
+                f"choose from {', '.join(sorted(allowed_set))}"
+            )
+
+
+@dataclass(frozen=True)
+class Threshold:
+    kl_div: float
+    tail_threshold: float
+    source: str
+
+
+def resolve_threshold(
+    cfg: RunConfig, helper: str, *, model: str | None, tp: int | None, deterministic: bool
+) -> Threshold:
+    """CLI/config threshold > config entry for (model, tp) > deterministic floor when the server
+    runs deterministic inference > SGLang CI preset for the model > the common CI value."""
+    tail = cfg.tail_threshold
+    if cfg.threshold is not None:
+        return Threshold(cfg.threshold, tail, "--threshold")
+    sources: list[tuple[str, list[ThresholdEntry]]] = [("config thresholds", cfg.thresholds)]
+    if cfg.preset:
+        sources.append((f"preset {cfg.preset}", _preset(cfg.preset)))
+    if deterministic:
+        sources.append(
+            (
+                "preset deterministic (server reports enable_deterministic_inference)",
+                _preset("deterministic"),
+            )
+        )
+    sources.append(("preset sglang-ci", _preset("sglang-ci")))
+    for label, entries in sources:
+        for e in entries:
+            if e.matches(model, tp) and e.for_helper(helper) is not None:
+                t = e.tail_threshold if e.tail_threshold is not None else tail
+                return Threshold(float(e.for_helper(helper)), t, f"{label} ({e.model})")
+    return Threshold(DEFAULT_KL_DIV, tail, f"default {DEFAULT_KL_DIV:g} (SGLang CI's common value)")
+
+
+def _preset(name: str) -> list[ThresholdEntry]:
+    return [ThresholdEntry(**e) for e in PRESETS[name]]
+
+
+__all__ = [
+    "ALL_HELPERS",
+    "ConfigError",
+    "DETERMINISTIC_KL_DIV",
+    "RunConfig",
+    "ThresholdEntry",
+    "load_config_file",
+    "resolve_threshold",
+]

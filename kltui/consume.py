@@ -1,0 +1,44 @@
+"""Feeds one event stream to the store, the recorder and a view, in that order, so the
+recording always holds at least what any view has shown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from kltui.events import Event, RunFinished
+from kltui.recording import Recorder
+from kltui.session import SessionStore
+
+EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_SERVER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+VERDICT_EXIT = {
+    "pass": EXIT_PASS,
+    "fail": EXIT_FAIL,
+    "error": EXIT_SERVER,
+    "interrupted": EXIT_INTERRUPTED,
+}
+
+
+async def pump(
+    events: AsyncIterator[Event],
+    store: SessionStore,
+    recorder: Recorder | None,
+    on_event: Callable[[Event], None] | None = None,
+) -> None:
+    """Runs the stream to its end; on cancellation records an `interrupted` RunFinished."""
+    try:
+        async for ev in events:
+            if recorder is not None:
+                recorder.write(ev)
+            store.apply(ev)
+            if on_event is not None:
+                on_event(ev)
+    except asyncio.CancelledError:
+        if store.finished is None:
+            ev = RunFinished({"interrupted": True}, "interrupted")
+            if recorder is not None:
+                recorder.write(ev)
+            store.apply(ev)
+            if on_event is not None:
+                on_event(ev)
+        raise

@@ -1,0 +1,1 @@
+"""HTTP clients, one per engine."""

@@ -1,0 +1,127 @@
+"""The event stream: the only thing helpers produce and the only thing consumers read.
+
+Events are small immutable records. Arrays travel as numpy arrays in memory and as JSON lists in
+recordings (see `codec.py`), so a replayed run is indistinguishable from a live one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted:
+    run_id: str
+    started_at: float
+    config: dict[str, Any]
+    servers: list[dict[str, Any]]
+    prompt_set: dict[str, Any]
+    kltui_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class HelperStarted:
+    helper: str
+    server: str
+    n_samples: int
+    threshold: float
+    tail_threshold: float
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseChanged:
+    helper: str
+    server: str
+    phase: str  # warm | decode | turn1 | turn2 | flush | prefill | score
+
+
+@dataclass(frozen=True, slots=True)
+class TokensDecoded:
+    """Tokens seen while side B streams; shown grey until the sample is scored."""
+
+    helper: str
+    server: str
+    sample: int
+    start: int
+    token_ids: np.ndarray
+    output_logprobs: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class SampleScored:
+    """Both sides of one sample, aligned token for token (side A = fresh prefill)."""
+
+    helper: str
+    server: str
+    sample: int
+    token_ids: np.ndarray
+    lp_a: np.ndarray
+    lp_b: np.ndarray
+    cached_tokens: int
+    prompt_len: int
+    # Optional per-position top-k alternatives: [[(token_id, logprob), ...] per position]
+    top_a: list | None = None
+    top_b: list | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SampleSkipped:
+    helper: str
+    server: str
+    sample: int
+    reason: str
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HelperFinished:
+    helper: str
+    server: str
+    summary: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    source: str  # server URL, file, or helper name
+    message: str
+    fatal: bool
+    helper: str | None = None
+    phase: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished:
+    summary: dict[str, Any]
+    verdict: str  # pass | fail | error | interrupted
+
+
+Event = (
+    RunStarted
+    | HelperStarted
+    | PhaseChanged
+    | TokensDecoded
+    | SampleScored
+    | SampleSkipped
+    | HelperFinished
+    | Problem
+    | RunFinished
+)
+
+EVENT_TYPES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        RunStarted,
+        HelperStarted,
+        PhaseChanged,
+        TokensDecoded,
+        SampleScored,
+        SampleSkipped,
+        HelperFinished,
+        Problem,
+        RunFinished,
+    )
+}

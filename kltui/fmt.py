@@ -1,0 +1,42 @@
+"""Number formatting shared by every view (TUI, headless tables, reports)."""
+
+from __future__ import annotations
+
+import math
+
+
+def sci(x: float | None, digits: int = 3) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, str):
+        return x
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0"
+    return f"{x:.{digits}e}"
+
+
+def pct(x: float | None) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if x == 0:
+        return "0%"
+    if x < 0.001:
+        return f"{x * 100:.2g}%"
+    return f"{x * 100:.2f}%"
+
+
+def position(p: dict | None) -> str:
+    if not p:
+        return "none"
+    return f"sample {p['sample']} @ {p['position']}"
+
+
+def duration(s: float) -> str:
+    if s < 60:
+        return f"{s:.1f}s"
+    m, s = divmod(int(s), 60)
+    return f"{m}m{s:02d}s"

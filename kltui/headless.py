@@ -1,0 +1,200 @@
+"""`kltui check`: the headless gate. Rich progress while running, tables and an exit code after."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kltui import fmt
+from kltui.config import RunConfig
+from kltui.consume import EXIT_INTERRUPTED, VERDICT_EXIT, pump
+from kltui.events import (
+    Event,
+    HelperFinished,
+    HelperStarted,
+    PhaseChanged,
+    Problem,
+    RunStarted,
+    SampleScored,
+    SampleSkipped,
+    TokensDecoded,
+)
+from kltui.recording import Recorder
+from kltui.report import write_json
+from kltui.runner import run_session
+from kltui.session import SessionStore, helper_key
+
+
+class HeadlessView:
+    def __init__(self, store: SessionStore, console: Console) -> None:
+        self.store, self.console = store, console
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        )
+        self.tasks: dict[str, int] = {}
+
+    def __call__(self, ev: Event) -> None:
+        match ev:
+            case RunStarted():
+                ps = ev.prompt_set
+                for s in ev.servers:
+                    self.console.print(server_line(s))
+                if ps:
+                    self.console.print(
+                        f"prompt set [bold]{escape(str(ps['source']))}[/]: {ps['n']} prompts, "
+                        f"{ps['tokens']} tokens, sha256 {ps['sha256']}"
+                    )
+                self.progress.start()
+            case HelperStarted():
+                key = helper_key(ev.helper, ev.server)
+                self.tasks[key] = self.progress.add_task(
+                    f"{ev.helper:<18}", total=ev.n_samples, status="starting"
+                )
+            case PhaseChanged() | TokensDecoded() | SampleScored() | SampleSkipped():
+                self._update(ev.helper, ev.server)
+            case HelperFinished():
+                s = ev.summary
+                self._update(
+                    ev.helper,
+                    ev.server,
+                    final=f"{s.get('status')} avg_kl_div={fmt.sci(s.get('avg_kl_div'))}",
+                )
+            case Problem():
+                style = "red" if ev.fatal else "yellow"
+                label = "error" if ev.fatal else "warning"
+                self.console.print(
+                    f"[{style}]{label}:[/] {escape(ev.source)}: {escape(ev.message)}"
+                )
+
+    def _update(self, helper: str, server: str, final: str | None = None) -> None:
+        st = self.store.helpers.get(helper_key(helper, server))
+        task = self.tasks.get(helper_key(helper, server))
+        if st is None or task is None:
+            return
+        done = st.n_scored + len(st.skipped)
+        if st.phase == "decode" and done == 0:
+            done = sum(1 for n in st.decoded_len.values() if n)
+        status = final or (f"{st.phase} · scored {st.n_scored} · skipped {len(st.skipped)}")
+        self.progress.update(task, completed=done, status=status)
+
+    def finish(self) -> None:
+        self.progress.stop()
+        self.console.print(results_table(self.store))
+        fin = self.store.finished
+        verdict = fin.verdict if fin else "interrupted"
+        style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
+        self.console.print(f"verdict: [{style}]{verdict}[/]")
+
+
+def server_line(s: dict) -> str:
+    if s.get("error"):
+        return f"[red]✗[/] {escape(s['url'])}: {escape(str(s['error']))}"
+    flags = [
+        f"sglang {s.get('version')}",
+        f"model {s.get('model_path')}",
+        f"tp {s.get('tp_size')}",
+        f"{s.get('dtype')}",
+        f"attn {s.get('attention_backend')}",
+        f"page {s.get('page_size')}",
+        "radix off" if s.get("disable_radix_cache") else "radix on",
+        "deterministic" if s.get("enable_deterministic_inference") else "non-deterministic",
+    ]
+    if s.get("kltui_fault") not in (None, "none"):
+        flags.append(f"fault {s['kltui_fault']}")
+    return f"[bold]{escape(s['url'])}[/] " + escape(" · ".join(str(f) for f in flags))
+
+
+def results_table(store: SessionStore) -> Table:
+    t = Table(title="kltui results", title_justify="left")
+    for col in (
+        "helper",
+        "scored",
+        "skipped",
+        "avg_kl_div",
+        "threshold",
+        "token mean k3",
+        "max k3 (sample@pos)",
+        "tail > tau",
+        "first divergence",
+        "result",
+    ):
+        t.add_column(col, justify="right" if col not in ("helper", "result") else "left")
+    multi = len({st.server for st in store.helpers.values()}) > 1
+    for st in store.helpers.values():
+        s = st.summary or {}
+        name = st.key if multi else st.helper
+        status = s.get("status", st.phase)
+        style = {"pass": "green", "fail": "red"}.get(status, "yellow")
+        mx = s.get("max_k3")
+        where = (
+            f" ({s['max_k3_sample']}@{s['max_k3_position']})"
+            if s.get("max_k3_sample") is not None
+            else ""
+        )
+        t.add_row(
+            escape(name),
+            f"{s.get('scored', st.n_scored)}/{s.get('samples', st.n_samples)}",
+            str(s.get("skipped", len(st.skipped))),
+            fmt.sci(s.get("avg_kl_div")),
+            fmt.sci(s.get("threshold", st.threshold)),
+            fmt.sci(s.get("token_mean_k3")),
+            fmt.sci(mx) + where,
+            f"{fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
+            fmt.position(s.get("first_divergence")),
+            f"[{style}]{escape(str(status))}[/]",
+        )
+    return t
+
+
+async def run_check(
+    cfg: RunConfig,
+    *,
+    json_path: str | None = None,
+    record_path: str | None = None,
+    console: Console | None = None,
+    extra_outputs=None,
+) -> int:
+    console = console or Console(stderr=False, highlight=False)
+    store = SessionStore()
+    recorder = Recorder(record_path) if record_path else None
+    view = HeadlessView(store, console)
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, task.cancel)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):
+            pass
+    interrupted = False
+    try:
+        await pump(run_session(cfg), store, recorder, view)
+    except asyncio.CancelledError:
+        interrupted = True
+        task.uncancel()
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+        view.finish()
+        if recorder is not None:
+            recorder.close()
+            console.print(f"recording: {recorder.path}")
+        if json_path:
+            write_json(store, json_path)
+        if extra_outputs:
+            extra_outputs(store)
+    if interrupted:
+        return EXIT_INTERRUPTED
+    return VERDICT_EXIT.get(store.finished.verdict if store.finished else "error", 3)

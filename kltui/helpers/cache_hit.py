@@ -1,0 +1,149 @@
+"""`prefill_cache_hit` and `decode_cache_hit`: side B decodes on a radix-cache hit.
+
+Hit rules are SGLang's: a prefill hit is `cached_tokens > 0`; a decode hit needs
+`cached_tokens > len(turn1 prompt) + 1` (the hit reaches KV written by decode). Misses are
+skipped and reported, never averaged in; fewer than `min_cache_hit_ratio` hits fails the helper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import numpy as np
+
+from kltui.engines.errors import EngineError
+from kltui.engines.sglang_parse import GenResult
+from kltui.events import Event, HelperStarted, Problem, SampleSkipped
+from kltui.helpers.context import HelperContext, Run
+
+
+def _vacuous(ctx: HelperContext, run: Run) -> Problem | None:
+    if ctx.server_info.get("disable_radix_cache"):
+        return Problem(
+            ctx.server,
+            f"{run.helper} is vacuous: the server runs with disable_radix_cache=true (deterministic "
+            "inference forces this on some attention backends), so no cache hit can happen",
+            fatal=False,
+            helper=run.helper,
+        )
+    return None
+
+
+def _hit_check(ctx: HelperContext, run: Run, hits: int, kind: str) -> Problem | None:
+    n = len(ctx.prompts)
+    need = ctx.min_cache_hit_ratio * n
+    run.extra.update({"hits": hits, "hit_ratio": hits / n if n else 0.0})
+    if hits > need or ctx.skip_hit_assert:
+        return None
+    run.extra["status"] = "fail"
+    run.extra["hit_failure"] = f"Too few {kind} cache hits {hits}/{n} (need > {need:g})"
+    return Problem(ctx.server, run.extra["hit_failure"], fatal=False, helper=run.helper)
+
+
+def _started(ctx: HelperContext, name: str) -> HelperStarted:
+    return HelperStarted(
+        name,
+        ctx.server,
+        len(ctx.prompts),
+        ctx.threshold,
+        ctx.tail_threshold,
+        {
+            "max_new_tokens": ctx.max_new_tokens,
+            "temperature": ctx.temperature,
+            "min_cache_hit_ratio": ctx.min_cache_hit_ratio,
+        },
+    )
+
+
+async def prefill_cache_hit(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
+    run = run or Run(ctx, "prefill_cache_hit")
+    yield _started(ctx, run.helper)
+    if (p := _vacuous(ctx, run)) is not None:
+        yield p
+        yield run.finished(status="vacuous", reason=p.message)
+        return
+    if (warn := run.temperature_warning()) is not None:
+        yield warn
+    samples = list(range(len(ctx.prompts)))
+    async for ev in run.flush():
+        yield ev
+    warm: list[GenResult] = []
+    async for ev in run.generate(
+        "warm", ctx.prompts, samples, warm, max_new_tokens=0, logprobs=False
+    ):
+        yield ev
+    out: list[GenResult] = []
+    async for ev in run.generate(
+        "decode", ctx.prompts, samples, out, max_new_tokens=ctx.max_new_tokens
+    ):
+        yield ev
+    items = []
+    for s, r in zip(samples, out, strict=True):
+        if r.cached_tokens > 0:
+            items.append((s, ctx.prompts[s], r))
+        else:
+            run.skipped += 1
+            yield SampleSkipped(run.helper, ctx.server, s, "prefill cache miss (cached_tokens=0)")
+    if (p := _hit_check(ctx, run, len(items), "prefill")) is not None:
+        yield p
+    async for ev in run.replay_and_score(items):
+        yield ev
+    yield run.finished()
+
+
+async def _comma_ids(ctx: HelperContext, run: Run) -> np.ndarray:
+    # kl_test_utils appends tokenizer.encode(","): with a BOS-adding tokenizer that is BOS + ",".
+    if ctx.comma_ids is None:
+        try:
+            (ids,) = await ctx.client.tokenize([","])
+        except EngineError as e:
+            raise run.error(e) from None
+        ctx.comma_ids = ids
+    return ctx.comma_ids
+
+
+async def decode_cache_hit(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
+    run = run or Run(ctx, "decode_cache_hit")
+    yield _started(ctx, run.helper)
+    if (p := _vacuous(ctx, run)) is not None:
+        yield p
+        yield run.finished(status="vacuous", reason=p.message)
+        return
+    if (warn := run.temperature_warning()) is not None:
+        yield warn
+    samples = list(range(len(ctx.prompts)))
+    comma = await _comma_ids(ctx, run)
+    async for ev in run.flush():
+        yield ev
+    turn1: list[GenResult] = []
+    async for ev in run.generate(
+        "turn1", ctx.prompts, samples, turn1, max_new_tokens=ctx.max_new_tokens, logprobs=False
+    ):
+        yield ev
+    turn2_inputs = [
+        np.concatenate([p, r.output_ids, comma]) for p, r in zip(ctx.prompts, turn1, strict=True)
+    ]
+    out: list[GenResult] = []
+    async for ev in run.generate(
+        "decode", turn2_inputs, samples, out, max_new_tokens=ctx.max_new_tokens
+    ):
+        yield ev
+    items = []
+    for s, r in zip(samples, out, strict=True):
+        need = ctx.prompts[s].size + 1
+        if r.cached_tokens > need:
+            items.append((s, turn2_inputs[s], r))
+        else:
+            run.skipped += 1
+            yield SampleSkipped(
+                run.helper,
+                ctx.server,
+                s,
+                f"no decode-region hit (cached_tokens={r.cached_tokens} <= {need})",
+                r.cached_tokens,
+            )
+    if (p := _hit_check(ctx, run, len(items), "decode")) is not None:
+        yield p
+    async for ev in run.replay_and_score(items):
+        yield ev
+    yield run.finished()

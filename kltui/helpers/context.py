@@ -1,0 +1,250 @@
+"""What a helper needs to run, and the phases every helper shares (decode, replay, score)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kltui.engines.errors import EngineError
+from kltui.engines.sglang import SGLangClient, sampling_params
+from kltui.engines.sglang_parse import Delta, GenResult
+from kltui.events import Event, HelperFinished, PhaseChanged, Problem, SampleScored, TokensDecoded
+from kltui.metrics import DEFAULT_TAIL_THRESHOLD, ScoreBook
+
+COMPARABLE_TEMPERATURES = (0.0, 1.0)
+# A change in any of these between phases means the server restarted: the run is invalid.
+IDENTITY_KEYS = ("startup_time", "version", "model_path", "tp_size", "random_seed")
+
+
+class PhaseError(Exception):
+    """An EngineError tagged with the helper phase it happened in."""
+
+    def __init__(self, err: EngineError, helper: str, phase: str) -> None:
+        super().__init__(str(err))
+        self.err, self.helper, self.phase = err, helper, phase
+
+    def __str__(self) -> str:
+        return f"{self.err.server} [{self.helper}/{self.phase}]: {self.err.message}"
+
+
+@dataclass
+class HelperContext:
+    client: SGLangClient
+    prompts: list[np.ndarray]
+    max_new_tokens: int = 512
+    temperature: float = 0.0
+    threshold: float = 0.002
+    tail_threshold: float = DEFAULT_TAIL_THRESHOLD
+    stream: bool = True
+    incremental: bool = False
+    flush_timeout: float = 30.0
+    min_cache_hit_ratio: float = 0.5
+    skip_hit_assert: bool = False
+    server_info: dict = field(default_factory=dict)
+    comma_ids: np.ndarray | None = None
+
+    def identity(self, info: dict | None = None) -> tuple:
+        info = self.server_info if info is None else info
+        return tuple(info.get(k) for k in IDENTITY_KEYS)
+
+    @property
+    def server(self) -> str:
+        return self.client.url
+
+    def sampling(self, max_new_tokens: int) -> dict:
+        return sampling_params(
+            temperature=self.temperature, max_new_tokens=max_new_tokens, ignore_eos=True
+        )
+
+
+class Run:
+    """Per-helper bookkeeping shared by all helpers: phase tagging, scoring, the summary."""
+
+    def __init__(self, ctx: HelperContext, helper: str) -> None:
+        self.ctx, self.helper = ctx, helper
+        self.phase = "starting"
+        self.book = ScoreBook(ctx.tail_threshold)
+        self.skipped = 0
+        self.extra: dict = {}
+
+    def enter(self, phase: str) -> PhaseChanged:
+        self.phase = phase
+        return PhaseChanged(self.helper, self.ctx.server, phase)
+
+    def error(self, err: EngineError) -> PhaseError:
+        return PhaseError(err, self.helper, self.phase)
+
+    def temperature_warning(self) -> Problem | None:
+        if self.ctx.temperature in COMPARABLE_TEMPERATURES:
+            return None
+        return Problem(
+            self.ctx.server,
+            f"temperature {self.ctx.temperature:g} is not 0 or 1: SGLang scales output logprobs "
+            "by 1/T but never input logprobs, so k3 measures the temperature, not the engine",
+            fatal=False,
+            helper=self.helper,
+        )
+
+    async def flush(self) -> AsyncIterator[Event]:
+        yield self.enter("flush")
+        try:
+            await self.ctx.client.flush_cache(self.ctx.flush_timeout)
+            await self.check_identity()
+        except EngineError as e:
+            raise self.error(e) from None
+
+    async def check_identity(self) -> None:
+        """Phases are separated by flushes; a restart there would silently mix two servers."""
+        if not self.ctx.server_info:
+            return
+        now = await self.ctx.client.server_info()
+        if self.ctx.identity(now) != self.ctx.identity():
+            changed = [
+                k
+                for k, a, b in zip(
+                    IDENTITY_KEYS, self.ctx.identity(), self.ctx.identity(now), strict=True
+                )
+                if a != b
+            ]
+            raise EngineError(
+                self.ctx.server,
+                f"server restarted or changed during the run ({', '.join(changed)} changed); "
+                "results of this helper are invalid",
+                "server-restarted",
+            )
+
+    async def generate(
+        self,
+        phase: str,
+        batch: list[np.ndarray],
+        samples: list[int],
+        out: list[GenResult],
+        *,
+        max_new_tokens: int,
+        logprobs: bool = True,
+    ) -> AsyncIterator[Event]:
+        """A decode-side batch; streams TokensDecoded as tokens arrive; results into `out`."""
+        yield self.enter(phase)
+        ctx = self.ctx
+        kw = {"return_logprob": logprobs, "logprob_start_len": -1}
+        sp = ctx.sampling(max_new_tokens)
+        # Only the scored decode shows live in the heatmap; warm-up and turn 1 are not scored.
+        live = phase == "decode"
+        try:
+            if ctx.stream and max_new_tokens > 0:
+                stream = ctx.client.generate_stream(batch, sp, incremental=ctx.incremental, **kw)
+                async for item in stream:
+                    if isinstance(item, Delta):
+                        if live:
+                            yield TokensDecoded(
+                                self.helper,
+                                ctx.server,
+                                samples[item.index],
+                                item.start,
+                                item.token_ids,
+                                item.logprobs,
+                            )
+                    else:
+                        out.extend(item)
+            else:
+                results = await ctx.client.generate(batch, sp, **kw)
+                for r in results if live else ():
+                    yield TokensDecoded(
+                        self.helper,
+                        ctx.server,
+                        samples[r.index],
+                        0,
+                        r.output_ids,
+                        r.output_logprobs,
+                    )
+                out.extend(results)
+        except EngineError as e:
+            raise self.error(e) from None
+        for r in out:
+            if logprobs and r.output_logprobs.size != r.output_ids.size:
+                raise self.error(
+                    EngineError(
+                        ctx.server,
+                        f"sample {samples[r.index]}: {r.output_ids.size} output tokens but "
+                        f"{r.output_logprobs.size} output_token_logprobs",
+                        "length-mismatch",
+                    )
+                )
+
+    async def replay_and_score(
+        self, items: list[tuple[int, np.ndarray, GenResult]]
+    ) -> AsyncIterator[Event]:
+        """Side A: flush, prefill prompt+output with logprob_start_len=0, align, score."""
+        async for ev in self.flush():
+            yield ev
+        yield self.enter("prefill")
+        ctx = self.ctx
+        items = [it for it in items if it[2].output_ids.size]
+        batch = [np.concatenate([p, r.output_ids]) for _, p, r in items]
+        if not batch:
+            return
+        try:
+            results = await ctx.client.generate(
+                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
+            )
+        except EngineError as e:
+            raise self.error(e) from None
+        yield self.enter("score")
+        for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
+            n = gen.output_ids.size
+            if res.input_logprobs.size != full.size:
+                raise self.error(
+                    EngineError(
+                        ctx.server,
+                        f"sample {sample}: replay returned {res.input_logprobs.size} "
+                        f"input_token_logprobs for {full.size} input tokens",
+                        "length-mismatch",
+                    )
+                )
+            lp_a = res.input_logprobs[-n:]
+            ids_a = res.input_logprob_ids[-n:]
+            if not np.array_equal(ids_a, gen.output_ids):
+                k = int(np.argmax(ids_a != gen.output_ids))
+                raise self.error(
+                    EngineError(
+                        ctx.server,
+                        f"sample {sample}: side A token id {int(ids_a[k])} != side B generated id "
+                        f"{int(gen.output_ids[k])} at position {k} (misaligned logprobs)",
+                        "token-mismatch",
+                    )
+                )
+            self.book.add(
+                sample,
+                gen.output_ids,
+                lp_a,
+                gen.output_logprobs,
+                gen.cached_tokens,
+                int(prompt.size),
+            )
+            yield SampleScored(
+                self.helper,
+                ctx.server,
+                sample,
+                gen.output_ids,
+                lp_a,
+                gen.output_logprobs,
+                gen.cached_tokens,
+                int(prompt.size),
+            )
+
+    def finished(self, **extra) -> HelperFinished:
+        summary = self.book.summary(
+            n_samples=len(self.ctx.prompts), n_skipped=self.skipped, threshold=self.ctx.threshold
+        )
+        summary.update(self.extra)
+        summary.update(extra)
+        if summary.get("status") is None:
+            summary["status"] = "pass" if summary["passed"] else "fail"
+        summary["passed"] = summary["status"] == "pass"
+        return HelperFinished(self.helper, self.ctx.server, summary)
+
+    def partial(self, message: str) -> HelperFinished:
+        """What was measured before a fatal fault, marked as an error (never averaged in)."""
+        return self.finished(status="error", error=message)

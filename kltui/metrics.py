@@ -1,0 +1,246 @@
+"""Token-, sample- and helper-level alignment metrics (numpy only, no per-token Python loops).
+
+Definitions follow `sglang.test.kl_test_utils.compare_kl_divergence` exactly:
+r = input_logprob - output_logprob (prefill replay minus decode), k3 = (exp(r) - 1) - r,
+a sample's score is np.mean(k3), and avg_kl_div = sum(scores) / len(scores) (an unweighted
+mean over samples, summed left to right as Python's sum() does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+DEFAULT_TAIL_THRESHOLD = 1e-3
+MIN_SAMPLES_FOR_STABLE_MEAN = 32
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def log_ratio(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    """r = lp_a - lp_b, with bitwise-equal pairs (including -inf == -inf) giving exactly 0."""
+    a = np.asarray(lp_a, dtype=np.float64)
+    b = np.asarray(lp_b, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        r = a - b
+    r[a == b] = 0.0
+    return r
+
+
+def k3(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    """Per-token k3 = exp(r) - 1 - r; +inf where exactly one side is -inf; NaN for NaN input."""
+    r = log_ratio(lp_a, lp_b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (np.exp(r) - 1) - r
+    # exp(+inf) - inf is NaN in IEEE arithmetic, but the limit of k3 as r -> +inf is +inf.
+    out[r == np.inf] = np.inf
+    return out
+
+
+def k1(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    return -log_ratio(lp_a, lp_b)
+
+
+def k2(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    r = log_ratio(lp_a, lp_b)
+    return r * r / 2
+
+
+def sglang_avg_kl_div(input_logprobs: list, output_logprobs: list) -> tuple[list[float], float]:
+    """SGLang's compare_kl_divergence arithmetic, verbatim, for cross-checking."""
+    kl_divs = []
+    for inp, out in zip(input_logprobs, output_logprobs, strict=True):
+        logr = np.array(inp) - np.array(out)
+        kl_divs.append(np.mean((np.exp(logr) - 1) - logr))
+    return kl_divs, sum(kl_divs) / len(kl_divs)
+
+
+@dataclass(frozen=True, slots=True)
+class SampleMetrics:
+    n_tokens: int
+    mean_k3: float
+    max_k3: float
+    argmax_k3: int  # position within the generated tokens, -1 if empty
+    tail_fraction: float
+    n_tail: int
+    n_nonzero: int
+    first_divergence: int | None  # first position whose logprobs differ at all
+    first_above_tail: int | None
+    non_finite: int  # tokens whose k3 is NaN or inf (a protocol or numeric fault)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _first(mask: np.ndarray) -> int | None:
+    if not mask.any():
+        return None
+    return int(np.argmax(mask))
+
+
+def sample_metrics(kl: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray, tau: float) -> SampleMetrics:
+    n = int(kl.size)
+    if n == 0:
+        return SampleMetrics(0, float("nan"), float("nan"), -1, 0.0, 0, 0, None, None, 0)
+    differs = ~(np.asarray(lp_a) == np.asarray(lp_b))
+    above = kl > tau
+    finite = np.isfinite(kl)
+    safe = np.where(np.isnan(kl), -np.inf, kl)
+    argmax = int(np.argmax(safe))
+    return SampleMetrics(
+        n_tokens=n,
+        mean_k3=float(np.mean(kl)),
+        max_k3=float(kl[argmax]),
+        argmax_k3=argmax,
+        tail_fraction=float(np.count_nonzero(above) / n),
+        n_tail=int(np.count_nonzero(above)),
+        n_nonzero=int(np.count_nonzero(differs)),
+        first_divergence=_first(differs),
+        first_above_tail=_first(above),
+        non_finite=int(n - np.count_nonzero(finite)),
+    )
+
+
+def avg_kl_div(sample_means: list[float]) -> float:
+    """SGLang's gate number: sum(per-sample mean k3) / n_samples, summed in sample order."""
+    if not sample_means:
+        return float("nan")
+    return float(sum(np.float64(m) for m in sample_means) / len(sample_means))
+
+
+def bootstrap_interval(
+    sample_means: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
+    """95% percentile bootstrap interval of avg_kl_div over samples (seeded: reruns agree)."""
+    means = np.asarray(sample_means, dtype=np.float64)
+    n = means.size
+    if n == 0:
+        return (float("nan"), float("nan"))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    boots = means[idx].mean(axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return (float(lo), float(hi))
+
+
+def helper_summary(
+    per_sample: list[tuple[int, SampleMetrics]],
+    k3_arrays: list[np.ndarray],
+    *,
+    n_samples: int,
+    n_skipped: int,
+    threshold: float,
+    tail_threshold: float,
+) -> dict:
+    """Per-helper figures. `per_sample` is (sample index, metrics) in scoring order."""
+    scored = len(per_sample)
+    means = [m.mean_k3 for _, m in per_sample]
+    all_k3 = np.concatenate(k3_arrays) if k3_arrays else np.zeros(0)
+    tokens = int(all_k3.size)
+    avg = avg_kl_div(means)
+    summary: dict = {
+        "samples": n_samples,
+        "scored": scored,
+        "skipped": n_skipped,
+        "tokens": tokens,
+        "avg_kl_div": avg,
+        "threshold": threshold,
+        "tail_threshold": tail_threshold,
+        "token_mean_k3": float(np.mean(all_k3)) if tokens else float("nan"),
+        "p50_k3": float(np.percentile(all_k3, 50)) if tokens else float("nan"),
+        "p99_k3": float(np.percentile(all_k3, 99)) if tokens else float("nan"),
+        "max_k3": float("nan"),
+        "max_k3_sample": None,
+        "max_k3_position": None,
+        "n_tail": int(np.count_nonzero(all_k3 > tail_threshold)),
+        "tail_fraction": float(np.count_nonzero(all_k3 > tail_threshold) / tokens)
+        if tokens
+        else float("nan"),
+        "samples_with_difference": sum(1 for _, m in per_sample if m.n_nonzero > 0),
+        "first_divergence": None,
+        "non_finite_tokens": sum(m.non_finite for _, m in per_sample),
+        "bootstrap_95": list(bootstrap_interval(np.array(means))),
+        "low_sample_warning": scored < MIN_SAMPLES_FOR_STABLE_MEAN,
+    }
+    if tokens:
+        best = max(per_sample, key=lambda p: -np.inf if np.isnan(p[1].max_k3) else p[1].max_k3)
+        summary["max_k3"] = best[1].max_k3
+        summary["max_k3_sample"] = best[0]
+        summary["max_k3_position"] = best[1].argmax_k3
+    firsts = [(m.first_divergence, s) for s, m in per_sample if m.first_divergence is not None]
+    if firsts:
+        pos, sample = min(firsts)
+        summary["first_divergence"] = {"sample": sample, "position": pos}
+    summary["passed"] = bool(scored > 0 and np.isfinite(avg) and avg < threshold)
+    return summary
+
+
+@dataclass(slots=True)
+class ScoredSample:
+    sample: int
+    token_ids: np.ndarray
+    lp_a: np.ndarray
+    lp_b: np.ndarray
+    k3: np.ndarray
+    metrics: SampleMetrics
+    cached_tokens: int
+    prompt_len: int
+    top_a: list | None = None
+    top_b: list | None = None
+
+
+class ScoreBook:
+    """Accumulates one helper's scored samples; the single place summaries are computed."""
+
+    def __init__(self, tail_threshold: float = DEFAULT_TAIL_THRESHOLD) -> None:
+        self.tail_threshold = tail_threshold
+        self.samples: dict[int, ScoredSample] = {}
+        self.order: list[int] = []
+
+    def add(
+        self,
+        sample: int,
+        token_ids: np.ndarray,
+        lp_a: np.ndarray,
+        lp_b: np.ndarray,
+        cached_tokens: int = 0,
+        prompt_len: int = 0,
+        top_a: list | None = None,
+        top_b: list | None = None,
+    ) -> ScoredSample:
+        kl = k3(lp_a, lp_b)
+        sm = sample_metrics(kl, lp_a, lp_b, self.tail_threshold)
+        scored = ScoredSample(
+            sample, token_ids, lp_a, lp_b, kl, sm, cached_tokens, prompt_len, top_a, top_b
+        )
+        if sample not in self.samples:
+            self.order.append(sample)
+        self.samples[sample] = scored
+        return scored
+
+    def summary(self, *, n_samples: int, n_skipped: int, threshold: float) -> dict:
+        items = [self.samples[s] for s in self.order]
+        summary = helper_summary(
+            [(s.sample, s.metrics) for s in items],
+            [s.k3 for s in items],
+            n_samples=n_samples,
+            n_skipped=n_skipped,
+            threshold=threshold,
+            tail_threshold=self.tail_threshold,
+        )
+        summary["per_sample"] = [
+            {
+                "index": s.sample,
+                "n_tokens": s.metrics.n_tokens,
+                "prompt_len": s.prompt_len,
+                "cached_tokens": s.cached_tokens,
+                "mean_k3": s.metrics.mean_k3,
+                "max_k3": s.metrics.max_k3,
+                "first_divergence": s.metrics.first_divergence,
+                "first_above_tail": s.metrics.first_above_tail,
+                "n_tail": s.metrics.n_tail,
+                "n_nonzero": s.metrics.n_nonzero,
+            }
+            for s in items
+        ]
+        return summary

@@ -1,0 +1,188 @@
+"""Prompt sets: the built-in set and files, seeded truncation, and the set's identity hash.
+
+Formats: `.txt` (one prompt per line), `.jsonl` (`{"text": ...}`, `{"input_ids": [...]}` or a
+LongBench-v2 record `{"context", "question"}` per line), `.json` (a list of token-id lists, the
+format of SGLang's LongBench input-id cache, or a list of such records or strings).
+Text is tokenized by the server, so no local tokenizer is needed and ids match the server's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from kltui.builtin_prompts import PROMPTS
+from kltui.engines.errors import UsageError
+
+DEFAULT_MAX_PROMPT_TOKENS = 3000  # kl_test_utils.DEFAULT_PROMPT_TOKENS
+DEFAULT_SEED = 0
+
+
+class PromptFileError(UsageError):
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
+@dataclass
+class PromptSource:
+    """Prompts as loaded: each item is either text (str) or token ids (list[int])."""
+
+    name: str
+    items: list[str | list[int]]
+
+
+@dataclass
+class PromptSet:
+    source: str
+    ids: list[np.ndarray]
+    max_prompt_tokens: int | None
+    seed: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def identity(self) -> str:
+        return identity_hash(self.ids)
+
+    def describe(self) -> dict:
+        lengths = np.array([len(x) for x in self.ids]) if self.ids else np.zeros(0, dtype=int)
+        return {
+            "source": self.source,
+            "n": len(self.ids),
+            "sha256": self.identity,
+            "tokens": int(lengths.sum()),
+            "min_len": int(lengths.min()) if lengths.size else 0,
+            "max_len": int(lengths.max()) if lengths.size else 0,
+            "max_prompt_tokens": self.max_prompt_tokens,
+            "seed": self.seed,
+        }
+
+
+def identity_hash(ids: list[np.ndarray]) -> str:
+    """sha256 over (length, ids) of every prompt as sent: a different set cannot hash the same."""
+    h = hashlib.sha256()
+    for x in ids:
+        arr = np.asarray(x, dtype="<i8")
+        h.update(np.uint64(arr.size).tobytes())
+        h.update(arr.tobytes())
+    return h.hexdigest()[:16]
+
+
+def builtin() -> PromptSource:
+    return PromptSource("builtin", list(PROMPTS))
+
+
+def _read_text(path: Path) -> str:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise PromptFileError(str(path), "file not found") from None
+    except OSError as e:
+        raise PromptFileError(str(path), f"cannot read ({e.strerror})") from None
+    if b"\x00" in raw[:4096]:
+        raise PromptFileError(str(path), "binary file (NUL bytes); expected UTF-8 text")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PromptFileError(str(path), f"not UTF-8 text (byte {e.start})") from None
+
+
+def _item(obj, path: str, line: int | None) -> str | list[int]:
+    if isinstance(obj, str):
+        if not obj.strip():
+            raise PromptFileError(path, "empty prompt", line)
+        return obj
+    if isinstance(obj, list):
+        if not obj or not all(isinstance(t, int) and not isinstance(t, bool) for t in obj):
+            raise PromptFileError(
+                path, "a token-id list must be a non-empty list of integers", line
+            )
+        if min(obj) < 0:
+            raise PromptFileError(path, "token ids must be >= 0", line)
+        return obj
+    if isinstance(obj, dict):
+        if "input_ids" in obj:
+            return _item(obj["input_ids"], path, line)
+        if "text" in obj:
+            if not isinstance(obj["text"], str):
+                raise PromptFileError(path, "field 'text' must be a string", line)
+            return _item(obj["text"], path, line)
+        if "context" in obj and "question" in obj:
+            # LongBench-v2 records, joined exactly as kl_test_utils does.
+            return _item(f"{obj['context']} {obj['question']}", path, line)
+        keys = ", ".join(sorted(obj)[:6])
+        raise PromptFileError(
+            path, f"record has none of 'text', 'input_ids', 'context'+'question' (has {keys})", line
+        )
+    raise PromptFileError(path, f"unexpected {type(obj).__name__}; expected a prompt", line)
+
+
+def load_file(path_str: str) -> PromptSource:
+    path = Path(path_str)
+    suffix = path.suffix.lower()
+    if suffix not in (".txt", ".jsonl", ".json"):
+        raise PromptFileError(path_str, "unknown extension; use .txt, .jsonl or .json")
+    text = _read_text(path)
+    items: list[str | list[int]] = []
+    if suffix == ".txt":
+        items = [line for line in text.splitlines() if line.strip()]
+    elif suffix == ".jsonl":
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise PromptFileError(path_str, f"invalid JSON ({e.msg})", n) from None
+            items.append(_item(obj, path_str, n))
+    else:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise PromptFileError(path_str, f"invalid JSON ({e.msg})", e.lineno) from None
+        if isinstance(data, dict) and isinstance(data.get("data"), list):
+            data = data["data"]
+        if not isinstance(data, list):
+            raise PromptFileError(path_str, "expected a JSON list of prompts or token-id lists")
+        items = [_item(obj, path_str, None) for obj in data]
+    if not items:
+        raise PromptFileError(path_str, "contains no prompts")
+    return PromptSource(str(path), items)
+
+
+def truncation_lengths(n: int, max_prompt_tokens: int, seed: int) -> list[int]:
+    """kl_test_utils cuts each prompt to int(max * uniform(0.5, 1.5)); we seed the draw."""
+    rng = random.Random(seed)
+    return [int(max_prompt_tokens * rng.uniform(0.5, 1.5)) for _ in range(n)]
+
+
+def finalize(
+    source: str,
+    ids: list[np.ndarray],
+    *,
+    max_prompt_tokens: int | None,
+    seed: int,
+    fit_tokens: int | None = None,
+) -> PromptSet:
+    """Applies the seeded truncation, then (if given) a hard cap so prompts fit the context."""
+    out = [np.asarray(x, dtype=np.int64) for x in ids]
+    notes = []
+    if max_prompt_tokens:
+        cuts = truncation_lengths(len(out), max_prompt_tokens, seed)
+        out = [x[:c] for x, c in zip(out, cuts, strict=True)]
+    if fit_tokens is not None:
+        too_long = sum(1 for x in out if x.size > fit_tokens)
+        if too_long:
+            notes.append(
+                f"{too_long} prompt(s) cut to {fit_tokens} tokens to fit the server's context"
+            )
+            out = [x[:fit_tokens] for x in out]
+    empty = [i for i, x in enumerate(out) if x.size == 0]
+    if empty:
+        raise PromptFileError(source, f"prompt(s) {empty[:5]} are empty after tokenization")
+    return PromptSet(source, out, max_prompt_tokens, seed, notes)

@@ -1,0 +1,189 @@
+"""Drives a whole run: connect, identify servers, build the prompt set, run helpers, and yield
+the event stream that every consumer (TUI, headless, recorder) reads."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+from kltui import __version__
+from kltui.config import RunConfig, resolve_threshold
+from kltui.engines.errors import EngineError, UsageError
+from kltui.engines.http import resolve_api_key
+from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
+from kltui.events import Event, HelperFinished, Problem, RunFinished, RunStarted
+from kltui.helpers import HELPERS, HelperContext
+from kltui.helpers.context import PhaseError, Run
+from kltui.prompts import PromptSet, builtin, finalize, load_file
+
+TOKENIZE_BATCH = 64
+
+
+def server_identity(url: str, info: dict, model: dict) -> dict:
+    """The subset of /server_info and /model_info that decides what a result means."""
+    out = {"url": url, "engine": "sglang"}
+    out.update({k: info.get(k) for k in SERVER_INFO_KEYS if k in info})
+    out["model_path"] = info.get("model_path") or model.get("model_path")
+    out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
+    out["weight_version"] = model.get("weight_version")
+    cuda_graph = info.get("disable_cuda_graph")
+    out["cuda_graph"] = None if cuda_graph is None else not cuda_graph
+    return out
+
+
+def verdict_of(summaries: list[dict], fatal: bool) -> str:
+    if fatal or any(s.get("status") in ("error", "invalid") for s in summaries):
+        return "error"
+    if not summaries or any(not s.get("passed") for s in summaries):
+        return "fail"
+    return "pass"
+
+
+def _fit_tokens(cfg: RunConfig, info: dict) -> int | None:
+    ctx_len = info.get("context_length") or info.get("max_req_input_len")
+    if not isinstance(ctx_len, int) or ctx_len <= 0:
+        return None
+    # decode_cache_hit's turn 2 holds prompt + out1 + "," + out2
+    turns = 2 if "decode_cache_hit" in cfg.helpers else 1
+    return max(1, ctx_len - turns * cfg.max_new_tokens - 8)
+
+
+async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> PromptSet:
+    source = load_file(cfg.prompts) if cfg.prompts else builtin()
+    items = source.items[: cfg.samples]
+    texts = [(i, t) for i, t in enumerate(items) if isinstance(t, str)]
+    ids: list = list(items)
+    for start in range(0, len(texts), TOKENIZE_BATCH):
+        chunk = texts[start : start + TOKENIZE_BATCH]
+        toks = await client.tokenize([t for _, t in chunk])
+        for (i, _), tok in zip(chunk, toks, strict=True):
+            ids[i] = tok
+    pset = finalize(
+        source.name,
+        ids,
+        max_prompt_tokens=cfg.max_prompt_tokens,
+        seed=cfg.seed,
+        fit_tokens=_fit_tokens(cfg, info),
+    )
+    if len(source.items) < cfg.samples:
+        pset.notes.append(
+            f"asked for {cfg.samples} samples but {source.name} holds {len(source.items)} prompts"
+        )
+    return pset
+
+
+async def run_session(cfg: RunConfig) -> AsyncIterator[Event]:
+    """The event stream for one run. Never raises for server faults: they become Problems."""
+    if not cfg.servers:
+        raise UsageError("no server given: use --server HOST:PORT")
+    api_key = resolve_api_key(cfg.api_key)
+    clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
+    try:
+        async for ev in _run(cfg, clients):
+            yield ev
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
+async def _identify(client: SGLangClient) -> tuple[dict, dict]:
+    await client.wait_healthy()
+    info = await client.server_info()
+    try:
+        model = await client.model_info()
+    except EngineError:
+        model = {}  # older servers: identity from server_info alone
+    return info, model
+
+
+async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Event]:
+    problems: list[Problem] = []
+    infos: dict[str, dict] = {}
+    servers = []
+    for c in clients:
+        try:
+            info, model = await _identify(c)
+            infos[c.url] = info
+            servers.append(server_identity(c.url, info, model))
+        except EngineError as e:
+            servers.append({"url": c.url, "engine": "sglang", "error": e.message})
+            problems.append(
+                Problem(c.url, f"{e.message} (phase: connect)", fatal=True, phase="connect")
+            )
+    live = [c for c in clients if c.url in infos]
+    pset: PromptSet | None = None
+    if live:
+        try:
+            pset = await build_prompt_set(cfg, live[0], infos[live[0].url])
+        except EngineError as e:
+            problems.append(
+                Problem(e.server, f"{e.message} (phase: tokenize)", fatal=True, phase="tokenize")
+            )
+    yield RunStarted(
+        run_id=uuid.uuid4().hex[:12],
+        started_at=time.time(),
+        config=cfg.to_record(),
+        servers=servers,
+        prompt_set=pset.describe() if pset else {},
+        kltui_version=__version__,
+    )
+    for p in problems:
+        yield p
+    if pset is None:
+        yield RunFinished({"helpers": {}, "problems": len(problems)}, "error")
+        return
+    for note in pset.notes:
+        yield Problem("prompts", note, fatal=False)
+    summaries: list[dict] = []
+    fatal = bool(problems)
+    for c in live:
+        info = infos[c.url]
+        for name in cfg.helpers:
+            if name not in HELPERS:
+                continue  # cross_engine is driven by its own runner
+            ev_iter, run = _helper(cfg, c, info, name, pset)
+            try:
+                async for ev in ev_iter:
+                    if isinstance(ev, HelperFinished):
+                        summaries.append(ev.summary)
+                    yield ev
+            except PhaseError as e:
+                fatal = True
+                yield Problem(c.url, str(e), fatal=True, helper=name, phase=e.phase)
+                finished = run.partial(str(e))
+                if e.err.kind == "server-restarted":
+                    finished.summary["status"] = "invalid"
+                summaries.append(finished.summary)
+                yield finished
+                if e.err.kind in ("unreachable", "server-restarted"):
+                    break  # the next helper would only repeat the same fault
+    yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
+
+
+def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: PromptSet):
+    model = info.get("model_path")
+    tp = info.get("tp_size")
+    thr = resolve_threshold(
+        cfg,
+        name,
+        model=model,
+        tp=tp,
+        deterministic=bool(info.get("enable_deterministic_inference")),
+    )
+    ctx = HelperContext(
+        client=client,
+        prompts=pset.ids,
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=cfg.temperature,
+        threshold=thr.kl_div,
+        tail_threshold=thr.tail_threshold,
+        stream=cfg.stream,
+        incremental=bool(info.get("incremental_streaming_output")),
+        flush_timeout=cfg.flush_timeout,
+        min_cache_hit_ratio=cfg.min_cache_hit_ratio,
+        server_info=info,
+    )
+    run = Run(ctx, name)
+    run.extra["threshold_source"] = thr.source
+    return HELPERS[name](ctx, run), run
