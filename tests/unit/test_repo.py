@@ -1,0 +1,39 @@
+"""The README's two opening commands are the contract with newcomers and with CI."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    return [ln for ln in block.splitlines() if ln.strip() and not ln.startswith("#")]
+
+
+def test_readme_opens_with_demo_and_test_commands():
+    demo, tests = readme_commands()[:2]
+    assert demo.endswith("kltui demo")
+    assert "pytest" in tests
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    test_cmd = readme_commands()[1].split("&&")[-1].strip()
+    ci_lines = [ln.strip() for ln in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert test_cmd in ci_lines
+
+
+def test_help_does_not_import_torch_or_textual():
+    code = (
+        "import sys, io, contextlib\n"
+        "from kltui.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n        main(['--help'])\n    except SystemExit:\n        pass\n"
+        "bad = [m for m in ('torch', 'textual', 'httpx') if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
