@@ -1,7 +1,15 @@
-"""Events <-> JSON-safe dicts. Non-finite floats survive the trip as "inf", "-inf", "nan"."""
+"""Events <-> JSON-safe dicts.
+
+Per-token arrays are written as "<dtype>:<base64 of little-endian bytes>" strings ("f8:..." for
+logprobs, "i4:..."/"i8:..." for token ids): exact to the bit, NaN/inf included, and an order of
+magnitude faster to load than JSON number lists (replay of a 1000 x 4096 session must load in
+about a second). Readers also accept plain JSON lists. Other non-finite floats (in summaries)
+travel as the strings "inf", "-inf", "nan".
+"""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 from typing import Any
@@ -15,19 +23,27 @@ _INT_ARRAYS = {"token_ids"}
 _FLOAT_ARRAYS = {"lp_a", "lp_b", "output_logprobs"}
 
 
-def _floats_out(arr: np.ndarray) -> list:
-    out = arr.astype(np.float64).tolist()
-    bad = np.flatnonzero(~np.isfinite(arr))
-    for i in bad:  # only the rare non-finite entries are touched
-        v = out[i]
-        out[i] = "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    return out
+_DTYPES = {"f8": "<f8", "i4": "<i4", "i8": "<i8"}
 
 
-def _floats_in(values: list) -> np.ndarray:
-    if any(isinstance(v, str) for v in values):
-        values = [_NON_FINITE[v] if isinstance(v, str) else v for v in values]
-    return np.asarray(values, dtype=np.float64)
+def array_out(arr: np.ndarray, kind: str) -> str:
+    a = np.asarray(arr)
+    if kind == "i" and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+        code = "i8"
+    else:
+        code = "i4" if kind == "i" else "f8"
+    return f"{code}:" + base64.b64encode(a.astype(_DTYPES[code]).tobytes()).decode("ascii")
+
+
+def array_in(value, dtype) -> np.ndarray:
+    if isinstance(value, str):
+        code, _, payload = value.partition(":")
+        if code not in _DTYPES:
+            raise ValueError(f"unknown array encoding {code!r}")
+        raw = np.frombuffer(base64.b64decode(payload, validate=True), dtype=_DTYPES[code])
+        return raw.astype(dtype)
+    # plain JSON lists; numpy parses the strings "inf", "-inf" and "nan" itself
+    return np.asarray(value, dtype=dtype)
 
 
 def json_safe(value: Any) -> Any:
@@ -48,9 +64,9 @@ def encode(event: Event) -> dict:
     for f in dataclasses.fields(event):
         v = getattr(event, f.name)
         if f.name in _INT_ARRAYS:
-            out[f.name] = np.asarray(v).tolist()
+            out[f.name] = array_out(v, "i")
         elif f.name in _FLOAT_ARRAYS:
-            out[f.name] = _floats_out(np.asarray(v))
+            out[f.name] = array_out(v, "f")
         else:
             out[f.name] = json_safe(v)
     return out
@@ -75,9 +91,9 @@ def decode(obj: dict) -> Event:
             continue
         v = obj[f.name]
         if f.name in _INT_ARRAYS:
-            kwargs[f.name] = np.asarray(v, dtype=np.int64)
+            kwargs[f.name] = array_in(v, np.int64)
         elif f.name in _FLOAT_ARRAYS:
-            kwargs[f.name] = _floats_in(v)
+            kwargs[f.name] = array_in(v, np.float64)
         else:
             kwargs[f.name] = restore_float(v)
     return cls(**kwargs)
