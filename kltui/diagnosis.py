@@ -42,30 +42,42 @@ def _level(summary: dict) -> float | None:
     return float(v)
 
 
+def _shape(helper: str, s: dict) -> list[str]:
+    """Which sequences diverge and where in generation: the two questions the KL guide asks."""
+    rows = [p for p in s.get("per_sample", []) if p.get("n_nonzero")]
+    scored = s.get("scored") or 0
+    if not rows or not scored:
+        return []
+    out = [f"{helper}: {len(rows)}/{scored} samples differ"]
+    if len(rows) <= scored / 4:
+        bad = ", ".join(
+            f"#{p['index']} (prompt {p['prompt_len']}, cached {p['cached_tokens']})"
+            for p in rows[:6]
+        )
+        out[0] += f", concentrated in a few requests: {bad}; compare them with the passing ones"
+    firsts = np.array([p["first_divergence"] for p in rows])
+    at_start = int(np.count_nonzero(firsts == 0))
+    if at_start == len(rows):
+        out.append(
+            f"{helper}: every divergent sample differs from the first generated token: the "
+            "state was already wrong when generation began (prefix restore, not decode)"
+        )
+    else:
+        out.append(
+            f"{helper}: divergence starts mid-generation (median position "
+            f"{int(np.median(firsts))}, earliest {int(firsts.min())}): something during "
+            "decode (window hand-off, checkpoint rotation, batch composition)"
+        )
+    return out
+
+
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     states = {st.helper: st for st in store.helpers.values() if st.server == server}
     levels = {h: _level(st.summary) for h, st in states.items() if st.summary}
     levels = {h: v for h, v in levels.items() if v is not None}
     if not levels:
         return Diagnosis(server, "unknown", "no helper finished yet")
-    details = []
-    for h, st in states.items():
-        s = st.summary or {}
-        if s.get("scored"):
-            firsts = [
-                p["first_divergence"]
-                for p in s.get("per_sample", [])
-                if p.get("first_divergence") is not None
-            ]
-            where = (
-                f"; divergence starts at generated position {int(np.median(firsts))} "
-                f"(median, min {min(firsts)})"
-                if firsts
-                else ""
-            )
-            details.append(
-                f"{h}: {s.get('samples_with_difference', 0)}/{s['scored']} samples differ{where}"
-            )
+    details = [d for st in states.values() if st.summary for d in _shape(st.helper, st.summary)]
     if all(v == 0 for v in levels.values()):
         return Diagnosis(
             server,

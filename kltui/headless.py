@@ -9,10 +9,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from kltui import fmt
 from kltui.config import RunConfig
 from kltui.consume import EXIT_INTERRUPTED, VERDICT_EXIT, pump
+from kltui.diagnosis import diagnose
 from kltui.events import (
     Event,
     HelperFinished,
@@ -49,7 +51,8 @@ class HeadlessView:
             case RunStarted():
                 ps = ev.prompt_set
                 for s in ev.servers:
-                    self.console.print(server_line(s))
+                    if not s.get("error"):  # a failed connect is reported by its Problem
+                        self.console.print(server_line(s))
                 if ps:
                     self.console.print(
                         f"prompt set [bold]{escape(str(ps['source']))}[/]: {ps['n']} prompts, "
@@ -74,7 +77,8 @@ class HeadlessView:
                 style = "red" if ev.fatal else "yellow"
                 label = "error" if ev.fatal else "warning"
                 self.console.print(
-                    f"[{style}]{label}:[/] {escape(ev.source)}: {escape(ev.message)}"
+                    f"[{style}]{label}:[/] {escape(ev.source)}: {escape(ev.message)}",
+                    soft_wrap=True,  # one line per problem, also in CI logs
                 )
 
     def _update(self, helper: str, server: str, final: str | None = None) -> None:
@@ -90,7 +94,14 @@ class HeadlessView:
 
     def finish(self) -> None:
         self.progress.stop()
-        self.console.print(results_table(self.store))
+        if self.store.helpers:
+            self.console.print(results_table(self.store))
+        for d in diagnose(self.store):
+            if d.condition == "unknown" and not d.details:
+                continue
+            self.console.print(Text.assemble(("diagnosis: ", "bold"), d.headline))
+            for line in d.details:
+                self.console.print(Text("  · " + line))
         fin = self.store.finished
         verdict = fin.verdict if fin else "interrupted"
         style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
