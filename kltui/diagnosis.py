@@ -48,13 +48,16 @@ def _shape(helper: str, s: dict) -> list[str]:
     scored = s.get("scored") or 0
     if not rows or not scored:
         return []
-    out = [f"{helper}: {len(rows)}/{scored} samples differ"]
+    out = []
     if len(rows) <= scored / 4:
         bad = ", ".join(
             f"#{p['index']} (prompt {p['prompt_len']}, cached {p['cached_tokens']})"
             for p in rows[:6]
         )
-        out[0] += f", concentrated in a few requests: {bad}; compare them with the passing ones"
+        out.append(
+            f"{helper}: divergence is concentrated in a few requests: {bad}; compare their "
+            "prompt length, cached_tokens and page residue with the passing ones"
+        )
     firsts = np.array([p["first_divergence"] for p in rows])
     at_start = int(np.count_nonzero(firsts == 0))
     if at_start == len(rows):
@@ -77,7 +80,16 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     levels = {h: v for h, v in levels.items() if v is not None}
     if not levels:
         return Diagnosis(server, "unknown", "no helper finished yet")
-    details = [d for st in states.values() if st.summary for d in _shape(st.helper, st.summary)]
+    counts = [
+        f"{h}: {st.summary.get('samples_with_difference', 0)}/{st.summary['scored']} samples differ"
+        for h, st in states.items()
+        if st.summary and st.summary.get("scored")
+    ]
+
+    def shaped(helpers: list[str]) -> list[str]:
+        return [d for h in helpers for d in _shape(h, states[h].summary)]
+
+    details = counts
     if all(v == 0 for v in levels.values()):
         return Diagnosis(
             server,
@@ -97,13 +109,16 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
         )
     suspects = [h for h, v in cache.items() if v > 0 and (base == 0 or v / base >= STATE_BUG_RATIO)]
     if base == 0 and suspects:
-        paths = "; ".join(f"{h}: {PATH_OF.get(h, h)}" for h in suspects)
+        # decode_cache_hit's turn 2 also restores the prompt's prefix, so a prefix-restore bug
+        # shows in both; only a fault confined to decode_cache_hit points at decode-written KV.
+        primary = "prefill_cache_hit" if "prefill_cache_hit" in suspects else suspects[0]
+        verb = "diverge" if len(suspects) > 1 else "diverges"
         return Diagnosis(
             server,
             "2",
-            f"condition 2 (state bug): match is exactly 0 but {', '.join(suspects)} "
-            f"diverges, so kernels are batch-invariant and the fault is on {paths}",
-            details,
+            f"condition 2 (state bug): match is exactly 0 but {' and '.join(suspects)} {verb}, "
+            f"so kernels are batch-invariant and the fault is in {PATH_OF[primary]}",
+            details + shaped(suspects),
         )
     if base > 0 and suspects:
         return Diagnosis(
@@ -112,7 +127,7 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             f"conditions 1 and 2: every helper shows kernel noise (match "
             f"{base:.2e}) and {', '.join(suspects)} is >= {STATE_BUG_RATIO:g}x worse: "
             f"a state bug on {PATH_OF.get(suspects[0], suspects[0])}",
-            details,
+            details + shaped(suspects),
         )
     if base > 0:
         return Diagnosis(

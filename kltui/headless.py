@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 
 from rich.console import Console
 from rich.markup import escape
@@ -176,7 +177,8 @@ async def run_check(
     console: Console | None = None,
     extra_outputs=None,
 ) -> int:
-    console = console or Console(stderr=False, highlight=False)
+    # CI logs are not terminals; Rich would wrap the results table at 80 columns there.
+    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
     store = SessionStore()
     recorder = Recorder(record_path) if record_path else None
     view = HeadlessView(store, console)
