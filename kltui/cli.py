@@ -133,13 +133,26 @@ def record_path(args: argparse.Namespace) -> str | None:
     return str(default_recording_path())
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def _headless(cfg, args: argparse.Namespace) -> int:
     from kltui.headless import run_check
+    from kltui.report_cli import report_writer
 
+    rec = record_path(args)
+    reports = report_writer(args, recording=rec)  # checks output folders before the run
+    return asyncio.run(run_check(cfg, json_path=args.json, record_path=rec, extra_outputs=reports))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
     cfg = build_config(args)
     if not cfg.servers:
         raise _usage("check needs --server HOST:PORT (or servers: in --config)")
-    return asyncio.run(run_check(cfg, json_path=args.json, record_path=record_path(args)))
+    return _headless(cfg, args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kltui.report_cli import cmd_report as report
+
+    return report(args)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -160,9 +173,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.max_prompt_tokens is None:
             cfg.max_prompt_tokens = 192
         if args.headless or not _tui_available():
-            from kltui.headless import run_check
-
-            return asyncio.run(run_check(cfg, json_path=args.json, record_path=record_path(args)))
+            return _headless(cfg, args)
         return _run_tui(cfg, args, title_suffix="demo")
 
 
@@ -223,8 +234,12 @@ def make_parser() -> argparse.ArgumentParser:
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
     tui.set_defaults(func=cmd_tui)
 
+    from kltui.report_cli import add_arguments as add_report_arguments
+    from kltui.report_cli import add_report_options
+
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)
+    add_report_options(check)
     check.set_defaults(func=cmd_check)
 
     demo = sub.add_parser("demo", help="start the embedded reference server and run on it")
@@ -241,7 +256,12 @@ def make_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--page-size", type=_pos_int, default=1)
     demo.add_argument("--theme")
+    add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
+
+    report = sub.add_parser("report", help="HTML, Markdown, JSON or JUnit reports from a recording")
+    add_report_arguments(report)
+    report.set_defaults(func=cmd_report)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:

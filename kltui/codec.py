@@ -4,7 +4,8 @@ Per-token arrays are written as "<dtype>:<base64 of little-endian bytes>" string
 logprobs, "i4:..."/"i8:..." for token ids): exact to the bit, NaN/inf included, and an order of
 magnitude faster to load than JSON number lists (replay of a 1000 x 4096 session must load in
 about a second). Readers also accept plain JSON lists. Other non-finite floats (in summaries)
-travel as the strings "inf", "-inf", "nan".
+travel as {"$float": "inf" | "-inf" | "nan"}, so a string that happens to read "nan" (a
+message, a token) stays a string.
 """
 
 from __future__ import annotations
@@ -68,14 +69,30 @@ def encode(event: Event) -> dict:
         elif f.name in _FLOAT_ARRAYS:
             out[f.name] = array_out(v, "f")
         else:
-            out[f.name] = json_safe(v)
+            out[f.name] = tag_floats(v)
     return out
 
 
-def restore_float(value: Any) -> Any:
-    if isinstance(value, str) and value in _NON_FINITE:
-        return _NON_FINITE[value]
+_FLOAT_TAG = "$float"
+
+
+def tag_floats(value: Any) -> Any:
+    """Like json_safe, but non-finite floats become tagged objects that decode unambiguously."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {_FLOAT_TAG: json_safe(value)}
     if isinstance(value, dict):
+        return {k: tag_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [tag_floats(v) for v in value]
+    if isinstance(value, np.generic):
+        return tag_floats(value.item())
+    return value
+
+
+def restore_float(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and _FLOAT_TAG in value and value[_FLOAT_TAG] in _NON_FINITE:
+            return _NON_FINITE[value[_FLOAT_TAG]]
         return {k: restore_float(v) for k, v in value.items()}
     if isinstance(value, list):
         return [restore_float(v) for v in value]

@@ -1,14 +1,25 @@
-"""Reports built from a SessionStore (live or replayed): the JSON document `check --json` writes."""
+"""Reports built from a SessionStore (live or replayed): the JSON document `check --json` writes,
+and the pieces the HTML, Markdown and JUnit reports share (names, statuses, server settings).
+
+Reports never compute metrics: every number comes from a helper's summary, its ScoreBook or
+`diagnosis.diagnose`. Everything read from a recording is untrusted text; each format escapes it.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
 
 from kltui import __version__
 from kltui.codec import json_safe
-from kltui.session import SessionStore
+from kltui.diagnosis import diagnose
+from kltui.engines.errors import UsageError
+from kltui.session import HelperState, SessionStore
 
 SUMMARY_FIELDS = (
     "status",
@@ -42,12 +53,159 @@ SUMMARY_FIELDS = (
 )
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where a store's events came from, shown in report headers."""
+
+    recording: str | None = None
+    truncated: bool = False  # the recording's last line was cut (a killed run)
+    created: float | None = None  # the recording header's wall-clock time
+    # helper key -> seconds between its recorded HelperStarted and HelperFinished: a replayed
+    # store folds instantly, so its own clock would time nothing.
+    durations: dict[str, float] = field(default_factory=dict)
+
+
+def verdict(store: SessionStore) -> str:
+    return store.finished.verdict if store.finished else "interrupted"
+
+
+def helper_names(store: SessionStore) -> dict[str, str]:
+    """helper key -> helper name, or helper@server when several servers ran the same helper."""
+    names = [st.helper for st in store.helpers.values()]
+    return {
+        key: st.helper if names.count(st.helper) == 1 else st.key
+        for key, st in store.helpers.items()
+    }
+
+
+def helper_status(st: HelperState) -> str:
+    """pass | fail | vacuous | error | invalid from the summary; error or incomplete without."""
+    if st.summary is not None:
+        status = st.summary.get("status")
+        if status:
+            return str(status)
+        return "pass" if st.summary.get("passed") else "fail"
+    return "error" if st.phase == "error" else "incomplete"
+
+
+def helper_seconds(st: HelperState, origin: Origin | None) -> float | None:
+    if origin is not None and st.key in origin.durations:
+        return origin.durations[st.key]
+    if st.finished is None:
+        return None
+    return max(0.0, st.finished - st.started)
+
+
+def max_location(summary: dict) -> dict | None:
+    """{"sample", "position"} of the largest k3, or None when there is none worth pointing at
+    (nothing scored, or every token bit-identical so "the max" is just the first token)."""
+    if summary.get("max_k3_sample") is None or summary.get("max_k3") == 0:
+        return None
+    return {"sample": summary["max_k3_sample"], "position": summary.get("max_k3_position")}
+
+
+def multi_server(store: SessionStore) -> bool:
+    return len({st.server for st in store.helpers.values()}) > 1
+
+
+def _on_off(value) -> str:
+    return "–" if value is None else ("on" if value else "off")
+
+
+def _off_on(value) -> str:
+    return "–" if value is None else ("off" if value else "on")
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "–" if value is None else str(value)
+
+
+# (label, server identity key, formatter, always shown): the settings that decide what an
+# avg_kl_div means. Optional rows appear only when some server reports them, so a report on a
+# real SGLang server has no "fault" row.
+SETTINGS: tuple[tuple[str, str, Callable[[object], str], bool], ...] = (
+    ("engine", "engine", _text, True),
+    ("version", "version", _text, True),
+    ("model", "model_path", _text, True),
+    ("served model name", "served_model_name", _text, False),
+    ("weight version", "weight_version", _text, False),
+    ("tensor parallel", "tp_size", _text, True),
+    ("data parallel", "dp_size", _text, False),
+    ("dtype", "dtype", _text, True),
+    ("attention backend", "attention_backend", _text, True),
+    ("page size", "page_size", _text, True),
+    ("radix cache", "disable_radix_cache", _off_on, True),
+    ("deterministic inference", "enable_deterministic_inference", _on_off, True),
+    ("cuda graph", "cuda_graph", _on_off, True),
+    ("chunked prefill size", "chunked_prefill_size", _text, False),
+    ("sampling backend", "sampling_backend", _text, False),
+    ("speculative algorithm", "speculative_algorithm", _text, False),
+    ("incremental streaming", "incremental_streaming_output", _on_off, False),
+    ("context length", "context_length", _text, False),
+    ("random seed", "random_seed", _text, False),
+    ("fault (reference server)", "kltui_fault", _text, False),
+)
+
+
+def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
+    """(label, one value per server) for every setting worth showing for these servers."""
+    ok = [s for s in servers if not s.get("error")]
+    rows = []
+    for label, key, show, always in SETTINGS:
+        if always or any(s.get(key) is not None for s in ok):
+            rows.append((label, ["–" if s.get("error") else show(s.get(key)) for s in servers]))
+    return rows
+
+
+def server_summary(s: dict) -> str:
+    """One plain-text line naming a server and the settings that matter (not escaped)."""
+    if s.get("error"):
+        return f"{s.get('url', '?')}: unreachable ({s['error']})"
+    parts = [
+        f"{s.get('engine', 'sglang')} {s.get('version', '?')}",
+        f"model {s.get('model_path') or s.get('served_model_name') or '?'}",
+        f"tp {s.get('tp_size', '?')}",
+        str(s.get("dtype", "?")),
+        f"attn {s.get('attention_backend', '?')}",
+        f"page {s.get('page_size', '?')}",
+        f"radix {_off_on(s.get('disable_radix_cache'))}",
+        f"deterministic {_on_off(s.get('enable_deterministic_inference'))}",
+        f"cuda graph {_on_off(s.get('cuda_graph'))}",
+    ]
+    if s.get("kltui_fault") not in (None, "none", ""):
+        parts.append(f"fault {s['kltui_fault']}")
+    return f"{s.get('url', '?')} · " + " · ".join(parts)
+
+
+def prompt_summary(ps: dict) -> str:
+    if not ps:
+        return "no prompt set recorded"
+    return (
+        f"{ps.get('source', '?')}: {ps.get('n', '?')} prompts, {ps.get('tokens', '?')} tokens "
+        f"(length {ps.get('min_len', '?')}–{ps.get('max_len', '?')}, "
+        f"max_prompt_tokens {ps.get('max_prompt_tokens')}, seed {ps.get('seed', '?')})"
+    )
+
+
+def timestamp(epoch: float | None) -> str:
+    if not isinstance(epoch, int | float):
+        return "unknown time"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+
+
+def run_time(store: SessionStore, origin: Origin | None) -> float | None:
+    if store.run is not None:
+        return store.run.started_at
+    return origin.created if origin else None
+
+
 def helper_entries(store: SessionStore) -> dict[str, dict]:
     """Keyed by helper name, or helper@server when several servers ran the same helper."""
-    names = [st.helper for st in store.helpers.values()]
+    names = helper_names(store)
     out = {}
-    for st in store.helpers.values():
-        key = st.helper if names.count(st.helper) == 1 else st.key
+    for key, st in store.helpers.items():
         entry: dict = {"server": st.server}
         if st.summary is not None:
             entry.update({k: st.summary.get(k) for k in SUMMARY_FIELDS if k in st.summary})
@@ -62,7 +220,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
                 }
             )
         entry["skipped_samples"] = [{"index": s, "reason": r} for s, r in st.skipped.items()]
-        out[key] = entry
+        out[names[key]] = entry
     return out
 
 
@@ -87,10 +245,32 @@ def json_report(store: SessionStore) -> dict:
                 }
                 for p in store.problems
             ],
-            "verdict": store.finished.verdict if store.finished else "interrupted",
+            "diagnosis": [
+                {
+                    "server": d.server,
+                    "condition": d.condition,
+                    "headline": d.headline,
+                    "details": d.details,
+                }
+                for d in diagnose(store)
+            ],
+            "verdict": verdict(store),
         }
     )
 
 
+def write_output(path: str, data: str | bytes) -> None:
+    """Writes a report to `path` ("-" is stdout); a failure is a one-line usage error."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    if path == "-":
+        sys.stdout.buffer.write(raw)
+        sys.stdout.flush()
+        return
+    try:
+        Path(path).write_bytes(raw)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot write report ({e.strerror or e})") from None
+
+
 def write_json(store: SessionStore, path: str) -> None:
-    Path(path).write_bytes(orjson.dumps(json_report(store), option=orjson.OPT_INDENT_2))
+    write_output(path, orjson.dumps(json_report(store), option=orjson.OPT_INDENT_2))

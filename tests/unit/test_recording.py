@@ -64,3 +64,14 @@ def test_recorder_appends_never_truncates(tmp_path):
     Recorder(path).write(Problem("s", "two", False))
     r = read_recording(str(path))
     assert [e.message for e in r.events] == ["one", "two"]
+
+
+def test_string_that_reads_nan_stays_a_string(tmp_path):
+    path = tmp_path / "r.jsonl"
+    rec = Recorder(path)
+    rec.write(Problem("nan", "inf", False))
+    rec.write(RunFinished({"avg": float("nan"), "status": "nan"}, "fail"))
+    rec.close()
+    p, fin = read_recording(str(path)).events
+    assert p.source == "nan" and p.message == "inf"
+    assert np.isnan(fin.summary["avg"]) and fin.summary["status"] == "nan"

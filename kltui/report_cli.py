@@ -1,0 +1,122 @@
+"""`kltui report FILE --html/--md/--json/--junit OUT`, and the same outputs for `kltui check`.
+
+Imports stay inside functions: `kltui --help` builds every subparser and must stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+OUTPUTS = (
+    ("html", "self-contained HTML report (inline CSS, no script, no network)"),
+    ("md", "Markdown summary, short enough to paste into a pull request"),
+    ("junit", "JUnit XML: one test case per helper and server"),
+)
+
+
+def add_report_options(parser: argparse.ArgumentParser) -> None:
+    """--html/--md/--junit OUT, shared by `report` and `check` ("-" writes to stdout)."""
+    for name, text in OUTPUTS:
+        parser.add_argument(f"--{name}", metavar="OUT", help=text)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recording", metavar="FILE", help="a kltui recording (.kltui.jsonl)")
+    add_report_options(parser)
+    parser.add_argument("--json", metavar="OUT", help="the JSON result `check --json` writes")
+    parser.epilog = (
+        "Without an output option the Markdown summary goes to stdout. "
+        "Exit 0 when the reports are written, 2 when the recording cannot be read."
+    )
+
+
+def load_store(path: str):
+    """Folds a recording into a SessionStore; raises RecordingError (a UsageError) naming the
+    file when it is missing, not a recording, or written by a newer kltui."""
+    from kltui.events import HelperFinished, HelperStarted
+    from kltui.recording import read_recording
+    from kltui.report import Origin
+    from kltui.session import SessionStore, helper_key
+
+    rec = read_recording(path)
+    store = SessionStore()
+    store.replay = True
+    started: dict[str, float] = {}
+    durations: dict[str, float] = {}
+    for ev, t in zip(rec.events, rec.times, strict=True):
+        store.apply(ev)
+        if isinstance(ev, HelperStarted):
+            started[helper_key(ev.helper, ev.server)] = t
+        elif isinstance(ev, HelperFinished):
+            key = helper_key(ev.helper, ev.server)
+            if key in started:
+                durations[key] = max(0.0, t - started[key])
+    created = rec.header.get("created")
+    origin = Origin(
+        recording=path,
+        truncated=rec.truncated,
+        created=created if isinstance(created, int | float) else None,
+        durations=durations,
+    )
+    return store, origin
+
+
+def write_reports(store, *, html=None, md=None, junit=None, json=None, origin=None) -> list[str]:
+    """Writes every requested report; returns the paths written. `check` calls this through
+    run_check's extra_outputs once the run has ended (passed, failed or interrupted)."""
+    written = []
+    if json:
+        from kltui.report import write_json
+
+        write_json(store, json)
+        written.append(json)
+    if html:
+        from kltui.report import write_output
+        from kltui.report_html import html_report
+
+        write_output(html, html_report(store, origin))
+        written.append(html)
+    if md:
+        from kltui.report import write_output
+        from kltui.report_md import md_report
+
+        write_output(md, md_report(store, origin))
+        written.append(md)
+    if junit:
+        from kltui.report import write_output
+        from kltui.report_junit import junit_report
+
+        write_output(junit, junit_report(store, origin))
+        written.append(junit)
+    return written
+
+
+def report_writer(args: argparse.Namespace, recording: str | None = None):
+    """For `check`: the extra_outputs callable writing --html/--md/--junit, or None if none was
+    asked for. Output folders are checked now, so a typo fails before a long run, not after."""
+    from pathlib import Path
+
+    from kltui.engines.errors import UsageError
+    from kltui.report import Origin
+
+    outputs = {name: getattr(args, name, None) for name, _ in OUTPUTS}
+    if not any(outputs.values()):
+        return None
+    for path in outputs.values():
+        if path and path != "-" and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"{path}: cannot write report (no such directory)")
+    origin = Origin(recording=recording)
+    return lambda store: write_reports(store, origin=origin, **outputs)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    store, origin = load_store(args.recording)
+    outputs = {name: getattr(args, name, None) for name in ("html", "md", "junit", "json")}
+    if not any(outputs.values()):
+        outputs["md"] = "-"
+    written = write_reports(store, origin=origin, **outputs)
+    for path in written:
+        if path != "-":
+            print(f"kltui report: wrote {path}", file=sys.stderr)
+    return 0

@@ -1,0 +1,244 @@
+"""k3 heatmaps for the HTML report: a fixed colour scale, colour levels per token, reduction
+of wide runs by max, and a palette PNG built with numpy and zlib (no imaging library).
+
+This module only bins k3 values for display; the values come from the ScoreBook.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+import struct
+import zlib
+
+import numpy as np
+
+from kltui import fmt
+from kltui.session import HelperState
+
+# The fixed k3 scale: one colour per decade from below 1e-12 to 1 and above (the TUI's decades),
+# so a colour means the same magnitude in every report. Reversed viridis: colour-blind safe and
+# monotone in lightness, so on a white page a larger k3 is always darker (it survives greyscale).
+LOW_EXP, HIGH_EXP = -12, 0
+EMPTY, PENDING, ZERO, FIRST_BIN = 0, 1, 2, 3
+N_BINS = HIGH_EXP - LOW_EXP + 2
+NONFINITE = FIRST_BIN + N_BINS
+VIRIDIS_REVERSED = (
+    (0xFD, 0xE7, 0x25),
+    (0xB5, 0xDE, 0x2B),
+    (0x6E, 0xCE, 0x58),
+    (0x35, 0xB7, 0x79),
+    (0x1F, 0x9E, 0x89),
+    (0x26, 0x82, 0x8E),
+    (0x31, 0x68, 0x8E),
+    (0x3E, 0x49, 0x89),
+    (0x48, 0x28, 0x78),
+    (0x44, 0x01, 0x54),
+)
+SPECIAL_COLOURS = {
+    EMPTY: (0xFF, 0xFF, 0xFF),  # no token at this position
+    PENDING: (0xA8, 0xB0, 0xBB),  # decoded or skipped, never scored
+    ZERO: (0xE3, 0xE8, 0xEF),  # bit-identical logprobs
+    NONFINITE: (0x00, 0x00, 0x00),  # NaN or inf: a protocol or numeric fault
+}
+MAX_COLUMNS = 1024  # wider rows are reduced by max, so one bad token still shows
+MAX_ROWS = 360
+
+
+def _ramp() -> list[tuple[int, int, int]]:
+    stops = np.array(VIRIDIS_REVERSED, dtype=np.float64)
+    t = np.linspace(0, len(stops) - 1, N_BINS)
+    lo = np.minimum(t.astype(int), len(stops) - 2)
+    frac = (t - lo)[:, None]
+    rgb = stops[lo] * (1 - frac) + stops[lo + 1] * frac
+    return [tuple(int(round(c)) for c in row) for row in rgb]
+
+
+PALETTE = [SPECIAL_COLOURS[EMPTY], SPECIAL_COLOURS[PENDING], SPECIAL_COLOURS[ZERO], *_ramp()]
+PALETTE.append(SPECIAL_COLOURS[NONFINITE])
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def esc(value: object) -> str:
+    """Escaped text; control characters (a terminal escape in a server message) become a
+    visible \\xNN instead of reaching the page."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
+    return html.escape(text, quote=True)
+
+
+def _hex(level: int) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*PALETTE[level])
+
+
+def bin_label(level: int) -> str:
+    exp = LOW_EXP - 1 + (level - FIRST_BIN)
+    if exp < LOW_EXP:
+        return f"<1e{LOW_EXP}"
+    return "≥1" if exp >= HIGH_EXP else f"1e{exp}"
+
+
+def k3_levels(k3: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    """Colour level per token. ZERO means bit-identical logprobs; a difference too small for
+    k3 to register (or a rounding-negative k3) still gets the lowest colour, never ZERO."""
+    k = np.asarray(k3, dtype=np.float64)
+    out = np.full(k.shape, FIRST_BIN, dtype=np.uint8)
+    finite = np.isfinite(k)
+    pos = finite & (k > 0)
+    if pos.any():
+        exp = np.clip(np.floor(np.log10(k[pos])), LOW_EXP - 1, HIGH_EXP)
+        out[pos] = (FIRST_BIN + exp - (LOW_EXP - 1)).astype(np.uint8)
+    out[~finite] = NONFINITE
+    out[np.asarray(lp_a) == np.asarray(lp_b)] = ZERO
+    return out
+
+
+def _reduce_max(levels: np.ndarray, axis: int, limit: int) -> tuple[np.ndarray, int]:
+    """Max over consecutive buckets along `axis` so at most `limit` remain; the level order
+    (empty < not scored < zero < decades < non-finite) makes max the most severe cell."""
+    n = levels.shape[axis]
+    bucket = max(1, math.ceil(n / limit))
+    if bucket == 1:
+        return levels, 1
+    pad = (-n) % bucket
+    if pad:
+        shape = list(levels.shape)
+        shape[axis] = pad
+        levels = np.concatenate([levels, np.full(shape, EMPTY, np.uint8)], axis=axis)
+    if axis == 1:
+        return levels.reshape(levels.shape[0], -1, bucket).max(axis=2), bucket
+    return levels.reshape(-1, bucket, levels.shape[1]).max(axis=1), bucket
+
+
+def heat_rows(st: HelperState) -> list[int]:
+    return sorted(
+        set(range(st.n_samples)) | set(st.book.samples) | set(st.skipped) | set(st.decoded_len)
+    )
+
+
+def heat_levels(st: HelperState, rows: list[int]) -> np.ndarray:
+    """rows x positions matrix of colour levels (not reduced)."""
+    width = max([st.row_length(r) for r in rows] + [1])
+    grid = np.full((len(rows), width), EMPTY, dtype=np.uint8)
+    for i, r in enumerate(rows):
+        s = st.book.samples.get(r)
+        if s is not None:
+            grid[i, : s.k3.size] = k3_levels(s.k3, s.lp_a, s.lp_b)
+        else:
+            # Unscored: as far as it decoded, or the whole row when skipped before decoding.
+            n = st.decoded_len.get(r, 0) or width
+            grid[i, :n] = PENDING
+    return grid
+
+
+def png(indices: np.ndarray, palette: list[tuple[int, int, int]]) -> bytes:
+    """A palette PNG (colour type 3, 8 bits) from a 2-D array of palette indices."""
+    h, w = indices.shape
+    raw = np.zeros((h, w + 1), dtype=np.uint8)  # filter byte 0 (None) per scanline
+    raw[:, 1:] = indices
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(tag + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", crc)
+
+    plte = bytes(c for rgb in palette for c in rgb)
+    return b"".join(
+        (
+            b"\x89PNG\r\n\x1a\n",
+            chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 3, 0, 0, 0)),
+            chunk(b"PLTE", plte),
+            chunk(b"IDAT", zlib.compress(raw.tobytes(), 6)),
+            chunk(b"IEND", b""),
+        )
+    )
+
+
+def _nice_step(span: int, ticks: int = 6) -> int:
+    raw = max(1.0, span / ticks)
+    mag = 10 ** math.floor(math.log10(raw))
+    return int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
+
+
+def heatmap_html(st: HelperState) -> str:
+    rows = heat_rows(st)
+    if not rows:
+        return '<p class="muted">No samples were started, so there is no heatmap.</p>'
+    full = heat_levels(st, rows)
+    length = full.shape[1]
+    grid, col_bucket = _reduce_max(full, 1, MAX_COLUMNS)
+    grid, row_bucket = _reduce_max(grid, 0, MAX_ROWS)
+    n_rows, n_cols = grid.shape
+    row_px = min(16, max(1, MAX_ROWS // n_rows))
+    uri = "data:image/png;base64," + base64.b64encode(png(grid, PALETTE)).decode("ascii")
+    span = n_cols * col_bucket  # positions covered by the image, padding included
+    xticks = "".join(
+        f'<span style="left:{(p + 0.5) / span * 100:.3f}%">{p}</span>'
+        for p in range(0, length, _nice_step(length))
+    )
+    if row_px >= 12 and n_rows <= 24:
+        picks = list(range(n_rows))  # rows tall enough to label each one
+    else:
+        picks = sorted({round(i * (n_rows - 1) / 4) for i in range(5)})
+    yticks = "".join(
+        f'<span style="top:{(i + 0.5) / n_rows * 100:.3f}%">{rows[i * row_bucket]}</span>'
+        for i in picks
+    )
+    reduced = []
+    if col_bucket > 1:
+        reduced.append(f"each pixel column is the max of {col_bucket} positions")
+    if row_bucket > 1:
+        reduced.append(f"each pixel row is the max of {row_bucket} samples")
+    note = f" ({'; '.join(reduced)})" if reduced else ""
+    alt = f"k3 heatmap of {st.helper}: {len(rows)} samples by {length} generated positions"
+    return f"""<figure class="heat">
+<div class="heat-plot">
+<div class="yaxis" aria-hidden="true">{yticks}</div>
+<div class="heat-frame"><img class="heatmap" src="{uri}" alt="{esc(alt)}"
+ width="{n_cols}" height="{n_rows}" style="height:{n_rows * row_px}px"></div>
+<div class="xaxis" aria-hidden="true">{xticks}</div>
+</div>
+<figcaption>Rows: samples {rows[0]}–{rows[-1]}; columns: generated positions
+0–{length - 1}{esc(note)}. Colour: log10 k3 per token.</figcaption>
+{legend_html(st.tail_threshold)}
+</figure>"""
+
+
+def _scale_pos(x: float) -> float:
+    """Where k3 = x sits on the legend bar, in percent (decade bins, log-linear inside)."""
+    exp = min(max(math.log10(x), LOW_EXP - 1), HIGH_EXP + 1)
+    return (exp - (LOW_EXP - 1)) / N_BINS * 100
+
+
+def legend_html(tau: float) -> str:
+    swatches = "".join(
+        f'<span class="sw" style="background:{_hex(level)}" title="k3 {esc(bin_label(level))}">'
+        "</span>"
+        for level in range(FIRST_BIN, NONFINITE)
+    )
+    # Decade boundaries every 1e3, labelled under the bar: 1e-12, 1e-9, ..., 1.
+    ticks = "".join(
+        f'<i style="left:{_scale_pos(10.0**e):.3f}%">{"1" if e == 0 else f"1e{e}"}</i>'
+        for e in range(LOW_EXP, HIGH_EXP + 1, 3)
+    )
+    tau_mark = ""
+    if isinstance(tau, float) and math.isfinite(tau) and tau > 0:
+        tau_mark = (
+            f'<b class="tau" style="left:{_scale_pos(tau):.3f}%" '
+            f'title="tail threshold τ = {esc(fmt.sci(tau, 1))}">τ</b>'
+        )
+    specials = "".join(
+        f'<span class="key"><span class="chip" style="background:{_hex(lv)}"></span>{text}</span>'
+        for lv, text in (
+            (ZERO, "0 (bit-identical)"),
+            (NONFINITE, "NaN or inf"),
+            (PENDING, "not scored"),
+            (EMPTY, "no token"),
+        )
+    )
+    return f"""<div class="legend"><span class="scale-title">k3</span>
+<div class="scale">{swatches}{ticks}{tau_mark}</div>
+<div class="keys">{specials}</div>
+</div>"""
