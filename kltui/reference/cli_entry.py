@@ -1,0 +1,129 @@
+"""`kltui serve-reference` (and `python -m kltui.reference serve`): arguments and entry point.
+
+Importing this module is cheap (no torch); `main` imports the server, and with it torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from kltui.reference import CHECKPOINT_DIR
+from kltui.reference.faults import FAULTS
+
+PARENT_PID_ENV = "KLTUI_REFERENCE_PARENT_PID"
+PDEATHSIG_ENV = "KLTUI_REFERENCE_PDEATHSIG"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=30000, help="port; 0 picks a free one")
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="batch-invariant kernels: prefill and decode logprobs are bit-identical",
+    )
+    parser.add_argument(
+        "--fault",
+        choices=FAULTS,
+        default="none",
+        help="plant a state bug on one cache path (stale-prefix or window-evict)",
+    )
+    parser.add_argument(
+        "--fault-window", type=int, default=32, help="attention window of the window-evict fault"
+    )
+    parser.add_argument("--page-size", type=int, default=1, help="radix cache page size")
+    parser.add_argument(
+        "--checkpoint", default=str(CHECKPOINT_DIR), help="HF Llama folder to serve"
+    )
+    parser.add_argument(
+        "--incremental-streaming-output",
+        action="store_true",
+        help="stream deltas instead of cumulative text/output_ids/logprobs",
+    )
+    parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    parser.add_argument("--disable-radix-cache", action="store_true")
+    parser.add_argument(
+        "--max-total-tokens", type=int, default=65536, help="radix cache capacity in tokens"
+    )
+    parser.add_argument("--stream-interval", type=int, default=1)
+    parser.add_argument("--random-seed", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+
+
+def main(args: argparse.Namespace) -> int:
+    _watch_parent()
+    if args.page_size < 1:
+        print("error: --page-size must be at least 1", file=sys.stderr)
+        return 2
+    if not (Path(args.checkpoint) / "config.json").is_file():
+        print(f"error: no HF checkpoint (config.json) in {args.checkpoint}", file=sys.stderr)
+        return 2
+    from kltui.reference.server import ServerSettings, serve  # torch loads here
+
+    settings = ServerSettings(
+        checkpoint=Path(args.checkpoint),
+        host=args.host,
+        port=args.port,
+        deterministic=args.deterministic,
+        fault=args.fault,
+        fault_window=args.fault_window,
+        page_size=args.page_size,
+        incremental_streaming_output=args.incremental_streaming_output,
+        api_key=args.api_key,
+        disable_radix_cache=args.disable_radix_cache,
+        max_total_tokens=args.max_total_tokens,
+        stream_interval=args.stream_interval,
+        random_seed=args.random_seed,
+        threads=args.threads,
+    )
+    try:
+        return serve(settings, _launch_command())
+    except OSError as e:  # typically the port is taken
+        print(f"error: cannot serve on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 1
+
+
+def _launch_command() -> str:
+    argv = list(sys.argv)
+    if "--api-key" in argv:  # never echo the key through /server_info
+        i = argv.index("--api-key")
+        if i + 1 < len(argv):
+            argv[i + 1] = "***"
+    return " ".join([sys.executable, *argv])
+
+
+def _watch_parent() -> None:
+    """Exit when the launching process dies, so a server never outlives its parent.
+
+    PR_SET_PDEATHSIG fires when the launching *thread* exits, so the launcher asks for it only
+    when it launched from the main thread; the getppid() watch covers every other case.
+    """
+    expected = os.environ.get(PARENT_PID_ENV)
+    if not expected:
+        return
+    expected_pid = int(expected)
+    if sys.platform.startswith("linux") and os.environ.get(PDEATHSIG_ENV) == "1":
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != expected_pid:  # the parent died before the watch began
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == expected_pid:
+            time.sleep(0.25)
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        os._exit(1)  # graceful shutdown did not finish in time
+
+    threading.Thread(target=watch, name="kltui-parent-watch", daemon=True).start()

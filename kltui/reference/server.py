@@ -1,0 +1,485 @@
+"""The HTTP face of the reference server: SGLang 0.5.23's native API subset, on Starlette.
+
+Routes: POST/PUT /generate, GET/POST /flush_cache, GET /server_info (/get_server_info),
+GET /model_info (/get_model_info), GET /health and /health_generate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+import random
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import torch
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from kltui.reference import CHECKPOINT_DIR
+from kltui.reference.cache import RadixCache
+from kltui.reference.engine import Engine, GenRequest, Progress, Sampling
+from kltui.reference.faults import Fault
+from kltui.reference.model import LlamaForCausalLM, load_model
+from kltui.reference.protocol import ContractError, RequestError, contract_error, parse_generate
+from kltui.reference.responses import ItemState, Renderer
+from kltui.reference.scheduler import Scheduler
+from kltui.reference.tokenizer import TextTokenizer
+
+log = logging.getLogger("kltui.reference")
+
+SGLANG_VERSION = "0.5.23"
+# A valid PEP 440 version that still reads as 0.5.23 to a client comparing release numbers.
+VERSION = f"{SGLANG_VERSION}+kltui.reference"
+FLUSH_TEXT = (
+    "Cache flushed.\nPlease check backend logs for more details. "
+    "(When there are running or waiting requests, the operation will not be performed.)\n"
+)
+HEALTH_CHECK_TIMEOUT = 20.0
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    checkpoint: Path = CHECKPOINT_DIR
+    host: str = "127.0.0.1"
+    port: int = 30000
+    deterministic: bool = False
+    fault: str = "none"
+    fault_window: int = 32
+    page_size: int = 1
+    incremental_streaming_output: bool = False
+    api_key: str | None = None
+    disable_radix_cache: bool = False
+    max_total_tokens: int = 65536
+    stream_interval: int = 1
+    random_seed: int | None = None
+    threads: int = 1
+    max_running_requests: int = 128
+    chunked_prefill_size: int = 8192
+
+
+class ReferenceState:
+    """The loaded model and the running machinery, shared by all routes."""
+
+    def __init__(self, settings: ServerSettings, launch_command: str) -> None:
+        self.settings = settings
+        self.launch_command = launch_command
+        self.checkpoint = str(Path(settings.checkpoint).resolve())
+        self.random_seed = (
+            settings.random_seed if settings.random_seed is not None else random.randrange(1 << 30)
+        )
+        torch.manual_seed(self.random_seed)
+        self.model: LlamaForCausalLM = load_model(settings.checkpoint)
+        self.tokenizer = TextTokenizer(settings.checkpoint)
+        cfg = self.model.config
+        self.context_length = cfg.max_position_embeddings
+        self.eos_ids = frozenset(cfg.eos_ids) | (
+            {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
+        )
+        self.bos_id = cfg.bos_token_id if cfg.bos_token_id is not None else 0
+        self.cache = RadixCache(
+            settings.page_size, settings.max_total_tokens, disabled=settings.disable_radix_cache
+        )
+        self.engine = Engine(
+            self.model,
+            self.cache,
+            eos_ids=sorted(self.eos_ids),
+            deterministic=settings.deterministic,
+            fault=Fault(settings.fault, settings.fault_window),
+            decode_tail=lambda ids: self.tokenizer.decode(ids, True),
+            random_seed=self.random_seed,
+        )
+        self.scheduler = Scheduler(
+            self.engine,
+            max_running=settings.max_running_requests,
+            max_prefill_tokens=settings.chunked_prefill_size,
+        )
+        self.renderer = Renderer(self.tokenizer.token_text, self.tokenizer.decode)
+        self.startup_time = time.time()
+
+    def warm_up(self) -> None:
+        """One tiny generate outside the cache, so the first real request pays no lazy init."""
+        req = GenRequest(
+            "warmup",
+            [self.bos_id, 5, 6],
+            Sampling(temperature=0.0, max_new_tokens=2),
+            use_cache=False,
+        )
+        a = self.engine.admit(req)
+        self.engine.prefill([a])
+        self.engine.decode([a])
+
+    def server_info(self) -> dict:
+        s = self.settings
+        waiting, running = self.scheduler.counts()
+        cfg = self.model.config
+        kv_bytes_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4
+        weight_bytes = sum(p.numel() for p in self.model.parameters()) * 4
+        return {
+            "model_path": self.checkpoint,
+            "tokenizer_path": self.checkpoint,
+            "tokenizer_mode": "auto",
+            "skip_tokenizer_init": False,
+            "load_format": "auto",
+            "trust_remote_code": False,
+            "dtype": "float32",
+            "kv_cache_dtype": "auto",
+            "context_length": self.context_length,
+            "device": "cpu",
+            "served_model_name": self.checkpoint,
+            "is_embedding": False,
+            "host": s.host,
+            "port": s.port,
+            "max_running_requests": s.max_running_requests,
+            "max_total_tokens": s.max_total_tokens,
+            "chunked_prefill_size": s.chunked_prefill_size,
+            "max_prefill_tokens": s.chunked_prefill_size,
+            "schedule_policy": "fcfs",
+            "page_size": s.page_size,
+            "tp_size": 1,
+            "dp_size": 1,
+            "pp_size": 1,
+            "ep_size": 1,
+            "stream_interval": s.stream_interval,
+            "incremental_streaming_output": s.incremental_streaming_output,
+            "random_seed": self.random_seed,
+            "attention_backend": "torch_native",
+            "sampling_backend": "pytorch",
+            "disable_radix_cache": s.disable_radix_cache,
+            "enable_deterministic_inference": s.deterministic,
+            "disable_cuda_graph": True,
+            "disable_overlap_schedule": True,
+            "speculative_algorithm": None,
+            "enable_cache_report": False,
+            "weight_version": "default",
+            "api_key_required": s.api_key is not None,
+            "launch_command": self.launch_command,
+            "max_total_num_tokens": s.max_total_tokens,
+            "max_req_input_len": self.context_length - 1,
+            "startup_time": self.startup_time,
+            "version": VERSION,
+            "kltui_reference_server": True,
+            "kltui_fault": s.fault,
+            "kltui_fault_window": s.fault_window if s.fault == "window-evict" else None,
+            "kltui_checkpoint": Path(self.checkpoint).name,
+            "internal_states": [
+                {
+                    "last_gen_throughput": self.scheduler.stats.throughput(),
+                    "generated_tokens": self.scheduler.stats.generated_tokens,
+                    "forward_steps": self.scheduler.stats.steps,
+                    "num_running_reqs": running,
+                    "num_waiting_reqs": waiting,
+                    "cached_tokens": self.cache.total_tokens,
+                    "memory_usage": {
+                        "weight": weight_bytes / 2**30,
+                        "kvcache": self.cache.total_tokens * kv_bytes_per_token / 2**30,
+                        "token_capacity": s.max_total_tokens,
+                    },
+                }
+            ],
+        }
+
+    def model_info(self) -> dict:
+        return {
+            "model_path": self.checkpoint,
+            "tokenizer_path": self.checkpoint,
+            "is_generation": True,
+            "preferred_sampling_params": None,
+            "weight_version": "default",
+            "has_image_understanding": False,
+            "has_audio_understanding": False,
+            "model_type": "llama",
+            "architectures": ["LlamaForCausalLM"],
+            "served_model_name": self.checkpoint,
+            "load_format": "auto",
+            "reasoning_parser": None,
+            "tool_call_parser": None,
+            "disaggregation_mode": "null",
+        }
+
+
+# ---- responses ----
+
+
+def _json(content, status: int = 200) -> Response:
+    return Response(orjson.dumps(content), status_code=status, media_type="application/json")
+
+
+def _error(message: str, status: int = 400) -> Response:
+    # http_server._create_error_response
+    return _json({"error": {"message": message}}, status)
+
+
+def _sse(obj) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _stream_error(message: str, status: int = 400) -> dict:
+    kind = "BadRequestError" if status < 500 else "InternalServerError"
+    return {"error": {"message": message, "type": kind, "code": status, "retryable": False}}
+
+
+def _validation_error(message: str) -> Response:
+    # FastAPI's RequestValidationError, which SGLang turns into a 400 ErrorResponse.
+    return _json(
+        {"object": "error", "message": message, "type": "Bad Request", "param": None, "code": 400},
+        400,
+    )
+
+
+# ---- routes ----
+
+
+def _state(request: Request) -> ReferenceState:
+    return request.app.state.ref
+
+
+async def generate(request: Request) -> Response:
+    st = _state(request)
+    raw = await request.body()
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        return _validation_error(f"JSON decode error: {e.msg} (at char {e.pos})")
+    problem = contract_error(body)
+    if problem is not None:
+        return _json({"error": problem}, 400)
+    stream = body.get("stream") is True
+    try:
+        parsed = parse_generate(
+            body,
+            encode=st.tokenizer.encode,
+            vocab_size=st.model.config.vocab_size,
+            context_length=st.context_length,
+        )
+    except (RequestError, ContractError) as e:
+        if stream:
+            error = _sse(_stream_error(str(e)))
+            return StreamingResponse(
+                iter([error, b"data: [DONE]\n\n"]), media_type="text/event-stream"
+            )
+        return _error(str(e))
+
+    received = time.perf_counter()
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[tuple[int, Progress]] = asyncio.Queue()
+
+    def sink(index: int, progress: Progress) -> None:
+        loop.call_soon_threadsafe(queue.put_nowait, (index, progress))
+
+    states = [ItemState(r, i, received) for i, r in enumerate(parsed.requests)]
+    ticket = st.scheduler.submit(parsed.requests, sink)
+    with_text = parsed.return_text_in_logprobs
+    if parsed.stream:
+        return StreamingResponse(
+            _stream(st, states, queue, ticket, with_text, parsed.is_single),
+            media_type="text/event-stream",
+        )
+    try:
+        remaining = len(states)
+        while remaining:
+            index, progress = await queue.get()
+            states[index].fold(progress)
+            if states[index].finished:
+                remaining -= 1
+    except asyncio.CancelledError:
+        st.scheduler.abort(ticket)
+        raise
+    for s in states:
+        if s.aborted_with:
+            return _error(s.aborted_with["message"], s.aborted_with.get("status_code", 500))
+    objs = [st.renderer.render(s, with_text=with_text) for s in states]
+    return _json(objs[0] if parsed.is_single else objs)
+
+
+async def _stream(
+    st: ReferenceState,
+    states: list[ItemState],
+    queue: asyncio.Queue,
+    ticket,
+    with_text: bool,
+    is_single: bool,
+) -> AsyncIterator[bytes]:
+    incremental = st.settings.incremental_streaming_output
+    remaining = len(states)
+    try:
+        while remaining:
+            index, progress = await queue.get()
+            s = states[index]
+            s.fold(progress)
+            if s.aborted_with:
+                status = s.aborted_with.get("status_code", 500)
+                yield _sse(_stream_error(s.aborted_with["message"], status))
+                remaining -= 1
+                continue
+            interval = s.req.sampling.stream_interval or st.settings.stream_interval
+            fresh = len(s.output_ids) - s.sent_tokens
+            if s.finished or fresh >= interval or (s.chunks_sent == 0 and fresh > 0):
+                chunk = st.renderer.render(
+                    s,
+                    with_text=with_text,
+                    incremental=incremental,
+                    index=None if is_single else index,
+                    first_chunk=s.chunks_sent == 0,
+                )
+                yield _sse(chunk)
+            if s.finished:
+                remaining -= 1
+        yield b"data: [DONE]\n\n"
+    finally:
+        if remaining:  # the client went away: stop spending steps on it
+            st.scheduler.abort(ticket)
+
+
+async def flush_cache(request: Request) -> Response:
+    st = _state(request)
+    try:
+        timeout = float(request.query_params.get("timeout") or 0)
+    except ValueError:
+        return _validation_error("query parameter timeout: Input should be a valid number")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout, 0.0)
+    while True:
+        if st.scheduler.flush_if_idle():
+            return Response(FLUSH_TEXT, status_code=200)
+        if loop.time() >= deadline:
+            return Response(FLUSH_TEXT, status_code=400)
+        await asyncio.sleep(0.01)
+
+
+async def server_info(request: Request) -> Response:
+    return _json(_state(request).server_info())
+
+
+async def model_info(request: Request) -> Response:
+    return _json(_state(request).model_info())
+
+
+async def health(request: Request) -> Response:
+    """A one-token greedy generate through the scheduler, like SGLang's /health_generate."""
+    st = _state(request)
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def sink(_index: int, _progress: Progress) -> None:
+        loop.call_soon_threadsafe(lambda: done.done() or done.set_result(True))
+
+    req = GenRequest(
+        rid=f"HEALTH_CHECK_{time.time()}",
+        input_ids=[st.bos_id],
+        sampling=Sampling(temperature=0.0, max_new_tokens=1),
+        use_cache=False,
+    )
+    ticket = st.scheduler.submit([req], sink)
+    try:
+        await asyncio.wait_for(done, HEALTH_CHECK_TIMEOUT)
+    except TimeoutError:
+        st.scheduler.abort(ticket)
+        return Response(status_code=503)
+    return Response(status_code=200)
+
+
+async def _not_found(request: Request, exc: HTTPException) -> Response:
+    # FastAPI's default body for routing errors, which SGLang inherits.
+    return _json({"detail": exc.detail}, exc.status_code)
+
+
+class ApiKeyMiddleware:
+    """SGLang's add_api_key_middleware: Bearer key on every route but /health* and /metrics."""
+
+    def __init__(self, app, api_key: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {api_key}".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and scope["method"] != "OPTIONS":
+            path = scope["path"]
+            if not path.startswith(("/health", "/metrics")):
+                auth = dict(scope["headers"]).get(b"authorization")
+                if auth != self.expected:
+                    await _json({"error": "Unauthorized"}, 401)(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
+def create_app(state: ReferenceState):
+    routes = [
+        Route("/generate", generate, methods=["POST", "PUT"]),
+        Route("/flush_cache", flush_cache, methods=["GET", "POST"]),
+        Route("/server_info", server_info, methods=["GET"]),
+        Route("/get_server_info", server_info, methods=["GET"]),
+        Route("/model_info", model_info, methods=["GET"]),
+        Route("/get_model_info", model_info, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/health_generate", health, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _not_found})
+    app.state.ref = state
+    if state.settings.api_key:
+        return ApiKeyMiddleware(app, state.settings.api_key)
+    return app
+
+
+# ---- process entry ----
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(256)
+    sock.set_inheritable(True)
+    return sock
+
+
+def ready_line(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"kltui reference server ready at http://{shown}:{port}"
+
+
+def serve(settings: ServerSettings, launch_command: str | None = None) -> int:
+    """Load, warm up, bind, serve until SIGTERM/SIGINT; prints the ready line once serving."""
+    torch.set_num_threads(settings.threads)
+    sock = _bind(settings.host, settings.port)
+    port = sock.getsockname()[1]
+    settings = dataclasses.replace(settings, port=port)
+    state = ReferenceState(settings, launch_command or " ".join([sys.executable, *sys.argv]))
+    state.warm_up()
+    state.scheduler.start()
+    config = uvicorn.Config(
+        create_app(state),
+        log_level=os.environ.get("KLTUI_REFERENCE_LOG_LEVEL", "warning"),
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    line = ready_line(settings.host, port)
+
+    async def run() -> None:
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not task.done():
+            await asyncio.sleep(0.005)
+        if server.started:
+            print(line, flush=True)
+        await task
+
+    try:
+        asyncio.run(run())
+    finally:
+        state.scheduler.stop()
+        sock.close()
+    return 0
