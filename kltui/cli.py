@@ -174,7 +174,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             cfg.max_prompt_tokens = 192
         if args.headless or not _tui_available():
             return _headless(cfg, args)
-        return _run_tui(cfg, args, title_suffix="demo")
+        return _run_tui(cfg, args)
 
 
 def _tui_available() -> bool:
@@ -185,7 +185,7 @@ def _tui_available() -> bool:
     return True
 
 
-def _run_tui(cfg, args, title_suffix: str = "") -> int:
+def _run_tui(cfg, args) -> int:
     from kltui.tui.app import run_app
 
     return run_app(
@@ -204,6 +204,26 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if not _tui_available():
         raise _usage("the TUI is not available in this build; use `kltui check`")
     return _run_tui(cfg, args)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from kltui.recording import read_recording
+
+    rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
+    if args.headless:
+        from kltui.headless import HeadlessView, make_console
+        from kltui.session import SessionStore
+
+        store = SessionStore()
+        view = HeadlessView(store, make_console())
+        for ev in rec.events:
+            store.apply(ev)
+            view(ev)
+        view.finish()
+        return 0
+    from kltui.tui.app import run_replay
+
+    return run_replay(args.file, speed=args.speed, instant=args.instant, theme=args.theme)
 
 
 def cmd_serve_reference(args: argparse.Namespace) -> int:
@@ -262,6 +282,15 @@ def make_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="HTML, Markdown, JSON or JUnit reports from a recording")
     add_report_arguments(report)
     report.set_defaults(func=cmd_report)
+
+    replay = sub.add_parser("replay", help="open a recording in the TUI, as it ran")
+    replay.add_argument("file", metavar="FILE", help="a .kltui.jsonl recording")
+    pace = replay.add_mutually_exclusive_group()
+    pace.add_argument("--speed", type=_float, help="replay at X times the recorded pace")
+    pace.add_argument("--instant", action="store_true", help="load everything at once")
+    replay.add_argument("--theme")
+    replay.add_argument("--headless", action="store_true", help="print the results instead")
+    replay.set_defaults(func=cmd_replay)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:

@@ -169,6 +169,11 @@ def results_table(store: SessionStore) -> Table:
     return t
 
 
+def make_console() -> Console:
+    # CI logs are not terminals; Rich would wrap the results table at 80 columns there.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
 async def run_check(
     cfg: RunConfig,
     *,
@@ -177,8 +182,7 @@ async def run_check(
     console: Console | None = None,
     extra_outputs=None,
 ) -> int:
-    # CI logs are not terminals; Rich would wrap the results table at 80 columns there.
-    console = console or Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = console or make_console()
     store = SessionStore()
     recorder = Recorder(record_path) if record_path else None
     view = HeadlessView(store, console)

@@ -1,0 +1,1 @@
+"""The Textual dashboard. Only `kltui.cli` imports this package (Textual is heavy to import)."""

@@ -1,0 +1,65 @@
+"""Command palette entries for the main actions (ctrl+p)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from kltui.tui.app import KltuiApp
+
+MAX_SAMPLE_COMMANDS = 500
+
+
+class KltuiCommands(Provider):
+    def _commands(self) -> list[tuple[str, object, str]]:
+        app: KltuiApp = self.app  # type: ignore[assignment]
+        out: list[tuple[str, object, str]] = [
+            (
+                "Jump to first divergence",
+                app.action_first_divergence,
+                "move the heatmap cursor to the earliest differing token",
+            ),
+            ("Save screenshot (SVG)", app.action_screenshot, "write an SVG of this screen"),
+            ("Re-run", app.action_rerun, "start a new run against the same servers"),
+            ("Show problems", app.action_problems, "HTTP, protocol and alignment problems"),
+            ("Help: keys and metrics", app.action_help, "every key and what the numbers mean"),
+        ]
+        for key in app.helper_keys():
+            out.append(
+                (
+                    f"Switch helper: {key}",
+                    partial(app.select_helper, key),
+                    "show this helper in the heatmap, counters and table",
+                )
+            )
+        for name in sorted(app.available_themes):
+            if name.startswith("kltui") or name in ("textual-dark", "textual-light", "nord"):
+                out.append((f"Theme: {name}", partial(app.set_theme, name), "change the theme"))
+        st = app.selected_state()
+        if st is not None:
+            for s in sorted(st.book.samples)[:MAX_SAMPLE_COMMANDS]:
+                m = st.book.samples[s].metrics
+                out.append(
+                    (
+                        f"Open sample {s}",
+                        partial(app.open_sample, s, None),
+                        f"mean k3 {m.mean_k3:.3g}, max {m.max_k3:.3g}",
+                    )
+                )
+        return out
+
+    async def discover(self) -> Hits:
+        for name, callback, help_text in self._commands():
+            if name.startswith("Open sample") or name.startswith("Theme: textual"):
+                continue
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, callback, help_text in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)

@@ -1,0 +1,237 @@
+"""One sample, token by token: where the two paths start to disagree, and by how much."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Sparkline, Static
+
+from kltui import fmt
+from kltui.metrics import ScoredSample, log_ratio
+from kltui.session import HelperState
+from kltui.tui import heat
+from kltui.tui.text import safe, token_repr
+from kltui.tui.widgets.header import TitleBar
+
+TOPK_SHOWN = 3
+
+
+def sparkline_values(k3: np.ndarray) -> list[float]:
+    """log10 k3 for the sparkline; exact zero sits just below the fixed scale's floor."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.log10(k3)
+    v = np.where(k3 == 0, heat.LOW_EXP - 1, v)
+    v = np.where(np.isnan(k3) | np.isinf(v), heat.HIGH_EXP, v)
+    return np.clip(v, heat.LOW_EXP - 1, heat.HIGH_EXP).tolist()
+
+
+def _topk(entries, token_text) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if not entries:
+        return t
+    for i, item in enumerate(entries[:TOPK_SHOWN]):
+        try:
+            tid, lp = int(item[0]), float(item[1])
+        except (TypeError, ValueError, IndexError):
+            continue
+        if i:
+            t.append("  ")
+        if token_text and tid in token_text:
+            t.append_text(token_repr(token_text[tid]))
+        else:
+            t.append(str(tid), style="bold")
+        t.append(f" {lp:.3f}", style="dim")
+    return t
+
+
+class DrillDown(Screen):
+    BINDINGS = [
+        Binding("escape,q", "app.pop_screen", "Back", id="drill.back"),
+        Binding("f", "first_divergence", "First divergence", id="drill.first"),
+        Binding("n", "tail(1)", "Next tail", id="drill.next-tail"),
+        Binding("p,N", "tail(-1)", "Prev tail", id="drill.prev-tail"),
+        Binding("m", "max_k3", "Max k3", id="drill.max"),
+    ]
+
+    DEFAULT_CSS = """
+    DrillDown { background: $background; }
+    DrillDown #drill-head {
+        height: auto;
+        border: round $primary 40%;
+        border-title-color: $primary;
+        padding: 0 1;
+    }
+    DrillDown #drill-spark-box {
+        height: 5;
+        border: round $primary 40%;
+        border-title-color: $primary;
+        padding: 0 1;
+    }
+    DrillDown Sparkline { height: 3; }
+    DrillDown Sparkline > .sparkline--max-color { color: $kl-bad; }
+    DrillDown Sparkline > .sparkline--min-color { color: $primary 50%; }
+    DrillDown #drill-table { height: 1fr; }
+    """
+
+    def __init__(
+        self,
+        state: HelperState,
+        sample: int,
+        position: int | None = None,
+        token_text: dict[int, str] | None = None,
+        palette: heat.Palette | None = None,
+    ) -> None:
+        super().__init__()
+        self.state = state
+        self.sample = sample
+        self.scored: ScoredSample = state.book.samples[sample]
+        self.start_position = position
+        self.token_text = token_text
+        self.palette = palette
+        self.tau = state.tail_threshold
+        k3 = self.scored.k3
+        self.tail_positions = np.flatnonzero(~(k3 <= self.tau))  # NaN counts as tail
+        self.message = ""
+
+    def compose(self) -> ComposeResult:
+        yield TitleBar()
+        with Vertical():
+            yield Static(id="drill-head")
+            with Vertical(id="drill-spark-box"):
+                yield Sparkline(sparkline_values(self.scored.k3), id="drill-spark")
+            yield DataTable(id="drill-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    @property
+    def table(self) -> DataTable:
+        return self.query_one("#drill-table", DataTable)
+
+    def on_mount(self) -> None:
+        app = self.app
+        # The same title bar as the dashboard: a replay stays marked as one on every screen.
+        self.query_one(TitleBar).show(
+            getattr(app, "store", None), getattr(app, "status", None), app.theme_variables
+        )
+        sc, m = self.scored, self.scored.metrics
+        head = self.query_one("#drill-head", Static)
+        head.border_title = f"sample {self.sample} · {self.state.helper}"
+        head.border_subtitle = "f first divergence · n/p next/prev tail · m max · esc back"
+        t = Text()
+        t.append_text(safe(self.state.server, style="bold"))
+        t.append(f"  · {m.n_tokens} generated tokens · prompt {sc.prompt_len} tokens")
+        t.append(f" · cached {sc.cached_tokens}\n")
+        t.append("mean k3 ", style="dim")
+        t.append(fmt.sci(m.mean_k3), style="bold")
+        t.append("  max k3 ", style="dim")
+        t.append(fmt.sci(m.max_k3), style="bold")
+        t.append(f" @ {m.argmax_k3}", style="dim")
+        t.append("  first divergence ", style="dim")
+        t.append("none" if m.first_divergence is None else str(m.first_divergence), style="bold")
+        t.append(f"  tokens differing {m.n_nonzero}", style="dim")
+        t.append(f"  tail (k3 > {fmt.sci(self.tau, 0)}) ", style="dim")
+        t.append(f"{m.n_tail}", style="bold")
+        if not (sc.top_a or sc.top_b):
+            t.append("  top-k not recorded", style="dim")
+        if m.non_finite:
+            t.append(f"  non-finite {m.non_finite}", style="bold red")
+        head.update(t)
+        box = self.query_one("#drill-spark-box")
+        box.border_title = "log10 k3 along the sequence"
+        box.border_subtitle = f"floor {heat.LOW_EXP - 1} = exact 0 · max of each column"
+        self._fill_table()
+        table = self.table
+        table.focus()
+        if self.start_position is not None:
+            self.goto(self.start_position)
+        elif m.first_divergence is not None:
+            self.goto(m.first_divergence)
+
+    def _fill_table(self) -> None:
+        sc = self.scored
+        table = self.table
+        tt = self.token_text
+        has_top = bool(sc.top_a or sc.top_b)
+        columns = [
+            ("pos", "pos"),
+            ("abs", "abs pos"),
+            ("id", "token id"),
+            *([("text", "text")] if tt else []),
+            ("lp_a", "lp A (prefill)"),
+            ("lp_b", "lp B (decode)"),
+            ("r", "r = A−B"),
+            ("k3", "k3"),
+            *([("top_a", "top-k A"), ("top_b", "top-k B")] if has_top else []),
+        ]
+        for key, label in columns:
+            table.add_column(label, key=key, width=30 if key.startswith("top") else None)
+        r = log_ratio(sc.lp_a, sc.lp_b)
+        first = sc.metrics.first_divergence
+        ids = sc.token_ids.tolist()
+        lp_a, lp_b, k3 = sc.lp_a.tolist(), sc.lp_b.tolist(), sc.k3.tolist()
+        levels = heat.levels(sc.k3).tolist()
+        pal = self.palette
+        rows = []
+        for i, tid in enumerate(ids):
+            mark = heat.MARK_FIRST if i == first else " "
+            k = k3[i]
+            kt = Text(no_wrap=True)
+            kt.append("■ ", style=pal.fg[levels[i]] if pal else "")
+            kt.append(fmt.sci(k), style="bold" if not (k <= self.tau) else "")
+            row = [
+                Text(f"{mark}{i}", style="bold" if i == first else ""),
+                str(sc.prompt_len + i),
+                str(tid),
+            ]
+            if tt:
+                row.append(token_repr(tt.get(tid)))
+            row += [f"{lp_a[i]:.6f}", f"{lp_b[i]:.6f}", "0" if r[i] == 0 else f"{r[i]:+.3e}", kt]
+            if has_top:
+                row.append(_topk(sc.top_a[i] if sc.top_a and i < len(sc.top_a) else None, tt))
+                row.append(_topk(sc.top_b[i] if sc.top_b and i < len(sc.top_b) else None, tt))
+            rows.append(row)
+        table.add_rows(rows)
+
+    @property
+    def position(self) -> int:
+        return self.table.cursor_row
+
+    def goto(self, pos: int) -> None:
+        pos = max(0, min(int(pos), self.table.row_count - 1))
+        self.table.move_cursor(row=pos, animate=False)
+
+    def _say(self, text: str) -> None:
+        self.message = text
+        self.notify(text, timeout=2)
+
+    def action_first_divergence(self) -> None:
+        fd = self.scored.metrics.first_divergence
+        if fd is None:
+            self._say("no divergence: every logprob pair is bit-identical")
+        else:
+            self.goto(fd)
+
+    def action_max_k3(self) -> None:
+        if self.scored.metrics.argmax_k3 >= 0:
+            self.goto(self.scored.metrics.argmax_k3)
+
+    def action_tail(self, direction: int) -> None:
+        tails = self.tail_positions
+        if tails.size == 0:
+            self._say(f"no tail tokens (k3 > {fmt.sci(self.tau, 0)}) in this sample")
+            return
+        cur = self.position
+        if direction > 0:
+            i = int(np.searchsorted(tails, cur, side="right"))
+            if i >= tails.size:
+                self._say("no further tail token")
+                return
+        else:
+            i = int(np.searchsorted(tails, cur, side="left")) - 1
+            if i < 0:
+                self._say("no earlier tail token")
+                return
+        self.goto(int(tails[i]))

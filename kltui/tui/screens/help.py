@@ -1,0 +1,100 @@
+"""`?`: every key (as remapped by the config's keymap) and what the numbers mean."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kltui.tui import heat
+
+EXPLAIN = [
+    (
+        "k3",
+        "per token: exp(r) − 1 − r with r = lp_A − lp_B (A = fresh prefill, B = decode); "
+        "≥ 0, and exactly 0 only when both logprobs are bit-identical.",
+    ),
+    (
+        "avg_kl_div",
+        "SGLang's gate: the mean over samples of each sample's mean k3; it passes "
+        "below the threshold for (model, tp). Below 32 samples it is tail-driven.",
+    ),
+    ("tail", "share of tokens with k3 > tau (the tail threshold), and their count."),
+    ("first divergence", "first generated position whose two logprobs differ at all (◆)."),
+    ("condition 1", "batch-variant kernels: every helper shows similar noise."),
+    (
+        "condition 2",
+        "a state bug on one path: match is exact (or far lower) but a cache-hit helper diverges.",
+    ),
+    (
+        "heatmap",
+        f"rows = samples, columns = generated positions; one colour per decade of "
+        f"k3 from 1e{heat.LOW_EXP} to 1e{heat.HIGH_EXP}; zoomed out, a cell shows the "
+        "max over its tokens; grey = decoded, not scored yet.",
+    ),
+]
+
+
+def keys_table(
+    groups: list[tuple[str, list[Binding]]], keymap: dict[str, str], display=None
+) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(style="dim", no_wrap=True)
+    for title, bindings in groups:
+        table.add_row(Text(title, style="bold underline"), "", "")
+        for b in bindings:
+            keys = keymap.get(b.id or "", b.key) if b.id else b.key
+            parts = [k.strip() for k in keys.split(",")]
+            if display is not None:
+                parts = [display(Binding(k, "")) for k in parts]
+            shown = ", ".join(parts)
+            table.add_row(shown, b.description or b.action, b.id or "")
+        table.add_row("", "", "")
+    return table
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "Close", id="help.close")]
+
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll {
+        width: 110;
+        max-width: 95%;
+        height: 90%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+        padding: 1 2;
+    }
+    """
+
+    def __init__(self, groups: list[tuple[str, list[Binding]]], keymap: dict[str, str]) -> None:
+        super().__init__()
+        self.groups, self.keymap = groups, keymap
+
+    def compose(self) -> ComposeResult:
+        box = VerticalScroll()
+        box.border_title = "kltui help"
+        box.border_subtitle = "esc closes · remap keys with `keymap:` in the config (binding ids)"
+        with box:
+            explain = Table.grid(padding=(0, 2))
+            explain.add_column(style="bold", no_wrap=True)
+            explain.add_column()
+            for k, v in EXPLAIN:
+                explain.add_row(k, v)
+            yield Static(
+                Group(
+                    Text("Keys", style="bold"),
+                    keys_table(self.groups, self.keymap, self.app.get_key_display),
+                    Text("What the numbers mean", style="bold"),
+                    explain,
+                )
+            )

@@ -1,0 +1,58 @@
+"""Every Problem of the current run (HTTP errors, malformed payloads, alignment faults)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kltui.events import Problem
+from kltui.tui.text import safe
+
+
+def problems_table(problems: list[Problem]) -> Table:
+    t = Table(expand=True, show_lines=False, box=None, header_style="bold")
+    t.add_column("", width=2)
+    t.add_column("source", ratio=1, overflow="fold")
+    t.add_column("phase", width=10)
+    t.add_column("message", ratio=3, overflow="fold")
+    if not problems:
+        t.add_row("", Text("no problems", style="dim"), "", "")
+    for p in problems:
+        mark = Text("✗", style="bold red") if p.fatal else Text("⚠", style="yellow")
+        where = p.phase or ""
+        if p.helper:
+            where = f"{p.helper}/{where}" if where else p.helper
+        t.add_row(mark, safe(p.source), safe(where), safe(p.message))
+    return t
+
+
+class ProblemsScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,e", "app.pop_screen", "Close", id="problems.close")]
+
+    DEFAULT_CSS = """
+    ProblemsScreen { align: center middle; }
+    ProblemsScreen > VerticalScroll {
+        width: 90%;
+        height: 80%;
+        border: round $error;
+        border-title-color: $error;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__()
+        self.problems = list(problems)
+
+    def compose(self) -> ComposeResult:
+        box = VerticalScroll()
+        box.border_title = f"problems ({len(self.problems)})"
+        box.border_subtitle = "esc closes"
+        with box:
+            yield Static(problems_table(self.problems), id="problems-table")

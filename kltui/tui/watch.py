@@ -1,0 +1,44 @@
+"""--watch: notice a server restart (new start time or identity) while idle, so the app can
+re-run on the fresh server, as one does after rebuilding an engine with a fix."""
+
+from __future__ import annotations
+
+from kltui.engines.errors import EngineError
+from kltui.engines.sglang import SGLangClient
+
+# What identifies one server process; a change in any of them means a new server.
+IDENTITY = ("startup_time", "version", "model_path", "tp_size", "random_seed", "kltui_fault")
+POLL_INTERVAL_S = 3.0
+
+
+def identity(info: dict) -> tuple:
+    return tuple(info.get(k) for k in IDENTITY)
+
+
+class ServerWatch:
+    def __init__(self, urls: list[str], api_key: str | None = None) -> None:
+        clients = [SGLangClient(u, api_key, timeout=5.0, connect_timeout=2.0) for u in urls]
+        self.clients = {c.url: c for c in clients}  # keyed like RunStarted.servers
+        self.baseline: dict[str, tuple | None] = {}
+
+    def remember(self, servers: list[dict]) -> None:
+        """The identities the last run saw (None for a server that was down)."""
+        self.baseline = {s.get("url"): (None if s.get("error") else identity(s)) for s in servers}
+
+    async def poll(self) -> tuple[list[str], list[str]]:
+        """(servers that restarted or came back, servers that are down now)."""
+        changed, down = [], []
+        for url, client in self.clients.items():
+            try:
+                info = await client.server_info()
+            except EngineError:
+                down.append(url)
+                continue
+            before = self.baseline.get(url)
+            if before is None or identity(info) != before:
+                changed.append(url)
+        return changed, down
+
+    async def aclose(self) -> None:
+        for c in self.clients.values():
+            await c.aclose()

@@ -1,0 +1,132 @@
+"""The heatmap with what makes it readable: a position ruler, a cursor line and a legend."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from kltui import fmt
+from kltui.session import HelperState
+from kltui.tui import heat
+from kltui.tui.text import safe, token_repr
+from kltui.tui.widgets.heatmap import GUTTER, Heatmap, ruler
+
+
+def legend(palette: heat.Palette, glyphs: bool, tau: float | None) -> Text:
+    def swatch(level: int, width: int = 2) -> Text:
+        if glyphs:
+            return Text(heat.GLYPHS[level] * width, style=palette.glyph[level])
+        return Text(" " * width, style=palette.bg[level])
+
+    t = Text(no_wrap=True, overflow="ellipsis")
+    t.append("k3 ", style="bold")
+    t.append_text(swatch(heat.ZERO))
+    t.append(" 0   ", style="dim")
+    t.append(heat.bin_label(heat.FIRST_BIN) + " ", style="dim")
+    for level in range(heat.FIRST_BIN, heat.N_LEVELS):
+        t.append_text(swatch(level))
+    t.append(" " + heat.bin_label(heat.N_LEVELS - 1), style="dim")
+    if tau is not None:
+        t.append(f"  tail > {fmt.sci(tau, 0)}", style="dim")
+    t.append("   ")
+    t.append_text(swatch(heat.PENDING))
+    t.append(" decoded   ", style="dim")
+    t.append(heat.MARK_FIRST, style=palette.marker)
+    t.append(" 1st divergence   ", style="dim")
+    t.append_text(swatch(heat.NAN, 1))
+    t.append(" non-finite", style="dim")
+    return t
+
+
+def cursor_line(
+    st: HelperState | None, sample: int, pos: int, geometry, token_text, tau: float | None = None
+) -> Text:
+    t = Text(no_wrap=True, overflow="ellipsis")
+    if st is None:
+        t.append("no helper yet", style="dim")
+        return t
+    t.append(f"sample {sample}", style="bold")
+    scored = st.book.samples.get(sample)
+    if scored is None:
+        if sample in st.skipped:
+            t.append(" · skipped: ", style="dim")
+            t.append_text(safe(st.skipped[sample], limit=120))
+        elif st.decoded_len.get(sample):
+            t.append(f" · decoding · {st.decoded_len[sample]} tokens so far", style="dim")
+        else:
+            t.append(" · not started", style="dim")
+        return t
+    n = int(scored.k3.size)
+    if n == 0:
+        t.append(" · no generated tokens", style="dim")
+        return t
+    pos = min(pos, n - 1)
+    lo, hi = geometry.span(geometry.cell_of(pos)) if geometry.n_cells else (pos, pos + 1)
+    if hi - lo > 1:
+        t.append(f" · cell {lo}–{min(hi, n) - 1} (max of {hi - lo} shown)", style="dim")
+    t.append(f" · pos {pos}", style="bold")
+    t.append(f" (abs {scored.prompt_len + pos})", style="dim")
+    tid = int(scored.token_ids[pos])
+    t.append(f" · token {tid}")
+    if token_text and tid in token_text:
+        t.append(" ")
+        t.append_text(token_repr(token_text[tid]))
+    t.append(" · k3 ")
+    t.append(fmt.sci(float(scored.k3[pos])), style="bold")
+    t.append(f" · lp_a {float(scored.lp_a[pos]):.6g} lp_b {float(scored.lp_b[pos]):.6g}")
+    if tau is not None and not float(scored.k3[pos]) <= tau:
+        t.append(f" · tail (k3 > {fmt.sci(tau, 0)})", style="bold")
+    return t
+
+
+class HeatmapPanel(Vertical):
+    DEFAULT_CSS = """
+    HeatmapPanel { height: 1fr; }
+    HeatmapPanel > #heat-ruler { height: 1; background: $surface; }
+    HeatmapPanel > #heat-cursor { height: 1; background: $surface; padding: 0 1; }
+    HeatmapPanel > #heat-legend { height: 1; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="heat-ruler")
+        yield Heatmap(id="heatmap")
+        yield Static(id="heat-cursor")
+        yield Static(id="heat-legend")
+
+    @property
+    def heatmap(self) -> Heatmap:
+        return self.query_one(Heatmap)
+
+    def on_heatmap_view_changed(self, _msg: Heatmap.ViewChanged) -> None:
+        self.update_chrome()
+
+    def update_chrome(self) -> None:
+        hm = self.heatmap
+        st = hm.state
+        view = hm.view()
+        self.query_one("#heat-ruler", Static).update(ruler(view, GUTTER))
+        token_text = getattr(self.app, "token_text", None)
+        self.query_one("#heat-cursor", Static).update(
+            cursor_line(
+                st,
+                hm.cursor_row,
+                hm.cursor_pos,
+                view.geometry,
+                token_text,
+                st.tail_threshold if st else None,
+            )
+        )
+        tau = st.tail_threshold if st else None
+        self.query_one("#heat-legend", Static).update(legend(hm.palette, hm.glyphs, tau))
+        g = view.geometry
+        per = g.tokens_per_cell
+        if per <= 1:
+            zoom = "1 token/cell"
+        elif hm.zoom is None:
+            zoom = f"≈{per:.1f} tokens/cell, max shown"
+        else:
+            zoom = f"{hm.zoom} tokens/cell, max shown"
+        mode = "fit" if hm.zoom is None else "zoomed, shift+←/→ pans"
+        self.border_subtitle = f"{zoom} · {mode} · {g.max_len} positions"

@@ -1,0 +1,80 @@
+"""Runs of this session (re-runs with `r`, or on server restart with --watch), newest last,
+with whether each run's per-token values are bit-identical to the run before."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from rich.table import Table
+from rich.text import Text
+from textual.widgets import Static
+
+from kltui import fmt
+
+
+@dataclass
+class RunRecord:
+    run_no: int
+    started_at: float | None
+    verdict: str
+    helpers: dict[str, dict] = field(default_factory=dict)  # key -> summary subset
+    identical: bool | None = None  # vs the previous run; None: not comparable / first run
+    recording: str | None = None
+
+
+def record_of(run_no: int, store, identical: bool | None, recording: str | None) -> RunRecord:
+    helpers = {}
+    for key, st in store.helpers.items():
+        s = st.summary or {}
+        helpers[key] = {
+            "helper": st.helper,
+            "avg_kl_div": s.get("avg_kl_div"),
+            "tail_fraction": s.get("tail_fraction"),
+            "status": s.get("status", st.phase),
+        }
+    verdict = store.finished.verdict if store.finished else "interrupted"
+    started = store.run.started_at if store.run else None
+    return RunRecord(run_no, started, verdict, helpers, identical, recording)
+
+
+class HistoryPanel(Static):
+    DEFAULT_CSS = """
+    HistoryPanel {
+        height: auto;
+        max-height: 12;
+        border: round $primary 40%;
+        border-title-color: $primary;
+        padding: 0 1;
+    }
+    """
+
+    def show(self, runs: list[RunRecord], selected: str | None, vars_: dict, watching: bool):
+        self.border_title = "history · watching" if watching else "history"
+        grid = Table.grid(padding=(0, 1))
+        for _ in range(6):
+            grid.add_column(no_wrap=True)
+        if not runs:
+            grid.add_row(Text("r re-runs · --watch: on server restart", style="dim"))
+            self.update(grid)
+            return
+        colours = {"pass": "kl-ok", "fail": "kl-bad", "error": "kl-bad"}
+        for rec in runs[-8:]:
+            h = rec.helpers.get(selected or "", {})
+            when = (
+                time.strftime("%H:%M:%S", time.localtime(rec.started_at)) if rec.started_at else ""
+            )
+            ident = {
+                True: Text("≡ identical", style=vars_.get("kl-ok", "green")),
+                False: Text("≠ changed", style=vars_.get("kl-warn", "yellow")),
+                None: Text("", style="dim"),
+            }[rec.identical]
+            grid.add_row(
+                Text(f"#{rec.run_no}", style="bold"),
+                Text(when, style="dim"),
+                Text(rec.verdict, style=vars_.get(colours.get(rec.verdict, "kl-warn"), "")),
+                Text(fmt.sci(h.get("avg_kl_div"), 2)),
+                Text(fmt.pct(h.get("tail_fraction"))),
+                ident,
+            )
+        self.update(grid)

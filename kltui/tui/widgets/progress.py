@@ -1,0 +1,203 @@
+"""One line per helper: phase, progress, counts, elapsed time and avg_kl_div against its gate.
+
+Skipped samples (cache misses) are counted on the line itself: a cache-hit helper that quietly
+scored half its samples must not look like a full run.
+"""
+
+from __future__ import annotations
+
+import math
+
+from rich.table import Table
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.widgets import Static
+
+from kltui import fmt
+from kltui.session import HelperState, SessionStore
+from kltui.tui.text import safe
+
+PHASE_ICON = {
+    "queued": "◌",
+    "starting": "◔",
+    "warm": "◔",
+    "flush": "◔",
+    "decode": "◑",
+    "turn1": "◑",
+    "turn2": "◑",
+    "prefill": "◕",
+    "score": "◕",
+    "done": "●",
+    "error": "✗",
+}
+BAR_WIDTH = 24
+
+
+def bar(done: float, decoded: float, width: int, vars_: dict) -> Text:
+    """Solid = scored or skipped; lighter = decoded and waiting for the prefill side."""
+    done = max(0.0, min(1.0, done))
+    decoded = max(done, min(1.0, decoded))
+    n_done = int(round(done * width))
+    n_dec = int(round(decoded * width)) - n_done
+    t = Text(no_wrap=True)
+    t.append("━" * n_done, style=vars_.get("primary", "blue"))
+    t.append("━" * n_dec, style=f"dim {vars_.get('primary', 'blue')}")
+    t.append("─" * (width - n_done - n_dec), style="dim")
+    return t
+
+
+def result_mark(summary: dict | None, st: HelperState, vars_: dict) -> Text:
+    ok, bad, warn = vars_.get("kl-ok"), vars_.get("kl-bad"), vars_.get("kl-warn")
+    if summary is None:
+        return Text("–", style="dim")
+    status = summary.get("status")
+    if summary.get("live"):
+        avg = summary.get("avg_kl_div")
+        if avg is None or (isinstance(avg, float) and math.isnan(avg)):
+            return Text("…", style="dim")
+        within = avg < st.threshold
+        return Text("✓ so far" if within else "✗ so far", style=f"{ok if within else bad}")
+    return {
+        "pass": Text("✓ PASS", style=f"bold {ok}"),
+        "fail": Text("✗ FAIL", style=f"bold {bad}"),
+        "vacuous": Text("⚠ VACUOUS", style=f"bold {warn}"),
+        "invalid": Text("⚠ INVALID", style=f"bold {warn}"),
+        "error": Text("✗ ERROR", style=f"bold {bad}"),
+    }.get(status, safe(status or "?", style="bold"))
+
+
+def helper_label(st: HelperState, multi_server: bool) -> str:
+    return f"{st.helper}@{st.server.split('://')[-1]}" if multi_server else st.helper
+
+
+class HelperProgress(Static):
+    """Lines are clickable: a click selects that helper for the heatmap and table."""
+
+    DEFAULT_CSS = """
+    HelperProgress {
+        height: auto;
+        border: round $primary 40%;
+        border-title-color: $primary;
+        padding: 0 1;
+    }
+    """
+
+    class Selected(Message):
+        def __init__(self, key: str) -> None:
+            super().__init__()
+            self.key = key
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self._keys: list[str | None] = []
+        self._laid_out_rows = -1
+
+    def show(
+        self,
+        store: SessionStore | None,
+        selected: str | None,
+        summaries,
+        elapsed: dict[str, float],
+        vars_: dict,
+    ) -> None:
+        grid = Table.grid(padding=(0, 1), expand=True)
+        grid.add_column(width=1)
+        grid.add_column(min_width=18, max_width=36, no_wrap=True)
+        grid.add_column(width=10, no_wrap=True)
+        grid.add_column(width=BAR_WIDTH, no_wrap=True)
+        grid.add_column(min_width=30, no_wrap=True)
+        grid.add_column(width=7, justify="right", no_wrap=True)
+        grid.add_column(min_width=22, no_wrap=True)
+        grid.add_column(width=11, no_wrap=True)
+        self._keys = []
+        self.border_title = "helpers"
+        self.border_subtitle = "] next · [ prev · click selects"
+        if store is None or (store.run is None and not store.helpers):
+            grid.add_row("", Text("no run yet", style="dim"))
+            self._keys.append(None)
+            self.update(grid)
+            return
+        servers = {st.server for st in store.helpers.values()}
+        multi = len(servers) > 1
+        for st in store.helpers.values():
+            self._keys.append(st.key)
+            summary = summaries.get(st)
+            grid.add_row(*self._row(st, st.key == selected, multi, summary, elapsed, vars_))
+        started = {st.helper for st in store.helpers.values()}
+        config = store.run.config if store.run else {}
+        if store.finished is None:
+            for name in config.get("helpers", []):
+                if name not in started and name != "cross_engine":
+                    self._keys.append(None)
+                    grid.add_row(
+                        " ",
+                        Text(name, style="dim"),
+                        Text("◌ queued", style="dim"),
+                        bar(0, 0, BAR_WIDTH, vars_),
+                        "",
+                        "",
+                        "",
+                        "",
+                    )
+        # A line per helper: the height only changes when a helper appears.
+        self.update(grid, layout=len(self._keys) != self._laid_out_rows)
+        self._laid_out_rows = len(self._keys)
+
+    def _row(self, st, is_sel, multi, summary, elapsed, vars_):
+        sel = Text("▸", style=f"bold {vars_.get('accent', 'yellow')}") if is_sel else Text(" ")
+        name = Text(helper_label(st, multi), style="bold" if is_sel else "")
+        phase = st.phase
+        icon = PHASE_ICON.get(phase, "◔")
+        colour = {
+            "done": vars_.get("kl-ok"),
+            "error": vars_.get("kl-bad"),
+        }.get(phase, vars_.get("accent"))
+        phase_t = Text(f"{icon} {phase}", style=colour or "")
+        n = max(1, st.n_samples)
+        done = (st.n_scored + len(st.skipped)) / n
+        max_new = int(st.settings.get("max_new_tokens") or 0)
+        if max_new:
+            decoded = sum(st.decoded_len.values()) / (n * max_new)
+        else:
+            decoded = st.n_decoded / n
+        if phase == "done":
+            done = decoded = 1.0 if st.n_samples else 0.0
+        counts = Text(no_wrap=True)
+        skipped = len(st.skipped)
+        if st.n_scored == 0 and not skipped and phase not in ("done", "error"):
+            tokens = sum(st.decoded_len.values())
+            counts.append(f"decoded {st.n_decoded}/{st.n_samples}", style="bold")
+            counts.append(f" · {tokens:,} tokens", style="dim")
+        else:
+            counts.append(f"{st.n_scored}/{st.n_samples} scored", style="bold")
+            counts.append(" · ", style="dim")
+            counts.append(
+                f"{skipped} skipped",
+                style=vars_.get("kl-warn", "yellow") if skipped else "dim",
+            )
+        secs = elapsed.get(st.key)
+        el = Text(fmt.duration(secs) if secs is not None else "", style="dim")
+        avg = Text(no_wrap=True)
+        avg.append("avg_kl_div ", style="dim")
+        value = summary.get("avg_kl_div") if summary else None
+        avg.append(fmt.sci(value), style="bold" if summary and not summary.get("live") else "")
+        avg.append(" / ", style="dim")
+        avg.append(fmt.sci(st.threshold, 1), style="dim")
+        return (
+            sel,
+            name,
+            phase_t,
+            bar(done, decoded, BAR_WIDTH, vars_),
+            counts,
+            el,
+            avg,
+            (result_mark(summary, st, vars_)),
+        )
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        if 0 <= offset.y < len(self._keys) and self._keys[offset.y]:
+            self.post_message(self.Selected(self._keys[offset.y]))

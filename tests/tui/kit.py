@@ -1,0 +1,41 @@
+"""Shared helpers of the TUI tests: apps fed from synthetic events, and polling."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kltui.tui.app import KltuiApp
+from kltui.tui.feeds import ReplayFeed
+from tests.tui import synth
+
+
+def replay_app(events=None, *, speed=None, instant=True, **kw) -> KltuiApp:
+    events = events if events is not None else synth.session()
+    feed = ReplayFeed(synth.recording(events), speed=speed, instant=instant)
+    return KltuiApp(feed, **kw)
+
+
+async def until(pilot, cond: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Polls `cond` while the app runs; fails the test with a clear message on timeout."""
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await pilot.pause(0.02)
+
+
+async def replayed(pilot, app: KltuiApp) -> None:
+    """Waits for an instant replay to be fully applied and drawn."""
+    await until(pilot, lambda: app.feed.finished)
+    app.refresh_views()
+    await pilot.pause()
+
+
+def drawn(widget) -> str:
+    """The text a widget draws right now, one line per row (what a user reads)."""
+    from textual.geometry import Region
+
+    size = widget.outer_size
+    lines = widget.render_lines(Region(0, 0, size.width, size.height))
+    return "\n".join("".join(seg.text for seg in line) for line in lines)

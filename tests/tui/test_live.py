@@ -1,0 +1,122 @@
+"""Pilot tests against a real run: the embedded reference server over HTTP."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from kltui.config import RunConfig
+from kltui.recording import read_recording
+from kltui.session import SessionStore
+from kltui.tui import app as app_module
+from kltui.tui import feeds
+from kltui.tui.app import KltuiApp
+from kltui.tui.feeds import LiveFeed
+from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.widgets.header import ServersPanel
+from kltui.tui.widgets.heatmap import Heatmap
+from tests.tui.kit import drawn, until
+
+launcher = pytest.importorskip("kltui.reference.launcher")
+SIZE = (140, 45)
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    with launcher.ReferenceServer(deterministic=False, fault="none", page_size=1) as srv:
+        yield srv.url
+
+
+def small(url: str) -> RunConfig:
+    return RunConfig(servers=[url], samples=6, max_new_tokens=16, max_prompt_tokens=64)
+
+
+def finished(app: KltuiApp) -> bool:
+    return app.store is not None and app.store.finished is not None and not app.status.running
+
+
+async def test_live_run_navigate_rerun_and_record(server_url, tmp_path):
+    record = tmp_path / "run.kltui.jsonl"
+    app = KltuiApp(LiveFeed(small(server_url), str(record)), screenshot_dir=str(tmp_path))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: finished(app), timeout=60)
+        store = app.store
+        assert store.finished.verdict in ("pass", "fail")
+        assert [st.phase for st in store.helpers.values()] == ["done"] * 3
+        assert all(st.n_scored + len(st.skipped) == 6 for st in store.helpers.values())
+        server = store.run.servers[0]
+        assert "error" not in server and server["url"] == server_url
+        app.refresh_views()
+        await pilot.pause()
+        assert server_url in drawn(app.query_one(ServersPanel))
+
+        app.select_helper(f"match@{server_url}")
+        await pilot.press("right_square_bracket")
+        assert app.selected_state().helper == "prefill_cache_hit"
+        hm = app.query_one(Heatmap)
+        assert hm.state is app.selected_state()
+        await pilot.press("f")
+        fd = app.selected_state().summary.get("first_divergence")
+        if fd:
+            assert (hm.cursor_row, hm.cursor_pos) == (fd["sample"], fd["position"])
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DrillDown))
+        drill = app.screen
+        assert drill.table.row_count == drill.scored.k3.size == 16
+        await pilot.press("escape")
+
+        first = app.store
+        await pilot.press("r")
+        await until(pilot, lambda: app.store is not first and finished(app), timeout=60)
+        assert len(app.history) == 2
+        # the same prompts on the same CPU server: per-token values repeat exactly
+        assert app.history[1].identical is True
+        await pilot.press("q")
+    assert app.return_value == 0 if app.history[-1].verdict == "pass" else 1
+    second = tmp_path / "run-2.kltui.jsonl"
+    assert record.exists() and second.exists()
+    replayed = SessionStore()
+    for ev in read_recording(str(record)).events:
+        replayed.apply(ev)
+    for key, st in first.helpers.items():
+        assert replayed.helpers[key].summary["avg_kl_div"] == st.summary["avg_kl_div"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monkeypatch):
+    monkeypatch.setattr(feeds, "RETRY_FIRST_S", 8)  # a countdown long enough to look at
+    url = f"http://127.0.0.1:{_free_port()}"
+    record = tmp_path / "down.kltui.jsonl"
+    app = KltuiApp(LiveFeed(RunConfig(servers=[url], samples=2), str(record)))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.status.retry_in is not None, timeout=30)
+        panel = app.query_one(ServersPanel)
+        await until(pilot, lambda: "retrying in" in drawn(panel))
+        assert "down: cannot connect" in drawn(panel)
+        assert app.store.problems and app.store.problems[0].phase == "connect"
+        assert app.history == []  # a failed connection is not a run
+        await pilot.press("q")
+    assert app.return_value == 3
+    assert not record.exists()  # nothing was measured, so nothing was recorded
+
+
+async def test_watch_reruns_when_the_server_identity_changes(server_url, monkeypatch):
+    monkeypatch.setattr(app_module, "POLL_INTERVAL_S", 0.2)
+    cfg = small(server_url)
+    cfg.helpers, cfg.samples = ["match"], 4
+    app = KltuiApp(LiveFeed(cfg, None), watch=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: finished(app), timeout=60)
+        assert app.status.watch is None or "watching" in app.status.watch
+        await pilot.pause(0.5)
+        assert len(app.history) == 1  # no restart: no re-run
+        # what a restart looks like to the poller: a different start time than the last run saw
+        app._watch.baseline = {u: ("restarted",) for u in app._watch.baseline}
+        await until(pilot, lambda: len(app.history) == 2 and finished(app), timeout=60)
+        await pilot.press("q")
