@@ -120,6 +120,10 @@ def build_config(args: argparse.Namespace):
     from kltui.engines.http import normalize_url
 
     cfg.servers = [normalize_url(s) for s in cfg.servers]
+    if cfg.prompts:
+        from kltui.prompts import load_file
+
+        load_file(cfg.prompts)  # a bad prompt file is exit 2 before any server is contacted
     return cfg
 
 

@@ -44,7 +44,10 @@ def array_in(value, dtype) -> np.ndarray:
         raw = np.frombuffer(base64.b64decode(payload, validate=True), dtype=_DTYPES[code])
         return raw.astype(dtype)
     # plain JSON lists; numpy parses the strings "inf", "-inf" and "nan" itself
-    return np.asarray(value, dtype=dtype)
+    arr = np.asarray(value, dtype=dtype)
+    if arr.ndim != 1:
+        raise ValueError(f"expected a list of numbers, got {type(value).__name__}")
+    return arr
 
 
 def json_safe(value: Any) -> Any:

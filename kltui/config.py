@@ -82,7 +82,10 @@ class RunConfig:
         """What goes into recordings and reports: everything except the API key."""
         d = asdict(self)
         d.pop("api_key", None)
-        d["api_key_set"] = bool(self.api_key)
+        from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
+
+        # a key from KLTUI_API_KEY is used as well: say so
+        d["api_key_set"] = bool(resolve_api_key(self.api_key))
         return d
 
 

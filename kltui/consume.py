@@ -34,11 +34,25 @@ async def pump(
             if on_event is not None:
                 on_event(ev)
     except asyncio.CancelledError:
-        if store.finished is None:
-            ev = RunFinished({"interrupted": True}, "interrupted")
-            if recorder is not None:
-                recorder.write(ev)
-            store.apply(ev)
-            if on_event is not None:
-                on_event(ev)
+        _finish(RunFinished({"interrupted": True}, "interrupted"), store, recorder, on_event)
         raise
+    except Exception as e:
+        # A bad input file found mid-run (UsageError) or a bug: the recording and views still
+        # get an end, and say "error" rather than "interrupted".
+        _finish(RunFinished({"error": type(e).__name__}, "error"), store, recorder, on_event)
+        raise
+
+
+def _finish(
+    ev: RunFinished,
+    store: SessionStore,
+    recorder: Recorder | None,
+    on_event: Callable[[Event], None] | None,
+) -> None:
+    if store.finished is not None:
+        return
+    if recorder is not None:
+        recorder.write(ev)
+    store.apply(ev)
+    if on_event is not None:
+        on_event(ev)

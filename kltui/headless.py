@@ -53,7 +53,7 @@ class HeadlessView:
                 ps = ev.prompt_set
                 for s in ev.servers:
                     if not s.get("error"):  # a failed connect is reported by its Problem
-                        self.console.print(server_line(s))
+                        self.console.print(server_line(s), emoji=False)
                 if ps:
                     self.console.print(
                         f"prompt set [bold]{escape(str(ps['source']))}[/]: {ps['n']} prompts, "
@@ -80,6 +80,7 @@ class HeadlessView:
                 self.console.print(
                     f"[{style}]{label}:[/] {escape(ev.source)}: {escape(ev.message)}",
                     soft_wrap=True,  # one line per problem, also in CI logs
+                    emoji=False,  # server text: ":warning:" is not a glyph
                 )
 
     def _update(self, helper: str, server: str, final: str | None = None) -> None:
@@ -171,7 +172,8 @@ def results_table(store: SessionStore) -> Table:
 
 def make_console() -> Console:
     # CI logs are not terminals; Rich would wrap the results table at 80 columns there.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    # emoji=False: a server string like ":warning:" must print as typed, not as a glyph.
+    return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 
 
 async def run_check(
@@ -207,7 +209,7 @@ async def run_check(
         view.finish()
         if recorder is not None:
             recorder.close()
-            console.print(f"recording: {recorder.path}")
+            console.print(f"recording: {escape(str(recorder.path))}")
         if json_path:
             write_json(store, json_path)
         if extra_outputs:

@@ -118,9 +118,19 @@ def bootstrap_interval(
         return (float("nan"), float("nan"))
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, n, size=(resamples, n))
-    boots = means[idx].mean(axis=1)
-    lo, hi = np.percentile(boots, [2.5, 97.5])
+    # a sample with a NaN/inf logprob makes these NaN/inf: the honest value, printed as such,
+    # without numpy's RuntimeWarning on stderr
+    with np.errstate(invalid="ignore", over="ignore"):
+        boots = means[idx].mean(axis=1)
+        lo, hi = np.percentile(boots, [2.5, 97.5])
     return (float(lo), float(hi))
+
+
+def _percentile(values: np.ndarray, q: float) -> float:
+    if not values.size:
+        return float("nan")
+    with np.errstate(invalid="ignore"):  # inf - inf while interpolating: NaN, no warning
+        return float(np.percentile(values, q))
 
 
 def helper_summary(
@@ -147,8 +157,8 @@ def helper_summary(
         "threshold": threshold,
         "tail_threshold": tail_threshold,
         "token_mean_k3": float(np.mean(all_k3)) if tokens else float("nan"),
-        "p50_k3": float(np.percentile(all_k3, 50)) if tokens else float("nan"),
-        "p99_k3": float(np.percentile(all_k3, 99)) if tokens else float("nan"),
+        "p50_k3": _percentile(all_k3, 50),
+        "p99_k3": _percentile(all_k3, 99),
         "max_k3": float("nan"),
         "max_k3_sample": None,
         "max_k3_position": None,

@@ -20,6 +20,7 @@ from kltui.builtin_prompts import PROMPTS
 from kltui.engines.errors import UsageError
 
 DEFAULT_MAX_PROMPT_TOKENS = 3000  # kl_test_utils.DEFAULT_PROMPT_TOKENS
+MAX_TOKEN_ID = 2**31 - 1  # beyond any vocabulary; larger ids would overflow numpy int64 too
 DEFAULT_SEED = 0
 
 
@@ -84,12 +85,18 @@ def _read_text(path: Path) -> str:
         raise PromptFileError(str(path), "file not found") from None
     except OSError as e:
         raise PromptFileError(str(path), f"cannot read ({e.strerror})") from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise PromptFileError(str(path), "UTF-16 text; save the file as UTF-8")
     if b"\x00" in raw[:4096]:
-        raise PromptFileError(str(path), "binary file (NUL bytes); expected UTF-8 text")
+        raise PromptFileError(
+            str(path), "binary file (NUL bytes); expected UTF-8 text, one prompt per line or JSON"
+        )
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8-sig")  # a BOM from a Windows editor is not part of a prompt
     except UnicodeDecodeError as e:
-        raise PromptFileError(str(path), f"not UTF-8 text (byte {e.start})") from None
+        raise PromptFileError(
+            str(path), f"not UTF-8 text (byte {e.start}); save the file as UTF-8"
+        ) from None
 
 
 def _item(obj, path: str, line: int | None) -> str | list[int]:
@@ -104,6 +111,8 @@ def _item(obj, path: str, line: int | None) -> str | list[int]:
             )
         if min(obj) < 0:
             raise PromptFileError(path, "token ids must be >= 0", line)
+        if max(obj) > MAX_TOKEN_ID:
+            raise PromptFileError(path, f"token id {max(obj)} is out of range", line)
         return obj
     if isinstance(obj, dict):
         if "input_ids" in obj:
@@ -128,6 +137,35 @@ def load_file(path_str: str) -> PromptSource:
     if suffix not in (".txt", ".jsonl", ".json"):
         raise PromptFileError(path_str, "unknown extension; use .txt, .jsonl or .json")
     text = _read_text(path)
+    try:
+        items = _parse(text, suffix, path_str)
+    except RecursionError:
+        raise PromptFileError(path_str, "JSON nested too deeply to be a prompt file") from None
+    if not items:
+        raise PromptFileError(path_str, f"contains no prompts; {_EXPECTED[suffix]}")
+    return PromptSource(str(path), items)
+
+
+_EXPECTED = {
+    ".txt": "expected one prompt per line",
+    ".jsonl": "expected one JSON object per line",
+    ".json": "expected a JSON list of prompts or token-id lists",
+}
+
+
+def _json_hint(text: str, suffix: str, msg: str) -> str:
+    """What the file probably is, when its content does not match its extension."""
+    head = text.lstrip()[:1]
+    if suffix == ".json" and msg.startswith("Extra data") and head == "{":
+        return "; it looks like JSON Lines: rename the file to .jsonl"
+    if suffix == ".jsonl" and head == "[":
+        return "; it looks like one JSON document: rename the file to .json"
+    if head not in ("[", "{", '"'):
+        return "; it looks like plain text: use a .txt file, one prompt per line"
+    return ""
+
+
+def _parse(text: str, suffix: str, path_str: str) -> list[str | list[int]]:
     items: list[str | list[int]] = []
     if suffix == ".txt":
         items = [line for line in text.splitlines() if line.strip()]
@@ -138,21 +176,21 @@ def load_file(path_str: str) -> PromptSource:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                raise PromptFileError(path_str, f"invalid JSON ({e.msg})", n) from None
+                hint = _json_hint(text, suffix, e.msg)
+                raise PromptFileError(path_str, f"invalid JSON ({e.msg}){hint}", n) from None
             items.append(_item(obj, path_str, n))
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise PromptFileError(path_str, f"invalid JSON ({e.msg})", e.lineno) from None
+            hint = _json_hint(text, suffix, e.msg)
+            raise PromptFileError(path_str, f"invalid JSON ({e.msg}){hint}", e.lineno) from None
         if isinstance(data, dict) and isinstance(data.get("data"), list):
             data = data["data"]
         if not isinstance(data, list):
             raise PromptFileError(path_str, "expected a JSON list of prompts or token-id lists")
         items = [_item(obj, path_str, None) for obj in data]
-    if not items:
-        raise PromptFileError(path_str, "contains no prompts")
-    return PromptSource(str(path), items)
+    return items
 
 
 def truncation_lengths(n: int, max_prompt_tokens: int, seed: int) -> list[int]:

@@ -117,7 +117,7 @@ def read_recording(path_str: str) -> Recording:
             obj = orjson.loads(line)
             events.append(decode(obj))
             times.append(float(obj.get("t", 0.0)))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, OverflowError) as e:
             if n == len(lines):  # a torn final line is expected after a kill
                 truncated = True
                 break

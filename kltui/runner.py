@@ -150,7 +150,14 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
                     yield ev
             except PhaseError as e:
                 fatal = True
-                yield Problem(c.url, str(e), fatal=True, helper=name, phase=e.phase)
+                # the source already names the server; the message names phase and fault
+                yield Problem(
+                    c.url,
+                    f"[{name}/{e.phase}] {e.err.message}",
+                    fatal=True,
+                    helper=name,
+                    phase=e.phase,
+                )
                 finished = run.partial(str(e))
                 if e.err.kind == "server-restarted":
                     finished.summary["status"] = "invalid"

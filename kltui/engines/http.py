@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 from urllib.parse import urlsplit
@@ -12,9 +13,17 @@ import httpx
 import orjson
 
 from kltui.engines.errors import EngineError, UsageError, clean
+from kltui.engines.sse import loads_json
 
 T = TypeVar("T")
 API_KEY_ENV = "KLTUI_API_KEY"
+REDACTED = "<redacted>"
+# Faults after which the same idempotent request may well succeed: the server is starting,
+# restarting, overloaded or was briefly unreachable. A 4xx other than "busy" will not change.
+TRANSIENT_KINDS = frozenset(
+    {"unreachable", "timeout", "reset", "transport", "unhealthy", "flush-busy"}
+    | {f"http-{c}" for c in (500, 502, 503, 504)}
+)
 
 
 def normalize_url(spec: str) -> str:
@@ -35,22 +44,35 @@ def resolve_api_key(explicit: str | None) -> str | None:
     return explicit or os.environ.get(API_KEY_ENV) or None
 
 
-def error_detail(resp: httpx.Response) -> str:
-    """The server's own words from an error body (SGLang, FastAPI and vLLM shapes)."""
+def body_detail(resp: httpx.Response, redact: Callable[[str], str] = lambda s: s) -> str:
+    """The server's own words from an error body (SGLang, FastAPI and vLLM shapes).
+
+    Secrets are redacted before the text is cut to length, so a cut cannot leave half a key.
+    """
     try:
-        body = orjson.loads(resp.content)
-    except orjson.JSONDecodeError:
-        return clean(resp.text or resp.reason_phrase or "", 200)
+        body = loads_json(resp.content)
+    except ValueError:
+        return clean(redact(resp.text or resp.reason_phrase or ""), 200)
     if isinstance(body, dict):
         err = body.get("error", body.get("detail", body.get("message", body)))
         if isinstance(err, dict):
             err = err.get("message", err)
-        return clean(err if isinstance(err, str) else orjson.dumps(err).decode(), 200)
-    return clean(str(body), 200)
+        text = err if isinstance(err, str) else _compact(err)
+        return clean(redact(text), 200)
+    return clean(redact(_compact(body)), 200)
+
+
+def _compact(value) -> str:
+    try:
+        return orjson.dumps(value).decode()[:4096]
+    except TypeError:  # integers beyond 64 bits, from the standard parser's NaN fallback
+        return str(value)[:4096]
 
 
 class HttpEngine:
     """Base for engine clients: one AsyncClient, errors mapped to one-line EngineErrors."""
+
+    retry_base_delay = 0.25
 
     def __init__(
         self,
@@ -62,14 +84,16 @@ class HttpEngine:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = normalize_url(base_url)
+        self._api_key = api_key or None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.AsyncClient(
             base_url=self.url,
             headers=headers,
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
             transport=transport,
         )
         self.timeout = timeout
+        self.connect_timeout = min(connect_timeout, timeout)
 
     async def aclose(self) -> None:
         await self._client.aclose()
@@ -80,31 +104,69 @@ class HttpEngine:
     async def __aexit__(self, *exc) -> None:
         await self.aclose()
 
+    def redact(self, text: str) -> str:
+        """Servers echo headers back in error bodies; the key must never reach a screen or file."""
+        if self._api_key and self._api_key in text:
+            return text.replace(self._api_key, REDACTED)
+        return text
+
+    def error_detail(self, resp: httpx.Response) -> str:
+        return body_detail(resp, self.redact)
+
     def fail(self, message: str, kind: str = "protocol") -> EngineError:
-        return EngineError(self.url, message, kind)
+        return EngineError(self.url, self.redact(message), kind)
 
-    def transport_error(self, exc: Exception, route: str) -> EngineError:
+    def transport_error(
+        self, exc: Exception, route: str, timeout: float | None = None
+    ) -> EngineError:
+        """`timeout` is the limit this request ran under, when it is not the client's."""
+        detail = clean(self.redact(str(exc)) or type(exc).__name__, 160)
         if isinstance(exc, httpx.ConnectError):
-            return self.fail(f"cannot connect for {route} ({clean(str(exc), 80)})", "unreachable")
+            return self.fail(f"cannot connect for {route} ({detail})", "unreachable")
+        if isinstance(exc, httpx.ConnectTimeout):
+            # dropped SYNs (a firewall, a host that is down) look like this, not like a refusal
+            return self.fail(
+                f"cannot connect for {route} (no answer within {self.connect_timeout:g} s)",
+                "unreachable",
+            )
         if isinstance(exc, httpx.TimeoutException):
-            return self.fail(f"no answer to {route} within {self.timeout:g} s", "timeout")
-        if isinstance(exc, httpx.RemoteProtocolError):
-            return self.fail(f"connection closed during {route} ({clean(str(exc), 80)})", "reset")
-        return self.fail(f"{route} failed: {clean(str(exc), 120)}", "transport")
+            limit = self.timeout if timeout is None else timeout
+            return self.fail(f"no answer to {route} within {limit:g} s", "timeout")
+        if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
+            return self.fail(f"connection closed or reset during {route} ({detail})", "reset")
+        return self.fail(f"{route} failed: {detail}", "transport")
 
-    async def request_json(self, method: str, route: str, **kw):
+    def http_error(self, resp: httpx.Response, route: str, kind: str | None = None) -> EngineError:
+        kind = kind or f"http-{resp.status_code}"
+        if not resp.content.strip():
+            status = " ".join(filter(None, (str(resp.status_code), clean(resp.reason_phrase, 40))))
+            return self.fail(f"{route} answered HTTP {status} with an empty body", kind)
+        return self.fail(
+            f"{route} answered HTTP {resp.status_code}: {self.error_detail(resp)}", kind
+        )
+
+    async def request_json(self, method: str, route: str, *, max_bytes: int | None = None, **kw):
+        """One request, its JSON answer decoded; a body past `max_bytes` stops the read."""
         try:
-            resp = await self._client.request(method, route, **kw)
+            async with self._client.stream(method, route, **kw) as resp:
+                if resp.status_code >= 400:
+                    await resp.aread()
+                    raise self.http_error(resp, route)
+                parts, size = [], 0
+                async for chunk in resp.aiter_bytes():
+                    size += len(chunk)
+                    if max_bytes is not None and size > max_bytes:
+                        raise self.fail(
+                            f"{route} answer is larger than {max_bytes / 2**20:.0f} MiB, far more "
+                            "than the request can produce",
+                            "too-large",
+                        )
+                    parts.append(chunk)
         except httpx.HTTPError as e:
             raise self.transport_error(e, route) from None
-        if resp.status_code >= 400:
-            raise self.fail(
-                f"{route} answered HTTP {resp.status_code}: {error_detail(resp) or '(no body)'}",
-                f"http-{resp.status_code}",
-            )
         try:
-            return orjson.loads(resp.content)
-        except orjson.JSONDecodeError as e:
+            return loads_json(b"".join(parts))
+        except ValueError as e:
             raise self.fail(f"{route} returned malformed JSON ({e})", "malformed-json") from None
 
 
@@ -114,13 +176,26 @@ async def with_backoff(
     attempts: int = 4,
     base_delay: float = 0.25,
     retry_on: tuple[type[BaseException], ...] = (EngineError,),
+    retry_if: Callable[[BaseException], bool] | None = None,
 ) -> T:
-    """Retries an idempotent operation (health, info, flush) with exponential backoff."""
+    """Retries an idempotent operation (health, info, flush) with exponential backoff.
+
+    The error that ends the retries says how many attempts were made, so a reader knows the
+    fault persisted and was not a single dropped packet.
+    """
+    t0 = time.monotonic()
     for i in range(attempts):
         try:
             return await op()
-        except retry_on:
-            if i == attempts - 1:
+        except retry_on as e:
+            last = i == attempts - 1 or (retry_if is not None and not retry_if(e))
+            if last:
+                if i and isinstance(e, EngineError):
+                    e.message += f" (after {i + 1} attempts over {time.monotonic() - t0:.1f} s)"
                 raise
             await asyncio.sleep(base_delay * (2**i))
     raise AssertionError("unreachable")
+
+
+def is_transient(err: BaseException) -> bool:
+    return isinstance(err, EngineError) and err.kind in TRANSIENT_KINDS

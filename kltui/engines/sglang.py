@@ -8,10 +8,10 @@ import httpx
 import numpy as np
 import orjson
 
-from kltui.engines.errors import EngineError, FlushBusy, clean
-from kltui.engines.http import HttpEngine, error_detail, with_backoff
+from kltui.engines.errors import EngineError, FlushBusy, clean, sanitize
+from kltui.engines.http import HttpEngine, is_transient, with_backoff
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
-from kltui.engines.sse import DONE, SSEError, iter_events
+from kltui.engines.sse import DONE, SSEError, iter_events, iter_lines
 
 # SGLang 0.5.23 schema-checks sampling_params (unknown key -> HTTP 400), so only these go out.
 KNOWN_SAMPLING_KEYS = frozenset(
@@ -67,21 +67,50 @@ def sampling_params(**kw) -> dict:
     return {k: v for k, v in kw.items() if v is not None}
 
 
+# An answer holds at most (prompt + new tokens) entries per item, each a short triple plus its
+# top-k alternatives; far more bytes than that is a server gone wrong, and reading it all would
+# only exhaust memory. The constant leaves room for text and meta fields.
+BYTES_PER_ENTRY = 512
+BASE_ANSWER_BYTES = 64 * 2**20
+
+
+def _answer_cap(entries: int, top_k: int = 0) -> int:
+    return BASE_ANSWER_BYTES + BYTES_PER_ENTRY * entries * (1 + max(0, int(top_k or 0)))
+
+
 class SGLangClient(HttpEngine):
     engine = "sglang"
+    # Only idempotent requests are retried: /health, /server_info, /model_info, /flush_cache.
+    # A /generate is never re-sent: a second attempt would run on a different batch and cache
+    # state than the one being measured.
+    health_attempts = 4
+    info_attempts = 3
+    flush_attempts = 3
 
     async def health(self) -> None:
+        limit = min(10.0, self.timeout)
         try:
-            resp = await self._client.get("/health", timeout=10.0)
+            resp = await self._client.get("/health", timeout=limit)
         except httpx.HTTPError as e:
-            raise self.transport_error(e, "/health") from None
+            raise self.transport_error(e, "/health", limit) from None
+        if resp.status_code in (401, 403):
+            raise self.fail(
+                f"/health answered HTTP {resp.status_code}: the server wants an API key "
+                "(--api-key or KLTUI_API_KEY) or rejected this one",
+                f"http-{resp.status_code}",
+            )
         if resp.status_code != 200:
-            raise self.fail(f"/health answered HTTP {resp.status_code}", "unhealthy")
+            raise self.http_error(resp, "/health", "unhealthy")
 
-    async def wait_healthy(self, attempts: int = 4) -> None:
-        await with_backoff(self.health, attempts=attempts)
+    async def wait_healthy(self, attempts: int | None = None) -> None:
+        await with_backoff(
+            self.health,
+            attempts=attempts or self.health_attempts,
+            base_delay=self.retry_base_delay,
+            retry_if=is_transient,
+        )
 
-    async def _info(self, route: str, legacy: str) -> dict:
+    async def _info_once(self, route: str, legacy: str) -> dict:
         try:
             info = await self.request_json("GET", route)
         except EngineError as e:
@@ -90,7 +119,16 @@ class SGLangClient(HttpEngine):
             info = await self.request_json("GET", legacy)
         if not isinstance(info, dict):
             raise self.fail(f"{route} did not return a JSON object (is this an SGLang server?)")
-        return info
+        # model_path, version, ... are shown and recorded: make them inert text here, once.
+        return sanitize(info, self.redact)
+
+    async def _info(self, route: str, legacy: str) -> dict:
+        return await with_backoff(
+            lambda: self._info_once(route, legacy),
+            attempts=self.info_attempts,
+            base_delay=self.retry_base_delay,
+            retry_if=is_transient,
+        )
 
     async def server_info(self) -> dict:
         return await self._info("/server_info", "/get_server_info")
@@ -98,19 +136,27 @@ class SGLangClient(HttpEngine):
     async def model_info(self) -> dict:
         return await self._info("/model_info", "/get_model_info")
 
-    async def flush_cache(self, timeout_s: float = 30.0) -> None:
+    async def _flush_once(self, timeout_s: float) -> None:
         route = f"/flush_cache?timeout={timeout_s:g}"
+        # SGLang waits up to timeout_s for idle before answering; then the usual latency.
+        limit = timeout_s + min(10.0, self.timeout)
         try:
-            resp = await self._client.post(route, timeout=timeout_s + 10.0)
+            resp = await self._client.post(route, timeout=limit)
         except httpx.HTTPError as e:
-            raise self.transport_error(e, "/flush_cache") from None
+            raise self.transport_error(e, "/flush_cache", limit) from None
         if resp.status_code == 400:
-            raise FlushBusy(self.url, error_detail(resp))
+            raise FlushBusy(self.url, self.error_detail(resp))
         if resp.status_code >= 400:
-            raise self.fail(
-                f"/flush_cache answered HTTP {resp.status_code}: {error_detail(resp)}",
-                f"http-{resp.status_code}",
-            )
+            raise self.http_error(resp, "/flush_cache")
+
+    async def flush_cache(self, timeout_s: float = 30.0) -> None:
+        """Flushing twice is harmless, so a busy or briefly unreachable server is retried."""
+        await with_backoff(
+            lambda: self._flush_once(timeout_s),
+            attempts=self.flush_attempts,
+            base_delay=self.retry_base_delay,
+            retry_if=is_transient,
+        )
 
     def _body(self, batch: Sequence[Sequence[int]], sp: dict, *, stream: bool, **kw) -> dict:
         body: dict = {
@@ -128,43 +174,112 @@ class SGLangClient(HttpEngine):
                 body["token_ids_logprob"] = kw["token_ids_logprob"]
         return body
 
+    def check_results(
+        self, results: list[GenResult], batch: Sequence[Sequence[int]], sp: dict, route: str, **kw
+    ) -> None:
+        """Verify before trusting: every answer must belong to its prompt and be complete.
+
+        Catches answers out of order (prompt_tokens, or the replayed ids, differ from what was
+        sent), a server that ignores max_new_tokens, aborted requests, and logprob arrays whose
+        length does not match the tokens they claim to score.
+        """
+        max_new = sp.get("max_new_tokens")
+        logprobs = bool(kw.get("return_logprob"))
+        start = kw.get("logprob_start_len", -1)
+        for i, (r, sent) in enumerate(zip(results, batch, strict=True)):
+            n_sent = len(sent)
+            fr = r.finish_reason or {}
+            if fr.get("type") == "abort":
+                raise self.fail(
+                    f"{route}: the server aborted request {i} ({clean(fr.get('message'), 160)})",
+                    "aborted",
+                )
+            if r.prompt_tokens and r.prompt_tokens != n_sent:
+                raise self.fail(
+                    f"{route}: answer {i} reports prompt_tokens={r.prompt_tokens} but prompt {i} "
+                    f"has {n_sent} tokens (answers out of order, or for another request)",
+                    "wrong-order",
+                )
+            if isinstance(max_new, int) and r.output_ids.size > max_new:
+                raise self.fail(
+                    f"{route}: answer {i} has {r.output_ids.size} tokens but max_new_tokens is "
+                    f"{max_new}",
+                    "too-many-tokens",
+                )
+            if not logprobs:
+                continue
+            if r.output_logprobs.size != r.output_ids.size:
+                raise self.fail(
+                    f"{route}: answer {i} has {r.output_ids.size} output tokens but "
+                    f"{r.output_logprobs.size} output_token_logprobs",
+                    "length-mismatch",
+                )
+            if start == 0:
+                self._check_replayed_ids(r, np.asarray(sent, dtype=np.int64), i, route)
+
+    def _check_replayed_ids(self, r: GenResult, sent: np.ndarray, i: int, route: str) -> None:
+        # With logprob_start_len=0, entry k of input_token_logprobs scores sent[k]: checking the
+        # whole row proves the answer is for this prompt and that no entry is shifted.
+        if r.input_logprobs.size != sent.size:
+            raise self.fail(
+                f"{route}: answer {i} has {r.input_logprobs.size} input_token_logprobs for "
+                f"{sent.size} input tokens",
+                "length-mismatch",
+            )
+        if not np.array_equal(r.input_logprob_ids, sent):
+            k = int(np.argmax(r.input_logprob_ids != sent))
+            raise self.fail(
+                f"{route}: answer {i} input_token_logprobs[{k}] scores token "
+                f"{int(r.input_logprob_ids[k])} but token {int(sent[k])} was sent there "
+                "(answers out of order or misaligned)",
+                "token-mismatch",
+            )
+
     async def generate(self, batch: Sequence[Sequence[int]], sp: dict, **kw) -> list[GenResult]:
-        """One non-streamed batched /generate; results in input order, lengths checked."""
+        """One non-streamed batched /generate; results in input order, checked against the
+        request. Never retried (see the class comment)."""
+        entries = sum(len(x) for x in batch) + len(batch) * int(sp.get("max_new_tokens") or 0)
         data = await self.request_json(
             "POST",
             "/generate",
             content=orjson.dumps(self._body(batch, sp, stream=False, **kw)),
             headers={"Content-Type": "application/json"},
+            max_bytes=_answer_cap(entries, kw.get("top_logprobs_num") or 0),
         )
         if isinstance(data, dict):
             data = [data]
         if not isinstance(data, list) or len(data) != len(batch):
             n = len(data) if isinstance(data, list) else type(data).__name__
-            raise self.fail(f"/generate returned {n} results for a batch of {len(batch)}")
+            raise self.fail(
+                f"/generate returned {n} results for a batch of {len(batch)}", "wrong-count"
+            )
         try:
-            return [parse_result(obj, i) for i, obj in enumerate(data)]
+            results = [parse_result(obj, i) for i, obj in enumerate(data)]
         except ParseError as e:
-            raise self.fail(f"/generate: {e}") from None
+            raise self.fail(f"/generate: {e}", "malformed-answer") from None
+        self.check_results(results, batch, sp, "/generate", **kw)
+        return results
 
     async def generate_stream(
         self, batch: Sequence[Sequence[int]], sp: dict, *, incremental: bool, **kw
     ) -> AsyncIterator[Delta | list[GenResult]]:
         """Yields a Delta per new run of tokens, then the list of final results."""
         body = orjson.dumps(self._body(batch, sp, stream=True, **kw))
-        asm = StreamAssembler(len(batch), incremental)
+        max_new = sp.get("max_new_tokens")
+        asm = StreamAssembler(
+            len(batch), incremental, max_new if isinstance(max_new, int) else None
+        )
         events = 0
+        route = "/generate stream"
         try:
             async with self._client.stream(
                 "POST", "/generate", content=body, headers={"Content-Type": "application/json"}
             ) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
-                    raise self.fail(
-                        f"/generate answered HTTP {resp.status_code}: {error_detail(resp)}",
-                        f"http-{resp.status_code}",
-                    )
+                    raise self.http_error(resp, "/generate")
                 done = False
-                async for item in iter_events(resp.aiter_lines()):
+                async for item in iter_events(iter_lines(resp.aiter_bytes())):
                     if item is DONE:
                         done = True
                         break
@@ -173,26 +288,30 @@ class SGLangClient(HttpEngine):
                         err = item["error"]
                         msg = err.get("message", err) if isinstance(err, dict) else err
                         raise self.fail(
-                            f"/generate stream error: {clean(str(msg))}", "stream-error"
+                            f"{route} error event after {events - 1} events: "
+                            f"{clean(self.redact(str(msg)))}",
+                            "stream-error",
                         )
                     delta = asm.feed(item)
                     if delta is not None:
                         yield delta
                 if not done:
                     raise self.fail(
-                        f"/generate stream ended without [DONE] after {events} events", "no-done"
+                        f"{route} ended without [DONE] after {events} events", "no-done"
                     )
         except httpx.HTTPError as e:
-            err = self.transport_error(e, "/generate stream")
+            err = self.transport_error(e, route)
             err.message += f" after {events} events"
             raise err from None
         except (ParseError, SSEError) as e:
             msg = e.message if isinstance(e, SSEError) else str(e)
-            raise self.fail(f"/generate stream: {msg}", "malformed-stream") from None
+            raise self.fail(f"{route}: {msg} (after {events} events)", "malformed-stream") from None
         try:
-            yield asm.results()
+            results = asm.results()
         except ParseError as e:
-            raise self.fail(f"/generate stream: {e}", "malformed-stream") from None
+            raise self.fail(f"{route}: {e}", "malformed-stream") from None
+        self.check_results(results, batch, sp, route, **kw)
+        yield results
 
     async def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Server-side tokenization: a prefill-only request returns the ids it scored."""
@@ -207,12 +326,32 @@ class SGLangClient(HttpEngine):
             "/generate",
             content=orjson.dumps(body),
             headers={"Content-Type": "application/json"},
+            max_bytes=_answer_cap(sum(len(t.encode("utf-8")) + 8 for t in texts)),
         )
         if isinstance(data, dict):
             data = [data]
         if not isinstance(data, list) or len(data) != len(texts):
-            raise self.fail("tokenizing via /generate returned the wrong number of results")
+            raise self.fail(
+                "tokenizing via /generate returned the wrong number of results", "wrong-count"
+            )
         try:
-            return [parse_result(obj, i).input_logprob_ids for i, obj in enumerate(data)]
+            results = [parse_result(obj, i) for i, obj in enumerate(data)]
         except ParseError as e:
-            raise self.fail(f"tokenizing via /generate: {e}") from None
+            raise self.fail(f"tokenizing via /generate: {e}", "malformed-answer") from None
+        out = []
+        for i, (r, text) in enumerate(zip(results, texts, strict=True)):
+            ids = r.input_logprob_ids
+            if text.strip() and ids.size == 0:
+                raise self.fail(
+                    f"tokenizing via /generate: answer {i} has no input_token_logprobs "
+                    "(the server ignored return_logprob or logprob_start_len=0)",
+                    "malformed-answer",
+                )
+            if r.prompt_tokens and r.prompt_tokens != ids.size:
+                raise self.fail(
+                    f"tokenizing via /generate: answer {i} reports prompt_tokens="
+                    f"{r.prompt_tokens} but scores {ids.size} tokens",
+                    "length-mismatch",
+                )
+            out.append(ids)
+        return out

@@ -2,6 +2,9 @@
 
 Logprob entries are `[logprob, token_id, text|null]` triples; the first input entry's logprob is
 null (entry k scores input_ids[start + k]). Arrays go straight to numpy.
+
+Payloads are untrusted: whatever JSON arrives, these functions return a result or raise
+ParseError, never anything else, so a hostile server cannot crash a run with a traceback.
 """
 
 from __future__ import annotations
@@ -13,6 +16,26 @@ import numpy as np
 
 class ParseError(ValueError):
     pass
+
+
+_CONVERSION_ERRORS = (TypeError, ValueError, OverflowError)
+
+
+def int_array(value, what: str) -> np.ndarray:
+    """A JSON list of token ids as int64; anything else is a ParseError."""
+    if not isinstance(value, list):
+        raise ParseError(f"{what} is not a list of token ids")
+    if not value:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        arr = np.asarray(value)
+        if arr.ndim != 1 or arr.dtype.kind not in "iub":
+            raise ParseError(f"{what} is not a list of integer token ids")
+        return arr.astype(np.int64, casting="unsafe" if arr.dtype.kind == "b" else "same_kind")
+    except _CONVERSION_ERRORS as e:
+        if isinstance(e, ParseError):
+            raise
+        raise ParseError(f"{what} is not a list of integer token ids ({e})") from None
 
 
 def triples(entries, what: str) -> tuple[np.ndarray, np.ndarray]:
@@ -30,22 +53,35 @@ def triples(entries, what: str) -> tuple[np.ndarray, np.ndarray]:
         lp_col = arr[:, 0]
         lp_col[np.equal(lp_col, None)] = np.nan
         lps = lp_col.astype(np.float64)
-        ids = arr[:, 1].astype(np.int64)
-    except (TypeError, ValueError) as e:
+        id_col = arr[:, 1]
+        ids = id_col.astype(np.int64)
+        # astype truncates 3.7 to 3 and reads "5" as 5; an id must have been an integer.
+        if not np.array_equal(ids, id_col.astype(np.float64)):
+            raise ParseError(f"{what} has a token id that is not an integer")
+    except _CONVERSION_ERRORS as e:
+        if isinstance(e, ParseError):
+            raise
         raise ParseError(f"{what} has a malformed entry ({e})") from None
     return lps, ids
 
 
-def top_entries(entries) -> list | None:
+def top_entries(entries, what: str = "top logprobs") -> list | None:
     """Per position [(token_id, logprob), ...] or None; positions may be null."""
     if entries is None:
         return None
+    if not isinstance(entries, list):
+        raise ParseError(f"{what} is not a list")
     out = []
-    for pos in entries:
-        if pos is None:
-            out.append(None)
-        else:
-            out.append([(int(e[1]), float("nan") if e[0] is None else float(e[0])) for e in pos])
+    try:
+        for pos in entries:
+            if pos is None:
+                out.append(None)
+            else:
+                out.append(
+                    [(int(e[1]), float("nan") if e[0] is None else float(e[0])) for e in pos]
+                )
+    except (*_CONVERSION_ERRORS, IndexError, KeyError) as e:
+        raise ParseError(f"{what} has a malformed entry ({e})") from None
     return out
 
 
@@ -71,12 +107,39 @@ def _meta(obj: dict, what: str) -> dict:
         raise ParseError(f"{what} is not a JSON object")
     if "error" in obj and "meta_info" not in obj:
         err = obj["error"]
-        msg = err.get("message") if isinstance(err, dict) else err
+        msg = err.get("message", err) if isinstance(err, dict) else err
         raise ParseError(f"server reported an error: {msg}")
     meta = obj.get("meta_info")
     if not isinstance(meta, dict):
         raise ParseError(f"{what} has no meta_info object (is this an SGLang server?)")
     return meta
+
+
+def _count(meta: dict, key: str, what: str) -> int:
+    value = meta.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ParseError(f"{what} meta_info.{key} is not a count: {str(value)[:40]!r}")
+    return value
+
+
+def _finish_reason(meta: dict, what: str) -> dict | None:
+    fr = meta.get("finish_reason")
+    if fr is None or isinstance(fr, dict):
+        return fr
+    if isinstance(fr, str):  # some builds and proxies flatten it to the type name
+        return {"type": fr}
+    raise ParseError(f"{what} meta_info.finish_reason is neither an object nor a string")
+
+
+def _text(obj: dict) -> str:
+    text = obj.get("text")
+    return text if isinstance(text, str) else ""
+
+
+def _plain_meta(meta: dict) -> dict:
+    return {k: v for k, v in meta.items() if not k.endswith(("logprobs", "_logprobs_length"))}
 
 
 def parse_result(obj: dict, index: int) -> GenResult:
@@ -88,24 +151,30 @@ def parse_result(obj: dict, index: int) -> GenResult:
     output_ids = obj.get("output_ids")
     if output_ids is None:
         output_ids = out_ids_lp
-    try:
-        output_ids = np.asarray(output_ids, dtype=np.int64)
-    except (TypeError, ValueError):
-        raise ParseError(f"{what} output_ids is not a list of integers") from None
+    else:
+        output_ids = int_array(output_ids, f"{what} output_ids")
+        if out_lp.size == output_ids.size and not np.array_equal(output_ids, out_ids_lp):
+            k = int(np.argmax(output_ids != out_ids_lp))
+            raise ParseError(
+                f"{what}: output_ids[{k}]={int(output_ids[k])} but output_token_logprobs[{k}] "
+                f"scores token {int(out_ids_lp[k])}"
+            )
     return GenResult(
         index=index,
         output_ids=output_ids,
         output_logprobs=out_lp,
         input_logprobs=in_lp,
         input_logprob_ids=in_ids,
-        cached_tokens=int(meta.get("cached_tokens") or 0),
-        prompt_tokens=int(meta.get("prompt_tokens") or 0),
-        finish_reason=meta.get("finish_reason"),
-        text=obj.get("text") or "",
-        input_top=top_entries(meta.get("input_top_logprobs")),
-        output_top=top_entries(meta.get("output_top_logprobs")),
-        input_token_ids_logprobs=top_entries(meta.get("input_token_ids_logprobs")),
-        meta={k: v for k, v in meta.items() if not k.endswith(("logprobs", "_logprobs_length"))},
+        cached_tokens=_count(meta, "cached_tokens", what),
+        prompt_tokens=_count(meta, "prompt_tokens", what),
+        finish_reason=_finish_reason(meta, what),
+        text=_text(obj),
+        input_top=top_entries(meta.get("input_top_logprobs"), f"{what} input_top_logprobs"),
+        output_top=top_entries(meta.get("output_top_logprobs"), f"{what} output_top_logprobs"),
+        input_token_ids_logprobs=top_entries(
+            meta.get("input_token_ids_logprobs"), f"{what} input_token_ids_logprobs"
+        ),
+        meta=_plain_meta(meta),
     )
 
 
@@ -122,25 +191,32 @@ class StreamAssembler:
 
     Cumulative mode (SGLang's default): each chunk repeats everything so far, possibly
     coalesced; incremental mode (`--incremental-streaming-output`): each chunk is a delta.
+    With `max_tokens`, a server that streams past max_new_tokens is stopped at the first chunk
+    that does, instead of being read (and held in memory) to the end.
     """
 
-    def __init__(self, n: int, incremental: bool) -> None:
+    def __init__(self, n: int, incremental: bool, max_tokens: int | None = None) -> None:
         self.n = n
         self.incremental = incremental
+        self.max_tokens = max_tokens
         self.ids: list[list[np.ndarray]] = [[] for _ in range(n)]
         self.lps: list[list[np.ndarray]] = [[] for _ in range(n)]
         self.length = [0] * n
         self.last: list[dict | None] = [None] * n
+        self.rid: list[object] = [None] * n
         self.input_lp: list[tuple[np.ndarray, np.ndarray] | None] = [None] * n
 
     def feed(self, obj: dict) -> Delta | None:
+        if not isinstance(obj, dict):
+            raise ParseError("stream chunk is not a JSON object")
         idx = obj.get("index", 0 if self.n == 1 else None)
-        if not isinstance(idx, int) or not 0 <= idx < self.n:
+        if isinstance(idx, bool) or not isinstance(idx, int) or not 0 <= idx < self.n:
             raise ParseError(f"stream chunk has a missing or out-of-range index {idx!r}")
-        meta = _meta(obj, f"stream chunk for index {idx}")
-        lps, lp_ids = triples(meta.get("output_token_logprobs"), "output_token_logprobs")
+        what = f"stream chunk for index {idx}"
+        meta = _meta(obj, what)
+        lps, lp_ids = triples(meta.get("output_token_logprobs"), f"{what} output_token_logprobs")
         ids = obj.get("output_ids")
-        ids = lp_ids if ids is None else np.asarray(ids, dtype=np.int64)
+        ids = lp_ids if ids is None else int_array(ids, f"{what} output_ids")
         if lps.size and lps.size != ids.size:
             raise ParseError(
                 f"stream chunk for index {idx} has {ids.size} output_ids but "
@@ -148,9 +224,25 @@ class StreamAssembler:
             )
         if lps.size and not np.array_equal(ids, lp_ids):
             raise ParseError(f"stream chunk for index {idx}: output_ids disagree with logprob ids")
+        # One request keeps one id for its whole stream; a change means chunks of two requests
+        # were tagged with the same index.
+        rid = meta.get("id")
+        if rid is not None:
+            if self.rid[idx] is None:
+                self.rid[idx] = rid
+            elif rid != self.rid[idx]:
+                raise ParseError(
+                    f"stream chunks for index {idx} come from two requests "
+                    f"({str(self.rid[idx])[:40]!r} and {str(rid)[:40]!r}): the index is wrong"
+                )
+        _finish_reason(meta, what)
+        _count(meta, "cached_tokens", what)
+        _count(meta, "prompt_tokens", what)
         self.last[idx] = obj
         if meta.get("input_token_logprobs"):
-            self.input_lp[idx] = triples(meta["input_token_logprobs"], "input_token_logprobs")
+            self.input_lp[idx] = triples(
+                meta["input_token_logprobs"], f"{what} input_token_logprobs"
+            )
         have = self.length[idx]
         if self.incremental:
             start, new_ids, new_lps = have, ids, lps
@@ -160,9 +252,19 @@ class StreamAssembler:
                     f"cumulative stream for index {idx} shrank from {have} to {ids.size} tokens"
                     " (is the server running with --incremental-streaming-output?)"
                 )
+            if have and ids[have - 1] != self.ids[idx][-1][-1]:
+                raise ParseError(
+                    f"cumulative stream for index {idx} rewrote token {have - 1} "
+                    f"({int(self.ids[idx][-1][-1])} -> {int(ids[have - 1])})"
+                )
             start, new_ids, new_lps = have, ids[have:], lps[have:] if lps.size else lps
         if new_ids.size == 0:
             return None
+        if self.max_tokens is not None and have + new_ids.size > self.max_tokens:
+            raise ParseError(
+                f"index {idx} streamed {have + new_ids.size} tokens but max_new_tokens is "
+                f"{self.max_tokens}"
+            )
         self.ids[idx].append(new_ids)
         if new_lps.size:
             self.lps[idx].append(new_lps)
@@ -175,11 +277,13 @@ class StreamAssembler:
             raise ParseError(f"stream ended with no data for batch index(es) {missing[:8]}")
         out = []
         for i, obj in enumerate(self.last):
+            what = f"stream for index {i}"
             meta = obj["meta_info"]
             ids = np.concatenate(self.ids[i]) if self.ids[i] else np.zeros(0, dtype=np.int64)
             lps = np.concatenate(self.lps[i]) if self.lps[i] else np.zeros(0)
             in_lp, in_ids = self.input_lp[i] or (np.zeros(0), np.zeros(0, dtype=np.int64))
-            if meta.get("finish_reason") is None:
+            finish = _finish_reason(meta, what)
+            if finish is None:
                 raise ParseError(f"stream for index {i} ended before finish_reason was set")
             out.append(
                 GenResult(
@@ -188,11 +292,11 @@ class StreamAssembler:
                     output_logprobs=lps,
                     input_logprobs=in_lp,
                     input_logprob_ids=in_ids,
-                    cached_tokens=int(meta.get("cached_tokens") or 0),
-                    prompt_tokens=int(meta.get("prompt_tokens") or 0),
-                    finish_reason=meta.get("finish_reason"),
-                    text=obj.get("text") or "",
-                    meta={k: v for k, v in meta.items() if not k.endswith("logprobs")},
+                    cached_tokens=_count(meta, "cached_tokens", what),
+                    prompt_tokens=_count(meta, "prompt_tokens", what),
+                    finish_reason=finish,
+                    text=_text(obj),
+                    meta=_plain_meta(meta),
                 )
             )
         return out

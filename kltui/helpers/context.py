@@ -14,6 +14,22 @@ from kltui.events import Event, HelperFinished, PhaseChanged, Problem, SampleSco
 from kltui.metrics import DEFAULT_TAIL_THRESHOLD, ScoreBook
 
 COMPARABLE_TEMPERATURES = (0.0, 1.0)
+# vLLM writes -inf as -9999.0 in JSON; a scored token at or below it means "impossible".
+LOGPROB_SENTINEL = -9999.0
+
+
+def all_finite(lps: np.ndarray) -> bool:
+    return bool(np.all(np.isfinite(lps) & (lps > LOGPROB_SENTINEL)))
+
+
+def describe_logprob(v: float) -> str:
+    if np.isnan(v):
+        return "null or NaN"
+    if np.isinf(v):
+        return "+inf" if v > 0 else "-inf"
+    return f"{v:g} (an -inf sentinel)"
+
+
 # A change in any of these between phases means the server restarted: the run is invalid.
 IDENTITY_KEYS = ("startup_time", "version", "model_path", "tp_size", "random_seed")
 
@@ -75,6 +91,33 @@ class Run:
 
     def error(self, err: EngineError) -> PhaseError:
         return PhaseError(err, self.helper, self.phase)
+
+    def bad_logprobs(self, side: str, found: list[tuple[int, np.ndarray]]) -> Problem | None:
+        """One warning for the scored logprobs of a phase that are not finite numbers.
+
+        NaN/inf cannot be scored (k3 is undefined), so the helper fails rather than averaging
+        them in silently; the values stay in the recording for inspection. SGLang's JSON
+        encoder writes NaN and inf as null, which kltui reads as NaN.
+        """
+        where = []
+        for sample, lps in found:
+            bad = ~np.isfinite(lps) | (lps <= LOGPROB_SENTINEL)
+            for pos in np.flatnonzero(bad)[:2]:
+                what = describe_logprob(float(lps[pos]))
+                where.append(f"sample {sample} position {int(pos)} is {what}")
+        if not where:
+            return None
+        self.extra["status"] = "fail"
+        self.extra["reason"] = f"{side} logprobs that are not finite numbers"
+        return Problem(
+            self.ctx.server,
+            f"[{self.helper}/{self.phase}] {side} logprobs that are not finite numbers: "
+            f"{'; '.join(where[:4])}{' ...' if len(where) > 4 else ''}; k3 is undefined there, "
+            "so the helper fails",
+            fatal=False,
+            helper=self.helper,
+            phase=self.phase,
+        )
 
     def temperature_warning(self) -> Problem | None:
         if self.ctx.temperature in COMPARABLE_TEMPERATURES:
@@ -162,6 +205,14 @@ class Run:
                 out.extend(results)
         except EngineError as e:
             raise self.error(e) from None
+        if logprobs:
+            found = [
+                (samples[r.index], r.output_logprobs)
+                for r in out
+                if not all_finite(r.output_logprobs)
+            ]
+            if (p := self.bad_logprobs("output (decode side)", found)) is not None:
+                yield p
         for r in out:
             if logprobs and r.output_logprobs.size != r.output_ids.size:
                 raise self.error(
@@ -189,8 +240,17 @@ class Run:
             results = await ctx.client.generate(
                 batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
             )
+            # the flush checked the server before the replay; this catches a restart during it
+            await self.check_identity()
         except EngineError as e:
             raise self.error(e) from None
+        tails = [
+            (sample, res.input_logprobs[-gen.output_ids.size :])
+            for (sample, _, gen), res in zip(items, results, strict=True)
+        ]
+        found = [(s, lp) for s, lp in tails if not all_finite(lp)]
+        if (p := self.bad_logprobs("input (prefill side)", found)) is not None:
+            yield p
         yield self.enter("score")
         for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
             n = gen.output_ids.size

@@ -1,0 +1,178 @@
+"""`kltui check` against a hostile server: every fault of the catalogue gives one line naming
+the server, the phase and the fault, the documented exit code, no traceback, and a recording
+of everything up to the fault. Plus the retries that are safe, and none that are not."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import numpy as np
+import pytest
+
+from kltui.events import TokensDecoded
+from tests.hostile.catalogue import CHECK_CASES, EXIT_FAIL, EXIT_PASS, RETRIES, Case, Retry
+from tests.hostile.harness import (
+    assert_clean_output,
+    assert_recording,
+    check_cli,
+    check_inproc,
+    fault_line,
+)
+from tests.hostile.server import HUGE_TOKENS, HostileServer, refused_url
+
+# faults after which the client has read every event the server sent (FIN, not RST)
+EVERY_EVENT_ARRIVES = {"no-done", "malformed-sse", "stream-error", "close-mid-stream"}
+
+
+def decoded_tokens(res) -> dict[int, int]:
+    got: dict[int, int] = {}
+    for e in res.recording.events:
+        if isinstance(e, TokensDecoded):
+            got[e.sample] = got.get(e.sample, 0) + len(e.token_ids)
+    return got
+
+
+@pytest.mark.parametrize("case", CHECK_CASES, ids=[c.id for c in CHECK_CASES])
+async def test_fault_in_check(case: Case, hostile, tmp_path):
+    srv = hostile(**case.server) if case.server else None
+    url = srv.url if srv else refused_url()
+    res = await check_inproc(url, tmp_path, **case.cfg)
+
+    assert res.rc == case.exit, res.out
+    assert_clean_output(res)
+    label = "error" if case.exit == 3 else "warning"
+    fault_line(res, url, case.phase, case.message, label)
+    p = assert_recording(res, case.exit, case.phase, case.message)
+    assert p.source == url
+    if case.sent_once:
+        # the failed request was not silently re-sent (it would measure a different batch)
+        assert srv.counts[case.sent_once] == 1, dict(srv.counts)
+    fault = case.server.get("fault")
+    if fault in EVERY_EVENT_ARRIVES:
+        assert decoded_tokens(res) == {i: n for i, n in srv.streamed["decode"].items() if n}
+    elif fault == "reset-mid-stream" and case.phase == "decode":
+        sent = srv.streamed["decode"]
+        assert all(n <= sent[i] for i, n in decoded_tokens(res).items())
+    if case.exit == EXIT_FAIL:
+        h = res.report["helpers"]["match"]
+        assert h["status"] == "fail" and h["scored"] == 3 and h["non_finite_tokens"] >= 0
+
+
+async def test_restart_between_helpers_keeps_the_first_and_invalidates_the_second(
+    hostile, tmp_path
+):
+    case = next(c for c in CHECK_CASES if c.id == "restart@next-helper")
+    srv = hostile(**case.server)
+    res = await check_inproc(srv.url, tmp_path, **case.cfg)
+    helpers = res.report["helpers"]
+    assert helpers["match"]["status"] == "pass" and helpers["match"]["scored"] == 3
+    second = helpers["prefill_cache_hit"]
+    assert second["status"] == "invalid" and second["scored"] == 0 and not second["passed"]
+    assert res.report["verdict"] == "error" and res.rc == 3
+
+
+async def test_clean_run_is_bit_exact_and_passes(hostile, tmp_path):
+    srv = hostile()
+    res = await check_inproc(
+        srv.url, tmp_path, helpers=["match", "prefill_cache_hit", "decode_cache_hit"]
+    )
+    assert res.rc == EXIT_PASS, res.out
+    for h in res.report["helpers"].values():
+        assert h["status"] == "pass" and h["avg_kl_div"] == 0.0 and h["scored"] == 3
+    assert not res.report["problems"]
+
+
+async def test_honest_divergence_is_exit_1_not_an_error(hostile, tmp_path):
+    srv = hostile(drift=0.05)
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == EXIT_FAIL, res.out
+    h = res.report["helpers"]["match"]
+    assert h["status"] == "fail" and h["avg_kl_div"] > 1e-3
+    assert_clean_output(res)
+
+
+async def test_huge_but_legitimate_answer_is_measured(hostile, tmp_path):
+    """100k tokens asked for and delivered: parsed, scored and recorded, not rejected."""
+    srv = hostile(incremental=True)
+    res = await check_inproc(
+        srv.url, tmp_path, samples=1, max_new_tokens=HUGE_TOKENS, request_timeout=60.0
+    )
+    assert res.rc == EXIT_PASS, res.out
+    h = res.report["helpers"]["match"]
+    assert h["tokens"] == HUGE_TOKENS and h["avg_kl_div"] == 0.0
+    assert decoded_tokens(res) == {0: HUGE_TOKENS}
+
+
+@pytest.mark.parametrize("retry", RETRIES, ids=[r.id for r in RETRIES])
+async def test_safe_requests_are_retried_with_backoff(retry: Retry, hostile, tmp_path):
+    clean = hostile()
+    base = await check_inproc(clean.url, tmp_path)
+    assert base.rc == EXIT_PASS
+    srv = hostile(**retry.server)
+    (tmp_path / "r").mkdir()
+    res = await check_inproc(srv.url, tmp_path / "r", request_timeout=0.5)
+    assert res.rc == EXIT_PASS, res.out
+    assert srv.hits, "the fault never fired"
+    assert srv.counts[retry.counted] == clean.counts[retry.counted] + retry.extra
+    # the run measured the same thing as a clean one
+    assert res.report["helpers"]["match"]["avg_kl_div"] == 0.0
+    for phase in ("tokenize", "decode", "prefill"):
+        assert srv.counts[phase] == clean.counts[phase]
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill", "tokenize"])
+async def test_generate_is_never_resent_even_on_a_transient_status(phase, hostile, tmp_path):
+    # 503 is retried for /health, /server_info and /flush_cache; never for /generate
+    srv = hostile(fault="http-error", phase=phase, status=503)
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == 3 and srv.counts[phase] == 1, dict(srv.counts)
+
+
+# ---------------------------------------------------------------- the same through the CLI
+
+CLI_CASES = ["reset-mid-stream@decode", "http-500-body@prefill"]
+CLI_CASES += ["restart@flush", "logprob-nan@decode", "timeout@decode"]
+
+
+@pytest.mark.parametrize("case_id", CLI_CASES)
+def test_fault_through_the_cli(case_id, hostile, tmp_path):
+    case = next(c for c in CHECK_CASES if c.id == case_id)
+    srv = hostile(**case.server) if case.server else None
+    url = srv.url if srv else refused_url()
+    res = check_cli(url.removeprefix("http://"), tmp_path, **case.cfg)
+    assert res.rc == case.exit, res.out
+    assert_clean_output(res)
+    fault_line(res, url, case.phase, case.message, "error" if case.exit == 3 else "warning")
+    assert_recording(res, case.exit, case.phase, case.message)
+    assert res.out.rstrip().endswith(f"recording: {tmp_path / 'r.kltui.jsonl'}")
+
+
+def test_backoff_really_waits_between_attempts(tmp_path):
+    """Through the CLI, with the real delays: 4 attempts at /health, 0.25 + 0.5 + 1 s apart."""
+    url = refused_url()
+    t0 = time.monotonic()
+    res = check_cli(url.removeprefix("http://"), tmp_path)
+    elapsed = time.monotonic() - t0
+    assert res.rc == 3
+    line = fault_line(res, url, "connect", r"cannot connect for /health")
+    waited = float(re.search(r"after 4 attempts over ([0-9.]+) s", line).group(1))
+    assert 1.7 <= waited <= elapsed
+
+
+def test_api_key_less_server_answers_401_with_a_hint(tmp_path):
+    with HostileServer(fault="http-error", phase="health", status=401, times=0) as srv:
+        res = check_cli(srv.address, tmp_path)
+        assert res.rc == 3
+        fault_line(res, srv.url, "connect", r"wants an API key \(--api-key or KLTUI_API_KEY\)")
+        assert srv.counts["health"] == 1  # a 401 will not change on retry
+
+
+def test_prompt_set_tokens_survive_in_the_recording(hostile, tmp_path):
+    """Replaying the recording of a failed run shows the tokens decoded before the fault."""
+    srv = hostile(fault="no-done", phase="decode")
+    res = check_cli(srv.address, tmp_path)
+    assert res.rc == 3
+    events = [e for e in res.recording.events if isinstance(e, TokensDecoded)]
+    assert events and all(np.all(e.token_ids >= 3) for e in events)
+    assert decoded_tokens(res) == srv.streamed["decode"]
