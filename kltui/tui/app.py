@@ -17,6 +17,7 @@ from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
@@ -270,7 +271,11 @@ class KltuiApp(App[int]):
             return
         self._dirty = False
         self._seen_version = version
-        self.refresh_views(table=now - self._last_table > 1 / TABLE_HZ)
+        try:
+            self.refresh_views(table=now - self._last_table > 1 / TABLE_HZ)
+        except NoMatches:
+            # the timer can fire while the app tears its widgets down on exit
+            self._dirty = True
 
     def refresh_views(self, *, table: bool = True, force: bool = False) -> None:
         """Redraw the panels whose inputs changed (also called by tests and benches).
