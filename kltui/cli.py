@@ -71,6 +71,11 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
     g.add_argument("--config", metavar="FILE.yaml", help="YAML config with per (model, tp) gates")
     p.add_argument("--preset", choices=("sglang-ci", "deterministic"))
     p.add_argument("--tail-threshold", type=_float, help="tau for tail fractions (1e-3)")
+    p.add_argument(
+        "--top-k",
+        type=int,
+        help="top-k alternatives per position shown in the drill-down (5; 0 = off)",
+    )
     p.add_argument("--no-stream", action="store_true", help="non-streamed /generate")
     p.add_argument("--flush-timeout", type=_float, help="seconds /flush_cache waits for idle")
     p.add_argument("--request-timeout", type=_float, help="seconds to wait for a response")
@@ -107,6 +112,7 @@ def build_config(args: argparse.Namespace):
         "flush_timeout": "flush_timeout",
         "request_timeout": "request_timeout",
         "api_key": "api_key",
+        "top_k": "top_k",
     }
     for arg, attr in mapping.items():
         v = getattr(args, arg, None)

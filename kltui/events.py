@@ -66,6 +66,8 @@ class SampleScored:
     # Optional per-position top-k alternatives: [[(token_id, logprob), ...] per position]
     top_a: list | None = None
     top_b: list | None = None
+    # Optional text of each token (untrusted model output: escape wherever it is shown)
+    texts: list | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,6 +190,7 @@ def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: P
         flush_timeout=cfg.flush_timeout,
         min_cache_hit_ratio=cfg.min_cache_hit_ratio,
         server_info=info,
+        top_k=cfg.top_k,
     )
     run = Run(ctx, name)
     run.extra["threshold_source"] = thr.source

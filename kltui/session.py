@@ -82,6 +82,8 @@ class SessionStore:
         self.finished: RunFinished | None = None
         self.version = 0  # bumps on every applied event, so views know when to redraw
         self.replay = False
+        # token id -> text, from samples scored with token text (for drill-downs)
+        self.token_text: dict[int, str] = {}
 
     def apply(self, event: Event) -> HelperState | None:
         self.version += 1
@@ -128,6 +130,14 @@ class SessionStore:
                     event.top_b,
                 )
                 st.decoded_ids.pop(event.sample, None)
+                if event.texts:
+                    self.token_text.update(
+                        (i, t)
+                        for i, t in zip(
+                            np.asarray(event.token_ids).tolist(), event.texts, strict=False
+                        )
+                        if t is not None
+                    )
                 return st
             case SampleSkipped():
                 st = self._state(event.helper, event.server)

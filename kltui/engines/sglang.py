@@ -166,7 +166,9 @@ class SGLangClient(HttpEngine):
         }
         if kw.get("return_logprob"):
             body["return_logprob"] = True
-            body["return_text_in_logprobs"] = False
+            # Token text only where asked (the replay, for the drill-down); SGLang's helpers
+            # send False, and the logprobs are the same either way.
+            body["return_text_in_logprobs"] = bool(kw.get("return_text"))
             body["logprob_start_len"] = kw.get("logprob_start_len", -1)
             if kw.get("top_logprobs_num"):
                 body["top_logprobs_num"] = kw["top_logprobs_num"]

@@ -100,6 +100,7 @@ class GenResult:
     output_top: list | None = None
     input_token_ids_logprobs: list | None = None
     meta: dict = field(default_factory=dict)
+    input_texts: list | None = None  # with return_text_in_logprobs: the text of each input token
 
 
 def _meta(obj: dict, what: str) -> dict:
@@ -175,7 +176,22 @@ def parse_result(obj: dict, index: int) -> GenResult:
             meta.get("input_token_ids_logprobs"), f"{what} input_token_ids_logprobs"
         ),
         meta=_plain_meta(meta),
+        input_texts=texts(meta.get("input_token_logprobs")),
     )
+
+
+def texts(entries) -> list | None:
+    """Third elements of logprob triples (token text, untrusted), or None when not sent."""
+    if not isinstance(entries, list) or not entries:
+        return None
+    first = entries[-1]
+    if not isinstance(first, list) or len(first) < 3 or not isinstance(first[2], str):
+        return None
+    try:
+        col = np.array(entries, dtype=object)[:, 2]
+    except (ValueError, IndexError):
+        return None
+    return [t if isinstance(t, str) else None for t in col.tolist()]
 
 
 @dataclass(slots=True)

@@ -60,6 +60,7 @@ class HelperContext:
     skip_hit_assert: bool = False
     server_info: dict = field(default_factory=dict)
     comma_ids: np.ndarray | None = None
+    top_k: int = 0  # side A's top-k alternatives per position, for the drill-down
 
     def identity(self, info: dict | None = None) -> tuple:
         info = self.server_info if info is None else info
@@ -238,7 +239,12 @@ class Run:
             return
         try:
             results = await ctx.client.generate(
-                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
+                batch,
+                ctx.sampling(0),
+                return_logprob=True,
+                logprob_start_len=0,
+                top_logprobs_num=ctx.top_k,
+                return_text=True,
             )
             # the flush checked the server before the replay; this catches a restart during it
             await self.check_identity()
@@ -275,6 +281,7 @@ class Run:
                         "token-mismatch",
                     )
                 )
+            top_a = res.input_top[-n:] if res.input_top else None
             self.book.add(
                 sample,
                 gen.output_ids,
@@ -282,6 +289,7 @@ class Run:
                 gen.output_logprobs,
                 gen.cached_tokens,
                 int(prompt.size),
+                top_a,
             )
             yield SampleScored(
                 self.helper,
@@ -292,6 +300,8 @@ class Run:
                 gen.output_logprobs,
                 gen.cached_tokens,
                 int(prompt.size),
+                top_a=top_a,
+                texts=res.input_texts[-n:] if res.input_texts else None,
             )
 
     def finished(self, **extra) -> HelperFinished:

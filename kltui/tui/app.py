@@ -100,7 +100,7 @@ class KltuiApp(App[int]):
     ) -> None:
         super().__init__()
         self.feed = feed
-        self.token_text = token_text
+        self._token_text = token_text
         self.user_keymap = dict(keymap or {})
         self.screenshot_dir = screenshot_dir
         self.watching = bool(watch) and feed.mode == "live"
@@ -147,6 +147,13 @@ class KltuiApp(App[int]):
         self._watch: ServerWatch | None = None
 
     # ------------------------------------------------------------------ layout
+    @property
+    def token_text(self) -> dict[int, str] | None:
+        """Given text, else what the server sent with scored samples (untrusted either way)."""
+        if self._token_text:
+            return self._token_text
+        return self.store.token_text if self.store is not None else None
+
     def compose(self) -> ComposeResult:
         yield TitleBar(id="titlebar")
         yield ServersPanel(id="servers")
