@@ -129,6 +129,14 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             f"a state bug on {PATH_OF.get(suspects[0], suspects[0])}",
             details + shaped(suspects),
         )
+    if base > 0 and not cache:
+        return Diagnosis(
+            server,
+            "1",
+            f"condition 1 (batch variance): match diverges at {base:.2e}; the cache-hit helpers "
+            "will tell whether a state bug hides under this noise",
+            details,
+        )
     if base > 0:
         return Diagnosis(
             server,

@@ -74,3 +74,10 @@ def test_bit_identical_between_runs():
     d = SessionStore()
     feed(d, "prefill_cache_hit", 1e-5)
     assert bit_identical(a, d) is None
+
+
+def test_match_alone_does_not_claim_cache_helpers_agree():
+    st = SessionStore()
+    feed(st, "match", 1e-4)
+    (d,) = diagnose(st)
+    assert d.condition == "1" and "will tell" in d.headline
