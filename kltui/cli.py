@@ -54,7 +54,9 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
         )
     p.add_argument("--baseline", metavar="HOST:PORT", help="vLLM server for cross_engine")
     p.add_argument(
-        "--helpers", metavar="LIST", help="comma list: match,prefill_cache_hit,decode_cache_hit"
+        "--helpers",
+        metavar="LIST",
+        help="comma list: match,prefill_cache_hit,decode_cache_hit,cross_engine",
     )
     p.add_argument("--samples", type=_pos_int, help="number of prompts (default 32)")
     p.add_argument("--max-new-tokens", type=_pos_int, help="tokens decoded per sample (512)")
@@ -126,6 +128,12 @@ def build_config(args: argparse.Namespace):
     from kltui.engines.http import normalize_url
 
     cfg.servers = [normalize_url(s) for s in cfg.servers]
+    if cfg.baseline:
+        cfg.baseline = normalize_url(cfg.baseline)
+        if "cross_engine" not in cfg.helpers:
+            cfg.helpers.append("cross_engine")
+    elif "cross_engine" in cfg.helpers:
+        raise _usage("the cross_engine helper needs --baseline HOST:PORT (a vLLM server)")
     if cfg.prompts:
         from kltui.prompts import load_file
 

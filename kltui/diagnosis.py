@@ -75,7 +75,12 @@ def _shape(helper: str, s: dict) -> list[str]:
 
 
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
-    states = {st.helper: st for st in store.helpers.values() if st.server == server}
+    # cross_engine compares two engines, not two paths of one: it says nothing about 1 vs 2
+    states = {
+        st.helper: st
+        for st in store.helpers.values()
+        if st.server == server and st.helper != "cross_engine"
+    }
     levels = {h: _level(st.summary) for h, st in states.items() if st.summary}
     levels = {h: v for h, v in levels.items() if v is not None}
     if not levels:

@@ -98,6 +98,9 @@ class HeadlessView:
         self.progress.stop()
         if self.store.helpers:
             self.console.print(results_table(self.store))
+        for st in self.store.helpers.values():
+            if st.helper == "cross_engine" and st.summary:
+                self.console.print(cross_line(st.summary), soft_wrap=True, emoji=False)
         for d in diagnose(self.store):
             if d.condition == "unknown" and not d.details:
                 continue
@@ -113,6 +116,14 @@ class HeadlessView:
 def server_line(s: dict) -> str:
     if s.get("error"):
         return f"[red]✗[/] {escape(s['url'])}: {escape(str(s['error']))}"
+    if s.get("engine") == "vllm":
+        flags = [
+            f"vllm {s.get('version')} (baseline)",
+            f"model {s.get('model_path') or s.get('served_model_name')}",
+            f"max_model_len {s.get('max_model_len')}",
+        ]
+        flags += [f"{k} {s[k]}" for k in ("dtype", "tp_size", "logprobs_mode") if s.get(k)]
+        return f"[bold]{escape(s['url'])}[/] " + escape(" · ".join(str(f) for f in flags))
     flags = [
         f"sglang {s.get('version')}",
         f"model {s.get('model_path')}",
@@ -126,6 +137,27 @@ def server_line(s: dict) -> str:
     if s.get("kltui_fault") not in (None, "none"):
         flags.append(f"fault {s['kltui_fault']}")
     return f"[bold]{escape(s['url'])}[/] " + escape(" · ".join(str(f) for f in flags))
+
+
+def cross_line(s: dict) -> Text:
+    """The migration guide's figures: agreement rates against its 95% line, |delta|, KL."""
+
+    def rate(x):
+        return "–" if x is None else f"{x * 100:.1f}%"
+
+    line = s.get("agreement_line", 0.95)
+    mism = s.get("first_token_mismatch")
+    where = f"sample {mism['sample']} @ {mism['position']}" if mism else "none"
+    out = Text.assemble(
+        ("cross_engine: ", "bold"),
+        f"top-1 agreement {rate(s.get('top1_agreement'))}, top-5 {rate(s.get('top5_agreement'))}"
+        f" (line {line * 100:.0f}%), max |Δlogprob| {fmt.sci(s.get('max_abs_delta'))}, "
+        f"mean {fmt.sci(s.get('mean_abs_delta'))}, union-top-k KL {fmt.sci(s.get('union_kl_mean'))}"
+        f", first greedy token mismatch {where}",
+    )
+    if s.get("config_mismatches"):
+        out.append(f"; config mismatches: {', '.join(s['config_mismatches'])}", style="yellow")
+    return out
 
 
 def results_table(store: SessionStore) -> Table:

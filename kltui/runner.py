@@ -12,9 +12,11 @@ from kltui.config import RunConfig, resolve_threshold
 from kltui.engines.errors import EngineError, UsageError
 from kltui.engines.http import resolve_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
+from kltui.engines.vllm import identify_vllm
 from kltui.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.helpers import HELPERS, HelperContext
 from kltui.helpers.context import PhaseError, Run
+from kltui.helpers.cross_engine import run_cross_engine
 from kltui.prompts import PromptSet, builtin, finalize, load_file
 
 TOKENIZE_BATCH = 64
@@ -111,6 +113,13 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
             problems.append(
                 Problem(c.url, f"{e.message} (phase: connect)", fatal=True, phase="connect")
             )
+    if cfg.baseline:
+        # the baseline's identity is recorded even when unreachable; cross_engine reports it
+        servers.append(
+            await identify_vllm(
+                cfg.baseline, resolve_api_key(cfg.api_key), timeout=min(cfg.request_timeout, 60)
+            )
+        )
     live = [c for c in clients if c.url in infos]
     pset: PromptSet | None = None
     if live:
@@ -165,6 +174,20 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
                 yield finished
                 if e.err.kind in ("unreachable", "server-restarted"):
                     break  # the next helper would only repeat the same fault
+    if cfg.baseline and "cross_engine" in cfg.helpers and live:
+        c = live[0]  # one SGLang server is compared with the baseline
+        try:
+            async for ev in run_cross_engine(
+                cfg, c, infos[c.url], pset, api_key=resolve_api_key(cfg.api_key)
+            ):
+                if isinstance(ev, HelperFinished):
+                    summaries.append(ev.summary)
+                yield ev
+        except PhaseError as e:  # a CrossEngineError: .finished holds what was measured
+            fatal = True
+            yield Problem(e.err.server, str(e), fatal=True, helper=e.helper, phase=e.phase)
+            summaries.append(e.finished.summary)
+            yield e.finished
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
 
 

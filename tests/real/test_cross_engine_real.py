@@ -1,0 +1,157 @@
+"""The cross-engine helper against real SGLang and real vLLM serving the same checkpoint, and its
+bad inputs: K above vLLM's --max-logprobs, another model, a baseline that goes away."""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+
+from kltui.config import RunConfig
+from kltui.engines.sglang import SGLangClient
+from kltui.engines.vllm import identify_vllm
+from kltui.events import HelperFinished, HelperStarted, Problem, SampleScored
+from kltui.helpers import cross_engine as cross_module
+from kltui.helpers.context import PhaseError
+from kltui.helpers.cross_engine import CrossEngineError, run_cross_engine
+from kltui.prompts import PromptSet
+
+from .conftest import DroppingProxy
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog and",
+    "Once upon a time there was a small boat on a lake",
+    "Numbers in a row: one, two, three,",
+    "A recipe begins with",
+    "The history of the printing press",
+    "Tell me about the weather today in",
+]
+
+
+async def prompt_set(client: SGLangClient, n: int) -> PromptSet:
+    return PromptSet("real-tier", await client.tokenize(TEXTS[:n]), None, 0)
+
+
+async def run(sglang_url, baseline, *, n=4, info_patch=None, **cfg_kw):
+    cfg = RunConfig(servers=[sglang_url], baseline=baseline, max_new_tokens=12, top_k=5)
+    for k, v in cfg_kw.items():
+        setattr(cfg, k, v)
+    async with SGLangClient(sglang_url) as c:
+        info = {**(await c.server_info()), **(info_patch or {})}
+        pset = await prompt_set(c, n)
+        events = []
+        try:
+            async for ev in run_cross_engine(cfg, c, info, pset, api_key=None):
+                events.append(ev)
+        except CrossEngineError as e:
+            return events, e
+    return events, None
+
+
+@pytest.fixture(scope="module")
+def good_run(sglang_url, vllm_url):
+    return asyncio.run(run(sglang_url, vllm_url, n=4))
+
+
+def test_cross_engine_on_real_sglang_and_vllm(good_run):
+    events, err = good_run
+    assert err is None, err
+    assert isinstance(events[0], HelperStarted) and events[0].helper == "cross_engine"
+    fin = events[-1]
+    assert isinstance(fin, HelperFinished)
+    s = fin.summary
+    assert s["status"] == "pass", s
+    assert s["scored"] == 4 and s["positions"] == 4 * 12
+    # same float32 weights, two engines' CPU kernels: close, not bit-equal
+    assert s["max_abs_delta"] < 1e-3 and s["mean_abs_delta"] < 1e-4
+    assert s["top1_agreement"] >= 0.95 and s["top5_agreement"] >= 0.95
+    assert s["agreement_ok"] is True
+    assert 0 <= s["union_kl_mean"] < 1e-6 and s["union_coverage"] > 0.9
+    assert s["greedy_compared"] == 4 and s["greedy_rule_failures"] == 0
+    assert s["avg_kl_div"] < 1e-6
+    assert len(s["cross_per_sample"]) == 4
+
+
+def test_scored_events_carry_both_sides_and_top_k(good_run):
+    events, _ = good_run
+    scored = [e for e in events if isinstance(e, SampleScored)]
+    assert [e.sample for e in scored] == [0, 1, 2, 3]
+    for e in scored:
+        assert e.token_ids.size == e.lp_a.size == e.lp_b.size == 12
+        assert len(e.top_a) == len(e.top_b) == 12
+        assert all(len(row) == 5 for row in e.top_a + e.top_b)
+    # the continuation is SGLang's own greedy decode, so SGLang's prefill ranks it first at
+    # (nearly) every position; an off-by-one alignment would make this fail almost everywhere
+    top1 = np.concatenate([[row[0][0] for row in e.top_a] == e.token_ids for e in scored])
+    assert top1.mean() >= 0.9
+
+
+def test_aligned_servers_show_every_row(good_run):
+    events, _ = good_run
+    rows = {r["key"]: r for r in events[-1].summary["alignment"]}
+    for key in ("model", "dtype", "max_model_len", "vocabulary", "tp", "cuda_graph",
+                "deterministic", "prefix_caching", "logprobs_mode", "max_logprobs"):  # fmt: skip
+        assert rows[key]["status"] == "match", rows[key]
+    assert events[-1].summary["config_mismatches"] == []
+
+
+async def test_a_mismatch_is_flagged_before_numbers_and_recorded(sglang_url, vllm_url):
+    # SGLang reporting bfloat16 against vLLM's float32 (the numbers themselves stay float32)
+    events, err = await run(sglang_url, vllm_url, n=2, info_patch={"dtype": "bfloat16"})
+    assert err is None, err
+    first_number = next(i for i, e in enumerate(events) if isinstance(e, SampleScored))
+    flagged = [
+        i for i, e in enumerate(events)
+        if isinstance(e, Problem) and e.phase == "align" and e.message.startswith("dtype differs")
+    ]  # fmt: skip
+    assert flagged and flagged[0] < first_number
+    assert not any(e.fatal for e in events if isinstance(e, Problem))
+    assert events[-1].summary["config_mismatches"] == ["dtype"]
+
+
+async def test_identify_vllm_reads_the_dev_mode_config(vllm_url):
+    ident = await identify_vllm(vllm_url, None)
+    assert ident["engine"] == "vllm" and ident["version"] == "0.32.0"
+    assert ident["config_source"] == "server_info"
+    assert ident["dtype"] in ("torch.float32", "float32") and ident["max_model_len"] == 512
+    assert ident["max_logprobs"] == 20 and ident["logprobs_mode"] == "raw_logprobs"
+    assert ident["enforce_eager"] is True and ident["tp_size"] == 1
+    gone = await identify_vllm("127.0.0.1:9", None, timeout=3)
+    assert gone["error_kind"] == "unreachable" and "error" in gone
+
+
+async def test_top_k_above_max_logprobs_names_the_fix(sglang_url, vllm_url):
+    events, err = await run(sglang_url, vllm_url, n=2, top_k=25)
+    assert err is not None and err.err.kind == "max-logprobs"
+    assert "--max-logprobs 25" in str(err) and "--top-k" in str(err)
+    assert isinstance(err, PhaseError) and err.phase == "baseline"
+    # flagged by the alignment table before the request failed
+    assert any(isinstance(e, Problem) and "max-logprobs" in e.message for e in events)
+    assert err.finished.summary["status"] == "error"
+
+
+async def test_another_model_is_refused(sglang_url, vllm_url):
+    patch = {"model_path": "/models/another-model", "served_model_name": "another-model"}
+    events, err = await run(sglang_url, vllm_url, n=2, info_patch=patch)
+    assert err is not None and err.err.kind == "refused" and err.phase == "align"
+    assert "refusing to compare" in str(err) and "another-model" in str(err)
+    assert not any(isinstance(e, SampleScored) for e in events)
+
+
+async def test_baseline_going_away_keeps_what_was_measured(sglang_url, vllm_url, monkeypatch):
+    monkeypatch.setattr(cross_module, "MAX_CHUNK", 2)  # 6 samples -> 3 chunks
+    port = urlsplit(vllm_url).port
+    # chunk 1 needs 2 completions (teacher-forced + greedy); the third request is cut off
+    async with DroppingProxy(port, allow=2) as proxy:
+        events, err = await run(sglang_url, proxy.url, n=6)
+    assert err is not None and err.phase == "baseline"
+    assert err.err.kind in cross_module.GONE_KINDS
+    assert "went away after 2 of 6 samples" in str(err)
+    scored = [e for e in events if isinstance(e, SampleScored)]
+    assert [e.sample for e in scored] == [0, 1]
+    kept = err.finished.summary
+    assert kept["status"] == "error" and kept["scored"] == 2
+    assert kept["sglang_decoded"] == 6  # SGLang's continuations are all there
+    assert np.isfinite(kept["max_abs_delta"])
