@@ -230,13 +230,32 @@ class StreamAssembler:
             raise ParseError(f"stream chunk has a missing or out-of-range index {idx!r}")
         what = f"stream chunk for index {idx}"
         meta = _meta(obj, what)
-        lps, lp_ids = triples(meta.get("output_token_logprobs"), f"{what} output_token_logprobs")
-        ids = obj.get("output_ids")
-        ids = lp_ids if ids is None else int_array(ids, f"{what} output_ids")
+        have = self.length[idx]
+        raw_lp = meta.get("output_token_logprobs")
+        raw_ids = obj.get("output_ids")
+        skip = 0
+        if not self.incremental and have:
+            # A cumulative chunk repeats every token so far: convert only the tail (plus the last
+            # known token, to check it was not rewritten), so a stream costs O(n), not O(n^2).
+            total = len(raw_ids) if isinstance(raw_ids, list) else None
+            if total is None and isinstance(raw_lp, list):
+                total = len(raw_lp)
+            if total is not None and total < have:
+                raise ParseError(
+                    f"cumulative stream for index {idx} shrank from {have} to {total} tokens"
+                    " (is the server running with --incremental-streaming-output?)"
+                )
+            skip = have - 1
+            if isinstance(raw_lp, list) and raw_lp:
+                raw_lp = raw_lp[skip:]
+            if isinstance(raw_ids, list):
+                raw_ids = raw_ids[skip:]
+        lps, lp_ids = triples(raw_lp, f"{what} output_token_logprobs")
+        ids = lp_ids if raw_ids is None else int_array(raw_ids, f"{what} output_ids")
         if lps.size and lps.size != ids.size:
             raise ParseError(
-                f"stream chunk for index {idx} has {ids.size} output_ids but "
-                f"{lps.size} output_token_logprobs"
+                f"stream chunk for index {idx} has {skip + ids.size} output_ids but "
+                f"{skip + lps.size} output_token_logprobs"
             )
         if lps.size and not np.array_equal(ids, lp_ids):
             raise ParseError(f"stream chunk for index {idx}: output_ids disagree with logprob ids")
@@ -259,21 +278,18 @@ class StreamAssembler:
             self.input_lp[idx] = triples(
                 meta["input_token_logprobs"], f"{what} input_token_logprobs"
             )
-        have = self.length[idx]
         if self.incremental:
             start, new_ids, new_lps = have, ids, lps
         else:
-            if ids.size < have:
-                raise ParseError(
-                    f"cumulative stream for index {idx} shrank from {have} to {ids.size} tokens"
-                    " (is the server running with --incremental-streaming-output?)"
-                )
-            if have and ids[have - 1] != self.ids[idx][-1][-1]:
+            if have and (ids.size == 0 or ids[0] != self.ids[idx][-1][-1]):
+                got = "nothing" if ids.size == 0 else int(ids[0])
                 raise ParseError(
                     f"cumulative stream for index {idx} rewrote token {have - 1} "
-                    f"({int(self.ids[idx][-1][-1])} -> {int(ids[have - 1])})"
+                    f"({int(self.ids[idx][-1][-1])} -> {got})"
                 )
-            start, new_ids, new_lps = have, ids[have:], lps[have:] if lps.size else lps
+            known = 1 if have else 0
+            start, new_ids = have, ids[known:]
+            new_lps = lps[known:] if lps.size else lps
         if new_ids.size == 0:
             return None
         if self.max_tokens is not None and have + new_ids.size > self.max_tokens:
