@@ -133,6 +133,20 @@ def server_text(s: dict, config: dict, vars_: dict) -> Text:
     t.append_text(safe(f"{engine} {s.get('version', '?')}"))
     model = s.get("served_model_name") or s.get("model_path")
     _flag(t, "model", model, style="bold")
+    if engine == "vllm":
+        # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
+        t.append(" · ", style="dim")
+        t.append("baseline", style=f"bold {warn}")
+        for label, key in (
+            ("max len", "max_model_len"),
+            ("dtype", "dtype"),
+            ("tp", "tp_size"),
+            ("logprobs", "logprobs_mode"),
+            ("attn", "attention_backend"),
+        ):
+            if s.get(key) is not None:
+                _flag(t, label, s.get(key))
+        return t
     _flag(t, "tp", s.get("tp_size"))
     _flag(t, "dtype", s.get("dtype"))
     _flag(t, "attn", s.get("attention_backend"))
