@@ -146,3 +146,23 @@ async def test_temperature_outside_0_1_warns(ref_servers, tmp_path, temperature)
         temperature=temperature,
     )
     assert any("not 0 or 1" in p["message"] for p in res["problems"])
+
+
+async def test_radix_cache_disabled_makes_cache_helpers_vacuous(ref_servers, tmp_path):
+    url = ref_servers.get(deterministic=True, disable_radix_cache=True)
+    rc, res, text = await check(url, tmp_path, samples=2)
+    assert res["helpers"]["match"]["status"] == "pass"
+    for name in ("prefill_cache_hit", "decode_cache_hit"):
+        assert res["helpers"][name]["status"] == "vacuous", text
+    assert rc == 1 and res["verdict"] == "fail"
+
+
+async def test_cache_misses_are_skipped_and_too_few_hits_fail(ref_servers, tmp_path):
+    # a page larger than any prompt: every radix match rounds down to zero cached tokens
+    url = ref_servers.get(deterministic=True, page_size=512)
+    rc, res, text = await check(url, tmp_path, helpers=["prefill_cache_hit"], samples=4)
+    h = res["helpers"]["prefill_cache_hit"]
+    assert h["skipped"] == 4 and h["scored"] == 0
+    assert all("cache miss" in s["reason"] for s in h["skipped_samples"])
+    assert h["hit_failure"] == "Too few prefill cache hits 0/4 (need > 2)"
+    assert h["status"] == "fail" and rc == 1
