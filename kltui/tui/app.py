@@ -89,7 +89,7 @@ class KltuiApp(App[int]):
         Binding("r", "rerun", "Re-run", id="app.rerun"),
         Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
         Binding("e", "problems", "Problems", show=False, id="app.problems"),
-        Binding("d", "diagnosis", "Diagnosis", id="app.diagnosis"),
+        Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
         Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
     ]
 

@@ -28,7 +28,7 @@ class DiagnosisBar(Static):
     DEFAULT_CSS = """
     DiagnosisBar {
         height: auto;
-        max-height: 4;
+        max-height: 5;
         border: round $primary 40%;
         border-title-color: $primary;
         border-subtitle-color: $foreground 60%;
