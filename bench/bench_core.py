@@ -15,10 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-from kltui.events import HelperStarted, RunFinished, SampleScored
-from kltui.metrics import ScoreBook
-from kltui.recording import Recorder, read_recording
-from kltui.session import SessionStore
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.events import HelperStarted, RunFinished, SampleScored
+from kltui.session.recording import Recorder, read_recording
+from kltui.session.store import SessionStore
 
 
 def rss_mb() -> float:

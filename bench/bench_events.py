@@ -20,8 +20,9 @@ import time
 
 import numpy as np
 
-from kltui.consume import pump
-from kltui.events import (
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.consume import pump
+from kltui.session.events import (
     HelperFinished,
     HelperStarted,
     PhaseChanged,
@@ -30,8 +31,7 @@ from kltui.events import (
     SampleScored,
     TokensDecoded,
 )
-from kltui.metrics import ScoreBook
-from kltui.recording import Recorder
+from kltui.session.recording import Recorder
 from kltui.tui.app import KltuiApp
 
 URL = "http://bench"

@@ -23,8 +23,8 @@ import numpy as np
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 
-from kltui.events import HelperStarted, SampleScored
-from kltui.session import SessionStore
+from kltui.session.events import HelperStarted, SampleScored
+from kltui.session.store import SessionStore
 from kltui.tui.widgets.heatmap import Heatmap
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from kltui.config import RunConfig
-from kltui.consume import pump
 from kltui.reference.launcher import ReferenceServer
-from kltui.runner import run_session
-from kltui.session import SessionStore
+from kltui.run.config import RunConfig
+from kltui.run.runner import run_session
+from kltui.session.consume import pump
+from kltui.session.store import SessionStore
 
 
 async def bare(url: str, prompts: list[list[int]], n: int) -> tuple[float, float]:
@@ -89,7 +89,7 @@ async def main() -> None:
         )
         # the prompt ids kltui sends (tokenized by the server), reused by the bare client
         from kltui.engines.sglang import SGLangClient
-        from kltui.runner import build_prompt_set
+        from kltui.run.runner import build_prompt_set
 
         async with SGLangClient(srv.url) as c:
             pset = await build_prompt_set(cfg, c, await c.server_info())

@@ -1,4 +1,4 @@
-"""Alignment probes. Each is an async generator of events (see kltui.events)."""
+"""Alignment probes. Each is an async generator of events (see kltui.session.events)."""
 
 from kltui.helpers.cache_hit import decode_cache_hit, prefill_cache_hit
 from kltui.helpers.context import HelperContext

@@ -13,8 +13,8 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang_parse import GenResult
-from kltui.events import Event, HelperStarted, Problem, SampleSkipped
 from kltui.helpers.context import HelperContext, Run
+from kltui.session.events import Event, HelperStarted, Problem, SampleSkipped
 
 
 def _vacuous(ctx: HelperContext, run: Run) -> Problem | None:

@@ -10,8 +10,15 @@ import numpy as np
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang import SGLangClient, sampling_params
 from kltui.engines.sglang_parse import Delta, GenResult
-from kltui.events import Event, HelperFinished, PhaseChanged, Problem, SampleScored, TokensDecoded
-from kltui.metrics import DEFAULT_TAIL_THRESHOLD, ScoreBook
+from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
+from kltui.session.events import (
+    Event,
+    HelperFinished,
+    PhaseChanged,
+    Problem,
+    SampleScored,
+    TokensDecoded,
+)
 
 COMPARABLE_TEMPERATURES = (0.0, 1.0)
 # vLLM writes -inf as -9999.0 in JSON; a scored token at or below it means "impossible".

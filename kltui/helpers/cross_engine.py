@@ -13,7 +13,7 @@ SampleScored events with lp_a = SGLang and lp_b = vLLM, so the heatmap and drill
 for the other helpers. Separately, vLLM decodes its own greedy continuation of each prompt, and
 the two greedy generations are compared with vLLM's own acceptance rule.
 
-Before any number, the two servers' configurations are put side by side (`kltui.alignment`);
+Before any number, the two servers' configurations are put side by side (`kltui.metrics.alignment`);
 mismatches become Problems, and a different model or vocabulary refuses the comparison.
 """
 
@@ -25,14 +25,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kltui.alignment import Row, align, describe, mismatches, refusals
-from kltui.config import RunConfig, resolve_threshold
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
 from kltui.engines.vllm_parse import TopK, dense_topk
-from kltui.events import (
+from kltui.helpers.context import HelperContext, PhaseError, Run
+from kltui.metrics.alignment import Row, align, describe, mismatches, refusals
+from kltui.metrics.cross import (
+    CrossPositions,
+    Side,
+    cross_positions,
+    cross_summary,
+    first_token_mismatch,
+)
+from kltui.metrics.k3 import avg_kl_div
+from kltui.run.config import RunConfig, resolve_threshold
+from kltui.run.prompts import PromptSet
+from kltui.session.events import (
     Event,
     HelperFinished,
     HelperStarted,
@@ -41,16 +51,6 @@ from kltui.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.helpers.context import HelperContext, PhaseError, Run
-from kltui.metrics import avg_kl_div
-from kltui.metrics_cross import (
-    CrossPositions,
-    Side,
-    cross_positions,
-    cross_summary,
-    first_token_mismatch,
-)
-from kltui.prompts import PromptSet
 
 HELPER = "cross_engine"
 BASELINE_API_KEY_ENV = "KLTUI_BASELINE_API_KEY"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from kltui.engines.sglang_parse import GenResult
-from kltui.events import Event, HelperStarted
 from kltui.helpers.context import HelperContext, Run
+from kltui.session.events import Event, HelperStarted
 
 
 async def match(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:

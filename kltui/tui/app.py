@@ -21,11 +21,13 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
-from kltui.compare import cross_server, describe_rerun, rerun_equality
-from kltui.config import RunConfig
-from kltui.consume import EXIT_INTERRUPTED, EXIT_SERVER, VERDICT_EXIT
-from kltui.diagnosis import diagnose
-from kltui.events import (
+from kltui.helpers import HELPERS
+from kltui.run.config import RunConfig
+from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
+from kltui.session.compare import cross_server, describe_rerun, rerun_equality
+from kltui.session.consume import EXIT_INTERRUPTED, EXIT_SERVER, VERDICT_EXIT
+from kltui.session.diagnosis import diagnose
+from kltui.session.events import (
     Event,
     HelperFinished,
     HelperStarted,
@@ -33,9 +35,8 @@ from kltui.events import (
     RunFinished,
     RunStarted,
 )
-from kltui.helpers import HELPERS
-from kltui.recording import read_recording
-from kltui.session import HelperState, SessionStore
+from kltui.session.recording import read_recording
+from kltui.session.store import HelperState, SessionStore
 from kltui.tui import themes
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
@@ -45,8 +46,6 @@ from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
 from kltui.tui.summaries import Summaries
-from kltui.tui.text import escape_controls
-from kltui.tui.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
 from kltui.tui.widgets.header import RunStatus, ServersPanel, TitleBar
@@ -55,6 +54,7 @@ from kltui.tui.widgets.heatpanel import HeatmapPanel
 from kltui.tui.widgets.history import HistoryPanel, RunRecord, record_of
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
+from kltui.untrusted import escape_controls
 
 REFRESH_HZ = 15
 TABLE_HZ = 4
@@ -628,7 +628,7 @@ def run_app(
     app.run()
     store = app._last_finished or app.store
     if json_path and store is not None and store.run is not None:
-        from kltui.report import write_json
+        from kltui.outputs.reports.common import write_json
 
         write_json(store, json_path)
     for rec in app.history:

@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Protocol
 
-from kltui.config import RunConfig
-from kltui.consume import pump
-from kltui.events import Event, Problem, RunFinished, RunStarted
-from kltui.recording import Recorder, Recording
-from kltui.runner import run_session
-from kltui.session import SessionStore
+from kltui.run.config import RunConfig
+from kltui.run.runner import run_session
+from kltui.session.consume import pump
+from kltui.session.events import Event, Problem, RunFinished, RunStarted
+from kltui.session.recording import Recorder, Recording
+from kltui.session.store import SessionStore
 
 RETRY_FIRST_S = 1
 RETRY_MAX_S = 30

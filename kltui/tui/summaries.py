@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from kltui.session import HelperState
+from kltui.session.store import HelperState
 
 LIVE_SUMMARY_MIN_INTERVAL_S = 0.5
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kltui.config import RunConfig
-from kltui.events import HelperFinished, PhaseChanged, Problem, RunFinished, RunStarted
-from kltui.headless import run_check
-from kltui.recording import Recording, read_recording
+from kltui.outputs.headless import run_check
+from kltui.run.config import RunConfig
+from kltui.session.events import HelperFinished, PhaseChanged, Problem, RunFinished, RunStarted
+from kltui.session.recording import Recording, read_recording
 
 ROOT = Path(__file__).resolve().parents[2]
 # Small enough to be fast, large enough for batches (3 prompts of distinct lengths, 21/20/14).

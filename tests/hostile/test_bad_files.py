@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from kltui.cli import main
-from kltui.recording import FORMAT, VERSION
+from kltui.session.recording import FORMAT, VERSION
 from tests.hostile.catalogue import BAD_FILES, EXIT_USAGE, BadFile
 from tests.hostile.harness import ROOT, cli_env
 from tests.hostile.server import refused_url

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from kltui.events import TokensDecoded
+from kltui.session.events import TokensDecoded
 from tests.hostile.catalogue import CHECK_CASES, EXIT_FAIL, EXIT_PASS, RETRIES, Case, Retry
 from tests.hostile.harness import (
     assert_clean_output,

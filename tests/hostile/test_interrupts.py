@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from kltui.events import RunFinished, TokensDecoded
+from kltui.session.events import RunFinished, TokensDecoded
 from tests.hostile.catalogue import EXIT_INTERRUPTED, INTERRUPT_PHASES, INTERRUPT_SIGNALS
 from tests.hostile.harness import assert_clean_output, finish_cli, start_cli
 from tests.hostile.server import HostileServer, wait_until

@@ -19,12 +19,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kltui.codec import encode
 from kltui.engines.sglang_parse import GenResult, ParseError, StreamAssembler, parse_result
 from kltui.engines.sse import DONE, SSEError, iter_lines, loads_json, parse_data_line
-from kltui.events import Problem, RunFinished, RunStarted, TokensDecoded
-from kltui.prompts import PromptFileError, PromptSource, finalize, load_file
-from kltui.recording import FORMAT, VERSION, Recording, RecordingError, read_recording
+from kltui.run.prompts import PromptFileError, PromptSource, finalize, load_file
+from kltui.session.codec import encode
+from kltui.session.events import Problem, RunFinished, RunStarted, TokensDecoded
+from kltui.session.recording import FORMAT, VERSION, Recording, RecordingError, read_recording
 
 SAMPLES = Path(__file__).resolve().parents[1] / "data" / "samples"
 FAST = settings(

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from kltui.config import RunConfig
-from kltui.headless import run_check
+from kltui.outputs.headless import run_check
+from kltui.run.config import RunConfig
 
 SMALL = dict(samples=8, max_new_tokens=48, max_prompt_tokens=64)
 

@@ -10,11 +10,11 @@ import math
 import pytest
 from rich.console import Console
 
-from kltui.config import RunConfig
-from kltui.diagnosis import diagnose
-from kltui.headless import run_check
-from kltui.recording import read_recording
-from kltui.session import SessionStore
+from kltui.outputs.headless import run_check
+from kltui.run.config import RunConfig
+from kltui.session.diagnosis import diagnose
+from kltui.session.recording import read_recording
+from kltui.session.store import SessionStore
 
 SMALL = dict(samples=8, max_new_tokens=24, max_prompt_tokens=64)
 

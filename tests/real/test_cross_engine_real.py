@@ -9,14 +9,14 @@ from urllib.parse import urlsplit
 import numpy as np
 import pytest
 
-from kltui.config import RunConfig
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
-from kltui.events import HelperFinished, HelperStarted, Problem, SampleScored
 from kltui.helpers import cross_engine as cross_module
 from kltui.helpers.context import PhaseError
 from kltui.helpers.cross_engine import CrossEngineError, run_cross_engine
-from kltui.prompts import PromptSet
+from kltui.run.config import RunConfig
+from kltui.run.prompts import PromptSet
+from kltui.session.events import HelperFinished, HelperStarted, Problem, SampleScored
 
 from .conftest import DroppingProxy
 

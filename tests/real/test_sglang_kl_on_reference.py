@@ -9,8 +9,8 @@ import textwrap
 
 import pytest
 
-from kltui.builtin_prompts import PROMPTS
 from kltui.engines.sglang import SGLangClient
+from kltui.run.builtin_prompts import PROMPTS
 
 from .conftest import CHECKPOINT, run_in_sglang_env
 

@@ -10,12 +10,12 @@ import httpx
 import numpy as np
 import pytest
 
-from kltui.config import RunConfig
 from kltui.engines.errors import EngineError, FlushBusy
 from kltui.engines.sglang import SGLangClient, sampling_params
 from kltui.engines.sglang_parse import Delta
-from kltui.events import HelperFinished, Problem, RunFinished, SampleScored, TokensDecoded
-from kltui.runner import run_session
+from kltui.run.config import RunConfig
+from kltui.run.runner import run_session
+from kltui.session.events import HelperFinished, Problem, RunFinished, SampleScored, TokensDecoded
 
 from .conftest import API_KEY, sglang_compare_kl
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kltui.events import (
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.events import (
     HelperFinished,
     HelperStarted,
     PhaseChanged,
@@ -21,8 +22,7 @@ from kltui.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.metrics import ScoreBook
-from kltui.recording import Recorder
+from kltui.session.recording import Recorder
 
 XSS = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
 URL = "http://127.0.0.1:30000"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import orjson
 
-from kltui.codec import decode
-from kltui.events import EVENT_TYPES
-from kltui.recording import FORMAT, RUNS_DIR_ENV, VERSION
+from kltui.session.codec import decode
+from kltui.session.events import EVENT_TYPES
+from kltui.session.recording import FORMAT, RUNS_DIR_ENV, VERSION
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "RECORDING.md"
 

@@ -12,9 +12,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from kltui.report_cli import load_store
-from kltui.report_heatmap import NONFINITE, PALETTE
-from kltui.report_html import html_report
+from kltui.cli.report import load_store
+from kltui.outputs.reports.heatmap import NONFINITE, PALETTE
+from kltui.outputs.reports.html import html_report
 from tests.reports.pngread import read_png
 from tests.reports.synth import HelperSpec, hostile_run, record, run_events
 

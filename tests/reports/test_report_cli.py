@@ -8,8 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kltui.engines.errors import UsageError
-from kltui.report_cli import (
+from kltui.cli.report import (
     add_arguments,
     add_report_options,
     cmd_report,
@@ -17,7 +16,8 @@ from kltui.report_cli import (
     report_writer,
     write_reports,
 )
-from kltui.report_junit import junit_report
+from kltui.engines.errors import UsageError
+from kltui.outputs.reports.junit import junit_report
 from tests.reports.synth import HelperSpec, demo_run, error_run, record, run_events
 
 

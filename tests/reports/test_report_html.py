@@ -8,9 +8,8 @@ import re
 
 import numpy as np
 
-from kltui.events import HelperStarted, SampleScored
-from kltui.report_cli import load_store
-from kltui.report_heatmap import (
+from kltui.cli.report import load_store
+from kltui.outputs.reports.heatmap import (
     EMPTY,
     FIRST_BIN,
     MAX_COLUMNS,
@@ -22,8 +21,9 @@ from kltui.report_heatmap import (
     heat_rows,
     k3_levels,
 )
-from kltui.report_html import html_report
-from kltui.session import SessionStore
+from kltui.outputs.reports.html import html_report
+from kltui.session.events import HelperStarted, SampleScored
+from kltui.session.store import SessionStore
 from tests.reports.pngread import read_png
 from tests.reports.synth import (
     XSS,
@@ -65,7 +65,7 @@ def test_page_loads_nothing_from_outside(tmp_path):
 def test_levels_distinguish_zero_tiny_and_non_finite():
     lp_b = np.array([-1.0, -0.6000000000000001, -2.0, -0.5, -0.1, -np.inf, -1.0])
     lp_a = np.array([-1.0, -0.6, -2.0 + 1e-4, -0.5 + 2.0, np.nan, -np.inf, -np.inf])
-    from kltui.metrics import k3
+    from kltui.metrics.k3 import k3
 
     levels = k3_levels(k3(lp_a, lp_b), lp_a, lp_b)
     # equal; differs with a rounding-negative k3; k3 ~5e-9; k3 ~4.4; NaN; -inf == -inf; one -inf

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from kltui.report_cli import load_store
-from kltui.report_junit import junit_report
+from kltui.cli.report import load_store
+from kltui.outputs.reports.junit import junit_report
 from tests.reports.synth import (
     URL,
     XSS,

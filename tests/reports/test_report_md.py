@@ -6,9 +6,9 @@ import re
 
 from markdown_it import MarkdownIt
 
-from kltui.events import Problem
-from kltui.report_cli import load_store
-from kltui.report_md import MAX_PROBLEMS, md_escape, md_report
+from kltui.cli.report import load_store
+from kltui.outputs.reports.md import MAX_PROBLEMS, md_escape, md_report
+from kltui.session.events import Problem
 from tests.reports.synth import (
     URL,
     HelperSpec,

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from kltui.events import (
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.events import (
     Event,
     HelperFinished,
     HelperStarted,
@@ -20,8 +21,7 @@ from kltui.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.metrics import ScoreBook
-from kltui.recording import Recording
+from kltui.session.recording import Recording
 
 URL = "http://127.0.0.1:30000"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from kltui.events import RunFinished
+from kltui.session.events import RunFinished
 from kltui.tui.screens.compare import CompareScreen, pair_group
 from kltui.tui.screens.diagnosis import DiagnosisScreen, diagnosis_group
 from tests.tui import synth

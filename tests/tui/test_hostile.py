@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kltui.config import RunConfig
-from kltui.recording import read_recording
+from kltui.run.config import RunConfig
+from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from tests.hostile.conftest import fast_backoff, hostile  # noqa: F401 - fixtures

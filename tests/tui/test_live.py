@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from kltui.config import RunConfig
-from kltui.recording import read_recording
-from kltui.session import SessionStore
+from kltui.run.config import RunConfig
+from kltui.session.recording import read_recording
+from kltui.session.store import SessionStore
 from kltui.tui import app as app_module
 from kltui.tui import feeds
 from kltui.tui.app import KltuiApp

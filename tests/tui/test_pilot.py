@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kltui.events import Problem, TokensDecoded
+from kltui.session.events import Problem, TokensDecoded
 from kltui.tui.app import KltuiApp, all_binding_ids
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.screens.drilldown import DrillDown

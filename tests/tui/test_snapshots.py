@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kltui.recording import read_recording
+from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import ReplayFeed
 from kltui.tui.widgets.heatmap import Heatmap

@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from kltui.events import HelperStarted, Problem, RunFinished, RunStarted, SampleScored
-from kltui.recording import read_recording
-from kltui.session import SessionStore
+from kltui.session.events import HelperStarted, Problem, RunFinished, RunStarted, SampleScored
+from kltui.session.recording import read_recording
+from kltui.session.store import SessionStore
 from kltui.tui import heat, themes
 from kltui.tui.feeds import LazyRecorder, connect_failed, nth_path, split_runs
-from kltui.tui.text import escape_controls, safe
 from kltui.tui.widgets.heatmap import View, make_geometry, ruler
+from kltui.untrusted import escape_controls, safe
 from tests.tui import synth
 
 

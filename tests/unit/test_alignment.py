@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kltui.alignment import (
+from kltui.metrics.alignment import (
     MATCH,
     MISMATCH,
     UNKNOWN,

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from kltui.compare import compare_books, compare_samples, cross_server, describe_first_dict
-from kltui.events import HelperFinished, HelperStarted, RunStarted, SampleScored
-from kltui.metrics import ScoreBook
-from kltui.report import json_report
-from kltui.session import SessionStore
+from kltui.metrics.k3 import ScoreBook
+from kltui.outputs.reports.common import json_report
+from kltui.session.compare import compare_books, compare_samples, cross_server, describe_first_dict
+from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
+from kltui.session.store import SessionStore
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
 

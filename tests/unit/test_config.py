@@ -1,6 +1,6 @@
 import pytest
 
-from kltui.config import ConfigError, RunConfig, load_config_file, resolve_threshold
+from kltui.run.config import ConfigError, RunConfig, load_config_file, resolve_threshold
 
 
 def write(tmp_path, text):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kltui.metrics import k3
-from kltui.metrics_cross import (
+from kltui.metrics.cross import (
     REST_FLOOR,
     Side,
     cross_positions,
@@ -14,6 +13,7 @@ from kltui.metrics_cross import (
     first_token_mismatch,
     lookup,
 )
+from kltui.metrics.k3 import k3
 
 
 def _side(dist: np.ndarray, tokens: np.ndarray, k: int, extra: np.ndarray | None = None) -> Side:

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from kltui.compare import rerun_equality
-from kltui.diagnosis import bit_identical, diagnose, exceedance_p, sign_test_p
-from kltui.events import HelperFinished, HelperStarted, RunStarted, SampleScored
-from kltui.metrics import ScoreBook
-from kltui.session import SessionStore
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.compare import rerun_equality
+from kltui.session.diagnosis import bit_identical, diagnose, exceedance_p, sign_test_p
+from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
+from kltui.session.store import SessionStore
 
 S = "http://127.0.0.1:1"
 

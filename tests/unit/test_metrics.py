@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from kltui.metrics import (
+from kltui.metrics.k3 import (
     ScoreBook,
     avg_kl_div,
     bootstrap_interval,

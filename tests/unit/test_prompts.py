@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from kltui.builtin_prompts import PROMPTS
-from kltui.prompts import PromptFileError, builtin, finalize, identity_hash, load_file
+from kltui.run.builtin_prompts import PROMPTS
+from kltui.run.prompts import PromptFileError, builtin, finalize, identity_hash, load_file
 
 
 def test_builtin_has_enough_varied_prompts():

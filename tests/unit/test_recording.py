@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from kltui.events import Problem, RunFinished, SampleScored, TokensDecoded
-from kltui.recording import Recorder, RecordingError, read_recording
+from kltui.session.events import Problem, RunFinished, SampleScored, TokensDecoded
+from kltui.session.recording import Recorder, RecordingError, read_recording
 
 
 def test_round_trip_preserves_arrays_and_non_finite(tmp_path):

@@ -13,8 +13,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.compare import describe_first_dict
-from kltui.tui.text import safe
+from kltui.session.compare import describe_first_dict
+from kltui.untrusted import safe
 
 MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them all
 

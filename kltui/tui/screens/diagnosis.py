@@ -14,9 +14,9 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kltui.diagnosis import Diagnosis
-from kltui.tui.text import safe
+from kltui.session.diagnosis import Diagnosis
 from kltui.tui.widgets.diagnosis import badge
+from kltui.untrusted import safe
 
 
 def diagnosis_group(diagnoses: list[Diagnosis], vars_: dict) -> Group:

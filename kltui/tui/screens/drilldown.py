@@ -11,11 +11,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Sparkline, Static
 
 from kltui import fmt
-from kltui.metrics import ScoredSample, log_ratio
-from kltui.session import HelperState
+from kltui.metrics.k3 import ScoredSample, log_ratio
+from kltui.session.store import HelperState
 from kltui.tui import heat
-from kltui.tui.text import safe, token_repr
 from kltui.tui.widgets.header import TitleBar
+from kltui.untrusted import safe, token_repr
 
 TOPK_SHOWN = 3
 

@@ -10,8 +10,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kltui.events import Problem
-from kltui.tui.text import safe
+from kltui.session.events import Problem
+from kltui.untrusted import safe
 
 
 def problems_table(problems: list[Problem]) -> Table:

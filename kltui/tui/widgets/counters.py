@@ -10,9 +10,9 @@ from rich.text import Text
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.metrics import MIN_SAMPLES_FOR_STABLE_MEAN
-from kltui.session import HelperState
-from kltui.tui.text import safe
+from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
+from kltui.session.store import HelperState
+from kltui.untrusted import safe
 
 
 def _num(v) -> float | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from kltui.diagnosis import Diagnosis
-from kltui.tui.text import safe
+from kltui.session.diagnosis import Diagnosis
+from kltui.untrusted import safe
 
 CONDITION_STYLE = {"exact": "kl-ok", "1": "kl-warn", "2": "kl-bad", "1+2": "kl-bad"}
 CONDITION_LABEL = {

@@ -13,8 +13,8 @@ from rich.text import Text
 from textual.color import Color
 from textual.widgets import Static
 
-from kltui.session import SessionStore
-from kltui.tui.text import safe
+from kltui.session.store import SessionStore
+from kltui.untrusted import safe
 
 
 @dataclass

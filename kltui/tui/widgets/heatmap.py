@@ -28,7 +28,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from kltui.session import HelperState
+from kltui.session.store import HelperState
 from kltui.tui import heat
 
 GUTTER = 6  # "1234 " + row status glyph

@@ -8,10 +8,10 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.session import HelperState
+from kltui.session.store import HelperState
 from kltui.tui import heat
-from kltui.tui.text import safe, token_repr
 from kltui.tui.widgets.heatmap import GUTTER, Heatmap, ruler
+from kltui.untrusted import safe, token_repr
 
 
 def legend(palette: heat.Palette, glyphs: bool, tau: float | None) -> Text:

@@ -15,8 +15,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.session import HelperState, SessionStore
-from kltui.tui.text import safe
+from kltui.session.store import HelperState, SessionStore
+from kltui.untrusted import safe
 
 PHASE_ICON = {
     "queued": "◌",

@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from kltui import fmt
-from kltui.session import HelperState
+from kltui.session.store import HelperState
 from kltui.tui import heat
 
 # (key, label, width). Fixed widths: measuring a live column on every update costs the whole

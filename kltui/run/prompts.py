@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kltui.builtin_prompts import PROMPTS
 from kltui.engines.errors import UsageError
+from kltui.run.builtin_prompts import PROMPTS
 
 DEFAULT_MAX_PROMPT_TOKENS = 3000  # kl_test_utils.DEFAULT_PROMPT_TOKENS
 MAX_TOKEN_ID = 2**31 - 1  # beyond any vocabulary; larger ids would overflow numpy int64 too

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from kltui.events import Event, RunFinished
-from kltui.recording import Recorder
-from kltui.session import SessionStore
+from kltui.session.events import Event, RunFinished
+from kltui.session.recording import Recorder
+from kltui.session.store import SessionStore
 
 EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_SERVER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 VERDICT_EXIT = {

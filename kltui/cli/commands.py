@@ -93,7 +93,7 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
 
 
 def build_config(args: argparse.Namespace):
-    from kltui.config import RunConfig, check_helpers, load_config_file
+    from kltui.run.config import RunConfig, check_helpers, load_config_file
 
     cfg = RunConfig()
     if getattr(args, "config", None):
@@ -135,7 +135,7 @@ def build_config(args: argparse.Namespace):
     elif "cross_engine" in cfg.helpers:
         raise _usage("the cross_engine helper needs --baseline HOST:PORT (a vLLM server)")
     if cfg.prompts:
-        from kltui.prompts import load_file
+        from kltui.run.prompts import load_file
 
         load_file(cfg.prompts)  # a bad prompt file is exit 2 before any server is contacted
     return cfg
@@ -146,14 +146,14 @@ def record_path(args: argparse.Namespace) -> str | None:
         return None
     if getattr(args, "record", None):
         return args.record
-    from kltui.recording import default_recording_path
+    from kltui.session.recording import default_recording_path
 
     return str(default_recording_path())
 
 
 def _headless(cfg, args: argparse.Namespace) -> int:
-    from kltui.headless import run_check
-    from kltui.report_cli import report_writer
+    from kltui.cli.report import report_writer
+    from kltui.outputs.headless import run_check
 
     rec = record_path(args)
     reports = report_writer(args, recording=rec)  # checks output folders before the run
@@ -176,7 +176,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from kltui.report_cli import cmd_report as report
+    from kltui.cli.report import cmd_report as report
 
     return report(args)
 
@@ -233,12 +233,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from kltui.recording import read_recording
+    from kltui.session.recording import read_recording
 
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
     if args.headless:
-        from kltui.headless import HeadlessView, make_console
-        from kltui.session import SessionStore
+        from kltui.outputs.headless import HeadlessView, make_console
+        from kltui.session.store import SessionStore
 
         store = SessionStore()
         view = HeadlessView(store, make_console())
@@ -280,8 +280,8 @@ def make_parser() -> argparse.ArgumentParser:
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
     tui.set_defaults(func=cmd_tui)
 
-    from kltui.report_cli import add_arguments as add_report_arguments
-    from kltui.report_cli import add_report_options
+    from kltui.cli.report import add_arguments as add_report_arguments
+    from kltui.cli.report import add_report_options
 
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)

@@ -14,9 +14,9 @@ from pathlib import Path
 import orjson
 
 from kltui import __version__
-from kltui.codec import decode, encode
 from kltui.engines.errors import UsageError
-from kltui.events import Event
+from kltui.session.codec import decode, encode
+from kltui.session.events import Event
 
 FORMAT = "kltui-recording"
 VERSION = 1

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kltui.metrics import ScoreBook, ScoredSample
-from kltui.session import SessionStore
+from kltui.metrics.k3 import ScoreBook, ScoredSample
+from kltui.session.store import SessionStore
 
 SIDES = ("ids", "prefill", "decode")  # token ids; side A (input logprobs); side B (output)
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import orjson
 
 from kltui import __version__
-from kltui.codec import json_safe
-from kltui.compare import cross_server
-from kltui.diagnosis import diagnose
 from kltui.engines.errors import UsageError
-from kltui.session import HelperState, SessionStore
+from kltui.session.codec import json_safe
+from kltui.session.compare import cross_server
+from kltui.session.diagnosis import diagnose
+from kltui.session.store import HelperState, SessionStore
 
 SUMMARY_FIELDS = (
     "status",

@@ -16,7 +16,7 @@ import zlib
 import numpy as np
 
 from kltui import fmt
-from kltui.session import HelperState
+from kltui.session.store import HelperState
 
 # The fixed k3 scale: one colour per decade from below 1e-12 to 1 and above (the TUI's decades),
 # so a colour means the same magnitude in every report. Reversed viridis: colour-blind safe and

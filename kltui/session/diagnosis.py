@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from kltui.compare import rerun_equality
 from kltui.fmt import sci
-from kltui.presets import DETERMINISTIC_KL_DIV
-from kltui.session import HelperState, SessionStore
+from kltui.run.presets import DETERMINISTIC_KL_DIV
+from kltui.session.compare import rerun_equality
+from kltui.session.store import HelperState, SessionStore
 
 # "measured 0; any state bug produces values orders of magnitude higher" (the guide's 1e-9)
 STRAY_ULP_FLOOR = DETERMINISTIC_KL_DIV

@@ -11,10 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from kltui import __version__, fmt
-from kltui.compare import cross_server, describe_first_dict
-from kltui.diagnosis import Diagnosis, diagnose
-from kltui.metrics import MIN_SAMPLES_FOR_STABLE_MEAN
-from kltui.report import (
+from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
+from kltui.outputs.reports.common import (
     Origin,
     helper_names,
     helper_status,
@@ -26,8 +24,10 @@ from kltui.report import (
     timestamp,
     verdict,
 )
-from kltui.report_heatmap import esc, heatmap_html
-from kltui.session import HelperState, SessionStore
+from kltui.outputs.reports.heatmap import esc, heatmap_html
+from kltui.session.compare import cross_server, describe_first_dict
+from kltui.session.diagnosis import Diagnosis, diagnose
+from kltui.session.store import HelperState, SessionStore
 
 CSP = (
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kltui.events import (
+from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
+from kltui.session.events import (
     Event,
     HelperFinished,
     HelperStarted,
@@ -22,7 +23,6 @@ from kltui.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.metrics import DEFAULT_TAIL_THRESHOLD, ScoreBook
 
 
 def helper_key(helper: str, server: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from kltui.events import EVENT_TYPES, Event
+from kltui.session.events import EVENT_TYPES, Event
 
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _INT_ARRAYS = {"token_ids"}

@@ -9,9 +9,7 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
-from kltui.compare import cross_server, describe_first_dict
-from kltui.diagnosis import diagnose
-from kltui.report import (
+from kltui.outputs.reports.common import (
     Origin,
     helper_names,
     helper_status,
@@ -22,7 +20,9 @@ from kltui.report import (
     timestamp,
     verdict,
 )
-from kltui.session import SessionStore
+from kltui.session.compare import cross_server, describe_first_dict
+from kltui.session.diagnosis import diagnose
+from kltui.session.store import SessionStore
 
 MAX_PROBLEMS = 8
 # Characters that are active mid-line in GitHub Markdown; line-start markers (-, +, 1.) never

@@ -14,11 +14,13 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
-from kltui.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
-from kltui.config import RunConfig
-from kltui.consume import EXIT_INTERRUPTED, VERDICT_EXIT, pump
-from kltui.diagnosis import diagnose
-from kltui.events import (
+from kltui.outputs.reports.common import write_json
+from kltui.run.config import RunConfig
+from kltui.run.runner import run_session
+from kltui.session.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
+from kltui.session.consume import EXIT_INTERRUPTED, VERDICT_EXIT, pump
+from kltui.session.diagnosis import diagnose
+from kltui.session.events import (
     Event,
     HelperFinished,
     HelperStarted,
@@ -29,10 +31,8 @@ from kltui.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.recording import Recorder
-from kltui.report import write_json
-from kltui.runner import run_session
-from kltui.session import SessionStore, helper_key
+from kltui.session.recording import Recorder
+from kltui.session.store import SessionStore, helper_key
 
 
 class HeadlessView:

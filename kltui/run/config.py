@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from kltui.engines.errors import UsageError
-from kltui.metrics import DEFAULT_TAIL_THRESHOLD
-from kltui.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
-from kltui.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
+from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
+from kltui.run.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
+from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
 
 ALL_HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
 DEFAULT_HELPERS = ALL_HELPERS

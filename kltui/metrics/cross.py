@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kltui.metrics import k3, log_ratio
+from kltui.metrics.k3 import k3, log_ratio
 
 AGREEMENT_LINE = 0.95  # the migration guide: top-1/top-5 agreement above 95% is acceptable
 REST_FLOOR = 1e-6

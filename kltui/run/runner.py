@@ -9,16 +9,16 @@ import uuid
 from collections.abc import AsyncIterator
 
 from kltui import __version__
-from kltui.config import RunConfig, resolve_threshold
 from kltui.engines.errors import EngineError, UsageError
 from kltui.engines.http import resolve_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
 from kltui.engines.vllm import identify_vllm
-from kltui.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.helpers import HELPERS, HelperContext
 from kltui.helpers.context import PhaseError, Run
 from kltui.helpers.cross_engine import run_cross_engine
-from kltui.prompts import PromptSet, builtin, finalize, load_file
+from kltui.run.config import RunConfig, resolve_threshold
+from kltui.run.prompts import PromptSet, builtin, finalize, load_file
+from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 
 TOKENIZE_BATCH = 64
 

@@ -12,8 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from kltui import __version__, fmt
-from kltui.diagnosis import diagnose
-from kltui.report import (
+from kltui.outputs.reports.common import (
     Origin,
     helper_seconds,
     helper_status,
@@ -22,7 +21,8 @@ from kltui.report import (
     timestamp,
     verdict,
 )
-from kltui.session import HelperState, SessionStore
+from kltui.session.diagnosis import diagnose
+from kltui.session.store import HelperState, SessionStore
 
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SUITE = "kltui"

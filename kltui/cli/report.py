@@ -34,10 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def load_store(path: str):
     """Folds a recording into a SessionStore; raises RecordingError (a UsageError) naming the
     file when it is missing, not a recording, or written by a newer kltui."""
-    from kltui.events import HelperFinished, HelperStarted
-    from kltui.recording import read_recording
-    from kltui.report import Origin
-    from kltui.session import SessionStore, helper_key
+    from kltui.outputs.reports.common import Origin
+    from kltui.session.events import HelperFinished, HelperStarted
+    from kltui.session.recording import read_recording
+    from kltui.session.store import SessionStore, helper_key
 
     rec = read_recording(path)
     store = SessionStore()
@@ -67,25 +67,25 @@ def write_reports(store, *, html=None, md=None, junit=None, json=None, origin=No
     run_check's extra_outputs once the run has ended (passed, failed or interrupted)."""
     written = []
     if json:
-        from kltui.report import write_json
+        from kltui.outputs.reports.common import write_json
 
         write_json(store, json)
         written.append(json)
     if html:
-        from kltui.report import write_output
-        from kltui.report_html import html_report
+        from kltui.outputs.reports.common import write_output
+        from kltui.outputs.reports.html import html_report
 
         write_output(html, html_report(store, origin))
         written.append(html)
     if md:
-        from kltui.report import write_output
-        from kltui.report_md import md_report
+        from kltui.outputs.reports.common import write_output
+        from kltui.outputs.reports.md import md_report
 
         write_output(md, md_report(store, origin))
         written.append(md)
     if junit:
-        from kltui.report import write_output
-        from kltui.report_junit import junit_report
+        from kltui.outputs.reports.common import write_output
+        from kltui.outputs.reports.junit import junit_report
 
         write_output(junit, junit_report(store, origin))
         written.append(junit)
@@ -98,7 +98,7 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
     from pathlib import Path
 
     from kltui.engines.errors import UsageError
-    from kltui.report import Origin
+    from kltui.outputs.reports.common import Origin
 
     outputs = {name: getattr(args, name, None) for name, _ in OUTPUTS}
     if not any(outputs.values()):
