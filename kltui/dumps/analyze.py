@@ -103,17 +103,38 @@ def compare_pass(loader: Loader, pa: Pass, positions: list[int], map_b: dict) ->
     return out
 
 
+def _calls(pa: Pass) -> list[dict[str, list[Entry]]]:
+    """Entries grouped per module call. A pre-hook writes a call's inputs, the post-hook its
+    outputs after every child's; the module's own output can lack the layer_id tag its inputs
+    carry (the ctx hook clears it first), so calls are paired by nesting, not by tags."""
+    calls: list[dict[str, list[Entry]]] = []
+    open_calls: dict[str, list[dict]] = {}
+    last: tuple[str, str, dict] | None = None
+    for e in pa.entries.values():
+        kind = "in" if e.kind == "input" else "out"
+        if last is not None and last[0] == e.module and last[1] == kind and e.kind != "dump":
+            call = last[2]
+        elif kind == "in":
+            call = {"in": [], "out": []}
+            calls.append(call)
+            open_calls.setdefault(e.module, []).append(call)
+        elif open_calls.get(e.module):
+            call = open_calls[e.module].pop()
+        else:
+            call = {"in": [], "out": []}
+            calls.append(call)
+        call[kind].append(e)
+        last = (e.module, kind, call)
+    return calls
+
+
 def module_table(pa: Pass, diffs: dict) -> list[ModuleRow]:
     """Modules in the order their outputs were written, each with its verdict."""
-    groups: dict[tuple, dict[str, list[Entry]]] = {}
-    for e in pa.entries.values():
-        g = groups.setdefault(e.module_key, {"in": [], "out": []})
-        g["in" if e.kind == "input" else "out"].append(e)
     rows: list[ModuleRow] = []
-    for g in groups.values():
+    for g in _calls(pa):
         if not g["out"]:
-            continue  # a module seen only on the way in (none in practice) has no verdict
-        row = ModuleRow(g["out"][0].module_label, g["out"][0].file.dump_index)
+            continue  # a call that returned nothing dumpable has no verdict
+        row = ModuleRow(_call_label(g), g["out"][0].file.dump_index)
         ins = [(e, diffs.get(e.key)) for e in g["in"]]
         aligned_ins = [(e, d) for e, d in ins if d is not None]
         if aligned_ins:
@@ -141,6 +162,20 @@ def module_table(pa: Pass, diffs: dict) -> list[ModuleRow]:
         else:
             r.status = "inherited"
     return rows
+
+
+def _call_label(g: dict) -> str:
+    e = g["out"][0]
+    label = e.module_label
+    # A module shared by every layer (one rotary embedding) is hooked once, under the first
+    # layer's name; the layer_id tag says which layer called it.
+    lid = dict(e.file.tags).get("layer_id") or next(
+        (dict(x.file.tags).get("layer_id") for x in g["in"] if dict(x.file.tags).get("layer_id")),
+        None,
+    )
+    if lid is not None and f"layers.{lid}." not in e.module + ".":
+        label += f" (layer {lid})"
+    return label
 
 
 def _embedding_key(p: Pass) -> tuple:
@@ -369,7 +404,7 @@ def verdict(r: dict) -> str:
         pre_txt = (
             f"prefill is NOT M-invariant (M={pre['m_prompt']} vs M={pre['m_fresh']}): first "
             f"divergent module {pre['first_divergent_module']}, max |diff| "
-            f"{pre['max_abs_diff']}, position {pre['position']}"
+            f"{_num(pre['max_abs_diff'])}, position {pre['position']}"
         )
     if r["identical"]:
         return (
@@ -394,5 +429,9 @@ def verdict(r: dict) -> str:
     return (
         f"first divergent module: {r['first_divergent_module']} at decode step "
         f"{r['decode_step']} (position {r['position']}): {how}, max |diff| "
-        f"{r['max_abs_diff']}; {len(r['inherited'])} later modules inherit it; {pre_txt}{ctx}"
+        f"{_num(r['max_abs_diff'])}; {len(r['inherited'])} later modules inherit it; {pre_txt}{ctx}"
     )
+
+
+def _num(x) -> str:
+    return x if isinstance(x, str) else f"{x:.3e}"
