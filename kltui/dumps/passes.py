@@ -84,7 +84,12 @@ def build_passes(files: list[DumpFile], loader: Loader, where: str) -> dict[int,
         by_step.setdefault((df.rank, df.step), []).append(df)
     out: dict[int, list[Pass]] = {}
     for (rank, step), group in sorted(by_step.items()):
-        core = {d.name: d for d in group if d.name in CORE}
+        core: dict[str, DumpFile] = {}
+        for d in group:
+            # The root's ForwardBatch comes first; attention layers pass `positions` again
+            # (with a layer_id tag), which the dumper also files under the core name.
+            if d.name in CORE and d.name not in core:
+                core[d.name] = d
         for need in ("positions", "input_ids"):
             if need not in core:
                 raise DumpError(
