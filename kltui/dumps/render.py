@@ -7,6 +7,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from kltui.engines.errors import escape_controls
+
 STATUS_STYLE = {
     "first-divergent": "bold red",
     "inherited": "yellow",
@@ -39,7 +41,7 @@ def module_table(modules: list[dict], title: str | None = None) -> Table:
     for i, m in enumerate(modules, 1):
         t.add_row(
             str(i),
-            Text(str(m["module"])),
+            Text(escape_controls(str(m["module"]))),
             Text(m["status"], style=STATUS_STYLE.get(m["status"], "")),
             _yn(m["inputs_identical"]),
             _yn(m["output_identical"]),
@@ -59,7 +61,7 @@ def steps_table(steps: list[dict]) -> Table:
             str(s["position"]),
             _yn(s["identical"]),
             _fmt(s["max_abs_diff"]),
-            Text(str(s["first_divergent_module"] or "-")),
+            Text(escape_controls(str(s["first_divergent_module"] or "-"))),
         )
     return t
 
@@ -67,11 +69,13 @@ def steps_table(steps: list[dict]) -> Table:
 def print_result(console, r: dict, *, full: bool = False) -> None:
     console.print(
         Text(
-            f"A (decode run): {r['dir_a']}\nB (fresh prefill): {r['dir_b']}\n"
-            f"prompt {r['prompt_tokens']} tokens, {r['aligned_steps']} aligned decode steps, "
-            f"fresh prefill M={r['fresh_prefill_tokens']}, rank {r['rank']} of {r['ranks']}\n"
-            f"alignment: input ids bit-identical, embedding output "
-            f"({r['embedding_module']}) bit-identical"
+            escape_controls(
+                f"A (decode run): {r['dir_a']}\nB (fresh prefill): {r['dir_b']}\n"
+                f"prompt {r['prompt_tokens']} tokens, {r['aligned_steps']} aligned decode steps, "
+                f"fresh prefill M={r['fresh_prefill_tokens']}, rank {r['rank']} of {r['ranks']}\n"
+                f"alignment: input ids bit-identical, embedding output "
+                f"({r['embedding_module']}) bit-identical"
+            )
         )
     )
     step = r["decode_step"]
@@ -97,4 +101,8 @@ def print_result(console, r: dict, *, full: bool = False) -> None:
         console.print(
             module_table(pmods, f"prompt prefill M={pre['m_prompt']} vs M={pre['m_fresh']}")
         )
-    console.print(Text(r["verdict"], style="bold red" if not r["identical"] else "bold green"))
+    console.print(
+        Text(
+            escape_controls(r["verdict"]), style="bold red" if not r["identical"] else "bold green"
+        )
+    )

@@ -89,7 +89,7 @@ def run_pass(
         w.dump(f"{p}.self_attn.inputs.0", n, **lid)
         w.dump(f"{p}.self_attn.qkv_proj.inputs.0", n, **lid)
         wl = m.w[layer]
-        v = out(f"model.layers.{layer}.self_attn.qkv_proj", _rows(lambda r: r @ wl, n))
+        v = out(f"model.layers.{layer}.self_attn.qkv_proj", _rows(lambda r, wl=wl: r @ wl, n))
         w.dump(f"{p}.self_attn.qkv_proj.output", v, **lid)
         w.dump(f"{p}.self_attn.attn.inputs.0", v, **lid)
         for i, q in enumerate(positions):
