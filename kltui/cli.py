@@ -159,7 +159,15 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 
     rec = record_path(args)
     reports = report_writer(args, recording=rec)  # checks output folders before the run
-    return asyncio.run(run_check(cfg, json_path=args.json, record_path=rec, extra_outputs=reports))
+    return asyncio.run(
+        run_check(
+            cfg,
+            json_path=args.json,
+            record_path=rec,
+            extra_outputs=reports,
+            repeat=getattr(args, "repeat", None) or 1,
+        )
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -280,6 +288,13 @@ def make_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)
     add_report_options(check)
+    check.add_argument(
+        "--repeat",
+        type=_pos_int,
+        default=1,
+        metavar="N",
+        help="run N times; each re-run is compared bit for bit with the one before",
+    )
     check.set_defaults(func=cmd_check)
 
     demo = sub.add_parser("demo", help="start the embedded reference server and run on it")
