@@ -10,7 +10,9 @@ import sys
 
 from kltui import __version__
 
-SUBCOMMANDS = ("tui", "check", "demo", "replay", "report", "serve-reference")
+SUBCOMMANDS = (
+    "tui", "check", "demo", "replay", "report", "serve-reference", "dumps", "probe-ops"
+)  # fmt: skip
 EXIT_USAGE = 2
 EXIT_SERVER = 3
 
@@ -324,6 +326,12 @@ def make_parser() -> argparse.ArgumentParser:
     replay.add_argument("--theme")
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
+
+    from kltui.dumps.cli import add_parsers as add_dumps_parsers
+    from kltui.probe_ops import add_parser as add_probe_parser
+
+    add_dumps_parsers(sub)
+    add_probe_parser(sub)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:
