@@ -328,7 +328,7 @@ def make_parser() -> argparse.ArgumentParser:
     replay.set_defaults(func=cmd_replay)
 
     from kltui.dumps.cli import add_parsers as add_dumps_parsers
-    from kltui.probe_ops import add_parser as add_probe_parser
+    from kltui.dumps.probe_ops import add_parser as add_probe_parser
 
     add_dumps_parsers(sub)
     add_probe_parser(sub)

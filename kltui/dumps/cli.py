@@ -65,7 +65,7 @@ def add_parsers(sub) -> None:
 
 def _finish(result: dict, args) -> int:
     from kltui.dumps.render import print_result
-    from kltui.headless import make_console
+    from kltui.outputs.headless import make_console
 
     if args.json:
         try:
@@ -142,8 +142,8 @@ async def _run(args, dump_dir: Path, prompt: list[int] | None):
 
 
 async def _builtin_prompt(client, n: int) -> list[int]:
-    from kltui.builtin_prompts import PROMPTS
     from kltui.engines.errors import UsageError
+    from kltui.run.builtin_prompts import PROMPTS
 
     ids: list[int] = []
     for text in PROMPTS:

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.dumps.render import module_table, steps_table
-from kltui.tui.text import safe
+from kltui.untrusted import safe
 
 
 def dumps_view(result: dict) -> Group:

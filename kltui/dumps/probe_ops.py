@@ -192,7 +192,7 @@ def cmd_probe_ops(args) -> int:
         except OSError as e:
             print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
             return 2
-    from kltui.headless import make_console
+    from kltui.outputs.headless import make_console
 
     console = make_console()
     console.print(_table(res))
