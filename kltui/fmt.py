@@ -40,3 +40,10 @@ def duration(s: float) -> str:
         return f"{s:.1f}s"
     m, s = divmod(int(s), 60)
     return f"{m}m{s:02d}s"
+
+
+def nice_step(raw: float) -> int:
+    """The smallest 1, 2 or 5 times a power of ten that is >= raw (and >= 1): axis tick spacing."""
+    raw = max(1.0, raw)
+    mag = 10 ** math.floor(math.log10(raw))
+    return int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))

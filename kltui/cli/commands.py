@@ -9,12 +9,11 @@ import os
 import sys
 
 from kltui import __version__
+from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, EXIT_USAGE, UsageError
 
 SUBCOMMANDS = (
     "tui", "check", "demo", "replay", "report", "serve-reference", "dumps", "probe-ops"
 )  # fmt: skip
-EXIT_USAGE = 2
-EXIT_SERVER = 3
 
 DESCRIPTION = """Live numerical alignment for SGLang (and vLLM as a baseline).
 
@@ -135,7 +134,7 @@ def build_config(args: argparse.Namespace):
         if "cross_engine" not in cfg.helpers:
             cfg.helpers.append("cross_engine")
     elif "cross_engine" in cfg.helpers:
-        raise _usage("the cross_engine helper needs --baseline HOST:PORT (a vLLM server)")
+        raise UsageError("the cross_engine helper needs --baseline HOST:PORT (a vLLM server)")
     if cfg.prompts:
         from kltui.run.prompts import load_file
 
@@ -173,7 +172,7 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     cfg = build_config(args)
     if not cfg.servers:
-        raise _usage("check needs --server HOST:PORT (or servers: in --config)")
+        raise UsageError("check needs --server HOST:PORT (or servers: in --config)")
     return _headless(cfg, args)
 
 
@@ -200,17 +199,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             cfg.max_new_tokens = 64
         if args.max_prompt_tokens is None:
             cfg.max_prompt_tokens = 192
-        if args.headless or not _tui_available():
+        if args.headless:
             return _headless(cfg, args)
         return _run_tui(cfg, args)
-
-
-def _tui_available() -> bool:
-    try:
-        import kltui.tui.app  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 def _run_tui(cfg, args) -> int:
@@ -228,9 +219,7 @@ def _run_tui(cfg, args) -> int:
 def cmd_tui(args: argparse.Namespace) -> int:
     cfg = build_config(args)
     if not cfg.servers:
-        raise _usage("give --server HOST:PORT, or run `kltui demo` for the embedded server")
-    if not _tui_available():
-        raise _usage("the TUI is not available in this build; use `kltui check`")
+        raise UsageError("give --server HOST:PORT, or run `kltui demo` for the embedded server")
     return _run_tui(cfg, args)
 
 
@@ -258,12 +247,6 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
     from kltui.reference.cli_entry import main as serve_main
 
     return serve_main(args)
-
-
-def _usage(msg: str) -> Exception:
-    from kltui.engines.errors import UsageError
-
-    return UsageError(msg)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -353,18 +336,18 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    from kltui.engines.errors import UsageError
-
     try:
         return args.func(args)
     except UsageError as e:
         print(f"kltui: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except OSError as e:
         print(f"kltui: error: {e}", file=sys.stderr)
-        return EXIT_SERVER if os.environ.get("KLTUI_DEBUG") is None else (_ for _ in ()).throw(e)
+        if os.environ.get("KLTUI_DEBUG") is not None:
+            raise
+        return EXIT_SERVER
 
 
 if __name__ == "__main__":

@@ -97,7 +97,7 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
     asked for. Output folders are checked now, so a typo fails before a long run, not after."""
     from pathlib import Path
 
-    from kltui.engines.errors import UsageError
+    from kltui.errors import UsageError
     from kltui.outputs.reports.common import Origin
 
     outputs = {name: getattr(args, name, None) for name, _ in OUTPUTS}

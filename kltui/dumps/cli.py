@@ -84,7 +84,7 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_dumps(args) -> int:
-    from kltui.engines.errors import UsageError
+    from kltui.errors import UsageError
 
     if not args.server or not args.dump_dir:
         raise UsageError(
@@ -142,7 +142,7 @@ async def _run(args, dump_dir: Path, prompt: list[int] | None):
 
 
 async def _builtin_prompt(client, n: int) -> list[int]:
-    from kltui.engines.errors import UsageError
+    from kltui.errors import UsageError
     from kltui.run.builtin_prompts import PROMPTS
 
     ids: list[int] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kltui.engines.errors import UsageError
+from kltui.errors import UsageError
 
 # Tags every file carries; the rest (layer_id, parallel ranks, ...) tell repeated calls apart.
 FIXED_TAGS = ("step", "rank", "dump_index", "name", "recompute_status")

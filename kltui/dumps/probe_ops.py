@@ -159,7 +159,7 @@ def _table(res: dict):
 
 
 def cmd_probe_ops(args) -> int:
-    from kltui.engines.errors import UsageError
+    from kltui.errors import UsageError
 
     try:
         import torch

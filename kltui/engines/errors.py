@@ -72,7 +72,3 @@ class FlushBusy(EngineError):
             "is using it or a flush is running, retry when idle",
             kind="flush-busy",
         )
-
-
-class UsageError(Exception):
-    """Bad command line, config or input file: exit code 2."""

@@ -12,8 +12,9 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from kltui.engines.errors import EngineError, UsageError, clean
+from kltui.engines.errors import EngineError, clean
 from kltui.engines.sse import loads_json
+from kltui.errors import UsageError
 
 T = TypeVar("T")
 API_KEY_ENV = "KLTUI_API_KEY"

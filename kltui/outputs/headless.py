@@ -14,11 +14,12 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
+from kltui.errors import EXIT_INTERRUPTED, exit_code
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
-from kltui.session.consume import EXIT_INTERRUPTED, VERDICT_EXIT, pump
+from kltui.session.consume import pump
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
     Event,
@@ -314,7 +315,7 @@ async def run_check(
             extra_outputs(store)
     if interrupted:
         return EXIT_INTERRUPTED
-    return max(VERDICT_EXIT.get(s.finished.verdict if s.finished else "error", 3) for s in stores)
+    return max(exit_code(s.finished.verdict if s.finished else None) for s in stores)
 
 
 def repeat_section(stores: list[SessionStore], equality: list[dict], requested: int) -> dict:

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from kltui.engines.errors import UsageError
+from kltui.errors import UsageError
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.run.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kltui.engines.errors import UsageError
+from kltui.errors import UsageError
 from kltui.run.builtin_prompts import PROMPTS
 
 DEFAULT_MAX_PROMPT_TOKENS = 3000  # kl_test_utils.DEFAULT_PROMPT_TOKENS

@@ -9,10 +9,11 @@ import uuid
 from collections.abc import AsyncIterator
 
 from kltui import __version__
-from kltui.engines.errors import EngineError, UsageError
+from kltui.engines.errors import EngineError
 from kltui.engines.http import resolve_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
 from kltui.engines.vllm import identify_vllm
+from kltui.errors import UsageError
 from kltui.helpers import HELPERS, HelperContext
 from kltui.helpers.context import PhaseError, Run
 from kltui.helpers.cross_engine import run_cross_engine

@@ -10,14 +10,6 @@ from kltui.session.events import Event, RunFinished
 from kltui.session.recording import Recorder
 from kltui.session.store import SessionStore
 
-EXIT_PASS, EXIT_FAIL, EXIT_USAGE, EXIT_SERVER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-VERDICT_EXIT = {
-    "pass": EXIT_PASS,
-    "fail": EXIT_FAIL,
-    "error": EXIT_SERVER,
-    "interrupted": EXIT_INTERRUPTED,
-}
-
 
 async def pump(
     events: AsyncIterator[Event],

@@ -14,7 +14,7 @@ from pathlib import Path
 import orjson
 
 from kltui import __version__
-from kltui.engines.errors import UsageError
+from kltui.errors import UsageError
 from kltui.session.codec import decode, encode
 from kltui.session.events import Event
 

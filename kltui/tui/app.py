@@ -21,11 +21,11 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
+from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, exit_code
 from kltui.helpers import HELPERS
 from kltui.run.config import RunConfig
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.session.compare import cross_server, describe_rerun, rerun_equality
-from kltui.session.consume import EXIT_INTERRUPTED, EXIT_SERVER, VERDICT_EXIT
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
     Event,
@@ -555,7 +555,7 @@ class KltuiApp(App[int]):
         store = self._last_finished or self.store
         if store is None or store.finished is None:
             return EXIT_SERVER
-        return VERDICT_EXIT.get(store.finished.verdict, EXIT_SERVER)
+        return exit_code(store.finished.verdict)
 
     # ------------------------------------------------------------------ watch
     def _watch_tick(self) -> None:

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from kltui.cli.report import load_store
-from kltui.outputs.reports.heatmap import NONFINITE, PALETTE
+from kltui.metrics.scale import NONFINITE
+from kltui.outputs.reports.heatmap import PALETTE
 from kltui.outputs.reports.html import html_report
 from tests.reports.pngread import read_png
 from tests.reports.synth import HelperSpec, hostile_run, record, run_events

@@ -16,7 +16,7 @@ from kltui.cli.report import (
     report_writer,
     write_reports,
 )
-from kltui.engines.errors import UsageError
+from kltui.errors import UsageError
 from kltui.outputs.reports.junit import junit_report
 from tests.reports.synth import HelperSpec, demo_run, error_run, record, run_events
 

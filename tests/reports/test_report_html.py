@@ -9,13 +9,10 @@ import re
 import numpy as np
 
 from kltui.cli.report import load_store
+from kltui.metrics.scale import EMPTY, FIRST_BIN, NONFINITE, ZERO
 from kltui.outputs.reports.heatmap import (
-    EMPTY,
-    FIRST_BIN,
     MAX_COLUMNS,
-    NONFINITE,
     PALETTE,
-    ZERO,
     _reduce_max,
     heat_levels,
     heat_rows,

@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from kltui.metrics import scale
 from kltui.session.events import HelperStarted, Problem, RunFinished, RunStarted, SampleScored
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
@@ -32,22 +33,25 @@ def test_safe_text_is_never_markup():
 
 def test_levels_are_fixed_decades():
     v = np.array([0.0, 5e-13, 1e-12, 3e-7, 9.9e-4, 1e-3, 0.5, 1.0, 1e9, np.inf, np.nan])
-    lv = heat.levels(v)
-    assert lv[0] == heat.ZERO
-    assert lv[1] == heat.FIRST_BIN  # below the scale: lowest bin, still not "zero"
-    assert heat.bin_label(lv[2]) == "1e-12"
-    assert heat.bin_label(lv[3]) == "1e-7"
-    assert heat.bin_label(lv[4]) == "1e-4"
-    assert heat.bin_label(lv[5]) == "1e-3"
-    assert heat.bin_label(lv[6]) == "1e-1"
-    assert lv[7] == lv[8] == lv[9] == heat.N_LEVELS - 1
-    assert lv[10] == heat.NAN
+    lv = scale.levels(v)
+    assert lv[0] == scale.ZERO
+    assert lv[1] == scale.FIRST_BIN  # below the scale: lowest bin, still not "zero"
+    assert scale.bin_label(lv[2]) == "1e-12"
+    assert scale.bin_label(lv[3]) == "1e-7"
+    assert scale.bin_label(lv[4]) == "1e-4"
+    assert scale.bin_label(lv[5]) == "1e-3"
+    assert scale.bin_label(lv[6]) == "1e-1"
+    assert lv[7] == lv[8] == scale.NONFINITE - 1  # the top decade, ">= 1"
+    assert lv[9] == lv[10] == scale.NONFINITE  # inf and NaN: a fault, as in the HTML report
 
 
 def test_glyphs_distinguish_levels_without_colour():
-    assert len({heat.GLYPHS[i] for i in (heat.EMPTY, heat.PENDING, heat.ZERO, heat.NAN)}) == 4
-    low, high = heat.level_of(1e-11), heat.level_of(1e-2)
-    assert heat.GLYPHS[low] != heat.GLYPHS[high] != heat.GLYPHS[heat.ZERO]
+    assert (
+        len({heat.GLYPHS[i] for i in (scale.EMPTY, scale.PENDING, scale.ZERO, scale.NONFINITE)})
+        == 4
+    )
+    low, high = scale.level_of(1e-11), scale.level_of(1e-2)
+    assert heat.GLYPHS[low] != heat.GLYPHS[high] != heat.GLYPHS[scale.ZERO]
 
 
 def test_geometry_fit_covers_every_token_and_keeps_the_max():
@@ -83,8 +87,8 @@ def test_shipped_themes_load_with_heat_scales():
     assert not loaded.errors
     for t in loaded.themes:
         pal = heat.Palette.from_variables({**themes.VARIABLE_DEFAULTS, **t.variables}, "#000000")
-        assert len(pal.bg) == heat.N_LEVELS
-        ramp = [c.hex for c in pal.colours[heat.FIRST_BIN :]]
+        assert len(pal.bg) == scale.N_LEVELS
+        ramp = [c.hex for c in pal.colours[scale.FIRST_BIN :]]  # the decades and non-finite
         assert len(set(ramp)) == len(ramp), f"{t.name}: heat levels must differ"
 
 
@@ -143,7 +147,7 @@ def test_split_runs_separates_appended_runs():
 @pytest.mark.parametrize("value", [0.0, 1e-13, 2e-5, 3.0])
 def test_palette_styles_exist_for_every_level(value):
     pal = heat.Palette.from_variables(themes.VARIABLE_DEFAULTS, "#101010")
-    assert pal.bg[heat.level_of(value)].bgcolor is not None
+    assert pal.bg[scale.level_of(value)].bgcolor is not None
 
 
 def test_store_fixture_shapes():

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from kltui import __version__
-from kltui.engines.errors import UsageError
+from kltui.errors import UsageError
 from kltui.session.codec import json_safe
 from kltui.session.compare import cross_server
 from kltui.session.diagnosis import diagnose

@@ -16,15 +16,22 @@ import zlib
 import numpy as np
 
 from kltui import fmt
+from kltui.metrics.scale import (
+    EMPTY,
+    FIRST_BIN,
+    HIGH_EXP,
+    LOW_EXP,
+    N_BINS,
+    NONFINITE,
+    PENDING,
+    ZERO,
+    bin_label,
+    levels,
+)
 from kltui.session.store import HelperState
 
-# The fixed k3 scale: one colour per decade from below 1e-12 to 1 and above (the TUI's decades),
-# so a colour means the same magnitude in every report. Reversed viridis: colour-blind safe and
+# The k3 scale's decades (kltui.metrics.scale) in reversed viridis: colour-blind safe and
 # monotone in lightness, so on a white page a larger k3 is always darker (it survives greyscale).
-LOW_EXP, HIGH_EXP = -12, 0
-EMPTY, PENDING, ZERO, FIRST_BIN = 0, 1, 2, 3
-N_BINS = HIGH_EXP - LOW_EXP + 2
-NONFINITE = FIRST_BIN + N_BINS
 VIRIDIS_REVERSED = (
     (0xFD, 0xE7, 0x25),
     (0xB5, 0xDE, 0x2B),
@@ -74,24 +81,11 @@ def _hex(level: int) -> str:
     return "#{:02x}{:02x}{:02x}".format(*PALETTE[level])
 
 
-def bin_label(level: int) -> str:
-    exp = LOW_EXP - 1 + (level - FIRST_BIN)
-    if exp < LOW_EXP:
-        return f"<1e{LOW_EXP}"
-    return "≥1" if exp >= HIGH_EXP else f"1e{exp}"
-
-
 def k3_levels(k3: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
     """Colour level per token. ZERO means bit-identical logprobs; a difference too small for
     k3 to register (or a rounding-negative k3) still gets the lowest colour, never ZERO."""
-    k = np.asarray(k3, dtype=np.float64)
-    out = np.full(k.shape, FIRST_BIN, dtype=np.uint8)
-    finite = np.isfinite(k)
-    pos = finite & (k > 0)
-    if pos.any():
-        exp = np.clip(np.floor(np.log10(k[pos])), LOW_EXP - 1, HIGH_EXP)
-        out[pos] = (FIRST_BIN + exp - (LOW_EXP - 1)).astype(np.uint8)
-    out[~finite] = NONFINITE
+    out = levels(k3).astype(np.uint8)
+    out[out == ZERO] = FIRST_BIN
     out[np.asarray(lp_a) == np.asarray(lp_b)] = ZERO
     return out
 
@@ -156,12 +150,6 @@ def png(indices: np.ndarray, palette: list[tuple[int, int, int]]) -> bytes:
     )
 
 
-def _nice_step(span: int, ticks: int = 6) -> int:
-    raw = max(1.0, span / ticks)
-    mag = 10 ** math.floor(math.log10(raw))
-    return int(next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw))
-
-
 def heatmap_html(st: HelperState) -> str:
     rows = heat_rows(st)
     if not rows:
@@ -176,7 +164,7 @@ def heatmap_html(st: HelperState) -> str:
     span = n_cols * col_bucket  # positions covered by the image, padding included
     xticks = "".join(
         f'<span style="left:{(p + 0.5) / span * 100:.3f}%">{p}</span>'
-        for p in range(0, length, _nice_step(length))
+        for p in range(0, length, fmt.nice_step(length / 6))
     )
     if row_px >= 12 and n_rows <= 24:
         picks = list(range(n_rows))  # rows tall enough to label each one

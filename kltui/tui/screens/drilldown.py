@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Sparkline, Static
 
 from kltui import fmt
+from kltui.metrics import scale
 from kltui.metrics.k3 import ScoredSample, log_ratio
 from kltui.session.store import HelperState
 from kltui.tui import heat
@@ -24,9 +25,9 @@ def sparkline_values(k3: np.ndarray) -> list[float]:
     """log10 k3 for the sparkline; exact zero sits just below the fixed scale's floor."""
     with np.errstate(divide="ignore", invalid="ignore"):
         v = np.log10(k3)
-    v = np.where(k3 == 0, heat.LOW_EXP - 1, v)
-    v = np.where(np.isnan(k3) | np.isinf(v), heat.HIGH_EXP, v)
-    return np.clip(v, heat.LOW_EXP - 1, heat.HIGH_EXP).tolist()
+    v = np.where(k3 == 0, scale.LOW_EXP - 1, v)
+    v = np.where(np.isnan(k3) | np.isinf(v), scale.HIGH_EXP, v)
+    return np.clip(v, scale.LOW_EXP - 1, scale.HIGH_EXP).tolist()
 
 
 def _topk(entries, token_text) -> Text:
@@ -141,7 +142,7 @@ class DrillDown(Screen):
         head.update(t)
         box = self.query_one("#drill-spark-box")
         box.border_title = "log10 k3 along the sequence"
-        box.border_subtitle = f"floor {heat.LOW_EXP - 1} = exact 0 · max of each column"
+        box.border_subtitle = f"floor {scale.LOW_EXP - 1} = exact 0 · max of each column"
         self._fill_table()
         table = self.table
         table.focus()
@@ -172,7 +173,7 @@ class DrillDown(Screen):
         first = sc.metrics.first_divergence
         ids = sc.token_ids.tolist()
         lp_a, lp_b, k3 = sc.lp_a.tolist(), sc.lp_b.tolist(), sc.k3.tolist()
-        levels = heat.levels(sc.k3).tolist()
+        levels = scale.levels(sc.k3).tolist()
         pal = self.palette
         rows = []
         for i, tid in enumerate(ids):

@@ -11,7 +11,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kltui.tui import heat
+from kltui.metrics import scale
 
 EXPLAIN = [
     (
@@ -34,7 +34,7 @@ EXPLAIN = [
     (
         "heatmap",
         f"rows = samples, columns = generated positions; one colour per decade of "
-        f"k3 from 1e{heat.LOW_EXP} to 1e{heat.HIGH_EXP}; zoomed out, a cell shows the "
+        f"k3 from 1e{scale.LOW_EXP} to 1e{scale.HIGH_EXP}; zoomed out, a cell shows the "
         "max over its tokens; grey = decoded, not scored yet.",
     ),
 ]

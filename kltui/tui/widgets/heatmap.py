@@ -12,7 +12,6 @@ k3 (a display reduction: one bad token must stay visible however far you zoom ou
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +27,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from kltui import fmt
+from kltui.metrics import scale
 from kltui.session.store import HelperState
 from kltui.tui import heat
 
@@ -306,10 +307,10 @@ class Heatmap(ScrollView, can_focus=True):
             return cached
         scored = self.state.book.samples.get(sample)
         if scored is not None:
-            out = heat.levels(g.reduce(scored.k3))
+            out = scale.levels(g.reduce(scored.k3))
         else:
             n = g.n_cells_for(self.state.decoded_len.get(sample, 0))
-            out = np.full(n, heat.PENDING, dtype=np.int8)
+            out = np.full(n, scale.PENDING, dtype=np.int8)
         self._levels[key] = out
         return out
 
@@ -427,7 +428,7 @@ class Heatmap(ScrollView, can_focus=True):
         lengths = (np.diff(np.append(starts, codes.size)) * chars).tolist()
         run_levels = vis[starts].tolist()
         styles = self._styles()
-        fill = heat.GLYPHS if self.glyphs else [" "] * heat.N_LEVELS
+        fill = heat.GLYPHS if self.glyphs else [" "] * scale.N_LEVELS
         # Runs repeat (same level, same length) across rows: reuse their Segments.
         cache = self._segments
         out = []
@@ -579,15 +580,6 @@ class Heatmap(ScrollView, can_focus=True):
         self._full_refresh()
 
 
-def _nice_step(tokens_per_char: float, min_chars: int) -> int:
-    raw = max(1.0, tokens_per_char * min_chars)
-    exp = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 5, 10):
-        if m * exp >= raw:
-            return int(m * exp)
-    return int(10 * exp)
-
-
 def ruler(view: View, gutter: int = GUTTER) -> Text:
     """Token positions above the columns, at round numbers spaced for legibility."""
     g = view.geometry
@@ -598,7 +590,7 @@ def ruler(view: View, gutter: int = GUTTER) -> Text:
     lo = int(g.edges[min(view.first_cell, g.n_cells - 1)])
     last = min(view.first_cell + view.cells, g.n_cells) - 1
     hi = g.span(last)[1]
-    step = _nice_step(g.tokens_per_cell / g.chars, 8)
+    step = fmt.nice_step(g.tokens_per_cell / g.chars * 8)
     start = ((lo + step - 1) // step) * step
     for pos in range(start, hi, step):
         x = gutter + (g.cell_of(pos) - view.first_cell) * g.chars

@@ -8,6 +8,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from kltui import fmt
+from kltui.metrics import scale
 from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.widgets.heatmap import GUTTER, Heatmap, ruler
@@ -22,20 +23,20 @@ def legend(palette: heat.Palette, glyphs: bool, tau: float | None) -> Text:
 
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append("k3 ", style="bold")
-    t.append_text(swatch(heat.ZERO))
+    t.append_text(swatch(scale.ZERO))
     t.append(" 0   ", style="dim")
-    t.append(heat.bin_label(heat.FIRST_BIN) + " ", style="dim")
-    for level in range(heat.FIRST_BIN, heat.N_LEVELS):
+    t.append(scale.bin_label(scale.FIRST_BIN) + " ", style="dim")
+    for level in range(scale.FIRST_BIN, scale.NONFINITE):
         t.append_text(swatch(level))
-    t.append(" " + heat.bin_label(heat.N_LEVELS - 1), style="dim")
+    t.append(" " + scale.bin_label(scale.NONFINITE - 1), style="dim")
     if tau is not None:
         t.append(f"  tail > {fmt.sci(tau, 0)}", style="dim")
     t.append("   ")
-    t.append_text(swatch(heat.PENDING))
+    t.append_text(swatch(scale.PENDING))
     t.append(" decoded   ", style="dim")
     t.append(heat.MARK_FIRST, style=palette.marker)
     t.append(" 1st divergence   ", style="dim")
-    t.append_text(swatch(heat.NAN, 1))
+    t.append_text(swatch(scale.NONFINITE, 1))
     t.append(" non-finite", style="dim")
     return t
 

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable
 
 from kltui import fmt
+from kltui.metrics import scale
 from kltui.session.store import HelperState
 from kltui.tui import heat
 
@@ -119,7 +120,7 @@ class SampleTable(DataTable):
         if v is None:
             t.append("–", style="dim")
             return t
-        level = heat.level_of(v)
+        level = scale.level_of(v)
         t.append("■ ", style=self._palette.fg[level] if self._palette else "")
         t.append(fmt.sci(v, 2))
         return t
