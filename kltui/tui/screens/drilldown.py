@@ -118,7 +118,7 @@ class DrillDown(Screen):
         )
         sc, m = self.scored, self.scored.metrics
         head = self.query_one("#drill-head", Static)
-        head.border_title = f"sample {self.sample} · {self.state.helper}"
+        head.border_title = safe(f"sample {self.sample} · {self.state.helper}")
         head.border_subtitle = "f first divergence · n/p next/prev tail · m max · esc back"
         t = Text()
         t.append_text(safe(self.state.server, style="bold"))
