@@ -50,6 +50,8 @@ SUMMARY_FIELDS = (
     "reason",
     "tokens",
     "non_finite_tokens",
+    "id_mismatch_tokens",
+    "id_mismatches",
 )
 
 

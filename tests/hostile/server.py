@@ -68,7 +68,10 @@ FAULTS: dict[str, str] = {
     "logprob-inf": "sends Infinity for one scored logprob of sample 0",
     "logprob-neg-inf": "sends -Infinity for one scored logprob of sample 0",
     "logprob-9999": "sends -9999.0 (the -inf sentinel of vLLM's JSON) for one logprob",
-    "token-mismatch": "scores a different token id than the one sent, in the replay",
+    "token-mismatch": "replay: every input_token_logprobs id shifted by one position (a "
+    "misaligned answer); decode: an output_token_logprobs id that disagrees with output_ids",
+    "id-quirk": "replay: reports id 0 wherever the id of prompt position 1 or of the last "
+    "generated token was sent (as real SGLang reports the last vocabulary id)",
     "wrong-order": "answers a batch in reverse order (streamed: with the indices reversed)",
     "missing-index": "drops `index` from the stream chunks of sample 1",
     "huge": "decodes 100k tokens for sample 0, whatever max_new_tokens says",
@@ -499,7 +502,16 @@ class HostileServer:
             # kltui asks from position 0 (replay, tokenize) or not at all (-1, decode)
             in_rows = self._input_logprobs(ids) if start == 0 else []
             out_rows = [[lp, t, None] for lp, t in zip(lps, out, strict=True)]
-            if i == 0 and phase == "prefill":
+            if i == 0 and phase == "prefill" and fault == "token-mismatch":
+                ids = [r[1] for r in in_rows]
+                for k in range(1, len(in_rows)):
+                    in_rows[k][1] = ids[k - 1]
+            elif i == 0 and phase == "prefill" and fault == "id-quirk" and len(in_rows) > 2:
+                odd = {in_rows[1][1], in_rows[-1][1]}
+                for row in in_rows:
+                    if row[1] in odd:
+                        row[1] = 0
+            elif i == 0 and phase == "prefill":
                 # the last row scores a generated token, so it is one kltui compares
                 self._plant(fault, in_rows, len(in_rows) - 1)
             elif i == 0:

@@ -176,3 +176,21 @@ def test_prompt_set_tokens_survive_in_the_recording(hostile, tmp_path):
     events = [e for e in res.recording.events if isinstance(e, TokensDecoded)]
     assert events and all(np.all(e.token_ids >= 3) for e in events)
     assert decoded_tokens(res) == srv.streamed["decode"]
+
+
+async def test_id_quirk_is_reported_per_token_and_scored(hostile, tmp_path):
+    """A per-id quirk at a compared position is listed per token (JSON, recording) and still
+    scored, so avg_kl_div stays SGLang's mean over every sample."""
+    srv = hostile(fault="id-quirk", phase="prefill")
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == 0, res.out
+    h = res.report["helpers"]["match"]
+    assert h["scored"] == 3 and h["status"] == "pass"
+    assert h["id_mismatch_tokens"] >= 1
+    first = h["id_mismatches"][0]
+    assert first["sample"] == 0 and first["reported"] == 0 and first["sent"] != 0
+    per = {s["index"]: s for s in h["per_sample"]}
+    assert [first["position"], 0] in per[0]["id_mismatch"]
+    scored = [e for e in res.recording.events if type(e).__name__ == "SampleScored"]
+    assert scored[0].id_mismatch and scored[0].id_mismatch[-1] == [len(scored[0].token_ids) - 1, 0]
+    assert all(e.id_mismatch is None for e in scored[1:])
