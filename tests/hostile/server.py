@@ -134,6 +134,7 @@ class HostileServer:
     drift: added to every prefill logprob, so k3 is nonzero (an honest alignment failure).
     incremental: stream deltas (SGLang's --incremental-streaming-output) instead of snapshots.
     stream_interval: tokens per stream event (more when coalescing a long answer).
+    api_key: when set, every request without `Authorization: Bearer <api_key>` gets 401.
 
     After a run: `counts` (requests per phase), `paths` (per route), `requests` (each with its
     headers and body), `hits` (the requests the fault hit), `streamed` (tokens per sample that
@@ -155,6 +156,7 @@ class HostileServer:
     drift: float = 0.0
     incremental: bool = False
     stream_interval: int = 1
+    api_key: str | None = None
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -323,6 +325,9 @@ class HostileServer:
             self.requests.append(req)
         if req.phase in self._seen:
             self._seen[req.phase].set()
+        if self.api_key and req.headers.get("authorization") != f"Bearer {self.api_key}":
+            await self._send_json(writer, {"error": {"message": "Unauthorized"}}, 401)
+            return
         hit = self._hit(req.phase)
         if hit and self.fault == "restart":
             self.startup_time += 1000.0
