@@ -62,13 +62,23 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
         toks = await client.tokenize([t for _, t in chunk])
         for (i, _), tok in zip(chunk, toks, strict=True):
             ids[i] = tok
+    cut = cfg.max_prompt_tokens
+    uncut_note = None
+    if source.pre_cut and not cfg.prompt_cut_asked:
+        cut = None
+        uncut_note = (
+            f"{source.name}: token-id lists sent as they are (SGLang's input-id cache is "
+            "already cut); --max-prompt-tokens N cuts them again"
+        )
     pset = finalize(
         source.name,
         ids,
-        max_prompt_tokens=cfg.max_prompt_tokens,
+        max_prompt_tokens=cut,
         seed=cfg.seed,
         fit_tokens=_fit_tokens(cfg, info),
     )
+    if uncut_note:
+        pset.notes.append(uncut_note)
     if len(source.items) < cfg.samples:
         pset.notes.append(
             f"asked for {cfg.samples} samples but {source.name} holds {len(source.items)} prompts"
