@@ -207,7 +207,7 @@ class Run:
                 out.extend(results)
         except EngineError as e:
             raise self.error(e) from None
-        if logprobs:
+        if logprobs and live:  # only the scored side's logprobs can fail the helper
             found = [
                 (samples[r.index], r.output_logprobs)
                 for r in out

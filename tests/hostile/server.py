@@ -271,8 +271,7 @@ class HostileServer:
         phase = self._classify(path, body)
         return Request(method, path, query, headers, body, phase)
 
-    @staticmethod
-    def _classify(path: str, body: Any) -> str:
+    def _classify(self, path: str, body: Any) -> str:
         if path == "/health":
             return "health"
         if path in ("/server_info", "/get_server_info"):
@@ -283,11 +282,17 @@ class HostileServer:
             return "flush"
         if path == "/generate" and isinstance(body, dict):
             if "text" in body:
+                # decode_cache_hit tokenizes "," just before its turn 1 (which asks for logprobs
+                # like the decode, as SGLang's helper does): that tells the two apart
+                self._turn1_next = body["text"] in (",", [","])
                 return "tokenize"
             sp = body.get("sampling_params") or {}
             if sp.get("max_new_tokens", 128) == 0:
                 return "prefill" if body.get("return_logprob") else "warm"
-            return "decode" if body.get("return_logprob") else "turn1"
+            if getattr(self, "_turn1_next", False) or not body.get("return_logprob"):
+                self._turn1_next = False
+                return "turn1"
+            return "decode"
         return "unknown"
 
     @staticmethod
