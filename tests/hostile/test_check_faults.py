@@ -215,3 +215,12 @@ async def test_decode_cache_hit_sends_sglangs_requests(hostile, tmp_path):
     for b in gens:
         assert b["sampling_params"]["ignore_eos"] is True
         assert b["sampling_params"]["temperature"] == 0.0
+
+
+async def test_check_says_that_it_flushed(hostile, tmp_path):
+    srv = hostile()
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == 0, res.out
+    (line,) = [ln for ln in res.out.splitlines() if ln.startswith("flushed the radix cache")]
+    assert f"of {srv.url} {srv.counts['flush']} time(s)" in line
+    assert "every client of that server" in line
