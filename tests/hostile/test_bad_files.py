@@ -81,7 +81,7 @@ def test_missing_file_is_named(tmp_path, capsys):
 
 def test_recording_from_a_newer_version_through_the_cli(tmp_path, capsys):
     """`kltui report` reads recordings; a newer format names the file, line 1 and the fix."""
-    from kltui.cli import make_parser
+    from kltui.cli.commands import make_parser
 
     commands = make_parser()._subparsers._group_actions[0].choices
     if "report" not in commands:
