@@ -7,7 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from kltui.engines.errors import escape_controls
+from kltui.untrusted import escape_controls
 
 STATUS_STYLE = {
     "first-divergent": "bold red",

@@ -12,9 +12,10 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
-from kltui.engines.errors import EngineError, clean
+from kltui.engines.errors import EngineError
 from kltui.engines.sse import loads_json
 from kltui.errors import UsageError
+from kltui.untrusted import one_line
 
 T = TypeVar("T")
 API_KEY_ENV = "KLTUI_API_KEY"
@@ -61,14 +62,14 @@ def body_detail(resp: httpx.Response, redact: Callable[[str], str] = lambda s: s
     try:
         body = loads_json(resp.content)
     except ValueError:
-        return clean(redact(resp.text or resp.reason_phrase or ""), 200)
+        return one_line(redact(resp.text or resp.reason_phrase or ""), 200)
     if isinstance(body, dict):
         err = body.get("error", body.get("detail", body.get("message", body)))
         if isinstance(err, dict):
             err = err.get("message", err)
         text = err if isinstance(err, str) else _compact(err)
-        return clean(redact(text), 200)
-    return clean(redact(_compact(body)), 200)
+        return one_line(redact(text), 200)
+    return one_line(redact(_compact(body)), 200)
 
 
 def _compact(value) -> str:
@@ -129,7 +130,7 @@ class HttpEngine:
         self, exc: Exception, route: str, timeout: float | None = None
     ) -> EngineError:
         """`timeout` is the limit this request ran under, when it is not the client's."""
-        detail = clean(self.redact(str(exc)) or type(exc).__name__, 160)
+        detail = one_line(self.redact(str(exc)) or type(exc).__name__, 160)
         if isinstance(exc, httpx.ConnectError):
             return self.fail(f"cannot connect for {route} ({detail})", "unreachable")
         if isinstance(exc, httpx.ConnectTimeout):
@@ -148,7 +149,9 @@ class HttpEngine:
     def http_error(self, resp: httpx.Response, route: str, kind: str | None = None) -> EngineError:
         kind = kind or f"http-{resp.status_code}"
         if not resp.content.strip():
-            status = " ".join(filter(None, (str(resp.status_code), clean(resp.reason_phrase, 40))))
+            status = " ".join(
+                filter(None, (str(resp.status_code), one_line(resp.reason_phrase, 40)))
+            )
             return self.fail(f"{route} answered HTTP {status} with an empty body", kind)
         return self.fail(
             f"{route} answered HTTP {resp.status_code}: {self.error_detail(resp)}", kind

@@ -8,11 +8,12 @@ import httpx
 import numpy as np
 import orjson
 
-from kltui.engines.errors import EngineError, FlushBusy, clean, sanitize
+from kltui.engines.errors import EngineError, FlushBusy
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
 from kltui.engines.idcheck import check_ids
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
 from kltui.engines.sse import DONE, SSEError, iter_events, iter_lines
+from kltui.untrusted import one_line, sanitize
 
 # SGLang 0.5.23 schema-checks sampling_params (unknown key -> HTTP 400), so only these go out.
 KNOWN_SAMPLING_KEYS = frozenset(
@@ -194,7 +195,7 @@ class SGLangClient(HttpEngine):
             fr = r.finish_reason or {}
             if fr.get("type") == "abort":
                 raise self.fail(
-                    f"{route}: the server aborted request {i} ({clean(fr.get('message'), 160)})",
+                    f"{route}: the server aborted request {i} ({one_line(fr.get('message'), 160)})",
                     "aborted",
                 )
             if r.prompt_tokens and r.prompt_tokens != n_sent:
@@ -298,7 +299,7 @@ class SGLangClient(HttpEngine):
                         msg = err.get("message", err) if isinstance(err, dict) else err
                         raise self.fail(
                             f"{route} error event after {events - 1} events: "
-                            f"{clean(self.redact(str(msg)))}",
+                            f"{one_line(self.redact(str(msg)))}",
                             "stream-error",
                         )
                     delta = asm.feed(item)

@@ -15,9 +15,10 @@ import httpx
 import numpy as np
 import orjson
 
-from kltui.engines.errors import EngineError, clean, sanitize
+from kltui.engines.errors import EngineError
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
 from kltui.engines.vllm_parse import Completion, ParseError, parse_completions
+from kltui.untrusted import one_line, sanitize
 
 # vLLM's validation message for a K above --max-logprobs (vllm/sampling_params.py).
 _MAX_LOGPROBS = re.compile(r"greater than max allowed:\s*(-?\d+)")
@@ -91,7 +92,7 @@ class VLLMClient(HttpEngine):
             if e.kind == "http-404":
                 return None
             raise
-        return clean(data.get("version"), 80) if isinstance(data, dict) else None
+        return one_line(data.get("version"), 80) if isinstance(data, dict) else None
 
     async def models(self) -> list[dict]:
         data = await self._get("/v1/models")
@@ -134,7 +135,7 @@ class VLLMClient(HttpEngine):
         m = _METRIC_INFO.search(resp.text[: 4 * 2**20])
         if not m:
             return None
-        return {k: clean(v, 120) for k, v in _LABEL.findall(m.group("labels"))}
+        return {k: one_line(v, 120) for k, v in _LABEL.findall(m.group("labels"))}
 
     async def tokenize(self, text: str) -> np.ndarray | None:
         """vLLM's own tokenization (special tokens as for a text prompt); None if unavailable."""

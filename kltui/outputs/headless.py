@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
@@ -34,6 +33,7 @@ from kltui.session.events import (
 )
 from kltui.session.recording import Recorder
 from kltui.session.store import SessionStore, helper_key
+from kltui.untrusted import console_markup
 
 
 class HeadlessView:
@@ -60,7 +60,7 @@ class HeadlessView:
                         self.console.print(server_line(s), emoji=False)
                 if ps:
                     self.console.print(
-                        f"prompt set [bold]{escape(str(ps['source']))}[/]: {ps['n']} prompts, "
+                        f"prompt set [bold]{console_markup(str(ps['source']))}[/]: {ps['n']} prompts, "
                         f"{ps['tokens']} tokens, sha256 {ps['sha256']}"
                     )
                 self.progress.start()
@@ -84,7 +84,7 @@ class HeadlessView:
                 style = "red" if ev.fatal else "yellow"
                 label = "error" if ev.fatal else "warning"
                 self.console.print(
-                    f"[{style}]{label}:[/] {escape(ev.source)}: {escape(ev.message)}",
+                    f"[{style}]{label}:[/] {console_markup(ev.source)}: {console_markup(ev.message)}",
                     soft_wrap=True,  # one line per problem, also in CI logs
                     emoji=False,  # server text: ":warning:" is not a glyph
                 )
@@ -146,7 +146,7 @@ class HeadlessView:
 
 def server_line(s: dict) -> str:
     if s.get("error"):
-        return f"[red]✗[/] {escape(s['url'])}: {escape(str(s['error']))}"
+        return f"[red]✗[/] {console_markup(s['url'])}: {console_markup(str(s['error']))}"
     if s.get("engine") == "vllm":
         flags = [
             f"vllm {s.get('version')} (baseline)",
@@ -154,7 +154,9 @@ def server_line(s: dict) -> str:
             f"max_model_len {s.get('max_model_len')}",
         ]
         flags += [f"{k} {s[k]}" for k in ("dtype", "tp_size", "logprobs_mode") if s.get(k)]
-        return f"[bold]{escape(s['url'])}[/] " + escape(" · ".join(str(f) for f in flags))
+        return f"[bold]{console_markup(s['url'])}[/] " + console_markup(
+            " · ".join(str(f) for f in flags)
+        )
     flags = [
         f"sglang {s.get('version')}",
         f"model {s.get('model_path')}",
@@ -167,7 +169,9 @@ def server_line(s: dict) -> str:
     ]
     if s.get("kltui_fault") not in (None, "none"):
         flags.append(f"fault {s['kltui_fault']}")
-    return f"[bold]{escape(s['url'])}[/] " + escape(" · ".join(str(f) for f in flags))
+    return f"[bold]{console_markup(s['url'])}[/] " + console_markup(
+        " · ".join(str(f) for f in flags)
+    )
 
 
 def cross_line(s: dict) -> Text:
@@ -219,7 +223,7 @@ def results_table(store: SessionStore) -> Table:
             else ""
         )
         t.add_row(
-            escape(name),
+            console_markup(name),
             f"{s.get('scored', st.n_scored)}/{s.get('samples', st.n_samples)}",
             str(s.get("skipped", len(st.skipped))),
             fmt.sci(s.get("avg_kl_div")),
@@ -228,7 +232,7 @@ def results_table(store: SessionStore) -> Table:
             fmt.sci(mx) + where,
             f"{fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
             fmt.position(s.get("first_divergence")),
-            f"[{style}]{escape(str(status))}[/]",
+            f"[{style}]{console_markup(str(status))}[/]",
         )
     return t
 
@@ -276,7 +280,7 @@ async def _run_once(
         view.finish()
         if recorder is not None:
             recorder.close()
-            console.print(f"recording: {escape(str(recorder.path))}")
+            console.print(f"recording: {console_markup(str(recorder.path))}")
     return interrupted
 
 

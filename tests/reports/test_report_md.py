@@ -7,8 +7,9 @@ import re
 from markdown_it import MarkdownIt
 
 from kltui.cli.report import load_store
-from kltui.outputs.reports.md import MAX_PROBLEMS, md_escape, md_report
+from kltui.outputs.reports.md import MAX_PROBLEMS, md_report
 from kltui.session.events import Problem
+from kltui.untrusted import md_text
 from tests.reports.synth import (
     URL,
     HelperSpec,
@@ -65,11 +66,11 @@ def test_hostile_text_renders_literally(tmp_path):
 
 
 def test_md_escape():
-    assert md_escape("a|b") == "a\\|b"
-    assert md_escape("*x* _y_ `z` [l](u) <b> #1 ~s~ & @me $m$") == (
+    assert md_text("a|b") == "a\\|b"
+    assert md_text("*x* _y_ `z` [l](u) <b> #1 ~s~ & @me $m$") == (
         "\\*x\\* \\_y\\_ \\`z\\` \\[l\\](u) \\<b\\> \\#1 \\~s\\~ \\& \\@me \\$m\\$"
     )
-    assert md_escape("line\nbreak\r\x00end") == "line break end"
+    assert md_text("line\nbreak\r\x00end") == "line break end"
 
 
 def test_multi_server_and_errors(tmp_path):

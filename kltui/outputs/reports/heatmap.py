@@ -7,9 +7,7 @@ This module only bins k3 values for display; the values come from the ScoreBook.
 from __future__ import annotations
 
 import base64
-import html
 import math
-import re
 import struct
 import zlib
 
@@ -29,6 +27,7 @@ from kltui.metrics.scale import (
     levels,
 )
 from kltui.session.store import HelperState
+from kltui.untrusted import html_text
 
 # The k3 scale's decades (kltui.metrics.scale) in reversed viridis: colour-blind safe and
 # monotone in lightness, so on a white page a larger k3 is always darker (it survives greyscale).
@@ -65,16 +64,6 @@ def _ramp() -> list[tuple[int, int, int]]:
 
 PALETTE = [SPECIAL_COLOURS[EMPTY], SPECIAL_COLOURS[PENDING], SPECIAL_COLOURS[ZERO], *_ramp()]
 PALETTE.append(SPECIAL_COLOURS[NONFINITE])
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def esc(value: object) -> str:
-    """Escaped text; control characters (a terminal escape in a server message) become a
-    visible \\xNN instead of reaching the page."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
-    return html.escape(text, quote=True)
 
 
 def _hex(level: int) -> str:
@@ -184,12 +173,12 @@ def heatmap_html(st: HelperState) -> str:
     return f"""<figure class="heat">
 <div class="heat-plot">
 <div class="yaxis" aria-hidden="true">{yticks}</div>
-<div class="heat-frame"><img class="heatmap" src="{uri}" alt="{esc(alt)}"
+<div class="heat-frame"><img class="heatmap" src="{uri}" alt="{html_text(alt)}"
  width="{n_cols}" height="{n_rows}" style="height:{n_rows * row_px}px"></div>
 <div class="xaxis" aria-hidden="true">{xticks}</div>
 </div>
 <figcaption>Rows: samples {rows[0]}–{rows[-1]}; columns: generated positions
-0–{length - 1}{esc(note)}. Colour: log10 k3 per token.</figcaption>
+0–{length - 1}{html_text(note)}. Colour: log10 k3 per token.</figcaption>
 {legend_html(st.tail_threshold)}
 </figure>"""
 
@@ -202,7 +191,7 @@ def _scale_pos(x: float) -> float:
 
 def legend_html(tau: float) -> str:
     swatches = "".join(
-        f'<span class="sw" style="background:{_hex(level)}" title="k3 {esc(bin_label(level))}">'
+        f'<span class="sw" style="background:{_hex(level)}" title="k3 {html_text(bin_label(level))}">'
         "</span>"
         for level in range(FIRST_BIN, NONFINITE)
     )
@@ -215,7 +204,7 @@ def legend_html(tau: float) -> str:
     if isinstance(tau, float) and math.isfinite(tau) and tau > 0:
         tau_mark = (
             f'<b class="tau" style="left:{_scale_pos(tau):.3f}%" '
-            f'title="tail threshold τ = {esc(fmt.sci(tau, 1))}">τ</b>'
+            f'title="tail threshold τ = {html_text(fmt.sci(tau, 1))}">τ</b>'
         )
     specials = "".join(
         f'<span class="key"><span class="chip" style="background:{_hex(lv)}"></span>{text}</span>'

@@ -1,6 +1,6 @@
 """The HTML report: one self-contained file for reviewers (inline CSS, no script, no network).
 
-Every piece of text that came from a server, a recording or a prompt file goes through `esc`
+Every piece of text that came from a server, a recording or a prompt file goes through `esc` (`kltui.untrusted.html_text`)
 (html.escape). A Content-Security-Policy that forbids scripts and remote loads backs that up, so
 even a missed escape could not run a token such as `<script>`. Heatmaps (report_heatmap) are
 palette PNGs embedded as data: URIs.
@@ -25,10 +25,11 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
-from kltui.outputs.reports.heatmap import esc, heatmap_html
+from kltui.outputs.reports.heatmap import heatmap_html
 from kltui.session.compare import cross_server, describe_first_dict
 from kltui.session.diagnosis import Diagnosis, diagnose
 from kltui.session.store import HelperState, SessionStore
+from kltui.untrusted import html_text as esc
 
 CSP = (
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "

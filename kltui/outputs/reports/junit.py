@@ -8,7 +8,6 @@ at all (NUL, most control characters) are replaced here, since a server may send
 from __future__ import annotations
 
 import math
-import re
 import xml.etree.ElementTree as ET
 
 from kltui import __version__, fmt
@@ -25,8 +24,8 @@ from kltui.outputs.reports.common import (
 )
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import HelperState, SessionStore
+from kltui.untrusted import xml_text
 
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 SUITE = "kltui"
 IDENTITY_KEYS = (
     "url",
@@ -43,10 +42,6 @@ IDENTITY_KEYS = (
     "kltui_fault",
     "error",
 )
-
-
-def xml_text(value: object) -> str:
-    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", str(value))
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: object) -> ET.Element:

@@ -24,12 +24,9 @@ from kltui.outputs.reports.common import (
 from kltui.session.compare import cross_server, describe_first_dict
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import SessionStore
+from kltui.untrusted import md_text
 
 MAX_PROBLEMS = 8
-# Characters that are active mid-line in GitHub Markdown; line-start markers (-, +, 1.) never
-# apply because untrusted text never starts a line here.
-_ACTIVE = re.compile(r"([\\`*_{}\[\]<>#|~@$&])")
-_SPACE = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
 _HEX = re.compile(r"[0-9a-fA-F]{1,128}")
 
 ICON = {
@@ -43,16 +40,10 @@ ICON = {
 }
 
 
-def md_escape(text: object) -> str:
-    """One line of literal text: control characters become spaces, and every character that
-    is active somewhere in GitHub Markdown (tables, links, HTML, mentions, math) is escaped."""
-    return _ACTIVE.sub(r"\\\1", _SPACE.sub(" ", str(text)))
-
-
 def _code(text: object) -> str:
     """Hex digests go in code spans; anything else is escaped text."""
     s = str(text)
-    return f"`{s}`" if _HEX.fullmatch(s) else md_escape(s)
+    return f"`{s}`" if _HEX.fullmatch(s) else md_text(s)
 
 
 def results_table(store: SessionStore) -> list[str]:
@@ -69,14 +60,14 @@ def results_table(store: SessionStore) -> list[str]:
         first = s.get("first_divergence")
         status = helper_status(st)
         cells = [
-            md_escape(names[key]),
-            ICON.get(status, md_escape(status)),
+            md_text(names[key]),
+            ICON.get(status, md_text(status)),
             f"**{fmt.sci(s.get('avg_kl_div'))}**",
             fmt.sci(s.get("threshold", st.threshold)),
             f"{fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
-            md_escape(f"{fmt.sci(s.get('max_k3'))}{where}"),
-            md_escape(f"{first['sample']}@{first['position']}" if first else "none"),
-            md_escape(
+            md_text(f"{fmt.sci(s.get('max_k3'))}{where}"),
+            md_text(f"{first['sample']}@{first['position']}" if first else "none"),
+            md_text(
                 f"{s.get('scored', st.n_scored)}/{s.get('samples', st.n_samples)} / "
                 f"{s.get('skipped', len(st.skipped))}"
             ),
@@ -93,11 +84,9 @@ def notes(store: SessionStore) -> list[str]:
         s = st.summary or {}
         for field in ("error", "hit_failure", "reason"):
             if s.get(field):
-                out.append(f"- {md_escape(names[key])}: {md_escape(s[field])}")
+                out.append(f"- {md_text(names[key])}: {md_text(s[field])}")
         if st.summary is None:
-            out.append(
-                f"- {md_escape(names[key])}: did not finish (last phase {md_escape(st.phase)})"
-            )
+            out.append(f"- {md_text(names[key])}: did not finish (last phase {md_text(st.phase)})")
     return out
 
 
@@ -106,9 +95,7 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     v = verdict(store)
     helpers = list(store.helpers.values())
     passed = sum(1 for st in helpers if helper_status(st) == "pass")
-    head = (
-        f"### kltui alignment: {ICON.get(v, md_escape(v))} — {passed}/{len(helpers)} helpers pass"
-    )
+    head = f"### kltui alignment: {ICON.get(v, md_text(v))} — {passed}/{len(helpers)} helpers pass"
     lines = [head, ""]
     if origin is not None and origin.truncated:
         lines += ["> ⚠️ The recording was cut short; results are partial.", ""]
@@ -120,38 +107,37 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     for key, st in store.helpers.items():
         rows = cross_rows(st.summary)
         if rows:
-            name = md_escape(helper_names(store)[key])
-            shown = "; ".join(f"{md_escape(label)} {md_escape(value)}" for label, value in rows)
+            name = md_text(helper_names(store)[key])
+            shown = "; ".join(f"{md_text(label)} {md_text(value)}" for label, value in rows)
             lines.append(f"- **{name}** {shown}")
     for d in diagnose(store):
-        lines.append(f"- **Diagnosis** {md_escape(d.server)}: {md_escape(d.label)}")
+        lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
         if d.next_step:
-            lines.append(f"  - next: {md_escape(d.next_step)}")
+            lines.append(f"  - next: {md_text(d.next_step)}")
     for pair in cross_server(store):
         x, y = pair["servers"]
         where = "; ".join(
-            f"{md_escape(h)} {md_escape(describe_first_dict(c))}"
-            for h, c in pair["helpers"].items()
+            f"{md_text(h)} {md_text(describe_first_dict(c))}" for h, c in pair["helpers"].items()
         )
         lines.append(
-            f"- **Servers compared** {md_escape(x)} vs {md_escape(y)}: "
-            f"{md_escape(pair['reading'])}" + (f" ({where})" if where else "")
+            f"- **Servers compared** {md_text(x)} vs {md_text(y)}: "
+            f"{md_text(pair['reading'])}" + (f" ({where})" if where else "")
         )
     for s in run.servers if run else []:
-        lines.append(f"- **Server** {md_escape(server_summary(s))}")
+        lines.append(f"- **Server** {md_text(server_summary(s))}")
     if run is not None and run.prompt_set:
         ps = run.prompt_set
         lines.append(
-            f"- **Prompts** {md_escape(prompt_summary(ps))}; sha256 {_code(ps.get('sha256', '?'))}"
+            f"- **Prompts** {md_text(prompt_summary(ps))}; sha256 {_code(ps.get('sha256', '?'))}"
         )
     errors = [p for p in store.problems if p.fatal]
     warnings = [p for p in store.problems if not p.fatal]
     shown = (errors + warnings)[:MAX_PROBLEMS]
     for p in shown:
         kind = "Error" if p.fatal else "Warning"
-        lines.append(f"- **{kind}** {md_escape(p.source)}: {md_escape(p.message)}")
+        lines.append(f"- **{kind}** {md_text(p.source)}: {md_text(p.message)}")
     if len(store.problems) > len(shown):
         lines.append(f"- … and {len(store.problems) - len(shown)} more problems in the recording")
-    run_id = f"run {md_escape(run.run_id)} · " if run else ""
+    run_id = f"run {md_text(run.run_id)} · " if run else ""
     lines += ["", f"<sub>{run_id}{timestamp(run_time(store, origin))} · kltui {__version__}</sub>"]
     return "\n".join(lines) + "\n"
