@@ -20,8 +20,14 @@ import time
 import pytest
 
 from tests.real.launch import script
-from tests.real.lifecycle import end_child, group, record, running, seconds_until_gone
-from tests.real.lifecycle import start_in_child
+from tests.real.lifecycle import (
+    end_child,
+    group,
+    record,
+    running,
+    seconds_until_gone,
+    start_in_child,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 
