@@ -112,3 +112,30 @@ def test_stop_all_leaves_a_process_that_only_reuses_a_recorded_pid(env, tmp_path
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_records_from_before_the_watchdog_match_pid_and_command_line(env, tmp_path):
+    """A record written by the launcher before it had a watchdog holds the server's pid (its
+    process group too) and command line: `stop all` ends that group only while the pid still runs
+    that command line."""
+    cmd = [sys.executable, "-c", "import time; time.sleep(120)"]
+    old = subprocess.Popen(cmd, start_new_session=True)
+    other = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        run = tmp_path / "run"
+        run.mkdir()
+        for port, proc, argv in ((1, old, cmd), (2, other, [*cmd, "--not-this-one"])):
+            (run / f"sglang-{port}.json").write_text(json.dumps({
+                "engine": "sglang", "url": f"http://127.0.0.1:{port}", "port": port,
+                "pid": proc.pid, "cmd": argv,
+            }))  # fmt: skip
+        assert record("http://127.0.0.1:1", env)["live_pids"] == [old.pid]
+        assert record("http://127.0.0.1:2", env)["live_pids"] == []
+        stop = script("stop", "all", timeout=60, env=env)
+        assert "1 server(s) stopped" in stop.stderr, stop.stderr
+        assert old.wait(timeout=10) == -signal.SIGTERM
+        assert other.poll() is None
+    finally:
+        for p in (old, other):
+            p.kill()
+            p.wait()
