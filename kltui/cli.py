@@ -10,7 +10,9 @@ import sys
 
 from kltui import __version__
 
-SUBCOMMANDS = ("tui", "check", "demo", "replay", "report", "serve-reference")
+SUBCOMMANDS = (
+    "tui", "check", "demo", "replay", "report", "serve-reference", "dumps", "probe-ops"
+)  # fmt: skip
 EXIT_USAGE = 2
 EXIT_SERVER = 3
 
@@ -43,6 +45,13 @@ def _pos_int(s: str) -> int:
     return v
 
 
+def _prompt_cap(s: str) -> int:
+    """--max-prompt-tokens: N > 0 cuts, 0 or `none` sends prompts uncut."""
+    if s.strip().lower() in ("0", "none", "off"):
+        return 0
+    return _pos_int(s)
+
+
 def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None:
     if servers:
         p.add_argument(
@@ -63,8 +72,9 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
     p.add_argument("--prompts", metavar="FILE", help=".txt, .jsonl or .json prompt file")
     p.add_argument(
         "--max-prompt-tokens",
-        type=_pos_int,
-        help="seeded truncation to [0.5, 1.5] x N tokens (3000)",
+        type=_prompt_cap,
+        help="seeded truncation to [0.5, 1.5] x N tokens (3000); 0 or none: no truncation. "
+        "A .json of token-id lists (SGLang's input-id cache) is sent uncut unless N is given",
     )
     p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
     p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
@@ -120,6 +130,9 @@ def build_config(args: argparse.Namespace):
         v = getattr(args, arg, None)
         if v is not None:
             setattr(cfg, attr, v)
+    if getattr(args, "max_prompt_tokens", None) is not None:
+        cfg.max_prompt_tokens = args.max_prompt_tokens or None  # 0: no truncation
+        cfg.prompt_cut_asked = True
     if getattr(args, "helpers", None):
         cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
         check_helpers(cfg.helpers, "--helpers")
@@ -157,7 +170,15 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 
     rec = record_path(args)
     reports = report_writer(args, recording=rec)  # checks output folders before the run
-    return asyncio.run(run_check(cfg, json_path=args.json, record_path=rec, extra_outputs=reports))
+    return asyncio.run(
+        run_check(
+            cfg,
+            json_path=args.json,
+            record_path=rec,
+            extra_outputs=reports,
+            repeat=getattr(args, "repeat", None) or 1,
+        )
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -278,6 +299,13 @@ def make_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)
     add_report_options(check)
+    check.add_argument(
+        "--repeat",
+        type=_pos_int,
+        default=1,
+        metavar="N",
+        help="run N times; each re-run is compared bit for bit with the one before",
+    )
     check.set_defaults(func=cmd_check)
 
     demo = sub.add_parser("demo", help="start the embedded reference server and run on it")
@@ -309,6 +337,12 @@ def make_parser() -> argparse.ArgumentParser:
     replay.add_argument("--theme")
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
+
+    from kltui.dumps.cli import add_parsers as add_dumps_parsers
+    from kltui.probe_ops import add_parser as add_probe_parser
+
+    add_dumps_parsers(sub)
+    add_probe_parser(sub)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:
