@@ -66,6 +66,8 @@ TORCH_VERSION = "2.13.0"
 MAX_LOGPROBS = 20
 CONTEXT_LENGTH = 512
 CUDA_ONLY_WHEELS = ("torchvision", "torchaudio", "torchcodec")
+# Seconds between SIGTERM and SIGKILL when a server's process group is stopped.
+STOP_GRACE = float(os.environ.get("KLTUI_ENGINES_STOP_GRACE") or 3)
 
 SGLANG_DEPS = [
     "aiohttp",
@@ -408,7 +410,7 @@ def start(name: str, extra: list[str], timeout: float, owner: int | None = None)
     # -E -s: the watchdog runs on the standard library alone, untouched by the engine's
     # PYTHONPATH (which the server still gets through the environment).
     sup = [sys.executable, "-E", "-s", str(HERE / "supervisor.py"), "--record", str(statefile)]
-    sup += ["--grace", os.environ.get("KLTUI_ENGINES_STOP_GRACE", "3")]
+    sup += ["--grace", str(STOP_GRACE)]
     if owner_ident:
         sup += ["--owner-pid", str(owner), "--owner-start", str(owner_ident["start"])]
     t0 = time.monotonic()
@@ -509,7 +511,7 @@ def running() -> list[dict]:
     return out
 
 
-def stop_server(st: dict, grace: float = 20.0) -> bool:
+def stop_server(st: dict, grace: float = STOP_GRACE) -> bool:
     """Stop one recorded server: ask its watchdog, then end whatever of it still runs (a watchdog
     that was SIGKILLed leaves the server's workers behind). True when something was running."""
     was = False
