@@ -10,6 +10,7 @@ import sys
 
 from kltui import __version__
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, EXIT_USAGE, UsageError
+from kltui.helpers.registry import BASELINE_HELPERS, HELPERS
 
 SUBCOMMANDS = (
     "tui", "check", "demo", "replay", "report", "serve-reference", "dumps", "probe-ops"
@@ -64,7 +65,7 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
     p.add_argument(
         "--helpers",
         metavar="LIST",
-        help="comma list: match,prefill_cache_hit,decode_cache_hit,cross_engine",
+        help="comma list: " + ",".join(HELPERS),
     )
     p.add_argument("--samples", type=_pos_int, help="number of prompts (default 32)")
     p.add_argument("--max-new-tokens", type=_pos_int, help="tokens decoded per sample (512)")
@@ -142,10 +143,9 @@ def build_config(args: argparse.Namespace):
     cfg.servers = [normalize_url(s) for s in cfg.servers]
     if cfg.baseline:
         cfg.baseline = normalize_url(cfg.baseline)
-        if "cross_engine" not in cfg.helpers:
-            cfg.helpers.append("cross_engine")
-    elif "cross_engine" in cfg.helpers:
-        raise UsageError("the cross_engine helper needs --baseline HOST:PORT (a vLLM server)")
+        cfg.helpers += [h for h in BASELINE_HELPERS if h not in cfg.helpers]
+    elif needs := [h for h in cfg.helpers if h in BASELINE_HELPERS]:
+        raise UsageError(f"the {needs[0]} helper needs --baseline HOST:PORT (a vLLM server)")
     if cfg.prompts:
         from kltui.run.prompts import load_file
 

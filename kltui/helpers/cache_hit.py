@@ -22,7 +22,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang_parse import GenResult
-from kltui.helpers.context import HelperContext, Run
+from kltui.helpers.context import HelperContext, Run, helper
 from kltui.session.events import Event, HelperStarted, Problem, SampleSkipped
 
 
@@ -64,8 +64,8 @@ def _started(ctx: HelperContext, name: str) -> HelperStarted:
     )
 
 
-async def prefill_cache_hit(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
-    run = run or Run(ctx, "prefill_cache_hit")
+@helper("prefill_cache_hit")
+async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     yield _started(ctx, run.helper)
     if (p := _vacuous(ctx, run)) is not None:
         yield p
@@ -111,8 +111,8 @@ async def _comma_ids(ctx: HelperContext, run: Run) -> np.ndarray:
     return ctx.comma_ids
 
 
-async def decode_cache_hit(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
-    run = run or Run(ctx, "decode_cache_hit")
+@helper("decode_cache_hit")
+async def decode_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     yield _started(ctx, run.helper)
     if (p := _vacuous(ctx, run)) is not None:
         yield p

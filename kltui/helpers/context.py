@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,11 +44,13 @@ IDENTITY_KEYS = ("startup_time", "version", "model_path", "tp_size", "random_see
 
 
 class PhaseError(Exception):
-    """An EngineError tagged with the helper phase it happened in."""
+    """An EngineError tagged with the helper phase it happened in. When it leaves a helper,
+    `finished` holds the HelperFinished of what was measured until then."""
 
     def __init__(self, err: EngineError, helper: str, phase: str) -> None:
         super().__init__(str(err))
         self.err, self.helper, self.phase = err, helper, phase
+        self.finished: HelperFinished | None = None
 
     def __str__(self) -> str:
         return f"{self.err.server} [{self.helper}/{self.phase}]: {self.err.message}"
@@ -69,6 +72,11 @@ class HelperContext:
     server_info: dict = field(default_factory=dict)
     comma_ids: np.ndarray | None = None
     top_k: int = 0  # side A's top-k alternatives per position, for the drill-down
+    threshold_source: str = ""  # where `threshold` came from (preset, config entry, --threshold)
+    # a helper that compares against another engine (scope "baseline" in the registry)
+    baseline_url: str | None = None
+    baseline_api_key: str | None = field(default=None, repr=False)
+    request_timeout: float = 600.0
 
     def identity(self, info: dict | None = None) -> tuple:
         info = self.server_info if info is None else info
@@ -84,6 +92,30 @@ class HelperContext:
         )
 
 
+def helper(name: str) -> Callable:
+    """Makes `fn(ctx, run)` a helper's start (`registry.Helper.start`): on a fatal fault its
+    PhaseError leaves with `.finished`, what was measured until then (status error, or invalid
+    when the server restarted under it)."""
+
+    def wrap(fn: Callable[..., AsyncIterator[Event]]) -> Callable[..., AsyncIterator[Event]]:
+        @functools.wraps(fn)
+        async def start(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
+            run = run or Run(ctx, name)
+            try:
+                async for ev in fn(ctx, run):
+                    yield ev
+            except PhaseError as e:
+                if e.finished is None:
+                    e.finished = run.partial(str(e))
+                    if e.err.kind == "server-restarted":
+                        e.finished.summary["status"] = "invalid"
+                raise
+
+        return start
+
+    return wrap
+
+
 class Run:
     """Per-helper bookkeeping shared by all helpers: phase tagging, scoring, the summary."""
 
@@ -93,6 +125,8 @@ class Run:
         self.book = ScoreBook(ctx.tail_threshold)
         self.skipped = 0
         self.extra: dict = {}
+        if ctx.threshold_source:
+            self.extra["threshold_source"] = ctx.threshold_source
 
     def enter(self, phase: str) -> PhaseChanged:
         self.phase = phase

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kltui.engines.errors import EngineError
-from kltui.engines.http import resolve_baseline_api_key
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
@@ -40,8 +39,6 @@ from kltui.metrics.cross import (
     first_token_mismatch,
 )
 from kltui.metrics.k3 import avg_kl_div
-from kltui.run.config import RunConfig, resolve_threshold
-from kltui.run.prompts import PromptSet
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -379,47 +376,35 @@ async def _probe_tokenizers(sglang: SGLangClient, vllm: VLLMClient) -> bool | No
     return None if b is None else bool(np.array_equal(a, b))
 
 
-async def run_cross_engine(
-    cfg: RunConfig,
-    sglang_client: SGLangClient,
-    sglang_info: dict,
-    pset: PromptSet,
-) -> AsyncIterator[Event]:
-    """Compare `sglang_client` with the vLLM baseline `cfg.baseline` on `pset`.
+async def run_cross_engine(base: HelperContext) -> AsyncIterator[Event]:
+    """Compare `base.client` with the vLLM baseline `base.baseline_url` on `base.prompts`.
 
     Yields HelperStarted, one Problem per configuration mismatch (before any number), then the
     helper's events and HelperFinished. Fatal faults (baseline unreachable, a different model or
     vocabulary, engine errors) raise CrossEngineError, a PhaseError whose `.finished` holds the
     summary of what was measured until then.
     """
-    if not cfg.baseline:
-        raise ValueError("run_cross_engine needs cfg.baseline")
+    if not base.baseline_url:
+        raise ValueError("run_cross_engine needs a baseline URL")
     # the baseline's own key only: the SGLang servers' key never goes to vLLM
-    vllm = VLLMClient(cfg.baseline, resolve_baseline_api_key(), timeout=cfg.request_timeout)
-    thr = resolve_threshold(
-        cfg,
-        HELPER,
-        model=sglang_info.get("model_path"),
-        tp=sglang_info.get("tp_size"),
-        deterministic=bool(sglang_info.get("enable_deterministic_inference")),
-    )
+    vllm = VLLMClient(base.baseline_url, base.baseline_api_key, timeout=base.request_timeout)
     ctx = CrossContext(
-        client=sglang_client,
-        prompts=pset.ids,
-        max_new_tokens=cfg.max_new_tokens,
+        client=base.client,
+        prompts=base.prompts,
+        max_new_tokens=base.max_new_tokens,
         temperature=0.0,
-        threshold=thr.kl_div,
-        tail_threshold=thr.tail_threshold,
+        threshold=base.threshold,
+        tail_threshold=base.tail_threshold,
         stream=False,
-        flush_timeout=cfg.flush_timeout,
-        server_info=sglang_info,
+        flush_timeout=base.flush_timeout,
+        server_info=base.server_info,
+        threshold_source=base.threshold_source,
         baseline=vllm,
-        top_k=cfg.top_k,
-        kl_gate=thr.source.startswith(("--threshold", "config thresholds")),
-        sglang_identity=sglang_info,
+        top_k=base.top_k,
+        kl_gate=base.threshold_source.startswith(("--threshold", "config thresholds")),
+        sglang_identity=base.server_info,
     )
     run = CrossRun(ctx)
-    run.extra["threshold_source"] = thr.source
     try:
         yield HelperStarted(
             HELPER,
@@ -442,9 +427,9 @@ async def run_cross_engine(
             ctx.vllm_identity = await vllm.identify()
         except EngineError as e:
             raise _fail(run, e, "align") from None
-        probe = await _probe_tokenizers(sglang_client, vllm)
+        probe = await _probe_tokenizers(ctx.client, vllm)
         ctx.alignment = align(
-            sglang_info, ctx.vllm_identity, top_k=ctx.top_k, tokenizer_probe=probe
+            ctx.server_info, ctx.vllm_identity, top_k=ctx.top_k, tokenizer_probe=probe
         )
         for row in mismatches(ctx.alignment):
             if row.severity != "refuse":

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from kltui.engines.sglang_parse import GenResult
-from kltui.helpers.context import HelperContext, Run
+from kltui.helpers.context import HelperContext, Run, helper
 from kltui.session.events import Event, HelperStarted
 
 
-async def match(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
-    run = run or Run(ctx, "match")
+@helper("match")
+async def match(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     yield HelperStarted(
         "match",
         ctx.server,

@@ -17,6 +17,7 @@ from kltui.errors import EXIT_INTERRUPTED, exit_code
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
+from kltui.helpers.registry import same_engine
 from kltui.session.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
 from kltui.session.consume import pump
 from kltui.session.diagnosis import diagnose
@@ -114,7 +115,7 @@ class HeadlessView:
         if self.store.helpers:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
-            if st.helper == "cross_engine" and st.summary:
+            if not same_engine(st.helper) and st.summary:
                 self.console.print(cross_line(st.summary), soft_wrap=True, emoji=False)
         diags = diagnose(self.store)
         for d in diags:

@@ -10,18 +10,10 @@ from typing import Any
 import yaml
 
 from kltui.errors import UsageError
+from kltui.helpers.registry import DEFAULT_HELPERS, HELPERS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.run.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
-
-ALL_HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
-DEFAULT_HELPERS = ALL_HELPERS
-HELPER_THRESHOLD_FIELD = {
-    "match": "kl_div",
-    "prefill_cache_hit": "kl_div_prefill",
-    "decode_cache_hit": "kl_div_decode",
-    "cross_engine": "kl_div",
-}
 
 
 class ConfigError(UsageError):
@@ -50,7 +42,8 @@ class ThresholdEntry:
         return model == self.model or model.rstrip("/").endswith("/" + self.model.split("/")[-1])
 
     def for_helper(self, helper: str) -> float | None:
-        specific = getattr(self, HELPER_THRESHOLD_FIELD.get(helper, "kl_div"))
+        spec = HELPERS.get(helper)
+        specific = getattr(self, spec.threshold_field if spec else "kl_div")
         return specific if specific is not None else self.kl_div  # SGLang's `or` fallback
 
 
@@ -247,8 +240,8 @@ def _entries(path: str, value: Any, node: yaml.Node) -> list[ThresholdEntry]:
     return out
 
 
-def check_helpers(names: list[str], where: str, allowed: tuple[str, ...] = ALL_HELPERS) -> None:
-    allowed_set = set(allowed) | {"cross_engine"}
+def check_helpers(names: list[str], where: str) -> None:
+    allowed_set = set(HELPERS)
     for n in names:
         if n not in allowed_set:
             raise UsageError(
@@ -296,7 +289,6 @@ def _preset(name: str) -> list[ThresholdEntry]:
 
 
 __all__ = [
-    "ALL_HELPERS",
     "ConfigError",
     "DETERMINISTIC_KL_DIV",
     "RunConfig",

@@ -14,9 +14,8 @@ from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
 from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
-from kltui.helpers import HELPERS, HelperContext
-from kltui.helpers.context import PhaseError, Run
-from kltui.helpers.cross_engine import run_cross_engine
+from kltui.helpers.context import HelperContext, PhaseError
+from kltui.helpers.registry import HELPERS, Helper
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
@@ -48,8 +47,8 @@ def _fit_tokens(cfg: RunConfig, info: dict) -> int | None:
     ctx_len = info.get("context_length") or info.get("max_req_input_len")
     if not isinstance(ctx_len, int) or ctx_len <= 0:
         return None
-    # decode_cache_hit's turn 2 holds prompt + out1 + "," + out2
-    turns = 2 if "decode_cache_hit" in cfg.helpers else 1
+    # e.g. decode_cache_hit's turn 2 holds prompt + out1 + "," + out2
+    turns = max([HELPERS[h].turns for h in cfg.helpers if h in HELPERS] + [1])
     return max(1, ctx_len - turns * cfg.max_new_tokens - 8)
 
 
@@ -158,60 +157,54 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
         yield Problem("prompts", note, fatal=False)
     summaries: list[dict] = []
     fatal = bool(problems)
-    for c in live:
-        info = infos[c.url]
-        for name in cfg.helpers:
-            if name not in HELPERS:
-                continue  # cross_engine is driven by its own runner
-            ev_iter, run = _helper(cfg, c, info, name, pset)
-            try:
-                async for ev in ev_iter:
-                    if isinstance(ev, HelperFinished):
-                        summaries.append(ev.summary)
-                    yield ev
-            except PhaseError as e:
-                fatal = True
-                # the source already names the server; the message names phase and fault
-                yield Problem(
-                    c.url,
-                    f"[{name}/{e.phase}] {e.err.message}",
-                    fatal=True,
-                    helper=name,
-                    phase=e.phase,
-                )
-                finished = run.partial(str(e))
-                if e.err.kind == "server-restarted":
-                    finished.summary["status"] = "invalid"
-                summaries.append(finished.summary)
-                yield finished
-                if e.err.kind in ("unreachable", "server-restarted"):
-                    break  # the next helper would only repeat the same fault
-    if cfg.baseline and "cross_engine" in cfg.helpers and live:
-        c = live[0]  # one SGLang server is compared with the baseline
+    # every helper on every server, then the helpers that compare the first one with --baseline
+    plan = [(HELPERS[n], c) for c in live for n in cfg.helpers if _scope(n) == "server"]
+    if cfg.baseline:
+        plan += [(HELPERS[n], live[0]) for n in cfg.helpers if _scope(n) == "baseline"]
+    gone: set[str] = set()
+    for spec, c in plan:
+        if spec.scope == "server" and c.url in gone:
+            continue  # the next helper would only repeat the same fault
         try:
-            async for ev in run_cross_engine(cfg, c, infos[c.url], pset):
+            async for ev in spec.starter()(helper_context(cfg, spec, c, infos[c.url], pset)):
                 if isinstance(ev, HelperFinished):
                     summaries.append(ev.summary)
                 yield ev
-        except PhaseError as e:  # a CrossEngineError: .finished holds what was measured
+        except PhaseError as e:
             fatal = True
-            yield Problem(e.err.server, str(e), fatal=True, helper=e.helper, phase=e.phase)
-            summaries.append(e.finished.summary)
-            yield e.finished
+            # the source names the server; the message names helper, phase and fault
+            yield Problem(
+                e.err.server,
+                f"[{e.helper}/{e.phase}] {e.err.message}",
+                fatal=True,
+                helper=e.helper,
+                phase=e.phase,
+            )
+            if e.finished is not None:
+                summaries.append(e.finished.summary)
+                yield e.finished
+            if e.err.kind in ("unreachable", "server-restarted"):
+                gone.add(c.url)
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
 
 
-def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: PromptSet):
-    model = info.get("model_path")
-    tp = info.get("tp_size")
+def _scope(name: str) -> str | None:
+    spec = HELPERS.get(name)
+    return spec.scope if spec else None
+
+
+def helper_context(
+    cfg: RunConfig, spec: Helper, client: SGLangClient, info: dict, pset: PromptSet
+) -> HelperContext:
+    """What one helper needs for one server: the run's settings and this server's threshold."""
     thr = resolve_threshold(
         cfg,
-        name,
-        model=model,
-        tp=tp,
+        spec.name,
+        model=info.get("model_path"),
+        tp=info.get("tp_size"),
         deterministic=bool(info.get("enable_deterministic_inference")),
     )
-    ctx = HelperContext(
+    return HelperContext(
         client=client,
         prompts=pset.ids,
         max_new_tokens=cfg.max_new_tokens,
@@ -226,7 +219,9 @@ def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: P
         skip_hit_assert=bool(os.environ.get("SGLANG_TEST_SKIP_CACHE_HIT_ASSERT")),
         server_info=info,
         top_k=cfg.top_k,
+        threshold_source=thr.source,
+        baseline_url=cfg.baseline if spec.scope == "baseline" else None,
+        # the baseline's own key only: the SGLang servers' key never goes to it
+        baseline_api_key=resolve_baseline_api_key() if spec.scope == "baseline" else None,
+        request_timeout=cfg.request_timeout,
     )
-    run = Run(ctx, name)
-    run.extra["threshold_source"] = thr.source
-    return HELPERS[name](ctx, run), run

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import ScoreBook, ScoredSample
 from kltui.session.store import SessionStore
 
@@ -265,9 +266,7 @@ COMPARED_SETTINGS = (
 
 
 def _servers(store: SessionStore) -> list[str]:
-    return list(
-        dict.fromkeys(st.server for st in store.helpers.values() if st.helper != "cross_engine")
-    )
+    return list(dict.fromkeys(st.server for st in store.helpers.values() if same_engine(st.helper)))
 
 
 def server_pair(store: SessionStore, x: str, y: str) -> dict:
@@ -277,7 +276,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> dict:
     differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED_SETTINGS if ix.get(k) != iy.get(k)}
     helpers = {}
     for st in store.helpers.values():
-        if st.server != x or st.helper == "cross_engine":
+        if st.server != x or not same_engine(st.helper):
             continue
         other = store.helpers.get(f"{st.helper}@{y}")
         if other is None:

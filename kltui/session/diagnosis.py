@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from kltui.fmt import sci
+from kltui.helpers.registry import HELPERS, same_engine
 from kltui.run.presets import DETERMINISTIC_KL_DIV
 from kltui.session.compare import rerun_equality
 from kltui.session.store import HelperState, SessionStore
@@ -30,14 +31,10 @@ from kltui.session.store import HelperState, SessionStore
 STRAY_ULP_FLOOR = DETERMINISTIC_KL_DIV
 # chance, under kernel noise alone, below which a cache-hit helper's excess counts as evidence
 EVIDENCE_P = 1e-3
-CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")
+CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")  # the helpers named in the rules below
 UNUSABLE = ("error", "invalid", "vacuous")
 
-PATH_OF = {
-    "prefill_cache_hit": "prefix restore on a radix-cache hit (KV written by prefill)",
-    "decode_cache_hit": "reuse of decode-written KV (radix hit past the prompt: window/SWA/"
-    "mamba state or decode-side KV layout)",
-}
+PATH_OF = {name: h.path for name, h in HELPERS.items() if h.path}
 
 
 @dataclass
@@ -369,11 +366,11 @@ def server_info(store: SessionStore, server: str) -> dict:
 
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     info = server_info(store, server)
-    # cross_engine compares two engines, not two paths of one: it says nothing about 1 vs 2
+    # a helper comparing two engines, not two paths of one, says nothing about 1 vs 2
     states = {
         st.helper: st
         for st in store.helpers.values()
-        if st.server == server and st.helper != "cross_engine"
+        if st.server == server and same_engine(st.helper)
     }
     settings = _settings_line(info)
     notes = [settings] if settings else []

@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, exit_code
-from kltui.helpers import HELPERS
+from kltui.helpers.registry import same_engine
 from kltui.run.config import RunConfig
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.session.compare import cross_server, describe_rerun, rerun_equality
@@ -363,7 +363,7 @@ class KltuiApp(App[int]):
             multi = len({h.server for h in helpers.values()}) > 1
             pending = 0
             if store is not None and store.finished is None and store.run is not None:
-                configured = [h for h in store.run.config.get("helpers", []) if h in HELPERS]
+                configured = [h for h in store.run.config.get("helpers", []) if same_engine(h)]
                 done = {h.helper for h in helpers.values() if h.summary is not None}
                 pending = len(self.feed.servers) * len(configured) - len(done)
             self.query_one(DiagnosisBar).show(diags, multi, vars_, max(0, pending))

@@ -14,8 +14,10 @@ from kltui.engines.vllm import identify_vllm
 from kltui.helpers import cross_engine as cross_module
 from kltui.helpers.context import PhaseError
 from kltui.helpers.cross_engine import CrossEngineError, run_cross_engine
+from kltui.helpers.registry import HELPERS
 from kltui.run.config import RunConfig
 from kltui.run.prompts import PromptSet
+from kltui.run.runner import helper_context
 from kltui.session.events import HelperFinished, HelperStarted, Problem, SampleScored
 
 from .conftest import DroppingProxy
@@ -43,7 +45,8 @@ async def run(sglang_url, baseline, *, n=4, info_patch=None, **cfg_kw):
         pset = await prompt_set(c, n)
         events = []
         try:
-            async for ev in run_cross_engine(cfg, c, info, pset):
+            ctx = helper_context(cfg, HELPERS["cross_engine"], c, info, pset)
+            async for ev in run_cross_engine(ctx):
                 events.append(ev)
         except CrossEngineError as e:
             return events, e

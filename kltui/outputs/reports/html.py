@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from kltui import __version__, fmt
+from kltui.helpers.registry import HELPERS
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.outputs.reports.common import (
     Origin,
@@ -508,8 +509,8 @@ def top_tokens_html(st: HelperState) -> str:
             f"<td class='n'>{esc(int(s.token_ids[p]))}</td><td class='n'>{esc(repr(float(s.lp_a[p])))}</td>"
             f"<td class='n'>{esc(repr(float(s.lp_b[p])))}</td><td class='n strong'>{_num(float(k[i]))}</td></tr>"
         )
-    # cross_engine compares two engines' prefills; every other helper prefill against decode.
-    side_b = "baseline engine" if st.helper == "cross_engine" else "decode"
+    spec = HELPERS.get(st.helper)
+    side_b = spec.side_b if spec else "decode"
     return f"""<h4>Largest k3 tokens</h4><table class="tokens"><thead><tr><th class="n">sample</th>
 <th class="n">position</th><th class="n">token id</th><th class="n">logprob A (prefill)</th>
 <th class="n">logprob B ({side_b})</th><th class="n">k3</th></tr></thead>

@@ -15,6 +15,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from kltui import fmt
+from kltui.helpers.registry import same_engine
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import safe
 
@@ -128,7 +129,7 @@ class HelperProgress(Static):
         config = store.run.config if store.run else {}
         if store.finished is None:
             for name in config.get("helpers", []):
-                if name not in started and name != "cross_engine":
+                if name not in started and same_engine(name):
                     self._keys.append(None)
                     grid.add_row(
                         " ",

@@ -1,0 +1,95 @@
+"""Every helper kltui knows, as data: its name, the SGLang threshold field it is gated by,
+which path of the engine it exercises, what it compares against, and how it runs.
+
+Pure data with no imports of the helpers themselves (`start` names a function, imported when
+a run starts), so views and the diagnosis read it without pulling in the HTTP clients. To add
+a helper: write it (copy `match.py`), then add one `Helper` entry here.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Helper:
+    name: str
+    # ThresholdEntry field gating avg_kl_div (SGLang's kl_div, kl_div_prefill, kl_div_decode;
+    # an entry without it falls back to kl_div, as SGLang's `or` does)
+    threshold_field: str
+    # what side B of "A vs B" is: the same request decoded, or another engine
+    side_b: str
+    # the engine path this helper's k3 says something about (None: compares engines, not paths)
+    path: str | None
+    # "module:function" of `start(cfg, client, info, prompt_set)`, an async iterator of events
+    # that raises PhaseError (with `.finished`, what was measured) on a fatal fault
+    start: str
+    # "server": runs on every --server; "baseline": once, the first server against --baseline
+    scope: str = "server"
+    # how many generations of max_new_tokens one prompt's requests hold (for context fitting)
+    turns: int = 1
+    # run when --helpers is not given
+    default: bool = True
+
+    @property
+    def same_engine(self) -> bool:
+        """Both sides are one SGLang server, so the helper tells its code paths apart."""
+        return self.scope == "server"
+
+    def starter(self) -> Callable:
+        module, func = self.start.split(":")
+        return getattr(importlib.import_module(module), func)
+
+
+HELPERS: dict[str, Helper] = {
+    h.name: h
+    for h in (
+        Helper(
+            "match",
+            threshold_field="kl_div",
+            side_b="decode",
+            path="prefill vs decode with no cache reuse",
+            start="kltui.helpers.match:match",
+        ),
+        Helper(
+            "prefill_cache_hit",
+            threshold_field="kl_div_prefill",
+            side_b="decode",
+            path="prefix restore on a radix-cache hit (KV written by prefill)",
+            start="kltui.helpers.cache_hit:prefill_cache_hit",
+        ),
+        Helper(
+            "decode_cache_hit",
+            threshold_field="kl_div_decode",
+            side_b="decode",
+            path="reuse of decode-written KV (radix hit past the prompt: window/SWA/"
+            "mamba state or decode-side KV layout)",
+            start="kltui.helpers.cache_hit:decode_cache_hit",
+            turns=2,
+        ),
+        Helper(
+            "cross_engine",
+            threshold_field="kl_div",
+            side_b="baseline engine",
+            path=None,
+            start="kltui.helpers.cross_engine:run_cross_engine",
+            scope="baseline",
+            default=False,
+        ),
+    )
+}
+DEFAULT_HELPERS = tuple(n for n, h in HELPERS.items() if h.default)
+SERVER_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "server")
+BASELINE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "baseline")
+
+
+def helper(name: str) -> Helper | None:
+    return HELPERS.get(name)
+
+
+def same_engine(name: str) -> bool:
+    """False for a helper that compares engines (and for one this version does not know)."""
+    h = HELPERS.get(name)
+    return h is not None and h.same_engine
