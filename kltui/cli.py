@@ -43,7 +43,15 @@ def _pos_int(s: str) -> int:
     return v
 
 
-def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None:
+# What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
+RUN_SIZES = {"samples": 32, "max_new_tokens": 512, "max_prompt_tokens": 3000}
+DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
+THEME_HELP = "kltui-dark (default), kltui-light, kltui-cb (colour-blind-safe heat scale)"
+
+
+def add_run_options(
+    p: argparse.ArgumentParser, *, servers: bool = True, sizes: dict[str, int] = RUN_SIZES
+) -> None:
     if servers:
         p.add_argument(
             "--server",
@@ -58,20 +66,28 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
         metavar="LIST",
         help="comma list: match,prefill_cache_hit,decode_cache_hit,cross_engine",
     )
-    p.add_argument("--samples", type=_pos_int, help="number of prompts (default 32)")
-    p.add_argument("--max-new-tokens", type=_pos_int, help="tokens decoded per sample (512)")
+    p.add_argument("--samples", type=_pos_int, help=f"number of prompts ({sizes['samples']})")
+    p.add_argument(
+        "--max-new-tokens",
+        type=_pos_int,
+        help=f"tokens decoded per sample ({sizes['max_new_tokens']})",
+    )
     p.add_argument("--prompts", metavar="FILE", help=".txt, .jsonl or .json prompt file")
     p.add_argument(
         "--max-prompt-tokens",
         type=_pos_int,
-        help="seeded truncation to [0.5, 1.5] x N tokens (3000)",
+        help=f"seeded truncation to [0.5, 1.5] x N tokens ({sizes['max_prompt_tokens']})",
     )
     p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
     p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=_float, help="avg_kl_div gate for every helper")
     g.add_argument("--config", metavar="FILE.yaml", help="YAML config with per (model, tp) gates")
-    p.add_argument("--preset", choices=("sglang-ci", "deterministic"))
+    p.add_argument(
+        "--preset",
+        choices=("sglang-ci", "deterministic"),
+        help="thresholds: SGLang CI's per-model values, or bit-exact (1e-9)",
+    )
     p.add_argument("--tail-threshold", type=_float, help="tau for tail fractions (1e-3)")
     p.add_argument(
         "--top-k",
@@ -173,23 +189,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     return report(args)
 
 
+def demo_config(args: argparse.Namespace, url: str):
+    args.server = [url]
+    cfg = build_config(args)
+    # The demo is sized for a laptop CPU; every default can be overridden on the command line.
+    for key, value in DEMO_SIZES.items():
+        if getattr(args, key) is None:
+            setattr(cfg, key, value)
+    return cfg
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kltui.reference.launcher import ReferenceServer
 
-    cfg_args = args
     with ReferenceServer(
         deterministic=args.deterministic, fault=args.fault, page_size=args.page_size
     ) as srv:
         print(f"kltui demo: reference server at {srv.url}", file=sys.stderr)
-        cfg_args.server = [srv.url]
-        cfg = build_config(cfg_args)
-        # The demo is sized for a laptop CPU; every default can be overridden on the command line.
-        if args.samples is None:
-            cfg.samples = 32
-        if args.max_new_tokens is None:
-            cfg.max_new_tokens = 64
-        if args.max_prompt_tokens is None:
-            cfg.max_prompt_tokens = 192
+        cfg = demo_config(args, srv.url)
         if args.headless or not _tui_available():
             return _headless(cfg, args)
         return _run_tui(cfg, args)
@@ -268,7 +285,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     tui = sub.add_parser("tui", help="live dashboard (default command)")
     add_run_options(tui)
-    tui.add_argument("--theme", help="kltui-dark (default), kltui-light, kltui-cb, ...")
+    tui.add_argument("--theme", help=THEME_HELP)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
     tui.set_defaults(func=cmd_tui)
 
@@ -280,8 +297,15 @@ def make_parser() -> argparse.ArgumentParser:
     add_report_options(check)
     check.set_defaults(func=cmd_check)
 
-    demo = sub.add_parser("demo", help="start the embedded reference server and run on it")
-    add_run_options(demo, servers=False)
+    demo = sub.add_parser(
+        "demo",
+        help="start the embedded reference server and run on it",
+        description="Start the embedded SGLang-compatible reference server (a tiny Llama in "
+        "torch on CPU, on a free 127.0.0.1 port) and open the dashboard on it. Sized for a "
+        "laptop CPU: {samples} prompts of ~{max_prompt_tokens} tokens, {max_new_tokens} new "
+        "tokens each (the defaults below).".format(**DEMO_SIZES),
+    )
+    add_run_options(demo, servers=False, sizes=DEMO_SIZES)
     demo.add_argument("--headless", action="store_true", help="print results instead of the TUI")
     demo.add_argument(
         "--deterministic", action="store_true", help="batch-invariant kernels: k3 must be exactly 0"
@@ -292,8 +316,14 @@ def make_parser() -> argparse.ArgumentParser:
         choices=("none", "stale-prefix", "window-evict"),
         help="plant a state bug on one cache path",
     )
-    demo.add_argument("--page-size", type=_pos_int, default=1)
-    demo.add_argument("--theme")
+    demo.add_argument(
+        "--page-size",
+        type=_pos_int,
+        default=1,
+        help="the reference server's radix cache page size in tokens (1); a prefix hit is "
+        "rounded down to whole pages, as in SGLang",
+    )
+    demo.add_argument("--theme", help=THEME_HELP)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -306,7 +336,7 @@ def make_parser() -> argparse.ArgumentParser:
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=_float, help="replay at X times the recorded pace")
     pace.add_argument("--instant", action="store_true", help="load everything at once")
-    replay.add_argument("--theme")
+    replay.add_argument("--theme", help=THEME_HELP)
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
 
