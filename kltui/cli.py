@@ -10,7 +10,7 @@ import sys
 
 from kltui import __version__
 
-SUBCOMMANDS = ("tui", "check", "demo", "replay", "report", "serve-reference")
+SUBCOMMANDS = ("tui", "check", "demo", "replay", "runs", "report", "serve-reference")
 EXIT_USAGE = 2
 EXIT_SERVER = 3
 
@@ -163,7 +163,19 @@ def record_path(args: argparse.Namespace) -> str | None:
     if getattr(args, "record", None):
         return args.record
     from kltui.recording import default_recording_path
+    from kltui.runs import keep_setting, prune
 
+    keep = keep_setting()
+    if keep is not None:
+        # KLTUI_RUNS_KEEP: this run's recording will be the newest, so keep - 1 older ones stay
+        removed, errors = prune(keep=max(1, keep - 1), older_than_days=None)
+        for err in errors:
+            print(f"kltui: {err}", file=sys.stderr)
+        if removed:
+            print(
+                f"kltui: removed {len(removed)} old recording(s) (KLTUI_RUNS_KEEP={keep})",
+                file=sys.stderr,
+            )
     return str(default_recording_path())
 
 
@@ -244,6 +256,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from kltui.recording import read_recording
 
+    if args.file is None:
+        from kltui.runs import newest
+
+        args.file = str(newest())
+        print(f"kltui replay: newest recording {args.file}", file=sys.stderr)
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
     if args.headless:
         from kltui.headless import HeadlessView, make_console
@@ -259,6 +276,44 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from kltui.tui.app import run_replay
 
     return run_replay(args.file, speed=args.speed, instant=args.instant, theme=args.theme)
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from kltui.recording import default_runs_dir
+    from kltui.runs import human_size, list_runs, prune, table
+    from kltui.tui.text import escape_controls
+
+    folder = default_runs_dir()
+    if args.prune:
+        if args.keep is None and args.older_than is None:
+            raise _usage("--prune needs --keep N and/or --older-than DAYS")
+        removed, errors = prune(
+            folder, keep=args.keep, older_than_days=args.older_than, dry_run=args.dry_run
+        )
+        verb = "would remove" if args.dry_run else "removed"
+        for r in removed:
+            print(f"{verb} {escape_controls(r.path)} ({human_size(r.size)})")
+        freed = human_size(sum(r.size for r in removed))
+        print(f"{verb} {len(removed)} recording(s), {freed}", file=sys.stderr)
+        for err in errors:
+            print(f"kltui: error: {err}", file=sys.stderr)
+        return 1 if errors else 0
+    runs = list_runs(folder)
+    if not runs:
+        print(f"no recordings in {escape_controls(folder)}", file=sys.stderr)
+        return 0
+    for line in table(runs, clean=escape_controls):
+        print(line)
+    total = human_size(sum(r.size for r in runs))
+    print(f"{len(runs)} recording(s), {total} in {escape_controls(folder)}", file=sys.stderr)
+    return 0
+
+
+def _days(s: str) -> float:
+    v = _float(s.removesuffix("d"))
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
+    return v
 
 
 def cmd_serve_reference(args: argparse.Namespace) -> int:
@@ -332,13 +387,40 @@ def make_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
 
     replay = sub.add_parser("replay", help="open a recording in the TUI, as it ran")
-    replay.add_argument("file", metavar="FILE", help="a .kltui.jsonl recording")
+    replay.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        help="a .kltui.jsonl recording (default: the newest in the runs folder; see `kltui runs`)",
+    )
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=_float, help="replay at X times the recorded pace")
     pace.add_argument("--instant", action="store_true", help="load everything at once")
     replay.add_argument("--theme", help=THEME_HELP)
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
+
+    runs = sub.add_parser(
+        "runs",
+        help="list past runs (recordings), newest first; --prune removes old ones",
+        description="Recordings in $KLTUI_RUNS_DIR or ~/.local/state/kltui/runs, newest first: "
+        "date, servers, verdict, size, path. Retention: `--prune --keep N` and/or "
+        "`--older-than DAYS`, or set KLTUI_RUNS_KEEP=N to prune at every recorded run.",
+    )
+    runs.add_argument("--prune", action="store_true", help="remove old recordings (see below)")
+    runs.add_argument(
+        "--keep", type=_pos_int, metavar="N", help="with --prune: keep the newest N recordings"
+    )
+    runs.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="with --prune: remove recordings not written to for DAYS days (e.g. 30 or 30d)",
+    )
+    runs.add_argument(
+        "--dry-run", action="store_true", help="with --prune: list what would go, remove nothing"
+    )
+    runs.set_defaults(func=cmd_runs)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:
