@@ -10,7 +10,7 @@ import sys
 
 from kltui import __version__
 
-SUBCOMMANDS = ("tui", "check", "demo", "replay", "runs", "report", "serve-reference")
+SUBCOMMANDS = ("tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web")
 EXIT_USAGE = 2
 EXIT_SERVER = 3
 
@@ -241,6 +241,7 @@ def _run_tui(cfg, args) -> int:
         json_path=getattr(args, "json", None),
         theme=getattr(args, "theme", None),
         watch=getattr(args, "watch", False),
+        read_only=getattr(args, "read_only", False),
     )
 
 
@@ -275,7 +276,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 0
     from kltui.tui.app import run_replay
 
-    return run_replay(args.file, speed=args.speed, instant=args.instant, theme=args.theme)
+    return run_replay(
+        args.file,
+        speed=args.speed,
+        instant=args.instant,
+        theme=args.theme,
+        read_only=args.read_only,
+    )
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -328,6 +335,14 @@ def _usage(msg: str) -> Exception:
     return UsageError(msg)
 
 
+def add_read_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="keys that act on servers or files (r re-run, s screenshot) are off (`kltui web`)",
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kltui",
@@ -342,6 +357,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_run_options(tui)
     tui.add_argument("--theme", help=THEME_HELP)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
+    add_read_only(tui)
     tui.set_defaults(func=cmd_tui)
 
     from kltui.report_cli import add_arguments as add_report_arguments
@@ -379,6 +395,7 @@ def make_parser() -> argparse.ArgumentParser:
         "rounded down to whole pages, as in SGLang",
     )
     demo.add_argument("--theme", help=THEME_HELP)
+    add_read_only(demo)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -397,6 +414,7 @@ def make_parser() -> argparse.ArgumentParser:
     pace.add_argument("--speed", type=_float, help="replay at X times the recorded pace")
     pace.add_argument("--instant", action="store_true", help="load everything at once")
     replay.add_argument("--theme", help=THEME_HELP)
+    add_read_only(replay)
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
 
@@ -422,6 +440,14 @@ def make_parser() -> argparse.ArgumentParser:
     )
     runs.set_defaults(func=cmd_runs)
 
+    web = sub.add_parser(
+        "web",
+        help="serve the dashboard in a browser (textual-serve): kltui web [--host H] "
+        "[--port P] [--read-only] [tui|demo|replay options]; `kltui web --help` for more",
+        add_help=False,
+    )
+    web.add_argument("web_args", nargs=argparse.REMAINDER, help="see `kltui web --help`")
+
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:
         from kltui.reference.cli_entry import add_arguments
@@ -437,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["tui", *argv]
+    if argv and argv[0] == "web":
+        return _web(argv[1:])
     parser = make_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -454,6 +482,22 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"kltui: error: {e}", file=sys.stderr)
         return EXIT_SERVER if os.environ.get("KLTUI_DEBUG") is None else (_ for _ in ()).throw(e)
+
+
+def _web(argv: list[str]) -> int:
+    from kltui.engines.errors import UsageError
+    from kltui.web import main as web_main
+
+    try:
+        return web_main(argv)
+    except UsageError as e:
+        print(f"kltui: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 0
+    except OSError as e:
+        print(f"kltui web: error: {e}", file=sys.stderr)
+        return EXIT_SERVER
 
 
 if __name__ == "__main__":

@@ -73,6 +73,8 @@ class TitleBar(Static):
             if status.mode != "replay":
                 t.append(f" · started {_local(run.started_at)}", style="dim")
             t.append(f" · kltui {run.kltui_version}", style="dim")
+        if getattr(self.app, "read_only", False):
+            t.append("  read-only", style="bold")
         if status.watch:
             t.append("  ⟳ ", style=theme_vars.get("accent", "yellow"))
             t.append(status.watch, style="dim")
