@@ -10,7 +10,10 @@ import sys
 
 from kltui import __version__
 
-SUBCOMMANDS = ("tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web")
+SUBCOMMANDS = (
+    "tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
+    "probe-ops",
+)  # fmt: skip
 EXIT_USAGE = 2
 EXIT_SERVER = 3
 
@@ -185,7 +188,15 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 
     rec = record_path(args)
     reports = report_writer(args, recording=rec)  # checks output folders before the run
-    return asyncio.run(run_check(cfg, json_path=args.json, record_path=rec, extra_outputs=reports))
+    return asyncio.run(
+        run_check(
+            cfg,
+            json_path=args.json,
+            record_path=rec,
+            extra_outputs=reports,
+            repeat=getattr(args, "repeat", None) or 1,
+        )
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -366,6 +377,13 @@ def make_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)
     add_report_options(check)
+    check.add_argument(
+        "--repeat",
+        type=_pos_int,
+        default=1,
+        metavar="N",
+        help="run N times; each re-run is compared bit for bit with the one before",
+    )
     check.set_defaults(func=cmd_check)
 
     demo = sub.add_parser(
@@ -447,6 +465,12 @@ def make_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     web.add_argument("web_args", nargs=argparse.REMAINDER, help="see `kltui web --help`")
+
+    from kltui.dumps.cli import add_parsers as add_dumps_parsers
+    from kltui.probe_ops import add_parser as add_probe_parser
+
+    add_dumps_parsers(sub)
+    add_probe_parser(sub)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:

@@ -2,7 +2,7 @@
 and the pieces the HTML, Markdown and JUnit reports share (names, statuses, server settings).
 
 Reports never compute metrics: every number comes from a helper's summary, its ScoreBook or
-`diagnosis.diagnose`. Everything read from a recording is untrusted text; each format escapes it.
+`diagnosis.diagnose` or `compare`. Everything read from a recording is untrusted text; each format escapes it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import orjson
 
 from kltui import __version__
 from kltui.codec import json_safe
+from kltui.compare import cross_server
 from kltui.diagnosis import diagnose
 from kltui.engines.errors import UsageError
 from kltui.session import HelperState, SessionStore
@@ -245,15 +246,8 @@ def json_report(store: SessionStore) -> dict:
                 }
                 for p in store.problems
             ],
-            "diagnosis": [
-                {
-                    "server": d.server,
-                    "condition": d.condition,
-                    "headline": d.headline,
-                    "details": d.details,
-                }
-                for d in diagnose(store)
-            ],
+            "diagnosis": [d.to_dict() for d in diagnose(store)],
+            "cross_server": cross_server(store),
             "verdict": verdict(store),
         }
     )
@@ -272,5 +266,8 @@ def write_output(path: str, data: str | bytes) -> None:
         raise UsageError(f"{path}: cannot write report ({e.strerror or e})") from None
 
 
-def write_json(store: SessionStore, path: str) -> None:
-    write_output(path, orjson.dumps(json_report(store), option=orjson.OPT_INDENT_2))
+def write_json(store: SessionStore, path: str, extra: dict | None = None) -> None:
+    doc = json_report(store)
+    if extra:
+        doc.update(json_safe(extra))
+    write_output(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))

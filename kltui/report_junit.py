@@ -176,7 +176,11 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
             el.set(k, str(val))
     if isinstance(started, int | float) and math.isfinite(started):
         suite.set("timestamp", timestamp(started).replace(" UTC", "").replace(" ", "T"))
-    lines = [f"{d.server}: {d.headline}" for d in diagnose(store)]
+    lines = []
+    for d in diagnose(store):
+        lines.append(f"{d.server}: {d.label}")
+        if d.next_step:
+            lines.append(f"  next: {d.next_step}")
     lines += [
         f"{'error' if p.fatal else 'warning'}: {p.source}: {p.message}" for p in store.problems
     ]

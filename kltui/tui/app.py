@@ -21,9 +21,10 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
+from kltui.compare import cross_server, describe_rerun, rerun_equality
 from kltui.config import RunConfig
 from kltui.consume import EXIT_INTERRUPTED, EXIT_SERVER, VERDICT_EXIT
-from kltui.diagnosis import bit_identical, diagnose
+from kltui.diagnosis import diagnose
 from kltui.events import (
     Event,
     HelperFinished,
@@ -38,6 +39,8 @@ from kltui.session import HelperState, SessionStore
 from kltui.tui import themes
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
+from kltui.tui.screens.compare import CompareScreen
+from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
@@ -86,6 +89,8 @@ class KltuiApp(App[int]):
         Binding("r", "rerun", "Re-run", id="app.rerun"),
         Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
         Binding("e", "problems", "Problems", show=False, id="app.problems"),
+        Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
+        Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
     ]
 
     def __init__(
@@ -238,10 +243,19 @@ class KltuiApp(App[int]):
         self.status.running = False
         self.status.recording = recording or self.status.recording
         if counted and store.run is not None:
-            identical = None
+            identical, difference = None, None
             if self._prev_store is not None and store.finished and self._prev_store.finished:
-                identical = bit_identical(self._prev_store, store)
-            self.history.append(record_of(len(self.history) + 1, store, identical, recording))
+                eq = rerun_equality(self._prev_store, store)
+                identical, difference = eq["identical"], describe_rerun(eq)
+                self.notify(
+                    escape_controls(
+                        f"run {len(self.history) + 1} vs the one before: {difference}", 300
+                    ),
+                    timeout=6,
+                )
+            self.history.append(
+                record_of(len(self.history) + 1, store, identical, recording, difference)
+            )
             self._prev_store = store
             self._last_finished = store
             if self._watch is not None:
@@ -380,7 +394,9 @@ class KltuiApp(App[int]):
         where = f" @ {escape_controls(st.server)}" if multi else ""
         return f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions"
 
-    DASHBOARD_ONLY = frozenset({"cycle_helper", "first_divergence", "rerun", "problems"})
+    DASHBOARD_ONLY = frozenset(
+        {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
+    )
 
     # what a reviewer of a served dashboard (`kltui web --read-only`) must not do
     ACTS = frozenset({"rerun", "save_svg", "screenshot"})
@@ -473,6 +489,27 @@ class KltuiApp(App[int]):
 
     def action_problems(self) -> None:
         self.push_screen(ProblemsScreen(self.store.problems if self.store else []))
+
+    def action_diagnosis(self) -> None:
+        diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
+        self.push_screen(DiagnosisScreen(diags, self.theme_variables))
+
+    def action_compare(self) -> None:
+        pairs = cross_server(self.store) if self.store is not None else []
+        if not pairs:
+            self.last_message = "one server in this run: nothing to compare (--server A --server B)"
+            self.notify(self.last_message, timeout=3)
+            return
+        self.push_screen(CompareScreen(pairs, self.theme_variables))
+
+    def open_dumps(self, server: str, command: str | None) -> None:
+        """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`.
+
+        The drill-down needs a server relaunched with SGLang's dumper hooks, so this names the
+        command; a screen that runs it and shows the module table opens from here."""
+        cmd = command or "kltui dumps --server HOST:PORT --dump-dir DIR"
+        self.last_message = f"dumper drill-down for {server}: {cmd}"
+        self.notify(escape_controls(self.last_message, 300), timeout=8)
 
     def action_save_svg(self) -> None:
         if self.read_only:  # the command palette calls actions directly
@@ -574,6 +611,8 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
         ("Heatmap", own(Heatmap)),
         ("Sample table", own(SampleTable) + [Binding("enter", "open", "Drill down")]),
         ("Drill-down", own(_Drill)),
+        ("Diagnosis", own(DiagnosisScreen)),
+        ("Servers compared", own(CompareScreen)),
         (
             "Anywhere",
             [

@@ -25,6 +25,16 @@ class KltuiCommands(Provider):
             ("Save screenshot (SVG)", app.action_screenshot, "write an SVG of this screen"),
             ("Re-run", app.action_rerun, "start a new run against the same servers"),
             ("Show problems", app.action_problems, "HTTP, protocol and alignment problems"),
+            (
+                "Diagnosis: evidence and next step",
+                app.action_diagnosis,
+                "condition 1 or 2, the evidence, suspects and what to run next",
+            ),
+            (
+                "Compare servers (A vs B)",
+                app.action_compare,
+                "are the servers' values bit-identical on the same ids, and where not",
+            ),
             ("Help: keys and metrics", app.action_help, "every key and what the numbers mean"),
         ]
         if app.read_only:

@@ -211,6 +211,24 @@ def sglang_incremental_key_url(servers) -> str:
     )
 
 
+# SGLang's dumper hooks (sglang.srt.debug_utils.dumper), as `kltui dumps` needs them: hooks on
+# every module, dumping off until kltui turns it on over /dumper/configure, no graphs.
+DUMPER_ENV = {
+    "DUMPER_ENABLE": "0",
+    "DUMPER_SERVER_PORT": "reuse",
+    "DUMPER_NON_INTRUSIVE_MODE": "all",
+}
+
+
+@pytest.fixture(scope="session")
+def sglang_dumper(servers, tmp_path_factory) -> tuple[str, Path]:
+    """(URL, dump folder) of an SGLang server launched with the dumper hooks."""
+    dump_dir = tmp_path_factory.mktemp("dumper")
+    env = {**DUMPER_ENV, "DUMPER_DIR": str(dump_dir)}
+    url = servers.get("sglang-dumper", "sglang", "--disable-prefill-cuda-graph", env=env)
+    return url, dump_dir
+
+
 @pytest.fixture(scope="session")
 def vllm_url(servers) -> str:
     """vLLM with /server_info enabled (VLLM_SERVER_DEV_MODE=1) so every alignment row is known."""
