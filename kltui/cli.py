@@ -46,6 +46,13 @@ def _pos_int(s: str) -> int:
     return v
 
 
+def _prompt_cap(s: str) -> int:
+    """--max-prompt-tokens: N > 0 cuts, 0 or `none` sends prompts uncut."""
+    if s.strip().lower() in ("0", "none", "off"):
+        return 0
+    return _pos_int(s)
+
+
 # What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
 RUN_SIZES = {"samples": 32, "max_new_tokens": 512, "max_prompt_tokens": 3000}
 DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
@@ -78,8 +85,10 @@ def add_run_options(
     p.add_argument("--prompts", metavar="FILE", help=".txt, .jsonl or .json prompt file")
     p.add_argument(
         "--max-prompt-tokens",
-        type=_pos_int,
-        help=f"seeded truncation to [0.5, 1.5] x N tokens ({sizes['max_prompt_tokens']})",
+        type=_prompt_cap,
+        help=f"seeded truncation to [0.5, 1.5] x N tokens ({sizes['max_prompt_tokens']}); 0 or "
+        "none: no truncation. A .json of token-id lists (SGLang's input-id cache) is sent uncut "
+        "unless N is given",
     )
     p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
     p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
@@ -139,6 +148,9 @@ def build_config(args: argparse.Namespace):
         v = getattr(args, arg, None)
         if v is not None:
             setattr(cfg, attr, v)
+    if getattr(args, "max_prompt_tokens", None) is not None:
+        cfg.max_prompt_tokens = args.max_prompt_tokens or None  # 0: no truncation
+        cfg.prompt_cut_asked = True
     if getattr(args, "helpers", None):
         cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
         check_helpers(cfg.helpers, "--helpers")

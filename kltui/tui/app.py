@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -45,7 +46,7 @@ from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
 from kltui.tui.summaries import Summaries
-from kltui.tui.text import escape_controls
+from kltui.tui.text import escape_controls, safe
 from kltui.tui.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
@@ -174,6 +175,25 @@ class KltuiApp(App[int]):
                 yield SampleTable(id="samples")
         yield DiagnosisBar(id="diagnosis")
         yield Footer()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast is shown literally: its text carries server, file and recording strings,
+        and Textual would otherwise parse `[...]` as markup (and crash on a stray `[/]`)."""
+        super().notify(
+            escape_controls(message, 300),
+            title=escape_controls(title, 80),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(themes.VARIABLE_DEFAULTS)
@@ -387,12 +407,14 @@ class KltuiApp(App[int]):
                 store, self.selected, self.summaries, elapsed, self.theme_variables
             )
 
-    def _heat_title(self, st: HelperState | None) -> str:
+    def _heat_title(self, st: HelperState | None) -> Text:
+        # A Text, not a str: Textual parses a str title as markup (helper and server names
+        # come from a recording or a server).
         if st is None:
-            return "k3 heatmap"
+            return Text("k3 heatmap")
         multi = self.store is not None and len({s.server for s in self.store.helpers.values()}) > 1
-        where = f" @ {escape_controls(st.server)}" if multi else ""
-        return f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions"
+        where = f" @ {st.server}" if multi else ""
+        return safe(f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions")
 
     DASHBOARD_ONLY = frozenset(
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
