@@ -26,13 +26,12 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "real_engines.sh"
+from .launch import REPO, SCRIPT, Servers, script
+
 CHECKPOINT = Path(os.environ.get("KLTUI_CHECKPOINT") or REPO / "kltui/reference/checkpoint")
 API_KEY = "kltui-real-tier-key"
 MODE = os.environ.get("KLTUI_REAL_ENGINES", "auto").strip().lower()
 BUILD_TIMEOUT = 3600
-START_TIMEOUT = 600
 HEARTBEAT_S = 30
 
 
@@ -52,17 +51,6 @@ def pytest_collection_modifyitems(config, items):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "real_engines: needs real SGLang/vLLM servers (tests/real, see docs)"
-    )
-
-
-def script(*args: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO,
     )
 
 
@@ -153,30 +141,6 @@ def engines(pytestconfig) -> dict:
             )
         status = json.loads(script("status", timeout=60).stdout)
     return status
-
-
-class Servers:
-    """Session-wide registry of started servers, so each is started once and always stopped."""
-
-    def __init__(self) -> None:
-        self.urls: dict[str, str] = {}
-        self.startup_s: dict[str, float] = {}
-
-    def get(self, name: str, engine: str, *flags: str, env: dict | None = None) -> str:
-        if name not in self.urls:
-            t0 = time.monotonic()
-            proc = script("start", engine, *flags, timeout=START_TIMEOUT, env=env)
-            if proc.returncode != 0:
-                pytest.fail(f"starting {engine} {' '.join(flags)} failed:\n{proc.stderr[-3000:]}")
-            self.urls[name] = proc.stdout.strip().splitlines()[-1]
-            self.startup_s[name] = time.monotonic() - t0
-            print(f"[real] {name}: {self.urls[name]} in {self.startup_s[name]:.1f} s")
-        return self.urls[name]
-
-    def stop_all(self) -> None:
-        for url in self.urls.values():
-            script("stop", url, timeout=120)
-        self.urls.clear()
 
 
 @pytest.fixture(scope="session")
