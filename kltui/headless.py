@@ -48,6 +48,7 @@ class HeadlessView:
             transient=False,
         )
         self.tasks: dict[str, int] = {}
+        self.flushes: dict[str, int] = {}  # server -> flushes asked (they hit every client)
 
     def __call__(self, ev: Event) -> None:
         match ev:
@@ -68,6 +69,8 @@ class HeadlessView:
                     f"{ev.helper:<18}", total=ev.n_samples, status="starting"
                 )
             case PhaseChanged() | TokensDecoded() | SampleScored() | SampleSkipped():
+                if isinstance(ev, PhaseChanged) and ev.phase == "flush":
+                    self.flushes[ev.server] = self.flushes.get(ev.server, 0) + 1
                 self._update(ev.helper, ev.server)
             case HelperFinished():
                 s = ev.summary
@@ -98,6 +101,15 @@ class HeadlessView:
 
     def finish(self) -> None:
         self.progress.stop()
+        for server, n in self.flushes.items():
+            # /flush_cache empties the radix cache for every client of that server: say so
+            self.console.print(
+                Text(
+                    f"flushed the radix cache of {server} {n} time(s) (/flush_cache; it affects "
+                    "every client of that server)"
+                ),
+                soft_wrap=True,
+            )
         if self.store.helpers:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from kltui import __version__
+from kltui import __version__, fmt
 from kltui.codec import json_safe
 from kltui.compare import cross_server
 from kltui.diagnosis import diagnose
@@ -51,7 +51,58 @@ SUMMARY_FIELDS = (
     "reason",
     "tokens",
     "non_finite_tokens",
+    "id_mismatch_tokens",
+    "id_mismatches",
 )
+
+
+# cross_engine's figures in the JSON report: report name -> key of the helper's summary
+CROSS_FIELDS = {
+    "top1_agreement": "top1_agreement",
+    "top5_agreement": "top5_agreement",
+    "max_abs_delta": "max_abs_delta",
+    "mean_abs_delta": "mean_abs_delta",
+    "union_topk_kl": "union_kl_mean",
+    "first_greedy_mismatch": "first_token_mismatch",
+    "config_mismatches": "config_mismatches",
+}
+
+
+def cross_fields(summary: dict | None) -> dict | None:
+    """The baseline comparison's figures (None for every helper but cross_engine)."""
+    if not summary or "agreement_line" not in summary:
+        return None
+    return {name: summary.get(key) for name, key in CROSS_FIELDS.items()}
+
+
+def cross_rows(summary: dict | None) -> list[tuple[str, str]]:
+    """(label, plain-text value) of the cross-engine figures, for Markdown, HTML and JUnit."""
+    f = cross_fields(summary)
+    if f is None:
+        return []
+
+    def rate(x) -> str:
+        return "–" if x is None else f"{x * 100:.1f}%"
+
+    line = summary.get("agreement_line")
+    where = f.get("first_greedy_mismatch")
+    return [
+        (
+            "top-1 agreement",
+            rate(f["top1_agreement"]) + (f" (line {line * 100:.0f}%)" if line else ""),
+        ),
+        ("top-5 agreement", rate(f["top5_agreement"])),
+        ("max |Δ logprob|", fmt.sci(f["max_abs_delta"])),
+        ("mean |Δ logprob|", fmt.sci(f["mean_abs_delta"])),
+        ("union top-k KL", fmt.sci(f["union_topk_kl"])),
+        (
+            "first greedy mismatch",
+            f"sample {where.get('sample')} @ {where.get('position')}"
+            if isinstance(where, dict)
+            else "none",
+        ),
+        ("config mismatches", ", ".join(map(str, f["config_mismatches"] or [])) or "none"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -210,6 +261,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
         entry: dict = {"server": st.server}
         if st.summary is not None:
             entry.update({k: st.summary.get(k) for k in SUMMARY_FIELDS if k in st.summary})
+            entry.update(cross_fields(st.summary) or {})
             entry["per_sample"] = st.summary.get("per_sample", [])
         else:
             entry.update(

@@ -16,6 +16,7 @@ from kltui.diagnosis import Diagnosis, diagnose
 from kltui.metrics import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.report import (
     Origin,
+    cross_rows,
     helper_names,
     helper_status,
     max_location,
@@ -554,6 +555,10 @@ def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
     else:
         body = '<p class="muted">No sample was scored, so this helper has no figures.</p>'
     heat = f"<h4>Heatmap</h4>{heatmap_html(st)}" if st.n_scored or st.decoded_len else ""
+    cross = cross_rows(st.summary)
+    if cross:
+        cells = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in cross)
+        body = f'<h4>Against the baseline</h4><table class="cross">{cells}</table>' + body
     return f"""<section class="helper" id="h{i}">
 <div class="helper-head"><h2>{esc(name)}</h2>{_badge(helper_status(st))}{server}</div>
 {notes_html(st)}{body}{heat}{top_tokens_html(st)}{samples_html(st)}</section>"""

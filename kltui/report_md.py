@@ -13,6 +13,7 @@ from kltui.compare import cross_server, describe_first_dict
 from kltui.diagnosis import diagnose
 from kltui.report import (
     Origin,
+    cross_rows,
     helper_names,
     helper_status,
     max_location,
@@ -116,6 +117,12 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     if helpers:
         lines += results_table(store) + [""]
     lines += notes(store)
+    for key, st in store.helpers.items():
+        rows = cross_rows(st.summary)
+        if rows:
+            name = md_escape(helper_names(store)[key])
+            shown = "; ".join(f"{md_escape(label)} {md_escape(value)}" for label, value in rows)
+            lines.append(f"- **{name}** {shown}")
     for d in diagnose(store):
         lines.append(f"- **Diagnosis** {md_escape(d.server)}: {md_escape(d.label)}")
         if d.next_step:

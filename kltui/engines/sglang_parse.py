@@ -101,6 +101,9 @@ class GenResult:
     input_token_ids_logprobs: list | None = None
     meta: dict = field(default_factory=dict)
     input_texts: list | None = None  # with return_text_in_logprobs: the text of each input token
+    # positions of input_token_logprobs whose reported id differs from the id sent there, in a
+    # way a per-id server quirk explains (kltui.engines.idcheck); None when all are equal
+    id_mismatch: np.ndarray | None = None
 
 
 def _meta(obj: dict, what: str) -> dict:
