@@ -277,14 +277,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
     if args.headless:
         from kltui.outputs.headless import HeadlessView, make_console
-        from kltui.session.store import SessionStore
+        from kltui.session.fold import fold
 
-        store = SessionStore()
-        view = HeadlessView(store, make_console())
-        for ev in rec.events:
-            store.apply(ev)
-            view(ev)
-        view.finish()
+        console = make_console()
+        views: list[HeadlessView] = []
+
+        def on_run(store):  # each run of the file is printed as `kltui check` printed it
+            if views:
+                views[-1].finish()
+            views.append(HeadlessView(store, console))
+            return views[-1]
+
+        fold(rec, on_run)
+        views[-1].finish()
         return 0
     from kltui.tui.app import run_replay
 

@@ -32,32 +32,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_store(path: str):
-    """Folds a recording into a SessionStore; raises RecordingError (a UsageError) naming the
-    file when it is missing, not a recording, or written by a newer kltui."""
+    """Folds a recording into a SessionStore (its last run); raises RecordingError (a
+    UsageError) naming the file when it is missing, not a recording, or written by a newer
+    kltui."""
     from kltui.outputs.reports.common import Origin
-    from kltui.session.events import HelperFinished, HelperStarted
+    from kltui.session.fold import fold
     from kltui.session.recording import read_recording
-    from kltui.session.store import SessionStore, helper_key
 
     rec = read_recording(path)
-    store = SessionStore()
-    store.replay = True
-    started: dict[str, float] = {}
-    durations: dict[str, float] = {}
-    for ev, t in zip(rec.events, rec.times, strict=True):
-        store.apply(ev)
-        if isinstance(ev, HelperStarted):
-            started[helper_key(ev.helper, ev.server)] = t
-        elif isinstance(ev, HelperFinished):
-            key = helper_key(ev.helper, ev.server)
-            if key in started:
-                durations[key] = max(0.0, t - started[key])
+    store = fold(rec)[-1]
     created = rec.header.get("created")
     origin = Origin(
         recording=path,
         truncated=rec.truncated,
         created=created if isinstance(created, int | float) else None,
-        durations=durations,
     )
     return store, origin
 

@@ -38,7 +38,7 @@ from kltui.metrics.cross import (
     cross_summary,
     first_token_mismatch,
 )
-from kltui.metrics.k3 import avg_kl_div
+from kltui.metrics.k3 import avg_kl_div, within_threshold
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -183,7 +183,7 @@ class CrossRun(Run):
         ok = ok and fig["greedy_rule_failures"] == 0
         if ctx.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
-            ok = ok and bool(np.isfinite(avg)) and avg < ctx.threshold
+            ok = ok and within_threshold(avg, ctx.threshold)
         return "pass" if ok else "fail"
 
 

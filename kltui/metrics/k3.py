@@ -133,6 +133,11 @@ def _percentile(values: np.ndarray, q: float) -> float:
         return float(np.percentile(values, q))
 
 
+def within_threshold(avg: float | None, threshold: float) -> bool:
+    """SGLang's pass rule: avg_kl_div strictly below the threshold (NaN and inf never pass)."""
+    return avg is not None and bool(np.isfinite(avg)) and avg < threshold
+
+
 def helper_summary(
     per_sample: list[tuple[int, SampleMetrics]],
     k3_arrays: list[np.ndarray],
@@ -181,7 +186,7 @@ def helper_summary(
     if firsts:
         pos, sample = min(firsts)
         summary["first_divergence"] = {"sample": sample, "position": pos}
-    summary["passed"] = bool(scored > 0 and np.isfinite(avg) and avg < threshold)
+    summary["passed"] = scored > 0 and within_threshold(avg, threshold)
     return summary
 
 

@@ -6,6 +6,7 @@ It only folds events; every number it holds comes from `metrics.ScoreBook` or fr
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,8 +39,11 @@ class HelperState:
     tail_threshold: float = DEFAULT_TAIL_THRESHOLD
     settings: dict = field(default_factory=dict)
     phase: str = "starting"
-    started: float = field(default_factory=time.monotonic)
+    # Seconds on the store's clock (see SessionStore.clock): the helper's own start and end,
+    # so a live run, `kltui check`, the reports and a replay all show the same duration.
+    started: float = 0.0
     finished: float | None = None
+    clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
     # sample -> generated tokens seen so far while decoding (not yet scored)
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
@@ -61,7 +65,9 @@ class HelperState:
 
     @property
     def elapsed(self) -> float:
-        return (self.finished or time.monotonic()) - self.started
+        """Seconds from start to end, or to the store's "now" while it runs."""
+        end = self.finished if self.finished is not None else self.clock()
+        return max(0.0, end - self.started)
 
     def row_length(self, sample: int) -> int:
         scored = self.book.samples.get(sample)
@@ -75,7 +81,11 @@ class HelperState:
 
 
 class SessionStore:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        # The one clock for helper times: an event's own time when it carries one, else this.
+        # Wall-clock time in a live run; in a replay, the recording's time of the event being
+        # applied (`session.fold`), so replayed durations are the recorded ones.
+        self.clock = clock
         self.run: RunStarted | None = None
         self.helpers: dict[str, HelperState] = {}
         self.problems: list[Problem] = []
@@ -98,6 +108,8 @@ class SessionStore:
                     event.threshold,
                     event.tail_threshold,
                     dict(event.settings),
+                    started=self._time_of(event),
+                    clock=self.clock,
                 )
                 st.book = ScoreBook(event.tail_threshold)
                 self.helpers[st.key] = st
@@ -148,7 +160,7 @@ class SessionStore:
                 st = self._state(event.helper, event.server)
                 st.summary = event.summary
                 st.phase = "done"
-                st.finished = time.monotonic()
+                st.finished = self._time_of(event)
                 return st
             case Problem():
                 self.problems.append(event)
@@ -160,10 +172,16 @@ class SessionStore:
                 self.finished = event
         return None
 
+    def _time_of(self, event: Event) -> float:
+        at = getattr(event, "at", None)  # events that carry the time they were made
+        return at if isinstance(at, int | float) else self.clock()
+
     def _state(self, helper: str, server: str) -> HelperState:
         key = helper_key(helper, server)
         st = self.helpers.get(key)
         if st is None:  # tolerate a recording that starts mid-helper
-            st = HelperState(helper, server, 0, float("nan"))
+            st = HelperState(
+                helper, server, 0, float("nan"), started=self.clock(), clock=self.clock
+            )
             self.helpers[key] = st
         return st

@@ -30,7 +30,6 @@ from kltui.session.compare import cross_server, describe_rerun, rerun_equality
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
     Event,
-    HelperFinished,
     HelperStarted,
     Problem,
     RunFinished,
@@ -143,8 +142,6 @@ class KltuiApp(App[int]):
         self.last_message = ""
         self._prev_store: SessionStore | None = None
         self._last_finished: SessionStore | None = None
-        self._times: dict[str, list[float | None]] = {}
-        self._clock_now = 0.0
         self._seen_version = -1
         self._dirty = True
         self._last_table = 0.0
@@ -225,27 +222,20 @@ class KltuiApp(App[int]):
         self.run_gen += 1
         self.store = SessionStore()
         self.summaries.clear()
-        self._times = {}
         self.status.running = True
         self.status.run_no = len(self.history) + 1
         self.status.message = "connecting to " + ", ".join(self.feed.servers)
         self._mark_dirty()
         return self.store
 
-    def feed_event(self, ev: Event, t: float) -> None:
-        self._clock_now = t
+    def feed_event(self, ev: Event) -> None:
         self._dirty = True
         match ev:
             case HelperStarted():
                 key = f"{ev.helper}@{ev.server}"
-                self._times[key] = [t, None]
                 # Follow the helper that is running, until the user picks one.
                 if not self._user_selected or self.selected not in self.store.helpers:
                     self.selected = key
-            case HelperFinished():
-                span = self._times.get(f"{ev.helper}@{ev.server}")
-                if span is not None:
-                    span[1] = t
             case RunStarted():
                 self.status.message = None
             case Problem() if self.feed.mode == "live":
@@ -299,11 +289,9 @@ class KltuiApp(App[int]):
         self._dirty = True
 
     def _elapsed(self) -> dict[str, float]:
-        now = time.monotonic() if self.feed.mode == "live" else self._clock_now
-        out = {}
-        for key, (start, end) in self._times.items():
-            out[key] = (end if end is not None else now) - start
-        return out
+        """Each helper's seconds on the store's one clock (a replay's is the recording's)."""
+        store = self.store
+        return {k: st.elapsed for k, st in store.helpers.items()} if store else {}
 
     def _tick(self) -> None:
         store = self.store

@@ -16,6 +16,7 @@ from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.consume import pump
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
+from kltui.session.fold import ReplayClock, recording_epoch, split_runs
 from kltui.session.recording import Recorder, Recording
 from kltui.session.store import SessionStore
 
@@ -28,7 +29,7 @@ class Sink(Protocol):
     """What a feed drives (the app)."""
 
     def feed_start_run(self) -> SessionStore: ...
-    def feed_event(self, event: Event, t: float) -> None: ...
+    def feed_event(self, event: Event) -> None: ...
     def feed_end_run(
         self, store: SessionStore, *, counted: bool, recording: str | None
     ) -> None: ...
@@ -119,9 +120,7 @@ class LiveFeed:
             if self.record:
                 recorder = LazyRecorder(nth_path(self.record, self.recorded_runs + 1))
             try:
-                await pump(
-                    make(), store, recorder, lambda ev: sink.feed_event(ev, time.monotonic())
-                )
+                await pump(make(), store, recorder, sink.feed_event)
             except asyncio.CancelledError:
                 self._close(recorder)
                 sink.feed_end_run(store, counted=True, recording=self._path(recorder))
@@ -156,17 +155,6 @@ class LiveFeed:
         return recorder.path if recorder is not None and recorder.opened else None
 
 
-def split_runs(events: list[Event], times: list[float]) -> list[tuple[list[Event], list[float]]]:
-    """A recording appended to twice holds two runs; each replays into a store of its own."""
-    runs: list[tuple[list[Event], list[float]]] = []
-    for ev, t in zip(events, times, strict=False):
-        if isinstance(ev, RunStarted) or not runs:
-            runs.append(([], []))
-        runs[-1][0].append(ev)
-        runs[-1][1].append(t)
-    return runs
-
-
 class ReplayFeed:
     mode = "replay"
 
@@ -176,6 +164,7 @@ class ReplayFeed:
         self.instant = instant
         self.now = 0.0
         self.finished = False
+        self._clock: ReplayClock | None = None
 
     @property
     def servers(self) -> list[str]:
@@ -197,6 +186,8 @@ class ReplayFeed:
         start = time.monotonic()
         for i, (ev, t) in enumerate(zip(events, times, strict=True)):
             self.now = t
+            if self._clock is not None:
+                self._clock.t = t
             if self.instant:
                 if i % INSTANT_CHUNK == INSTANT_CHUNK - 1:
                     await asyncio.sleep(0)
@@ -208,9 +199,13 @@ class ReplayFeed:
 
     async def run(self, sink: Sink) -> None:
         self.finished = False
+        epoch = recording_epoch(self.recording)
         for events, times in split_runs(self.recording.events, self.recording.times):
             store = sink.feed_start_run()
             store.replay = True
+            clock = ReplayClock(epoch)
+            store.clock = clock
+            self._clock = clock
             try:
                 await pump(self._stream(events, times), store, None, self._forward(sink))
             except asyncio.CancelledError:
@@ -220,4 +215,4 @@ class ReplayFeed:
         self.finished = True
 
     def _forward(self, sink: Sink):
-        return lambda ev: sink.feed_event(ev, self.now)
+        return sink.feed_event

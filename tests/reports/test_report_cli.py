@@ -86,7 +86,7 @@ def test_durations_come_from_recorded_times(tmp_path):
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
     store, origin = load_store(path)
     assert origin.recording == path and not origin.truncated
-    assert origin.durations == {"match@http://127.0.0.1:30000": 2.5}
+    assert store.helpers["match@http://127.0.0.1:30000"].elapsed == 2.5
     xml = ET.fromstring(junit_report(store, origin).encode())
     assert xml.find("testsuite/testcase").get("time") == "2.500"
 

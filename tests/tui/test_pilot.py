@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kltui.metrics import scale
 from kltui.session.events import Problem, TokensDecoded
 from kltui.tui.app import KltuiApp, all_binding_ids
 from kltui.tui.commands import KltuiCommands
@@ -209,7 +210,7 @@ async def test_theme_change_recolours_the_heatmap():
         assert hm._theme_gen > gen
         after = hm.palette.colours
         assert after != before
-        assert after[-1].hex.lower() == "#fde725"  # viridis' top stop
+        assert after[scale.NONFINITE - 1].hex.lower() == "#fde725"  # viridis' top stop
 
 
 async def test_no_color_uses_glyphs(monkeypatch):
@@ -291,7 +292,7 @@ async def test_event_bursts_are_coalesced_into_few_redraws():
         for i in range(5000):
             ev = TokensDecoded("match", synth.URL, 1, 8 + i, np.array([5]), np.array([-0.1]))
             app.store.apply(ev)
-            app.feed_event(ev, 0.0)
+            app.feed_event(ev)
         await pilot.pause(0.3)
         assert st.decoded_len[1] == 5008
         assert 1 <= len(calls) <= 10

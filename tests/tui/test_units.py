@@ -9,10 +9,11 @@ import pytest
 
 from kltui.metrics import scale
 from kltui.session.events import HelperStarted, Problem, RunFinished, RunStarted, SampleScored
+from kltui.session.fold import split_runs
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
 from kltui.tui import heat, themes
-from kltui.tui.feeds import LazyRecorder, connect_failed, nth_path, split_runs
+from kltui.tui.feeds import LazyRecorder, connect_failed, nth_path
 from kltui.tui.widgets.heatmap import View, make_geometry, ruler
 from kltui.untrusted import escape_controls, safe
 from tests.tui import synth

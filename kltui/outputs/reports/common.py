@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -112,9 +112,6 @@ class Origin:
     recording: str | None = None
     truncated: bool = False  # the recording's last line was cut (a killed run)
     created: float | None = None  # the recording header's wall-clock time
-    # helper key -> seconds between its recorded HelperStarted and HelperFinished: a replayed
-    # store folds instantly, so its own clock would time nothing.
-    durations: dict[str, float] = field(default_factory=dict)
 
 
 def verdict(store: SessionStore) -> str:
@@ -140,12 +137,9 @@ def helper_status(st: HelperState) -> str:
     return "error" if st.phase == "error" else "incomplete"
 
 
-def helper_seconds(st: HelperState, origin: Origin | None) -> float | None:
-    if origin is not None and st.key in origin.durations:
-        return origin.durations[st.key]
-    if st.finished is None:
-        return None
-    return max(0.0, st.finished - st.started)
+def helper_seconds(st: HelperState) -> float | None:
+    """The helper's duration on the store's clock (session.fold times a replayed store)."""
+    return st.elapsed if st.finished is not None else None
 
 
 def max_location(summary: dict) -> dict | None:

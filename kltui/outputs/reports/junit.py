@@ -81,7 +81,7 @@ def details(st: HelperState) -> str:
 
 
 def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> str:
-    seconds = helper_seconds(st, origin)
+    seconds = helper_seconds(st)
     case = _sub(
         suite,
         "testcase",
@@ -173,7 +173,7 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
         why = "the recording holds no run" if store.run is None else f"run verdict {v}"
         _sub(case, "error", message=why, type=v)
         kinds.append("errors")
-    total = sum(helper_seconds(st, origin) or 0.0 for st in store.helpers.values())
+    total = sum(helper_seconds(st) or 0.0 for st in store.helpers.values())
     counts = {k: kinds.count(k) for k in ("failures", "errors", "skipped")}
     attrs = {"tests": len(kinds), **counts, "time": f"{total:.3f}"}
     for el in (root, suite):

@@ -10,7 +10,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
+from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN, within_threshold
 from kltui.session.store import HelperState
 from kltui.untrusted import safe
 
@@ -48,7 +48,7 @@ class Counters(Static):
         grid.add_row("tokens scored", Text(f"{s.get('tokens', 0):,}", style="bold"))
         avg_t = Text(fmt.sci(avg), style="bold")
         if avg is not None and not math.isnan(avg):
-            within = avg < st.threshold
+            within = within_threshold(avg, st.threshold)
             avg_t.append("  < " if within else "  ≥ ", style="dim")
             avg_t.append(fmt.sci(st.threshold, 1), style=ok if within else bad)
         grid.add_row("avg_kl_div", avg_t)

@@ -16,6 +16,7 @@ from textual.widgets import Static
 
 from kltui import fmt
 from kltui.helpers.registry import same_engine
+from kltui.metrics.k3 import within_threshold
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import safe
 
@@ -57,7 +58,7 @@ def result_mark(summary: dict | None, st: HelperState, vars_: dict) -> Text:
         avg = summary.get("avg_kl_div")
         if avg is None or (isinstance(avg, float) and math.isnan(avg)):
             return Text("…", style="dim")
-        within = avg < st.threshold
+        within = within_threshold(avg, st.threshold)
         return Text("✓ so far" if within else "✗ so far", style=f"{ok if within else bad}")
     return {
         "pass": Text("✓ PASS", style=f"bold {ok}"),
