@@ -29,9 +29,9 @@ def add_parser(sub) -> None:
     p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="N values")
     p.add_argument("--hidden", type=int, default=1024, help="K and H of the matmuls (1024)")
     p.add_argument("--vocab", type=int, default=32000, help="width of softmax/log_softmax")
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--head-dim", type=int, default=128)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--heads", type=int, default=8, help="attention heads (8)")
+    p.add_argument("--head-dim", type=int, default=128, help="attention head size (128)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (0)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.set_defaults(func=cmd_probe_ops)
 

@@ -226,6 +226,10 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
     prompt, decode = _split_a(pa)
     rid_a = check_single_request(pa, "A")
     rid_b = check_single_request(pb, "B")
+    # An overlap scheduler runs one more decode pass after the last token is sampled: B's
+    # single-token passes after its prefill are decode, not part of the fresh prefill.
+    tail = next((i for i, p in enumerate(pb) if p.tokens == 1 and i > 0), len(pb))
+    pb, b_extra = pb[:tail], pb[tail:]
     map_b = position_map(pb, "B")
     map_a = position_map(prompt, "A (prompt prefill)")
     m = len(map_b)
@@ -305,6 +309,7 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
         "prompt_tokens": plen,
         "fresh_prefill_tokens": m,
         "decode_steps": len(decode),
+        "ignored_prefill_passes": [p.step for p in b_extra],
         "aligned_steps": len(aligned),
         "input_ids_identical": True,
         "embedding_identical": True,

@@ -46,7 +46,9 @@ def add_parsers(sub) -> None:
     )
     d.add_argument("--new-tokens", type=_pos_int, default=8, help="decode steps K (8)")
     d.add_argument("--api-key", help="Bearer key (or env KLTUI_API_KEY); never recorded")
-    d.add_argument("--request-timeout", type=float, default=600.0)
+    d.add_argument(
+        "--request-timeout", type=float, default=600.0, help="seconds to wait for a response (600)"
+    )
     d.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
     d.add_argument("--full", action="store_true", help="print every module, not only the tail")
     d.set_defaults(func=cmd_dumps)

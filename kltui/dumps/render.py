@@ -67,17 +67,15 @@ def steps_table(steps: list[dict]) -> Table:
 
 
 def print_result(console, r: dict, *, full: bool = False) -> None:
-    console.print(
-        Text(
-            escape_controls(
-                f"A (decode run): {r['dir_a']}\nB (fresh prefill): {r['dir_b']}\n"
-                f"prompt {r['prompt_tokens']} tokens, {r['aligned_steps']} aligned decode steps, "
-                f"fresh prefill M={r['fresh_prefill_tokens']}, rank {r['rank']} of {r['ranks']}\n"
-                f"alignment: input ids bit-identical, embedding output "
-                f"({r['embedding_module']}) bit-identical"
-            )
-        )
-    )
+    lines = [
+        f"A (decode run): {r['dir_a']}",
+        f"B (fresh prefill): {r['dir_b']}",
+        f"prompt {r['prompt_tokens']} tokens, {r['aligned_steps']} aligned decode steps, "
+        f"fresh prefill M={r['fresh_prefill_tokens']}, rank {r['rank']} of {r['ranks']}",
+        f"alignment: input ids bit-identical, embedding output ({r['embedding_module']}) "
+        "bit-identical",
+    ]
+    console.print(Text("\n".join(escape_controls(line) for line in lines)))
     step = r["decode_step"]
     title = (
         f"modules at decode step {step} (position {r['position']})"

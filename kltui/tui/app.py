@@ -106,9 +106,11 @@ class KltuiApp(App[int]):
         watch: bool = False,
         token_text: dict[int, str] | None = None,
         screenshot_dir: str | None = None,
+        read_only: bool = False,
         loopback: LoopbackCheck = is_loopback,
     ) -> None:
         super().__init__()
+        self.read_only = read_only
         self._loopback = loopback
         self.flush_settled: set[str] = set()  # servers not to ask about again this session
         self.feed = feed
@@ -203,6 +205,8 @@ class KltuiApp(App[int]):
         return dict(themes.VARIABLE_DEFAULTS)
 
     def on_mount(self) -> None:
+        if self.read_only:
+            self.notify("read-only: re-run and screenshots are off", timeout=4)
         for note in self._startup_notes:
             self.notify(escape_controls(note), severity="warning", timeout=8)
         self.theme_changed_signal.subscribe(self, lambda _t: self.refresh_views(force=True))
@@ -296,7 +300,7 @@ class KltuiApp(App[int]):
         if reason is not None:
             answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
             self.push_screen(
-                ConfirmFlush(url, reason),
+                ConfirmFlush(url, reason, read_only=self.read_only),
                 callback=lambda yes: answer.done() or answer.set_result(bool(yes)),
             )
             if not await answer:
@@ -441,7 +445,12 @@ class KltuiApp(App[int]):
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
     )
 
+    # what a reviewer of a served dashboard (`kltui web --read-only`) must not do
+    ACTS = frozenset({"rerun", "save_svg", "screenshot"})
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.read_only and action in self.ACTS:
+            return False
         # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
         if action in self.DASHBOARD_ONLY and len(self.screen_stack) > 1:
             return False
@@ -550,6 +559,8 @@ class KltuiApp(App[int]):
         self.notify(escape_controls(self.last_message, 300), timeout=8)
 
     def action_save_svg(self) -> None:
+        if self.read_only:  # the command palette calls actions directly
+            return
         st = self.selected_state()
         name = st.helper if st else "dashboard"
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -573,6 +584,8 @@ class KltuiApp(App[int]):
         self.action_save_svg()
 
     async def action_rerun(self) -> None:
+        if self.read_only:
+            return
         worker = self._feed_worker
         if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
             if self.status.running:
@@ -669,9 +682,16 @@ def run_app(
     json_path: str | None,
     theme: str | None,
     watch: bool,
+    read_only: bool = False,
 ) -> int:
     """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
-    app = KltuiApp(LiveFeed(cfg, record), theme=theme or cfg.theme, keymap=cfg.keymap, watch=watch)
+    app = KltuiApp(
+        LiveFeed(cfg, record),
+        theme=theme or cfg.theme,
+        keymap=cfg.keymap,
+        watch=watch,
+        read_only=read_only,
+    )
     app.run()
     store = app._last_finished or app.store
     if json_path and store is not None and store.run is not None:
@@ -684,9 +704,18 @@ def run_app(
     return app.exit_code()
 
 
-def run_replay(path: str, *, speed: float | None, instant: bool, theme: str | None) -> int:
+def run_replay(
+    path: str,
+    *,
+    speed: float | None,
+    instant: bool,
+    theme: str | None,
+    read_only: bool = False,
+) -> int:
     """`kltui replay FILE`: the same dashboard fed from a recording."""
     recording = read_recording(path)
-    app = KltuiApp(ReplayFeed(recording, speed=speed, instant=instant), theme=theme)
+    app = KltuiApp(
+        ReplayFeed(recording, speed=speed, instant=instant), theme=theme, read_only=read_only
+    )
     app.run()
     return app.exit_code()

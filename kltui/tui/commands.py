@@ -38,6 +38,8 @@ class KltuiCommands(Provider):
             ),
             ("Help: keys and metrics", app.action_help, "every key and what the numbers mean"),
         ]
+        if app.read_only:
+            out = [c for c in out if c[1] not in (app.action_screenshot, app.action_rerun)]
         for key in app.helper_keys():
             out.append(
                 (

@@ -34,8 +34,8 @@ def asked(monkeypatch) -> list[ConfirmFlush]:
     shown: list[ConfirmFlush] = []
 
     class Recorded(ConfirmFlush):
-        def __init__(self, server: str, reason: str) -> None:
-            super().__init__(server, reason)
+        def __init__(self, server: str, reason: str, **kw) -> None:
+            super().__init__(server, reason, **kw)
             shown.append(self)
 
     monkeypatch.setattr(app_module, "ConfirmFlush", Recorded)
@@ -114,6 +114,23 @@ async def test_cancel_stops_the_run_unflushed_and_yes_is_asked_once(server_url, 
         assert app.store.helpers[f"match@{server_url}"].summary is not None
         await pilot.press("q")
     assert app.return_value in (0, 1)
+
+
+async def test_read_only_dashboard_cannot_answer_flush(server_url, asked):
+    """`kltui web --read-only`: a viewer must not act on the server, so only Cancel works."""
+    app = KltuiApp(LiveFeed(small(server_url), None), loopback=on_another_host, read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        text = await question(pilot, app)
+        assert "read-only" in text and "--yes-flush" in text
+        assert app.screen.query_one("#flush-yes").disabled
+        await pilot.press("y")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ConfirmFlush) and app.store.finished is None
+        await pilot.press("n")
+        await until(pilot, lambda: finished(app))
+        assert app.store.finished.verdict == "interrupted" and not app.store.helpers
+        await pilot.press("q")
+    assert len(asked) == 1
 
 
 @pytest.mark.parametrize(

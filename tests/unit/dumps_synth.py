@@ -126,6 +126,7 @@ def make_pair(
     busy_step: int | None = None,
     ranks: tuple[int, ...] = (0,),
     ranks_b: tuple[int, ...] | None = None,
+    overlap_extra: bool = False,
 ) -> tuple[Path, Path]:
     """A (prompt prefill + k decode steps) and B (fresh prefill of prompt + k tokens).
     plant_decode = {"step": k, "module": ..., "eps": ...}; plant_prompt = {"module", "eps"}."""
@@ -144,10 +145,16 @@ def make_pair(
             p = len(prompt) + step - 1
             extra = "other" if busy_step == step else None
             out.append(run_pass(wa, m, [out[-1]], [p], cache, plant=plant, extra_rid=extra))
+        if overlap_extra:
+            run_pass(wa, m, [out[-1]], [len(prompt) + k], cache)
     for rank in ranks_b or ranks:
         wb = Writer(b, step0=10 + k + 1, rank=rank)
         fed = out[:k]
         if tamper_tokens:
             fed = [(t + 1) % 40 for t in fed]
-        run_pass(wb, m, prompt + fed, list(range(len(prompt) + k)), {}, rid="rid-b")
+        cache_b: dict = {}
+        t = run_pass(wb, m, prompt + fed, list(range(len(prompt) + k)), cache_b, rid="rid-b")
+        if overlap_extra:
+            # what an overlap scheduler does after the last token: one more decode pass
+            run_pass(wb, m, [t], [len(prompt) + k], cache_b, rid="rid-b")
     return a, b

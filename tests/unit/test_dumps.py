@@ -38,6 +38,7 @@ def test_identical_paths_pass(tmp_path, capsys):
     assert root and root[0]["output_identical"] is True
     code, out, _ = run_cli(["dumps", "analyze", str(a), str(b)], capsys)
     assert code == 0 and "bit-identical" in out
+    assert "\\x0a" not in out and out.splitlines()[1].startswith("B (fresh prefill): ")
 
 
 def test_planted_layer_is_named_with_step_position_and_inherited(tmp_path, capsys):
@@ -98,6 +99,19 @@ def test_misaligned_rows_are_refused(tmp_path, capsys):
     code, out, err = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
     assert code == 2 and "rows are misaligned" in err and not js.exists()
     assert len(err.strip().splitlines()) == 1
+
+
+def test_overlap_scheduler_extra_passes_are_not_prefill_rows(tmp_path):
+    # Seen on SGLang 0.5.17 on an H200 with the overlap scheduler: one more decode pass after
+    # the last token, in both runs. B's is not part of the fresh prefill; A's has no B row.
+    a, b = make_pair(
+        tmp_path, overlap_extra=True, plant_decode={"step": 4, "module": QKV1, "eps": 1e-3}
+    )
+    r = analyze(a, b)
+    assert r["fresh_prefill_tokens"] == 10 and r["aligned_steps"] == 4 and r["decode_steps"] == 5
+    assert r["ignored_prefill_passes"] == [10 + 4 + 1 + 1]  # B starts at step 15
+    assert [s["position"] for s in r["steps"]] == [6, 7, 8, 9]
+    assert r["first_divergent_module"] == QKV1 and r["decode_step"] == 4
 
 
 def test_swapped_folders_are_refused(tmp_path):

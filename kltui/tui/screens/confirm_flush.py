@@ -15,8 +15,13 @@ from textual.widgets import Button, Static
 
 from kltui.tui.text import safe
 
+READ_ONLY_NOTE = (
+    "This dashboard is read-only (kltui web --read-only): it cannot flush a server. Cancel "
+    "stops the run; start it with --yes-flush to let it flush."
+)
 
-def question_text(server: str, reason: str) -> Text:
+
+def question_text(server: str, reason: str, read_only: bool = False) -> Text:
     t = Text()
     t.append("kltui is about to flush the radix cache of ")
     t.append_text(safe(server, style="bold", limit=200))
@@ -29,6 +34,9 @@ def question_text(server: str, reason: str) -> Text:
         "empties the cache for every client of the server, not only for kltui: their next "
         "requests find no cached prefix.\n\n"
     )
+    if read_only:
+        t.append(READ_ONLY_NOTE, style="bold")
+        return t
     t.append(
         "Asked once per server in this session. --yes-flush (or yes_flush: true in the config) "
         "skips the question.",
@@ -38,7 +46,8 @@ def question_text(server: str, reason: str) -> Text:
 
 
 class ConfirmFlush(ModalScreen[bool]):
-    """Dismissed with True (flush and run) or False (cancel the run)."""
+    """Dismissed with True (flush and run) or False (cancel the run). Read-only (a served
+    dashboard a reviewer watches): only Cancel; the viewer must not act on the server."""
 
     BINDINGS = [
         Binding("y", "answer(True)", "Flush and run", id="flush.yes"),
@@ -60,19 +69,24 @@ class ConfirmFlush(ModalScreen[bool]):
     ConfirmFlush Button { margin-left: 2; }
     """
 
-    def __init__(self, server: str, reason: str) -> None:
+    def __init__(self, server: str, reason: str, *, read_only: bool = False) -> None:
         super().__init__()
         self.server = server
         self.reason = reason
+        self.read_only = read_only
 
     def compose(self) -> ComposeResult:
         box = Vertical()
         box.border_title = Text.assemble("flush ", safe(self.server, limit=60), "?")
-        box.border_subtitle = "y flush · n / esc cancel"
+        box.border_subtitle = "n / esc cancel" if self.read_only else "y flush · n / esc cancel"
         with box:
-            yield Static(question_text(self.server, self.reason), id="flush-question")
+            yield Static(
+                question_text(self.server, self.reason, self.read_only), id="flush-question"
+            )
             with Horizontal(id="flush-buttons"):
-                yield Button("Flush and run", variant="warning", id="flush-yes")
+                yield Button(
+                    "Flush and run", variant="warning", id="flush-yes", disabled=self.read_only
+                )
                 yield Button("Cancel", variant="primary", id="flush-no")
 
     def on_mount(self) -> None:
@@ -84,4 +98,6 @@ class ConfirmFlush(ModalScreen[bool]):
         self.dismiss(event.button.id == "flush-yes")
 
     def action_answer(self, yes: bool) -> None:
+        if yes and self.read_only:
+            return
         self.dismiss(yes)
