@@ -15,6 +15,7 @@ from rich.text import Text
 from kltui import fmt
 from kltui.errors import EXIT_INTERRUPTED, exit_code
 from kltui.helpers.registry import same_engine
+from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
@@ -75,11 +76,11 @@ class HeadlessView:
                     self.flushes[ev.server] = self.flushes.get(ev.server, 0) + 1
                 self._update(ev.helper, ev.server)
             case HelperFinished():
-                s = ev.summary
+                s = Summary.of(ev.summary)
                 self._update(
                     ev.helper,
                     ev.server,
-                    final=f"{s.get('status')} avg_kl_div={fmt.sci(s.get('avg_kl_div'))}",
+                    final=f"{s.status} avg_kl_div={fmt.sci(s.avg_kl_div)}",
                 )
             case Problem():
                 style = "red" if ev.fatal else "yellow"
@@ -116,7 +117,7 @@ class HeadlessView:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
             if not same_engine(st.helper) and st.summary:
-                self.console.print(cross_line(st.summary), soft_wrap=True, emoji=False)
+                self.console.print(cross_line(st.summary.raw), soft_wrap=True, emoji=False)
         diags = diagnose(self.store)
         for d in diags:
             if d.condition is None and not d.evidence:
@@ -213,26 +214,22 @@ def results_table(store: SessionStore) -> Table:
         t.add_column(col, justify="right" if col not in ("helper", "result") else "left")
     multi = len({st.server for st in store.helpers.values()}) > 1
     for st in store.helpers.values():
-        s = st.summary or {}
+        s = st.summary or Summary()
         name = st.key if multi else st.helper
-        status = s.get("status", st.phase)
+        status = s.status if s.status is not None else st.phase
         style = {"pass": "green", "fail": "red"}.get(status, "yellow")
-        mx = s.get("max_k3")
-        where = (
-            f" ({s['max_k3_sample']}@{s['max_k3_position']})"
-            if s.get("max_k3_sample") is not None
-            else ""
-        )
+        mx = s.max_k3
+        where = f" ({s.max_k3_sample}@{s.max_k3_position})" if s.max_k3_sample is not None else ""
         t.add_row(
             console_markup(name),
-            f"{s.get('scored', st.n_scored)}/{s.get('samples', st.n_samples)}",
-            str(s.get("skipped", len(st.skipped))),
-            fmt.sci(s.get("avg_kl_div")),
-            fmt.sci(s.get("threshold", st.threshold)),
-            fmt.sci(s.get("token_mean_k3")),
+            f"{(s.scored if s.scored is not None else st.n_scored)}/{(s.samples if s.samples is not None else st.n_samples)}",
+            str(s.skipped if s.skipped is not None else len(st.skipped)),
+            fmt.sci(s.avg_kl_div),
+            fmt.sci(s.threshold if s.threshold is not None else st.threshold),
+            fmt.sci(s.token_mean_k3),
             fmt.sci(mx) + where,
-            f"{fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
-            fmt.position(s.get("first_divergence")),
+            f"{fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
+            fmt.position(s.first_divergence),
             f"[{style}]{console_markup(str(status))}[/]",
         )
     return t
@@ -344,7 +341,7 @@ def repeat_section(stores: list[SessionStore], equality: list[dict], requested: 
                 "run_id": s.run.run_id if s.run else None,
                 "verdict": s.finished.verdict if s.finished else "interrupted",
                 "avg_kl_div": {
-                    k: (st.summary or {}).get("avg_kl_div") for k, st in s.helpers.items()
+                    k: st.summary.avg_kl_div if st.summary else None for k, st in s.helpers.items()
                 },
             }
             for i, s in enumerate(stores, 1)

@@ -16,6 +16,7 @@ from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.registry import HELPERS, Helper
+from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
@@ -37,10 +38,10 @@ def server_identity(url: str, info: dict, model: dict) -> dict:
     return out
 
 
-def verdict_of(summaries: list[dict], fatal: bool) -> str:
-    if fatal or any(s.get("status") in ("error", "invalid") for s in summaries):
+def verdict_of(summaries: list[Summary], fatal: bool) -> str:
+    if fatal or any(s.status in ("error", "invalid") for s in summaries):
         return "error"
-    if not summaries or any(not s.get("passed") for s in summaries):
+    if not summaries or any(not s.passed for s in summaries):
         return "fail"
     return "pass"
 
@@ -176,7 +177,7 @@ async def _run(
                 )
                 yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
                 return
-    summaries: list[dict] = []
+    summaries: list[Summary] = []
     fatal = bool(problems)
     # every helper on every server, then the helpers that compare the first one with --baseline
     plan = [(HELPERS[n], c) for c in live for n in cfg.helpers if _scope(n) == "server"]
@@ -189,7 +190,7 @@ async def _run(
         try:
             async for ev in spec.starter()(helper_context(cfg, spec, c, infos[c.url], pset)):
                 if isinstance(ev, HelperFinished):
-                    summaries.append(ev.summary)
+                    summaries.append(Summary.of(ev.summary))
                 yield ev
         except PhaseError as e:
             fatal = True
@@ -202,7 +203,7 @@ async def _run(
                 phase=e.phase,
             )
             if e.finished is not None:
-                summaries.append(e.finished.summary)
+                summaries.append(Summary.of(e.finished.summary))
                 yield e.finished
             if e.err.kind in ("unreachable", "server-restarted"):
                 gone.add(c.url)

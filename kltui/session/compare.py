@@ -283,8 +283,8 @@ def server_pair(store: SessionStore, x: str, y: str) -> dict:
             continue
         d = compare_books(st.book, other.book).to_dict()
         d["avg_kl_div"] = [
-            (st.summary or {}).get("avg_kl_div"),
-            (other.summary or {}).get("avg_kl_div"),
+            st.summary.avg_kl_div if st.summary else None,
+            other.summary.avg_kl_div if other.summary else None,
         ]
         helpers[st.helper] = d
     verdicts = [h["identical"] for h in helpers.values() if h["identical"] is not None]

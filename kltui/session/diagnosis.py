@@ -89,20 +89,20 @@ class Diagnosis:
 # --------------------------------------------------------------------------- evidence
 def _usable(st: HelperState) -> bool:
     s = st.summary
-    return bool(s) and s.get("status") not in UNUSABLE and bool(s.get("scored"))
+    return s is not None and s.status not in UNUSABLE and bool(s.scored)
 
 
 def _exact(st: HelperState) -> bool:
-    return st.summary.get("samples_with_difference", 0) == 0
+    return (st.summary.samples_with_difference or 0) == 0
 
 
 def _count_line(st: HelperState) -> str:
     s = st.summary
-    fd = s.get("first_divergence")
+    fd = s.first_divergence
     where = f", first divergence sample {fd['sample']} @ {fd['position']}" if fd else ""
     return (
-        f"{st.helper}: {s.get('samples_with_difference', 0)}/{s['scored']} samples differ, "
-        f"avg_kl_div {sci(s.get('avg_kl_div'))}, max k3 {sci(s.get('max_k3'))}{where}"
+        f"{st.helper}: {(s.samples_with_difference or 0)}/{s.scored} samples differ, "
+        f"avg_kl_div {sci(s.avg_kl_div)}, max k3 {sci(s.max_k3)}{where}"
     )
 
 
@@ -161,7 +161,7 @@ def excess_over_match(st: HelperState, match: HelperState) -> Excess:
     k3_m, k3_h = k3_m[np.isfinite(k3_m)], k3_h[np.isfinite(k3_h)]
     top = float(k3_m.max()) if k3_m.size else 0.0
     above = int(np.count_nonzero(k3_h > top))
-    level = float(st.summary.get("avg_kl_div") or 0.0)
+    level = float(st.summary.avg_kl_div or 0.0)
     return Excess(
         st.helper,
         higher,
@@ -178,8 +178,8 @@ def _shape(st: HelperState, page_size: int | None) -> list[str]:
     """Which sequences diverge and where in generation: the two questions the KL guide asks."""
     s = st.summary
     helper = st.helper
-    rows = [p for p in s.get("per_sample", []) if p.get("n_nonzero")]
-    scored = s.get("scored") or 0
+    rows = [p for p in s.per_sample if p.get("n_nonzero")]
+    scored = s.scored or 0
     if not rows or not scored:
         return []
     out = []
@@ -193,7 +193,7 @@ def _shape(st: HelperState, page_size: int | None) -> list[str]:
             "compare their prompt length, cached_tokens and page residue with the passing ones"
         )
     if isinstance(page_size, int) and page_size > 1:
-        passing = [p for p in s.get("per_sample", []) if not p.get("n_nonzero")]
+        passing = [p for p in s.per_sample if not p.get("n_nonzero")]
 
         def residues(ps: list[dict]) -> str:
             vals = sorted({int(p["cached_tokens"]) % page_size for p in ps})
@@ -375,13 +375,13 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     settings = _settings_line(info)
     notes = [settings] if settings else []
     for h, st in states.items():
-        status = (st.summary or {}).get("status")
+        status = st.summary.status if st.summary else None
         if status in UNUSABLE:
-            why = st.summary.get("reason") or st.summary.get("error") or ""
+            why = st.summary.reason or st.summary.error or ""
             notes.append(f"{h}: {status}{': ' + why if why else ''} (says nothing about its path)")
     usable = {h: st for h, st in states.items() if _usable(st)}
     if not usable:
-        finished = any(st.summary for st in states.values())
+        finished = any(st.summary is not None for st in states.values())
         label = "no helper gave a usable result" if finished else "no helper finished yet"
         return Diagnosis(server, None, [], label, notes)
     evidence = [_count_line(st) for st in usable.values()] + notes
@@ -422,9 +422,7 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
         primary = "prefill_cache_hit" if "prefill_cache_hit" in dirty else dirty[0]
         verb = "diverge" if len(dirty) > 1 else "diverges"
         evidence += [x for h in dirty for x in _shape(cache[h], page)]
-        below = [
-            h for h in dirty if float(cache[h].summary.get("avg_kl_div") or 0) <= STRAY_ULP_FLOOR
-        ]
+        below = [h for h in dirty if float(cache[h].summary.avg_kl_div or 0) <= STRAY_ULP_FLOOR]
         if below:
             evidence.append(
                 f"{', '.join(below)} stays below the {STRAY_ULP_FLOOR:g} stray-ulp floor: a "
@@ -448,14 +446,14 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     quiet = [e.helper for e in excess if not e.significant and min(e.p_sign, e.p_tail) < EVIDENCE_P]
     for h in quiet:
         evidence.append(
-            f"{h} is above match beyond chance but at {sci(cache[h].summary.get('avg_kl_div'))}"
+            f"{h} is above match beyond chance but at {sci(cache[h].summary.avg_kl_div)}"
             f", below the {STRAY_ULP_FLOOR:g} stray-ulp floor where no state bug sits: kernel "
             "noise on its path's shapes"
         )
     step, cmd, action = _condition1_advice(server, info)
     suspects = _kernel_suspects(info, store)
     det = _flag(info, "enable_deterministic_inference")
-    level = sci(match.summary.get("avg_kl_div"))
+    level = sci(match.summary.avg_kl_div)
     if state:
         evidence += [x for h in state for x in _shape(cache[h], page)]
         return Diagnosis(

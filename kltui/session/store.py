@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
+from kltui.metrics.summary import Summary
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -48,7 +49,7 @@ class HelperState:
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
-    summary: dict | None = None
+    summary: Summary | None = None
     book: ScoreBook = field(default_factory=ScoreBook)
 
     @property
@@ -158,7 +159,7 @@ class SessionStore:
                 return st
             case HelperFinished():
                 st = self._state(event.helper, event.server)
-                st.summary = event.summary
+                st.summary = Summary.of(event.summary)
                 st.phase = "done"
                 st.finished = self._time_of(event)
                 return st

@@ -251,7 +251,7 @@ class KltuiApp(App[int]):
             case RunFinished() if not self._user_selected:
                 # Land on what needs looking at: the first helper that did not pass.
                 for key, st in self.store.helpers.items():
-                    if (st.summary or {}).get("status") not in (None, "pass"):
+                    if st.summary is not None and st.summary.status not in (None, "pass"):
                         self.selected = key
                         break
 
@@ -503,7 +503,7 @@ class KltuiApp(App[int]):
     def action_first_divergence(self) -> None:
         st = self.selected_state()
         summary = self.summaries.get(st, force=True) if st is not None else None
-        fd = (summary or {}).get("first_divergence")
+        fd = summary.first_divergence if summary else None
         if not fd:
             text = (
                 "no divergence: every scored token is bit-identical"

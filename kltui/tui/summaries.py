@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState
 
 LIVE_SUMMARY_MIN_INTERVAL_S = 0.5
@@ -13,13 +14,13 @@ LIVE_SUMMARY_MIN_INTERVAL_S = 0.5
 
 class Summaries:
     def __init__(self, clock=time.monotonic) -> None:
-        self._cache: dict[str, tuple[int, int, float, dict]] = {}
+        self._cache: dict[str, tuple[int, int, float, Summary]] = {}
         self._clock = clock
 
     def clear(self) -> None:
         self._cache.clear()
 
-    def get(self, st: HelperState, *, force: bool = False) -> dict | None:
+    def get(self, st: HelperState, *, force: bool = False) -> Summary | None:
         if st.summary is not None:
             return st.summary
         if st.n_scored == 0:
@@ -32,9 +33,9 @@ class Summaries:
             return hit[3]
         if hit is not None and not force and now - hit[2] < LIVE_SUMMARY_MIN_INTERVAL_S:
             return hit[3]
-        summary = st.book.summary(
+        figures = st.book.summary(
             n_samples=st.n_samples, n_skipped=len(st.skipped), threshold=st.threshold
         )
-        summary["live"] = True
+        summary = Summary.of({**figures, "live": True})
         self._cache[key] = (*stamp, now, summary)
         return summary

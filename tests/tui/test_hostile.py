@@ -45,7 +45,7 @@ async def test_fault_is_shown_and_kept(hostile, tmp_path, fault, phase, helper_s
         app.refresh_views(force=True)
         await pilot.pause()
         st = next(iter(app.store.helpers.values()))
-        assert st.summary["status"] == helper_status
+        assert st.summary.status == helper_status
         assert app.store.problems, "the fault must be reported"
         await pilot.press("e")  # the problems screen lists it, as plain text
         await pilot.pause()

@@ -57,7 +57,7 @@ async def test_live_run_navigate_rerun_and_record(server_url, tmp_path):
         hm = app.query_one(Heatmap)
         assert hm.state is app.selected_state()
         await pilot.press("f")
-        fd = app.selected_state().summary.get("first_divergence")
+        fd = app.selected_state().summary.first_divergence
         if fd:
             assert (hm.cursor_row, hm.cursor_pos) == (fd["sample"], fd["position"])
         await pilot.press("enter")
@@ -80,7 +80,7 @@ async def test_live_run_navigate_rerun_and_record(server_url, tmp_path):
     for ev in read_recording(str(record)).events:
         replayed.apply(ev)
     for key, st in first.helpers.items():
-        assert replayed.helpers[key].summary["avg_kl_div"] == st.summary["avg_kl_div"]
+        assert replayed.helpers[key].summary.avg_kl_div == st.summary.avg_kl_div
 
 
 def _free_port() -> int:

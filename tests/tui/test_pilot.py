@@ -64,7 +64,7 @@ async def test_first_divergence_then_drill_down_and_tail_navigation():
         app.select_helper(f"decode_cache_hit@{synth.URL}")
         await pilot.press("f")
         st = app.selected_state()
-        fd = st.summary["first_divergence"]
+        fd = st.summary.first_divergence
         hm = app.query_one(Heatmap)
         assert (hm.cursor_row, hm.cursor_pos) == (fd["sample"], fd["position"])
         await pilot.press("enter")

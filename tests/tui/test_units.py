@@ -157,5 +157,5 @@ def test_store_fixture_shapes():
     for ev in synth.session(n=4, length=16):
         store.apply(ev)
     st = store.helpers[f"prefill_cache_hit@{synth.URL}"]
-    assert st.skipped and st.summary["status"] == "pass"
+    assert st.skipped and st.summary.status == "pass"
     assert isinstance(HelperStarted, type) and isinstance(SampleScored, type)

@@ -17,6 +17,7 @@ import orjson
 
 from kltui import __version__, fmt
 from kltui.errors import UsageError
+from kltui.metrics.summary import Summary
 from kltui.session.codec import json_safe
 from kltui.session.compare import cross_server
 from kltui.session.diagnosis import diagnose
@@ -68,14 +69,14 @@ CROSS_FIELDS = {
 }
 
 
-def cross_fields(summary: dict | None) -> dict | None:
+def cross_fields(summary: Summary | None) -> dict | None:
     """The baseline comparison's figures (None for every helper but cross_engine)."""
-    if not summary or "agreement_line" not in summary:
+    if summary is None or not summary.has("agreement_line"):
         return None
-    return {name: summary.get(key) for name, key in CROSS_FIELDS.items()}
+    return {name: summary.raw.get(key) for name, key in CROSS_FIELDS.items()}
 
 
-def cross_rows(summary: dict | None) -> list[tuple[str, str]]:
+def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
     """(label, plain-text value) of the cross-engine figures, for Markdown, HTML and JUnit."""
     f = cross_fields(summary)
     if f is None:
@@ -84,7 +85,7 @@ def cross_rows(summary: dict | None) -> list[tuple[str, str]]:
     def rate(x) -> str:
         return "–" if x is None else f"{x * 100:.1f}%"
 
-    line = summary.get("agreement_line")
+    line = summary.raw.get("agreement_line")
     where = f.get("first_greedy_mismatch")
     return [
         (
@@ -130,10 +131,7 @@ def helper_names(store: SessionStore) -> dict[str, str]:
 def helper_status(st: HelperState) -> str:
     """pass | fail | vacuous | error | invalid from the summary; error or incomplete without."""
     if st.summary is not None:
-        status = st.summary.get("status")
-        if status:
-            return str(status)
-        return "pass" if st.summary.get("passed") else "fail"
+        return str(st.summary.result)
     return "error" if st.phase == "error" else "incomplete"
 
 
@@ -142,12 +140,12 @@ def helper_seconds(st: HelperState) -> float | None:
     return st.elapsed if st.finished is not None else None
 
 
-def max_location(summary: dict) -> dict | None:
+def max_location(summary: Summary) -> dict | None:
     """{"sample", "position"} of the largest k3, or None when there is none worth pointing at
     (nothing scored, or every token bit-identical so "the max" is just the first token)."""
-    if summary.get("max_k3_sample") is None or summary.get("max_k3") == 0:
+    if summary.max_k3_sample is None or summary.max_k3 == 0:
         return None
-    return {"sample": summary["max_k3_sample"], "position": summary.get("max_k3_position")}
+    return {"sample": summary.max_k3_sample, "position": summary.max_k3_position}
 
 
 def multi_server(store: SessionStore) -> bool:
@@ -254,9 +252,11 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
     for key, st in store.helpers.items():
         entry: dict = {"server": st.server}
         if st.summary is not None:
-            entry.update({k: st.summary.get(k) for k in SUMMARY_FIELDS if k in st.summary})
+            # the JSON copies what the helper reported, key for key
+            raw = st.summary.raw
+            entry.update({k: raw.get(k) for k in SUMMARY_FIELDS if k in raw})
             entry.update(cross_fields(st.summary) or {})
-            entry["per_sample"] = st.summary.get("per_sample", [])
+            entry["per_sample"] = st.summary.per_sample
         else:
             entry.update(
                 {

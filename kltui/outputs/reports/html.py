@@ -13,6 +13,7 @@ import numpy as np
 from kltui import __version__, fmt
 from kltui.helpers.registry import HELPERS
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
+from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import (
     Origin,
     cross_rows,
@@ -183,7 +184,7 @@ def _num(x) -> str:
     return esc(fmt.sci(x))
 
 
-def _max_at(summary: dict) -> str:
+def _max_at(summary: Summary) -> str:
     at = max_location(summary)
     if at is None:
         return ""
@@ -239,18 +240,18 @@ def summary_html(store: SessionStore) -> str:
     names = helper_names(store)
     rows = []
     for i, (key, st) in enumerate(store.helpers.items(), 1):
-        s = st.summary or {}
+        s = st.summary or Summary()
         where = _max_at(s)
         rows.append(
             f"""<tr><td><a href="#h{i}">{esc(names[key])}</a></td>
 <td>{_badge(helper_status(st))}</td>
-<td class="n strong">{_num(s.get("avg_kl_div"))}</td>
-<td class="n">{_num(s.get("threshold", st.threshold))}</td>
-<td class="n">{esc(fmt.pct(s.get("tail_fraction")))} <span class="muted">({esc(s.get("n_tail", 0))})</span></td>
-<td class="n">{_num(s.get("max_k3"))}{where}</td>
-<td>{esc(fmt.position(s.get("first_divergence")))}</td>
-<td class="n">{esc(s.get("scored", st.n_scored))}/{esc(s.get("samples", st.n_samples))}</td>
-<td class="n">{esc(s.get("skipped", len(st.skipped)))}</td></tr>"""
+<td class="n strong">{_num(s.avg_kl_div)}</td>
+<td class="n">{_num(s.threshold if s.threshold is not None else st.threshold)}</td>
+<td class="n">{esc(fmt.pct(s.tail_fraction))} <span class="muted">({esc(s.n_tail or 0)})</span></td>
+<td class="n">{_num(s.max_k3)}{where}</td>
+<td>{esc(fmt.position(s.first_divergence))}</td>
+<td class="n">{esc(s.scored if s.scored is not None else st.n_scored)}/{esc(s.samples if s.samples is not None else st.n_samples)}</td>
+<td class="n">{esc(s.skipped if s.skipped is not None else len(st.skipped))}</td></tr>"""
         )
     return f"""<section><h2>Results against thresholds</h2>
 <p class="lede">A helper passes when avg_kl_div (the mean over samples of each sample's mean k3,
@@ -413,14 +414,14 @@ def _stat(label: str, value: str, sub: str = "") -> str:
 
 
 def stats_html(st: HelperState) -> str:
-    s = st.summary or {}
-    avg, thr = s.get("avg_kl_div"), s.get("threshold", st.threshold)
-    source = f" · {esc(s['threshold_source'])}" if s.get("threshold_source") else ""
-    if s.get("passed"):
+    s = st.summary or Summary()
+    avg, thr = s.avg_kl_div, (s.threshold if s.threshold is not None else st.threshold)
+    source = f" · {esc(s.threshold_source)}" if s.threshold_source else ""
+    if s.passed:
         relation = f"below the threshold {_num(thr)}{source}"
     else:
         relation = f"threshold {_num(thr)}{source}"
-    boot = s.get("bootstrap_95")
+    boot = s.bootstrap_95
     cards = [
         _stat("avg_kl_div", f'<span class="big">{_num(avg)}</span>', relation),
         _stat(
@@ -430,50 +431,48 @@ def stats_html(st: HelperState) -> str:
         ),
         _stat(
             "tokens with k3 &gt; τ",
-            f"{esc(fmt.pct(s.get('tail_fraction')))} ({esc(s.get('n_tail', 0))})",
-            f"τ = {_num(s.get('tail_threshold', st.tail_threshold))} · "
-            f"{esc(s.get('tokens', '–'))} tokens scored",
+            f"{esc(fmt.pct(s.tail_fraction))} ({esc(s.n_tail or 0)})",
+            f"τ = {_num(s.tail_threshold if s.tail_threshold is not None else st.tail_threshold)} · "
+            f"{esc(s.tokens if s.tokens is not None else '–')} tokens scored",
         ),
         _stat(
             "max k3",
-            _num(s.get("max_k3")),
+            _num(s.max_k3),
             _max_at(s).strip(),
         ),
         _stat(
             "first divergence",
-            esc(fmt.position(s.get("first_divergence"))),
-            f"{esc(s.get('samples_with_difference', 0))} of {esc(s.get('scored', st.n_scored))} "
+            esc(fmt.position(s.first_divergence)),
+            f"{esc(s.samples_with_difference or 0)} of {esc(s.scored if s.scored is not None else st.n_scored)} "
             "samples differ at all",
         ),
         _stat(
             "token k3",
-            f"mean {_num(s.get('token_mean_k3'))}",
-            f"p50 {_num(s.get('p50_k3'))} · p99 {_num(s.get('p99_k3'))}",
+            f"mean {_num(s.token_mean_k3)}",
+            f"p50 {_num(s.p50_k3)} · p99 {_num(s.p99_k3)}",
         ),
     ]
-    if s.get("hits") is not None:
-        cards.append(
-            _stat("cache hits", esc(s["hits"]), f"{esc(fmt.pct(s.get('hit_ratio')))} of samples")
-        )
+    if s.hits is not None:
+        cards.append(_stat("cache hits", esc(s.hits), f"{esc(fmt.pct(s.hit_ratio))} of samples"))
     return f'<div class="stats">{"".join(cards)}</div>'
 
 
 def notes_html(st: HelperState) -> str:
-    s = st.summary or {}
+    s = st.summary or Summary()
     notes = []
-    if s.get("error"):
-        notes.append(("err", f"error: {s['error']}"))
-    if s.get("hit_failure"):
-        notes.append(("err", s["hit_failure"]))
-    if s.get("reason"):
-        notes.append(("warn", s["reason"]))
-    if s.get("non_finite_tokens"):
-        notes.append(("err", f"{s['non_finite_tokens']} tokens have a non-finite k3 (NaN or inf)"))
-    if s.get("low_sample_warning") and s.get("scored"):
+    if s.error:
+        notes.append(("err", f"error: {s.error}"))
+    if s.hit_failure:
+        notes.append(("err", s.hit_failure))
+    if s.reason:
+        notes.append(("warn", s.reason))
+    if s.non_finite_tokens:
+        notes.append(("err", f"{s.non_finite_tokens} tokens have a non-finite k3 (NaN or inf)"))
+    if s.low_sample_warning and s.scored:
         notes.append(
             (
                 "warn",
-                f"only {s['scored']} samples scored (fewer than {MIN_SAMPLES_FOR_STABLE_MEAN}): "
+                f"only {s.scored} samples scored (fewer than {MIN_SAMPLES_FOR_STABLE_MEAN}): "
                 "avg_kl_div is driven by its tail and can swing about 3x between runs",
             )
         )

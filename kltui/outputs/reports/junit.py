@@ -11,6 +11,7 @@ import math
 import xml.etree.ElementTree as ET
 
 from kltui import __version__, fmt
+from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import (
     Origin,
     cross_fields,
@@ -51,11 +52,11 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: object)
     return el
 
 
-def failure_message(s: dict) -> str:
-    if s.get("hit_failure"):
-        return str(s["hit_failure"])
-    avg, thr = s.get("avg_kl_div"), s.get("threshold")
-    if not s.get("scored"):
+def failure_message(s: Summary) -> str:
+    if s.hit_failure:
+        return str(s.hit_failure)
+    avg, thr = s.avg_kl_div, s.threshold
+    if not s.scored:
         return "no sample was scored"
     rel = ">=" if isinstance(avg, float) and isinstance(thr, float) and avg >= thr else "vs"
     return f"avg_kl_div={fmt.sci(avg)} {rel} threshold={fmt.sci(thr)}"
@@ -63,18 +64,18 @@ def failure_message(s: dict) -> str:
 
 def details(st: HelperState) -> str:
     """The numbers a reviewer needs to judge the case without opening the HTML report."""
-    s = st.summary or {}
-    boot = s.get("bootstrap_95") or [None, None]
+    s = st.summary or Summary()
+    boot = s.bootstrap_95 or [None, None]
     lines = [
         f"helper {st.helper} on {st.server}",
-        f"avg_kl_div {fmt.sci(s.get('avg_kl_div'))} "
-        f"(threshold {fmt.sci(s.get('threshold', st.threshold))}, "
+        f"avg_kl_div {fmt.sci(s.avg_kl_div)} "
+        f"(threshold {fmt.sci(s.threshold if s.threshold is not None else st.threshold)}, "
         f"95% bootstrap {fmt.sci(boot[0])} to {fmt.sci(boot[1])})",
-        f"scored {s.get('scored', st.n_scored)}/{s.get('samples', st.n_samples)}, "
-        f"skipped {s.get('skipped', len(st.skipped))}",
-        f"tokens over tau {fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
-        f"max k3 {fmt.sci(s.get('max_k3'))} at {fmt.position(max_location(s))}",
-        f"first divergence {fmt.position(s.get('first_divergence'))}",
+        f"scored {(s.scored if s.scored is not None else st.n_scored)}/{(s.samples if s.samples is not None else st.n_samples)}, "
+        f"skipped {(s.skipped if s.skipped is not None else len(st.skipped))}",
+        f"tokens over tau {fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
+        f"max k3 {fmt.sci(s.max_k3)} at {fmt.position(max_location(s))}",
+        f"first divergence {fmt.position(s.first_divergence)}",
     ]
     lines += [f"{label} {value}" for label, value in cross_rows(s)]
     return "\n".join(lines)
@@ -90,12 +91,12 @@ def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> st
         time=f"{seconds or 0.0:.3f}",
     )
     status = helper_status(st)
-    s = st.summary or {}
+    s = st.summary or Summary()
     if status == "fail":
         _sub(case, "failure", details(st), message=failure_message(s), type="threshold")
         return "failures"
     if status in ("error", "invalid"):
-        msg = s.get("error") or f"helper stopped in phase {st.phase}"
+        msg = s.error or f"helper stopped in phase {st.phase}"
         _sub(case, "error", details(st), message=msg, type=status)
         return "errors"
     if status == "incomplete":
@@ -103,7 +104,7 @@ def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> st
         _sub(case, "error", details(st), message=msg, type="incomplete")
         return "errors"
     if status == "vacuous":
-        _sub(case, "skipped", message=s.get("reason") or "vacuous: nothing was measured")
+        _sub(case, "skipped", message=s.reason or "vacuous: nothing was measured")
         return "skipped"
     if status != "pass":
         _sub(case, "error", details(st), message=f"unknown helper status {status!r}")

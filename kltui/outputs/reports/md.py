@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
+from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import (
     Origin,
     cross_rows,
@@ -54,22 +55,22 @@ def results_table(store: SessionStore) -> list[str]:
         "|---|---|--:|--:|--:|--:|---|--:|",
     ]
     for key, st in store.helpers.items():
-        s = st.summary or {}
+        s = st.summary or Summary()
         at = max_location(s)
         where = f" ({at['sample']}@{at['position']})" if at else ""
-        first = s.get("first_divergence")
+        first = s.first_divergence
         status = helper_status(st)
         cells = [
             md_text(names[key]),
             ICON.get(status, md_text(status)),
-            f"**{fmt.sci(s.get('avg_kl_div'))}**",
-            fmt.sci(s.get("threshold", st.threshold)),
-            f"{fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
-            md_text(f"{fmt.sci(s.get('max_k3'))}{where}"),
+            f"**{fmt.sci(s.avg_kl_div)}**",
+            fmt.sci(s.threshold if s.threshold is not None else st.threshold),
+            f"{fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
+            md_text(f"{fmt.sci(s.max_k3)}{where}"),
             md_text(f"{first['sample']}@{first['position']}" if first else "none"),
             md_text(
-                f"{s.get('scored', st.n_scored)}/{s.get('samples', st.n_samples)} / "
-                f"{s.get('skipped', len(st.skipped))}"
+                f"{(s.scored if s.scored is not None else st.n_scored)}/{(s.samples if s.samples is not None else st.n_samples)} / "
+                f"{(s.skipped if s.skipped is not None else len(st.skipped))}"
             ),
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -81,10 +82,10 @@ def notes(store: SessionStore) -> list[str]:
     names = helper_names(store)
     out = []
     for key, st in store.helpers.items():
-        s = st.summary or {}
-        for field in ("error", "hit_failure", "reason"):
-            if s.get(field):
-                out.append(f"- {md_text(names[key])}: {md_text(s[field])}")
+        s = st.summary or Summary()
+        for note in (s.error, s.hit_failure, s.reason):
+            if note:
+                out.append(f"- {md_text(names[key])}: {md_text(note)}")
         if st.summary is None:
             out.append(f"- {md_text(names[key])}: did not finish (last phase {md_text(st.phase)})")
     return out

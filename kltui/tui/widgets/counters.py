@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from kltui import fmt
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN, within_threshold
+from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState
 from kltui.untrusted import safe
 
@@ -31,7 +32,7 @@ class Counters(Static):
     }
     """
 
-    def show(self, st: HelperState | None, summary: dict | None, vars_: dict) -> None:
+    def show(self, st: HelperState | None, summary: Summary | None, vars_: dict) -> None:
         self.border_title = safe("counters" if st is None else f"counters · {st.helper}")
         ok, warn, bad = vars_.get("kl-ok"), vars_.get("kl-warn"), vars_.get("kl-bad")
         grid = Table.grid(padding=(0, 1), expand=True)
@@ -42,40 +43,43 @@ class Counters(Static):
             self.update(Text(what, style="dim"))
             return
         s = summary
-        scored = s.get("scored", st.n_scored)
-        tau = s.get("tail_threshold", st.tail_threshold)
-        avg = _num(s.get("avg_kl_div"))
-        grid.add_row("tokens scored", Text(f"{s.get('tokens', 0):,}", style="bold"))
+        scored = s.scored if s.scored is not None else st.n_scored
+        tau = s.tail_threshold if s.tail_threshold is not None else st.tail_threshold
+        avg = _num(s.avg_kl_div)
+        grid.add_row("tokens scored", Text(f"{(s.tokens or 0):,}", style="bold"))
         avg_t = Text(fmt.sci(avg), style="bold")
         if avg is not None and not math.isnan(avg):
             within = within_threshold(avg, st.threshold)
             avg_t.append("  < " if within else "  ≥ ", style="dim")
             avg_t.append(fmt.sci(st.threshold, 1), style=ok if within else bad)
         grid.add_row("avg_kl_div", avg_t)
-        boot = s.get("bootstrap_95")
+        boot = s.bootstrap_95
         if boot and all(isinstance(b, float) and math.isfinite(b) for b in boot) and scored > 1:
             grid.add_row("95% interval", Text(f"{fmt.sci(boot[0], 2)} – {fmt.sci(boot[1], 2)}"))
-        tail = Text(fmt.pct(_num(s.get("tail_fraction"))), style="bold")
-        tail.append(f"  ({s.get('n_tail', 0):,} tokens)", style="dim")
+        tail = Text(fmt.pct(_num(s.tail_fraction)), style="bold")
+        tail.append(f"  ({(s.n_tail or 0):,} tokens)", style="dim")
         grid.add_row(f"tail k3 > {fmt.sci(tau, 0)}", tail)
-        mx = Text(fmt.sci(_num(s.get("max_k3"))), style="bold")
-        if s.get("max_k3_sample") is not None:
-            mx.append(f"  sample {s['max_k3_sample']} @ {s['max_k3_position']}", style="dim")
+        mx = Text(fmt.sci(_num(s.max_k3)), style="bold")
+        if s.max_k3_sample is not None:
+            mx.append(f"  sample {s.max_k3_sample} @ {s.max_k3_position}", style="dim")
         grid.add_row("max k3", mx)
         grid.add_row(
             "p50 / p99 k3",
-            Text(f"{fmt.sci(_num(s.get('p50_k3')), 2)} / {fmt.sci(_num(s.get('p99_k3')), 2)}"),
+            Text(f"{fmt.sci(_num(s.p50_k3), 2)} / {fmt.sci(_num(s.p99_k3), 2)}"),
         )
-        diff = s.get("samples_with_difference", 0)
+        diff = s.samples_with_difference or 0
         grid.add_row(
             "samples differ",
             Text(f"{diff} / {scored}", style=(warn if diff else ok) or ""),
         )
-        grid.add_row("first divergence", Text(fmt.position(s.get("first_divergence"))))
-        if s.get("non_finite_tokens"):
-            grid.add_row("non-finite k3", Text(str(s["non_finite_tokens"]), style=f"bold {bad}"))
-        if s.get("hit_ratio") is not None:
-            grid.add_row("cache hits", Text(f"{s.get('hits', '?')} ({fmt.pct(s['hit_ratio'])})"))
+        grid.add_row("first divergence", Text(fmt.position(s.first_divergence)))
+        if s.non_finite_tokens:
+            grid.add_row("non-finite k3", Text(str(s.non_finite_tokens), style=f"bold {bad}"))
+        if s.hit_ratio is not None:
+            grid.add_row(
+                "cache hits",
+                Text(f"{(s.hits if s.hits is not None else '?')} ({fmt.pct(s.hit_ratio)})"),
+            )
         notes: list[Text] = []
         if 0 < scored < MIN_SAMPLES_FOR_STABLE_MEAN:
             notes.append(
@@ -85,11 +89,11 @@ class Counters(Static):
                     style=warn or "",
                 )
             )
-        for key in ("reason", "hit_failure", "error"):
-            if s.get(key):
-                notes.append(safe(f"⚠ {s[key]}", style=bad or "", limit=200))
-        if s.get("threshold_source"):
-            source = safe(s["threshold_source"], style="dim")
+        for note in (s.reason, s.hit_failure, s.error):
+            if note:
+                notes.append(safe(f"⚠ {note}", style=bad or "", limit=200))
+        if s.threshold_source:
+            source = safe(s.threshold_source, style="dim")
             source.no_wrap, source.overflow = True, "ellipsis"
             grid.add_row("gate from", source)
         self.update(Group(grid, *notes))

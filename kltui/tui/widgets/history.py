@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from kltui import fmt
+from kltui.metrics.summary import Summary
 
 
 @dataclass
@@ -33,12 +34,12 @@ def record_of(
 ) -> RunRecord:
     helpers = {}
     for key, st in store.helpers.items():
-        s = st.summary or {}
+        s = st.summary or Summary()
         helpers[key] = {
             "helper": st.helper,
-            "avg_kl_div": s.get("avg_kl_div"),
-            "tail_fraction": s.get("tail_fraction"),
-            "status": s.get("status", st.phase),
+            "avg_kl_div": s.avg_kl_div,
+            "tail_fraction": s.tail_fraction,
+            "status": (s.status if s.status is not None else st.phase),
         }
     verdict = store.finished.verdict if store.finished else "interrupted"
     started = store.run.started_at if store.run else None

@@ -17,6 +17,7 @@ from textual.widgets import Static
 from kltui import fmt
 from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import within_threshold
+from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import safe
 
@@ -49,13 +50,13 @@ def bar(done: float, decoded: float, width: int, vars_: dict) -> Text:
     return t
 
 
-def result_mark(summary: dict | None, st: HelperState, vars_: dict) -> Text:
+def result_mark(summary: Summary | None, st: HelperState, vars_: dict) -> Text:
     ok, bad, warn = vars_.get("kl-ok"), vars_.get("kl-bad"), vars_.get("kl-warn")
     if summary is None:
         return Text("–", style="dim")
-    status = summary.get("status")
-    if summary.get("live"):
-        avg = summary.get("avg_kl_div")
+    status = summary.status
+    if summary.live:
+        avg = summary.avg_kl_div
         if avg is None or (isinstance(avg, float) and math.isnan(avg)):
             return Text("…", style="dim")
         within = within_threshold(avg, st.threshold)
@@ -182,8 +183,8 @@ class HelperProgress(Static):
         el = Text(fmt.duration(secs) if secs is not None else "", style="dim")
         avg = Text(no_wrap=True)
         avg.append("avg_kl_div ", style="dim")
-        value = summary.get("avg_kl_div") if summary else None
-        avg.append(fmt.sci(value), style="bold" if summary and not summary.get("live") else "")
+        value = summary.avg_kl_div if summary else None
+        avg.append(fmt.sci(value), style="bold" if summary and not summary.live else "")
         avg.append(" / ", style="dim")
         avg.append(fmt.sci(st.threshold, 1), style="dim")
         return (

@@ -1,0 +1,72 @@
+"""One helper's result, typed: what HelperFinished carries (a JSON object on the wire and in
+recordings, so old recordings stay readable) and what every view and report reads.
+
+`Summary.of` reads the object once; nothing downstream looks keys up by string. Figures a
+helper adds beyond these (cross_engine's agreement and greedy comparison) stay in `raw`, read
+through `kltui.outputs.reports.common.cross_fields`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Summary:
+    status: str | None = None  # pass | fail | vacuous | invalid | error (None: older recording)
+    passed: bool = False
+    samples: int | None = None
+    scored: int | None = None
+    skipped: int | None = None
+    tokens: int | None = None
+    avg_kl_div: float | None = None  # SGLang's: mean over samples of each sample's mean k3
+    threshold: float | None = None
+    threshold_source: str | None = None
+    tail_threshold: float | None = None
+    token_mean_k3: float | None = None
+    p50_k3: float | None = None
+    p99_k3: float | None = None
+    max_k3: float | None = None
+    max_k3_sample: int | None = None
+    max_k3_position: int | None = None
+    n_tail: int | None = None
+    tail_fraction: float | None = None
+    samples_with_difference: int | None = None
+    first_divergence: dict | None = None  # {"sample", "position"}
+    non_finite_tokens: int | None = None
+    bootstrap_95: list | None = None
+    low_sample_warning: bool | None = None
+    hits: int | None = None  # cache helpers: samples that hit the radix cache
+    hit_ratio: float | None = None
+    hit_failure: str | None = None
+    error: str | None = None
+    reason: str | None = None
+    id_mismatch_tokens: int | None = None
+    id_mismatches: list | None = None
+    per_sample: list = field(default_factory=list)
+    live: bool = False  # computed from a running helper's ScoreBook, not its final result
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: dict[str, Any] | None) -> Summary:
+        d = d if isinstance(d, dict) else {}
+        known = {k: d[k] for k in _NAMES if k in d and d[k] is not None}
+        known["passed"] = bool(d.get("passed"))
+        known["live"] = bool(d.get("live"))
+        if not isinstance(known.get("per_sample"), list):
+            known["per_sample"] = []
+        return cls(**known, raw=dict(d))
+
+    def has(self, key: str) -> bool:
+        """The helper reported `key` (JSON reports copy only what was reported)."""
+        return key in self.raw
+
+    @property
+    def result(self) -> str:
+        """pass | fail | vacuous | invalid | error; pass/fail from `passed` when older
+        recordings have no status."""
+        return self.status or ("pass" if self.passed else "fail")
+
+
+_NAMES = tuple(f.name for f in fields(Summary) if f.name not in ("raw", "passed", "live"))
