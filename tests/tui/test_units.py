@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -14,7 +12,6 @@ from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
 from kltui.tui import heat, themes
 from kltui.tui.feeds import LazyRecorder, connect_failed, nth_path
-from kltui.tui.widgets.heatmap import View, make_geometry, ruler
 from kltui.untrusted import escape_controls, safe
 from tests.tui import synth
 
@@ -53,32 +50,6 @@ def test_glyphs_distinguish_levels_without_colour():
     )
     low, high = scale.level_of(1e-11), scale.level_of(1e-2)
     assert heat.GLYPHS[low] != heat.GLYPHS[high] != heat.GLYPHS[scale.ZERO]
-
-
-def test_geometry_fit_covers_every_token_and_keeps_the_max():
-    k3 = np.zeros(2048)
-    k3[1234] = 0.5
-    k3[77] = np.nan
-    g = make_geometry(2048, 194, None)
-    assert g.n_cells == 194 and g.chars == 1 and g.edges[0] == 0
-    cells = g.reduce(k3)
-    assert cells.size == 194
-    assert cells[g.cell_of(1234)] == 0.5  # a single bad token survives aggregation
-    assert math.isnan(cells[g.cell_of(77)])
-    lo, hi = g.span(g.cell_of(1234))
-    assert lo <= 1234 < hi
-    # a short row uses wider cells instead of leaving the panel empty
-    short = make_geometry(32, 100, None)
-    assert short.chars == 3 and short.n_cells == 32
-    zoomed = make_geometry(2048, 194, 4)
-    assert zoomed.n_cells == 512 and zoomed.span(1) == (4, 8)
-    assert zoomed.reduce(k3[:10]).size == 3  # rows shorter than max_len
-
-
-def test_ruler_labels_round_positions():
-    g = make_geometry(2048, 194, None)
-    text = ruler(View(g, 0, 194)).plain
-    assert text.split()[:3] == ["0", "100", "200"]
 
 
 def test_shipped_themes_load_with_heat_scales():

@@ -23,14 +23,7 @@ def _num(v) -> float | None:
 
 
 class Counters(Static):
-    DEFAULT_CSS = """
-    Counters {
-        height: auto;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
 
     def show(self, st: HelperState | None, summary: Summary | None, vars_: dict) -> None:
         self.border_title = safe("counters" if st is None else f"counters · {st.helper}")

@@ -25,16 +25,7 @@ def badge(d: Diagnosis, vars_: dict) -> Text:
 
 
 class DiagnosisBar(Static):
-    DEFAULT_CSS = """
-    DiagnosisBar {
-        height: auto;
-        max-height: 5;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        border-subtitle-color: $foreground 60%;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
 
     def show(self, diagnoses: list[Diagnosis], multi: bool, vars_: dict, pending: int = 0) -> None:
         # Until every helper has finished, the comparison between helpers is incomplete.

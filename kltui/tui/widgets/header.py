@@ -225,14 +225,7 @@ def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
 
 
 class ServersPanel(Static):
-    DEFAULT_CSS = """
-    ServersPanel {
-        height: auto;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
 
     _shown: tuple | None = None
 

@@ -4,15 +4,10 @@ A line-API ScrollView: only visible rows are rendered, and each row's Strip is c
 key holding everything it depends on (run, helper, row contents, geometry, pan, width, theme,
 cursor), so a redraw after a TokensDecoded event re-renders only the rows that changed.
 
-Geometry: in "fit" mode the longest row fills the width (a cell covers one token, several
-characters when rows are short, or a contiguous span of tokens when they are long); a fixed
-zoom shows `bucket` tokens per cell and pans. A cell covering several tokens shows their max
-k3 (a display reduction: one bad token must stay visible however far you zoom out).
+Which positions a cell covers is `kltui.tui.heatgeometry` (pure, tested on its own).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from rich.segment import Segment
@@ -27,80 +22,16 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from kltui import fmt
 from kltui.metrics import scale
 from kltui.session.store import HelperState
 from kltui.tui import heat
+from kltui.tui.heatgeometry import GUTTER, Geometry, View, make_geometry, ruler_line
+from kltui.tui.widgets.heatnav import HeatmapNavigation
 
-GUTTER = 6  # "1234 " + row status glyph
 ROW_STATUS = {"scored": " ", "decoding": "…", "skipped": "⊘", "pending": " "}
-MAX_CHARS_PER_CELL = 4
 
 
-@dataclass(frozen=True, eq=False)
-class Geometry:
-    """How token positions map to cells (edges[c] = first token of cell c) and cells to chars."""
-
-    edges: np.ndarray
-    max_len: int
-    chars: int  # characters per cell
-    fit: bool
-
-    @property
-    def n_cells(self) -> int:
-        return int(self.edges.size)
-
-    def cell_of(self, pos: int) -> int:
-        if self.edges.size == 0:
-            return 0
-        return max(0, int(np.searchsorted(self.edges, pos, side="right")) - 1)
-
-    def span(self, cell: int) -> tuple[int, int]:
-        """[lo, hi) token positions of a cell."""
-        lo = int(self.edges[cell])
-        hi = int(self.edges[cell + 1]) if cell + 1 < self.edges.size else self.max_len
-        return lo, hi
-
-    @property
-    def tokens_per_cell(self) -> float:
-        return self.max_len / self.n_cells if self.n_cells else 1.0
-
-    def reduce(self, k3: np.ndarray) -> np.ndarray:
-        """Per-cell max of one row's k3 (a row may be shorter than max_len)."""
-        edges = self.edges[self.edges < k3.size]
-        if edges.size == 0:
-            return np.zeros(0)
-        if edges.size == k3.size:
-            return k3
-        return np.maximum.reduceat(k3, edges)
-
-    def n_cells_for(self, length: int) -> int:
-        return int(np.searchsorted(self.edges, length, side="left"))
-
-
-def make_geometry(max_len: int, cell_chars_available: int, zoom: int | None) -> Geometry:
-    width = max(1, cell_chars_available)
-    if max_len <= 0:
-        return Geometry(np.zeros(0, dtype=np.int64), 0, 1, zoom is None)
-    if zoom is None:
-        if max_len <= width:
-            chars = max(1, min(MAX_CHARS_PER_CELL, width // max_len))
-            return Geometry(np.arange(max_len, dtype=np.int64), max_len, chars, True)
-        edges = (np.arange(width, dtype=np.int64) * max_len) // width
-        return Geometry(edges, max_len, 1, True)
-    return Geometry(np.arange(0, max_len, zoom, dtype=np.int64), max_len, 1, False)
-
-
-@dataclass(frozen=True)
-class View:
-    """What the heatmap currently shows, for the ruler and the cursor line."""
-
-    geometry: Geometry
-    first_cell: int
-    cells: int  # cells visible
-
-
-class Heatmap(ScrollView, can_focus=True):
+class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
     BINDINGS = [
         Binding("up,k", "cursor(0, -1)", "Up", show=False, id="heatmap.up"),
         Binding("down,j", "cursor(0, 1)", "Down", show=False, id="heatmap.down"),
@@ -455,152 +386,8 @@ class Heatmap(ScrollView, can_focus=True):
         self._levels.clear()
 
     # ------------------------------------------------------------------ navigation
-    def _clamp_cursor(self) -> None:
-        self.cursor_row = max(0, min(self.cursor_row, self._n_rows - 1))
-        self.cursor_pos = max(0, min(self.cursor_pos, max(0, self._max_len - 1)))
-
-    def _follow_cursor(self) -> None:
-        g = self.geometry
-        cell = g.cell_of(self.cursor_pos)
-        first = self.first_cell
-        visible = max(1, self.cell_area // g.chars)
-        if cell < first:
-            first = cell
-        elif cell >= first + visible:
-            first = cell - visible + 1
-        y = self.scroll_offset.y
-        height = self.scrollable_content_region.height
-        if self.cursor_row < y:
-            y = self.cursor_row
-        elif self.cursor_row >= y + height:
-            y = self.cursor_row - height + 1
-        self.scroll_to(first * g.chars, y, animate=False, immediate=True)
-        self._full_refresh()
-        self.post_message(self.ViewChanged())
-
-    def move_to(self, sample: int, position: int | None = None) -> None:
-        self.cursor_row = sample
-        if position is not None:
-            self.cursor_pos = position
-        self._clamp_cursor()
-        self._follow_cursor()
-
-    def action_cursor(self, dx: int, dy: int) -> None:
-        self.cursor_row += dy
-        if dx:
-            g = self.geometry
-            cell = max(0, min(g.cell_of(self.cursor_pos) + dx, g.n_cells - 1))
-            self.cursor_pos = g.span(cell)[0] if g.n_cells else 0
-        self._clamp_cursor()
-        self._follow_cursor()
-
-    def action_page(self, direction: int) -> None:
-        self.action_cursor(0, direction * max(1, self.scrollable_content_region.height - 1))
-
-    def action_pan(self, direction: int) -> None:
-        g = self.geometry
-        step = max(1, self.cell_area // 2) * direction
-        self.scroll_to(self.scroll_offset.x + step, None, animate=False, immediate=True)
-        first = self.first_cell
-        visible = max(1, self.cell_area // g.chars)
-        cell = g.cell_of(self.cursor_pos)
-        if not first <= cell < first + visible and g.n_cells:
-            self.cursor_pos = g.span(min(first, g.n_cells - 1))[0]
-        self._full_refresh()
-        self.post_message(self.ViewChanged())
-
-    def action_row_edge(self, end: int) -> None:
-        length = self.state.row_length(self.cursor_row) if self.state else 0
-        self.cursor_pos = max(0, length - 1) if end else 0
-        self._clamp_cursor()
-        self._follow_cursor()
-
-    def action_zoom(self, direction: int) -> None:
-        g = self.geometry
-        per_cell = g.tokens_per_cell if self.zoom is None else float(self.zoom)
-        if direction < 0:  # in: fewer tokens per cell
-            if per_cell <= 1:
-                self.app.bell()
-                return
-            p = 1
-            while p * 2 < per_cell:
-                p *= 2
-            self.zoom = p
-        else:
-            if self.zoom is None:
-                self.app.bell()
-                return
-            new = self.zoom * 2
-            fit_per_cell = self._max_len / self.cell_area
-            self.zoom = None if new >= fit_per_cell else new
-        self._update_virtual_size()
-        self._follow_cursor()
-
-    def action_zoom_fit(self) -> None:
-        self.zoom = None
-        self._update_virtual_size()
-        self._follow_cursor()
-
-    def action_toggle_glyphs(self) -> None:
-        self.glyphs = not self.glyphs
-
-    def action_open(self) -> None:
-        if self.state is not None and self._n_rows:
-            self.post_message(self.Open(self.cursor_row, self.cursor_max_position()))
-
-    def cursor_max_position(self) -> int | None:
-        """The position inside the cursor's cell holding the largest k3 (what the cell shows)."""
-        st = self.state
-        scored = st.book.samples.get(self.cursor_row) if st else None
-        if scored is None or scored.k3.size == 0:
-            return self.cursor_pos
-        lo, hi = self.geometry.span(self.geometry.cell_of(self.cursor_pos))
-        seg = scored.k3[lo:hi]
-        if seg.size == 0:
-            return min(self.cursor_pos, scored.k3.size - 1)
-        safe = np.where(np.isnan(seg), np.inf, seg)
-        return lo + int(np.argmax(safe))
-
-    def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
-        if offset is None or self.state is None:
-            return
-        row = int(self.scroll_offset.y) + offset.y
-        if row >= self._n_rows:
-            return
-        self.cursor_row = row
-        g = self.geometry
-        if offset.x >= GUTTER and g.n_cells:
-            cell = min(self.first_cell + (offset.x - GUTTER) // g.chars, g.n_cells - 1)
-            self.cursor_pos = g.span(cell)[0]
-        self._clamp_cursor()
-        self._follow_cursor()
-        if event.chain >= 2:
-            self.action_open()
-
-    def on_focus(self) -> None:
-        self._full_refresh()
-
-    def on_blur(self) -> None:
-        self._full_refresh()
 
 
 def ruler(view: View, gutter: int = GUTTER) -> Text:
     """Token positions above the columns, at round numbers spaced for legibility."""
-    g = view.geometry
-    width = gutter + view.cells * g.chars
-    line = [" "] * width
-    if g.n_cells == 0:
-        return Text("".join(line), style="dim")
-    lo = int(g.edges[min(view.first_cell, g.n_cells - 1)])
-    last = min(view.first_cell + view.cells, g.n_cells) - 1
-    hi = g.span(last)[1]
-    step = fmt.nice_step(g.tokens_per_cell / g.chars * 8)
-    start = ((lo + step - 1) // step) * step
-    for pos in range(start, hi, step):
-        x = gutter + (g.cell_of(pos) - view.first_cell) * g.chars
-        label = str(pos)
-        if x + len(label) > width or x < gutter:
-            continue
-        line[x : x + len(label)] = label
-    return Text("".join(line), no_wrap=True, overflow="crop", style="dim")
+    return Text(ruler_line(view, gutter), no_wrap=True, overflow="crop", style="dim")

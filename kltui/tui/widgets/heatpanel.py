@@ -88,7 +88,6 @@ def cursor_line(
 
 class HeatmapPanel(Vertical):
     DEFAULT_CSS = """
-    HeatmapPanel { height: 1fr; }
     HeatmapPanel > #heat-ruler { height: 1; background: $surface; }
     HeatmapPanel > #heat-cursor { height: 1; background: $surface; padding: 0 1; }
     HeatmapPanel > #heat-legend { height: 1; padding: 0 1; }

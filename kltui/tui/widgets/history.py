@@ -47,15 +47,7 @@ def record_of(
 
 
 class HistoryPanel(Static):
-    DEFAULT_CSS = """
-    HistoryPanel {
-        height: auto;
-        max-height: 12;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
 
     def show(self, runs: list[RunRecord], selected: str | None, vars_: dict, watching: bool):
         self.border_title = "history · watching" if watching else "history"

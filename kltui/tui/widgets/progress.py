@@ -77,14 +77,7 @@ def helper_label(st: HelperState, multi_server: bool) -> str:
 class HelperProgress(Static):
     """Lines are clickable: a click selects that helper for the heatmap and table."""
 
-    DEFAULT_CSS = """
-    HelperProgress {
-        height: auto;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
 
     class Selected(Message):
         def __init__(self, key: str) -> None:

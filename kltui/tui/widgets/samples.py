@@ -53,10 +53,6 @@ class SampleTable(DataTable):
         Binding("o", "cycle_sort", "Sort", id="samples.sort"),
     ]
 
-    DEFAULT_CSS = """
-    SampleTable { height: 1fr; }
-    """
-
     def __init__(self, **kw) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kw)
         self.state: HelperState | None = None
