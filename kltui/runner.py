@@ -18,6 +18,7 @@ from kltui.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.helpers import HELPERS, HelperContext
 from kltui.helpers.context import PhaseError, Run
 from kltui.helpers.cross_engine import run_cross_engine
+from kltui.helpers.extras import after_gate
 from kltui.prompts import PromptSet, builtin, finalize, load_file
 
 TOKENIZE_BATCH = 64
@@ -76,14 +77,18 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
     return pset
 
 
-async def run_session(cfg: RunConfig) -> AsyncIterator[Event]:
-    """The event stream for one run. Never raises for server faults: they become Problems."""
+async def run_session(cfg: RunConfig, *, live_view: bool = False) -> AsyncIterator[Event]:
+    """The event stream for one run. Never raises for server faults: they become Problems.
+
+    `live_view`: something shows the decode as it happens (the TUI), so it is streamed unless
+    the config says otherwise; `kltui check` shows nothing live and sends SGLang's requests.
+    """
     if not cfg.servers:
         raise UsageError("no server given: use --server HOST:PORT")
     api_key = resolve_api_key(cfg.api_key)
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
-        async for ev in _run(cfg, clients):
+        async for ev in _run(cfg, clients, live_view):
             yield ev
     finally:
         for c in clients:
@@ -100,7 +105,9 @@ async def _identify(client: SGLangClient) -> tuple[dict, dict]:
     return info, model
 
 
-async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Event]:
+async def _run(
+    cfg: RunConfig, clients: list[SGLangClient], live_view: bool = False
+) -> AsyncIterator[Event]:
     problems: list[Problem] = []
     infos: dict[str, dict] = {}
     servers = []
@@ -133,7 +140,11 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
     yield RunStarted(
         run_id=uuid.uuid4().hex[:12],
         started_at=time.time(),
-        config=cfg.to_record(),
+        config=cfg.to_record()
+        | {
+            "streamed": cfg.streams(live_view),
+            "streamed_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
+        },
         servers=servers,
         prompt_set=pset.describe() if pset else {},
         kltui_version=__version__,
@@ -149,15 +160,17 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
     fatal = bool(problems)
     for c in live:
         info = infos[c.url]
+        gated: list[Run] = []
         for name in cfg.helpers:
             if name not in HELPERS:
                 continue  # cross_engine is driven by its own runner
-            ev_iter, run = _helper(cfg, c, info, name, pset)
+            ev_iter, run = _helper(cfg, c, info, name, pset, live_view)
             try:
                 async for ev in ev_iter:
                     if isinstance(ev, HelperFinished):
                         summaries.append(ev.summary)
                     yield ev
+                gated.append(run)
             except PhaseError as e:
                 fatal = True
                 # the source already names the server; the message names phase and fault
@@ -175,6 +188,10 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
                 yield finished
                 if e.err.kind in ("unreachable", "server-restarted"):
                     break  # the next helper would only repeat the same fault
+        # The gate is decided; now the drill-down's extras, from requests of their own.
+        for run in gated:
+            async for ev in after_gate(run, cfg.extras, cfg.top_k):
+                yield ev
     if cfg.baseline and "cross_engine" in cfg.helpers and live:
         c = live[0]  # one SGLang server is compared with the baseline
         try:
@@ -192,7 +209,14 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
 
 
-def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: PromptSet):
+def _helper(
+    cfg: RunConfig,
+    client: SGLangClient,
+    info: dict,
+    name: str,
+    pset: PromptSet,
+    live_view: bool = False,
+):
     model = info.get("model_path")
     tp = info.get("tp_size")
     thr = resolve_threshold(
@@ -209,14 +233,14 @@ def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: P
         temperature=cfg.temperature,
         threshold=thr.kl_div,
         tail_threshold=thr.tail_threshold,
-        stream=cfg.stream,
+        stream=cfg.streams(live_view),
+        stream_interval=cfg.stream_interval_for(),
         incremental=bool(info.get("incremental_streaming_output")),
         flush_timeout=cfg.flush_timeout,
         min_cache_hit_ratio=cfg.min_cache_hit_ratio,
         # SGLang reads this with os.environ.get: any non-empty value (even "0") skips the asserts
         skip_hit_assert=bool(os.environ.get("SGLANG_TEST_SKIP_CACHE_HIT_ASSERT")),
         server_info=info,
-        top_k=cfg.top_k,
     )
     run = Run(ctx, name)
     run.extra["threshold_source"] = thr.source

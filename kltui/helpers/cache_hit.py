@@ -116,8 +116,10 @@ async def decode_cache_hit(ctx: HelperContext, run: Run | None = None) -> AsyncI
     async for ev in run.flush():
         yield ev
     turn1: list[GenResult] = []
+    # Turn 1 asks for logprobs as SGLang's helper does (they are not scored): the requests
+    # behind the gate are the ones SGLang sends, so the server does the same work.
     async for ev in run.generate(
-        "turn1", ctx.prompts, samples, turn1, max_new_tokens=ctx.max_new_tokens, logprobs=False
+        "turn1", ctx.prompts, samples, turn1, max_new_tokens=ctx.max_new_tokens
     ):
         yield ev
     turn2_inputs = [

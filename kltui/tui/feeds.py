@@ -110,7 +110,7 @@ class LiveFeed:
 
     async def run(self, sink: Sink, events: Callable[[], AsyncIterator[Event]] | None = None):
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""
-        make = events or (lambda: run_session(self.cfg))
+        make = events or (lambda: run_session(self.cfg, live_view=True))
         delay = RETRY_FIRST_S
         attempt = 0
         while True:

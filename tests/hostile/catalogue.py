@@ -174,11 +174,11 @@ HTTP = [
     ),
     Case(
         "reset-mid-stream@turn1",
-        "TCP reset during turn 1 of decode_cache_hit",
+        "TCP reset during turn 1 of decode_cache_hit (never streamed: nothing is shown live)",
         {"fault": "reset-mid-stream", "phase": "turn1"},
         "turn1",
         EXIT_SERVER,
-        r"connection closed or reset during /generate stream",
+        r"connection closed or reset during /generate",
         cfg={"helpers": ["decode_cache_hit"]},
         sent_once="turn1",
     ),

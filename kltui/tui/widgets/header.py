@@ -161,7 +161,7 @@ def server_text(s: dict, config: dict, vars_: dict) -> Text:
     if cg is not None:
         t.append(" · ", style="dim")
         t.append("cuda graph on" if cg else "cuda graph off")
-    if config.get("stream") is False:
+    if config.get("streamed", config.get("stream")) is False:
         stream = "stream off"
     else:
         stream = "stream incremental" if s.get("incremental_streaming_output") else "stream cumul."
