@@ -55,7 +55,11 @@ def extras_note(extras: list, lp_a: np.ndarray) -> Text:
     for ev in extras:
         gate = lp_a[ev.start : ev.start + len(ev.lp)]
         n = min(gate.size, len(ev.lp))
-        same += int(np.sum(np.asarray(ev.lp[:n], dtype=np.float64).view(np.int64) == gate[:n].view(np.int64)))
+        same += int(
+            np.sum(
+                np.asarray(ev.lp[:n], dtype=np.float64).view(np.int64) == gate[:n].view(np.int64)
+            )
+        )
         total += n
     t = Text()
     t.append("top-k and token text: ", style="dim")
