@@ -189,8 +189,9 @@ async def _run(
                 if e.err.kind in ("unreachable", "server-restarted"):
                     break  # the next helper would only repeat the same fault
         # The gate is decided; now the drill-down's extras, from requests of their own.
-        for run in gated:
-            async for ev in after_gate(run, cfg.extras, cfg.top_k):
+        # (not after a fault of this server: the gate's error is the news, not the extras)
+        if len(gated) == sum(1 for n in cfg.helpers if n in HELPERS):
+            async for ev in after_gate(gated, cfg.extras, cfg.top_k):
                 yield ev
     if cfg.baseline and "cross_engine" in cfg.helpers and live:
         c = live[0]  # one SGLang server is compared with the baseline

@@ -3,8 +3,8 @@
 The gate's requests are exactly SGLang's (no `top_logprobs_num`, no `return_text_in_logprobs`):
 asking for top-k and text at every prompt position of every replay tripled the cost of a run on
 a GPU server. The drill-down needs them only where someone looks, so after the helpers finish
-one bounded prefill-only request per helper fetches them for the worst few samples, only around
-their first divergence and their largest k3. Its logprobs are shown as what they are (another
+one bounded prefill-only request per server fetches them for the worst few samples of each
+helper, only around their first divergence and their largest k3. Its logprobs are shown as what they are (another
 request: another batch, and a radix-cache prefix up to the window) and never scored.
 """
 
@@ -30,7 +30,7 @@ def windows(m: SampleMetrics) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     for p in sorted(p for p in points if p is not None and 0 <= p < n):
         lo, hi = max(0, p - PAD), min(n, p + PAD + 1)
-        if spans and lo <= spans[-1][1] and hi - spans[-1][0] <= MAX_WINDOW:
+        if spans and hi - spans[-1][0] <= MAX_WINDOW:
             spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
         else:
             spans.append((lo, hi))
@@ -48,32 +48,33 @@ def worst_samples(run: Run, n: int) -> list[int]:
     return [s.sample for s in sorted(scored, key=key)[:n]]
 
 
-def plan(run: Run, samples: list[int]) -> list[tuple[int, int, int]]:
-    """(sample, lo, hi) for every window to fetch."""
+def plan(run: Run, samples: list[int]) -> list[tuple[Run, int, int, int]]:
+    """(run, sample, lo, hi) for every window to fetch."""
     out = []
     for sample in samples:
         sc = run.book.samples.get(sample)
         if sc is None or sample not in run.scored_inputs:
             continue
-        out.extend((sample, lo, hi) for lo, hi in windows(sc.metrics))
+        out.extend((run, sample, lo, hi) for lo, hi in windows(sc.metrics))
     return out
 
 
 async def fetch_extras(
-    run: Run, items: list[tuple[int, int, int]], top_k: int, reason: str
+    items: list[tuple[Run, int, int, int]], top_k: int, reason: str
 ) -> AsyncIterator[Event]:
-    """One batched prefill-only request for the windows in `items`; an ExtrasFetched each.
+    """One batched prefill-only request for the windows in `items` (all on one server); an
+    ExtrasFetched each.
 
     Window [lo, hi) of a sample sends its replayed ids up to prompt + hi with
     logprob_start_len = prompt + lo - 1: SGLang's first input entry has no logprob, so the
     entries after it score exactly positions lo..hi-1, and nothing past the window is computed.
     A failure here is a warning: the gate's result is already decided and stays.
     """
-    ctx = run.ctx
     if not items or top_k <= 0:
         return
+    ctx = items[0][0].ctx
     batch, starts = [], []
-    for sample, lo, hi in items:
+    for run, sample, lo, hi in items:
         sc = run.book.samples[sample]
         batch.append(run.scored_inputs[sample][: sc.prompt_len + hi])
         starts.append(sc.prompt_len + lo - 1)
@@ -87,9 +88,10 @@ async def fetch_extras(
             return_text=True,
         )
     except EngineError as e:
-        yield _warning(run, f"{e.message}; the drill-down shows no top-k for these samples")
+        for run in dict.fromkeys(it[0] for it in items):
+            yield _warning(run, f"{e.message}; the drill-down shows no top-k for these samples")
         return
-    for (sample, lo, hi), res in zip(items, results, strict=True):
+    for (run, sample, lo, hi), res in zip(items, results, strict=True):
         sc = run.book.samples[sample]
         ids, lps = res.input_logprob_ids[1:], res.input_logprobs[1:]
         want = sc.token_ids[lo:hi]
@@ -118,11 +120,13 @@ async def fetch_extras(
         )
 
 
-async def after_gate(run: Run, n_samples: int, top_k: int) -> AsyncIterator[Event]:
-    """The bounded follow-up pass: the n worst samples of a finished helper."""
+async def after_gate(runs: list[Run], n_samples: int, top_k: int) -> AsyncIterator[Event]:
+    """The bounded follow-up pass: the n worst samples of each finished helper of one server,
+    in one request."""
     if n_samples <= 0 or top_k <= 0:
         return
-    async for ev in fetch_extras(run, plan(run, worst_samples(run, n_samples)), top_k, "worst"):
+    items = [it for run in runs for it in plan(run, worst_samples(run, n_samples))]
+    async for ev in fetch_extras(items, top_k, "worst"):
         yield ev
 
 
