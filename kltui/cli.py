@@ -10,7 +10,10 @@ import sys
 
 from kltui import __version__
 
-SUBCOMMANDS = ("tui", "check", "demo", "replay", "report", "serve-reference")
+SUBCOMMANDS = (
+    "tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
+    "probe-ops",
+)  # fmt: skip
 EXIT_USAGE = 2
 EXIT_SERVER = 3
 
@@ -53,7 +56,22 @@ def _nonneg_int(s: str) -> int:
     return v
 
 
-def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None:
+def _prompt_cap(s: str) -> int:
+    """--max-prompt-tokens: N > 0 cuts, 0 or `none` sends prompts uncut."""
+    if s.strip().lower() in ("0", "none", "off"):
+        return 0
+    return _pos_int(s)
+
+
+# What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
+RUN_SIZES = {"samples": 32, "max_new_tokens": 512, "max_prompt_tokens": 3000}
+DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
+THEME_HELP = "kltui-dark (default), kltui-light, kltui-cb (colour-blind-safe heat scale)"
+
+
+def add_run_options(
+    p: argparse.ArgumentParser, *, servers: bool = True, sizes: dict[str, int] = RUN_SIZES
+) -> None:
     if servers:
         p.add_argument(
             "--server",
@@ -68,20 +86,30 @@ def add_run_options(p: argparse.ArgumentParser, *, servers: bool = True) -> None
         metavar="LIST",
         help="comma list: match,prefill_cache_hit,decode_cache_hit,cross_engine",
     )
-    p.add_argument("--samples", type=_pos_int, help="number of prompts (default 32)")
-    p.add_argument("--max-new-tokens", type=_pos_int, help="tokens decoded per sample (512)")
+    p.add_argument("--samples", type=_pos_int, help=f"number of prompts ({sizes['samples']})")
+    p.add_argument(
+        "--max-new-tokens",
+        type=_pos_int,
+        help=f"tokens decoded per sample ({sizes['max_new_tokens']})",
+    )
     p.add_argument("--prompts", metavar="FILE", help=".txt, .jsonl or .json prompt file")
     p.add_argument(
         "--max-prompt-tokens",
-        type=_pos_int,
-        help="seeded truncation to [0.5, 1.5] x N tokens (3000)",
+        type=_prompt_cap,
+        help=f"seeded truncation to [0.5, 1.5] x N tokens ({sizes['max_prompt_tokens']}); 0 or "
+        "none: no truncation. A .json of token-id lists (SGLang's input-id cache) is sent uncut "
+        "unless N is given",
     )
     p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
     p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=_float, help="avg_kl_div gate for every helper")
     g.add_argument("--config", metavar="FILE.yaml", help="YAML config with per (model, tp) gates")
-    p.add_argument("--preset", choices=("sglang-ci", "deterministic"))
+    p.add_argument(
+        "--preset",
+        choices=("sglang-ci", "deterministic"),
+        help="thresholds: SGLang CI's per-model values, or bit-exact (1e-9)",
+    )
     p.add_argument("--tail-threshold", type=_float, help="tau for tail fractions (1e-3)")
     p.add_argument(
         "--top-k",
@@ -153,6 +181,9 @@ def build_config(args: argparse.Namespace):
         v = getattr(args, arg, None)
         if v is not None:
             setattr(cfg, attr, v)
+    if getattr(args, "max_prompt_tokens", None) is not None:
+        cfg.max_prompt_tokens = args.max_prompt_tokens or None  # 0: no truncation
+        cfg.prompt_cut_asked = True
     if getattr(args, "helpers", None):
         cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
         check_helpers(cfg.helpers, "--helpers")
@@ -182,7 +213,19 @@ def record_path(args: argparse.Namespace) -> str | None:
     if getattr(args, "record", None):
         return args.record
     from kltui.recording import default_recording_path
+    from kltui.runs import keep_setting, prune
 
+    keep = keep_setting()
+    if keep is not None:
+        # KLTUI_RUNS_KEEP: this run's recording will be the newest, so keep - 1 older ones stay
+        removed, errors = prune(keep=max(1, keep - 1), older_than_days=None)
+        for err in errors:
+            print(f"kltui: {err}", file=sys.stderr)
+        if removed:
+            print(
+                f"kltui: removed {len(removed)} old recording(s) (KLTUI_RUNS_KEEP={keep})",
+                file=sys.stderr,
+            )
     return str(default_recording_path())
 
 
@@ -192,7 +235,15 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 
     rec = record_path(args)
     reports = report_writer(args, recording=rec)  # checks output folders before the run
-    return asyncio.run(run_check(cfg, json_path=args.json, record_path=rec, extra_outputs=reports))
+    return asyncio.run(
+        run_check(
+            cfg,
+            json_path=args.json,
+            record_path=rec,
+            extra_outputs=reports,
+            repeat=getattr(args, "repeat", None) or 1,
+        )
+    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -208,23 +259,24 @@ def cmd_report(args: argparse.Namespace) -> int:
     return report(args)
 
 
+def demo_config(args: argparse.Namespace, url: str):
+    args.server = [url]
+    cfg = build_config(args)
+    # The demo is sized for a laptop CPU; every default can be overridden on the command line.
+    for key, value in DEMO_SIZES.items():
+        if getattr(args, key) is None:
+            setattr(cfg, key, value)
+    return cfg
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from kltui.reference.launcher import ReferenceServer
 
-    cfg_args = args
     with ReferenceServer(
         deterministic=args.deterministic, fault=args.fault, page_size=args.page_size
     ) as srv:
         print(f"kltui demo: reference server at {srv.url}", file=sys.stderr)
-        cfg_args.server = [srv.url]
-        cfg = build_config(cfg_args)
-        # The demo is sized for a laptop CPU; every default can be overridden on the command line.
-        if args.samples is None:
-            cfg.samples = 32
-        if args.max_new_tokens is None:
-            cfg.max_new_tokens = 64
-        if args.max_prompt_tokens is None:
-            cfg.max_prompt_tokens = 192
+        cfg = demo_config(args, srv.url)
         if args.headless or not _tui_available():
             return _headless(cfg, args)
         return _run_tui(cfg, args)
@@ -247,6 +299,7 @@ def _run_tui(cfg, args) -> int:
         json_path=getattr(args, "json", None),
         theme=getattr(args, "theme", None),
         watch=getattr(args, "watch", False),
+        read_only=getattr(args, "read_only", False),
     )
 
 
@@ -262,6 +315,11 @@ def cmd_tui(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from kltui.recording import read_recording
 
+    if args.file is None:
+        from kltui.runs import newest
+
+        args.file = str(newest())
+        print(f"kltui replay: newest recording {args.file}", file=sys.stderr)
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
     if args.headless:
         from kltui.headless import HeadlessView, make_console
@@ -276,7 +334,51 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return 0
     from kltui.tui.app import run_replay
 
-    return run_replay(args.file, speed=args.speed, instant=args.instant, theme=args.theme)
+    return run_replay(
+        args.file,
+        speed=args.speed,
+        instant=args.instant,
+        theme=args.theme,
+        read_only=args.read_only,
+    )
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from kltui.recording import default_runs_dir
+    from kltui.runs import human_size, list_runs, prune, table
+    from kltui.tui.text import escape_controls
+
+    folder = default_runs_dir()
+    if args.prune:
+        if args.keep is None and args.older_than is None:
+            raise _usage("--prune needs --keep N and/or --older-than DAYS")
+        removed, errors = prune(
+            folder, keep=args.keep, older_than_days=args.older_than, dry_run=args.dry_run
+        )
+        verb = "would remove" if args.dry_run else "removed"
+        for r in removed:
+            print(f"{verb} {escape_controls(r.path)} ({human_size(r.size)})")
+        freed = human_size(sum(r.size for r in removed))
+        print(f"{verb} {len(removed)} recording(s), {freed}", file=sys.stderr)
+        for err in errors:
+            print(f"kltui: error: {err}", file=sys.stderr)
+        return 1 if errors else 0
+    runs = list_runs(folder)
+    if not runs:
+        print(f"no recordings in {escape_controls(folder)}", file=sys.stderr)
+        return 0
+    for line in table(runs, clean=escape_controls):
+        print(line)
+    total = human_size(sum(r.size for r in runs))
+    print(f"{len(runs)} recording(s), {total} in {escape_controls(folder)}", file=sys.stderr)
+    return 0
+
+
+def _days(s: str) -> float:
+    v = _float(s.removesuffix("d"))
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
+    return v
 
 
 def cmd_serve_reference(args: argparse.Namespace) -> int:
@@ -291,6 +393,14 @@ def _usage(msg: str) -> Exception:
     return UsageError(msg)
 
 
+def add_read_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="keys that act on servers or files (r re-run, s screenshot) are off (`kltui web`)",
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kltui",
@@ -303,8 +413,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     tui = sub.add_parser("tui", help="live dashboard (default command)")
     add_run_options(tui)
-    tui.add_argument("--theme", help="kltui-dark (default), kltui-light, kltui-cb, ...")
+    tui.add_argument("--theme", help=THEME_HELP)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
+    add_read_only(tui)
     tui.set_defaults(func=cmd_tui)
 
     from kltui.report_cli import add_arguments as add_report_arguments
@@ -313,10 +424,24 @@ def make_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)
     add_report_options(check)
+    check.add_argument(
+        "--repeat",
+        type=_pos_int,
+        default=1,
+        metavar="N",
+        help="run N times; each re-run is compared bit for bit with the one before",
+    )
     check.set_defaults(func=cmd_check)
 
-    demo = sub.add_parser("demo", help="start the embedded reference server and run on it")
-    add_run_options(demo, servers=False)
+    demo = sub.add_parser(
+        "demo",
+        help="start the embedded reference server and run on it",
+        description="Start the embedded SGLang-compatible reference server (a tiny Llama in "
+        "torch on CPU, on a free 127.0.0.1 port) and open the dashboard on it. Sized for a "
+        "laptop CPU: {samples} prompts of ~{max_prompt_tokens} tokens, {max_new_tokens} new "
+        "tokens each (the defaults below).".format(**DEMO_SIZES),
+    )
+    add_run_options(demo, servers=False, sizes=DEMO_SIZES)
     demo.add_argument("--headless", action="store_true", help="print results instead of the TUI")
     demo.add_argument(
         "--deterministic", action="store_true", help="batch-invariant kernels: k3 must be exactly 0"
@@ -327,8 +452,15 @@ def make_parser() -> argparse.ArgumentParser:
         choices=("none", "stale-prefix", "window-evict"),
         help="plant a state bug on one cache path",
     )
-    demo.add_argument("--page-size", type=_pos_int, default=1)
-    demo.add_argument("--theme")
+    demo.add_argument(
+        "--page-size",
+        type=_pos_int,
+        default=1,
+        help="the reference server's radix cache page size in tokens (1); a prefix hit is "
+        "rounded down to whole pages, as in SGLang",
+    )
+    demo.add_argument("--theme", help=THEME_HELP)
+    add_read_only(demo)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -337,13 +469,55 @@ def make_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=cmd_report)
 
     replay = sub.add_parser("replay", help="open a recording in the TUI, as it ran")
-    replay.add_argument("file", metavar="FILE", help="a .kltui.jsonl recording")
+    replay.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        help="a .kltui.jsonl recording (default: the newest in the runs folder; see `kltui runs`)",
+    )
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=_float, help="replay at X times the recorded pace")
     pace.add_argument("--instant", action="store_true", help="load everything at once")
-    replay.add_argument("--theme")
+    replay.add_argument("--theme", help=THEME_HELP)
+    add_read_only(replay)
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
+
+    runs = sub.add_parser(
+        "runs",
+        help="list past runs (recordings), newest first; --prune removes old ones",
+        description="Recordings in $KLTUI_RUNS_DIR or ~/.local/state/kltui/runs, newest first: "
+        "date, servers, verdict, size, path. Retention: `--prune --keep N` and/or "
+        "`--older-than DAYS`, or set KLTUI_RUNS_KEEP=N to prune at every recorded run.",
+    )
+    runs.add_argument("--prune", action="store_true", help="remove old recordings (see below)")
+    runs.add_argument(
+        "--keep", type=_pos_int, metavar="N", help="with --prune: keep the newest N recordings"
+    )
+    runs.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="with --prune: remove recordings not written to for DAYS days (e.g. 30 or 30d)",
+    )
+    runs.add_argument(
+        "--dry-run", action="store_true", help="with --prune: list what would go, remove nothing"
+    )
+    runs.set_defaults(func=cmd_runs)
+
+    web = sub.add_parser(
+        "web",
+        help="serve the dashboard in a browser (textual-serve): kltui web [--host H] "
+        "[--port P] [--read-only] [tui|demo|replay options]; `kltui web --help` for more",
+        add_help=False,
+    )
+    web.add_argument("web_args", nargs=argparse.REMAINDER, help="see `kltui web --help`")
+
+    from kltui.dumps.cli import add_parsers as add_dumps_parsers
+    from kltui.probe_ops import add_parser as add_probe_parser
+
+    add_dumps_parsers(sub)
+    add_probe_parser(sub)
 
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:
@@ -360,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["tui", *argv]
+    if argv and argv[0] == "web":
+        return _web(argv[1:])
     parser = make_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -377,6 +553,22 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"kltui: error: {e}", file=sys.stderr)
         return EXIT_SERVER if os.environ.get("KLTUI_DEBUG") is None else (_ for _ in ()).throw(e)
+
+
+def _web(argv: list[str]) -> int:
+    from kltui.engines.errors import UsageError
+    from kltui.web import main as web_main
+
+    try:
+        return web_main(argv)
+    except UsageError as e:
+        print(f"kltui: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 0
+    except OSError as e:
+        print(f"kltui web: error: {e}", file=sys.stderr)
+        return EXIT_SERVER
 
 
 if __name__ == "__main__":

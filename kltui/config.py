@@ -85,6 +85,9 @@ class RunConfig:
     theme: str | None = None
     keymap: dict[str, str] = field(default_factory=dict)
     api_key: str | None = field(default=None, repr=False)
+    # max_prompt_tokens came from the command line or a config file, not the default: only then
+    # are pre-cut token-id files (SGLang's input-id cache) cut again
+    prompt_cut_asked: bool = field(default=False, repr=False)
 
     def streams(self, live_view: bool) -> bool:
         return live_view if self.stream is None else self.stream
@@ -104,6 +107,7 @@ class RunConfig:
         """What goes into recordings and reports: everything except the API key."""
         d = asdict(self)
         d.pop("api_key", None)
+        d.pop("prompt_cut_asked", None)
         from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
 
         # a key from KLTUI_API_KEY is used as well: say so
@@ -189,6 +193,8 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
             _check_type(path_str, key, value, val_node, types, desc)
             _check_range(path_str, key, value, val_node)
             setattr(cfg, key, float(value) if float in types and value is not None else value)
+            if key == "max_prompt_tokens":
+                cfg.prompt_cut_asked = True
         elif key in ("servers", "helpers"):
             if isinstance(value, str):
                 value = [v.strip() for v in value.split(",") if v.strip()]

@@ -74,6 +74,9 @@ class SampleScored:
     top_b: list | None = None
     # Optional text of each token (untrusted model output: escape wherever it is shown)
     texts: list | None = None
+    # Positions where side A's server reported another token id than the one scored there,
+    # as [[position, reported_id], ...] (a server quirk, see engines/idcheck.py); still scored
+    id_mismatch: list | None = None
 
 
 @dataclass(frozen=True, slots=True)

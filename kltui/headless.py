@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
+from kltui.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
 from kltui.config import RunConfig
 from kltui.consume import EXIT_INTERRUPTED, VERDICT_EXIT, pump
 from kltui.diagnosis import diagnose
@@ -63,6 +65,7 @@ class HeadlessView:
             transient=False,
         )
         self.tasks: dict[str, int] = {}
+        self.flushes: dict[str, int] = {}  # server -> flushes asked (they hit every client)
 
     def __call__(self, ev: Event) -> None:
         match ev:
@@ -83,6 +86,8 @@ class HeadlessView:
                     f"{ev.helper:<18}", total=ev.n_samples, status="starting", key=key
                 )
             case PhaseChanged() | TokensDecoded() | SampleScored() | SampleSkipped():
+                if isinstance(ev, PhaseChanged) and ev.phase == "flush":
+                    self.flushes[ev.server] = self.flushes.get(ev.server, 0) + 1
                 self._update(ev.helper, ev.server)
             case HelperFinished():
                 s = ev.summary
@@ -113,17 +118,42 @@ class HeadlessView:
 
     def finish(self) -> None:
         self.progress.stop()
+        for server, n in self.flushes.items():
+            # /flush_cache empties the radix cache for every client of that server: say so
+            self.console.print(
+                Text(
+                    f"flushed the radix cache of {server} {n} time(s) (/flush_cache; it affects "
+                    "every client of that server)"
+                ),
+                soft_wrap=True,
+            )
         if self.store.helpers:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
             if st.helper == "cross_engine" and st.summary:
                 self.console.print(cross_line(st.summary), soft_wrap=True, emoji=False)
-        for d in diagnose(self.store):
-            if d.condition == "unknown" and not d.details:
+        diags = diagnose(self.store)
+        for d in diags:
+            if d.condition is None and not d.evidence:
                 continue
-            self.console.print(Text.assemble(("diagnosis: ", "bold"), d.headline))
-            for line in d.details:
-                self.console.print(Text("  · " + line))
+            head = f"diagnosis {d.server}: " if len(diags) > 1 else "diagnosis: "
+            self.console.print(Text.assemble((head, "bold"), d.label), soft_wrap=True)
+            for line in d.evidence:
+                self.console.print(Text("  · " + line), soft_wrap=True)
+            for line in d.suspects:
+                self.console.print(Text("  suspect: " + line), soft_wrap=True)
+            if d.next_step:
+                self.console.print(Text.assemble(("  next: ", "bold"), d.next_step), soft_wrap=True)
+        for pair in cross_server(self.store):
+            x, y = pair["servers"]
+            self.console.print(
+                Text.assemble(("servers compared: ", "bold"), f"{x} vs {y}: {pair['reading']}"),
+                soft_wrap=True,
+            )
+            for h, c in pair["helpers"].items():
+                same = f"{c['identical_samples']}/{c['comparable_samples']} samples identical"
+                line = f"  · {h}: {same}, {describe_first_dict(c)}"
+                self.console.print(Text(line), soft_wrap=True)
         fin = self.store.finished
         verdict = fin.verdict if fin else "interrupted"
         style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
@@ -227,16 +257,20 @@ def make_console() -> Console:
     return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 
 
-async def run_check(
-    cfg: RunConfig,
-    *,
-    json_path: str | None = None,
-    record_path: str | None = None,
-    console: Console | None = None,
-    extra_outputs=None,
-) -> int:
-    console = console or make_console()
-    store = SessionStore()
+def run_record_path(path: str | None, run_no: int) -> str | None:
+    """Run 1 records to `path`; re-run k of --repeat to `NAME.runK.kltui.jsonl` beside it."""
+    if path is None or run_no == 1:
+        return path
+    p = Path(path)
+    suffix = ".kltui.jsonl" if p.name.endswith(".kltui.jsonl") else p.suffix
+    stem = p.name[: len(p.name) - len(suffix)] if suffix else p.name
+    return str(p.with_name(f"{stem}.run{run_no}{suffix}"))
+
+
+async def _run_once(
+    cfg: RunConfig, store: SessionStore, record_path: str | None, console: Console
+) -> bool:
+    """One run into `store`; True when it was interrupted."""
     recorder = Recorder(record_path) if record_path else None
     view = HeadlessView(store, console)
     task = asyncio.current_task()
@@ -261,10 +295,75 @@ async def run_check(
         if recorder is not None:
             recorder.close()
             console.print(f"recording: {escape(str(recorder.path))}")
+    return interrupted
+
+
+async def run_check(
+    cfg: RunConfig,
+    *,
+    json_path: str | None = None,
+    record_path: str | None = None,
+    console: Console | None = None,
+    extra_outputs=None,
+    repeat: int = 1,
+) -> int:
+    """`kltui check`: one run, or `repeat` runs each compared bit for bit with the one before
+    (the same comparison as the TUI history). Reports describe the last run; the JSON adds
+    "repeat" with every run's verdict and equality."""
+    console = console or make_console()
+    stores: list[SessionStore] = []
+    equality: list[dict] = []
+    interrupted = False
+    try:
+        for run_no in range(1, repeat + 1):
+            if repeat > 1:
+                console.print(f"[bold]run {run_no}/{repeat}[/]")
+            store = SessionStore()
+            stores.append(store)
+            interrupted = await _run_once(cfg, store, run_record_path(record_path, run_no), console)
+            if run_no > 1:
+                eq = rerun_equality(stores[-2], store)
+                equality.append({"run": run_no, "previous": run_no - 1, **eq})
+                style = {True: "green", False: "yellow"}.get(eq["identical"], "dim")
+                console.print(
+                    Text.assemble(
+                        (f"re-run {run_no} vs {run_no - 1}: ", "bold"),
+                        (describe_rerun(eq), style),
+                    ),
+                    soft_wrap=True,
+                )
+            if interrupted:
+                break
+    finally:
+        store = stores[-1]
         if json_path:
-            write_json(store, json_path)
+            extra = None
+            if repeat > 1:
+                extra = {"repeat": repeat_section(stores, equality, repeat)}
+            write_json(store, json_path, extra)
         if extra_outputs:
             extra_outputs(store)
     if interrupted:
         return EXIT_INTERRUPTED
-    return VERDICT_EXIT.get(store.finished.verdict if store.finished else "error", 3)
+    return max(VERDICT_EXIT.get(s.finished.verdict if s.finished else "error", 3) for s in stores)
+
+
+def repeat_section(stores: list[SessionStore], equality: list[dict], requested: int) -> dict:
+    return {
+        "requested": requested,
+        "runs": [
+            {
+                "run": i,
+                "run_id": s.run.run_id if s.run else None,
+                "verdict": s.finished.verdict if s.finished else "interrupted",
+                "avg_kl_div": {
+                    k: (st.summary or {}).get("avg_kl_div") for k, st in s.helpers.items()
+                },
+            }
+            for i, s in enumerate(stores, 1)
+        ],
+        "equality": equality,
+        "all_identical": None
+        if not equality or any(e["identical"] is None for e in equality)
+        else all(e["identical"] for e in equality),
+    }

@@ -185,6 +185,9 @@ def helper_summary(
     return summary
 
 
+MAX_LISTED_MISMATCHES = 100
+
+
 @dataclass(slots=True)
 class ScoredSample:
     sample: int
@@ -197,6 +200,7 @@ class ScoredSample:
     prompt_len: int
     top_a: list | None = None
     top_b: list | None = None
+    id_mismatch: list | None = None  # [[position, reported_id], ...]
 
 
 class ScoreBook:
@@ -217,11 +221,22 @@ class ScoreBook:
         prompt_len: int = 0,
         top_a: list | None = None,
         top_b: list | None = None,
+        id_mismatch: list | None = None,
     ) -> ScoredSample:
         kl = k3(lp_a, lp_b)
         sm = sample_metrics(kl, lp_a, lp_b, self.tail_threshold)
         scored = ScoredSample(
-            sample, token_ids, lp_a, lp_b, kl, sm, cached_tokens, prompt_len, top_a, top_b
+            sample,
+            token_ids,
+            lp_a,
+            lp_b,
+            kl,
+            sm,
+            cached_tokens,
+            prompt_len,
+            top_a,
+            top_b,
+            id_mismatch or None,
         )
         if sample not in self.samples:
             self.order.append(sample)
@@ -250,7 +265,18 @@ class ScoreBook:
                 "first_above_tail": s.metrics.first_above_tail,
                 "n_tail": s.metrics.n_tail,
                 "n_nonzero": s.metrics.n_nonzero,
+                **({"id_mismatch": s.id_mismatch} if s.id_mismatch else {}),
             }
             for s in items
         ]
+        # Scored tokens whose id the server reported differently: counted in avg_kl_div as
+        # SGLang's helpers count them, and listed so that nobody mistakes them for agreement.
+        mism = [
+            {"sample": s.sample, "position": p, "sent": int(s.token_ids[p]), "reported": rep}
+            for s in items
+            for p, rep in (s.id_mismatch or ())
+        ]
+        summary["id_mismatch_tokens"] = len(mism)
+        if mism:
+            summary["id_mismatches"] = mism[:MAX_LISTED_MISMATCHES]
         return summary

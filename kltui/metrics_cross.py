@@ -2,8 +2,12 @@
 
 Per position (all vectorized over positions; no per-token Python loops):
 - `lp_a`, `lp_b`: each engine's logprob of the token actually at that position; `abs_delta` is
-  |lp_a - lp_b| and `k3` the usual exp(r) - 1 - r with r = lp_a - lp_b (so k3 estimates
-  KL(vLLM || SGLang), the direction of the migration guide's KL, p_vllm * log(p_vllm / p_sglang)).
+  |lp_a - lp_b| and `k3` the usual exp(r) - 1 - r with r = lp_a - lp_b. k3 would be an unbiased
+  estimate of KL(vLLM || SGLang) only for tokens sampled from vLLM; these tokens are SGLang's
+  greedy continuation, sampled from neither engine. So k3 here is a per-token divergence of the
+  two logprobs of one given token: >= 0, exactly 0 iff they are bit-identical, about r^2 / 2 for
+  small r, and its per-sample mean is SGLang's `avg_kl_div` arithmetic applied to these tokens.
+  The distribution-level comparison is `union_kl` below.
 - `top1_agree`: both engines' most likely next token is the same id.
 - `topk_overlap`: |topA ∩ topB| / K; `top5_overlap` the same over each side's first 5 (K >= 5).
 - `union_kl`: KL(vLLM || SGLang) over the union U of the two top-k sets plus the actual token.

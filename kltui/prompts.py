@@ -37,6 +37,12 @@ class PromptSource:
     name: str
     items: list[str | list[int]]
 
+    @property
+    def pre_cut(self) -> bool:
+        """A .json list of token-id lists: the format of SGLang's input-id cache, whose prompts
+        SGLang has already cut; cutting them again would send other inputs than SGLang's CI."""
+        return self.name.lower().endswith(".json") and all(isinstance(x, list) for x in self.items)
+
 
 @dataclass
 class PromptSet:

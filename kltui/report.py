@@ -2,7 +2,7 @@
 and the pieces the HTML, Markdown and JUnit reports share (names, statuses, server settings).
 
 Reports never compute metrics: every number comes from a helper's summary, its ScoreBook or
-`diagnosis.diagnose`. Everything read from a recording is untrusted text; each format escapes it.
+`diagnosis.diagnose` or `compare`. Everything read from a recording is untrusted text; each format escapes it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import orjson
 
-from kltui import __version__
+from kltui import __version__, fmt
 from kltui.codec import json_safe
+from kltui.compare import cross_server
 from kltui.diagnosis import diagnose
 from kltui.engines.errors import UsageError
 from kltui.session import HelperState, SessionStore
@@ -50,7 +51,58 @@ SUMMARY_FIELDS = (
     "reason",
     "tokens",
     "non_finite_tokens",
+    "id_mismatch_tokens",
+    "id_mismatches",
 )
+
+
+# cross_engine's figures in the JSON report: report name -> key of the helper's summary
+CROSS_FIELDS = {
+    "top1_agreement": "top1_agreement",
+    "top5_agreement": "top5_agreement",
+    "max_abs_delta": "max_abs_delta",
+    "mean_abs_delta": "mean_abs_delta",
+    "union_topk_kl": "union_kl_mean",
+    "first_greedy_mismatch": "first_token_mismatch",
+    "config_mismatches": "config_mismatches",
+}
+
+
+def cross_fields(summary: dict | None) -> dict | None:
+    """The baseline comparison's figures (None for every helper but cross_engine)."""
+    if not summary or "agreement_line" not in summary:
+        return None
+    return {name: summary.get(key) for name, key in CROSS_FIELDS.items()}
+
+
+def cross_rows(summary: dict | None) -> list[tuple[str, str]]:
+    """(label, plain-text value) of the cross-engine figures, for Markdown, HTML and JUnit."""
+    f = cross_fields(summary)
+    if f is None:
+        return []
+
+    def rate(x) -> str:
+        return "–" if x is None else f"{x * 100:.1f}%"
+
+    line = summary.get("agreement_line")
+    where = f.get("first_greedy_mismatch")
+    return [
+        (
+            "top-1 agreement",
+            rate(f["top1_agreement"]) + (f" (line {line * 100:.0f}%)" if line else ""),
+        ),
+        ("top-5 agreement", rate(f["top5_agreement"])),
+        ("max |Δ logprob|", fmt.sci(f["max_abs_delta"])),
+        ("mean |Δ logprob|", fmt.sci(f["mean_abs_delta"])),
+        ("union top-k KL", fmt.sci(f["union_topk_kl"])),
+        (
+            "first greedy mismatch",
+            f"sample {where.get('sample')} @ {where.get('position')}"
+            if isinstance(where, dict)
+            else "none",
+        ),
+        ("config mismatches", ", ".join(map(str, f["config_mismatches"] or [])) or "none"),
+    ]
 
 
 @dataclass(frozen=True)
@@ -209,6 +261,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
         entry: dict = {"server": st.server}
         if st.summary is not None:
             entry.update({k: st.summary.get(k) for k in SUMMARY_FIELDS if k in st.summary})
+            entry.update(cross_fields(st.summary) or {})
             entry["per_sample"] = st.summary.get("per_sample", [])
         else:
             entry.update(
@@ -245,15 +298,8 @@ def json_report(store: SessionStore) -> dict:
                 }
                 for p in store.problems
             ],
-            "diagnosis": [
-                {
-                    "server": d.server,
-                    "condition": d.condition,
-                    "headline": d.headline,
-                    "details": d.details,
-                }
-                for d in diagnose(store)
-            ],
+            "diagnosis": [d.to_dict() for d in diagnose(store)],
+            "cross_server": cross_server(store),
             "verdict": verdict(store),
         }
     )
@@ -272,5 +318,8 @@ def write_output(path: str, data: str | bytes) -> None:
         raise UsageError(f"{path}: cannot write report ({e.strerror or e})") from None
 
 
-def write_json(store: SessionStore, path: str) -> None:
-    write_output(path, orjson.dumps(json_report(store), option=orjson.OPT_INDENT_2))
+def write_json(store: SessionStore, path: str, extra: dict | None = None) -> None:
+    doc = json_report(store)
+    if extra:
+        doc.update(json_safe(extra))
+    write_output(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))

@@ -11,10 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from kltui import __version__, fmt
+from kltui.compare import cross_server, describe_first_dict
 from kltui.diagnosis import Diagnosis, diagnose
 from kltui.metrics import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.report import (
     Origin,
+    cross_rows,
     helper_names,
     helper_status,
     max_location,
@@ -89,7 +91,8 @@ white-space:nowrap;background:var(--info-bg);color:var(--info)}
 padding:10px 14px;margin:8px 0}
 .diag.cond-exact{border-left-color:var(--pass)}.diag.cond-2,.diag.cond-1-2{
 border-left-color:var(--fail)}.diag.cond-1{border-left-color:#c68a00}
-.diag p{margin:6px 0 2px;font-weight:600}.diag ul{margin:4px 0 0;padding-left:20px;
+.diag p{margin:6px 0 2px;font-weight:600}.diag p.next{font-weight:400}
+.diag h4{margin:8px 0 0;font-size:12px;color:var(--muted)}.diag ul{margin:4px 0 0;padding-left:20px;
 color:var(--muted)}
 .diag-head{display:flex;gap:12px;align-items:center}.cond{font-size:11.5px;font-weight:700;
 text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
@@ -258,11 +261,17 @@ SGLang's definition) is below its threshold.</p>
 
 CONDITION_LABEL = {
     "exact": "bit-identical",
-    "1": "condition 1 · batch variance",
+    "1": "condition 1 · shape-variant kernels",
     "2": "condition 2 · state bug",
     "1+2": "conditions 1 + 2",
     "unknown": "inconclusive",
 }
+
+
+def _items(title: str, lines: list[str]) -> str:
+    if not lines:
+        return ""
+    return f"<h4>{esc(title)}</h4><ul>{''.join(f'<li>{esc(x)}</li>' for x in lines)}</ul>"
 
 
 def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
@@ -270,14 +279,46 @@ def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
         return ""
     cards = []
     for d in diagnoses:
-        details = "".join(f"<li>{esc(x)}</li>" for x in d.details)
+        kind = d.kind
+        step = f'<p class="next">Next: {esc(d.next_step)}</p>' if d.next_step else ""
         cards.append(
-            f"""<div class="diag cond-{esc(d.condition.replace("+", "-"))}">
-<div class="diag-head"><span class="cond">{esc(CONDITION_LABEL.get(d.condition, d.condition))}</span>
+            f"""<div class="diag cond-{esc(kind.replace("+", "-"))}">
+<div class="diag-head"><span class="cond">{esc(CONDITION_LABEL.get(kind, kind))}</span>
 <code>{esc(d.server)}</code></div>
-<p>{esc(d.headline)}</p>{f"<ul>{details}</ul>" if details else ""}</div>"""
+<p>{esc(d.label)}</p>{step}{_items("Evidence", d.evidence)}{_items("Suspects", d.suspects)}</div>"""
         )
     return f"<section><h2>Diagnosis</h2>{''.join(cards)}</section>"
+
+
+def cross_server_html(pairs: list[dict]) -> str:
+    if not pairs:
+        return ""
+    blocks = []
+    for pair in pairs:
+        x, y = pair["servers"]
+        rows = []
+        for h, c in pair["helpers"].items():
+            a, b = c["avg_kl_div"]
+            same = {True: "identical", False: "differ", None: "–"}[c["identical"]]
+            rows.append(
+                f"<tr><td>{esc(h)}</td><td>{esc(same)}</td>"
+                f'<td class="n">{c["identical_samples"]}/{c["comparable_samples"]}</td>'
+                f"<td>{esc(describe_first_dict(c))}</td>"
+                f'<td class="n">{esc(fmt.sci(a))}</td><td class="n">{esc(fmt.sci(b))}</td></tr>'
+            )
+        settings = "".join(
+            f"<li>{esc(k)}: {esc(str(v[0]))} vs {esc(str(v[1]))}</li>"
+            for k, v in pair["settings_differ"].items()
+        )
+        blocks.append(
+            f"""<h3><code>{esc(x)}</code> vs <code>{esc(y)}</code></h3>
+<p>{esc(pair["reading"])}</p>{f"<ul>{settings}</ul>" if settings else ""}
+<table class="results"><thead><tr><th>helper</th><th>values</th>
+<th class="n">identical samples</th><th>first difference</th>
+<th class="n">avg_kl_div A</th><th class="n">avg_kl_div B</th></tr></thead>
+<tbody>{"".join(rows)}</tbody></table>"""
+        )
+    return f"<section><h2>Servers compared</h2>{''.join(blocks)}</section>"
 
 
 def servers_html(store: SessionStore) -> str:
@@ -514,6 +555,10 @@ def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
     else:
         body = '<p class="muted">No sample was scored, so this helper has no figures.</p>'
     heat = f"<h4>Heatmap</h4>{heatmap_html(st)}" if st.n_scored or st.decoded_len else ""
+    cross = cross_rows(st.summary)
+    if cross:
+        cells = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in cross)
+        body = f'<h4>Against the baseline</h4><table class="cross">{cells}</table>' + body
     return f"""<section class="helper" id="h{i}">
 <div class="helper-head"><h2>{esc(name)}</h2>{_badge(helper_status(st))}{server}</div>
 {notes_html(st)}{body}{heat}{top_tokens_html(st)}{samples_html(st)}</section>"""
@@ -536,7 +581,8 @@ def html_report(store: SessionStore, origin: Origin | None = None) -> str:
 <title>{esc(title)}</title><style>{CSS}</style></head>
 <body><main>
 {header_html(store, origin)}{banners_html(store, origin)}
-{summary_html(store)}{diagnosis_html(diagnose(store))}{servers_html(store)}
+{summary_html(store)}{diagnosis_html(diagnose(store))}{cross_server_html(cross_server(store))}
+{servers_html(store)}
 {prompts_html(store)}{problems_html(store)}{helpers}
 <footer>Generated by kltui {esc(__version__)}. Per token k3 = exp(r) − 1 − r with r = logprob(A) −
 logprob(B): A is a fresh prefill of prompt + output, B the decode that produced it (for

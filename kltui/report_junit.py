@@ -15,6 +15,8 @@ from kltui import __version__, fmt
 from kltui.diagnosis import diagnose
 from kltui.report import (
     Origin,
+    cross_fields,
+    cross_rows,
     helper_seconds,
     helper_status,
     max_location,
@@ -79,6 +81,7 @@ def details(st: HelperState) -> str:
         f"max k3 {fmt.sci(s.get('max_k3'))} at {fmt.position(max_location(s))}",
         f"first divergence {fmt.position(s.get('first_divergence'))}",
     ]
+    lines += [f"{label} {value}" for label, value in cross_rows(s)]
     return "\n".join(lines)
 
 
@@ -146,6 +149,13 @@ def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) ->
         ]
         for i, s in enumerate(run.servers):
             items += [(f"server.{i}.{k}", s[k]) for k in IDENTITY_KEYS if s.get(k) is not None]
+    for st in store.helpers.values():
+        for k, v in (cross_fields(st.summary) or {}).items():
+            if isinstance(v, dict):
+                v = f"sample {v.get('sample')} @ {v.get('position')}"
+            elif isinstance(v, list):
+                v = ",".join(map(str, v))
+            items.append((f"{st.helper}.{k}", "none" if v is None or v == "" else v))
     if origin is not None and origin.recording:
         items.append(("recording", origin.recording))
     for name, value in items:
@@ -176,7 +186,11 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
             el.set(k, str(val))
     if isinstance(started, int | float) and math.isfinite(started):
         suite.set("timestamp", timestamp(started).replace(" UTC", "").replace(" ", "T"))
-    lines = [f"{d.server}: {d.headline}" for d in diagnose(store)]
+    lines = []
+    for d in diagnose(store):
+        lines.append(f"{d.server}: {d.label}")
+        if d.next_step:
+            lines.append(f"  next: {d.next_step}")
     lines += [
         f"{'error' if p.fatal else 'warning'}: {p.source}: {p.message}" for p in store.problems
     ]

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
+from kltui.compare import cross_server, describe_first_dict
 from kltui.diagnosis import diagnose
 from kltui.report import (
     Origin,
+    cross_rows,
     helper_names,
     helper_status,
     max_location,
@@ -115,8 +117,26 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     if helpers:
         lines += results_table(store) + [""]
     lines += notes(store)
+    for key, st in store.helpers.items():
+        rows = cross_rows(st.summary)
+        if rows:
+            name = md_escape(helper_names(store)[key])
+            shown = "; ".join(f"{md_escape(label)} {md_escape(value)}" for label, value in rows)
+            lines.append(f"- **{name}** {shown}")
     for d in diagnose(store):
-        lines.append(f"- **Diagnosis** {md_escape(d.server)}: {md_escape(d.headline)}")
+        lines.append(f"- **Diagnosis** {md_escape(d.server)}: {md_escape(d.label)}")
+        if d.next_step:
+            lines.append(f"  - next: {md_escape(d.next_step)}")
+    for pair in cross_server(store):
+        x, y = pair["servers"]
+        where = "; ".join(
+            f"{md_escape(h)} {md_escape(describe_first_dict(c))}"
+            for h, c in pair["helpers"].items()
+        )
+        lines.append(
+            f"- **Servers compared** {md_escape(x)} vs {md_escape(y)}: "
+            f"{md_escape(pair['reading'])}" + (f" ({where})" if where else "")
+        )
     for s in run.servers if run else []:
         lines.append(f"- **Server** {md_escape(server_summary(s))}")
     if run is not None and run.prompt_set:

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from kltui import __version__
 from kltui.config import RunConfig, resolve_threshold
 from kltui.engines.errors import EngineError, UsageError
-from kltui.engines.http import resolve_api_key
+from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
 from kltui.engines.vllm import identify_vllm
 from kltui.events import Event, HelperFinished, Problem, RunFinished, RunStarted
@@ -63,13 +63,23 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
         toks = await client.tokenize([t for _, t in chunk])
         for (i, _), tok in zip(chunk, toks, strict=True):
             ids[i] = tok
+    cut = cfg.max_prompt_tokens
+    uncut_note = None
+    if source.pre_cut and not cfg.prompt_cut_asked:
+        cut = None
+        uncut_note = (
+            f"{source.name}: token-id lists sent as they are (SGLang's input-id cache is "
+            "already cut); --max-prompt-tokens N cuts them again"
+        )
     pset = finalize(
         source.name,
         ids,
-        max_prompt_tokens=cfg.max_prompt_tokens,
+        max_prompt_tokens=cut,
         seed=cfg.seed,
         fit_tokens=_fit_tokens(cfg, info),
     )
+    if uncut_note:
+        pset.notes.append(uncut_note)
     if len(source.items) < cfg.samples:
         pset.notes.append(
             f"asked for {cfg.samples} samples but {source.name} holds {len(source.items)} prompts"
@@ -125,7 +135,7 @@ async def _run(
         # the baseline's identity is recorded even when unreachable; cross_engine reports it
         servers.append(
             await identify_vllm(
-                cfg.baseline, resolve_api_key(cfg.api_key), timeout=min(cfg.request_timeout, 60)
+                cfg.baseline, resolve_baseline_api_key(), timeout=min(cfg.request_timeout, 60)
             )
         )
     live = [c for c in clients if c.url in infos]
@@ -196,9 +206,7 @@ async def _run(
     if cfg.baseline and "cross_engine" in cfg.helpers and live:
         c = live[0]  # one SGLang server is compared with the baseline
         try:
-            async for ev in run_cross_engine(
-                cfg, c, infos[c.url], pset, api_key=resolve_api_key(cfg.api_key)
-            ):
+            async for ev in run_cross_engine(cfg, c, infos[c.url], pset):
                 if isinstance(ev, HelperFinished):
                     summaries.append(ev.summary)
                 yield ev

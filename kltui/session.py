@@ -136,6 +136,7 @@ class SessionStore:
                     event.prompt_len,
                     event.top_a,
                     event.top_b,
+                    event.id_mismatch,
                 )
                 st.decoded_ids.pop(event.sample, None)
                 if event.texts:

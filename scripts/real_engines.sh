@@ -3,11 +3,16 @@
 # real-engine test tier and for trying kltui against real servers. See docs/REAL_ENGINES.md.
 #
 #   scripts/real_engines.sh build [sglang|vllm|all]
-#   scripts/real_engines.sh start sglang|vllm [server flags...]   # prints the URL when ready
-#   scripts/real_engines.sh stop [all|sglang|vllm|URL|PORT]
+#   scripts/real_engines.sh start [--owner PID] sglang|vllm|standin [server flags...]
+#                                                  # prints the URL when ready
+#   scripts/real_engines.sh stop [all|sglang|vllm|standin|URL|PORT]
 #   scripts/real_engines.sh status
 #   scripts/real_engines.sh exec sglang|vllm CMD...
 #
+# Each server runs under a watchdog (real_engines/supervisor.py) holding its process group: with
+# --owner PID (or KLTUI_ENGINES_OWNER=PID) the server and all its workers stop within seconds of
+# that process ending, however it ends; without, it runs until `stop`. `stop`/`status` find
+# servers (also an earlier run's) only from the pid + start-time records written at start.
 # The work is done by scripts/real_engines/manage.py (standard library only).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

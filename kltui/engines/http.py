@@ -17,6 +17,7 @@ from kltui.engines.sse import loads_json
 
 T = TypeVar("T")
 API_KEY_ENV = "KLTUI_API_KEY"
+BASELINE_API_KEY_ENV = "KLTUI_BASELINE_API_KEY"
 REDACTED = "<redacted>"
 # Faults after which the same idempotent request may well succeed: the server is starting,
 # restarting, overloaded or was briefly unreachable. A 4xx other than "busy" will not change.
@@ -41,7 +42,14 @@ def normalize_url(spec: str) -> str:
 
 
 def resolve_api_key(explicit: str | None) -> str | None:
+    """The SGLang servers' key (--api-key or KLTUI_API_KEY); never sent to the vLLM baseline."""
     return explicit or os.environ.get(API_KEY_ENV) or None
+
+
+def resolve_baseline_api_key() -> str | None:
+    """The vLLM baseline's own key (KLTUI_BASELINE_API_KEY). No fallback to the SGLang key:
+    a key goes only to the server it was issued for."""
+    return os.environ.get(BASELINE_API_KEY_ENV) or None
 
 
 def body_detail(resp: httpx.Response, redact: Callable[[str], str] = lambda s: s) -> str:

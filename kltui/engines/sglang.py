@@ -10,6 +10,7 @@ import orjson
 
 from kltui.engines.errors import EngineError, FlushBusy, clean, sanitize
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
+from kltui.engines.idcheck import check_ids
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
 from kltui.engines.sse import DONE, SSEError, iter_events, iter_lines
 
@@ -229,14 +230,20 @@ class SGLangClient(HttpEngine):
                 f"{sent.size} input tokens",
                 "length-mismatch",
             )
-        if not np.array_equal(r.input_logprob_ids, sent):
-            k = int(np.argmax(r.input_logprob_ids != sent))
+        if np.array_equal(r.input_logprob_ids, sent):
+            return
+        found = check_ids(r.input_logprob_ids, sent)
+        if found.misaligned is not None:
+            k = int(found.positions[0])
             raise self.fail(
                 f"{route}: answer {i} input_token_logprobs[{k}] scores token "
                 f"{int(r.input_logprob_ids[k])} but token {int(sent[k])} was sent there "
-                "(answers out of order or misaligned)",
+                f"(answers out of order or misaligned: {found.misaligned})",
                 "token-mismatch",
             )
+        # The same id reported differently wherever it was sent: a server quirk (real SGLang
+        # reports the last vocabulary id as 0), kept for the helper to report per position.
+        r.id_mismatch = found.positions
 
     async def generate(self, batch: Sequence[Sequence[int]], sp: dict, **kw) -> list[GenResult]:
         """One non-streamed batched /generate; results in input order, checked against the

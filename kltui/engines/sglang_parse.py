@@ -102,6 +102,9 @@ class GenResult:
     meta: dict = field(default_factory=dict)
     input_texts: list | None = None  # with return_text_in_logprobs: the text of each input token
     input_top_texts: dict | None = None  # with return_text_in_logprobs: top-k token id -> text
+    # positions of input_token_logprobs whose reported id differs from the id sent there, in a
+    # way a per-id server quirk explains (kltui.engines.idcheck); None when all are equal
+    id_mismatch: np.ndarray | None = None
 
 
 def _meta(obj: dict, what: str) -> dict:

@@ -51,6 +51,9 @@ class VLLMClient(HttpEngine):
             resp = await self._client.get("/health", timeout=min(10.0, self.timeout))
         except httpx.HTTPError as e:
             raise self.transport_error(e, "/health") from None
+        if resp.status_code in (401, 403):
+            # a refused key will not change on retry; say which key this server takes
+            raise self._auth_hint(self.http_error(resp, "/health"))
         if resp.status_code != 200:
             raise self.http_error(resp, "/health", "unhealthy")
 
@@ -78,7 +81,7 @@ class VLLMClient(HttpEngine):
 
     def _auth_hint(self, e: EngineError) -> EngineError:
         if e.kind in ("http-401", "http-403"):
-            e.message += " (the server wants an API key: --api-key or KLTUI_API_KEY)"
+            e.message += " (the vLLM baseline wants an API key: KLTUI_BASELINE_API_KEY)"
         return e
 
     async def version(self) -> str | None:

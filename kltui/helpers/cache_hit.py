@@ -3,6 +3,15 @@
 Hit rules are SGLang's: a prefill hit is `cached_tokens > 0`; a decode hit needs
 `cached_tokens > len(turn1 prompt) + 1` (the hit reaches KV written by decode). Misses are
 skipped and reported, never averaged in; fewer than `min_cache_hit_ratio` hits fails the helper.
+
+Requests are SGLang's (`sglang.test.kl_test_utils`, 0.5.23): the warm prefill without logprobs,
+turn 1 and the decode with `return_logprob` and `logprob_start_len=-1`, the replay with
+`logprob_start_len=0`, `temperature` 0 and `ignore_eos`. kltui differs on purpose in three
+ways, none of which changes a logprob: decode-side requests are streamed (`stream: true`, so the
+TUI shows tokens as they come; `--no-stream` sends them as SGLang does); the replay asks for
+`return_text_in_logprobs` (the drill-down shows token text) and for `top_logprobs_num`
+(`--top-k`, 5 by default, 0 turns it off: alternatives in the drill-down). Every helper checks what SGLang's does
+not: that each answer belongs to its prompt and that side A scores the ids side B generated.
 """
 
 from __future__ import annotations
@@ -116,8 +125,8 @@ async def decode_cache_hit(ctx: HelperContext, run: Run | None = None) -> AsyncI
     async for ev in run.flush():
         yield ev
     turn1: list[GenResult] = []
-    # Turn 1 asks for logprobs as SGLang's helper does (they are not scored): the requests
-    # behind the gate are the ones SGLang sends, so the server does the same work.
+    # Turn 1 asks for logprobs as SGLang's helper does (return_logprob, logprob_start_len=-1):
+    # the server then runs the same requests, although turn 1's logprobs are never scored.
     async for ev in run.generate(
         "turn1", ctx.prompts, samples, turn1, max_new_tokens=ctx.max_new_tokens
     ):

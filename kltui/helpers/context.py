@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kltui.engines.errors import EngineError
+from kltui.engines.idcheck import describe as describe_ids
 from kltui.engines.sglang import SGLangClient, sampling_params
 from kltui.engines.sglang_parse import Delta, GenResult
 from kltui.events import Event, HelperFinished, PhaseChanged, Problem, SampleScored, TokensDecoded
@@ -215,7 +216,7 @@ class Run:
                 out.extend(results)
         except EngineError as e:
             raise self.error(e) from None
-        if logprobs:
+        if logprobs and live:  # only the scored side's logprobs can fail the helper
             found = [
                 (samples[r.index], r.output_logprobs)
                 for r in out
@@ -264,6 +265,8 @@ class Run:
         if (p := self.bad_logprobs("input (prefill side)", found)) is not None:
             yield p
         yield self.enter("score")
+        prompt_quirks: list = []
+        compared: list = []
         for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
             n = gen.output_ids.size
             if res.input_logprobs.size != full.size:
@@ -277,8 +280,21 @@ class Run:
                 )
             lp_a = res.input_logprobs[-n:]
             ids_a = res.input_logprob_ids[-n:]
-            if not np.array_equal(ids_a, gen.output_ids):
-                k = int(np.argmax(ids_a != gen.output_ids))
+            quirk = res.id_mismatch if res.id_mismatch is not None else np.zeros(0, np.int64)
+            in_prompt = quirk[quirk < full.size - n]
+            if in_prompt.size:
+                prompt_quirks.append((sample, in_prompt, res.input_logprob_ids, full))
+            tail = np.flatnonzero(ids_a != gen.output_ids)
+            allowed = quirk[quirk >= full.size - n] - (full.size - n)
+            mismatch = None
+            if tail.size and np.array_equal(tail, allowed):
+                # Scored anyway, as SGLang's helpers do (avg_kl_div keeps their definition);
+                # each such token is reported with the id the server claimed to score.
+                mismatch = [[int(k), int(ids_a[k])] for k in tail]
+                compared.append((sample, [(k, int(gen.output_ids[k]), r) for k, r in mismatch]))
+                tail = tail[:0]
+            if tail.size:
+                k = int(tail[0])
                 raise self.error(
                     EngineError(
                         ctx.server,
@@ -294,6 +310,7 @@ class Run:
                 gen.output_logprobs,
                 gen.cached_tokens,
                 int(prompt.size),
+                id_mismatch=mismatch,
             )
             self.scored_inputs[sample] = full
             yield SampleScored(
@@ -305,7 +322,38 @@ class Run:
                 gen.output_logprobs,
                 gen.cached_tokens,
                 int(prompt.size),
+                id_mismatch=mismatch,
             )
+        if prompt_quirks:
+            yield self.prompt_id_warning(prompt_quirks)
+        if compared:
+            sample, pairs = compared[0]
+            n = sum(len(p) for _, p in compared)
+            yield Problem(
+                self.ctx.server,
+                f"[{self.helper}/score] the server reported another token id than the one scored "
+                f"at {n} compared position(s) in {len(compared)} sample(s) (sample {sample}: "
+                + "; ".join(f"pos {k}: sent {sent}, reported {rep}" for k, sent, rep in pairs[:5])
+                + "); scored anyway, as SGLang's helpers do, and listed as id_mismatches",
+                fatal=False,
+                helper=self.helper,
+                phase="score",
+            )
+
+    def prompt_id_warning(self, found: list) -> Problem:
+        """Ids the server reports differently at prompt positions: no metric reads them."""
+        n = sum(p.size for _, p, _, _ in found)
+        sample, pos, reported, sent = found[0]
+        return Problem(
+            self.ctx.server,
+            f"[{self.helper}/prefill] the server reported another token id than was sent at {n} "
+            f"prompt position(s) in "
+            f"{len(found)} sample(s) (sample {sample}: {describe_ids(pos, reported, sent)}); "
+            "no metric reads prompt positions, so the run goes on",
+            fatal=False,
+            helper=self.helper,
+            phase="prefill",
+        )
 
     def finished(self, **extra) -> HelperFinished:
         summary = self.book.summary(

@@ -19,7 +19,6 @@ mismatches become Problems, and a different model or vocabulary refuses the comp
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -28,6 +27,7 @@ import numpy as np
 from kltui.alignment import Row, align, describe, mismatches, refusals
 from kltui.config import RunConfig, resolve_threshold
 from kltui.engines.errors import EngineError
+from kltui.engines.http import resolve_baseline_api_key
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
@@ -53,7 +53,6 @@ from kltui.metrics_cross import (
 from kltui.prompts import PromptSet
 
 HELPER = "cross_engine"
-BASELINE_API_KEY_ENV = "KLTUI_BASELINE_API_KEY"
 # One request carries at most this many logprob entries (positions x ids per position); more
 # would make answers of hundreds of MB. A sample alone above it loses its token_ids_logprob.
 ENTRY_BUDGET = 1_000_000
@@ -385,8 +384,6 @@ async def run_cross_engine(
     sglang_client: SGLangClient,
     sglang_info: dict,
     pset: PromptSet,
-    *,
-    api_key: str | None,
 ) -> AsyncIterator[Event]:
     """Compare `sglang_client` with the vLLM baseline `cfg.baseline` on `pset`.
 
@@ -397,8 +394,8 @@ async def run_cross_engine(
     """
     if not cfg.baseline:
         raise ValueError("run_cross_engine needs cfg.baseline")
-    key = os.environ.get(BASELINE_API_KEY_ENV) or api_key
-    vllm = VLLMClient(cfg.baseline, key, timeout=cfg.request_timeout)
+    # the baseline's own key only: the SGLang servers' key never goes to vLLM
+    vllm = VLLMClient(cfg.baseline, resolve_baseline_api_key(), timeout=cfg.request_timeout)
     thr = resolve_threshold(
         cfg,
         HELPER,

@@ -47,12 +47,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stream deltas instead of cumulative text/output_ids/logprobs",
     )
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
-    parser.add_argument("--disable-radix-cache", action="store_true")
+    parser.add_argument(
+        "--disable-radix-cache", action="store_true", help="no prefix reuse (cached_tokens = 0)"
+    )
     parser.add_argument(
         "--max-total-tokens", type=int, default=65536, help="radix cache capacity in tokens"
     )
-    parser.add_argument("--stream-interval", type=int, default=1)
-    parser.add_argument("--random-seed", type=int, default=None)
+    parser.add_argument(
+        "--stream-interval", type=int, default=1, help="decode steps per streamed chunk (1)"
+    )
+    parser.add_argument(
+        "--random-seed",
+        type=int,
+        default=None,
+        help="seed of per-request sampling seeds when a request names none (random)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
 
 

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -21,9 +22,10 @@ from textual.css.query import NoMatches
 from textual.widgets import DataTable, Footer
 from textual.worker import Worker, WorkerState
 
+from kltui.compare import cross_server, describe_rerun, rerun_equality
 from kltui.config import RunConfig
 from kltui.consume import EXIT_INTERRUPTED, EXIT_SERVER, VERDICT_EXIT
-from kltui.diagnosis import bit_identical, diagnose
+from kltui.diagnosis import diagnose
 from kltui.events import (
     Event,
     HelperFinished,
@@ -38,11 +40,13 @@ from kltui.session import HelperState, SessionStore
 from kltui.tui import themes
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
+from kltui.tui.screens.compare import CompareScreen
+from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
 from kltui.tui.summaries import Summaries
-from kltui.tui.text import escape_controls
+from kltui.tui.text import escape_controls, safe
 from kltui.tui.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
@@ -86,6 +90,8 @@ class KltuiApp(App[int]):
         Binding("r", "rerun", "Re-run", id="app.rerun"),
         Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
         Binding("e", "problems", "Problems", show=False, id="app.problems"),
+        Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
+        Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
     ]
 
     def __init__(
@@ -97,8 +103,10 @@ class KltuiApp(App[int]):
         watch: bool = False,
         token_text: dict[int, str] | None = None,
         screenshot_dir: str | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__()
+        self.read_only = read_only
         self.feed = feed
         self._token_text = token_text
         self.user_keymap = dict(keymap or {})
@@ -168,10 +176,31 @@ class KltuiApp(App[int]):
         yield DiagnosisBar(id="diagnosis")
         yield Footer()
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity="information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Every toast is shown literally: its text carries server, file and recording strings,
+        and Textual would otherwise parse `[...]` as markup (and crash on a stray `[/]`)."""
+        super().notify(
+            escape_controls(message, 300),
+            title=escape_controls(title, 80),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(themes.VARIABLE_DEFAULTS)
 
     def on_mount(self) -> None:
+        if self.read_only:
+            self.notify("read-only: re-run and screenshots are off", timeout=4)
         for note in self._startup_notes:
             self.notify(escape_controls(note), severity="warning", timeout=8)
         self.theme_changed_signal.subscribe(self, lambda _t: self.refresh_views(force=True))
@@ -234,10 +263,19 @@ class KltuiApp(App[int]):
         self.status.running = False
         self.status.recording = recording or self.status.recording
         if counted and store.run is not None:
-            identical = None
+            identical, difference = None, None
             if self._prev_store is not None and store.finished and self._prev_store.finished:
-                identical = bit_identical(self._prev_store, store)
-            self.history.append(record_of(len(self.history) + 1, store, identical, recording))
+                eq = rerun_equality(self._prev_store, store)
+                identical, difference = eq["identical"], describe_rerun(eq)
+                self.notify(
+                    escape_controls(
+                        f"run {len(self.history) + 1} vs the one before: {difference}", 300
+                    ),
+                    timeout=6,
+                )
+            self.history.append(
+                record_of(len(self.history) + 1, store, identical, recording, difference)
+            )
             self._prev_store = store
             self._last_finished = store
             if self._watch is not None:
@@ -369,16 +407,25 @@ class KltuiApp(App[int]):
                 store, self.selected, self.summaries, elapsed, self.theme_variables
             )
 
-    def _heat_title(self, st: HelperState | None) -> str:
+    def _heat_title(self, st: HelperState | None) -> Text:
+        # A Text, not a str: Textual parses a str title as markup (helper and server names
+        # come from a recording or a server).
         if st is None:
-            return "k3 heatmap"
+            return Text("k3 heatmap")
         multi = self.store is not None and len({s.server for s in self.store.helpers.values()}) > 1
-        where = f" @ {escape_controls(st.server)}" if multi else ""
-        return f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions"
+        where = f" @ {st.server}" if multi else ""
+        return safe(f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions")
 
-    DASHBOARD_ONLY = frozenset({"cycle_helper", "first_divergence", "rerun", "problems"})
+    DASHBOARD_ONLY = frozenset(
+        {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
+    )
+
+    # what a reviewer of a served dashboard (`kltui web --read-only`) must not do
+    ACTS = frozenset({"rerun", "save_svg", "screenshot"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.read_only and action in self.ACTS:
+            return False
         # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
         if action in self.DASHBOARD_ONLY and len(self.screen_stack) > 1:
             return False
@@ -465,7 +512,30 @@ class KltuiApp(App[int]):
     def action_problems(self) -> None:
         self.push_screen(ProblemsScreen(self.store.problems if self.store else []))
 
+    def action_diagnosis(self) -> None:
+        diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
+        self.push_screen(DiagnosisScreen(diags, self.theme_variables))
+
+    def action_compare(self) -> None:
+        pairs = cross_server(self.store) if self.store is not None else []
+        if not pairs:
+            self.last_message = "one server in this run: nothing to compare (--server A --server B)"
+            self.notify(self.last_message, timeout=3)
+            return
+        self.push_screen(CompareScreen(pairs, self.theme_variables))
+
+    def open_dumps(self, server: str, command: str | None) -> None:
+        """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`.
+
+        The drill-down needs a server relaunched with SGLang's dumper hooks, so this names the
+        command; a screen that runs it and shows the module table opens from here."""
+        cmd = command or "kltui dumps --server HOST:PORT --dump-dir DIR"
+        self.last_message = f"dumper drill-down for {server}: {cmd}"
+        self.notify(escape_controls(self.last_message, 300), timeout=8)
+
     def action_save_svg(self) -> None:
+        if self.read_only:  # the command palette calls actions directly
+            return
         st = self.selected_state()
         name = st.helper if st else "dashboard"
         stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -489,6 +559,8 @@ class KltuiApp(App[int]):
         self.action_save_svg()
 
     async def action_rerun(self) -> None:
+        if self.read_only:
+            return
         worker = self._feed_worker
         if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
             if self.status.running:
@@ -561,6 +633,8 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
         ("Heatmap", own(Heatmap)),
         ("Sample table", own(SampleTable) + [Binding("enter", "open", "Drill down")]),
         ("Drill-down", own(_Drill)),
+        ("Diagnosis", own(DiagnosisScreen)),
+        ("Servers compared", own(CompareScreen)),
         (
             "Anywhere",
             [
@@ -583,9 +657,16 @@ def run_app(
     json_path: str | None,
     theme: str | None,
     watch: bool,
+    read_only: bool = False,
 ) -> int:
     """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
-    app = KltuiApp(LiveFeed(cfg, record), theme=theme or cfg.theme, keymap=cfg.keymap, watch=watch)
+    app = KltuiApp(
+        LiveFeed(cfg, record),
+        theme=theme or cfg.theme,
+        keymap=cfg.keymap,
+        watch=watch,
+        read_only=read_only,
+    )
     app.run()
     store = app._last_finished or app.store
     if json_path and store is not None and store.run is not None:
@@ -598,9 +679,18 @@ def run_app(
     return app.exit_code()
 
 
-def run_replay(path: str, *, speed: float | None, instant: bool, theme: str | None) -> int:
+def run_replay(
+    path: str,
+    *,
+    speed: float | None,
+    instant: bool,
+    theme: str | None,
+    read_only: bool = False,
+) -> int:
     """`kltui replay FILE`: the same dashboard fed from a recording."""
     recording = read_recording(path)
-    app = KltuiApp(ReplayFeed(recording, speed=speed, instant=instant), theme=theme)
+    app = KltuiApp(
+        ReplayFeed(recording, speed=speed, instant=instant), theme=theme, read_only=read_only
+    )
     app.run()
     return app.exit_code()

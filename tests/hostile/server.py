@@ -68,7 +68,10 @@ FAULTS: dict[str, str] = {
     "logprob-inf": "sends Infinity for one scored logprob of sample 0",
     "logprob-neg-inf": "sends -Infinity for one scored logprob of sample 0",
     "logprob-9999": "sends -9999.0 (the -inf sentinel of vLLM's JSON) for one logprob",
-    "token-mismatch": "scores a different token id than the one sent, in the replay",
+    "token-mismatch": "replay: every input_token_logprobs id shifted by one position (a "
+    "misaligned answer); decode: an output_token_logprobs id that disagrees with output_ids",
+    "id-quirk": "replay: reports id 0 wherever the id of prompt position 1 or of the last "
+    "generated token was sent (as real SGLang reports the last vocabulary id)",
     "wrong-order": "answers a batch in reverse order (streamed: with the indices reversed)",
     "missing-index": "drops `index` from the stream chunks of sample 1",
     "huge": "decodes 100k tokens for sample 0, whatever max_new_tokens says",
@@ -131,6 +134,7 @@ class HostileServer:
     drift: added to every prefill logprob, so k3 is nonzero (an honest alignment failure).
     incremental: stream deltas (SGLang's --incremental-streaming-output) instead of snapshots.
     stream_interval: tokens per stream event (more when coalescing a long answer).
+    api_key: when set, every request without `Authorization: Bearer <api_key>` gets 401.
 
     After a run: `counts` (requests per phase), `paths` (per route), `requests` (each with its
     headers and body), `hits` (the requests the fault hit), `streamed` (tokens per sample that
@@ -152,6 +156,7 @@ class HostileServer:
     drift: float = 0.0
     incremental: bool = False
     stream_interval: int = 1
+    api_key: str | None = None
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -273,8 +278,7 @@ class HostileServer:
             phase = "turn1"
         return Request(method, path, query, headers, body, phase)
 
-    @staticmethod
-    def _classify(path: str, body: Any) -> str:
+    def _classify(self, path: str, body: Any) -> str:
         if path == "/health":
             return "health"
         if path in ("/server_info", "/get_server_info"):
@@ -285,11 +289,17 @@ class HostileServer:
             return "flush"
         if path == "/generate" and isinstance(body, dict):
             if "text" in body:
+                # decode_cache_hit tokenizes "," just before its turn 1 (which asks for logprobs
+                # like the decode, as SGLang's helper does): that tells the two apart
+                self._turn1_next = body["text"] in (",", [","])
                 return "tokenize"
             sp = body.get("sampling_params") or {}
             if sp.get("max_new_tokens", 128) == 0:
                 return "prefill" if body.get("return_logprob") else "warm"
-            return "decode" if body.get("return_logprob") else "turn1"
+            if getattr(self, "_turn1_next", False) or not body.get("return_logprob"):
+                self._turn1_next = False
+                return "turn1"
+            return "decode"
         return "unknown"
 
     @staticmethod
@@ -327,6 +337,9 @@ class HostileServer:
             self.requests.append(req)
         if req.phase in self._seen:
             self._seen[req.phase].set()
+        if self.api_key and req.headers.get("authorization") != f"Bearer {self.api_key}":
+            await self._send_json(writer, {"error": {"message": "Unauthorized"}}, 401)
+            return
         hit = self._hit(req.phase)
         if hit and self.fault == "restart":
             self.startup_time += 1000.0
@@ -506,7 +519,16 @@ class HostileServer:
             # kltui asks from position 0 (replay, tokenize) or not at all (-1, decode)
             in_rows = self._input_logprobs(ids) if start == 0 else []
             out_rows = [[lp, t, None] for lp, t in zip(lps, out, strict=True)]
-            if i == 0 and phase == "prefill":
+            if i == 0 and phase == "prefill" and fault == "token-mismatch":
+                ids = [r[1] for r in in_rows]
+                for k in range(1, len(in_rows)):
+                    in_rows[k][1] = ids[k - 1]
+            elif i == 0 and phase == "prefill" and fault == "id-quirk" and len(in_rows) > 2:
+                odd = {in_rows[1][1], in_rows[-1][1]}
+                for row in in_rows:
+                    if row[1] in odd:
+                        row[1] = 0
+            elif i == 0 and phase == "prefill":
                 # the last row scores a generated token, so it is one kltui compares
                 self._plant(fault, in_rows, len(in_rows) - 1)
             elif i == 0:

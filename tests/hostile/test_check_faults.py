@@ -176,3 +176,51 @@ def test_prompt_set_tokens_survive_in_the_recording(hostile, tmp_path):
     events = [e for e in res.recording.events if isinstance(e, TokensDecoded)]
     assert events and all(np.all(e.token_ids >= 3) for e in events)
     assert decoded_tokens(res) == srv.streamed["decode"]
+
+
+async def test_id_quirk_is_reported_per_token_and_scored(hostile, tmp_path):
+    """A per-id quirk at a compared position is listed per token (JSON, recording) and still
+    scored, so avg_kl_div stays SGLang's mean over every sample."""
+    srv = hostile(fault="id-quirk", phase="prefill")
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == 0, res.out
+    h = res.report["helpers"]["match"]
+    assert h["scored"] == 3 and h["status"] == "pass"
+    assert h["id_mismatch_tokens"] >= 1
+    first = h["id_mismatches"][0]
+    assert first["sample"] == 0 and first["reported"] == 0 and first["sent"] != 0
+    per = {s["index"]: s for s in h["per_sample"]}
+    assert [first["position"], 0] in per[0]["id_mismatch"]
+    scored = [e for e in res.recording.events if type(e).__name__ == "SampleScored"]
+    assert scored[0].id_mismatch and scored[0].id_mismatch[-1] == [len(scored[0].token_ids) - 1, 0]
+    assert all(e.id_mismatch is None for e in scored[1:])
+
+
+async def test_decode_cache_hit_sends_sglangs_requests(hostile, tmp_path):
+    """Turn 1 asks for logprobs as sglang.test.kl_test_utils does; the warm-up does not."""
+    srv = hostile()
+    res = await check_inproc(srv.url, tmp_path, helpers=["prefill_cache_hit", "decode_cache_hit"])
+    assert res.rc == 0, res.out
+    gens = [r.body for r in srv.requests if r.path == "/generate" and "input_ids" in r.body]
+    turn1 = [r.body for r in srv.requests if r.phase == "turn1"]
+    assert len(turn1) == 1
+    assert turn1[0]["return_logprob"] is True and turn1[0]["logprob_start_len"] == -1
+    assert turn1[0]["return_text_in_logprobs"] is False
+    warm = [
+        b
+        for b in gens
+        if b["sampling_params"]["max_new_tokens"] == 0 and not b.get("return_logprob")
+    ]
+    assert len(warm) == 1
+    for b in gens:
+        assert b["sampling_params"]["ignore_eos"] is True
+        assert b["sampling_params"]["temperature"] == 0.0
+
+
+async def test_check_says_that_it_flushed(hostile, tmp_path):
+    srv = hostile()
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == 0, res.out
+    (line,) = [ln for ln in res.out.splitlines() if ln.startswith("flushed the radix cache")]
+    assert f"of {srv.url} {srv.counts['flush']} time(s)" in line
+    assert "every client of that server" in line

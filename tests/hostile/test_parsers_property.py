@@ -183,10 +183,15 @@ def test_parse_result_returns_or_raises_parse_error(obj):
 @FAST
 @given(json_values)
 def test_parse_result_on_arbitrary_json(obj):
+    """Any JSON value gives a GenResult or a ParseError (the documented one); any other
+    exception (TypeError, KeyError, IndexError...) fails the test, as it would reach the user as
+    a traceback."""
     try:
-        parse_result(obj, 0)
-    except ParseError:
-        pass
+        r = parse_result(obj, 0)
+    except ParseError as e:
+        assert str(e)
+        return
+    assert isinstance(r, GenResult)
 
 
 @FAST
@@ -253,10 +258,12 @@ def test_prompt_files_of_random_json(tmp_path_factory, suffix, values):
         raw = json.dumps(values, allow_nan=True).encode()
     else:
         raw = "\n".join(json.dumps(v, allow_nan=True) for v in values).encode()
+    # Any JSON gives prompts (checked in _load) or a PromptFileError naming the file; any other
+    # exception fails the test.
     try:
         _load(tmp, suffix, raw)
-    except PromptFileError:
-        pass
+    except PromptFileError as e:
+        assert str(tmp) in str(e)
 
 
 EDGE_FILES = {
@@ -317,12 +324,16 @@ def test_good_recording_reads_back():
 @FAST
 @given(st.binary(max_size=400))
 def test_recording_of_random_bytes(tmp_path_factory, raw):
+    """Random bytes read as a Recording or raise a RecordingError naming the file (_read
+    asserts both); any other exception fails the test."""
     _read(tmp_path_factory.mktemp("r"), raw)
 
 
 @FAST
 @given(st.data())
 def test_recording_with_a_damaged_event(tmp_path_factory, data):
+    """One damaged event in a good recording: a Recording or a RecordingError naming the file
+    (_read asserts both); any other exception fails the test."""
     lines = _good_recording().split(b"\n")
     k = data.draw(st.integers(1, len(lines) - 2))
     obj = orjson.loads(lines[k])

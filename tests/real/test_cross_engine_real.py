@@ -43,7 +43,7 @@ async def run(sglang_url, baseline, *, n=4, info_patch=None, **cfg_kw):
         pset = await prompt_set(c, n)
         events = []
         try:
-            async for ev in run_cross_engine(cfg, c, info, pset, api_key=None):
+            async for ev in run_cross_engine(cfg, c, info, pset):
                 events.append(ev)
         except CrossEngineError as e:
             return events, e

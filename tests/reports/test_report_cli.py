@@ -45,7 +45,20 @@ def test_every_format_in_one_call(demo_file, tmp_path):
         "prefill_cache_hit",
         "decode_cache_hit",
     }
-    assert doc["diagnosis"][0]["condition"] == "1+2"
+    (diag,) = doc["diagnosis"]
+    assert (diag["condition"], diag["conditions"]) == (1, [1, 2])
+    assert set(diag) == {
+        "server",
+        "condition",
+        "conditions",
+        "label",
+        "evidence",
+        "suspects",
+        "next_step",
+        "next_command",
+        "action",
+    }
+    assert doc["cross_server"] == []  # one server
     assert ET.parse(outs["junit"]).getroot().get("tests") == "3"
 
 

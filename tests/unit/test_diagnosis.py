@@ -1,24 +1,56 @@
-import numpy as np
+"""The diagnosis reads exact zeros, per-sample evidence and the server's own settings."""
 
-from kltui.diagnosis import bit_identical, diagnose
-from kltui.events import HelperFinished, HelperStarted, SampleScored
+import json
+
+import numpy as np
+import pytest
+
+from kltui.compare import rerun_equality
+from kltui.diagnosis import bit_identical, diagnose, exceedance_p, sign_test_p
+from kltui.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.metrics import ScoreBook
 from kltui.session import SessionStore
 
 S = "http://127.0.0.1:1"
 
 
-def feed(store: SessionStore, helper: str, noise: float, start: int = 0, n: int = 8) -> None:
-    store.apply(HelperStarted(helper, S, n, 1e-3, 1e-3))
+def started(store: SessionStore, **info) -> None:
+    server = {"url": S, "engine": "sglang", **info}
+    store.apply(RunStarted("r", 0.0, {"max_new_tokens": 16}, [server], {"max_len": 30}, "0"))
+
+
+def feed(
+    store: SessionStore,
+    helper: str,
+    noise: float,
+    start: int = 0,
+    n: int = 8,
+    length: int = 16,
+    seed: int | None = None,
+    server: str = S,
+) -> None:
+    """`noise` is the std of lp_a - lp_b (k3 ~ noise**2 / 2); the same seed gives the same
+    per-token values, as two helpers that take the same path would."""
+    store.apply(HelperStarted(helper, server, n, 1e-3, 1e-3))
     book = ScoreBook()
-    rng = np.random.default_rng(len(helper))
+    rng = np.random.default_rng(len(helper) if seed is None else seed)
     for i in range(n):
-        b = -rng.random(16) * 4
+        b = -rng.random(length) * 4
         a = b.copy()
-        a[start:] += noise * rng.standard_normal(16 - start)
-        book.add(i, np.arange(16), a, b, 5, 30)
-        store.apply(SampleScored(helper, S, i, np.arange(16), a, b, 5, 30))
-    store.apply(HelperFinished(helper, S, book.summary(n_samples=n, n_skipped=0, threshold=1e-3)))
+        a[start:] += noise * rng.standard_normal(length - start)
+        book.add(i, np.arange(length), a, b, 5, 30)
+        store.apply(SampleScored(helper, server, i, np.arange(length), a, b, 5, 30))
+    summary = book.summary(n_samples=n, n_skipped=0, threshold=1e-3)
+    summary["status"] = "pass" if summary["passed"] else "fail"
+    store.apply(HelperFinished(helper, server, summary))
+
+
+def sigma(level: float) -> float:
+    return (2 * level) ** 0.5
+
+
+def text_of(d) -> str:
+    return json.dumps(d.to_dict())
 
 
 def test_all_exact():
@@ -26,25 +58,97 @@ def test_all_exact():
     for h in ("match", "prefill_cache_hit", "decode_cache_hit"):
         feed(st, h, 0.0)
     (d,) = diagnose(st)
-    assert d.condition == "exact"
+    assert (d.condition, d.conditions, d.kind) == (0, [], "exact")
+    assert d.next_step is None
 
 
-def test_condition_1_noise_everywhere():
+def test_exact_but_a_path_untested_says_so():
     st = SessionStore()
+    feed(st, "match", 0.0)
+    (d,) = diagnose(st)
+    assert d.condition == 0 and "not tested: prefill_cache_hit, decode_cache_hit" in d.label
+
+
+def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
+    st = SessionStore()
+    started(st, enable_deterministic_inference=False, attention_backend="fa3")
     for h in ("match", "prefill_cache_hit", "decode_cache_hit"):
         feed(st, h, 1e-4)
     (d,) = diagnose(st)
-    assert d.condition == "1" and "batch variance" in d.headline
+    assert d.condition == 1 and d.conditions == [1] and "batch variance" in d.label
+    assert "--enable-deterministic-inference (off on this server)" in d.next_step
+    assert d.action is None
+
+
+def test_deterministic_on_and_still_nonzero_points_at_the_dumper():
+    """The H200 case: deterministic on, match 3.81e-4, prefill_cache_hit 3.81e-4 (the same
+    values), decode_cache_hit 3.96e-4."""
+    st = SessionStore()
+    started(
+        st,
+        enable_deterministic_inference=True,
+        attention_backend="triton",
+        cuda_graph=True,
+        page_size=1,
+        tp_size=1,
+        disable_radix_cache=False,
+    )
+    feed(st, "match", sigma(3.81e-4), n=16, length=128, seed=1)
+    feed(st, "prefill_cache_hit", sigma(3.81e-4), n=16, length=128, seed=1)
+    feed(st, "decode_cache_hit", sigma(3.96e-4), n=16, length=128, seed=2)
+    (d,) = diagnose(st)
+    assert d.condition == 1 and d.conditions == [1], d.evidence
+    assert "deterministic inference on" in d.label and "shape-variant" in d.label
+    assert "--enable-deterministic-inference" not in text_of(d)  # already on: never advised
+    assert d.action == "dumps"
+    assert d.next_command == "kltui dumps --server 127.0.0.1:1 --dump-dir DIR"
+    assert any("triton attention backend" in s and "split" in s for s in d.suspects)
+    assert any("CUDA graph is on" in s for s in d.suspects)
+    assert any("deterministic inference on" in e for e in d.evidence)  # the settings it read
+
+
+def test_cache_helper_50x_above_match_is_a_hidden_condition_2():
+    st = SessionStore()
+    started(st, enable_deterministic_inference=False)
+    feed(st, "match", sigma(1e-5))
+    feed(st, "prefill_cache_hit", sigma(5e-4))
+    (d,) = diagnose(st)
+    assert d.conditions == [1, 2] and d.condition == 1
+    assert "prefill_cache_hit" in d.label and "similar" not in d.label
+    assert any("higher in 8, lower in 0" in e for e in d.evidence)
+
+
+def test_match_noisy_and_cache_helpers_exactly_zero_is_not_similar_level():
+    st = SessionStore()
+    feed(st, "match", 1e-4)
+    feed(st, "prefill_cache_hit", 0.0)
+    feed(st, "decode_cache_hit", 0.0)
+    (d,) = diagnose(st)
+    assert d.condition == 1 and d.conditions == [1]
+    assert "match's path only" in d.label and "similar" not in d.label
+
+
+def test_stray_ulps_are_not_a_state_bug():
+    """match 1e-12 with prefill 1e-10: both below the 1e-9 floor, not "1+2"."""
+    st = SessionStore()
+    feed(st, "match", sigma(1e-12))
+    feed(st, "prefill_cache_hit", sigma(1e-10))
+    (d,) = diagnose(st)
+    assert d.conditions == [1], d.label
+    assert any("stray-ulp floor" in e for e in d.evidence)
 
 
 def test_condition_2_only_on_prefill_cache_path():
     st = SessionStore()
+    started(st, page_size=4, enable_deterministic_inference=True)
     feed(st, "match", 0.0)
     feed(st, "prefill_cache_hit", 0.3)
     feed(st, "decode_cache_hit", 0.0)
     (d,) = diagnose(st)
-    assert d.condition == "2" and "prefill_cache_hit" in d.headline
-    assert any("first generated token" in x for x in d.details)
+    assert d.condition == 2 and d.conditions == [2] and "prefill_cache_hit" in d.label
+    assert any("first generated token" in x for x in d.evidence)
+    assert any("page size 4" in s for s in d.suspects)
+    assert "cross_server" in d.next_step and d.action is None
 
 
 def test_mid_generation_divergence_is_described():
@@ -52,8 +156,8 @@ def test_mid_generation_divergence_is_described():
     feed(st, "match", 0.0)
     feed(st, "decode_cache_hit", 0.3, start=9)
     (d,) = diagnose(st)
-    assert d.condition == "2"
-    assert any("mid-generation (median position 9" in x for x in d.details)
+    assert d.condition == 2
+    assert any("mid-generation (median position 9" in x for x in d.evidence)
 
 
 def test_condition_1_plus_2():
@@ -61,7 +165,45 @@ def test_condition_1_plus_2():
     feed(st, "match", 1e-6)
     feed(st, "prefill_cache_hit", 0.5)
     (d,) = diagnose(st)
-    assert d.condition == "1+2"
+    assert d.conditions == [1, 2] and d.kind == "1+2"
+
+
+def test_match_alone_does_not_claim_cache_helpers_agree():
+    st = SessionStore()
+    feed(st, "match", 1e-4)
+    (d,) = diagnose(st)
+    assert d.condition == 1 and "run the cache-hit helpers" in d.label
+
+
+def test_without_match_it_is_inconclusive():
+    st = SessionStore()
+    feed(st, "prefill_cache_hit", 0.3)
+    (d,) = diagnose(st)
+    assert d.condition is None and d.conditions == [] and "match did not run" in d.label
+
+
+def test_vacuous_helper_is_named_not_counted():
+    st = SessionStore()
+    feed(st, "match", 0.0)
+    st.apply(HelperStarted("prefill_cache_hit", S, 8, 1e-3, 1e-3))
+    st.apply(
+        HelperFinished(
+            "prefill_cache_hit",
+            S,
+            {"status": "vacuous", "scored": 0, "reason": "radix cache disabled"},
+        )
+    )
+    (d,) = diagnose(st)
+    assert d.condition == 0
+    assert any("vacuous: radix cache disabled" in e for e in d.evidence)
+
+
+def test_evidence_statistics():
+    assert sign_test_p(8, 0) == pytest.approx(1 / 256)
+    assert sign_test_p(0, 0) == 1.0 and sign_test_p(3, 3) > 0.5
+    assert exceedance_p(1, 10, 10) == pytest.approx(0.5)
+    assert exceedance_p(3, 32, 32) == pytest.approx(4960 / 41664)
+    assert exceedance_p(0, 5, 5) == 1.0
 
 
 def test_bit_identical_between_runs():
@@ -71,13 +213,15 @@ def test_bit_identical_between_runs():
     feed(c, "match", 2e-5)
     assert bit_identical(a, b) is True
     assert bit_identical(a, c) is False
+    eq = rerun_equality(a, c)
+    assert eq["first_difference"] == {
+        "helper": "match",
+        "server": S,
+        "sample": 0,
+        "position": 0,
+        "side": "prefill",
+    }
     d = SessionStore()
     feed(d, "prefill_cache_hit", 1e-5)
     assert bit_identical(a, d) is None
-
-
-def test_match_alone_does_not_claim_cache_helpers_agree():
-    st = SessionStore()
-    feed(st, "match", 1e-4)
-    (d,) = diagnose(st)
-    assert d.condition == "1" and "will tell" in d.headline
+    assert rerun_equality(a, d)["reason"] == "the runs hold different helpers"

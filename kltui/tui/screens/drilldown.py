@@ -146,7 +146,7 @@ class DrillDown(Screen):
         )
         sc, m = self.scored, self.scored.metrics
         head = self.query_one("#drill-head", Static)
-        head.border_title = f"sample {self.sample} · {self.state.helper}"
+        head.border_title = safe(f"sample {self.sample} · {self.state.helper}")
         head.border_subtitle = "f first divergence · n/p next/prev tail · m max · esc back"
         t = Text()
         t.append_text(safe(self.state.server, style="bold"))
@@ -169,6 +169,12 @@ class DrillDown(Screen):
             t.append("  top-k not fetched for this sample", style="dim")
         if m.non_finite:
             t.append(f"  non-finite {m.non_finite}", style="bold red")
+        if sc.id_mismatch:
+            t.append(
+                f"\n{heat.MARK_ID} at {len(sc.id_mismatch)} position(s) the server reported "
+                "another token id than the one scored (scored anyway, as SGLang's helpers do)",
+                style="bold",
+            )
         head.update(t)
         box = self.query_one("#drill-spark-box")
         box.border_title = "log10 k3 along the sequence"
@@ -207,6 +213,7 @@ class DrillDown(Screen):
         lp_a, lp_b, k3 = sc.lp_a.tolist(), sc.lp_b.tolist(), sc.k3.tolist()
         levels = heat.levels(sc.k3).tolist()
         pal = self.palette
+        reported = dict(sc.id_mismatch or ())
         rows = []
         for i, tid in enumerate(ids):
             mark = heat.MARK_FIRST if i == first else " "
@@ -217,7 +224,9 @@ class DrillDown(Screen):
             row = [
                 Text(f"{mark}{i}", style="bold" if i == first else ""),
                 str(sc.prompt_len + i),
-                str(tid),
+                str(tid)
+                if i not in reported
+                else Text(f"{tid} {heat.MARK_ID} {reported[i]}", style="bold"),
             ]
             if tt:
                 row.append(token_repr(tt.get(tid)))

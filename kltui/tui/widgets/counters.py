@@ -32,7 +32,7 @@ class Counters(Static):
     """
 
     def show(self, st: HelperState | None, summary: dict | None, vars_: dict) -> None:
-        self.border_title = "counters" if st is None else f"counters · {st.helper}"
+        self.border_title = safe("counters" if st is None else f"counters · {st.helper}")
         ok, warn, bad = vars_.get("kl-ok"), vars_.get("kl-warn"), vars_.get("kl-bad")
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True, min_width=16)

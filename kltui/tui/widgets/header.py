@@ -73,6 +73,8 @@ class TitleBar(Static):
             if status.mode != "replay":
                 t.append(f" · started {_local(run.started_at)}", style="dim")
             t.append(f" · kltui {run.kltui_version}", style="dim")
+        if getattr(self.app, "read_only", False):
+            t.append("  read-only", style="bold")
         if status.watch:
             t.append("  ⟳ ", style=theme_vars.get("accent", "yellow"))
             t.append(status.watch, style="dim")
@@ -106,37 +108,62 @@ class TitleBar(Static):
         self.update(t, layout=False)  # always one line
 
 
-def _flag(t: Text, label: str, value, *, style: str = "") -> None:
-    t.append(" · ", style="dim")
-    t.append(label, style="dim")
+SEP = " · "
+INDENT = "    "
+
+
+def _setting(label: str, value=None, *, style: str = "", label_style: str = "dim") -> Text:
+    """One setting as an unbreakable unit of the server line."""
+    t = Text(label, style=label_style)
     if value is not None:
         t.append(" ")
         t.append_text(safe(value, style=style, limit=48))
+    return t
 
 
-def server_text(s: dict, config: dict, vars_: dict) -> Text:
-    """One server's identity; every string is untrusted and goes through `safe`."""
+def flow(chunks: list[Text], width: int | None) -> Text:
+    """Settings on as many lines as `width` needs, broken only between two settings (a
+    setting split over two lines, "deterministic" / "off", reads as something else)."""
+    lines: list[Text] = []
+    cur = Text(no_wrap=True, overflow="ellipsis")
+    for i, chunk in enumerate(chunks):
+        fits = width is None or cur.cell_len + len(SEP) + chunk.cell_len <= width
+        if i == 0:
+            cur.append_text(chunk)
+        elif fits or cur.plain.strip() == "":
+            cur.append(SEP, style="dim")
+            cur.append_text(chunk)
+        else:
+            lines.append(cur)
+            cur = Text(INDENT, no_wrap=True, overflow="ellipsis")
+            cur.append_text(chunk)
+    lines.append(cur)
+    return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
+
+
+def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
+    """One server's identity as a list of settings; every string is untrusted (`safe`)."""
     ok = vars_.get("kl-ok", "green")
     warn = vars_.get("kl-warn", "yellow")
     bad = vars_.get("kl-bad", "red")
-    t = Text(no_wrap=True, overflow="ellipsis")
+    head = Text()
     if s.get("error"):
-        t.append("✗ ", style=f"bold {bad}")
-        t.append_text(safe(s.get("url", "?"), style="bold"))
-        t.append("  down: ", style=bad)
-        t.append_text(safe(s["error"], limit=160))
-        return t
-    t.append("✓ ", style=f"bold {ok}")
-    t.append_text(safe(s.get("url", "?"), style="bold"))
-    t.append("  ")
+        head.append("✗ ", style=f"bold {bad}")
+        head.append_text(safe(s.get("url", "?"), style="bold"))
+        head.append("  down: ", style=bad)
+        head.append_text(safe(s["error"], limit=160))
+        return [head]
+    head.append("✓ ", style=f"bold {ok}")
+    head.append_text(safe(s.get("url", "?"), style="bold"))
+    head.append("  ")
     engine = s.get("engine", "sglang")
-    t.append_text(safe(f"{engine} {s.get('version', '?')}"))
+    head.append_text(safe(f"{engine} {s.get('version', '?')}"))
+    out = [head]
     model = s.get("served_model_name") or s.get("model_path")
-    _flag(t, "model", model, style="bold")
+    out.append(_setting("model", model, style="bold"))
     if engine == "vllm":
         # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
-        t.append(" · ", style="dim")
-        t.append("baseline", style=f"bold {warn}")
+        out.append(Text("baseline", style=f"bold {warn}"))
         for label, key in (
             ("max len", "max_model_len"),
             ("dtype", "dtype"),
@@ -145,53 +172,56 @@ def server_text(s: dict, config: dict, vars_: dict) -> Text:
             ("attn", "attention_backend"),
         ):
             if s.get(key) is not None:
-                _flag(t, label, s.get(key))
-        return t
-    _flag(t, "tp", s.get("tp_size"))
-    _flag(t, "dtype", s.get("dtype"))
-    _flag(t, "attn", s.get("attention_backend"))
-    _flag(t, "page", s.get("page_size"))
+                out.append(_setting(label, s.get(key)))
+        return out
+    for label, key in (
+        ("tp", "tp_size"),
+        ("dtype", "dtype"),
+        ("attn", "attention_backend"),
+        ("page", "page_size"),
+    ):
+        out.append(_setting(label, s.get(key)))
     radix_off = bool(s.get("disable_radix_cache"))
-    t.append(" · ", style="dim")
-    t.append("radix off" if radix_off else "radix on", style=warn if radix_off else "")
+    out.append(Text("radix off" if radix_off else "radix on", style=warn if radix_off else ""))
     det = bool(s.get("enable_deterministic_inference"))
-    t.append(" · ", style="dim")
-    t.append("deterministic on" if det else "deterministic off", style=f"bold {ok}" if det else "")
+    out.append(
+        Text("deterministic on" if det else "deterministic off", style=f"bold {ok}" if det else "")
+    )
     cg = s.get("cuda_graph")
     if cg is not None:
-        t.append(" · ", style="dim")
-        t.append("cuda graph on" if cg else "cuda graph off")
+        out.append(Text("cuda graph on" if cg else "cuda graph off"))
     if config.get("streamed", config.get("stream")) is False:
         stream = "stream off"
     else:
         stream = "stream incremental" if s.get("incremental_streaming_output") else "stream cumul."
-    t.append(" · ", style="dim")
-    t.append(stream)
+    out.append(Text(stream))
     fault = s.get("kltui_fault")
     if fault not in (None, "none", ""):
-        t.append(" · ", style="dim")
-        t.append("fault ", style=f"bold {bad}")
+        t = Text("fault ", style=f"bold {bad}")
         t.append_text(safe(fault, style=f"bold {bad}", limit=40))
-    return t
+        out.append(t)
+    return out
 
 
-def prompt_text(ps: dict, config: dict) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
-    t.append("prompts ", style="dim")
-    t.append_text(safe(ps.get("source", "?"), style="bold", limit=60))
-    t.append(f" · {ps.get('n', '?')} prompts · {ps.get('tokens', '?')} tokens", style="")
+def server_text(s: dict, config: dict, vars_: dict, width: int | None = None) -> Text:
+    return flow(server_settings(s, config, vars_), width)
+
+
+def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
+    head = Text("prompts ", style="dim")
+    head.append_text(safe(ps.get("source", "?"), style="bold", limit=60))
+    out = [head, Text(f"{ps.get('n', '?')} prompts"), Text(f"{ps.get('tokens', '?')} tokens")]
     sha = str(ps.get("sha256", ""))
     if sha:
-        t.append(" · sha256 ", style="dim")
-        t.append_text(safe(sha[:16]))
+        out.append(_setting("sha256", sha[:16], style=""))
     mnt = config.get("max_new_tokens")
     if mnt is not None:
-        t.append(f" · {mnt} new tokens", style="")
+        out.append(Text(f"{mnt} new tokens"))
     temp = config.get("temperature")
     if temp is not None:
-        t.append(f" · T={temp:g}", style="")
-    t.append(f" · seed {config.get('seed', '?')}", style="dim")
-    return t
+        out.append(Text(f"T={temp:g}"))
+    out.append(Text(f"seed {config.get('seed', '?')}", style="dim"))
+    return flow(out, width)
 
 
 class ServersPanel(Static):
@@ -204,15 +234,24 @@ class ServersPanel(Static):
     }
     """
 
+    _shown: tuple | None = None
+
+    def on_resize(self) -> None:
+        # the settings are laid out for a width: lay them out again for the new one
+        if self._shown is not None:
+            self.show(*self._shown)
+
     def show(self, store: SessionStore | None, status: RunStatus, vars_: dict) -> None:
+        self._shown = (store, status, vars_)
+        width = self.content_size.width or None
         lines: list[Text] = []
         run = store.run if store else None
         config = run.config if run else {}
         if run is not None:
             for s in run.servers:
-                lines.append(server_text(s, config, vars_))
+                lines.append(server_text(s, config, vars_, width))
             if run.prompt_set:
-                lines.append(prompt_text(run.prompt_set, config))
+                lines.append(prompt_text(run.prompt_set, config, width))
         elif status.message:
             lines.append(safe(status.message, style="dim"))
         else:

@@ -399,6 +399,11 @@ class Heatmap(ScrollView, can_focus=True):
         codes = vis.copy()
         marks: dict[int, str] = {}
         scored = st.book.samples.get(row)
+        if scored is not None and scored.id_mismatch:
+            for pos, _reported in scored.id_mismatch:
+                c = g.cell_of(pos) - first
+                if 0 <= c < n_vis:
+                    marks[c] = heat.MARK_ID
         if scored is not None and scored.metrics.first_divergence is not None:
             c = g.cell_of(scored.metrics.first_divergence) - first
             if 0 <= c < n_vis:

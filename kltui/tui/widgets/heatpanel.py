@@ -14,7 +14,7 @@ from kltui.tui.text import safe, token_repr
 from kltui.tui.widgets.heatmap import GUTTER, Heatmap, ruler
 
 
-def legend(palette: heat.Palette, glyphs: bool, tau: float | None) -> Text:
+def legend(palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: bool = False) -> Text:
     def swatch(level: int, width: int = 2) -> Text:
         if glyphs:
             return Text(heat.GLYPHS[level] * width, style=palette.glyph[level])
@@ -28,6 +28,10 @@ def legend(palette: heat.Palette, glyphs: bool, tau: float | None) -> Text:
     for level in range(heat.FIRST_BIN, heat.N_LEVELS):
         t.append_text(swatch(level))
     t.append(" " + heat.bin_label(heat.N_LEVELS - 1), style="dim")
+    if id_marks:  # first, so a narrow panel never cuts it
+        t.append("  ")
+        t.append(heat.MARK_ID, style=palette.marker)
+        t.append(" other id reported", style="dim")
     if tau is not None:
         t.append(f"  tail > {fmt.sci(tau, 0)}", style="dim")
     t.append("   ")
@@ -119,7 +123,8 @@ class HeatmapPanel(Vertical):
             )
         )
         tau = st.tail_threshold if st else None
-        self.query_one("#heat-legend", Static).update(legend(hm.palette, hm.glyphs, tau))
+        id_marks = st is not None and any(s.id_mismatch for s in st.book.samples.values())
+        self.query_one("#heat-legend", Static).update(legend(hm.palette, hm.glyphs, tau, id_marks))
         g = view.geometry
         per = g.tokens_per_cell
         if per <= 1:

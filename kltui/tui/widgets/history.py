@@ -21,9 +21,16 @@ class RunRecord:
     helpers: dict[str, dict] = field(default_factory=dict)  # key -> summary subset
     identical: bool | None = None  # vs the previous run; None: not comparable / first run
     recording: str | None = None
+    difference: str | None = None  # where it first differs from the previous run, in words
 
 
-def record_of(run_no: int, store, identical: bool | None, recording: str | None) -> RunRecord:
+def record_of(
+    run_no: int,
+    store,
+    identical: bool | None,
+    recording: str | None,
+    difference: str | None = None,
+) -> RunRecord:
     helpers = {}
     for key, st in store.helpers.items():
         s = st.summary or {}
@@ -35,7 +42,7 @@ def record_of(run_no: int, store, identical: bool | None, recording: str | None)
         }
     verdict = store.finished.verdict if store.finished else "interrupted"
     started = store.run.started_at if store.run else None
-    return RunRecord(run_no, started, verdict, helpers, identical, recording)
+    return RunRecord(run_no, started, verdict, helpers, identical, recording, difference)
 
 
 class HistoryPanel(Static):

@@ -1,0 +1,335 @@
+"""Bitwise comparison of two sets of scored samples on the same prompt ids.
+
+One comparison serves two questions from the KL guide: did a re-run give the same numbers
+(same server, two runs: determinism), and do two servers give the same numbers (two configs,
+one run: "identical across configs means a deterministic logic fault, different means kernels
+or races"). Per token it compares the generated ids, side A (prefill input logprobs) and side B
+(decode output logprobs). After the first generated id that differs, the two contexts differ,
+so values past it are not compared (the ids difference is reported instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kltui.metrics import ScoreBook, ScoredSample
+from kltui.session import SessionStore
+
+SIDES = ("ids", "prefill", "decode")  # token ids; side A (input logprobs); side B (output)
+
+
+def _first_diff(x: np.ndarray, y: np.ndarray) -> int | None:
+    differs = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+    return int(np.argmax(differs)) if differs.any() else None
+
+
+def _max_abs(x: np.ndarray, y: np.ndarray) -> float:
+    if not x.size:
+        return 0.0
+    with np.errstate(invalid="ignore"):
+        d = np.abs(x - y)
+    d[(x == y) | (np.isnan(x) & np.isnan(y))] = 0.0  # -inf == -inf is no difference
+    return float(np.nanmax(d)) if not np.isnan(d).all() else float("nan")
+
+
+@dataclass(frozen=True)
+class SampleDiff:
+    sample: int
+    length_x: int
+    length_y: int
+    ids_first: int | None  # first generated position whose token id differs
+    prefill_first: int | None  # side A, before ids_first
+    decode_first: int | None  # side B, before ids_first
+    prefill_max_abs: float
+    decode_max_abs: float
+
+    @property
+    def first(self) -> int | None:
+        """First position where anything differs (a length difference counts at its end)."""
+        cands = [
+            p for p in (self.ids_first, self.prefill_first, self.decode_first) if p is not None
+        ]
+        if self.length_x != self.length_y:
+            cands.append(min(self.length_x, self.length_y))
+        return min(cands) if cands else None
+
+    @property
+    def side(self) -> str | None:
+        """Which values differ first: ids, prefill, decode, both (prefill and decode at the
+        same position) or length."""
+        first = self.first
+        if first is None:
+            return None
+        if self.ids_first == first:
+            return "ids"
+        at = [
+            s
+            for s, p in (("prefill", self.prefill_first), ("decode", self.decode_first))
+            if p == first
+        ]
+        if len(at) == 2:
+            return "both"
+        return at[0] if at else "length"
+
+    @property
+    def identical(self) -> bool:
+        return self.first is None
+
+    def to_dict(self) -> dict:
+        return {
+            "sample": self.sample,
+            "identical": self.identical,
+            "first_position": self.first,
+            "side": self.side,
+            "ids_first_difference": self.ids_first,
+            "prefill_first_difference": self.prefill_first,
+            "decode_first_difference": self.decode_first,
+            "prefill_max_abs_delta": self.prefill_max_abs,
+            "decode_max_abs_delta": self.decode_max_abs,
+            "tokens": [self.length_x, self.length_y],
+        }
+
+
+def compare_samples(x: ScoredSample, y: ScoredSample) -> SampleDiff:
+    n = min(x.token_ids.size, y.token_ids.size)
+    ids_first = _first_diff(np.asarray(x.token_ids[:n]), np.asarray(y.token_ids[:n]))
+    m = n if ids_first is None else ids_first
+    ax, ay = (np.asarray(s.lp_a[:m], dtype=np.float64) for s in (x, y))
+    bx, by = (np.asarray(s.lp_b[:m], dtype=np.float64) for s in (x, y))
+    return SampleDiff(
+        x.sample,
+        int(x.token_ids.size),
+        int(y.token_ids.size),
+        ids_first,
+        _first_diff(ax, ay),
+        _first_diff(bx, by),
+        _max_abs(ax, ay),
+        _max_abs(bx, by),
+    )
+
+
+@dataclass
+class BookDiff:
+    """One helper compared between two sides (runs or servers), over the samples both scored."""
+
+    samples: list[SampleDiff] = field(default_factory=list)
+    only_x: list[int] = field(default_factory=list)
+    only_y: list[int] = field(default_factory=list)
+
+    @property
+    def comparable(self) -> int:
+        return len(self.samples)
+
+    @property
+    def identical(self) -> bool | None:
+        """True when every sample both scored is bit-identical; None when none is common."""
+        if not self.samples:
+            return None
+        return all(s.identical for s in self.samples)
+
+    @property
+    def first(self) -> SampleDiff | None:
+        """The sample whose difference comes earliest (position, then sample index)."""
+        diffs = [s for s in self.samples if not s.identical]
+        return min(diffs, key=lambda s: (s.first, s.sample)) if diffs else None
+
+    def max_abs(self, side: str) -> float:
+        vals = [getattr(s, f"{side}_max_abs") for s in self.samples]
+        return float(np.nanmax(vals)) if vals and not np.isnan(vals).all() else 0.0
+
+    def to_dict(self, per_sample: bool = True) -> dict:
+        first = self.first
+        out: dict = {
+            "identical": self.identical,
+            "comparable_samples": self.comparable,
+            "identical_samples": sum(1 for s in self.samples if s.identical),
+            "first_difference": None
+            if first is None
+            else {"sample": first.sample, "position": first.first, "side": first.side},
+            "ids_differ_samples": sum(1 for s in self.samples if s.ids_first is not None),
+            "prefill_max_abs_delta": self.max_abs("prefill"),
+            "decode_max_abs_delta": self.max_abs("decode"),
+            "only_in_first": self.only_x,
+            "only_in_second": self.only_y,
+        }
+        if per_sample:
+            out["per_sample"] = [s.to_dict() for s in self.samples]
+        return out
+
+
+def compare_books(x: ScoreBook, y: ScoreBook) -> BookDiff:
+    common = [s for s in x.order if s in y.samples]
+    return BookDiff(
+        [compare_samples(x.samples[s], y.samples[s]) for s in common],
+        [s for s in x.order if s not in y.samples],
+        [s for s in y.order if s not in x.samples],
+    )
+
+
+def describe_first(diff: BookDiff) -> str:
+    return describe_first_dict(diff.to_dict(per_sample=False))
+
+
+def describe_first_dict(d: dict) -> str:
+    """'bit-identical' or 'differs at sample 3 @ 17 (decode side; max |Δ| ...)', from the
+    dict form of a BookDiff (so reports of a recording and live views say the same)."""
+    first = d.get("first_difference")
+    if first is None:
+        return "bit-identical" if d.get("identical") else "nothing to compare"
+    side = first["side"]
+    if side == "ids":
+        what = "generated token ids differ"
+    elif side == "length":
+        what = "one side has fewer tokens"
+    else:
+        what = f"{'prefill and decode' if side == 'both' else side} side"
+    return (
+        f"differs at sample {first['sample']} @ {first['position']} ({what}; max |Δ| prefill "
+        f"{d['prefill_max_abs_delta']:.3g}, decode {d['decode_max_abs_delta']:.3g})"
+    )
+
+
+# --------------------------------------------------------------------------- whole runs
+def _where(key_helper: str, server: str, diff: BookDiff) -> dict | None:
+    first = diff.first
+    if first is None:
+        return None
+    return {
+        "helper": key_helper,
+        "server": server,
+        "sample": first.sample,
+        "position": first.first,
+        "side": first.side,
+    }
+
+
+def rerun_equality(prev: SessionStore, cur: SessionStore) -> dict:
+    """Is `cur` bit-identical to `prev` (the same helpers re-run on the same servers)?
+
+    {"identical": True | False | None, "reason": why not comparable, "first_difference":
+    {"helper", "server", "sample", "position", "side"}, "helpers": {key: BookDiff summary}}.
+    None when the runs hold different helpers or samples: nothing honest can be said."""
+    out: dict = {"identical": None, "reason": None, "first_difference": None, "helpers": {}}
+    if set(prev.helpers) != set(cur.helpers):
+        out["reason"] = "the runs hold different helpers"
+        return out
+    if not cur.helpers:
+        out["reason"] = "no helper ran"
+        return out
+    firsts = []
+    for key, st in cur.helpers.items():
+        other = prev.helpers[key]
+        diff = compare_books(other.book, st.book)
+        out["helpers"][key] = diff.to_dict(per_sample=False)
+        if diff.only_x or diff.only_y:
+            out["reason"] = f"{key}: the runs scored different samples"
+            out["identical"] = None
+            return out
+        where = _where(st.helper, st.server, diff)
+        if where is not None:
+            firsts.append(where)
+    if firsts:
+        out["identical"] = False
+        out["first_difference"] = min(firsts, key=lambda w: (w["position"], w["sample"]))
+    else:
+        out["identical"] = True
+    return out
+
+
+def describe_rerun(eq: dict) -> str:
+    if eq["identical"] is None:
+        return f"not comparable ({eq['reason']})"
+    if eq["identical"]:
+        return "bit-identical (every token id and logprob)"
+    w = eq["first_difference"]
+    h = eq["helpers"][f"{w['helper']}@{w['server']}"]
+    return f"{w['helper']} {describe_first_dict(h)}"
+
+
+# Settings whose difference between two servers can explain different numbers.
+COMPARED_SETTINGS = (
+    "version",
+    "model_path",
+    "tp_size",
+    "dtype",
+    "attention_backend",
+    "page_size",
+    "disable_radix_cache",
+    "enable_deterministic_inference",
+    "cuda_graph",
+    "chunked_prefill_size",
+    "kltui_fault",
+)
+
+
+def _servers(store: SessionStore) -> list[str]:
+    return list(
+        dict.fromkeys(st.server for st in store.helpers.values() if st.helper != "cross_engine")
+    )
+
+
+def server_pair(store: SessionStore, x: str, y: str) -> dict:
+    """Server x against server y, per helper both ran, on the same prompt ids."""
+    infos = {s.get("url"): s for s in (store.run.servers if store.run else [])}
+    ix, iy = infos.get(x, {}), infos.get(y, {})
+    differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED_SETTINGS if ix.get(k) != iy.get(k)}
+    helpers = {}
+    for st in store.helpers.values():
+        if st.server != x or st.helper == "cross_engine":
+            continue
+        other = store.helpers.get(f"{st.helper}@{y}")
+        if other is None:
+            continue
+        d = compare_books(st.book, other.book).to_dict()
+        d["avg_kl_div"] = [
+            (st.summary or {}).get("avg_kl_div"),
+            (other.summary or {}).get("avg_kl_div"),
+        ]
+        helpers[st.helper] = d
+    verdicts = [h["identical"] for h in helpers.values() if h["identical"] is not None]
+    identical = None if not verdicts else all(verdicts)
+    return {
+        "servers": [x, y],
+        "identical": identical,
+        "settings_differ": differ,
+        "reading": _reading(identical, helpers, differ),
+        "helpers": helpers,
+    }
+
+
+def _reading(identical: bool | None, helpers: dict, differ: dict) -> str:
+    if identical is None:
+        return "nothing to compare: no helper scored the same samples on both servers"
+    changed = ", ".join(differ) if differ else "no reported setting"
+    diverging = [
+        h
+        for h, d in helpers.items()
+        if any(isinstance(v, float) and v > 0 for v in d["avg_kl_div"])
+    ]
+    if identical:
+        if not diverging:
+            return (
+                f"bit-identical across servers (settings that differ: {changed}); every path exact"
+            )
+        if not differ:
+            return (
+                "bit-identical across servers, but they report the same settings: run one with a "
+                "setting changed (page size, tp, cuda graph) to separate logic from kernels"
+            )
+        return (
+            f"bit-identical across servers although {changed} differ, and {', '.join(diverging)} "
+            "still diverge: a deterministic logic fault (a race or a shape-dependent kernel "
+            "would change the numbers with the configuration)"
+        )
+    return (
+        f"values differ between servers (settings that differ: {changed}): the numbers depend on "
+        "the configuration, so kernels or races are involved"
+    )
+
+
+def cross_server(store: SessionStore) -> list[dict]:
+    """Every other server against the first one, per helper and per token."""
+    servers = _servers(store)
+    return [server_pair(store, servers[0], y) for y in servers[1:]]

@@ -1,0 +1,442 @@
+"""Decode vs fresh prefill, module by module (the guide's forward-hook drill-down).
+
+Folder A is the decode run: the prompt's own prefill (M = prompt) then one single-token pass per
+decode step. Folder B is one fresh prefill of prompt + the decoded tokens (M = prompt + K).
+Decode step k consumes the token at position prompt + k - 1, the same token B's row at that
+position consumes, so before any diff is read the input ids and the embedding output of those
+rows must be bit-identical; otherwise the rows are misaligned and every later number would be
+meaningless. The first module whose inputs are bit-identical and whose output differs is the
+op; every module after it that differs only inherits the difference."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kltui.dumps.compare import RowDiff, diff_rows, json_float
+from kltui.dumps.files import DumpError, Loader, index_folder
+from kltui.dumps.passes import (
+    Entry,
+    Pass,
+    build_passes,
+    check_single_request,
+    position_map,
+    row_of,
+)
+
+
+class MisalignedError(DumpError):
+    """Input ids or embedding rows differ: the rows do not hold the same token (exit 2)."""
+
+
+@dataclass
+class ModuleRow:
+    module: str
+    order: int
+    status: str = "not-aligned"
+    inputs_identical: bool | None = None
+    output_identical: bool | None = None
+    max_abs_diff: float = 0.0
+    position: int | None = None
+    differing_inputs: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "module": self.module,
+            "status": self.status,
+            "inputs_identical": self.inputs_identical,
+            "output_identical": self.output_identical,
+            "max_abs_diff": json_float(self.max_abs_diff),
+            "position": self.position,
+            "differing_inputs": self.differing_inputs,
+        }
+
+
+def _merge(a: RowDiff | None, b: RowDiff | None) -> RowDiff | None:
+    if a is None or b is None:
+        return a or b
+    worst = a if (a.max_abs_diff >= b.max_abs_diff or b.max_abs_diff != b.max_abs_diff) else b
+    firsts = [x for x in (a.first_position, b.first_position) if x is not None]
+    return RowDiff(
+        a.identical and b.identical,
+        worst.max_abs_diff,
+        worst.position,
+        min(firsts) if firsts else None,
+        a.rows + b.rows,
+    )
+
+
+def compare_pass(loader: Loader, pa: Pass, positions: list[int], map_b: dict) -> dict:
+    """{entry key: RowDiff, or None where no row of the entry is laid out per token}."""
+    torch = loader.torch
+    out: dict[tuple, RowDiff | None] = {}
+    for key, ea in pa.entries.items():
+        va = loader.value(ea.file)
+        if not isinstance(va, torch.Tensor):
+            out[key] = None
+            continue
+        ra, rb_rows, used = [], [], []
+        for pos in positions:
+            row_a = row_of(va, pa, pos)
+            if row_a is None:
+                continue
+            pb, _ = map_b[pos]
+            eb = pb.entries.get(key)
+            if eb is None:
+                raise DumpError(
+                    f"mismatched folders: {ea.label} of step {pa.step} in A has no counterpart "
+                    f"in step {pb.step} of B"
+                )
+            vb = loader.value(eb.file)
+            row_b = row_of(vb, pb, pos) if isinstance(vb, torch.Tensor) else None
+            if row_b is None:
+                continue
+            ra.append(row_a)
+            rb_rows.append(vb[row_b])
+            used.append(pos)
+        if not used:
+            out[key] = None
+            continue
+        a = va.index_select(0, torch.tensor(ra, dtype=torch.long))
+        b = torch.stack(rb_rows)
+        out[key] = diff_rows(torch, a, b, used, f"{ea.label} (step {pa.step})")
+    return out
+
+
+def _calls(pa: Pass) -> list[dict[str, list[Entry]]]:
+    """Entries grouped per module call. A pre-hook writes a call's inputs, the post-hook its
+    outputs after every child's; the module's own output can lack the layer_id tag its inputs
+    carry (the ctx hook clears it first), so calls are paired by nesting, not by tags."""
+    calls: list[dict[str, list[Entry]]] = []
+    open_calls: dict[str, list[dict]] = {}
+    last: tuple[str, str, dict] | None = None
+    for e in pa.entries.values():
+        kind = "in" if e.kind == "input" else "out"
+        if last is not None and last[0] == e.module and last[1] == kind and e.kind != "dump":
+            call = last[2]
+        elif kind == "in":
+            call = {"in": [], "out": []}
+            calls.append(call)
+            open_calls.setdefault(e.module, []).append(call)
+        elif open_calls.get(e.module):
+            call = open_calls[e.module].pop()
+        else:
+            call = {"in": [], "out": []}
+            calls.append(call)
+        call[kind].append(e)
+        last = (e.module, kind, call)
+    return calls
+
+
+def module_table(pa: Pass, diffs: dict) -> list[ModuleRow]:
+    """Modules in the order their outputs were written, each with its verdict."""
+    rows: list[ModuleRow] = []
+    for g in _calls(pa):
+        if not g["out"]:
+            continue  # a call that returned nothing dumpable has no verdict
+        row = ModuleRow(_call_label(g), g["out"][0].file.dump_index)
+        ins = [(e, diffs.get(e.key)) for e in g["in"]]
+        aligned_ins = [(e, d) for e, d in ins if d is not None]
+        if aligned_ins:
+            row.differing_inputs = [e.label for e, d in aligned_ins if not d.identical]
+            row.inputs_identical = not row.differing_inputs
+        outs = [diffs.get(e.key) for e in g["out"]]
+        merged = None
+        for d in outs:
+            merged = _merge(merged, d)
+        if merged is not None:
+            row.output_identical = merged.identical
+            row.max_abs_diff = merged.max_abs_diff
+            row.position = merged.position
+        rows.append(row)
+    rows.sort(key=lambda r: r.order)
+    culprit = None
+    for r in rows:
+        if r.output_identical is None:
+            continue
+        if r.output_identical:
+            r.status = "identical"
+        elif culprit is None:
+            culprit = r
+            r.status = "first-divergent"
+        else:
+            r.status = "inherited"
+    return rows
+
+
+def _call_label(g: dict) -> str:
+    e = g["out"][0]
+    label = e.module_label
+    # A module shared by every layer (one rotary embedding) is hooked once, under the first
+    # layer's name; the layer_id tag says which layer called it.
+    lid = dict(e.file.tags).get("layer_id") or next(
+        (dict(x.file.tags).get("layer_id") for x in g["in"] if dict(x.file.tags).get("layer_id")),
+        None,
+    )
+    if lid is not None and f"layers.{lid}." not in e.module + ".":
+        label += f" (layer {lid})"
+    return label
+
+
+def _embedding_key(p: Pass) -> tuple:
+    outs = [e for e in p.entries.values() if e.kind == "output"]
+    if not outs:
+        raise DumpError(
+            f"step {p.step} has no module outputs: launch with DUMPER_NON_INTRUSIVE_MODE=all "
+            "(the default 'core' writes only input_ids/positions/seq_lens)"
+        )
+    named = [e for e in outs if "embed" in e.module.rsplit(".", 1)[-1]]
+    return (named or outs)[0].key
+
+
+def _split_a(passes: list[Pass]) -> tuple[list[Pass], list[Pass]]:
+    first_decode = next((i for i, p in enumerate(passes) if p.tokens == 1 and i > 0), None)
+    if first_decode is None:
+        raise DumpError(
+            "A has no decode step (a single-token pass after the prompt's prefill): A must be "
+            "the decode run's folder and B the fresh prefill's"
+        )
+    prompt, decode = passes[:first_decode], passes[first_decode:]
+    for p in decode:
+        if p.tokens != 1:
+            raise DumpError(
+                f"A: step {p.step} is a {p.tokens}-token pass among the decode steps (another "
+                "request ran while dumping?)"
+            )
+    return prompt, decode
+
+
+def _check_keys(a: list[Pass], b: list[Pass]) -> None:
+    ref = set(b[0].entries)
+    for where, passes in (("A", a), ("B", b)):
+        for p in passes:
+            keys = set(p.entries)
+            if keys != ref:
+                extra = sorted(keys - ref)
+                missing = sorted(ref - keys)
+                name = (extra or missing)[0][0]
+                side = "only" if extra else "missing"
+                raise DumpError(
+                    f"mismatched folders: {where} step {p.step} has {len(keys)} dumps, B's first "
+                    f"step {len(ref)}; e.g. {name} is {side} there"
+                )
+
+
+def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> dict:
+    prompt, decode = _split_a(pa)
+    rid_a = check_single_request(pa, "A")
+    rid_b = check_single_request(pb, "B")
+    # An overlap scheduler runs one more decode pass after the last token is sampled: B's
+    # single-token passes after its prefill are decode, not part of the fresh prefill.
+    tail = next((i for i, p in enumerate(pb) if p.tokens == 1 and i > 0), len(pb))
+    pb, b_extra = pb[:tail], pb[tail:]
+    map_b = position_map(pb, "B")
+    map_a = position_map(prompt, "A (prompt prefill)")
+    m = len(map_b)
+    if sorted(map_b) != list(range(m)):
+        raise DumpError(
+            f"B's positions are not 0..{m - 1} (they start at {min(map_b)}): the fresh prefill "
+            "reused a cached prefix; flush the cache before it"
+        )
+    plen = len(map_a)
+    if sorted(map_a) != list(range(plen)):
+        raise DumpError(
+            f"A's prompt prefill covers positions {min(map_a)}..{max(map_a)}, not 0..{plen - 1}: "
+            "it reused a cached prefix; flush the cache before the decode run"
+        )
+    _check_keys(pa, pb)
+    emb = _embedding_key(pb[0])
+
+    # Proof of alignment, before any diff is read.
+    aligned = []
+    for k, d in enumerate(decode, start=1):
+        pos = int(d.positions[0])
+        if pos not in map_b:
+            continue  # an overlap-scheduled extra step beyond the fresh prefill
+        bp, row = map_b[pos]
+        if int(d.input_ids[0]) != int(bp.input_ids[row]):
+            raise MisalignedError(
+                f"rows are misaligned: decode step {k} (position {pos}) consumed token "
+                f"{int(d.input_ids[0])} but the fresh prefill's row at position {pos} holds "
+                f"{int(bp.input_ids[row])}"
+            )
+        aligned.append((k, d, pos))
+    if not aligned:
+        raise DumpError(
+            f"no decode step lies inside the fresh prefill (B covers positions 0..{m - 1}, "
+            f"decode steps start at {int(decode[0].positions[0])})"
+        )
+    for p in prompt:
+        rows = [map_b[x][1] for x in p.positions.tolist() if x in map_b]
+        ids_b = [int(map_b[x][0].input_ids[map_b[x][1]]) for x in p.positions.tolist()]
+        if rows and p.input_ids.tolist() != ids_b:
+            raise MisalignedError(
+                f"rows are misaligned: the prompt's prefill (step {p.step}) and the fresh prefill "
+                "hold different token ids at the prompt positions (not the same prompt?)"
+            )
+
+    steps, first, last_table = [], None, []
+    for k, d, pos in aligned:
+        diffs = compare_pass(loader, d, [pos], map_b)
+        e = diffs.get(emb)
+        if e is None or not e.identical:
+            raise MisalignedError(
+                f"rows are misaligned: decode step {k} (position {pos}) and the fresh prefill "
+                f"row at that position have different embedding outputs "
+                f"({d.entries[emb].label}), though the token ids match"
+            )
+        table = module_table(d, diffs)
+        worst = max((r.max_abs_diff for r in table if r.output_identical is False), default=0.0)
+        culprit = next((r for r in table if r.status == "first-divergent"), None)
+        steps.append(
+            {
+                "decode_step": k,
+                "position": pos,
+                "identical": culprit is None,
+                "max_abs_diff": json_float(worst),
+                "first_divergent_module": culprit.module if culprit else None,
+            }
+        )
+        if culprit is not None and first is None:
+            first = (k, pos, culprit, table)
+        last_table = table
+    prefill = _prefill_invariance(loader, prompt, map_b, emb, plen, m)
+
+    out: dict = {
+        "rank": rank,
+        "rid_decode": rid_a,
+        "rid_prefill": rid_b,
+        "prompt_tokens": plen,
+        "fresh_prefill_tokens": m,
+        "decode_steps": len(decode),
+        "ignored_prefill_passes": [p.step for p in b_extra],
+        "aligned_steps": len(aligned),
+        "input_ids_identical": True,
+        "embedding_identical": True,
+        "embedding_module": pb[0].entries[emb].module_label,
+        "steps": steps,
+        "prefill": prefill,
+        "context_identical": prefill["identical"],
+    }
+    if first is None:
+        out |= {
+            "identical": True,
+            "first_divergent_module": None,
+            "max_abs_diff": 0.0,
+            "inputs_identical": None,
+            "decode_step": None,
+            "position": None,
+            "inherited": [],
+            "modules": [r.as_dict() for r in last_table],
+        }
+        return out
+    k, pos, culprit, table = first
+    out |= {
+        "identical": False,
+        "first_divergent_module": culprit.module,
+        "max_abs_diff": json_float(culprit.max_abs_diff),
+        "inputs_identical": culprit.inputs_identical,
+        "differing_inputs": culprit.differing_inputs,
+        "decode_step": k,
+        "position": pos,
+        "inherited": [r.module for r in table if r.status == "inherited"],
+        "modules": [r.as_dict() for r in table],
+    }
+    return out
+
+
+def _prefill_invariance(loader, prompt: list[Pass], map_b: dict, emb, plen: int, m: int) -> dict:
+    diffs: dict = {}
+    for p in prompt:
+        for key, d in compare_pass(loader, p, p.positions.tolist(), map_b).items():
+            diffs[key] = _merge(diffs.get(key), d) if key in diffs else d
+    e = diffs.get(emb)
+    if e is None or not e.identical:
+        raise MisalignedError(
+            "rows are misaligned: the prompt's prefill and the fresh prefill have different "
+            "embedding outputs at the prompt positions"
+        )
+    table = module_table(prompt[0], diffs)
+    culprit = next((r for r in table if r.status == "first-divergent"), None)
+    return {
+        "m_prompt": plen,
+        "m_fresh": m,
+        "identical": culprit is None,
+        "first_divergent_module": culprit.module if culprit else None,
+        "max_abs_diff": json_float(culprit.max_abs_diff) if culprit else 0.0,
+        "position": culprit.position if culprit else None,
+        "inputs_identical": culprit.inputs_identical if culprit else None,
+        "inherited": [r.module for r in table if r.status == "inherited"],
+        "modules": [r.as_dict() for r in table],
+    }
+
+
+def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
+    loader = Loader()
+    fa, fb = index_folder(dir_a), index_folder(dir_b)
+    pa, pb = build_passes(fa, loader, f"A ({dir_a})"), build_passes(fb, loader, f"B ({dir_b})")
+    if set(pa) != set(pb):
+        raise DumpError(
+            f"mismatched folders: ranks {sorted(pa)} in {dir_a} but {sorted(pb)} in {dir_b}"
+        )
+    per_rank = {r: analyze_rank(loader, pa[r], pb[r], r) for r in sorted(pa)}
+
+    def earliest(res: dict) -> tuple:
+        if res["identical"]:
+            return (1, 0, 0)
+        order = next(i for i, m in enumerate(res["modules"]) if m["status"] == "first-divergent")
+        return (0, res["decode_step"], order)
+
+    rank = min(per_rank, key=lambda r: (earliest(per_rank[r]), r))
+    result = {"dir_a": str(dir_a), "dir_b": str(dir_b), "ranks": sorted(per_rank)}
+    result |= per_rank[rank]
+    if len(per_rank) > 1:
+        result["per_rank"] = {
+            str(r): {k: v for k, v in res.items() if k not in ("modules", "steps", "prefill")}
+            for r, res in per_rank.items()
+        }
+    result["verdict"] = verdict(result)
+    return result
+
+
+def verdict(r: dict) -> str:
+    pre = r["prefill"]
+    if pre["identical"]:
+        pre_txt = (
+            f"prefill is M-invariant on the prompt rows (M={pre['m_prompt']} vs M={pre['m_fresh']})"
+        )
+    else:
+        pre_txt = (
+            f"prefill is NOT M-invariant (M={pre['m_prompt']} vs M={pre['m_fresh']}): first "
+            f"divergent module {pre['first_divergent_module']}, max |diff| "
+            f"{_num(pre['max_abs_diff'])}, position {pre['position']}"
+        )
+    if r["identical"]:
+        return (
+            f"decode and the fresh prefill are bit-identical at every aligned module over "
+            f"{r['aligned_steps']} decode steps; {pre_txt}"
+        )
+    if r["inputs_identical"] is False:
+        how = (
+            f"its inputs already differ ({', '.join(r.get('differing_inputs', [])[:3])}) though "
+            "no earlier module's output does: the difference arises in code between hooks"
+        )
+    else:
+        how = "inputs bit-identical, output differs"
+    ctx = (
+        ""
+        if r["context_identical"]
+        else (
+            "; the prompt's KV came from a prefill that is not M-invariant, so a module that reads "
+            "the KV cache (attention) may inherit that difference"
+        )
+    )
+    return (
+        f"first divergent module: {r['first_divergent_module']} at decode step "
+        f"{r['decode_step']} (position {r['position']}): {how}, max |diff| "
+        f"{_num(r['max_abs_diff'])}; {len(r['inherited'])} later modules inherit it; {pre_txt}{ctx}"
+    )
+
+
+def _num(x) -> str:
+    return x if isinstance(x, str) else f"{x:.3e}"

@@ -1,0 +1,155 @@
+"""`kltui dumps` (capture on a live server, then analyze) and `kltui dumps analyze A B`.
+
+Exit codes: 0 decode and the fresh prefill are bit-identical at every aligned module; 1 a module
+diverges (named); 2 usage, no dumper hooks, misaligned rows or bad dump folders; 3 server
+unreachable, HTTP error or busy (other requests ran while dumping); 130 interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module;
+1 a module diverges (the first one is named); 2 usage, no dumper hooks, misaligned rows or bad
+dump folders; 3 server unreachable, HTTP error or busy; 130 interrupted."""
+
+
+def _pos_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {s!r}")
+    return v
+
+
+def add_parsers(sub) -> None:
+    d = sub.add_parser(
+        "dumps",
+        help="dumper drill-down: the first module where decode and prefill differ",
+        description="Capture on a server launched with SGLang's dumper hooks, then analyze: "
+        "decode K tokens, then one fresh prefill of prompt + those tokens; align decode step k "
+        "with the prefill row at the same position and name the first module whose inputs are "
+        "bit-identical and whose output differs.",
+        epilog=EXIT_CODES,
+    )
+    d.add_argument("--server", metavar="HOST:PORT", help="SGLang server with dumper hooks")
+    d.add_argument("--dump-dir", metavar="DIR", help="folder the server writes its dumps to")
+    g = d.add_mutually_exclusive_group()
+    g.add_argument("--prompt-ids", metavar="FILE", help="token ids (JSON list or whitespace)")
+    g.add_argument(
+        "--prompt-tokens", type=_pos_int, help="first N ids of the built-in prompts (32)"
+    )
+    d.add_argument("--new-tokens", type=_pos_int, default=8, help="decode steps K (8)")
+    d.add_argument("--api-key", help="Bearer key (or env KLTUI_API_KEY); never recorded")
+    d.add_argument(
+        "--request-timeout", type=float, default=600.0, help="seconds to wait for a response (600)"
+    )
+    d.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
+    d.add_argument("--full", action="store_true", help="print every module, not only the tail")
+    d.set_defaults(func=cmd_dumps)
+    dsub = d.add_subparsers(dest="dumps_command", metavar="analyze")
+    a = dsub.add_parser(
+        "analyze",
+        help="analyze two dump folders (decode run, fresh prefill)",
+        epilog=EXIT_CODES,
+    )
+    a.add_argument("dir_a", metavar="DIR_A", help="the decode run's folder (prompt prefill + K)")
+    a.add_argument("dir_b", metavar="DIR_B", help="the fresh prefill's folder")
+    a.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
+    a.add_argument("--full", action="store_true", help="print every module, not only the tail")
+    a.set_defaults(func=cmd_analyze)
+
+
+def _finish(result: dict, args) -> int:
+    from kltui.dumps.render import print_result
+    from kltui.headless import make_console
+
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
+        except OSError as e:
+            print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    print_result(make_console(), result, full=args.full)
+    return 0 if result["identical"] and result["prefill"]["identical"] else 1
+
+
+def cmd_analyze(args) -> int:
+    from kltui.dumps.analyze import analyze
+
+    return _finish(analyze(args.dir_a, args.dir_b), args)
+
+
+def cmd_dumps(args) -> int:
+    from kltui.engines.errors import UsageError
+
+    if not args.server or not args.dump_dir:
+        raise UsageError(
+            "dumps needs --server HOST:PORT and --dump-dir DIR (or: dumps analyze A B)"
+        )
+    from kltui.dumps.capture import HooksMissing, launch_settings
+    from kltui.dumps.files import require_torch
+    from kltui.dumps.passes import NotIdle
+    from kltui.engines.errors import EngineError
+
+    require_torch()  # before the server is touched: the analysis needs it
+    dump_dir = Path(args.dump_dir).expanduser().resolve()
+    prompt = None
+    if args.prompt_ids:
+        from kltui.dumps.capture import read_prompt_ids
+
+        prompt = read_prompt_ids(args.prompt_ids)
+    try:
+        cap, result = asyncio.run(_run(args, dump_dir, prompt))
+    except HooksMissing as e:
+        print(f"kltui: error: {e}\n{launch_settings(str(dump_dir))}", file=sys.stderr)
+        return 2
+    except NotIdle as e:
+        print(f"kltui: error: the server was not idle while dumping: {e}", file=sys.stderr)
+        return 3
+    except EngineError as e:
+        print(f"kltui: error: {e}", file=sys.stderr)
+        return 3
+    result = {
+        "server": args.server,
+        "server_version": cap.server_info.get("version"),
+        "prompt_ids": cap.prompt,
+        "output_ids": cap.output_ids,
+        "new_tokens": args.new_tokens,
+        **result,
+    }
+    return _finish(result, args)
+
+
+async def _run(args, dump_dir: Path, prompt: list[int] | None):
+    from kltui.dumps.analyze import analyze
+    from kltui.dumps.capture import capture
+    from kltui.engines.http import normalize_url, resolve_api_key
+    from kltui.engines.sglang import SGLangClient
+
+    async with SGLangClient(
+        normalize_url(args.server),
+        resolve_api_key(args.api_key),
+        timeout=args.request_timeout,
+    ) as client:
+        if prompt is None:
+            prompt = await _builtin_prompt(client, args.prompt_tokens or 32)
+        cap = await capture(client, prompt, args.new_tokens, dump_dir)
+    return cap, analyze(cap.dir_decode, cap.dir_prefill)
+
+
+async def _builtin_prompt(client, n: int) -> list[int]:
+    from kltui.builtin_prompts import PROMPTS
+    from kltui.engines.errors import UsageError
+
+    ids: list[int] = []
+    for text in PROMPTS:
+        ids += [int(x) for x in (await client.tokenize([text]))[0]]
+        if len(ids) >= n:
+            return ids[:n]
+    raise UsageError(f"the built-in prompts hold only {len(ids)} tokens; use --prompt-ids")

@@ -1,0 +1,58 @@
+"""Telling a server's id quirk apart from a misaligned answer.
+
+Real SGLang (0.5.17 on an H200, 0.5.23 on CPU) reports token id 0 in `input_token_logprobs`
+where id 1023, the last id of a 1024-token vocabulary, was sent; SGLang's own helpers never
+read those ids, so the run is still meaningful. A shifted or reordered answer is not: it must
+still fail loudly. The two look different in the ids themselves:
+
+- a quirk maps an id to another id *wherever that id was sent* (one sent id, one reported id,
+  at every occurrence), and touches a minority of positions;
+- a shift or another prompt's answer reports a sent id correctly at one position and
+  differently at another, or maps it to several ids, or differs at most positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SHOWN = 5  # positions named in a message
+
+
+@dataclass(frozen=True, slots=True)
+class IdCheck:
+    positions: np.ndarray  # where the reported id differs from the sent one
+    misaligned: str | None  # why the differences cannot be a per-id quirk (None: they can)
+
+
+def check_ids(reported: np.ndarray, sent: np.ndarray) -> IdCheck:
+    """Compares the ids a server says it scored with the ids sent (same length)."""
+    reported = np.asarray(reported, dtype=np.int64)
+    sent = np.asarray(sent, dtype=np.int64)
+    diff = reported != sent
+    pos = np.flatnonzero(diff)
+    if pos.size == 0:
+        return IdCheck(pos, None)
+    if pos.size * 2 > sent.size:
+        return IdCheck(pos, f"{pos.size} of {sent.size} positions differ")
+    odd = np.unique(sent[pos])
+    at = np.isin(sent, odd)
+    if not diff[at].all():
+        k = int(np.flatnonzero(at & ~diff)[0])
+        return IdCheck(
+            pos, f"token {int(sent[k])} is reported as sent at position {k} but not everywhere else"
+        )
+    pairs = np.unique(np.stack([sent[at], reported[at]]), axis=1)
+    if pairs.shape[1] != odd.size:
+        return IdCheck(pos, "one sent id is reported as several different ids")
+    return IdCheck(pos, None)
+
+
+def describe(positions: np.ndarray, reported: np.ndarray, sent: np.ndarray) -> str:
+    """`pos 17: sent 1023, reported 0; ...` for the first few positions."""
+    shown = [
+        f"pos {int(p)}: sent {int(sent[p])}, reported {int(reported[p])}" for p in positions[:SHOWN]
+    ]
+    more = f"; +{positions.size - SHOWN} more" if positions.size > SHOWN else ""
+    return "; ".join(shown) + more

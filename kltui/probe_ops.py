@@ -1,0 +1,205 @@
+"""`kltui probe-ops`: is each usual suspect batch-invariant on this device and dtype?
+
+For each op and each N, row 0 computed in a launch of M=N rows is compared bit for bit with the
+same row computed alone (M=1), from the same seeded data: the guide's ten-line repro at M=1 vs
+M=N, for the ops on a prefill/decode path. Attention is probed in both of its shapes: the prefill
+shape (row 0 of a causal launch of N queries vs that query alone) and the single-query decode
+shape (the last query of a causal prefill of N vs one query over the same N keys).
+
+Exit codes: 0 every op bit-identical at every N; 1 some op differs (listed); 2 usage (no torch,
+no such device or dtype)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+DEFAULT_SIZES = (2, 8, 16, 64, 256, 1024)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "probe-ops",
+        help="M=1 vs M=N bit-identity of matmul, norms, softmax, attention on this device",
+        epilog="exit codes: 0 all ops bit-identical; 1 some op differs; 2 usage error.",
+    )
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:i]")
+    p.add_argument("--dtype", help="float32, bfloat16 or float16 (float32 on cpu, else bf16)")
+    p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="N values")
+    p.add_argument("--hidden", type=int, default=1024, help="K and H of the matmuls (1024)")
+    p.add_argument("--vocab", type=int, default=32000, help="width of softmax/log_softmax")
+    p.add_argument("--heads", type=int, default=8, help="attention heads (8)")
+    p.add_argument("--head-dim", type=int, default=128, help="attention head size (128)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (0)")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.set_defaults(func=cmd_probe_ops)
+
+
+def _ops(torch, F, dtype, dev, a):
+    """(name, shape text, fn(N) -> (row in M=N launch, same row at M=1)) for each suspect."""
+    g = torch.Generator(device="cpu").manual_seed(a.seed)
+    nmax, k, v, h, d = max(a.sizes), a.hidden, a.vocab, a.heads, a.head_dim
+
+    def rnd(*shape, scale=1.0):
+        return (torch.randn(*shape, generator=g) * scale).to(dev, dtype)
+
+    x = rnd(nmax, k)
+    w = rnd(k, k, scale=k**-0.5)
+    bias = rnd(k)
+    nw = rnd(k, scale=0.1) + 1
+    logits = rnd(nmax, v, scale=3.0)
+    bx = rnd(4, nmax, k)
+    bw = rnd(4, k, k, scale=k**-0.5)
+    q, kk, vv = (rnd(1, h, nmax, d) for _ in range(3))
+
+    def rms(t):
+        if hasattr(F, "rms_norm"):
+            return F.rms_norm(t, (k,), nw, 1e-6)
+        return t * torch.rsqrt(t.float().pow(2).mean(-1, keepdim=True) + 1e-6).to(t.dtype) * nw
+
+    def rows(fn, src):
+        return lambda n: (fn(src[:n])[0], fn(src[:1].clone())[0])
+
+    def bmm(n):
+        return torch.bmm(bx[:, :n], bw)[:, 0], torch.bmm(bx[:, :1].clone(), bw)[:, 0]
+
+    sdpa = F.scaled_dot_product_attention
+
+    def sdpa_prefill(n):
+        full = sdpa(q[:, :, :n], kk[:, :, :n], vv[:, :, :n], is_causal=True)[:, :, 0]
+        one = sdpa(q[:, :, :1].clone(), kk[:, :, :1].clone(), vv[:, :, :1].clone(), is_causal=True)
+        return full, one[:, :, 0]
+
+    def sdpa_decode(n):
+        full = sdpa(q[:, :, :n], kk[:, :, :n], vv[:, :, :n], is_causal=True)[:, :, n - 1]
+        one = sdpa(q[:, :, n - 1 : n].clone(), kk[:, :, :n], vv[:, :, :n])
+        return full, one[:, :, 0]
+
+    return [
+        ("matmul", f"[N,{k}]@[{k},{k}]", rows(lambda t: t @ w, x)),
+        ("addmm", f"bias+[N,{k}]@[{k},{k}]", rows(lambda t: torch.addmm(bias, t, w), x)),
+        ("linear", f"F.linear [N,{k}]x[{k},{k}]", rows(lambda t: F.linear(t, w.t()), x)),
+        ("bmm", f"[4,N,{k}]@[4,{k},{k}]", bmm),
+        ("rms_norm", f"[N,{k}]", rows(rms, x)),
+        ("log_softmax", f"[N,{v}]", rows(lambda t: torch.log_softmax(t.float(), -1), logits)),
+        ("softmax", f"[N,{v}]", rows(lambda t: torch.softmax(t, -1), logits)),
+        ("mean", f"[N,{k}].mean(-1)", rows(lambda t: t.mean(-1), x)),
+        ("sdpa_prefill", f"causal q,k,v [1,{h},N,{d}] row 0", sdpa_prefill),
+        ("sdpa_decode", f"last of causal N vs 1 query over N keys, {h}x{d}", sdpa_decode),
+    ]
+
+
+def probe(a) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from kltui.dumps.compare import diff_rows, json_float
+
+    dev = torch.device(a.device)
+    dtype = getattr(torch, a.dtype)
+    out = {
+        "device": str(dev),
+        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+        "dtype": a.dtype,
+        "torch": torch.__version__,
+        "sizes": a.sizes,
+        "ops": [],
+    }
+    with torch.inference_mode():
+        for name, shape, fn in _ops(torch, F, dtype, dev, a):
+            results = []
+            for n in a.sizes:
+                big, one = fn(n)
+                rd = diff_rows(torch, big.reshape(1, -1).cpu(), one.reshape(1, -1).cpu(), [0], name)
+                results.append(
+                    {"n": n, "identical": rd.identical, "max_abs_diff": json_float(rd.max_abs_diff)}
+                )
+            out["ops"].append(
+                {
+                    "op": name,
+                    "shape": shape,
+                    "identical": all(r["identical"] for r in results),
+                    "results": results,
+                }
+            )
+    out["identical"] = all(o["identical"] for o in out["ops"])
+    return out
+
+
+def _table(res: dict):
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(
+        title=f"row 0 at M=N vs M=1 on {res['device_name']} ({res['dtype']}, torch {res['torch']})",
+        header_style="bold",
+        box=None,
+    )
+    t.add_column("op")
+    t.add_column("shape")
+    for n in res["sizes"]:
+        t.add_column(f"N={n}", justify="right")
+    t.add_column("invariant")
+    for o in res["ops"]:
+        cells = [
+            Text("=", style="green")
+            if r["identical"]
+            else Text(
+                r["max_abs_diff"]
+                if isinstance(r["max_abs_diff"], str)
+                else f"{r['max_abs_diff']:.2e}",
+                style="red",
+            )
+            for r in o["results"]
+        ]
+        verdict = Text("yes", style="green") if o["identical"] else Text("NO", style="bold red")
+        t.add_row(o["op"], o["shape"], *cells, verdict)
+    return t
+
+
+def cmd_probe_ops(args) -> int:
+    from kltui.engines.errors import UsageError
+
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("probe-ops needs torch: pip install 'kltui[reference]'") from None
+    try:
+        args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
+    except ValueError:
+        raise UsageError(f"--sizes {args.sizes!r}: expected comma-separated integers") from None
+    if not args.sizes or min(args.sizes) < 1:
+        raise UsageError("--sizes: give N values >= 1")
+    for flag in ("hidden", "vocab", "heads", "head_dim"):
+        if getattr(args, flag) < 1:
+            raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
+    try:
+        dev = torch.device(args.device)
+    except RuntimeError:
+        raise UsageError(f"--device {args.device!r}: not a torch device") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError("--device cuda: no CUDA device is available to this torch")
+    if dev.type not in ("cpu", "cuda"):
+        raise UsageError(f"--device {args.device!r}: use cpu or cuda")
+    args.dtype = args.dtype or ("float32" if dev.type == "cpu" else "bfloat16")
+    if args.dtype not in ("float32", "bfloat16", "float16", "float64"):
+        raise UsageError(f"--dtype {args.dtype!r}: use float32, bfloat16 or float16")
+    res = probe(args)
+    if args.json:
+        try:
+            Path(args.json).write_text(json.dumps(res, indent=1, allow_nan=False) + "\n")
+        except OSError as e:
+            print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    from kltui.headless import make_console
+
+    console = make_console()
+    console.print(_table(res))
+    differ = [o["op"] for o in res["ops"] if not o["identical"]]
+    console.print(
+        "every op is bit-identical at M=1 and M=N"
+        if not differ
+        else f"not batch-invariant here: {', '.join(differ)}"
+    )
+    return 0 if not differ else 1

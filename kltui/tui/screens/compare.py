@@ -1,0 +1,97 @@
+"""Server A against server B on the same prompt ids: per helper, are the values bit-identical,
+and where and on which side do they first differ (`compare.cross_server`)."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kltui import fmt
+from kltui.compare import describe_first_dict
+from kltui.tui.text import safe
+
+MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them all
+
+
+def pair_group(pair: dict, vars_: dict) -> Group:
+    x, y = pair["servers"]
+    head = Text("A ", style="bold").append_text(safe(x))
+    head.append("  vs  B ", style="bold")
+    head.append_text(safe(y))
+    colour = {True: "kl-ok", False: "kl-warn"}.get(pair["identical"], "")
+    parts: list = [head, safe(pair["reading"], style=vars_.get(colour, ""))]
+    for k, (a, b) in pair["settings_differ"].items():
+        parts.append(safe(f"  {k}: {a} vs {b}", style="dim"))
+    for helper, c in pair["helpers"].items():
+        a, b = c["avg_kl_div"]
+        title = Text.assemble(
+            (f"{helper}: ", "bold"),
+            f"{c['identical_samples']}/{c['comparable_samples']} samples identical · ",
+            describe_first_dict(c),
+            f" · avg_kl_div A {fmt.sci(a)}, B {fmt.sci(b)}",
+        )
+        parts.append(title)
+        rows = [s for s in c.get("per_sample", []) if not s["identical"]]
+        if not rows:
+            continue
+        t = Table(box=None, header_style="bold", pad_edge=False)
+        for col in (
+            "sample",
+            "first pos",
+            "side",
+            "ids differ @",
+            "max |Δ| prefill",
+            "max |Δ| decode",
+        ):
+            t.add_column(col, justify="right" if col != "side" else "left")
+        for s in rows[:MAX_ROWS]:
+            ids = s["ids_first_difference"]
+            t.add_row(
+                str(s["sample"]),
+                str(s["first_position"]),
+                str(s["side"]),
+                "–" if ids is None else str(ids),
+                fmt.sci(s["prefill_max_abs_delta"]),
+                fmt.sci(s["decode_max_abs_delta"]),
+            )
+        parts.append(t)
+        if len(rows) > MAX_ROWS:
+            parts.append(Text(f"… {len(rows) - MAX_ROWS} more differing samples", style="dim"))
+    parts.append(Text(""))
+    return Group(*parts)
+
+
+class CompareScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,c", "app.pop_screen", "Close", id="compare.close")]
+
+    DEFAULT_CSS = """
+    CompareScreen { align: center middle; }
+    CompareScreen > VerticalScroll {
+        width: 95%;
+        height: 90%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, pairs: list[dict], vars_: dict) -> None:
+        super().__init__()
+        self.pairs = list(pairs)
+        self.vars_ = dict(vars_)
+
+    def compose(self) -> ComposeResult:
+        box = VerticalScroll()
+        box.border_title = "servers compared · same prompt ids, bit for bit"
+        box.border_subtitle = "esc closes"
+        with box:
+            yield Static(
+                Group(*(pair_group(p, self.vars_) for p in self.pairs)), id="compare-detail"
+            )

@@ -1,0 +1,78 @@
+"""Everything behind the diagnosis line: evidence, suspects and the next step, per server.
+
+The next step of a shape-variant kernel is the dumper drill-down; `u` asks the app to open it
+(`KltuiApp.open_dumps`), so the screen never needs to know how the drill-down is run.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kltui.diagnosis import Diagnosis
+from kltui.tui.text import safe
+from kltui.tui.widgets.diagnosis import badge
+
+
+def diagnosis_group(diagnoses: list[Diagnosis], vars_: dict) -> Group:
+    parts: list = []
+    if not diagnoses:
+        parts.append(Text("no helper has finished yet", style="dim"))
+    for d in diagnoses:
+        head = badge(d, vars_)
+        head.append(" ")
+        head.append_text(safe(d.server, style="bold"))
+        parts += [head, safe(d.label)]
+        for title, lines in (("evidence", d.evidence), ("suspects", d.suspects)):
+            if lines:
+                parts.append(Text(title, style="bold"))
+                parts += [Text("  · ").append_text(safe(x)) for x in lines]
+        if d.next_step:
+            parts.append(Text("next: ", style="bold").append_text(safe(d.next_step)))
+        if d.action == "dumps":
+            parts.append(Text("u: open the dumper drill-down for this server", style="dim"))
+        parts.append(Text(""))
+    return Group(*parts)
+
+
+class DiagnosisScreen(ModalScreen):
+    BINDINGS = [
+        Binding("escape,q,d", "app.pop_screen", "Close", id="diagnosis.close"),
+        Binding("u", "dumps", "Dumper drill-down", id="diagnosis.dumps"),
+    ]
+
+    DEFAULT_CSS = """
+    DiagnosisScreen { align: center middle; }
+    DiagnosisScreen > VerticalScroll {
+        width: 90%;
+        height: 85%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, diagnoses: list[Diagnosis], vars_: dict) -> None:
+        super().__init__()
+        self.diagnoses = list(diagnoses)
+        self.vars_ = dict(vars_)
+
+    def compose(self) -> ComposeResult:
+        box = VerticalScroll()
+        box.border_title = "diagnosis"
+        box.border_subtitle = "esc closes"
+        with box:
+            yield Static(diagnosis_group(self.diagnoses, self.vars_), id="diagnosis-detail")
+
+    def action_dumps(self) -> None:
+        wanted = [d for d in self.diagnoses if d.action == "dumps"]
+        if not wanted:
+            self.app.notify("no diagnosis points at the dumper drill-down", timeout=3)
+            return
+        self.app.open_dumps(wanted[0].server, wanted[0].next_command)

@@ -1,0 +1,72 @@
+"""The dumper drill-down's module table: which module of the decode step first differs from the
+fresh prefill, what inherits it, and whether prefill is M-invariant. Takes the result of
+`kltui.dumps.analyze.analyze` (or the JSON of `kltui dumps`); computes nothing itself."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kltui.dumps.render import module_table, steps_table
+from kltui.tui.text import safe
+
+
+def dumps_view(result: dict) -> Group:
+    parts = [
+        safe(
+            result.get("verdict", ""), "bold red" if not result.get("identical") else "bold green"
+        ),
+        Text(""),
+    ]
+    step = result.get("decode_step")
+    title = (
+        f"modules at decode step {step} (position {result.get('position')})"
+        if step is not None
+        else "modules at the last aligned decode step"
+    )
+    parts.append(module_table(result.get("modules", []), title))
+    if result.get("steps"):
+        parts += [Text(""), steps_table(result["steps"])]
+    pre = result.get("prefill") or {}
+    if pre and not pre.get("identical", True):
+        parts += [
+            Text(""),
+            module_table(
+                pre.get("modules", []),
+                f"prompt prefill M={pre.get('m_prompt')} vs M={pre.get('m_fresh')}",
+            ),
+        ]
+    return Group(*parts)
+
+
+class DumpsScreen(ModalScreen):
+    """Modal module table; `result` is the analysis dict."""
+
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close", id="dumps.close")]
+
+    DEFAULT_CSS = """
+    DumpsScreen { align: center middle; }
+    DumpsScreen > VerticalScroll {
+        width: 95%;
+        height: 90%;
+        border: round $accent;
+        background: $surface;
+        padding: 0 1;
+    }
+    """
+
+    def __init__(self, result: dict) -> None:
+        super().__init__()
+        self.result = result
+
+    def compose(self) -> ComposeResult:
+        box = VerticalScroll()
+        box.border_title = "dumper drill-down: decode vs fresh prefill"
+        box.border_subtitle = "esc closes"
+        with box:
+            yield Static(dumps_view(self.result), id="dumps-table")

@@ -1,0 +1,136 @@
+"""`kltui web`: the same dashboard in a browser, served by textual-serve (the `web` extra).
+
+textual-serve starts one kltui process per browser tab (the command below, run with Textual's
+web driver) and relays its screen over a websocket. So every tab is its own dashboard: a live
+one starts its own run against the servers, a replay replays the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import shlex
+import socket
+import sys
+
+from kltui.engines.errors import UsageError
+
+SERVED = ("tui", "demo", "replay")
+DEFAULT_PORT = 8000
+
+USAGE = """kltui web [--host H] [--port P] [--public-url URL] [--read-only] [COMMAND ARGS...]
+
+Serves the dashboard in a browser: COMMAND is what each browser tab runs, with the options it
+takes in a terminal: `--server HOST:PORT ...` (the live dashboard, the default), `demo ...` or
+`replay [FILE]` (default: the newest recording).
+
+  kltui web --server localhost:30000           http://127.0.0.1:8000, the live dashboard
+  kltui web --read-only replay                 the newest recording, for reviewers
+  kltui web --host 0.0.0.0 --read-only demo    reachable from other machines
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kltui web", usage=USAGE, allow_abbrev=False)
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (127.0.0.1: this machine only; 0.0.0.0 exposes it)",
+    )
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port ({DEFAULT_PORT})")
+    p.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the URL browsers use, when it is not http://HOST:PORT (a proxy, a wildcard host)",
+    )
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="reviewers' mode: keys that act on servers or files (r re-run, s screenshot) are off",
+    )
+    return p
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def app_argv(rest: list[str], read_only: bool) -> list[str]:
+    """The kltui command line each tab runs, checked now so a mistake fails here and not in
+    every browser tab."""
+    from kltui.cli import SUBCOMMANDS, make_parser
+
+    argv = list(rest)
+    if argv[:1] == ["--"]:
+        argv = argv[1:]
+    if not argv or argv[0] not in SUBCOMMANDS:
+        argv = ["tui", *argv]
+    if argv[0] not in SERVED:
+        raise UsageError(f"kltui web serves {', '.join(SERVED)}; not {argv[0]!r}")
+    if read_only and "--read-only" not in argv:
+        argv.append("--read-only")
+    args = make_parser().parse_args(argv)  # a usage error exits 2 here, with argparse's line
+    if getattr(args, "headless", False):
+        raise UsageError("--headless has no dashboard to serve")
+    if argv[0] == "tui":
+        from kltui.cli import build_config
+
+        if not build_config(args).servers:
+            raise UsageError("give --server HOST:PORT, or serve `demo` or `replay`")
+    if argv[0] == "replay":
+        from kltui.recording import read_recording
+
+        if args.file is None:
+            from kltui.runs import newest
+
+            # every tab replays the same file, the newest when the server started
+            path = str(newest())
+            argv.insert(1, path)
+        else:
+            path = args.file
+        read_recording(path)  # a bad file fails now, in one line
+    return argv
+
+
+def warning(host: str, url: str, read_only: bool) -> str | None:
+    if is_loopback(host):
+        return None
+    keys = (
+        "read-only: r (re-run) and s (screenshot) are off, but every new tab still starts "
+        "its own run of the served command"
+        if read_only
+        else "anyone who reaches it can press r (re-run: new requests to your servers) and "
+        "s (write screenshots on this machine); --read-only turns those keys off"
+    )
+    return f"kltui web: WARNING: {url} is reachable from other machines, with no login; {keys}"
+
+
+def main(argv: list[str]) -> int:
+    opts, rest = parser().parse_known_args(argv)
+    try:
+        from textual_serve.server import Server
+    except ImportError:
+        raise UsageError(
+            "kltui web needs textual-serve: pip install 'kltui[web]' (or textual-serve)"
+        ) from None
+    command = app_argv(rest, opts.read_only)
+    if opts.public_url:
+        url = opts.public_url.rstrip("/")
+    elif opts.host in ("0.0.0.0", "::"):
+        url = f"http://{socket.getfqdn()}:{opts.port}"
+    else:
+        host = f"[{opts.host}]" if ":" in opts.host else opts.host
+        url = f"http://{host}:{opts.port}"
+    shell = shlex.join([sys.executable, "-m", "kltui", *command])
+    note = warning(opts.host, url, opts.read_only)
+    print(f"kltui web: each browser tab runs: kltui {shlex.join(command)}", file=sys.stderr)
+    if note:
+        print(note, file=sys.stderr)
+    server = Server(shell, host=opts.host, port=opts.port, title="kltui", public_url=url)
+    server.serve()
+    return 0

@@ -1,0 +1,92 @@
+"""The diagnosis, the cross-server comparison and --repeat against real reference servers:
+each planted fault is named on its own path, with and without batch-variant kernels."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from kltui.config import RunConfig
+from kltui.headless import run_check
+
+SMALL = dict(samples=8, max_new_tokens=48, max_prompt_tokens=64)
+
+
+async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
+    cfg = RunConfig(servers=urls, **{**SMALL, **kw.pop("cfg", {})})
+    out = io.StringIO()
+    rc = await run_check(
+        cfg,
+        json_path=str(tmp_path / "r.json"),
+        record_path=str(tmp_path / "r.kltui.jsonl"),
+        console=Console(file=out, width=240),
+        **kw,
+    )
+    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("server", "conditions", "named"),
+    [
+        ({}, [1], None),
+        ({"fault": "stale-prefix"}, [1, 2], "prefix restore"),
+        ({"deterministic": True, "fault": "window-evict"}, [2], "decode-written KV"),
+    ],
+    ids=["batch-variant", "batch-variant+stale-prefix", "deterministic+window-evict"],
+)
+async def test_planted_faults_are_diagnosed(ref_servers, tmp_path, server, conditions, named):
+    _, res, text = await check([ref_servers.get(**server)], tmp_path)
+    (d,) = res["diagnosis"]
+    assert d["conditions"] == conditions, text
+    assert d["condition"] == conditions[0]
+    if named:
+        assert named in d["label"]
+    if conditions == [1]:
+        # the reference server reports deterministic inference off: that is the advice
+        assert "--enable-deterministic-inference (off on this server)" in d["next_step"]
+        assert "similar" not in d["label"]
+    assert f"diagnosis: {d['label']}" in text and f"next: {d['next_step']}" in text
+
+
+async def test_two_deterministic_servers_agree_bit_for_bit(ref_servers, tmp_path):
+    a = ref_servers.get(deterministic=True)
+    b = ref_servers.get(deterministic=True, page_size=4)
+    rc, res, text = await check([a, b], tmp_path, cfg={"helpers": ["match", "prefill_cache_hit"]})
+    assert rc == 0, text
+    (pair,) = res["cross_server"]
+    assert pair["servers"] == [a, b] and pair["identical"] is True
+    assert pair["settings_differ"] == {"page_size": [1, 4]}
+    for helper in ("match", "prefill_cache_hit"):
+        assert pair["helpers"][helper]["identical_samples"] == 8
+    assert "servers compared:" in text
+    assert [d["server"] for d in res["diagnosis"]] == [a, b]
+
+
+async def test_deterministic_and_batch_variant_servers_differ(ref_servers, tmp_path):
+    a = ref_servers.get(deterministic=True)
+    b = ref_servers.get()
+    _, res, text = await check([a, b], tmp_path, cfg={"helpers": ["match"]})
+    (pair,) = res["cross_server"]
+    assert pair["identical"] is False and "kernels or races" in pair["reading"]
+    m = pair["helpers"]["match"]
+    assert m["first_difference"] is not None and m["comparable_samples"] == 8
+    assert max(m["prefill_max_abs_delta"], m["decode_max_abs_delta"]) > 0
+    assert pair["settings_differ"]["enable_deterministic_inference"] == [True, False]
+    assert [d["conditions"] for d in res["diagnosis"]] == [[], [1]]
+
+
+async def test_repeat_compares_each_rerun_with_the_one_before(ref_servers, tmp_path):
+    url = ref_servers.get(deterministic=True)
+    rc, res, text = await check([url], tmp_path, repeat=2, cfg={"helpers": ["match"]})
+    assert rc == 0, text
+    rep = res["repeat"]
+    assert rep["requested"] == 2 and [r["run"] for r in rep["runs"]] == [1, 2]
+    (eq,) = rep["equality"]
+    assert (eq["run"], eq["previous"], eq["identical"]) == (2, 1, True)
+    assert rep["all_identical"] is True
+    assert "re-run 2 vs 1: bit-identical" in text
+    assert (tmp_path / "r.kltui.jsonl").is_file() and (tmp_path / "r.run2.kltui.jsonl").is_file()

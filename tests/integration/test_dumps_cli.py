@@ -1,0 +1,93 @@
+"""`kltui dumps` against servers without the dumper hooks, and `kltui probe-ops` on this CPU."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from kltui.cli import main
+
+pytest.importorskip("torch")
+
+
+def test_server_without_dumper_hooks_prints_launch_settings(ref_servers, tmp_path, capsys):
+    url = ref_servers.get()
+    code = main(["dumps", "--server", url, "--dump-dir", str(tmp_path), "--new-tokens", "2"])
+    err = capsys.readouterr().err
+    assert code == 2
+    first, *settings = err.strip().splitlines()
+    assert "no /dumper/ routes" in first and "DUMPER_SERVER_PORT=reuse" in first
+    text = "\n".join(settings)
+    for need in (
+        "DUMPER_ENABLE=0",
+        "DUMPER_SERVER_PORT=reuse",
+        "DUMPER_NON_INTRUSIVE_MODE=all",
+        f"DUMPER_DIR={tmp_path}",
+        "--disable-cuda-graph",
+        "--disable-prefill-cuda-graph",
+    ):
+        assert need in text
+    assert not list(tmp_path.iterdir())
+
+
+def test_unreachable_server_is_exit_3(tmp_path, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = main(["dumps", "--server", f"127.0.0.1:{port}", "--dump-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 3 and "cannot connect" in err
+
+
+def test_probe_ops_at_m1_is_identical_and_table_is_complete(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    # N=1 is the same launch shape as M=1: every op must be bit-identical to itself.
+    code = main(
+        ["probe-ops", "--sizes", "1", "--hidden", "64", "--vocab", "256", "--json", str(out)]
+    )
+    r = json.loads(out.read_text())
+    assert code == 0 and r["identical"] is True
+    ops = [o["op"] for o in r["ops"]]
+    assert ops == [
+        "matmul", "addmm", "linear", "bmm", "rms_norm", "log_softmax", "softmax", "mean",
+        "sdpa_prefill", "sdpa_decode",
+    ]  # fmt: skip
+    assert "every op is bit-identical" in capsys.readouterr().out
+
+
+def test_probe_ops_reports_each_n_and_exit_follows_the_table(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    code = main(
+        ["probe-ops", "--sizes", "1,4,64", "--hidden", "128", "--vocab", "512", "--json", str(out)]
+    )
+    r = json.loads(out.read_text())
+    assert r["device"] == "cpu" and r["dtype"] == "float32" and r["sizes"] == [1, 4, 64]
+    for o in r["ops"]:
+        assert [x["n"] for x in o["results"]] == [1, 4, 64]
+        for x in o["results"]:
+            assert x["identical"] == (x["max_abs_diff"] == 0)
+        assert o["results"][0]["identical"]  # N=1
+    assert code == (0 if r["identical"] else 1)
+    printed = capsys.readouterr().out
+    assert "N=64" in printed and "rms_norm" in printed
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--sizes", "a,b"], "--sizes"),
+        (["--device", "cuda"], "cuda"),
+        (["--dtype", "int8"], "--dtype"),
+        (["--device", "nope"], "--device"),
+    ],
+)
+def test_probe_ops_bad_input(args, msg, capsys):
+    import torch
+
+    if args == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    code = main(["probe-ops", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and msg in err and len(err.strip().splitlines()) == 1

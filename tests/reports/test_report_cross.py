@@ -1,0 +1,84 @@
+"""`kltui check --baseline`: the cross-engine figures a CI job reads are in the JSON report
+(`helpers.cross_engine`), the Markdown and HTML reports and the JUnit case and properties."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from kltui.events import HelperFinished, HelperStarted, RunFinished, RunStarted, SampleScored
+from kltui.metrics import ScoreBook
+from kltui.metrics_cross import Side, cross_positions, cross_summary
+from kltui.report import json_report
+from kltui.report_html import html_report
+from kltui.report_junit import junit_report
+from kltui.report_md import md_report
+from kltui.session import SessionStore
+
+URL, BASE = "http://127.0.0.1:30000", "http://127.0.0.1:8000"
+
+
+def store() -> SessionStore:
+    rng = np.random.default_rng(3)
+    lp_a = -rng.random((2, 6))
+    lp_b = lp_a + rng.normal(0, 1e-3, (2, 6))
+    book = ScoreBook()
+    events = [
+        RunStarted("r1", 1.7e9, {"helpers": ["cross_engine"]}, [{"url": URL}], {}, "0.1.0"),
+        HelperStarted("cross_engine", URL, 2, 1e-3, 1e-3, {}),
+    ]
+    cross = []
+    for s in range(2):
+        ids = np.arange(6) + 10 * s
+        book.add(s, ids, lp_a[s], lp_b[s])
+        events.append(SampleScored("cross_engine", URL, s, ids, lp_a[s], lp_b[s], 0, 5))
+        top = np.tile(np.arange(5), (6, 1))
+        top_b = top.copy()
+        top_b[2, 0] = 7 if s == 1 else 0  # one top-1 disagreement
+        lp_top = np.tile(np.log([0.5, 0.2, 0.1, 0.05, 0.05]), (6, 1))
+        a = Side(ids, lp_a[s], top, lp_top)
+        b = Side(ids, lp_b[s], top_b, lp_top)
+        cross.append((s, cross_positions(a, b)))
+    summary = book.summary(n_samples=2, n_skipped=0, threshold=1e-3)
+    summary.update(cross_summary(cross, [(0, None), (1, {"position": 3, "passed": True})], k=5))
+    summary["config_mismatches"] = ["dtype", "attention_backend"]
+    summary["status"] = "pass"
+    events += [HelperFinished("cross_engine", URL, summary), RunFinished({}, "pass")]
+    st = SessionStore()
+    for ev in events:
+        st.apply(ev)
+    return st
+
+
+def test_json_has_the_cross_engine_figures():
+    h = json_report(store())["helpers"]["cross_engine"]
+    for key in (
+        "top1_agreement",
+        "top5_agreement",
+        "max_abs_delta",
+        "mean_abs_delta",
+        "union_topk_kl",
+        "first_greedy_mismatch",
+        "config_mismatches",
+    ):
+        assert key in h, key
+    assert 0 < h["top1_agreement"] < 1 and h["max_abs_delta"] > h["mean_abs_delta"] > 0
+    assert h["config_mismatches"] == ["dtype", "attention_backend"]
+    assert h["first_greedy_mismatch"]["position"] == 3
+
+
+def test_markdown_html_and_junit_show_them():
+    st = store()
+    md = md_report(st)
+    assert "top-1 agreement 91.7% (line 95%)" in md and "union top-k KL" in md
+    assert "config mismatches dtype, attention\\_backend" in md
+    html = html_report(st)
+    assert "Against the baseline" in html and "first greedy mismatch" in html
+    root = ET.fromstring(junit_report(st))
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["cross_engine.config_mismatches"] == "dtype,attention_backend"
+    assert props["cross_engine.first_greedy_mismatch"] == "sample 1 @ 3"
+    assert float(props["cross_engine.max_abs_delta"]) > 0
+    out = "".join(e.text or "" for e in root.iter("system-out"))
+    assert "top-5 agreement" in out and "mean |Δ logprob|" in out

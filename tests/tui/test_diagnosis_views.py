@@ -1,0 +1,95 @@
+"""The diagnosis screen (evidence, suspects, next step; hand-over to the dumper drill-down),
+the A-vs-B server comparison and the re-run difference in the history."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from kltui.events import RunFinished
+from kltui.tui.screens.compare import CompareScreen, pair_group
+from kltui.tui.screens.diagnosis import DiagnosisScreen, diagnosis_group
+from tests.tui import synth
+from tests.tui.kit import replay_app, replayed
+
+SIZE = (140, 45)
+URL2 = "http://127.0.0.1:30001"
+
+
+def plain(renderable) -> str:
+    console = Console(width=200, record=True, file=None)
+    with console.capture() as cap:
+        console.print(renderable)
+    return cap.get()
+
+
+async def test_deterministic_server_with_noise_hands_over_to_the_dumper():
+    events = synth.session(
+        n=6, length=24, servers=[synth.server(enable_deterministic_inference=True)]
+    )
+    app = replay_app(events)
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("d")
+        screen = app.screen
+        assert isinstance(screen, DiagnosisScreen)
+        text = plain(diagnosis_group(screen.diagnoses, {}))
+        assert "deterministic inference on" in text and "shape-variant" in text
+        assert "--enable-deterministic-inference" not in text
+        assert "kltui dumps --server 127.0.0.1:30000 --dump-dir DIR" in text
+        await pilot.press("u")
+        assert app.last_message == (
+            f"dumper drill-down for {synth.URL}: kltui dumps --server 127.0.0.1:30000 "
+            "--dump-dir DIR"
+        )
+        await pilot.press("escape")
+        assert not isinstance(app.screen, DiagnosisScreen)
+
+
+def two_server_run(seed_b: int) -> list:
+    servers = [synth.server(), synth.server(URL2, page_size=16)]
+    run = synth.session(n=4, length=24, servers=servers, helpers=("match",), finish=False)
+    run += synth.helper_events("match", url=URL2, n=4, length=24, seed=seed_b)
+    return run + [RunFinished({"helpers": 2}, "pass")]
+
+
+async def test_compare_view_shows_a_against_b():
+    app = replay_app(two_server_run(seed_b=0))  # same seed: bit-identical values
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("c")
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        (pair,) = screen.pairs
+        assert pair["identical"] is True and pair["settings_differ"] == {"page_size": [1, 16]}
+        assert "4/4 samples identical" in plain(pair_group(pair, {}))
+
+
+async def test_compare_view_lists_where_servers_differ():
+    app = replay_app(two_server_run(seed_b=5))
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("c")
+        (pair,) = app.screen.pairs
+        assert pair["identical"] is False and "kernels or races" in pair["reading"]
+        text = plain(pair_group(pair, {}))
+        assert "differs at sample 0 @ 0 (generated token ids differ" in text
+
+
+async def test_compare_needs_two_servers():
+    app = replay_app(synth.session(n=3, length=16, helpers=("match",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("c")
+        assert not isinstance(app.screen, CompareScreen)
+        assert "nothing to compare" in app.last_message
+
+
+async def test_history_says_where_a_rerun_first_differs():
+    one = synth.session(n=3, length=16, helpers=("match",))
+    other = one[:1] + synth.helper_events("match", n=3, length=16, seed=7) + one[-1:]
+    app = replay_app(one + one + other)
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        assert [r.identical for r in app.history] == [None, True, False]
+        assert app.history[1].difference == "bit-identical (every token id and logprob)"
+        assert app.history[2].difference.startswith("match differs at sample 0 @ 0")

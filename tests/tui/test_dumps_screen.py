@@ -1,0 +1,41 @@
+"""The dumper drill-down screen shows the analysis's module table as computed."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from textual.app import App
+
+from kltui.tui.screens.dumps import DumpsScreen
+from tests.tui.kit import drawn, until
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
+from dumps_synth import make_pair  # noqa: E402
+
+from kltui.dumps.analyze import analyze  # noqa: E402
+
+QKV1 = "model.layers.1.self_attn.qkv_proj"
+
+
+class Host(App):
+    pass
+
+
+async def test_screen_shows_first_divergent_module_and_inherited(tmp_path):
+    a, b = make_pair(tmp_path, plant_decode={"step": 2, "module": QKV1, "eps": 1e-3})
+    result = analyze(a, b)
+    result["modules"][0]["module"] = "[bold red]x[/]\x1b[31mRED"  # names come from files
+    app = Host()
+    async with app.run_test(size=(150, 60)) as pilot:
+        app.push_screen(DumpsScreen(result))
+        await until(pilot, lambda: isinstance(app.screen, DumpsScreen))
+        await pilot.pause(0.1)
+        text = drawn(app.screen.query_one("#dumps-table"))
+        assert QKV1 in text and "first-divergent" in text and "inherited" in text
+        assert "decode step 2" in text and "1.000e-03" in text
+        assert "[bold red]x[/]\\x1b[31mRED" in text
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, DumpsScreen))

@@ -1,0 +1,55 @@
+"""`kltui web` command line: what each browser tab runs, checked before serving, and the
+warning when the dashboard is reachable from other machines."""
+
+from __future__ import annotations
+
+import pytest
+
+from kltui.cli import main
+from kltui.engines.errors import UsageError
+from kltui.web import app_argv, is_loopback, warning
+from tests.reports.synth import HelperSpec, record, run_events
+
+
+def test_the_served_command_defaults_to_the_live_dashboard():
+    argv = app_argv(["--server", "127.0.0.1:30000", "--samples", "4"], read_only=True)
+    assert argv == ["tui", "--server", "127.0.0.1:30000", "--samples", "4", "--read-only"]
+    assert app_argv(["demo", "--deterministic"], read_only=False) == ["demo", "--deterministic"]
+
+
+def test_replay_without_a_file_serves_the_newest_recording(tmp_path, monkeypatch):
+    monkeypatch.setenv("KLTUI_RUNS_DIR", str(tmp_path))
+    path = record(tmp_path / "run-1.kltui.jsonl", run_events([HelperSpec("match")]))
+    assert app_argv(["replay"], read_only=True) == ["replay", path, "--read-only"]
+
+
+@pytest.mark.parametrize(
+    ("rest", "message"),
+    [
+        (["check", "--server", "127.0.0.1:1"], "kltui web serves tui, demo, replay; not 'check'"),
+        (["demo", "--headless"], "--headless has no dashboard to serve"),
+        ([], "give --server HOST:PORT, or serve `demo` or `replay`"),
+    ],
+)
+def test_what_cannot_be_served_fails_before_serving(rest, message):
+    with pytest.raises(UsageError, match="^" + message.replace("(", r"\(")):
+        app_argv(rest, read_only=False)
+
+
+def test_bad_recording_is_one_line_and_exit_2(tmp_path, capsys):
+    bad = tmp_path / "x.kltui.jsonl"
+    bad.write_text("nope\n")
+    assert main(["web", "replay", str(bad)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"kltui: error: {bad}:1: not a kltui recording (header is not JSON)"
+    )
+
+
+def test_exposing_it_warns_that_anyone_can_rerun():
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
+    assert warning("127.0.0.1", "http://127.0.0.1:8000", read_only=False) is None
+    note = warning("0.0.0.0", "http://box:8000", read_only=False)
+    assert "reachable from other machines" in note and "can press r (re-run" in note
+    assert "--read-only" in note
+    ro = warning("0.0.0.0", "http://box:8000", read_only=True)
+    assert "r (re-run) and s (screenshot) are off" in ro
