@@ -69,4 +69,4 @@ async def test_drill_down_of_a_sample_without_extras_says_so():
         app.open_sample(2, 0)
         await until(pilot, lambda: isinstance(app.screen, DrillDown))
         await until(pilot, lambda: app.screen.is_mounted and app.screen.table.row_count == 40)
-        assert "top-k not fetched for this sample" in drawn(app.screen.query_one("#drill-head"))
+        assert "top-k not recorded" in drawn(app.screen.query_one("#drill-head"))

@@ -166,7 +166,7 @@ class DrillDown(Screen):
             t.append("\n")
             t.append_text(extras_note(self.extras, sc.lp_a))
         elif not (sc.top_a or sc.top_b):
-            t.append("  top-k not fetched for this sample", style="dim")
+            t.append("  top-k not recorded", style="dim")
         if m.non_finite:
             t.append(f"  non-finite {m.non_finite}", style="bold red")
         if sc.id_mismatch:
