@@ -84,7 +84,8 @@ VARIANTS: dict[str, dict] = {
     "kltui check --extras 0": {"extras": 0},
     "kltui check --stream": {"stream": True},
     "kltui check --stream --stream-interval 1": {"stream": True, "stream_interval": 1},
-    "kltui (live TUI)": {"tui": True},
+    # yes_flush: the dashboard would otherwise ask before flushing a server it may share
+    "kltui (live TUI)": {"tui": True, "yes_flush": True},
 }
 
 

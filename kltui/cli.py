@@ -29,6 +29,12 @@ short of cache hits); 2 usage, config or input-file error; 3 server or protocol 
 130 interrupted (Ctrl-C / SIGTERM; what was measured is kept)."""
 
 
+YES_FLUSH_HELP = (
+    "flush every server's radix cache without asking first (the TUI asks once per server "
+    "that is not on loopback or is serving other requests; /flush_cache affects every client)"
+)
+
+
 def _float(s: str) -> float:
     try:
         return float(s)
@@ -191,6 +197,8 @@ def build_config(args: argparse.Namespace):
         cfg.stream = False
     elif getattr(args, "stream", None):
         cfg.stream = True
+    if getattr(args, "yes_flush", False):
+        cfg.yes_flush = True
     from kltui.engines.http import normalize_url
 
     cfg.servers = [normalize_url(s) for s in cfg.servers]
@@ -415,6 +423,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_run_options(tui)
     tui.add_argument("--theme", help=THEME_HELP)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
+    tui.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(tui)
     tui.set_defaults(func=cmd_tui)
 
@@ -460,6 +469,7 @@ def make_parser() -> argparse.ArgumentParser:
         "rounded down to whole pages, as in SGLang",
     )
     demo.add_argument("--theme", help=THEME_HELP)
+    demo.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(demo)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)

@@ -84,6 +84,8 @@ class RunConfig:
     extras: int = 3
     theme: str | None = None
     keymap: dict[str, str] = field(default_factory=dict)
+    # the TUI flushes without asking first, even a shared server (`kltui check` never asks)
+    yes_flush: bool = False
     api_key: str | None = field(default=None, repr=False)
     # max_prompt_tokens came from the command line or a config file, not the default: only then
     # are pre-cut token-id files (SGLang's input-id cache) cut again
@@ -108,6 +110,7 @@ class RunConfig:
         d = asdict(self)
         d.pop("api_key", None)
         d.pop("prompt_cut_asked", None)
+        d.pop("yes_flush", None)  # how the TUI asks, not how the run measures
         from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
 
         # a key from KLTUI_API_KEY is used as well: say so
@@ -135,6 +138,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "min_cache_hit_ratio": ((int, float), "a number in [0, 1]"),
     "top_k": ((int,), "an integer >= 0"),
     "theme": ((str,), "a theme name"),
+    "yes_flush": ((bool,), "true or false"),
 }
 _LISTS = {"servers", "helpers", "thresholds"}
 _MAPS = {"keymap"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from kltui import __version__
 from kltui.config import RunConfig, resolve_threshold
@@ -22,6 +22,8 @@ from kltui.helpers.extras import after_gate
 from kltui.prompts import PromptSet, builtin, finalize, load_file
 
 TOKENIZE_BATCH = 64
+# Asked once per server before its first flush (the TUI's question); False stops the run.
+BeforeFlush = Callable[[SGLangClient], Awaitable[bool]]
 
 
 def server_identity(url: str, info: dict, model: dict) -> dict:
@@ -87,9 +89,13 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
     return pset
 
 
-async def run_session(cfg: RunConfig, *, live_view: bool = False) -> AsyncIterator[Event]:
+async def run_session(
+    cfg: RunConfig, before_flush: BeforeFlush | None = None, *, live_view: bool = False
+) -> AsyncIterator[Event]:
     """The event stream for one run. Never raises for server faults: they become Problems.
 
+    `before_flush(client)` is awaited for each server before any helper flushes it; when it
+    answers False the run stops there, as interrupted, with nothing flushed.
     `live_view`: something shows the decode as it happens (the TUI), so it is streamed unless
     the config says otherwise; `kltui check` shows nothing live and sends SGLang's requests.
     """
@@ -98,7 +104,7 @@ async def run_session(cfg: RunConfig, *, live_view: bool = False) -> AsyncIterat
     api_key = resolve_api_key(cfg.api_key)
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
-        async for ev in _run(cfg, clients, live_view):
+        async for ev in _run(cfg, clients, before_flush, live_view):
             yield ev
     finally:
         for c in clients:
@@ -116,7 +122,10 @@ async def _identify(client: SGLangClient) -> tuple[dict, dict]:
 
 
 async def _run(
-    cfg: RunConfig, clients: list[SGLangClient], live_view: bool = False
+    cfg: RunConfig,
+    clients: list[SGLangClient],
+    before_flush: BeforeFlush | None,
+    live_view: bool = False,
 ) -> AsyncIterator[Event]:
     problems: list[Problem] = []
     infos: dict[str, dict] = {}
@@ -166,6 +175,18 @@ async def _run(
         return
     for note in pset.notes:
         yield Problem("prompts", note, fatal=False)
+    if before_flush is not None and any(n in HELPERS for n in cfg.helpers):
+        for c in live:  # every question up front, so a long run never waits on one midway
+            if not await before_flush(c):
+                yield Problem(
+                    c.url,
+                    "run cancelled before the first /flush_cache: nothing was flushed or "
+                    "measured (r runs it again and asks again)",
+                    fatal=False,
+                    phase="flush",
+                )
+                yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
+                return
     summaries: list[dict] = []
     fatal = bool(problems)
     for c in live:
