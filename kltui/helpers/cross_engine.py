@@ -376,8 +376,10 @@ async def _probe_tokenizers(sglang: SGLangClient, vllm: VLLMClient) -> bool | No
     return None if b is None else bool(np.array_equal(a, b))
 
 
-async def run_cross_engine(base: HelperContext) -> AsyncIterator[Event]:
+async def run_cross_engine(base: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
     """Compare `base.client` with the vLLM baseline `base.baseline_url` on `base.prompts`.
+
+    (`run` is the registry's common signature; the comparison keeps a CrossRun of its own.)
 
     Yields HelperStarted, one Problem per configuration mismatch (before any number), then the
     helper's events and HelperFinished. Fatal faults (baseline unreachable, a different model or

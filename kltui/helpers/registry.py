@@ -23,7 +23,7 @@ class Helper:
     side_b: str
     # the engine path this helper's k3 says something about (None: compares engines, not paths)
     path: str | None
-    # "module:function" of `start(cfg, client, info, prompt_set)`, an async iterator of events
+    # "module:function" of `start(ctx: HelperContext, run: Run)`, an async iterator of events
     # that raises PhaseError (with `.finished`, what was measured) on a fatal fault
     start: str
     # "server": runs on every --server; "baseline": once, the first server against --baseline
@@ -32,6 +32,8 @@ class Helper:
     turns: int = 1
     # run when --helpers is not given
     default: bool = True
+    # after the gate, fetch top-k alternatives and token text of its worst samples (extras.py)
+    extras: bool = True
 
     @property
     def same_engine(self) -> bool:
@@ -77,6 +79,7 @@ HELPERS: dict[str, Helper] = {
             start="kltui.helpers.cross_engine:run_cross_engine",
             scope="baseline",
             default=False,
+            extras=False,
         ),
     )
 }

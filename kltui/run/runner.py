@@ -14,7 +14,8 @@ from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
 from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
-from kltui.helpers.context import HelperContext, PhaseError
+from kltui.helpers.context import HelperContext, PhaseError, Run
+from kltui.helpers.extras import after_gate
 from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
@@ -90,18 +91,21 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
 
 
 async def run_session(
-    cfg: RunConfig, before_flush: BeforeFlush | None = None
+    cfg: RunConfig, before_flush: BeforeFlush | None = None, *, live_view: bool = False
 ) -> AsyncIterator[Event]:
     """The event stream for one run. Never raises for server faults: they become Problems.
 
     `before_flush(client)` is awaited for each server before any helper flushes it; when it
-    answers False the run stops there, as interrupted, with nothing flushed."""
+    answers False the run stops there, as interrupted, with nothing flushed.
+    `live_view`: something shows the decode as it happens (the TUI), so it is streamed unless
+    the config says otherwise; `kltui check` shows nothing live and sends SGLang's requests.
+    """
     if not cfg.servers:
         raise UsageError("no server given: use --server HOST:PORT")
     api_key = resolve_api_key(cfg.api_key)
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
-        async for ev in _run(cfg, clients, before_flush):
+        async for ev in _run(cfg, clients, before_flush, live_view):
             yield ev
     finally:
         for c in clients:
@@ -119,7 +123,10 @@ async def _identify(client: SGLangClient) -> tuple[dict, dict]:
 
 
 async def _run(
-    cfg: RunConfig, clients: list[SGLangClient], before_flush: BeforeFlush | None
+    cfg: RunConfig,
+    clients: list[SGLangClient],
+    before_flush: BeforeFlush | None,
+    live_view: bool = False,
 ) -> AsyncIterator[Event]:
     problems: list[Problem] = []
     infos: dict[str, dict] = {}
@@ -153,7 +160,11 @@ async def _run(
     yield RunStarted(
         run_id=uuid.uuid4().hex[:12],
         started_at=time.time(),
-        config=cfg.to_record(),
+        config=cfg.to_record()
+        | {
+            "streamed": cfg.streams(live_view),
+            "streamed_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
+        },
         servers=servers,
         prompt_set=pset.describe() if pset else {},
         kltui_version=__version__,
@@ -179,44 +190,59 @@ async def _run(
                 return
     summaries: list[Summary] = []
     fatal = bool(problems)
-    # every helper on every server, then the helpers that compare the first one with --baseline
-    plan = [(HELPERS[n], c) for c in live for n in cfg.helpers if _scope(n) == "server"]
-    if cfg.baseline:
-        plan += [(HELPERS[n], live[0]) for n in cfg.helpers if _scope(n) == "baseline"]
-    gone: set[str] = set()
-    for spec, c in plan:
-        if spec.scope == "server" and c.url in gone:
-            continue  # the next helper would only repeat the same fault
-        try:
-            async for ev in spec.starter()(helper_context(cfg, spec, c, infos[c.url], pset)):
-                if isinstance(ev, HelperFinished):
-                    summaries.append(Summary.of(ev.summary))
+    for c, specs in _plan(cfg, live):
+        gated: list[Run] = []
+        faulted = False
+        for spec in specs:
+            ctx = helper_context(cfg, spec, c, infos[c.url], pset, live_view)
+            run = Run(ctx, spec.name)
+            try:
+                async for ev in spec.starter()(ctx, run):
+                    if isinstance(ev, HelperFinished):
+                        summaries.append(Summary.of(ev.summary))
+                    yield ev
+                if spec.extras:
+                    gated.append(run)
+            except PhaseError as e:
+                fatal = faulted = True
+                # the source names the server; the message names helper, phase and fault
+                yield Problem(
+                    e.err.server,
+                    f"[{e.helper}/{e.phase}] {e.err.message}",
+                    fatal=True,
+                    helper=e.helper,
+                    phase=e.phase,
+                )
+                if e.finished is not None:
+                    summaries.append(Summary.of(e.finished.summary))
+                    yield e.finished
+                if e.err.kind in ("unreachable", "server-restarted"):
+                    break  # the next helper would only repeat the same fault
+        # The gate is decided; now the drill-down's extras, from requests of their own.
+        # (not after a fault of this server: the gate's error is the news, not the extras)
+        if gated and not faulted:
+            async for ev in after_gate(gated, cfg.extras, cfg.top_k):
                 yield ev
-        except PhaseError as e:
-            fatal = True
-            # the source names the server; the message names helper, phase and fault
-            yield Problem(
-                e.err.server,
-                f"[{e.helper}/{e.phase}] {e.err.message}",
-                fatal=True,
-                helper=e.helper,
-                phase=e.phase,
-            )
-            if e.finished is not None:
-                summaries.append(Summary.of(e.finished.summary))
-                yield e.finished
-            if e.err.kind in ("unreachable", "server-restarted"):
-                gone.add(c.url)
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
 
 
-def _scope(name: str) -> str | None:
-    spec = HELPERS.get(name)
-    return spec.scope if spec else None
+def _plan(cfg: RunConfig, live: list[SGLangClient]) -> list[tuple[SGLangClient, list[Helper]]]:
+    """Every helper on each server, then the helpers comparing the first one with --baseline."""
+    chosen = [HELPERS[n] for n in cfg.helpers if n in HELPERS]
+    plan = [(c, [h for h in chosen if h.scope == "server"]) for c in live]
+    baseline = [h for h in chosen if h.scope == "baseline"]
+    if cfg.baseline and live and baseline:
+        plan.append((live[0], baseline))
+    return plan
 
 
 def helper_context(
-    cfg: RunConfig, spec: Helper, client: SGLangClient, info: dict, pset: PromptSet
+    cfg: RunConfig,
+    spec: Helper,
+    client: SGLangClient,
+    info: dict,
+    pset: PromptSet,
+    live_view: bool = False,
 ) -> HelperContext:
     """What one helper needs for one server: the run's settings and this server's threshold."""
     thr = resolve_threshold(
@@ -233,7 +259,8 @@ def helper_context(
         temperature=cfg.temperature,
         threshold=thr.kl_div,
         tail_threshold=thr.tail_threshold,
-        stream=cfg.stream,
+        stream=cfg.streams(live_view),
+        stream_interval=cfg.stream_interval_for(),
         incremental=bool(info.get("incremental_streaming_output")),
         flush_timeout=cfg.flush_timeout,
         min_cache_hit_ratio=cfg.min_cache_hit_ratio,

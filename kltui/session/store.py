@@ -15,6 +15,7 @@ from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
 from kltui.metrics.summary import Summary
 from kltui.session.events import (
     Event,
+    ExtrasFetched,
     HelperFinished,
     HelperStarted,
     PhaseChanged,
@@ -45,6 +46,8 @@ class HelperState:
     started: float = 0.0
     finished: float | None = None
     clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
+    # generated positions -> drill-down extras of a sample (ExtrasFetched, separate request)
+    extras: dict[int, list] = field(default_factory=dict)
     # sample -> generated tokens seen so far while decoding (not yet scored)
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
@@ -162,6 +165,21 @@ class SessionStore:
                 st.summary = Summary.of(event.summary)
                 st.phase = "done"
                 st.finished = self._time_of(event)
+                return st
+            case ExtrasFetched():
+                st = self._state(event.helper, event.server)
+                st.extras.setdefault(event.sample, []).append(event)
+                if event.texts:
+                    self.token_text.update(
+                        (i, t)
+                        for i, t in zip(
+                            np.asarray(event.token_ids).tolist(), event.texts, strict=False
+                        )
+                        if isinstance(t, str)
+                    )
+                for k, t in event.alt_texts.items():
+                    if isinstance(t, str) and str(k).lstrip("-").isdigit():
+                        self.token_text.setdefault(int(k), t)
                 return st
             case Problem():
                 self.problems.append(event)

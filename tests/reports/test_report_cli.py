@@ -83,12 +83,26 @@ def test_durations_come_from_recorded_times(tmp_path):
     lines = [json.loads(ln) for ln in open(path)]
     for obj in lines[1:]:  # a replay folds instantly: only the recorded t can time a helper
         obj["t"] = {"HelperStarted": 1.0, "HelperFinished": 3.5}.get(obj["type"], 2.0)
+        obj.pop("at", None)  # as written before events carried their own time
     (tmp_path / "r.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
     store, origin = load_store(path)
     assert origin.recording == path and not origin.truncated
     assert store.helpers["match@http://127.0.0.1:30000"].elapsed == 2.5
     xml = ET.fromstring(junit_report(store, origin).encode())
     assert xml.find("testsuite/testcase").get("time") == "2.500"
+
+
+def test_durations_come_from_event_times_when_events_carry_them(tmp_path):
+    path = record(tmp_path / "r.jsonl", run_events([HelperSpec("match")], verdict="pass"))
+    lines = [json.loads(ln) for ln in open(path)]
+    for obj in lines[1:]:
+        if obj["type"] in ("HelperStarted", "HelperFinished"):
+            obj["at"] = {"HelperStarted": 1000.0, "HelperFinished": 1004.25}[obj["type"]]
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps(o) + "\n" for o in lines))
+    store, origin = load_store(path)
+    assert store.helpers["match@http://127.0.0.1:30000"].elapsed == 4.25
+    xml = ET.fromstring(junit_report(store, origin).encode())
+    assert xml.find("testsuite/testcase").get("time") == "4.250"
 
 
 def test_truncated_recording_reports_what_it_holds(tmp_path):
