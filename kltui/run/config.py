@@ -12,7 +12,7 @@ import yaml
 from kltui.errors import UsageError
 from kltui.helpers.registry import DEFAULT_HELPERS, HELPERS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
-from kltui.run.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
+from kltui.metrics.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
 
 STREAM_CHUNKS = 16

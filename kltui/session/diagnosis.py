@@ -23,7 +23,7 @@ import numpy as np
 
 from kltui.fmt import sci
 from kltui.helpers.registry import HELPERS, same_engine
-from kltui.run.presets import DETERMINISTIC_KL_DIV
+from kltui.metrics.presets import DETERMINISTIC_KL_DIV
 from kltui.session.compare import rerun_equality
 from kltui.session.store import HelperState, SessionStore
 
