@@ -6,7 +6,7 @@ alone is compared). Then, for prompt + continuation:
   its top-K at every position (a fresh prefill: vLLM skips its prefix cache for these);
 - SGLang `/generate`, `max_new_tokens=0`, `logprob_start_len=0` (a fresh prefill too: the radix
   match is capped at logprob_start_len), `top_logprobs_num=K`, and `token_ids_logprob` holding
-  vLLM's top-K ids, so SGLang's logprob of every id vLLM ranks is known (`metrics_cross`
+  vLLM's top-K ids, so SGLang's logprob of every id vLLM ranks is known (`kltui.metrics.cross`
   explains how the union KL uses them).
 The continuation's positions are scored (the whole prompt when there is none) and recorded as
 SampleScored events with lp_a = SGLang and lp_b = vLLM, so the heatmap and drill-down work as

@@ -1,6 +1,6 @@
 """SessionStore: the single source of truth that every consumer (TUI, headless, reports) reads.
 
-It only folds events; every number it holds comes from `metrics.ScoreBook` or from the events.
+It only folds events; every number it holds comes from `metrics.k3.ScoreBook` or from the events.
 """
 
 from __future__ import annotations

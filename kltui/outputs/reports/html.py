@@ -2,7 +2,7 @@
 
 Every piece of text that came from a server, a recording or a prompt file goes through `esc` (`kltui.untrusted.html_text`)
 (html.escape). A Content-Security-Policy that forbids scripts and remote loads backs that up, so
-even a missed escape could not run a token such as `<script>`. Heatmaps (report_heatmap) are
+even a missed escape could not run a token such as `<script>`. Heatmaps (reports/heatmap.py) are
 palette PNGs embedded as data: URIs.
 """
 
