@@ -53,7 +53,7 @@ def save(svg: str, path: Path) -> None:
 
 
 def main() -> int:
-    from kltui.cli.commands import add_run_options, build_config
+    from kltui.cli.options import add_run_options, build_config
 
     p = argparse.ArgumentParser(description=__doc__)
     add_run_options(p)

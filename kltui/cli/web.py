@@ -63,7 +63,8 @@ def is_loopback(host: str) -> bool:
 def app_argv(rest: list[str], read_only: bool) -> list[str]:
     """The kltui command line each tab runs, checked now so a mistake fails here and not in
     every browser tab."""
-    from kltui.cli.commands import SUBCOMMANDS, make_parser
+    from kltui.cli.commands import make_parser
+    from kltui.cli.options import SUBCOMMANDS
 
     argv = list(rest)
     if argv[:1] == ["--"]:
@@ -78,7 +79,7 @@ def app_argv(rest: list[str], read_only: bool) -> list[str]:
     if getattr(args, "headless", False):
         raise UsageError("--headless has no dashboard to serve")
     if argv[0] == "tui":
-        from kltui.cli.commands import build_config
+        from kltui.cli.options import build_config
 
         if not build_config(args).servers:
             raise UsageError("give --server HOST:PORT, or serve `demo` or `replay`")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import re
 
-from kltui.cli.commands import DEMO_SIZES, demo_config, make_parser
+from kltui.cli.commands import demo_config, make_parser
+from kltui.cli.options import DEMO_SIZES
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kltui.cli.commands import build_config, make_parser
+from kltui.cli.commands import make_parser
+from kltui.cli.options import build_config
 from kltui.run.config import ConfigError, load_config_file
 from kltui.run.flush_gate import is_loopback
 

@@ -8,7 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from kltui.cli.commands import build_config, make_parser
+from kltui.cli.commands import make_parser
+from kltui.cli.options import build_config
 from kltui.run.config import RunConfig, load_config_file
 from kltui.run.runner import build_prompt_set
 

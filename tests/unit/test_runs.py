@@ -10,8 +10,8 @@ import time
 import pytest
 
 from kltui.cli import main
-from kltui.cli.commands import record_path
-from kltui.session.store import runs as runs_mod
+from kltui.cli.options import record_path
+from kltui.session import runs as runs_mod
 from tests.reports.synth import HelperSpec, record, run_events, server
 
 A = "http://127.0.0.1:30001"

@@ -1,0 +1,248 @@
+"""What the run commands share: option definitions, their types, and the RunConfig and
+recording path built from them. `kltui --help` imports this, so nothing heavy at import."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kltui.errors import UsageError
+from kltui.helpers.registry import BASELINE_HELPERS, HELPERS
+
+SUBCOMMANDS = (
+    "tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
+    "probe-ops",
+)  # fmt: skip
+
+DESCRIPTION = """Live numerical alignment for SGLang (and vLLM as a baseline).
+
+  kltui --server localhost:30000            open the live dashboard
+  kltui check --server localhost:30000      headless gate for CI (exit 0 pass, 1 fail)
+  kltui demo                                run everything on the embedded reference server
+"""
+
+EXIT_CODES = """exit codes: 0 all helpers pass; 1 a threshold is exceeded (or a helper is vacuous or
+short of cache hits); 2 usage, config or input-file error; 3 server or protocol error;
+130 interrupted (Ctrl-C / SIGTERM; what was measured is kept)."""
+
+
+YES_FLUSH_HELP = (
+    "flush every server's radix cache without asking first (the TUI asks once per server "
+    "that is not on loopback or is serving other requests; /flush_cache affects every client)"
+)
+
+
+def _float(s: str) -> float:
+    try:
+        return float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
+
+
+def _pos_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {s!r}")
+    return v
+
+
+def _nonneg_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
+    return v
+
+
+def _prompt_cap(s: str) -> int:
+    """--max-prompt-tokens: N > 0 cuts, 0 or `none` sends prompts uncut."""
+    if s.strip().lower() in ("0", "none", "off"):
+        return 0
+    return _pos_int(s)
+
+
+# What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
+RUN_SIZES = {"samples": 32, "max_new_tokens": 512, "max_prompt_tokens": 3000}
+DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
+THEME_HELP = "kltui-dark (default), kltui-light, kltui-cb (colour-blind-safe heat scale)"
+
+
+def add_run_options(
+    p: argparse.ArgumentParser, *, servers: bool = True, sizes: dict[str, int] = RUN_SIZES
+) -> None:
+    if servers:
+        p.add_argument(
+            "--server",
+            action="append",
+            default=[],
+            metavar="HOST:PORT",
+            help="SGLang server (repeatable)",
+        )
+    p.add_argument("--baseline", metavar="HOST:PORT", help="vLLM server for cross_engine")
+    p.add_argument(
+        "--helpers",
+        metavar="LIST",
+        help="comma list: " + ",".join(HELPERS),
+    )
+    p.add_argument("--samples", type=_pos_int, help=f"number of prompts ({sizes['samples']})")
+    p.add_argument(
+        "--max-new-tokens",
+        type=_pos_int,
+        help=f"tokens decoded per sample ({sizes['max_new_tokens']})",
+    )
+    p.add_argument("--prompts", metavar="FILE", help=".txt, .jsonl or .json prompt file")
+    p.add_argument(
+        "--max-prompt-tokens",
+        type=_prompt_cap,
+        help=f"seeded truncation to [0.5, 1.5] x N tokens ({sizes['max_prompt_tokens']}); 0 or "
+        "none: no truncation. A .json of token-id lists (SGLang's input-id cache) is sent uncut "
+        "unless N is given",
+    )
+    p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
+    p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--threshold", type=_float, help="avg_kl_div gate for every helper")
+    g.add_argument("--config", metavar="FILE.yaml", help="YAML config with per (model, tp) gates")
+    p.add_argument(
+        "--preset",
+        choices=("sglang-ci", "deterministic"),
+        help="thresholds: SGLang CI's per-model values, or bit-exact (1e-9)",
+    )
+    p.add_argument("--tail-threshold", type=_float, help="tau for tail fractions (1e-3)")
+    p.add_argument(
+        "--top-k",
+        type=_nonneg_int,
+        help="top-k alternatives per position in the drill-down, fetched by a separate "
+        "request (5; 0 = off)",
+    )
+    p.add_argument(
+        "--extras",
+        type=_nonneg_int,
+        metavar="N",
+        help="after the gate, fetch top-k and token text around the divergence of the N worst "
+        "samples per helper, in a separate request (3; 0 = off)",
+    )
+    s = p.add_mutually_exclusive_group()
+    s.add_argument(
+        "--stream",
+        action="store_true",
+        default=None,
+        help="stream the scored decode (default: in the TUI only)",
+    )
+    s.add_argument("--no-stream", action="store_true", help="never stream /generate")
+    p.add_argument(
+        "--stream-interval",
+        type=_pos_int,
+        metavar="N",
+        help="tokens per streamed chunk (default: max-new-tokens / 16)",
+    )
+    p.add_argument("--flush-timeout", type=_float, help="seconds /flush_cache waits for idle")
+    p.add_argument("--request-timeout", type=_float, help="seconds to wait for a response")
+    p.add_argument("--api-key", help="Bearer key (or env KLTUI_API_KEY); never recorded")
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="recording path (default: timestamped file "
+        "in $KLTUI_RUNS_DIR or ~/.local/state/kltui/runs)",
+    )
+    p.add_argument("--no-record", action="store_true", help="do not record this run")
+    p.add_argument("--json", metavar="FILE", help="write the JSON result")
+
+
+def build_config(args: argparse.Namespace):
+    from kltui.run.config import RunConfig, check_helpers, load_config_file
+
+    cfg = RunConfig()
+    if getattr(args, "config", None):
+        cfg = load_config_file(args.config, cfg)
+    if getattr(args, "server", None):
+        cfg.servers = list(args.server)
+    mapping = {
+        "baseline": "baseline",
+        "samples": "samples",
+        "max_new_tokens": "max_new_tokens",
+        "prompts": "prompts",
+        "max_prompt_tokens": "max_prompt_tokens",
+        "seed": "seed",
+        "temperature": "temperature",
+        "threshold": "threshold",
+        "preset": "preset",
+        "tail_threshold": "tail_threshold",
+        "flush_timeout": "flush_timeout",
+        "request_timeout": "request_timeout",
+        "api_key": "api_key",
+        "top_k": "top_k",
+        "extras": "extras",
+        "stream_interval": "stream_interval",
+    }
+    for arg, attr in mapping.items():
+        v = getattr(args, arg, None)
+        if v is not None:
+            setattr(cfg, attr, v)
+    if getattr(args, "max_prompt_tokens", None) is not None:
+        cfg.max_prompt_tokens = args.max_prompt_tokens or None  # 0: no truncation
+        cfg.prompt_cut_asked = True
+    if getattr(args, "helpers", None):
+        cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
+        check_helpers(cfg.helpers, "--helpers")
+    if getattr(args, "no_stream", False):
+        cfg.stream = False
+    elif getattr(args, "stream", None):
+        cfg.stream = True
+    if getattr(args, "yes_flush", False):
+        cfg.yes_flush = True
+    from kltui.engines.http import normalize_url
+
+    cfg.servers = [normalize_url(s) for s in cfg.servers]
+    if cfg.baseline:
+        cfg.baseline = normalize_url(cfg.baseline)
+        cfg.helpers += [h for h in BASELINE_HELPERS if h not in cfg.helpers]
+    elif needs := [h for h in cfg.helpers if h in BASELINE_HELPERS]:
+        raise UsageError(f"the {needs[0]} helper needs --baseline HOST:PORT (a vLLM server)")
+    if cfg.prompts:
+        from kltui.run.prompts import load_file
+
+        load_file(cfg.prompts)  # a bad prompt file is exit 2 before any server is contacted
+    return cfg
+
+
+def record_path(args: argparse.Namespace) -> str | None:
+    if getattr(args, "no_record", False):
+        return None
+    if getattr(args, "record", None):
+        return args.record
+    from kltui.session.recording import default_recording_path
+    from kltui.session.runs import keep_setting, prune
+
+    keep = keep_setting()
+    if keep is not None:
+        # KLTUI_RUNS_KEEP: this run's recording will be the newest, so keep - 1 older ones stay
+        removed, errors = prune(keep=max(1, keep - 1), older_than_days=None)
+        for err in errors:
+            print(f"kltui: {err}", file=sys.stderr)
+        if removed:
+            print(
+                f"kltui: removed {len(removed)} old recording(s) (KLTUI_RUNS_KEEP={keep})",
+                file=sys.stderr,
+            )
+    return str(default_recording_path())
+
+
+def _days(s: str) -> float:
+    v = _float(s.removesuffix("d"))
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
+    return v
+
+
+def add_read_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--read-only",
+        action="store_true",
+        help="keys that act on servers or files (r re-run, s screenshot) are off (`kltui web`)",
+    )
