@@ -75,6 +75,7 @@ class RunConfig:
     min_cache_hit_ratio: float = 0.5
     top_k: int = 5
     theme: str | None = None
+    dump_dir: str | None = None  # where the TUI's dumper drill-down has the server write
     keymap: dict[str, str] = field(default_factory=dict)
     api_key: str | None = field(default=None, repr=False)
     # max_prompt_tokens came from the command line or a config file, not the default: only then
@@ -111,6 +112,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "min_cache_hit_ratio": ((int, float), "a number in [0, 1]"),
     "top_k": ((int,), "an integer >= 0"),
     "theme": ((str,), "a theme name"),
+    "dump_dir": ((str,), "a folder path"),
 }
 _LISTS = {"servers", "helpers", "thresholds"}
 _MAPS = {"keymap"}
