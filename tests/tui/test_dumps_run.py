@@ -31,9 +31,7 @@ async def test_server_without_hooks_shows_the_launch_settings(tmp_path):
         cfg = RunConfig(servers=[srv.url], samples=2, max_new_tokens=8, max_prompt_tokens=32)
         app = KltuiApp(LiveFeed(cfg, None), dump_dir=str(dump_dir))
         async with app.run_test(size=(400, 50)) as pilot:  # wide: the settings lines unwrapped
-            await until(
-                pilot, lambda: app.store is not None and app.store.finished is not None, 60
-            )
+            await until(pilot, lambda: app.store is not None and app.store.finished is not None, 60)
             await until(pilot, lambda: not app.status.running)
             await pilot.press("d")
             assert isinstance(app.screen, DiagnosisScreen)
