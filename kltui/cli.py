@@ -29,6 +29,12 @@ short of cache hits); 2 usage, config or input-file error; 3 server or protocol 
 130 interrupted (Ctrl-C / SIGTERM; what was measured is kept)."""
 
 
+YES_FLUSH_HELP = (
+    "flush every server's radix cache without asking first (the TUI asks once per server "
+    "that is not on loopback or is serving other requests; /flush_cache affects every client)"
+)
+
+
 def _float(s: str) -> float:
     try:
         return float(s)
@@ -157,6 +163,8 @@ def build_config(args: argparse.Namespace):
         check_helpers(cfg.helpers, "--helpers")
     if getattr(args, "no_stream", False):
         cfg.stream = False
+    if getattr(args, "yes_flush", False):
+        cfg.yes_flush = True
     from kltui.engines.http import normalize_url
 
     cfg.servers = [normalize_url(s) for s in cfg.servers]
@@ -402,6 +410,7 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="FILE.json",
         help="open a saved `kltui dumps --json` result (its module table); no --server needed",
     )
+    tui.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(tui)
     tui.set_defaults(func=cmd_tui)
 
@@ -447,6 +456,7 @@ def make_parser() -> argparse.ArgumentParser:
         "rounded down to whole pages, as in SGLang",
     )
     demo.add_argument("--theme", help=THEME_HELP)
+    demo.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(demo)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)

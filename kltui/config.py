@@ -77,6 +77,8 @@ class RunConfig:
     theme: str | None = None
     dump_dir: str | None = None  # where the TUI's dumper drill-down has the server write
     keymap: dict[str, str] = field(default_factory=dict)
+    # the TUI flushes without asking first, even a shared server (`kltui check` never asks)
+    yes_flush: bool = False
     api_key: str | None = field(default=None, repr=False)
     # max_prompt_tokens came from the command line or a config file, not the default: only then
     # are pre-cut token-id files (SGLang's input-id cache) cut again
@@ -87,6 +89,7 @@ class RunConfig:
         d = asdict(self)
         d.pop("api_key", None)
         d.pop("prompt_cut_asked", None)
+        d.pop("yes_flush", None)  # how the TUI asks, not how the run measures
         from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
 
         # a key from KLTUI_API_KEY is used as well: say so
@@ -113,6 +116,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "top_k": ((int,), "an integer >= 0"),
     "theme": ((str,), "a theme name"),
     "dump_dir": ((str,), "a folder path"),
+    "yes_flush": ((bool,), "true or false"),
 }
 _LISTS = {"servers", "helpers", "thresholds"}
 _MAPS = {"keymap"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from kltui import __version__
 from kltui.config import RunConfig, resolve_threshold
@@ -21,6 +21,8 @@ from kltui.helpers.cross_engine import run_cross_engine
 from kltui.prompts import PromptSet, builtin, finalize, load_file
 
 TOKENIZE_BATCH = 64
+# Asked once per server before its first flush (the TUI's question); False stops the run.
+BeforeFlush = Callable[[SGLangClient], Awaitable[bool]]
 
 
 def server_identity(url: str, info: dict, model: dict) -> dict:
@@ -86,14 +88,19 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
     return pset
 
 
-async def run_session(cfg: RunConfig) -> AsyncIterator[Event]:
-    """The event stream for one run. Never raises for server faults: they become Problems."""
+async def run_session(
+    cfg: RunConfig, before_flush: BeforeFlush | None = None
+) -> AsyncIterator[Event]:
+    """The event stream for one run. Never raises for server faults: they become Problems.
+
+    `before_flush(client)` is awaited for each server before any helper flushes it; when it
+    answers False the run stops there, as interrupted, with nothing flushed."""
     if not cfg.servers:
         raise UsageError("no server given: use --server HOST:PORT")
     api_key = resolve_api_key(cfg.api_key)
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
-        async for ev in _run(cfg, clients):
+        async for ev in _run(cfg, clients, before_flush):
             yield ev
     finally:
         for c in clients:
@@ -110,7 +117,9 @@ async def _identify(client: SGLangClient) -> tuple[dict, dict]:
     return info, model
 
 
-async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Event]:
+async def _run(
+    cfg: RunConfig, clients: list[SGLangClient], before_flush: BeforeFlush | None
+) -> AsyncIterator[Event]:
     problems: list[Problem] = []
     infos: dict[str, dict] = {}
     servers = []
@@ -155,6 +164,18 @@ async def _run(cfg: RunConfig, clients: list[SGLangClient]) -> AsyncIterator[Eve
         return
     for note in pset.notes:
         yield Problem("prompts", note, fatal=False)
+    if before_flush is not None and any(n in HELPERS for n in cfg.helpers):
+        for c in live:  # every question up front, so a long run never waits on one midway
+            if not await before_flush(c):
+                yield Problem(
+                    c.url,
+                    "run cancelled before the first /flush_cache: nothing was flushed or "
+                    "measured (r runs it again and asks again)",
+                    fatal=False,
+                    phase="flush",
+                )
+                yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
+                return
     summaries: list[dict] = []
     fatal = bool(problems)
     for c in live:

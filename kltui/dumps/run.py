@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kltui.dumps.files import DumpError
@@ -33,15 +33,19 @@ async def drill_down(
     prompt_tokens: int = 32,
     new_tokens: int = 8,
     step: Callable[[str], None] | None = None,
+    confirm_flush: Callable[[object], Awaitable[bool]] | None = None,
 ) -> dict:
     """Capture on `client` (hooks checked first, so a server without them is told before torch
-    is loaded) and analyze; the result as `kltui dumps --json` writes it."""
+    is loaded) and analyze; the result as `kltui dumps --json` writes it. The capture flushes
+    the cache twice: `confirm_flush(client)` False stops before anything is flushed."""
     from kltui.dumps.capture import capture, probe
     from kltui.dumps.files import require_torch
 
     step = step or (lambda _text: None)
     step(f"checking {server} for the dumper hooks")
     await probe(client)
+    if confirm_flush is not None and not await confirm_flush(client):
+        raise DumpError(f"cancelled: {server} was not flushed")
     step("loading torch")
     await asyncio.to_thread(require_torch)
     if prompt is None:

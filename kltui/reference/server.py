@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import orjson
@@ -186,6 +187,27 @@ class ReferenceState:
                         "kvcache": self.cache.total_tokens * kv_bytes_per_token / 2**30,
                         "token_capacity": s.max_total_tokens,
                     },
+                }
+            ],
+        }
+
+    def loads(self) -> dict:
+        """SGLang 0.5.23's /v1/loads?include=core, for the fields kltui reads."""
+        waiting, running = self.scheduler.counts()
+        return {
+            "timestamp": datetime.now(UTC).isoformat(),
+            "version": VERSION,
+            "accelerator": None,
+            "num_accelerators": 1,
+            "loads": [
+                {
+                    "timestamp": time.time(),
+                    "dp_rank": 0,
+                    "num_running_reqs": running,
+                    "num_waiting_reqs": waiting,
+                    "num_used_tokens": self.cache.total_tokens,
+                    "max_total_num_tokens": self.settings.max_total_tokens,
+                    "max_running_requests": self.settings.max_running_requests,
                 }
             ],
         }
@@ -362,6 +384,10 @@ async def server_info(request: Request) -> Response:
     return _json(_state(request).server_info())
 
 
+async def loads(request: Request) -> Response:
+    return _json(_state(request).loads())
+
+
 async def model_info(request: Request) -> Response:
     return _json(_state(request).model_info())
 
@@ -421,6 +447,7 @@ def create_app(state: ReferenceState):
         Route("/get_server_info", server_info, methods=["GET"]),
         Route("/model_info", model_info, methods=["GET"]),
         Route("/get_model_info", model_info, methods=["GET"]),
+        Route("/v1/loads", loads, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/health_generate", health, methods=["GET"]),
     ]

@@ -7,6 +7,7 @@ of TokensDecoded events costs one redraw, not thousands.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import sys
@@ -34,6 +35,7 @@ from kltui.events import (
     RunFinished,
     RunStarted,
 )
+from kltui.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
 from kltui.helpers import HELPERS
 from kltui.recording import read_recording
 from kltui.session import HelperState, SessionStore
@@ -41,6 +43,7 @@ from kltui.tui import themes
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
 from kltui.tui.screens.compare import CompareScreen
+from kltui.tui.screens.confirm_flush import ConfirmFlush
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.screens.dumps import DumpsScreen
@@ -107,11 +110,14 @@ class KltuiApp(App[int]):
         read_only: bool = False,
         dump_dir: str | None = None,
         dumps_result: dict | None = None,
+        loopback: LoopbackCheck = is_loopback,
     ) -> None:
         super().__init__()
         self.read_only = read_only
         self._dump_dir = dump_dir
         self._dumps_result = dumps_result
+        self._loopback = loopback
+        self.flush_settled: set[str] = set()  # servers not to ask about again this session
         self.feed = feed
         self._token_text = token_text
         self.user_keymap = dict(keymap or {})
@@ -290,6 +296,27 @@ class KltuiApp(App[int]):
         elif store.run is not None:
             self._last_finished = store
         self._mark_dirty()
+
+    async def confirm_flush(self, client) -> bool:
+        """Before the first flush of a server (the runner asks): ask the user when the server
+        may be shared, once per server per session; False cancels the run."""
+        url = client.url
+        if url in self.flush_settled or getattr(
+            getattr(self.feed, "cfg", None), "yes_flush", False
+        ):
+            return True
+        reason = await reason_to_ask(client, self._loopback)
+        if reason is not None:
+            answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+            self.push_screen(
+                ConfirmFlush(url, reason, read_only=self.read_only),
+                callback=lambda yes: answer.done() or answer.set_result(bool(yes)),
+            )
+            if not await answer:
+                self.last_message = f"run cancelled: {url} was not flushed"
+                return False
+        self.flush_settled.add(url)
+        return True
 
     def feed_retry(self, seconds: int | None, attempt: int) -> None:
         self.status.retry_in = seconds

@@ -34,6 +34,7 @@ class Sink(Protocol):
     ) -> None: ...
     def feed_retry(self, seconds: int | None, attempt: int) -> None: ...
     def feed_error(self, message: str) -> None: ...
+    async def confirm_flush(self, client) -> bool: ...
 
 
 def connect_failed(store: SessionStore) -> bool:
@@ -110,7 +111,8 @@ class LiveFeed:
 
     async def run(self, sink: Sink, events: Callable[[], AsyncIterator[Event]] | None = None):
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""
-        make = events or (lambda: run_session(self.cfg))
+        confirm = getattr(sink, "confirm_flush", None)
+        make = events or (lambda: run_session(self.cfg, confirm))
         delay = RETRY_FIRST_S
         attempt = 0
         while True:

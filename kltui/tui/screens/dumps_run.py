@@ -86,6 +86,8 @@ class DumpsRunScreen(ModalScreen):
                     prompt_tokens=r.prompt_tokens,
                     new_tokens=r.new_tokens,
                     step=self._step,
+                    # a shared server is asked about before the flushes, as before a run
+                    confirm_flush=getattr(self.app, "confirm_flush", None),
                 )
         except HooksMissing as e:
             self._hooks_missing(str(e))

@@ -1,0 +1,103 @@
+"""The question before the first flush of a server that may be shared.
+
+`/flush_cache` empties the radix cache for every client of that server; the user decides.
+The server's name and the reason come from the command line and the server: shown literally.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+from kltui.tui.text import safe
+
+READ_ONLY_NOTE = (
+    "This dashboard is read-only (kltui web --read-only): it cannot flush a server. Cancel "
+    "stops the run; start it with --yes-flush to let it flush."
+)
+
+
+def question_text(server: str, reason: str, read_only: bool = False) -> Text:
+    t = Text()
+    t.append("kltui is about to flush the radix cache of ")
+    t.append_text(safe(server, style="bold", limit=200))
+    t.append(".\n\n")
+    t.append("Why ask: ")
+    t.append_text(safe(reason, limit=400))
+    t.append(".\n\n")
+    t.append(
+        "Every helper calls /flush_cache before its phases, as SGLang's own helpers do. A flush "
+        "empties the cache for every client of the server, not only for kltui: their next "
+        "requests find no cached prefix.\n\n"
+    )
+    if read_only:
+        t.append(READ_ONLY_NOTE, style="bold")
+        return t
+    t.append(
+        "Asked once per server in this session. --yes-flush (or yes_flush: true in the config) "
+        "skips the question.",
+        style="dim",
+    )
+    return t
+
+
+class ConfirmFlush(ModalScreen[bool]):
+    """Dismissed with True (flush and run) or False (cancel the run). Read-only (a served
+    dashboard a reviewer watches): only Cancel; the viewer must not act on the server."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Flush and run", id="flush.yes"),
+        Binding("n,escape", "answer(False)", "Cancel", id="flush.no"),
+    ]
+
+    DEFAULT_CSS = """
+    ConfirmFlush { align: center middle; }
+    ConfirmFlush > Vertical {
+        width: 84;
+        max-width: 95%;
+        height: auto;
+        border: round $warning;
+        border-title-color: $warning;
+        background: $surface;
+        padding: 1 2;
+    }
+    ConfirmFlush #flush-buttons { height: auto; margin-top: 1; align-horizontal: right; }
+    ConfirmFlush Button { margin-left: 2; }
+    """
+
+    def __init__(self, server: str, reason: str, *, read_only: bool = False) -> None:
+        super().__init__()
+        self.server = server
+        self.reason = reason
+        self.read_only = read_only
+
+    def compose(self) -> ComposeResult:
+        box = Vertical()
+        box.border_title = Text.assemble("flush ", safe(self.server, limit=60), "?")
+        box.border_subtitle = "n / esc cancel" if self.read_only else "y flush · n / esc cancel"
+        with box:
+            yield Static(
+                question_text(self.server, self.reason, self.read_only), id="flush-question"
+            )
+            with Horizontal(id="flush-buttons"):
+                yield Button(
+                    "Flush and run", variant="warning", id="flush-yes", disabled=self.read_only
+                )
+                yield Button("Cancel", variant="primary", id="flush-no")
+
+    def on_mount(self) -> None:
+        # the safe answer has the focus: Enter alone never flushes a shared server
+        self.query_one("#flush-no", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "flush-yes")
+
+    def action_answer(self, yes: bool) -> None:
+        if yes and self.read_only:
+            return
+        self.dismiss(yes)
