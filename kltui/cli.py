@@ -52,6 +52,16 @@ def _pos_int(s: str) -> int:
     return v
 
 
+def _nonneg_int(s: str) -> int:
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
+    return v
+
+
 def _prompt_cap(s: str) -> int:
     """--max-prompt-tokens: N > 0 cuts, 0 or `none` sends prompts uncut."""
     if s.strip().lower() in ("0", "none", "off"):
@@ -109,10 +119,31 @@ def add_run_options(
     p.add_argument("--tail-threshold", type=_float, help="tau for tail fractions (1e-3)")
     p.add_argument(
         "--top-k",
-        type=int,
-        help="top-k alternatives per position shown in the drill-down (5; 0 = off)",
+        type=_nonneg_int,
+        help="top-k alternatives per position in the drill-down, fetched by a separate "
+        "request (5; 0 = off)",
     )
-    p.add_argument("--no-stream", action="store_true", help="non-streamed /generate")
+    p.add_argument(
+        "--extras",
+        type=_nonneg_int,
+        metavar="N",
+        help="after the gate, fetch top-k and token text around the divergence of the N worst "
+        "samples per helper, in a separate request (3; 0 = off)",
+    )
+    s = p.add_mutually_exclusive_group()
+    s.add_argument(
+        "--stream",
+        action="store_true",
+        default=None,
+        help="stream the scored decode (default: in the TUI only)",
+    )
+    s.add_argument("--no-stream", action="store_true", help="never stream /generate")
+    p.add_argument(
+        "--stream-interval",
+        type=_pos_int,
+        metavar="N",
+        help="tokens per streamed chunk (default: max-new-tokens / 16)",
+    )
     p.add_argument("--flush-timeout", type=_float, help="seconds /flush_cache waits for idle")
     p.add_argument("--request-timeout", type=_float, help="seconds to wait for a response")
     p.add_argument("--api-key", help="Bearer key (or env KLTUI_API_KEY); never recorded")
@@ -150,6 +181,8 @@ def build_config(args: argparse.Namespace):
         "api_key": "api_key",
         "top_k": "top_k",
         "dump_dir": "dump_dir",
+        "extras": "extras",
+        "stream_interval": "stream_interval",
     }
     for arg, attr in mapping.items():
         v = getattr(args, arg, None)
@@ -163,6 +196,8 @@ def build_config(args: argparse.Namespace):
         check_helpers(cfg.helpers, "--helpers")
     if getattr(args, "no_stream", False):
         cfg.stream = False
+    elif getattr(args, "stream", None):
+        cfg.stream = True
     if getattr(args, "yes_flush", False):
         cfg.yes_flush = True
     from kltui.engines.http import normalize_url

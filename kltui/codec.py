@@ -1,9 +1,12 @@
 """Events <-> JSON-safe dicts.
 
-Per-token arrays are written as "<dtype>:<base64 of little-endian bytes>" strings ("f8:..." for
-logprobs, "i4:..."/"i8:..." for token ids): exact to the bit, NaN/inf included, and an order of
-magnitude faster to load than JSON number lists (replay of a 1000 x 4096 session must load in
-about a second). Readers also accept plain JSON lists. Other non-finite floats (in summaries)
+Per-token arrays are written as "<dtype>:<base64 of little-endian bytes>" strings ("f4:..." or
+"f8:..." for logprobs, "i2:..."/"i4:..."/"i8:..." for token ids): exact to the bit, NaN/inf
+included, and an order of magnitude faster to load than JSON number lists (replay of a
+1000 x 4096 session must load in about a second). Each array takes the narrowest code that holds
+every value exactly: SGLang computes logprobs in float32, so "f4" round-trips them bit for bit
+at half the size; an array with any value float32 cannot hold exactly stays "f8". Readers also
+accept plain JSON lists. Other non-finite floats (in summaries)
 travel as {"$float": "inf" | "-inf" | "nan"}, so a string that happens to read "nan" (a
 message, a token) stays a string.
 """
@@ -21,18 +24,34 @@ from kltui.events import EVENT_TYPES, Event
 
 _NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _INT_ARRAYS = {"token_ids"}
-_FLOAT_ARRAYS = {"lp_a", "lp_b", "output_logprobs"}
+_FLOAT_ARRAYS = {"lp_a", "lp_b", "output_logprobs", "lp"}
 
 
-_DTYPES = {"f8": "<f8", "i4": "<i4", "i8": "<i8"}
+_DTYPES = {"f4": "<f4", "f8": "<f8", "i2": "<i2", "i4": "<i4", "i8": "<i8"}
+
+
+def _int_code(a: np.ndarray) -> str:
+    if not a.size:
+        return "i4"
+    lo, hi = int(a.min()), int(a.max())
+    if -(2**15) <= lo and hi < 2**15:
+        return "i2"
+    if -(2**31) <= lo and hi < 2**31:
+        return "i4"
+    return "i8"
+
+
+def _float_code(a: np.ndarray) -> str:
+    a64 = a.astype(np.float64, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        back = a64.astype(np.float32).astype(np.float64)
+    # Compared as bytes, so -0.0, inf and the NaN payloads count too: not one bit may change.
+    return "f4" if back.tobytes() == a64.tobytes() else "f8"
 
 
 def array_out(arr: np.ndarray, kind: str) -> str:
     a = np.asarray(arr)
-    if kind == "i" and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
-        code = "i8"
-    else:
-        code = "i4" if kind == "i" else "f8"
+    code = _int_code(a) if kind == "i" else _float_code(a)
     return f"{code}:" + base64.b64encode(a.astype(_DTYPES[code]).tobytes()).decode("ascii")
 
 
@@ -108,6 +127,8 @@ def decode(obj: dict) -> Event:
     kwargs = {}
     for f in dataclasses.fields(cls):
         if f.name not in obj:
+            if f.name == "at":  # older recordings: unknown, never the time of reading
+                kwargs["at"] = None
             continue
         v = obj[f.name]
         if f.name in _INT_ARRAYS:

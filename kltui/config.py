@@ -24,6 +24,9 @@ HELPER_THRESHOLD_FIELD = {
 }
 
 
+STREAM_CHUNKS = 16
+
+
 class ConfigError(UsageError):
     def __init__(self, path: str, message: str, line: int | None = None) -> None:
         where = f"{path}:{line}" if line else path
@@ -69,11 +72,16 @@ class RunConfig:
     threshold: float | None = None
     preset: str | None = None
     thresholds: list[ThresholdEntry] = field(default_factory=list)
-    stream: bool = True
+    # None: stream where something is shown live (the TUI), not in `kltui check`
+    stream: bool | None = None
+    # tokens per streamed chunk; None: max_new_tokens / STREAM_CHUNKS (see stream_interval_for)
+    stream_interval: int | None = None
     flush_timeout: float = 30.0
     request_timeout: float = 600.0
     min_cache_hit_ratio: float = 0.5
     top_k: int = 5
+    # worst samples per helper whose tail gets top-k + token text from a follow-up request
+    extras: int = 3
     theme: str | None = None
     dump_dir: str | None = None  # where the TUI's dumper drill-down has the server write
     keymap: dict[str, str] = field(default_factory=dict)
@@ -83,6 +91,20 @@ class RunConfig:
     # max_prompt_tokens came from the command line or a config file, not the default: only then
     # are pre-cut token-id files (SGLang's input-id cache) cut again
     prompt_cut_asked: bool = field(default=False, repr=False)
+
+    def streams(self, live_view: bool) -> bool:
+        return live_view if self.stream is None else self.stream
+
+    def stream_interval_for(self) -> int:
+        """Tokens per chunk of a streamed decode.
+
+        SGLang's default stream resends every logprob so far with every token, so a 512-token
+        decode costs the server and the client O(n^2) entries per sample; STREAM_CHUNKS chunks
+        per sample keep the live heatmap moving at a small, bounded cost.
+        """
+        if self.stream_interval:
+            return self.stream_interval
+        return max(1, -(-self.max_new_tokens // STREAM_CHUNKS))
 
     def to_record(self) -> dict:
         """What goes into recordings and reports: everything except the API key."""
@@ -109,7 +131,9 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "tail_threshold": ((int, float), "a positive number"),
     "threshold": ((int, float), "a positive number"),
     "preset": ((str,), f"one of {', '.join(PRESETS)}"),
-    "stream": ((bool,), "true or false"),
+    "stream": ((bool, type(None)), "true, false or null (stream only in the TUI)"),
+    "stream_interval": ((int, type(None)), "a positive integer or null"),
+    "extras": ((int,), "an integer >= 0"),
     "flush_timeout": ((int, float), "seconds"),
     "request_timeout": ((int, float), "seconds"),
     "min_cache_hit_ratio": ((int, float), "a number in [0, 1]"),
@@ -207,7 +231,8 @@ def _check_range(path: str, key: str, value: Any, node: yaml.Node) -> None:
         )
         or (key in ("tail_threshold", "threshold") and value <= 0)
         or (key == "min_cache_hit_ratio" and not 0 <= value <= 1)
-        or (key == "top_k" and value < 0)
+        or (key in ("top_k", "extras") and value < 0)
+        or (key == "stream_interval" and value is not None and value <= 0)
         or (key == "preset" and value not in PRESETS)
     )
     if bad:

@@ -1,11 +1,15 @@
 """The event stream: the only thing helpers produce and the only thing consumers read.
 
-Events are small immutable records. Arrays travel as numpy arrays in memory and as JSON lists in
-recordings (see `codec.py`), so a replayed run is indistinguishable from a live one.
+Events are small immutable records. Arrays travel as numpy arrays in memory and as exact binary
+strings in recordings (see `codec.py`), so a replayed run is indistinguishable from a live one.
+Events that start or end something carry `at`, the wall-clock time (time.time()) at which the
+helper made them: durations come from these, never from when a consumer happened to apply the
+event, so a live run, `kltui check` and a replay all show the same seconds.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +34,7 @@ class HelperStarted:
     threshold: float
     tail_threshold: float
     settings: dict[str, Any] = field(default_factory=dict)
+    at: float | None = field(default_factory=time.time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +42,7 @@ class PhaseChanged:
     helper: str
     server: str
     phase: str  # warm | decode | turn1 | turn2 | flush | prefill | score
+    at: float | None = field(default_factory=time.time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +93,31 @@ class HelperFinished:
     helper: str
     server: str
     summary: dict[str, Any]
+    at: float | None = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtrasFetched:
+    """Drill-down extras for a window of one scored sample, from a request of their own.
+
+    The gate's requests carry exactly what SGLang's helpers send (no top-k, no token text), so
+    the alternatives and text come from a separate prefill-only request, after the gate, over
+    generated positions [start, start + len(token_ids)). `lp` is what that request gave the
+    scored tokens: it may differ from the gate's lp_a (another batch, a radix-cache prefix), and
+    is never scored.
+    """
+
+    helper: str
+    server: str
+    sample: int
+    start: int
+    token_ids: np.ndarray
+    lp: np.ndarray
+    top: list  # per position: [[token_id, logprob], ...]
+    texts: list | None = None  # text of each token in token_ids (untrusted)
+    alt_texts: dict[str, str] = field(default_factory=dict)  # str(token id) -> text, alternatives
+    reason: str = ""  # why this window was fetched: "worst samples" | "opened"
+    at: float | None = field(default_factory=time.time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +143,7 @@ Event = (
     | SampleScored
     | SampleSkipped
     | HelperFinished
+    | ExtrasFetched
     | Problem
     | RunFinished
 )
@@ -126,6 +158,7 @@ EVENT_TYPES: dict[str, type] = {
         SampleScored,
         SampleSkipped,
         HelperFinished,
+        ExtrasFetched,
         Problem,
         RunFinished,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, Task, TextColumn
 from rich.table import Table
 from rich.text import Text
 
@@ -35,6 +35,23 @@ from kltui.runner import run_session
 from kltui.session import SessionStore, helper_key
 
 
+class HelperTimeColumn(ProgressColumn):
+    """A helper's own duration, from its events' timestamps.
+
+    Rich's TimeElapsedColumn stops a task's clock once completed reaches total, which the
+    decoded-sample count does at the first streamed chunk: it printed 0:00:00 for helpers that
+    took seconds.
+    """
+
+    def __init__(self, store: SessionStore) -> None:
+        super().__init__()
+        self.store = store
+
+    def render(self, task: Task) -> Text:
+        st = self.store.helpers.get(task.fields.get("key", ""))
+        return Text("" if st is None else fmt.duration(st.elapsed), style="progress.elapsed")
+
+
 class HeadlessView:
     def __init__(self, store: SessionStore, console: Console) -> None:
         self.store, self.console = store, console
@@ -43,7 +60,7 @@ class HeadlessView:
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("{task.fields[status]}"),
-            TimeElapsedColumn(),
+            HelperTimeColumn(store),
             console=console,
             transient=False,
         )
@@ -66,7 +83,7 @@ class HeadlessView:
             case HelperStarted():
                 key = helper_key(ev.helper, ev.server)
                 self.tasks[key] = self.progress.add_task(
-                    f"{ev.helper:<18}", total=ev.n_samples, status="starting"
+                    f"{ev.helper:<18}", total=ev.n_samples, status="starting", key=key
                 )
             case PhaseChanged() | TokensDecoded() | SampleScored() | SampleSkipped():
                 if isinstance(ev, PhaseChanged) and ev.phase == "flush":
@@ -202,6 +219,7 @@ def results_table(store: SessionStore) -> Table:
         "max k3 (sample@pos)",
         "tail > tau",
         "first divergence",
+        "time",
         "result",
     ):
         t.add_column(col, justify="right" if col not in ("helper", "result") else "left")
@@ -227,6 +245,7 @@ def results_table(store: SessionStore) -> Table:
             fmt.sci(mx) + where,
             f"{fmt.pct(s.get('tail_fraction'))} ({s.get('n_tail', 0)})",
             fmt.position(s.get("first_divergence")),
+            fmt.duration(st.elapsed) if st.summary is not None else "–",
             f"[{style}]{escape(str(status))}[/]",
         )
     return t

@@ -19,7 +19,8 @@ from kltui.engines.errors import UsageError
 from kltui.events import Event
 
 FORMAT = "kltui-recording"
-VERSION = 1
+# 2: ExtrasFetched events, `at` times, f4/i2 array codes (a version-1 reader refuses these)
+VERSION = 2
 RUNS_DIR_ENV = "KLTUI_RUNS_DIR"
 
 

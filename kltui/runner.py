@@ -18,6 +18,7 @@ from kltui.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.helpers import HELPERS, HelperContext
 from kltui.helpers.context import PhaseError, Run
 from kltui.helpers.cross_engine import run_cross_engine
+from kltui.helpers.extras import after_gate
 from kltui.prompts import PromptSet, builtin, finalize, load_file
 
 TOKENIZE_BATCH = 64
@@ -89,18 +90,21 @@ async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> 
 
 
 async def run_session(
-    cfg: RunConfig, before_flush: BeforeFlush | None = None
+    cfg: RunConfig, before_flush: BeforeFlush | None = None, *, live_view: bool = False
 ) -> AsyncIterator[Event]:
     """The event stream for one run. Never raises for server faults: they become Problems.
 
     `before_flush(client)` is awaited for each server before any helper flushes it; when it
-    answers False the run stops there, as interrupted, with nothing flushed."""
+    answers False the run stops there, as interrupted, with nothing flushed.
+    `live_view`: something shows the decode as it happens (the TUI), so it is streamed unless
+    the config says otherwise; `kltui check` shows nothing live and sends SGLang's requests.
+    """
     if not cfg.servers:
         raise UsageError("no server given: use --server HOST:PORT")
     api_key = resolve_api_key(cfg.api_key)
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
-        async for ev in _run(cfg, clients, before_flush):
+        async for ev in _run(cfg, clients, before_flush, live_view):
             yield ev
     finally:
         for c in clients:
@@ -118,7 +122,10 @@ async def _identify(client: SGLangClient) -> tuple[dict, dict]:
 
 
 async def _run(
-    cfg: RunConfig, clients: list[SGLangClient], before_flush: BeforeFlush | None
+    cfg: RunConfig,
+    clients: list[SGLangClient],
+    before_flush: BeforeFlush | None,
+    live_view: bool = False,
 ) -> AsyncIterator[Event]:
     problems: list[Problem] = []
     infos: dict[str, dict] = {}
@@ -152,7 +159,11 @@ async def _run(
     yield RunStarted(
         run_id=uuid.uuid4().hex[:12],
         started_at=time.time(),
-        config=cfg.to_record(),
+        config=cfg.to_record()
+        | {
+            "streamed": cfg.streams(live_view),
+            "streamed_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
+        },
         servers=servers,
         prompt_set=pset.describe() if pset else {},
         kltui_version=__version__,
@@ -180,15 +191,17 @@ async def _run(
     fatal = bool(problems)
     for c in live:
         info = infos[c.url]
+        gated: list[Run] = []
         for name in cfg.helpers:
             if name not in HELPERS:
                 continue  # cross_engine is driven by its own runner
-            ev_iter, run = _helper(cfg, c, info, name, pset)
+            ev_iter, run = _helper(cfg, c, info, name, pset, live_view)
             try:
                 async for ev in ev_iter:
                     if isinstance(ev, HelperFinished):
                         summaries.append(ev.summary)
                     yield ev
+                gated.append(run)
             except PhaseError as e:
                 fatal = True
                 # the source already names the server; the message names phase and fault
@@ -206,6 +219,11 @@ async def _run(
                 yield finished
                 if e.err.kind in ("unreachable", "server-restarted"):
                     break  # the next helper would only repeat the same fault
+        # The gate is decided; now the drill-down's extras, from requests of their own.
+        # (not after a fault of this server: the gate's error is the news, not the extras)
+        if len(gated) == sum(1 for n in cfg.helpers if n in HELPERS):
+            async for ev in after_gate(gated, cfg.extras, cfg.top_k):
+                yield ev
     if cfg.baseline and "cross_engine" in cfg.helpers and live:
         c = live[0]  # one SGLang server is compared with the baseline
         try:
@@ -221,7 +239,14 @@ async def _run(
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
 
 
-def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: PromptSet):
+def _helper(
+    cfg: RunConfig,
+    client: SGLangClient,
+    info: dict,
+    name: str,
+    pset: PromptSet,
+    live_view: bool = False,
+):
     model = info.get("model_path")
     tp = info.get("tp_size")
     thr = resolve_threshold(
@@ -238,14 +263,14 @@ def _helper(cfg: RunConfig, client: SGLangClient, info: dict, name: str, pset: P
         temperature=cfg.temperature,
         threshold=thr.kl_div,
         tail_threshold=thr.tail_threshold,
-        stream=cfg.stream,
+        stream=cfg.streams(live_view),
+        stream_interval=cfg.stream_interval_for(),
         incremental=bool(info.get("incremental_streaming_output")),
         flush_timeout=cfg.flush_timeout,
         min_cache_hit_ratio=cfg.min_cache_hit_ratio,
         # SGLang reads this with os.environ.get: any non-empty value (even "0") skips the asserts
         skip_hit_assert=bool(os.environ.get("SGLANG_TEST_SKIP_CACHE_HIT_ASSERT")),
         server_info=info,
-        top_k=cfg.top_k,
     )
     run = Run(ctx, name)
     run.extra["threshold_source"] = thr.source

@@ -12,6 +12,7 @@ import numpy as np
 
 from kltui.events import (
     Event,
+    ExtrasFetched,
     HelperFinished,
     HelperStarted,
     PhaseChanged,
@@ -38,8 +39,13 @@ class HelperState:
     tail_threshold: float = DEFAULT_TAIL_THRESHOLD
     settings: dict = field(default_factory=dict)
     phase: str = "starting"
-    started: float = field(default_factory=time.monotonic)
+    # Wall-clock times from the events themselves (HelperStarted.at / HelperFinished.at), so a
+    # live run, `kltui check` and a replay agree; recordings made before events carried `at`
+    # fall back to the time the event was applied.
+    started: float = field(default_factory=time.time)
     finished: float | None = None
+    # generated positions -> drill-down extras of a sample (ExtrasFetched, separate request)
+    extras: dict[int, list] = field(default_factory=dict)
     # sample -> generated tokens seen so far while decoding (not yet scored)
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
@@ -61,7 +67,7 @@ class HelperState:
 
     @property
     def elapsed(self) -> float:
-        return (self.finished or time.monotonic()) - self.started
+        return max(0.0, (self.finished or time.time()) - self.started)
 
     def row_length(self, sample: int) -> int:
         scored = self.book.samples.get(sample)
@@ -99,6 +105,8 @@ class SessionStore:
                     event.tail_threshold,
                     dict(event.settings),
                 )
+                if event.at is not None:
+                    st.started = event.at
                 st.book = ScoreBook(event.tail_threshold)
                 self.helpers[st.key] = st
                 return st
@@ -148,7 +156,22 @@ class SessionStore:
                 st = self._state(event.helper, event.server)
                 st.summary = event.summary
                 st.phase = "done"
-                st.finished = time.monotonic()
+                st.finished = event.at if event.at is not None else time.time()
+                return st
+            case ExtrasFetched():
+                st = self._state(event.helper, event.server)
+                st.extras.setdefault(event.sample, []).append(event)
+                if event.texts:
+                    self.token_text.update(
+                        (i, t)
+                        for i, t in zip(
+                            np.asarray(event.token_ids).tolist(), event.texts, strict=False
+                        )
+                        if isinstance(t, str)
+                    )
+                for k, t in event.alt_texts.items():
+                    if isinstance(t, str) and str(k).lstrip("-").isdigit():
+                        self.token_text.setdefault(int(k), t)
                 return st
             case Problem():
                 self.problems.append(event)

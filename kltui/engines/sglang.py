@@ -163,12 +163,13 @@ class SGLangClient(HttpEngine):
         body: dict = {
             "input_ids": [np.asarray(x).tolist() for x in batch],
             "sampling_params": sp,
-            "stream": stream,
         }
+        if stream:  # SGLang's helpers leave the key out; not streaming is its default
+            body["stream"] = True
         if kw.get("return_logprob"):
             body["return_logprob"] = True
-            # Token text only where asked (the replay, for the drill-down); SGLang's helpers
-            # send False, and the logprobs are the same either way.
+            # Token text only where asked (the drill-down's extras request); SGLang's helpers
+            # send False.
             body["return_text_in_logprobs"] = bool(kw.get("return_text"))
             body["logprob_start_len"] = kw.get("logprob_start_len", -1)
             if kw.get("top_logprobs_num"):

@@ -101,6 +101,7 @@ class GenResult:
     input_token_ids_logprobs: list | None = None
     meta: dict = field(default_factory=dict)
     input_texts: list | None = None  # with return_text_in_logprobs: the text of each input token
+    input_top_texts: dict | None = None  # with return_text_in_logprobs: top-k token id -> text
     # positions of input_token_logprobs whose reported id differs from the id sent there, in a
     # way a per-id server quirk explains (kltui.engines.idcheck); None when all are equal
     id_mismatch: np.ndarray | None = None
@@ -179,8 +180,29 @@ def parse_result(obj: dict, index: int) -> GenResult:
             meta.get("input_token_ids_logprobs"), f"{what} input_token_ids_logprobs"
         ),
         meta=_plain_meta(meta),
-        input_texts=texts(meta.get("input_token_logprobs")),
+        input_texts=(in_texts := texts(meta.get("input_token_logprobs"))),
+        input_top_texts=top_texts(meta.get("input_top_logprobs")) if in_texts else None,
     )
+
+
+def top_texts(entries) -> dict[int, str]:
+    """token id -> text from top-k entries [logprob, id, text] (untrusted text)."""
+    out: dict[int, str] = {}
+    if not isinstance(entries, list):
+        return out
+    for pos in entries:
+        if not isinstance(pos, list):
+            continue
+        for e in pos:
+            if (
+                isinstance(e, list)
+                and len(e) >= 3
+                and isinstance(e[1], int)
+                and not isinstance(e[1], bool)
+                and isinstance(e[2], str)
+            ):
+                out[e[1]] = e[2]
+    return out
 
 
 def texts(entries) -> list | None:

@@ -61,7 +61,7 @@ class HelperContext:
     skip_hit_assert: bool = False
     server_info: dict = field(default_factory=dict)
     comma_ids: np.ndarray | None = None
-    top_k: int = 0  # side A's top-k alternatives per position, for the drill-down
+    stream_interval: int | None = None  # tokens per streamed chunk; None: the server's own
 
     def identity(self, info: dict | None = None) -> tuple:
         info = self.server_info if info is None else info
@@ -71,9 +71,14 @@ class HelperContext:
     def server(self) -> str:
         return self.client.url
 
-    def sampling(self, max_new_tokens: int) -> dict:
+    def sampling(self, max_new_tokens: int, *, streamed: bool = False) -> dict:
+        # SGLang's helpers send exactly these three keys; stream_interval only shapes how a
+        # stream is cut into chunks (SGLang reads it per request), never what is computed.
         return sampling_params(
-            temperature=self.temperature, max_new_tokens=max_new_tokens, ignore_eos=True
+            temperature=self.temperature,
+            max_new_tokens=max_new_tokens,
+            ignore_eos=True,
+            stream_interval=self.stream_interval if streamed else None,
         )
 
 
@@ -86,6 +91,8 @@ class Run:
         self.book = ScoreBook(ctx.tail_threshold)
         self.skipped = 0
         self.extra: dict = {}
+        # sample -> the ids side A replayed (prompt + generated), for the extras pass
+        self.scored_inputs: dict[int, np.ndarray] = {}
 
     def enter(self, phase: str) -> PhaseChanged:
         self.phase = phase
@@ -174,11 +181,13 @@ class Run:
         yield self.enter(phase)
         ctx = self.ctx
         kw = {"return_logprob": logprobs, "logprob_start_len": -1}
-        sp = ctx.sampling(max_new_tokens)
-        # Only the scored decode shows live in the heatmap; warm-up and turn 1 are not scored.
+        # Only the scored decode shows live in the heatmap; warm-up and turn 1 are not scored,
+        # so they are never streamed: a stream costs the server and the client per chunk.
         live = phase == "decode"
+        streamed = ctx.stream and live and max_new_tokens > 0
+        sp = ctx.sampling(max_new_tokens, streamed=streamed)
         try:
-            if ctx.stream and max_new_tokens > 0:
+            if streamed:
                 stream = ctx.client.generate_stream(batch, sp, incremental=ctx.incremental, **kw)
                 async for item in stream:
                     if isinstance(item, Delta):
@@ -239,13 +248,10 @@ class Run:
         if not batch:
             return
         try:
+            # Exactly SGLang's replay: no top-k, no token text. The drill-down's extras come
+            # later from a request of their own (helpers/extras.py), never from the gate's.
             results = await ctx.client.generate(
-                batch,
-                ctx.sampling(0),
-                return_logprob=True,
-                logprob_start_len=0,
-                top_logprobs_num=ctx.top_k,
-                return_text=True,
+                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
             )
             # the flush checked the server before the replay; this catches a restart during it
             await self.check_identity()
@@ -297,7 +303,6 @@ class Run:
                         "token-mismatch",
                     )
                 )
-            top_a = res.input_top[-n:] if res.input_top else None
             self.book.add(
                 sample,
                 gen.output_ids,
@@ -305,9 +310,9 @@ class Run:
                 gen.output_logprobs,
                 gen.cached_tokens,
                 int(prompt.size),
-                top_a,
                 id_mismatch=mismatch,
             )
+            self.scored_inputs[sample] = full
             yield SampleScored(
                 self.helper,
                 ctx.server,
@@ -317,8 +322,6 @@ class Run:
                 gen.output_logprobs,
                 gen.cached_tokens,
                 int(prompt.size),
-                top_a=top_a,
-                texts=res.input_texts[-n:] if res.input_texts else None,
                 id_mismatch=mismatch,
             )
         if prompt_quirks:

@@ -112,7 +112,7 @@ class LiveFeed:
     async def run(self, sink: Sink, events: Callable[[], AsyncIterator[Event]] | None = None):
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""
         confirm = getattr(sink, "confirm_flush", None)
-        make = events or (lambda: run_session(self.cfg, confirm))
+        make = events or (lambda: run_session(self.cfg, confirm, live_view=True))
         delay = RETRY_FIRST_S
         attempt = 0
         while True:

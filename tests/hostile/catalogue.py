@@ -174,11 +174,11 @@ HTTP = [
     ),
     Case(
         "reset-mid-stream@turn1",
-        "TCP reset during turn 1 of decode_cache_hit",
+        "TCP reset during turn 1 of decode_cache_hit (never streamed: nothing is shown live)",
         {"fault": "reset-mid-stream", "phase": "turn1"},
         "turn1",
         EXIT_SERVER,
-        r"connection closed or reset during /generate stream",
+        r"connection closed or reset during /generate",
         cfg={"helpers": ["decode_cache_hit"]},
         sent_once="turn1",
     ),
@@ -437,7 +437,8 @@ INTERRUPT_PHASES = {
     "tokenize": ({"fault": "hang", "phase": "tokenize", "times": 0}, "match", "tokenize"),
     "flush": ({"fault": "hang", "phase": "flush", "times": 0}, "match", "flush"),
     "warm": ({"fault": "hang", "phase": "warm", "times": 0}, "prefill_cache_hit", "warm"),
-    "turn1": ({"stream_delay": 0.2}, "decode_cache_hit", "turn1"),
+    # turn 1 is never streamed (nothing shown live): held open like any other request
+    "turn1": ({"fault": "hang", "phase": "turn1", "times": 0}, "decode_cache_hit", "turn1"),
     "decode": ({"stream_delay": 0.2}, "match", "decode"),
     "prefill": ({"fault": "hang", "phase": "prefill", "times": 0}, "match", "prefill"),
 }

@@ -30,6 +30,10 @@ BASE = dict(
     helpers=["match"],
     request_timeout=5.0,
     flush_timeout=0.2,
+    # `check` streams only when asked; the faults of a stream are tested on one
+    stream=True,
+    # the faults are the gate's; the follow-up extras request has tests of its own
+    extras=0,
 )
 VERDICT_OF_EXIT = {0: "pass", 1: "fail", 3: "error", 130: "interrupted"}
 
@@ -88,6 +92,9 @@ def cli_args(address: str, tmp_path: Path, **kw) -> list[str]:
         "--record",
         str(tmp_path / "r.kltui.jsonl"),
     ]
+    args += ["--extras", str(opts["extras"])]
+    if opts.get("stream") is not None:
+        args.append("--stream" if opts["stream"] else "--no-stream")
     return args + list(opts.get("extra", []))
 
 

@@ -269,6 +269,13 @@ class HostileServer:
         path, _, query = target.partition("?")
         body = json.loads(raw) if raw else None
         phase = self._classify(path, body)
+        if phase == "tokenize" and body.get("text") in (",", [","]):
+            # decode_cache_hit tokenizes "," just before its turn 1, which asks for logprobs
+            # as SGLang's does: the next decode is turn 1, the one after it the scored turn 2.
+            self._turn1_next = True
+        elif phase == "decode" and getattr(self, "_turn1_next", False):
+            self._turn1_next = False
+            phase = "turn1"
         return Request(method, path, query, headers, body, phase)
 
     def _classify(self, path: str, body: Any) -> str:

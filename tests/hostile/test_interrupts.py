@@ -34,7 +34,7 @@ def _interrupt(phase: str, sig: str, tmp):
         )
         try:
             reached = srv.wait_for(server_phase, timeout=30)
-            if reached and server_phase in ("decode", "turn1"):
+            if reached and server_phase == "decode":
                 # some tokens are decoded (and recorded) before the signal
                 reached = wait_until(lambda: sum(srv.streamed.get(server_phase, {}).values()) >= 2)
             time.sleep(0.3)  # kltui is now awaiting inside the phase

@@ -82,7 +82,7 @@ async def test_streamed_and_non_streamed_agree_bitwise(ref_servers, tmp_path):
     url = ref_servers.get(deterministic=True)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    _, a, _ = await check(url, tmp_path / "a", helpers=["match"])
+    _, a, _ = await check(url, tmp_path / "a", helpers=["match"], stream=True)
     _, b, _ = await check(url, tmp_path / "b", helpers=["match"], stream=False)
     sa = [(p["index"], p["n_tokens"], p["mean_k3"]) for p in a["helpers"]["match"]["per_sample"]]
     sb = [(p["index"], p["n_tokens"], p["mean_k3"]) for p in b["helpers"]["match"]["per_sample"]]

@@ -138,7 +138,9 @@ async def test_streaming_modes_give_the_same_tokens(sglang_url, sglang_increment
 
 
 async def test_helpers_stream_deltas_from_an_incremental_server(sglang_incremental_key_url):
-    cfg = small_config(sglang_incremental_key_url, helpers=["match"], samples=3, api_key=API_KEY)
+    cfg = small_config(
+        sglang_incremental_key_url, helpers=["match"], samples=3, api_key=API_KEY, stream=True
+    )
     events = await collect(cfg)
     assert events[-1].verdict == "pass", [e for e in events if isinstance(e, Problem)]
     assert any(isinstance(e, TokensDecoded) and e.start > 0 for e in events)
@@ -179,3 +181,32 @@ async def test_flush_cache_answers_400_while_busy(sglang_url):
         # leaving the stream disconnects, and SGLang aborts the request
         assert ei.value.kind == "flush-busy" and "busy" in ei.value.message
         await c.flush_cache(timeout_s=60)  # idle again: the flush goes through
+
+
+async def test_extras_window_request_scores_exactly_the_window(sglang_url):
+    """The drill-down's extras request (helpers/extras.py) on real SGLang: input cut at the
+    window's end, logprob_start_len one before its start, one item per window in a batch; the
+    entries after SGLang's logprob-less first one score exactly the window's tokens, each with
+    its top-k and text."""
+    async with SGLangClient(sglang_url) as c:
+        (prompt,) = await c.tokenize(["The quick brown fox jumps over the lazy dog. " * 3])
+        sp = sampling_params(max_new_tokens=12, temperature=0.0, ignore_eos=True)
+        (gen,) = await c.generate([prompt], sp, return_logprob=True, logprob_start_len=-1)
+        full = np.concatenate([prompt, gen.output_ids])
+        p = prompt.size
+        windows = [(0, 5), (4, 12)]
+        batch = [full[: p + hi] for _, hi in windows]
+        res = await c.generate(
+            batch,
+            sampling_params(max_new_tokens=0, temperature=0.0, ignore_eos=True),
+            return_logprob=True,
+            logprob_start_len=[p + lo - 1 for lo, _ in windows],
+            top_logprobs_num=5,
+            return_text=True,
+        )
+    for (lo, hi), r in zip(windows, res, strict=True):
+        assert np.isnan(r.input_logprobs[0])
+        assert r.input_logprob_ids[1:].tolist() == gen.output_ids[lo:hi].tolist()
+        assert len(r.input_top) == hi - lo + 1 and all(len(t) == 5 for t in r.input_top[1:])
+        assert r.input_texts is not None and len(r.input_texts) == hi - lo + 1
+        assert r.input_top_texts  # the alternatives' text, for the drill-down

@@ -48,6 +48,28 @@ def _topk(entries, token_text) -> Text:
     return t
 
 
+def extras_note(extras: list, lp_a: np.ndarray) -> Text:
+    """Where the top-k and text come from, and whether that request agreed with the gate."""
+    spans = ", ".join(f"{ev.start}–{ev.start + len(ev.token_ids) - 1}" for ev in extras)
+    same = total = 0
+    for ev in extras:
+        gate = lp_a[ev.start : ev.start + len(ev.lp)]
+        n = min(gate.size, len(ev.lp))
+        same += int(
+            np.sum(
+                np.asarray(ev.lp[:n], dtype=np.float64).view(np.int64) == gate[:n].view(np.int64)
+            )
+        )
+        total += n
+    t = Text()
+    t.append("top-k and token text: ", style="dim")
+    t.append("separate request after the gate", style="bold")
+    t.append(
+        f", positions {spans}; its logprob equals lp A bit for bit at {same}/{total}", style="dim"
+    )
+    return t
+
+
 class DrillDown(Screen):
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="drill.back"),
@@ -93,6 +115,12 @@ class DrillDown(Screen):
         self.token_text = token_text
         self.palette = palette
         self.tau = state.tail_threshold
+        # position -> top-k from the extras request (a separate request, after the gate)
+        self.extras = list(state.extras.get(sample, []))
+        self.extra_top: dict[int, list] = {}
+        for ev in self.extras:
+            for j, top in enumerate(ev.top):
+                self.extra_top[ev.start + j] = top
         k3 = self.scored.k3
         self.tail_positions = np.flatnonzero(~(k3 <= self.tau))  # NaN counts as tail
         self.message = ""
@@ -134,7 +162,10 @@ class DrillDown(Screen):
         t.append(f"  tokens differing {m.n_nonzero}", style="dim")
         t.append(f"  tail (k3 > {fmt.sci(self.tau, 0)}) ", style="dim")
         t.append(f"{m.n_tail}", style="bold")
-        if not (sc.top_a or sc.top_b):
+        if self.extras:
+            t.append("\n")
+            t.append_text(extras_note(self.extras, sc.lp_a))
+        elif not (sc.top_a or sc.top_b):
             t.append("  top-k not recorded", style="dim")
         if m.non_finite:
             t.append(f"  non-finite {m.non_finite}", style="bold red")
@@ -161,6 +192,7 @@ class DrillDown(Screen):
         table = self.table
         tt = self.token_text
         has_top = bool(sc.top_a or sc.top_b)
+        extra = self.extra_top
         columns = [
             ("pos", "pos"),
             ("abs", "abs pos"),
@@ -171,6 +203,7 @@ class DrillDown(Screen):
             ("r", "r = A−B"),
             ("k3", "k3"),
             *([("top_a", "top-k A"), ("top_b", "top-k B")] if has_top else []),
+            *([("top_x", "top-k (separate request)")] if extra and not has_top else []),
         ]
         for key, label in columns:
             table.add_column(label, key=key, width=30 if key.startswith("top") else None)
@@ -201,6 +234,8 @@ class DrillDown(Screen):
             if has_top:
                 row.append(_topk(sc.top_a[i] if sc.top_a and i < len(sc.top_a) else None, tt))
                 row.append(_topk(sc.top_b[i] if sc.top_b and i < len(sc.top_b) else None, tt))
+            elif extra:
+                row.append(_topk(extra.get(i), tt))
             rows.append(row)
         table.add_rows(rows)
 

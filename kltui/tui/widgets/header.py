@@ -190,7 +190,7 @@ def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
     cg = s.get("cuda_graph")
     if cg is not None:
         out.append(Text("cuda graph on" if cg else "cuda graph off"))
-    if config.get("stream") is False:
+    if config.get("streamed", config.get("stream")) is False:
         stream = "stream off"
     else:
         stream = "stream incremental" if s.get("incremental_streaming_output") else "stream cumul."

@@ -1,0 +1,144 @@
+"""Drill-down extras after the gate: top-k alternatives and token text from a request of their own.
+
+The gate's requests are exactly SGLang's (no `top_logprobs_num`, no `return_text_in_logprobs`):
+asking for top-k and text at every prompt position of every replay tripled the cost of a run on
+a GPU server. The drill-down needs them only where someone looks, so after the helpers finish
+one bounded prefill-only request per server fetches them for the worst few samples of each
+helper, only around their first divergence and their largest k3. Its logprobs are shown as what they are (another
+request: another batch, and a radix-cache prefix up to the window) and never scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import numpy as np
+
+from kltui.engines.errors import EngineError
+from kltui.engines.idcheck import check_ids
+from kltui.events import Event, ExtrasFetched, Problem
+from kltui.helpers.context import Run
+from kltui.metrics import SampleMetrics
+
+PAD = 8  # generated positions of context on either side of a point of interest
+MAX_WINDOW = 64  # two points closer than this share one window
+
+
+def windows(m: SampleMetrics) -> list[tuple[int, int]]:
+    """[lo, hi) generated positions around the first divergence and the largest k3."""
+    n = m.n_tokens
+    points = {m.first_divergence, m.argmax_k3 if m.max_k3 != 0 else None}
+    spans: list[tuple[int, int]] = []
+    for p in sorted(p for p in points if p is not None and 0 <= p < n):
+        lo, hi = max(0, p - PAD), min(n, p + PAD + 1)
+        if spans and hi - spans[-1][0] <= MAX_WINDOW:
+            spans[-1] = (spans[-1][0], max(hi, spans[-1][1]))
+        else:
+            spans.append((lo, hi))
+    return spans
+
+
+def worst_samples(run: Run, n: int) -> list[int]:
+    """The n samples with the largest mean k3 that differ at all (non-finite ones first)."""
+    scored = [s for s in run.book.samples.values() if s.metrics.first_divergence is not None]
+
+    def key(s):
+        mean = s.metrics.mean_k3
+        return (0, 0.0) if not np.isfinite(mean) else (1, -mean)
+
+    return [s.sample for s in sorted(scored, key=key)[:n]]
+
+
+def plan(run: Run, samples: list[int]) -> list[tuple[Run, int, int, int]]:
+    """(run, sample, lo, hi) for every window to fetch."""
+    out = []
+    for sample in samples:
+        sc = run.book.samples.get(sample)
+        if sc is None or sample not in run.scored_inputs:
+            continue
+        out.extend((run, sample, lo, hi) for lo, hi in windows(sc.metrics))
+    return out
+
+
+async def fetch_extras(
+    items: list[tuple[Run, int, int, int]], top_k: int, reason: str
+) -> AsyncIterator[Event]:
+    """One batched prefill-only request for the windows in `items` (all on one server); an
+    ExtrasFetched each.
+
+    Window [lo, hi) of a sample sends its replayed ids up to prompt + hi with
+    logprob_start_len = prompt + lo - 1: SGLang's first input entry has no logprob, so the
+    entries after it score exactly positions lo..hi-1, and nothing past the window is computed.
+    A failure here is a warning: the gate's result is already decided and stays.
+    """
+    if not items or top_k <= 0:
+        return
+    ctx = items[0][0].ctx
+    batch, starts = [], []
+    for run, sample, lo, hi in items:
+        sc = run.book.samples[sample]
+        batch.append(run.scored_inputs[sample][: sc.prompt_len + hi])
+        starts.append(sc.prompt_len + lo - 1)
+    try:
+        results = await ctx.client.generate(
+            batch,
+            ctx.sampling(0),
+            return_logprob=True,
+            logprob_start_len=starts,
+            top_logprobs_num=top_k,
+            return_text=True,
+        )
+    except EngineError as e:
+        for run in dict.fromkeys(it[0] for it in items):
+            yield _warning(run, f"{e.message}; the drill-down shows no top-k for these samples")
+        return
+    for (run, sample, lo, hi), res in zip(items, results, strict=True):
+        sc = run.book.samples[sample]
+        ids, lps = res.input_logprob_ids[1:], res.input_logprobs[1:]
+        want = sc.token_ids[lo:hi]
+        # a per-id server quirk (SGLang reports the last vocabulary id as 0) is not a shift
+        if ids.size != want.size or (
+            not np.array_equal(ids, want) and check_ids(ids, want).misaligned is not None
+        ):
+            yield _warning(
+                run,
+                f"sample {sample}: the extras request scored other tokens than positions "
+                f"{lo}..{hi - 1} (got {ids.size} entries); its top-k is not shown",
+            )
+            continue
+        top = [
+            [[int(t), float(lp)] for t, lp in pos] if pos else []
+            for pos in (res.input_top or [])[1 : 1 + want.size]
+        ]
+        yield ExtrasFetched(
+            run.helper,
+            ctx.server,
+            sample,
+            lo,
+            want,
+            lps,
+            top,
+            texts=res.input_texts[1:] if res.input_texts else None,
+            alt_texts={str(k): v for k, v in (res.input_top_texts or {}).items()},
+            reason=reason,
+        )
+
+
+async def after_gate(runs: list[Run], n_samples: int, top_k: int) -> AsyncIterator[Event]:
+    """The bounded follow-up pass: the n worst samples of each finished helper of one server,
+    in one request."""
+    if n_samples <= 0 or top_k <= 0:
+        return
+    items = [it for run in runs for it in plan(run, worst_samples(run, n_samples))]
+    async for ev in fetch_extras(items, top_k, "worst"):
+        yield ev
+
+
+def _warning(run: Run, message: str) -> Problem:
+    return Problem(
+        run.ctx.server,
+        f"[{run.helper}/extras] {message}",
+        fatal=False,
+        helper=run.helper,
+        phase="extras",
+    )

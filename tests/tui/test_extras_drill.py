@@ -1,0 +1,72 @@
+"""The drill-down shows top-k and token text fetched after the gate, marked as a separate request."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kltui.events import ExtrasFetched, HelperFinished
+from kltui.tui.screens.drilldown import DrillDown
+from tests.tui import synth
+from tests.tui.kit import drawn, replay_app, replayed, until
+
+SIZE = (160, 45)
+
+
+def with_extras(sample: int, start: int, n: int, hostile: str):
+    events = synth.session(n=3, length=40, helpers=("match",), fault=True)
+    scored = {e.sample: e for e in events if type(e).__name__ == "SampleScored"}[sample]
+    ids = np.asarray(scored.token_ids[start : start + n])
+    lp = np.asarray(scored.lp_a[start : start + n]).copy()
+    lp[0] += 1e-3  # that request disagreed with the gate at one position
+    top = [[[int(t), float(v)], [int(t) + 1, float(v) - 1.0]] for t, v in zip(ids, lp, strict=True)]
+    extra = ExtrasFetched(
+        "match",
+        synth.URL,
+        sample,
+        start,
+        ids,
+        lp,
+        top,
+        texts=[hostile] + ["tok"] * (n - 1),
+        alt_texts={str(int(ids[1]) + 1): "alt"},
+        reason="worst",
+    )
+    at = max(i for i, e in enumerate(events) if isinstance(e, HelperFinished)) + 1
+    return events[:at] + [extra] + events[at:], extra
+
+
+async def test_drill_down_shows_the_separate_requests_top_k_and_text():
+    hostile = "[bold]x[/]"
+    events, extra = with_extras(1, 4, 6, hostile)
+    app = replay_app(events)
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.select_helper(f"match@{synth.URL}")
+        app.open_sample(1, 0)
+        await until(pilot, lambda: isinstance(app.screen, DrillDown))
+        drill: DrillDown = app.screen
+        await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+        head = drawn(drill.query_one("#drill-head"))
+        assert "separate request after the gate" in head
+        assert "positions 4–9" in head and "bit for bit at 5/6" in head
+        table = drill.table
+        labels = [str(c.label) for c in table.columns.values()]
+        assert labels[-1] == "top-k (separate request)"
+        last = len(labels) - 1
+        assert str(table.get_cell_at((3, last))) == ""  # before the window: nothing fetched
+        assert str(table.get_cell_at((4, last))).startswith(hostile)  # text shown literally
+        assert "alt" in str(table.get_cell_at((5, last)))  # an alternative's text
+        text_col = labels.index("text")
+        assert str(table.get_cell_at((4, text_col))) == hostile
+
+
+async def test_drill_down_of_a_sample_without_extras_says_so():
+    events, _ = with_extras(1, 4, 6, "x")
+    app = replay_app(events)
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.select_helper(f"match@{synth.URL}")
+        app.open_sample(2, 0)
+        await until(pilot, lambda: isinstance(app.screen, DrillDown))
+        await until(pilot, lambda: app.screen.is_mounted and app.screen.table.row_count == 40)
+        assert "top-k not recorded" in drawn(app.screen.query_one("#drill-head"))
