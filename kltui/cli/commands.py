@@ -81,7 +81,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return _run_tui(cfg, args)
 
 
-def _run_tui(cfg, args) -> int:
+def _run_tui(cfg, args, dumps_result: dict | None = None) -> int:
     from kltui.tui.app import run_app
 
     return run_app(
@@ -91,14 +91,24 @@ def _run_tui(cfg, args) -> int:
         theme=getattr(args, "theme", None),
         watch=getattr(args, "watch", False),
         read_only=getattr(args, "read_only", False),
+        dumps_result=dumps_result,
     )
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
     cfg = build_config(args)
+    dumps_result = None
+    if args.dumps:
+        from kltui.dumps.run import load_result
+
+        dumps_result = load_result(args.dumps)  # a bad file is exit 2 before anything opens
+    if not cfg.servers and dumps_result is not None:
+        from kltui.tui.app import run_dumps_viewer
+
+        return run_dumps_viewer(dumps_result, args.theme or cfg.theme)
     if not cfg.servers:
         raise UsageError("give --server HOST:PORT, or run `kltui demo` for the embedded server")
-    return _run_tui(cfg, args)
+    return _run_tui(cfg, args, dumps_result)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
@@ -188,6 +198,17 @@ def make_parser() -> argparse.ArgumentParser:
     add_run_options(tui)
     tui.add_argument("--theme", help=THEME_HELP)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
+    tui.add_argument(
+        "--dump-dir",
+        metavar="DIR",
+        help="where the dumper drill-down (diagnosis, u) has the server write its dumps "
+        "(default: dumps/ in the runs folder)",
+    )
+    tui.add_argument(
+        "--dumps",
+        metavar="FILE.json",
+        help="open a saved `kltui dumps --json` result (its module table); no --server needed",
+    )
     tui.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(tui)
     tui.set_defaults(func=cmd_tui)

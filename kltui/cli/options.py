@@ -177,6 +177,7 @@ def build_config(args: argparse.Namespace):
         "request_timeout": "request_timeout",
         "api_key": "api_key",
         "top_k": "top_k",
+        "dump_dir": "dump_dir",
         "extras": "extras",
         "stream_interval": "stream_interval",
     }

@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,21 +151,35 @@ async def _generate(client, ids: list[int], max_new: int, rid: str) -> list[int]
     return out
 
 
-async def capture(client, prompt: list[int], new_tokens: int, dump_dir: Path) -> Capture:
+async def probe(client) -> tuple[dict, dict]:
+    """(server_info, dumper config) of a server whose hooks are usable; else HooksMissing."""
     info = await client.server_info()
     state = await dumper_call(client, "get_state")
-    cfg = check_server(info, state)
+    return info, check_server(info, state)
+
+
+async def capture(
+    client,
+    prompt: list[int],
+    new_tokens: int,
+    dump_dir: Path,
+    step: Callable[[str], None] | None = None,
+) -> Capture:
+    step = step or (lambda _text: None)
+    info, cfg = await probe(client)
     await check_idle(client)
     tag = f"kltui_{time.strftime('%Y%m%d-%H%M%S')}_{uuid.uuid4().hex[:6]}"
     exp_decode, exp_prefill = f"{tag}_decode", f"{tag}_prefill"
     common = {"dir": str(dump_dir), "enable_output_console": False}
     try:
         await client.flush_cache()
+        step(f"dumping the decode run: prefill of {len(prompt)} tokens + {new_tokens} decode steps")
         await _configure(client, enable=True, exp_name=exp_decode, **common)
         # K decode steps feed the prompt's next K tokens back: K + 1 new tokens in all.
         out = await _generate(client, prompt, new_tokens + 1, f"{tag}-decode")
         await _configure(client, enable=False)
         await client.flush_cache()
+        step(f"dumping one fresh prefill of {len(prompt) + new_tokens} tokens")
         await _configure(client, enable=True, exp_name=exp_prefill, **common)
         await _generate(client, prompt + out[:new_tokens], 1, f"{tag}-prefill")
     finally:

@@ -105,7 +105,7 @@ def cmd_dumps(args) -> int:
 
         prompt = read_prompt_ids(args.prompt_ids)
     try:
-        cap, result = asyncio.run(_run(args, dump_dir, prompt))
+        result = asyncio.run(_run(args, dump_dir, prompt))
     except HooksMissing as e:
         print(f"kltui: error: {e}\n{launch_settings(str(dump_dir))}", file=sys.stderr)
         return 2
@@ -115,41 +115,18 @@ def cmd_dumps(args) -> int:
     except EngineError as e:
         print(f"kltui: error: {e}", file=sys.stderr)
         return 3
-    result = {
-        "server": args.server,
-        "server_version": cap.server_info.get("version"),
-        "prompt_ids": cap.prompt,
-        "output_ids": cap.output_ids,
-        "new_tokens": args.new_tokens,
-        **result,
-    }
     return _finish(result, args)
 
 
-async def _run(args, dump_dir: Path, prompt: list[int] | None):
-    from kltui.dumps.analyze import analyze
-    from kltui.dumps.capture import capture
-    from kltui.engines.http import normalize_url, resolve_api_key
-    from kltui.engines.sglang import SGLangClient
+async def _run(args, dump_dir: Path, prompt: list[int] | None) -> dict:
+    from kltui.dumps.run import client_for, drill_down
 
-    async with SGLangClient(
-        normalize_url(args.server),
-        resolve_api_key(args.api_key),
-        timeout=args.request_timeout,
-    ) as client:
-        if prompt is None:
-            prompt = await _builtin_prompt(client, args.prompt_tokens or 32)
-        cap = await capture(client, prompt, args.new_tokens, dump_dir)
-    return cap, analyze(cap.dir_decode, cap.dir_prefill)
-
-
-async def _builtin_prompt(client, n: int) -> list[int]:
-    from kltui.errors import UsageError
-    from kltui.run.builtin_prompts import PROMPTS
-
-    ids: list[int] = []
-    for text in PROMPTS:
-        ids += [int(x) for x in (await client.tokenize([text]))[0]]
-        if len(ids) >= n:
-            return ids[:n]
-    raise UsageError(f"the built-in prompts hold only {len(ids)} tokens; use --prompt-ids")
+    async with client_for(args.server, args.api_key, args.request_timeout) as client:
+        return await drill_down(
+            client,
+            args.server,
+            dump_dir,
+            prompt=prompt,
+            prompt_tokens=args.prompt_tokens or 32,
+            new_tokens=args.new_tokens,
+        )

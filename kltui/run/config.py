@@ -75,6 +75,7 @@ class RunConfig:
     # worst samples per helper whose tail gets top-k + token text from a follow-up request
     extras: int = 3
     theme: str | None = None
+    dump_dir: str | None = None  # where the TUI's dumper drill-down has the server write
     keymap: dict[str, str] = field(default_factory=dict)
     # the TUI flushes without asking first, even a shared server (`kltui check` never asks)
     yes_flush: bool = False
@@ -130,6 +131,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "min_cache_hit_ratio": ((int, float), "a number in [0, 1]"),
     "top_k": ((int,), "an integer >= 0"),
     "theme": ((str,), "a theme name"),
+    "dump_dir": ((str,), "a folder path"),
     "yes_flush": ((bool,), "true or false"),
 }
 _LISTS = {"servers", "helpers", "thresholds"}

@@ -17,6 +17,7 @@ is above the stray-ulp floor where, per the guide, no state bug sits. The server
 from __future__ import annotations
 
 import math
+import shlex
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -316,16 +317,16 @@ def _state_suspects(dirty: list[str], info: dict) -> list[str]:
     return out
 
 
-def _dumps_command(server: str) -> str:
+def dumps_command(server: str, dump_dir: str = "DIR") -> str:
     host = server.split("://", 1)[-1].rstrip("/")
-    return f"kltui dumps --server {host} --dump-dir DIR"
+    return f"kltui dumps --server {host} --dump-dir {shlex.quote(dump_dir)}"
 
 
 def _condition1_advice(server: str, info: dict) -> tuple[str, str | None, str | None]:
     """(next step, exact command, TUI action) for kernel noise, from what the server runs."""
     det = _flag(info, "enable_deterministic_inference")
     if det:
-        cmd = _dumps_command(server)
+        cmd = dumps_command(server)
         return (
             "find the kernel: relaunch this server with SGLang's dumper hooks and run "
             f"`{cmd}`; the first module whose inputs are bit-identical and whose output "

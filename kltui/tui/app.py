@@ -46,6 +46,7 @@ from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.confirm_flush import ConfirmFlush
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
 from kltui.tui.summaries import Summaries
@@ -106,10 +107,14 @@ class KltuiApp(App[int]):
         token_text: dict[int, str] | None = None,
         screenshot_dir: str | None = None,
         read_only: bool = False,
+        dump_dir: str | None = None,
+        dumps_result: dict | None = None,
         loopback: LoopbackCheck = is_loopback,
     ) -> None:
         super().__init__()
         self.read_only = read_only
+        self._dump_dir = dump_dir
+        self._dumps_result = dumps_result
         self._loopback = loopback
         self.flush_settled: set[str] = set()  # servers not to ask about again this session
         self.feed = feed
@@ -213,6 +218,8 @@ class KltuiApp(App[int]):
             self._watch = ServerWatch(self.feed.servers, getattr(self.feed.cfg, "api_key", None))
             self.set_interval(POLL_INTERVAL_S, self._watch_tick)
         self.start_feed()
+        if self._dumps_result is not None:
+            self.push_screen(DumpsScreen(self._dumps_result))
 
     async def on_unmount(self) -> None:
         if self._watch is not None:
@@ -284,7 +291,9 @@ class KltuiApp(App[int]):
         """Before the first flush of a server (the runner asks): ask the user when the server
         may be shared, once per server per session; False cancels the run."""
         url = client.url
-        if url in self.flush_settled or getattr(self.feed.cfg, "yes_flush", False):
+        if url in self.flush_settled or getattr(
+            getattr(self.feed, "cfg", None), "yes_flush", False
+        ):
             return True
         reason = await reason_to_ask(client, self._loopback)
         if reason is not None:
@@ -537,14 +546,43 @@ class KltuiApp(App[int]):
             return
         self.push_screen(CompareScreen(pairs, self.theme_variables))
 
-    def open_dumps(self, server: str, command: str | None) -> None:
-        """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`.
+    def open_dumps(self, server: str) -> None:
+        """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`:
+        the hooks are probed first; without them the launch settings and the command are shown,
+        with them the capture runs (server idle only) and the module table opens."""
+        from kltui.session.diagnosis import dumps_command
+        from kltui.tui.screens.dumps_run import DumpsRequest, DumpsRunScreen
 
-        The drill-down needs a server relaunched with SGLang's dumper hooks, so this names the
-        command; a screen that runs it and shows the module table opens from here."""
-        cmd = command or "kltui dumps --server HOST:PORT --dump-dir DIR"
-        self.last_message = f"dumper drill-down for {server}: {cmd}"
-        self.notify(escape_controls(self.last_message, 300), timeout=8)
+        if self.read_only:
+            self._say("read-only: the dumper drill-down drives the server, so it is off")
+            return
+        if self.status.running:
+            self._say("a run is in progress: the dumper drill-down needs the server idle")
+            return
+        dump_dir = self.dump_dir()
+        cfg = getattr(self.feed, "cfg", None)
+        self.push_screen(
+            DumpsRunScreen(
+                DumpsRequest(
+                    server=server,
+                    dump_dir=dump_dir,
+                    command=dumps_command(server, str(dump_dir)),
+                    api_key=getattr(cfg, "api_key", None),
+                    timeout=getattr(cfg, "request_timeout", 600.0),
+                )
+            )
+        )
+
+    def dump_dir(self) -> Path:
+        """--dump-dir / `dump_dir:` in the config, else `dumps` in the runs folder."""
+        from kltui.session.recording import default_runs_dir
+
+        folder = self._dump_dir or (default_runs_dir() / "dumps")
+        return Path(folder).expanduser().resolve()
+
+    def _say(self, text: str) -> None:
+        self.last_message = text
+        self.notify(text, timeout=5)
 
     def action_save_svg(self) -> None:
         if self.read_only:  # the command palette calls actions directly
@@ -671,6 +709,7 @@ def run_app(
     theme: str | None,
     watch: bool,
     read_only: bool = False,
+    dumps_result: dict | None = None,
 ) -> int:
     """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
     app = KltuiApp(
@@ -679,6 +718,8 @@ def run_app(
         keymap=cfg.keymap,
         watch=watch,
         read_only=read_only,
+        dump_dir=cfg.dump_dir,
+        dumps_result=dumps_result,
     )
     app.run()
     store = app._last_finished or app.store
@@ -707,3 +748,34 @@ def run_replay(
     )
     app.run()
     return app.exit_code()
+
+
+class DumpsViewer(App[int]):
+    """`kltui --dumps FILE.json` without a server: the saved module table alone."""
+
+    TITLE = "kltui dumps"
+
+    def __init__(self, result: dict, theme: str | None = None) -> None:
+        super().__init__()
+        self.result = result
+        loaded = themes.load_themes()
+        for t in loaded.themes:
+            self.register_theme(t)
+        if (theme or themes.DEFAULT_THEME) in self.available_themes:
+            self.theme = theme or themes.DEFAULT_THEME
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(themes.VARIABLE_DEFAULTS)
+
+    def on_mount(self) -> None:
+        self.push_screen(DumpsScreen(self.result))
+
+    async def action_pop_screen(self) -> None:
+        # closing the only screen there is quits
+        self.exit(0)
+
+
+def run_dumps_viewer(result: dict, theme: str | None = None) -> int:
+    app = DumpsViewer(result, theme)
+    app.run()
+    return app.return_code or 0

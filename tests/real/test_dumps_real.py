@@ -95,3 +95,30 @@ def test_refuses_while_dumping_is_already_on(sglang_dumper, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "already enabled" in err and "DUMPER_SERVER_PORT=reuse" in err
     assert not list(tmp_path.iterdir())
+
+
+async def test_tui_drill_down_opens_the_module_table(sglang_dumper):
+    """The TUI's `u` path end to end: hooks found, capture and analysis in a worker, table."""
+    from kltui.tui.screens.dumps import DumpsScreen
+    from kltui.tui.screens.dumps_run import DumpsRunScreen
+    from tests.tui.kit import drawn, replay_app, until
+
+    url, dump_dir = sglang_dumper
+    app = replay_app(dump_dir=str(dump_dir))
+    async with app.run_test(size=(160, 50)) as pilot:
+        app.open_dumps(url)
+        run = app.screen
+        assert isinstance(run, DumpsRunScreen)
+        await until(pilot, lambda: run.outcome != "running", 300)
+        assert run.outcome == "done", run.steps
+        assert [s.split(" ")[0] for s in run.steps] == [
+            "checking", "loading", "dumping", "dumping", "analyzing"
+        ]  # fmt: skip
+        await until(pilot, lambda: isinstance(app.screen, DumpsScreen))
+        r = app.screen.result
+        assert r["server_version"] == "0.5.23" and r["aligned_steps"] == 8
+        assert r["input_ids_identical"] is True and r["embedding_identical"] is True
+        await pilot.pause(0.1)
+        text = drawn(app.screen.query_one("#dumps-table"))
+        # the named module, or every module's status when none differs
+        assert (r["first_divergent_module"] or "identical") in text

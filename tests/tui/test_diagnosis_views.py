@@ -8,6 +8,7 @@ from rich.console import Console
 from kltui.session.events import RunFinished
 from kltui.tui.screens.compare import CompareScreen, pair_group
 from kltui.tui.screens.diagnosis import DiagnosisScreen, diagnosis_group
+from kltui.tui.screens.dumps_run import DumpsRunScreen
 from tests.tui import synth
 from tests.tui.kit import replay_app, replayed
 
@@ -22,11 +23,11 @@ def plain(renderable) -> str:
     return cap.get()
 
 
-async def test_deterministic_server_with_noise_hands_over_to_the_dumper():
+async def test_deterministic_server_with_noise_hands_over_to_the_dumper(tmp_path):
     events = synth.session(
         n=6, length=24, servers=[synth.server(enable_deterministic_inference=True)]
     )
-    app = replay_app(events)
+    app = replay_app(events, dump_dir=str(tmp_path / "d"))
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
         await pilot.press("d")
@@ -37,10 +38,14 @@ async def test_deterministic_server_with_noise_hands_over_to_the_dumper():
         assert "--enable-deterministic-inference" not in text
         assert "kltui dumps --server 127.0.0.1:30000 --dump-dir DIR" in text
         await pilot.press("u")
-        assert app.last_message == (
-            f"dumper drill-down for {synth.URL}: kltui dumps --server 127.0.0.1:30000 "
-            "--dump-dir DIR"
+        run = app.screen
+        assert isinstance(run, DumpsRunScreen) and run.request.server == synth.URL
+        assert run.request.dump_dir == (tmp_path / "d").resolve()
+        assert run.request.command == (
+            f"kltui dumps --server 127.0.0.1:30000 --dump-dir {(tmp_path / 'd').resolve()}"
         )
+        await pilot.press("escape")
+        assert isinstance(app.screen, DiagnosisScreen)
         await pilot.press("escape")
         assert not isinstance(app.screen, DiagnosisScreen)
 

@@ -1,7 +1,8 @@
 """Everything behind the diagnosis line: evidence, suspects and the next step, per server.
 
 The next step of a shape-variant kernel is the dumper drill-down; `u` asks the app to open it
-(`KltuiApp.open_dumps`), so the screen never needs to know how the drill-down is run.
+(`KltuiApp.open_dumps`) for that server (else the first one diagnosed), so the screen never needs
+to know how the drill-down is run.
 """
 
 from __future__ import annotations
@@ -71,8 +72,10 @@ class DiagnosisScreen(ModalScreen):
             yield Static(diagnosis_group(self.diagnoses, self.vars_), id="diagnosis-detail")
 
     def action_dumps(self) -> None:
-        wanted = [d for d in self.diagnoses if d.action == "dumps"]
+        # the server the diagnosis sends to the drill-down, else the first one diagnosed: a
+        # user may want the module table of any server, recommended or not
+        wanted = [d for d in self.diagnoses if d.action == "dumps"] or self.diagnoses
         if not wanted:
-            self.app.notify("no diagnosis points at the dumper drill-down", timeout=3)
+            self.app.notify("no server diagnosed yet", timeout=3)
             return
-        self.app.open_dumps(wanted[0].server, wanted[0].next_command)
+        self.app.open_dumps(wanted[0].server)
