@@ -82,7 +82,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _run_tui(cfg, args, dumps_result: dict | None = None) -> int:
-    from kltui.tui.app import run_app
+    from kltui.tui.launch import run_app
 
     return run_app(
         cfg,
@@ -103,7 +103,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
         dumps_result = load_result(args.dumps)  # a bad file is exit 2 before anything opens
     if not cfg.servers and dumps_result is not None:
-        from kltui.tui.app import run_dumps_viewer
+        from kltui.tui.launch import run_dumps_viewer
 
         return run_dumps_viewer(dumps_result, args.theme or cfg.theme)
     if not cfg.servers:
@@ -136,7 +136,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         fold(rec, on_run)
         views[-1].finish()
         return 0
-    from kltui.tui.app import run_replay
+    from kltui.tui.launch import run_replay
 
     return run_replay(
         args.file,

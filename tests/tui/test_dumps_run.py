@@ -13,8 +13,9 @@ from kltui.cli import main
 from kltui.dumps.capture import LAUNCH_ENV
 from kltui.dumps.run import load_result
 from kltui.run.config import RunConfig
-from kltui.tui.app import DumpsViewer, KltuiApp
+from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
+from kltui.tui.launch import DumpsViewer
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.screens.dumps_run import DumpsRunScreen

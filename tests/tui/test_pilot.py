@@ -6,7 +6,8 @@ import numpy as np
 
 from kltui.metrics import scale
 from kltui.session.events import Problem, TokensDecoded
-from kltui.tui.app import KltuiApp, all_binding_ids
+from kltui.tui.app import KltuiApp
+from kltui.tui.bindings import all_binding_ids
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.screens.help import HelpScreen

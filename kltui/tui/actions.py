@@ -1,0 +1,266 @@
+"""What the dashboard's keys do (the bindings are KltuiApp.BINDINGS): helper selection,
+drill-down, screens, screenshots, re-run, quit and the exit code, and --watch's re-run.
+
+A mixin of KltuiApp (kltui.tui.app), which holds the state it acts on.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from textual import work
+from textual.widgets import DataTable
+from textual.worker import Worker, WorkerState
+
+from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, exit_code
+from kltui.session.compare import cross_server
+from kltui.session.diagnosis import diagnose
+from kltui.session.store import HelperState
+from kltui.tui.bindings import binding_groups
+from kltui.tui.screens.compare import CompareScreen
+from kltui.tui.screens.diagnosis import DiagnosisScreen
+from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.screens.help import HelpScreen
+from kltui.tui.screens.problems import ProblemsScreen
+from kltui.tui.widgets.heatmap import Heatmap
+from kltui.tui.widgets.progress import HelperProgress
+from kltui.tui.widgets.samples import SampleTable
+from kltui.untrusted import escape_controls
+
+
+class DashboardActions:
+    DASHBOARD_ONLY = frozenset(
+        {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
+    )
+
+    # what a reviewer of a served dashboard (`kltui web --read-only`) must not do
+    ACTS = frozenset({"rerun", "save_svg", "screenshot"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if self.read_only and action in self.ACTS:
+            return False
+        # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
+        if action in self.DASHBOARD_ONLY and len(self.screen_stack) > 1:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ selection
+    def helper_keys(self) -> list[str]:
+        return list(self.store.helpers) if self.store else []
+
+    def selected_state(self) -> HelperState | None:
+        if self.store is None or self.selected is None:
+            return None
+        return self.store.helpers.get(self.selected)
+
+    def select_helper(self, key: str) -> None:
+        if self.store is None or key not in self.store.helpers:
+            return
+        self._user_selected = True
+        self.selected = key
+        self.refresh_views()
+
+    def action_cycle_helper(self, step: int) -> None:
+        keys = self.helper_keys()
+        if not keys:
+            return
+        i = keys.index(self.selected) if self.selected in keys else -step
+        self.select_helper(keys[(i + step) % len(keys)])
+
+    def on_helper_progress_selected(self, msg: HelperProgress.Selected) -> None:
+        self.select_helper(msg.key)
+
+    def set_theme(self, name: str) -> None:
+        self.theme = name
+
+    # ------------------------------------------------------------------ drill-down
+    def open_sample(self, sample: int, position: int | None = None) -> None:
+        st = self.selected_state()
+        if st is None:
+            return
+        if isinstance(self.screen, DrillDown):
+            self.pop_screen()
+        if sample not in st.book.samples:
+            why = st.skipped.get(sample)
+            text = (
+                f"sample {sample} was skipped: {why}"
+                if why
+                else (f"sample {sample} is not scored yet")
+            )
+            self.last_message = text
+            self.notify(escape_controls(text), timeout=3)
+            return
+        hm = self.query_one(Heatmap)
+        self.push_screen(DrillDown(st, sample, position, self.token_text, hm.palette))
+
+    def on_heatmap_open(self, msg: Heatmap.Open) -> None:
+        self.open_sample(msg.sample, msg.position)
+
+    def on_data_table_row_selected(self, msg: DataTable.RowSelected) -> None:
+        if isinstance(msg.data_table, SampleTable) and msg.row_key.value is not None:
+            self.open_sample(int(msg.row_key.value))
+
+    def action_first_divergence(self) -> None:
+        st = self.selected_state()
+        summary = self.summaries.get(st, force=True) if st is not None else None
+        fd = summary.first_divergence if summary else None
+        if not fd:
+            text = (
+                "no divergence: every scored token is bit-identical"
+                if summary
+                else ("nothing scored yet")
+            )
+            self.last_message = text
+            self.notify(text, timeout=3)
+            return
+        hm = self.query_one(Heatmap)
+        hm.move_to(int(fd["sample"]), int(fd["position"]))
+        hm.focus()
+        self.last_message = f"first divergence: sample {fd['sample']} @ {fd['position']}"
+
+    # ------------------------------------------------------------------ actions
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(binding_groups(), self.user_keymap))
+
+    def action_problems(self) -> None:
+        self.push_screen(ProblemsScreen(self.store.problems if self.store else []))
+
+    def action_diagnosis(self) -> None:
+        diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
+        self.push_screen(DiagnosisScreen(diags, self.theme_variables))
+
+    def action_compare(self) -> None:
+        pairs = cross_server(self.store) if self.store is not None else []
+        if not pairs:
+            self.last_message = "one server in this run: nothing to compare (--server A --server B)"
+            self.notify(self.last_message, timeout=3)
+            return
+        self.push_screen(CompareScreen(pairs, self.theme_variables))
+
+    def open_dumps(self, server: str) -> None:
+        """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`:
+        the hooks are probed first; without them the launch settings and the command are shown,
+        with them the capture runs (server idle only) and the module table opens."""
+        from kltui.session.diagnosis import dumps_command
+        from kltui.tui.screens.dumps_run import DumpsRequest, DumpsRunScreen
+
+        if self.read_only:
+            self._say("read-only: the dumper drill-down drives the server, so it is off")
+            return
+        if self.status.running:
+            self._say("a run is in progress: the dumper drill-down needs the server idle")
+            return
+        dump_dir = self.dump_dir()
+        cfg = getattr(self.feed, "cfg", None)
+        self.push_screen(
+            DumpsRunScreen(
+                DumpsRequest(
+                    server=server,
+                    dump_dir=dump_dir,
+                    command=dumps_command(server, str(dump_dir)),
+                    api_key=getattr(cfg, "api_key", None),
+                    timeout=getattr(cfg, "request_timeout", 600.0),
+                )
+            )
+        )
+
+    def dump_dir(self) -> Path:
+        """--dump-dir / `dump_dir:` in the config, else `dumps` in the runs folder."""
+        from kltui.session.recording import default_runs_dir
+
+        folder = self._dump_dir or (default_runs_dir() / "dumps")
+        return Path(folder).expanduser().resolve()
+
+    def _say(self, text: str) -> None:
+        self.last_message = text
+        self.notify(text, timeout=5)
+
+    def action_save_svg(self) -> None:
+        if self.read_only:  # the command palette calls actions directly
+            return
+        st = self.selected_state()
+        name = st.helper if st else "dashboard"
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        folder = Path(self.screenshot_dir or os.getcwd())
+        path = folder / f"kltui-{name}-{stamp}.svg"
+        n = 2
+        while path.exists():
+            path = folder / f"kltui-{name}-{stamp}-{n}.svg"
+            n += 1
+        try:
+            saved = self.save_screenshot(filename=path.name, path=str(folder))
+        except OSError as e:
+            self.notify(f"screenshot not saved: {e.strerror}", severity="error")
+            return
+        self.last_message = f"screenshot saved: {saved}"
+        self.notify(escape_controls(self.last_message), timeout=5)
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        # The palette's builtin screenshot entry names the file after the title; ours is
+        # named after the helper, so both routes agree.
+        self.action_save_svg()
+
+    async def action_rerun(self) -> None:
+        if self.read_only:
+            return
+        worker = self._feed_worker
+        if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
+            if self.status.running:
+                self.notify("restarting: the run in progress is kept as interrupted", timeout=3)
+            worker.cancel()
+            await _wait(worker)
+        if self.feed.mode == "replay":
+            self.history.clear()
+            self._prev_store = None
+        self.status.retry_in = None
+        self.start_feed()
+
+    async def action_quit(self) -> None:
+        worker = self._feed_worker
+        if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
+            measuring = self.status.running and self.status.retry_in is None
+            if self.feed.mode == "replay":
+                measuring = not getattr(self.feed, "finished", True)
+            self.interrupted = self.interrupted or measuring
+            worker.cancel()
+            await _wait(worker)
+        self.exit(self.exit_code())
+
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        store = self._last_finished or self.store
+        if store is None or store.finished is None:
+            return EXIT_SERVER
+        return exit_code(store.finished.verdict)
+
+    # ------------------------------------------------------------------ watch
+    def _watch_tick(self) -> None:
+        if self._watch is None or self.status.running or self.status.retry_in is not None:
+            return
+        self._poll_servers()
+
+    @work(group="watch", exclusive=True, exit_on_error=False)
+    async def _poll_servers(self) -> None:
+        changed, down = await self._watch.poll()
+        if self.status.running:
+            return
+        if changed:
+            self.status.watch = "server restarted: re-running"
+            self.notify("server restarted: re-running", timeout=3)
+            self._dirty = True
+            await self.action_rerun()
+            return
+        self.status.watch = (
+            f"{len(down)} server(s) down, waiting" if down else "watching for a restart"
+        )
+        self._dirty = True
+
+
+async def _wait(worker: Worker) -> None:
+    try:
+        await worker.wait()
+    except Exception:  # noqa: BLE001 - a cancelled or failed worker is what we asked for
+        pass

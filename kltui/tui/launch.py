@@ -1,0 +1,96 @@
+"""Entry points the CLI calls: run_app (live), run_replay, run_dumps_viewer; and the key
+bindings of every screen, for the help screen and the keymap check."""
+
+from __future__ import annotations
+
+import sys
+
+from textual.app import App
+
+from kltui.run.config import RunConfig
+from kltui.session.recording import read_recording
+from kltui.tui import themes
+from kltui.tui.app import KltuiApp
+from kltui.tui.feeds import LiveFeed, ReplayFeed
+from kltui.tui.screens.dumps import DumpsScreen
+
+
+# ---------------------------------------------------------------------- entry points
+def run_app(
+    cfg: RunConfig,
+    *,
+    record: str | None,
+    json_path: str | None,
+    theme: str | None,
+    watch: bool,
+    read_only: bool = False,
+    dumps_result: dict | None = None,
+) -> int:
+    """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
+    app = KltuiApp(
+        LiveFeed(cfg, record),
+        theme=theme or cfg.theme,
+        keymap=cfg.keymap,
+        watch=watch,
+        read_only=read_only,
+        dump_dir=cfg.dump_dir,
+        dumps_result=dumps_result,
+    )
+    app.run()
+    store = app._last_finished or app.store
+    if json_path and store is not None and store.run is not None:
+        from kltui.outputs.reports.common import write_json
+
+        write_json(store, json_path)
+    for rec in app.history:
+        if rec.recording:
+            print(f"recording: {rec.recording}", file=sys.stderr)
+    return app.exit_code()
+
+
+def run_replay(
+    path: str,
+    *,
+    speed: float | None,
+    instant: bool,
+    theme: str | None,
+    read_only: bool = False,
+) -> int:
+    """`kltui replay FILE`: the same dashboard fed from a recording."""
+    recording = read_recording(path)
+    app = KltuiApp(
+        ReplayFeed(recording, speed=speed, instant=instant), theme=theme, read_only=read_only
+    )
+    app.run()
+    return app.exit_code()
+
+
+class DumpsViewer(App[int]):
+    """`kltui --dumps FILE.json` without a server: the saved module table alone."""
+
+    TITLE = "kltui dumps"
+
+    def __init__(self, result: dict, theme: str | None = None) -> None:
+        super().__init__()
+        self.result = result
+        loaded = themes.load_themes()
+        for t in loaded.themes:
+            self.register_theme(t)
+        if (theme or themes.DEFAULT_THEME) in self.available_themes:
+            self.theme = theme or themes.DEFAULT_THEME
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(themes.VARIABLE_DEFAULTS)
+
+    def on_mount(self) -> None:
+        self.push_screen(DumpsScreen(self.result))
+
+    async def action_pop_screen(self) -> None:
+        # closing the only screen there is quits
+        self.exit(0)
+
+
+def run_dumps_viewer(result: dict, theme: str | None = None) -> int:
+    app = DumpsViewer(result, theme)
+    app.run()
+    return app.return_code or 0

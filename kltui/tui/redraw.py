@@ -1,0 +1,151 @@
+"""How the dashboard redraws: events only mark it dirty; a timer redraws at most REFRESH_HZ
+times a second, and each panel only when the signature of what it shows changed.
+
+A mixin of KltuiApp (kltui.tui.app), which holds the state it reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from rich.text import Text
+from textual.css.query import NoMatches
+
+from kltui.helpers.registry import same_engine
+from kltui.session.diagnosis import diagnose
+from kltui.session.store import HelperState
+from kltui.tui.widgets.counters import Counters
+from kltui.tui.widgets.diagnosis import DiagnosisBar
+from kltui.tui.widgets.header import ServersPanel, TitleBar
+from kltui.tui.widgets.heatmap import Heatmap
+from kltui.tui.widgets.heatpanel import HeatmapPanel
+from kltui.tui.widgets.history import HistoryPanel
+from kltui.tui.widgets.progress import HelperProgress
+from kltui.tui.widgets.samples import SampleTable
+from kltui.untrusted import safe
+
+REFRESH_HZ = 15
+TABLE_HZ = 4
+
+
+class Redraw:
+    # ------------------------------------------------------------------ redraw
+    def _mark_dirty(self) -> None:
+        self._dirty = True
+
+    def _elapsed(self) -> dict[str, float]:
+        """Each helper's seconds on the store's one clock (a replay's is the recording's)."""
+        store = self.store
+        return {k: st.elapsed for k, st in store.helpers.items()} if store else {}
+
+    def _tick(self) -> None:
+        store = self.store
+        version = store.version if store else -1
+        now = time.monotonic()
+        changed = self._dirty or version != self._seen_version
+        if not changed:
+            if self.status.running and now - self._last_progress > 0.5:
+                self._refresh_progress()
+            return
+        self._dirty = False
+        self._seen_version = version
+        try:
+            self.refresh_views(table=now - self._last_table > 1 / TABLE_HZ)
+        except NoMatches:
+            # the timer can fire while the app tears its widgets down on exit
+            self._dirty = True
+
+    def refresh_views(self, *, table: bool = True, force: bool = False) -> None:
+        """Redraw the panels whose inputs changed (also called by tests and benches).
+
+        Each panel is redrawn only when its signature changes: a Static update costs a
+        screen layout, and most panels do not change while tokens stream in.
+        """
+        store = self.store
+        vars_ = self.theme_variables
+        if force:
+            self._sigs.clear()
+        if store is not None and self.selected not in store.helpers and store.helpers:
+            self.selected = next(iter(store.helpers))
+        helpers = store.helpers if store is not None else {}
+        theme = self.theme
+        run_sig = (self.run_gen, theme, store.run is not None if store else None)
+        status = dataclasses.astuple(self.status)
+        problems = len(store.problems) if store else 0
+        verdict = store.finished.verdict if store and store.finished else None
+        if self._changed("title", (run_sig, status, problems, verdict, self.size)):
+            self.query_one(TitleBar).show(store, self.status, vars_)
+        if self._changed("servers", (run_sig, status)):
+            self.query_one(ServersPanel).show(store, self.status, vars_)
+        self._refresh_progress()
+        st = self.selected_state()
+        summary = self.summaries.get(st) if st is not None else None
+        if self._changed("counters", (run_sig, self.selected, id(summary))):
+            self.query_one(Counters).show(st, summary, vars_)
+        if self._changed(
+            "history", (theme, len(self.history), self.selected, self.watching, self.status.watch)
+        ):
+            self.query_one(HistoryPanel).show(self.history, self.selected, vars_, self.watching)
+        hm = self.query_one(Heatmap)
+        hm.show(st, self.run_gen)
+        self.query_one(HeatmapPanel).border_title = self._heat_title(st)
+        if table:
+            self._last_table = time.monotonic()
+            self.query_one(SampleTable).show(st, self.run_gen, hm.palette)
+        else:
+            self._dirty = True  # the table catches up on a later tick
+        finished = tuple(id(h.summary) for h in helpers.values())
+        if self._changed("diagnosis", (run_sig, finished)):
+            diags = diagnose(store) if helpers else []
+            multi = len({h.server for h in helpers.values()}) > 1
+            pending = 0
+            if store is not None and store.finished is None and store.run is not None:
+                configured = [h for h in store.run.config.get("helpers", []) if same_engine(h)]
+                done = {h.helper for h in helpers.values() if h.summary is not None}
+                pending = len(self.feed.servers) * len(configured) - len(done)
+            self.query_one(DiagnosisBar).show(diags, multi, vars_, max(0, pending))
+
+    def _changed(self, panel: str, signature: tuple) -> bool:
+        if self._sigs.get(panel) == signature:
+            return False
+        self._sigs[panel] = signature
+        return True
+
+    def _refresh_progress(self) -> None:
+        self._last_progress = time.monotonic()
+        store = self.store
+        elapsed = self._elapsed()
+        rows = tuple(
+            (
+                k,
+                h.phase,
+                h.n_scored,
+                len(h.skipped),
+                h.n_decoded,
+                sum(h.decoded_len.values()),
+                id(h.summary),
+                round(elapsed.get(k, 0.0), 1),
+            )
+            for k, h in (store.helpers.items() if store else ())
+        )
+        sig = (
+            self.run_gen,
+            self.theme,
+            self.selected,
+            rows,
+            store.finished is None if store else None,
+        )
+        if self._changed("progress", sig):
+            self.query_one(HelperProgress).show(
+                store, self.selected, self.summaries, elapsed, self.theme_variables
+            )
+
+    def _heat_title(self, st: HelperState | None) -> Text:
+        # A Text, not a str: Textual parses a str title as markup (helper and server names
+        # come from a recording or a server).
+        if st is None:
+            return Text("k3 heatmap")
+        multi = self.store is not None and len({s.server for s in self.store.helpers.values()}) > 1
+        where = f" @ {st.server}" if multi else ""
+        return safe(f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions")
