@@ -1,0 +1,206 @@
+"""One helper's section of the HTML report: its figures, notes, heatmap, most divergent
+tokens and per-sample table. Every string from a server or recording goes through `esc`."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kltui import fmt
+from kltui.helpers.registry import HELPERS
+from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
+from kltui.metrics.summary import Summary
+from kltui.outputs.reports.common import (
+    cross_rows,
+    helper_status,
+    max_location,
+)
+from kltui.outputs.reports.heatmap import heatmap_html
+from kltui.session.store import HelperState
+from kltui.untrusted import html_text as esc
+
+MAX_SAMPLE_ROWS_OPEN = 16  # longer per-sample tables start folded
+
+TOP_TOKENS = 10
+
+STATUS_LABEL = {
+    "pass": "✓ pass",
+    "fail": "✗ fail",
+    "error": "! error",
+    "invalid": "! invalid",
+    "vacuous": "○ vacuous",
+    "incomplete": "… incomplete",
+    "interrupted": "… interrupted",
+}
+
+
+def _badge(status: str) -> str:
+    cls = status if status in STATUS_LABEL else "unknown"
+    return f'<span class="badge {cls}">{esc(STATUS_LABEL.get(status, status))}</span>'
+
+
+def _num(x) -> str:
+    return esc(fmt.sci(x))
+
+
+def _max_at(summary: Summary) -> str:
+    at = max_location(summary)
+    if at is None:
+        return ""
+    return f" <span class='where'>sample {esc(at['sample'])} @ {esc(at['position'])}</span>"
+
+
+def _stat(label: str, value: str, sub: str = "") -> str:
+    return f"""<div class="stat"><div class="label">{label}</div><div class="value">{value}</div>
+{f'<div class="sub">{sub}</div>' if sub else ""}</div>"""
+
+
+def stats_html(st: HelperState) -> str:
+    s = st.summary or Summary()
+    avg, thr = s.avg_kl_div, (s.threshold if s.threshold is not None else st.threshold)
+    source = f" · {esc(s.threshold_source)}" if s.threshold_source else ""
+    if s.passed:
+        relation = f"below the threshold {_num(thr)}{source}"
+    else:
+        relation = f"threshold {_num(thr)}{source}"
+    boot = s.bootstrap_95
+    cards = [
+        _stat("avg_kl_div", f'<span class="big">{_num(avg)}</span>', relation),
+        _stat(
+            "95% bootstrap interval",
+            f"{_num(boot[0])} – {_num(boot[1])}" if boot else "–",
+            "of avg_kl_div, resampling samples (seeded)",
+        ),
+        _stat(
+            "tokens with k3 &gt; τ",
+            f"{esc(fmt.pct(s.tail_fraction))} ({esc(s.n_tail or 0)})",
+            f"τ = {_num(s.tail_threshold if s.tail_threshold is not None else st.tail_threshold)} · "
+            f"{esc(s.tokens if s.tokens is not None else '–')} tokens scored",
+        ),
+        _stat(
+            "max k3",
+            _num(s.max_k3),
+            _max_at(s).strip(),
+        ),
+        _stat(
+            "first divergence",
+            esc(fmt.position(s.first_divergence)),
+            f"{esc(s.samples_with_difference or 0)} of {esc(s.scored if s.scored is not None else st.n_scored)} "
+            "samples differ at all",
+        ),
+        _stat(
+            "token k3",
+            f"mean {_num(s.token_mean_k3)}",
+            f"p50 {_num(s.p50_k3)} · p99 {_num(s.p99_k3)}",
+        ),
+    ]
+    if s.hits is not None:
+        cards.append(_stat("cache hits", esc(s.hits), f"{esc(fmt.pct(s.hit_ratio))} of samples"))
+    return f'<div class="stats">{"".join(cards)}</div>'
+
+
+def notes_html(st: HelperState) -> str:
+    s = st.summary or Summary()
+    notes = []
+    if s.error:
+        notes.append(("err", f"error: {s.error}"))
+    if s.hit_failure:
+        notes.append(("err", s.hit_failure))
+    if s.reason:
+        notes.append(("warn", s.reason))
+    if s.non_finite_tokens:
+        notes.append(("err", f"{s.non_finite_tokens} tokens have a non-finite k3 (NaN or inf)"))
+    if s.low_sample_warning and s.scored:
+        notes.append(
+            (
+                "warn",
+                f"only {s.scored} samples scored (fewer than {MIN_SAMPLES_FOR_STABLE_MEAN}): "
+                "avg_kl_div is driven by its tail and can swing about 3x between runs",
+            )
+        )
+    if st.summary is None:
+        notes.append(("warn", f"helper did not finish (last phase: {st.phase})"))
+    return "".join(f'<p class="note {c}">{esc(t)}</p>' for c, t in notes)
+
+
+def top_tokens_html(st: HelperState) -> str:
+    samples = [st.book.samples[i] for i in st.book.order]
+    if not samples:
+        return ""
+    k = np.concatenate([s.k3 for s in samples])
+    if not k.size:
+        return ""
+    owner = np.repeat(np.arange(len(samples)), [s.k3.size for s in samples])
+    offset = np.concatenate([np.arange(s.k3.size) for s in samples])
+    rank = np.where(np.isnan(k), np.inf, k)  # a NaN is a fault: list it first
+    n = min(TOP_TOKENS, k.size)
+    top = np.argpartition(-rank, n - 1)[:n]
+    top = top[np.argsort(-rank[top], kind="stable")]
+    top = [i for i in top if rank[i] > 0 or np.isnan(k[i])]
+    if not top:
+        return (
+            '<h4>Largest k3 tokens</h4><p class="muted">Every scored token has bit-identical '
+            "logprobs on both paths.</p>"
+        )
+    rows = []
+    for i in top:
+        s, p = samples[owner[i]], int(offset[i])
+        rows.append(
+            f"<tr><td class='n'>{esc(s.sample)}</td><td class='n'>{p}</td>"
+            f"<td class='n'>{esc(int(s.token_ids[p]))}</td><td class='n'>{esc(repr(float(s.lp_a[p])))}</td>"
+            f"<td class='n'>{esc(repr(float(s.lp_b[p])))}</td><td class='n strong'>{_num(float(k[i]))}</td></tr>"
+        )
+    spec = HELPERS.get(st.helper)
+    side_b = spec.side_b if spec else "decode"
+    return f"""<h4>Largest k3 tokens</h4><table class="tokens"><thead><tr><th class="n">sample</th>
+<th class="n">position</th><th class="n">token id</th><th class="n">logprob A (prefill)</th>
+<th class="n">logprob B ({side_b})</th><th class="n">k3</th></tr></thead>
+<tbody>{"".join(rows)}</tbody></table>"""
+
+
+def samples_html(st: HelperState) -> str:
+    rows = []
+    # Samples never started have nothing to say; the heatmap already shows them unscored.
+    for r in sorted(set(st.book.samples) | set(st.skipped) | set(st.decoded_len)):
+        s = st.book.samples.get(r)
+        if s is None:
+            reason = st.skipped.get(r)
+            text = f"skipped: {reason}" if reason is not None else "not scored"
+            rows.append(
+                f"<tr class='skip'><td class='n'>{r}</td><td colspan='8'>{esc(text)}</td></tr>"
+            )
+            continue
+        m = s.metrics
+        tail = " tail" if m.first_above_tail is not None else ""
+        rows.append(
+            f"<tr class='{tail.strip()}'><td class='n'>{r}</td><td class='n'>{m.n_tokens}</td>"
+            f"<td class='n'>{esc(s.prompt_len)}</td><td class='n'>{esc(s.cached_tokens)}</td>"
+            f"<td class='n strong'>{_num(m.mean_k3)}</td><td class='n'>{_num(m.max_k3)}"
+            f"{f' <span class=where>@{m.argmax_k3}</span>' if m.max_k3 != 0 else ''}</td>"
+            f"<td class='n'>{esc(fmt.sci(None) if m.first_divergence is None else m.first_divergence)}</td>"
+            f"<td class='n'>{esc(fmt.sci(None) if m.first_above_tail is None else m.first_above_tail)}</td>"
+            f"<td class='n'>{m.n_tail}</td></tr>"
+        )
+    if not rows:
+        return ""
+    opened = " open" if len(rows) <= MAX_SAMPLE_ROWS_OPEN else ""
+    return f"""<details class="samples"{opened}><summary>Per-sample results ({len(rows)} samples)</summary>
+<table class="per-sample"><thead><tr><th class="n">sample</th><th class="n">tokens</th>
+<th class="n">prompt</th><th class="n">cached</th><th class="n">mean k3</th>
+<th class="n">max k3 @ position</th><th class="n">first divergence</th><th class="n">first &gt; τ</th>
+<th class="n">tokens &gt; τ</th></tr></thead><tbody>{"".join(rows)}</tbody></table></details>"""
+
+
+def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
+    server = f" <code class='srv'>{esc(st.server)}</code>" if show_server else ""
+    if st.n_scored:
+        body = stats_html(st)
+    else:
+        body = '<p class="muted">No sample was scored, so this helper has no figures.</p>'
+    heat = f"<h4>Heatmap</h4>{heatmap_html(st)}" if st.n_scored or st.decoded_len else ""
+    cross = cross_rows(st.summary)
+    if cross:
+        cells = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in cross)
+        body = f'<h4>Against the baseline</h4><table class="cross">{cells}</table>' + body
+    return f"""<section class="helper" id="h{i}">
+<div class="helper-head"><h2>{esc(name)}</h2>{_badge(helper_status(st))}{server}</div>
+{notes_html(st)}{body}{heat}{top_tokens_html(st)}{samples_html(st)}</section>"""
