@@ -16,26 +16,33 @@ is above the stray-ulp floor where, per the guide, no state bug sits. The server
 
 from __future__ import annotations
 
-import math
-import shlex
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from kltui.fmt import sci
-from kltui.helpers.registry import HELPERS, same_engine
-from kltui.metrics.presets import DETERMINISTIC_KL_DIV
+from kltui.helpers.registry import same_engine
+from kltui.session.advice import (
+    CONDITION2_STEP,
+    PATH_OF,
+    _condition1_advice,
+    _flag,
+    _kernel_suspects,
+    _settings_line,
+    _state_suspects,
+)
 from kltui.session.compare import rerun_equality
-from kltui.session.store import HelperState, SessionStore
+from kltui.session.evidence import (
+    EVIDENCE_P,
+    STRAY_ULP_FLOOR,
+    UNUSABLE,
+    _count_line,
+    _exact,
+    _shape,
+    _usable,
+    excess_over_match,
+)
+from kltui.session.store import SessionStore
 
-# "measured 0; any state bug produces values orders of magnitude higher" (the guide's 1e-9)
-STRAY_ULP_FLOOR = DETERMINISTIC_KL_DIV
-# chance, under kernel noise alone, below which a cache-hit helper's excess counts as evidence
-EVIDENCE_P = 1e-3
 CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")  # the helpers named in the rules below
-UNUSABLE = ("error", "invalid", "vacuous")
-
-PATH_OF = {name: h.path for name, h in HELPERS.items() if h.path}
 
 
 @dataclass
@@ -85,276 +92,6 @@ class Diagnosis:
                 "action",
             )
         }
-
-
-# --------------------------------------------------------------------------- evidence
-def _usable(st: HelperState) -> bool:
-    s = st.summary
-    return s is not None and s.status not in UNUSABLE and bool(s.scored)
-
-
-def _exact(st: HelperState) -> bool:
-    return (st.summary.samples_with_difference or 0) == 0
-
-
-def _count_line(st: HelperState) -> str:
-    s = st.summary
-    fd = s.first_divergence
-    where = f", first divergence sample {fd['sample']} @ {fd['position']}" if fd else ""
-    return (
-        f"{st.helper}: {(s.samples_with_difference or 0)}/{s.scored} samples differ, "
-        f"avg_kl_div {sci(s.avg_kl_div)}, max k3 {sci(s.max_k3)}{where}"
-    )
-
-
-def sign_test_p(higher: int, lower: int) -> float:
-    """One-sided chance of >= `higher` wins out of higher+lower fair coin flips."""
-    n = higher + lower
-    if n == 0:
-        return 1.0
-    return sum(math.comb(n, j) for j in range(higher, n + 1)) / 2**n
-
-
-def exceedance_p(k: int, n_x: int, n_y: int) -> float:
-    """Chance that the k largest of n_x + n_y exchangeable values all come from the n_x group:
-    C(n_x, k) / C(n_x + n_y, k). No distribution assumed, only that both sets are alike."""
-    if k <= 0:
-        return 1.0
-    j = np.arange(k, dtype=np.float64)
-    return float(np.exp(np.sum(np.log(n_x - j) - np.log(n_x + n_y - j))))
-
-
-@dataclass
-class Excess:
-    """A cache-hit helper against match on the same prompts."""
-
-    helper: str
-    higher: int
-    lower: int
-    equal: int
-    p_sign: float
-    above: int  # tokens above match's largest k3
-    p_tail: float
-    level: float
-
-    @property
-    def significant(self) -> bool:
-        return min(self.p_sign, self.p_tail) < EVIDENCE_P and self.level > STRAY_ULP_FLOOR
-
-    def line(self) -> str:
-        return (
-            f"{self.helper} vs match on {self.higher + self.lower + self.equal} common samples: "
-            f"higher in {self.higher}, lower in {self.lower}, equal in {self.equal} "
-            f"(sign test p={self.p_sign:.2g}); {self.above} tokens above match's largest k3 "
-            f"(p={self.p_tail:.2g})"
-        )
-
-
-def excess_over_match(st: HelperState, match: HelperState) -> Excess:
-    a, m = st.book.samples, match.book.samples
-    common = [s for s in st.book.order if s in m]
-    mine = np.array([a[s].metrics.mean_k3 for s in common])
-    theirs = np.array([m[s].metrics.mean_k3 for s in common])
-    higher = int(np.count_nonzero(mine > theirs))
-    lower = int(np.count_nonzero(mine < theirs))
-    k3_m = np.concatenate([s.k3 for s in m.values()]) if m else np.zeros(0)
-    k3_h = np.concatenate([s.k3 for s in a.values()]) if a else np.zeros(0)
-    k3_m, k3_h = k3_m[np.isfinite(k3_m)], k3_h[np.isfinite(k3_h)]
-    top = float(k3_m.max()) if k3_m.size else 0.0
-    above = int(np.count_nonzero(k3_h > top))
-    level = float(st.summary.avg_kl_div or 0.0)
-    return Excess(
-        st.helper,
-        higher,
-        lower,
-        len(common) - higher - lower,
-        sign_test_p(higher, lower),
-        above,
-        exceedance_p(above, k3_h.size, k3_m.size),
-        level if math.isfinite(level) else math.inf,
-    )
-
-
-def _shape(st: HelperState, page_size: int | None) -> list[str]:
-    """Which sequences diverge and where in generation: the two questions the KL guide asks."""
-    s = st.summary
-    helper = st.helper
-    rows = [p for p in s.per_sample if p.get("n_nonzero")]
-    scored = s.scored or 0
-    if not rows or not scored:
-        return []
-    out = []
-    if len(rows) <= scored / 4:
-        bad = ", ".join(
-            f"#{p['index']} (prompt {p['prompt_len']}, cached {p['cached_tokens']})"
-            for p in rows[:6]
-        )
-        out.append(
-            f"{helper}: divergence is concentrated in {len(rows)} of {scored} requests: {bad}; "
-            "compare their prompt length, cached_tokens and page residue with the passing ones"
-        )
-    if isinstance(page_size, int) and page_size > 1:
-        passing = [p for p in s.per_sample if not p.get("n_nonzero")]
-
-        def residues(ps: list[dict]) -> str:
-            vals = sorted({int(p["cached_tokens"]) % page_size for p in ps})
-            return ", ".join(map(str, vals[:8])) + (" …" if len(vals) > 8 else "")
-
-        if passing:
-            out.append(
-                f"{helper}: cached_tokens % page size {page_size}: divergent {{{residues(rows)}}}"
-                f", passing {{{residues(passing)}}}"
-            )
-    firsts = np.array([p["first_divergence"] for p in rows])
-    at_start = int(np.count_nonzero(firsts == 0))
-    if at_start == len(rows):
-        out.append(
-            f"{helper}: every divergent sample differs from the first generated token: the "
-            "state was already wrong when generation began (prefix restore, not decode)"
-        )
-    else:
-        out.append(
-            f"{helper}: divergence starts mid-generation (median position "
-            f"{int(np.median(firsts))}, earliest {int(firsts.min())}): something during "
-            "decode (window hand-off, checkpoint rotation, batch composition)"
-        )
-    return out
-
-
-# --------------------------------------------------------------------------- advice
-def _flag(info: dict, key: str) -> bool | None:
-    v = info.get(key)
-    return None if v is None else bool(v)
-
-
-def _settings_line(info: dict) -> str | None:
-    if not info:
-        return None
-    parts = []
-    for label, key in (
-        ("deterministic inference", "enable_deterministic_inference"),
-        ("attention backend", "attention_backend"),
-        ("cuda graph", "cuda_graph"),
-        ("page size", "page_size"),
-        ("radix cache", "disable_radix_cache"),
-        ("chunked prefill", "chunked_prefill_size"),
-        ("tp", "tp_size"),
-    ):
-        v = info.get(key)
-        if v is None:
-            continue
-        if key == "disable_radix_cache":
-            v = "off" if v else "on"
-        elif isinstance(v, bool):
-            v = "on" if v else "off"
-        parts.append(f"{label} {v}")
-    return "server reports: " + ", ".join(parts) if parts else None
-
-
-def _longest(store: SessionStore) -> int | None:
-    run = store.run
-    if run is None:
-        return None
-    longest_prompt = run.prompt_set.get("max_len")
-    new = run.config.get("max_new_tokens")
-    if isinstance(longest_prompt, int) and isinstance(new, int):
-        return longest_prompt + new
-    return None
-
-
-def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
-    out = []
-    det = _flag(info, "enable_deterministic_inference")
-    backend = info.get("attention_backend")
-    name = f"the {backend} attention backend" if backend else "the attention backend"
-    if det is False:
-        out.append(
-            "deterministic inference is off: GEMMs and reductions choose tiles and split "
-            "counts by batch shape, so prefill and decode round differently (expected noise)"
-        )
-    out.append(
-        f"decode vs extend attention in {name}: one query against many takes another kernel or "
-        "code path; a reduction over the KV range whose blocking follows the query count or "
-        "the sequence length (split-KV) reduces the same token in another order (fix the "
-        "shape, e.g. a fixed split size, not only the order)"
-    )
-    tp = info.get("tp_size")
-    if isinstance(tp, int) and tp > 1:
-        out.append(
-            f"tp {tp}: all-reduce whose algorithm or tree follows the message size (a prefill of "
-            "many tokens vs a decode step of one)"
-        )
-    chunk = info.get("chunked_prefill_size")
-    longest = _longest(store)
-    if isinstance(chunk, int) and chunk > 0 and longest is not None and longest > chunk:
-        out.append(
-            f"chunked prefill {chunk}: the fresh prefill of prompt + output (up to {longest} "
-            "tokens) runs in chunks, so later chunks use extend attention over a cached prefix"
-        )
-    if _flag(info, "cuda_graph"):
-        out.append(
-            "CUDA graph is on: decode replays graphs captured at padded batch sizes; dumper "
-            "hooks do not run inside a replay, so confirm the divergence with "
-            "--disable-cuda-graph --disable-prefill-cuda-graph before dumping"
-        )
-    if det:
-        out.append(
-            "kernels outside batch_invariant_ops: deterministic inference swaps aten ops; custom "
-            "kernels that never go through aten stay shape-dependent"
-        )
-    return out
-
-
-def _state_suspects(dirty: list[str], info: dict) -> list[str]:
-    out = []
-    page = info.get("page_size")
-    if "prefill_cache_hit" in dirty:
-        out.append(PATH_OF["prefill_cache_hit"])
-        if isinstance(page, int) and page > 1:
-            out.append(f"page-granular restore (page size {page}): hits end on page boundaries")
-    elif "decode_cache_hit" in dirty:
-        out.append(PATH_OF["decode_cache_hit"])
-    return out
-
-
-def dumps_command(server: str, dump_dir: str = "DIR") -> str:
-    host = server.split("://", 1)[-1].rstrip("/")
-    return f"kltui dumps --server {host} --dump-dir {shlex.quote(dump_dir)}"
-
-
-def _condition1_advice(server: str, info: dict) -> tuple[str, str | None, str | None]:
-    """(next step, exact command, TUI action) for kernel noise, from what the server runs."""
-    det = _flag(info, "enable_deterministic_inference")
-    if det:
-        cmd = dumps_command(server)
-        return (
-            "find the kernel: relaunch this server with SGLang's dumper hooks and run "
-            f"`{cmd}`; the first module whose inputs are bit-identical and whose output "
-            "differs is the shape-variant kernel",
-            cmd,
-            "dumps",
-        )
-    if det is False:
-        return (
-            "relaunch with --enable-deterministic-inference (off on this server) and re-run; "
-            "what survives it is a shape-variant kernel to find with `kltui dumps`",
-            None,
-            None,
-        )
-    return (
-        "/server_info does not say whether deterministic inference is on: check the launch "
-        "flags; with it on, what survives is a shape-variant kernel to find with `kltui dumps`",
-        None,
-        None,
-    )
-
-
-CONDITION2_STEP = (
-    "isolate the trigger: run the same prompts on a second server that changes one setting "
-    "(page size, radix cache) with `kltui check --server A --server B` and read cross_server "
-    "(bit-identical values across configs mean a deterministic logic fault, not a race); then "
-    "probe the reused state of the divergent requests (slot, claimed cached length) directly"
-)
 
 
 # --------------------------------------------------------------------------- classification

@@ -143,7 +143,7 @@ class DashboardActions:
         """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`:
         the hooks are probed first; without them the launch settings and the command are shown,
         with them the capture runs (server idle only) and the module table opens."""
-        from kltui.session.diagnosis import dumps_command
+        from kltui.session.advice import dumps_command
         from kltui.tui.screens.dumps_run import DumpsRequest, DumpsRunScreen
 
         if self.read_only:

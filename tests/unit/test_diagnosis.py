@@ -7,8 +7,9 @@ import pytest
 
 from kltui.metrics.k3 import ScoreBook
 from kltui.session.compare import rerun_equality
-from kltui.session.diagnosis import bit_identical, diagnose, exceedance_p, sign_test_p
+from kltui.session.diagnosis import bit_identical, diagnose
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
+from kltui.session.evidence import exceedance_p, sign_test_p
 from kltui.session.store import SessionStore
 
 S = "http://127.0.0.1:1"

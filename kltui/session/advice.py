@@ -1,0 +1,147 @@
+"""What a diagnosis suggests next: the server settings that decide what a number means, the
+kernels and state paths worth suspecting, and the dumper command that finds the module."""
+
+from __future__ import annotations
+
+import shlex
+
+from kltui.helpers.registry import HELPERS
+from kltui.session.store import SessionStore
+
+# the engine path each helper's k3 says something about (the registry's `path`)
+PATH_OF = {name: h.path for name, h in HELPERS.items() if h.path}
+
+
+def _flag(info: dict, key: str) -> bool | None:
+    v = info.get(key)
+    return None if v is None else bool(v)
+
+
+def _settings_line(info: dict) -> str | None:
+    if not info:
+        return None
+    parts = []
+    for label, key in (
+        ("deterministic inference", "enable_deterministic_inference"),
+        ("attention backend", "attention_backend"),
+        ("cuda graph", "cuda_graph"),
+        ("page size", "page_size"),
+        ("radix cache", "disable_radix_cache"),
+        ("chunked prefill", "chunked_prefill_size"),
+        ("tp", "tp_size"),
+    ):
+        v = info.get(key)
+        if v is None:
+            continue
+        if key == "disable_radix_cache":
+            v = "off" if v else "on"
+        elif isinstance(v, bool):
+            v = "on" if v else "off"
+        parts.append(f"{label} {v}")
+    return "server reports: " + ", ".join(parts) if parts else None
+
+
+def _longest(store: SessionStore) -> int | None:
+    run = store.run
+    if run is None:
+        return None
+    longest_prompt = run.prompt_set.get("max_len")
+    new = run.config.get("max_new_tokens")
+    if isinstance(longest_prompt, int) and isinstance(new, int):
+        return longest_prompt + new
+    return None
+
+
+def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
+    out = []
+    det = _flag(info, "enable_deterministic_inference")
+    backend = info.get("attention_backend")
+    name = f"the {backend} attention backend" if backend else "the attention backend"
+    if det is False:
+        out.append(
+            "deterministic inference is off: GEMMs and reductions choose tiles and split "
+            "counts by batch shape, so prefill and decode round differently (expected noise)"
+        )
+    out.append(
+        f"decode vs extend attention in {name}: one query against many takes another kernel or "
+        "code path; a reduction over the KV range whose blocking follows the query count or "
+        "the sequence length (split-KV) reduces the same token in another order (fix the "
+        "shape, e.g. a fixed split size, not only the order)"
+    )
+    tp = info.get("tp_size")
+    if isinstance(tp, int) and tp > 1:
+        out.append(
+            f"tp {tp}: all-reduce whose algorithm or tree follows the message size (a prefill of "
+            "many tokens vs a decode step of one)"
+        )
+    chunk = info.get("chunked_prefill_size")
+    longest = _longest(store)
+    if isinstance(chunk, int) and chunk > 0 and longest is not None and longest > chunk:
+        out.append(
+            f"chunked prefill {chunk}: the fresh prefill of prompt + output (up to {longest} "
+            "tokens) runs in chunks, so later chunks use extend attention over a cached prefix"
+        )
+    if _flag(info, "cuda_graph"):
+        out.append(
+            "CUDA graph is on: decode replays graphs captured at padded batch sizes; dumper "
+            "hooks do not run inside a replay, so confirm the divergence with "
+            "--disable-cuda-graph --disable-prefill-cuda-graph before dumping"
+        )
+    if det:
+        out.append(
+            "kernels outside batch_invariant_ops: deterministic inference swaps aten ops; custom "
+            "kernels that never go through aten stay shape-dependent"
+        )
+    return out
+
+
+def _state_suspects(dirty: list[str], info: dict) -> list[str]:
+    out = []
+    page = info.get("page_size")
+    if "prefill_cache_hit" in dirty:
+        out.append(PATH_OF["prefill_cache_hit"])
+        if isinstance(page, int) and page > 1:
+            out.append(f"page-granular restore (page size {page}): hits end on page boundaries")
+    elif "decode_cache_hit" in dirty:
+        out.append(PATH_OF["decode_cache_hit"])
+    return out
+
+
+def dumps_command(server: str, dump_dir: str = "DIR") -> str:
+    host = server.split("://", 1)[-1].rstrip("/")
+    return f"kltui dumps --server {host} --dump-dir {shlex.quote(dump_dir)}"
+
+
+def _condition1_advice(server: str, info: dict) -> tuple[str, str | None, str | None]:
+    """(next step, exact command, TUI action) for kernel noise, from what the server runs."""
+    det = _flag(info, "enable_deterministic_inference")
+    if det:
+        cmd = dumps_command(server)
+        return (
+            "find the kernel: relaunch this server with SGLang's dumper hooks and run "
+            f"`{cmd}`; the first module whose inputs are bit-identical and whose output "
+            "differs is the shape-variant kernel",
+            cmd,
+            "dumps",
+        )
+    if det is False:
+        return (
+            "relaunch with --enable-deterministic-inference (off on this server) and re-run; "
+            "what survives it is a shape-variant kernel to find with `kltui dumps`",
+            None,
+            None,
+        )
+    return (
+        "/server_info does not say whether deterministic inference is on: check the launch "
+        "flags; with it on, what survives is a shape-variant kernel to find with `kltui dumps`",
+        None,
+        None,
+    )
+
+
+CONDITION2_STEP = (
+    "isolate the trigger: run the same prompts on a second server that changes one setting "
+    "(page size, radix cache) with `kltui check --server A --server B` and read cross_server "
+    "(bit-identical values across configs mean a deterministic logic fault, not a race); then "
+    "probe the reused state of the divergent requests (slot, claimed cached length) directly"
+)
