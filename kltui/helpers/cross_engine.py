@@ -28,8 +28,10 @@ from kltui.engines.errors import EngineError
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
-from kltui.engines.vllm_parse import TopK, dense_topk
+from kltui.engines.vllm_parse import TopK
+from kltui.helpers import cross_batches as batches
 from kltui.helpers.context import HelperContext, PhaseError, Run
+from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
 from kltui.metrics.alignment import Row, align, describe, mismatches, refusals
 from kltui.metrics.cross import (
     CrossPositions,
@@ -50,10 +52,6 @@ from kltui.session.events import (
 )
 
 HELPER = "cross_engine"
-# One request carries at most this many logprob entries (positions x ids per position); more
-# would make answers of hundreds of MB. A sample alone above it loses its token_ids_logprob.
-ENTRY_BUDGET = 1_000_000
-MAX_CHUNK = 16
 # Faults after which the baseline is gone rather than answering something wrong.
 GONE_KINDS = ("unreachable", "reset", "timeout", "transport", "http-502", "http-503", "http-504")
 
@@ -78,77 +76,6 @@ class CrossContext(HelperContext):
     sglang_identity: dict = field(default_factory=dict)
     vllm_identity: dict = field(default_factory=dict)
     alignment: list[Row] = field(default_factory=list)
-
-
-def pairs_to_topk(rows: list | None, k: int, p: int) -> TopK:
-    """SGLang's per-position [(id, logprob), ...] lists (None rows allowed) as a dense TopK."""
-    pos_l: list[int] = []
-    id_l: list[int] = []
-    lp_l: list[float] = []
-    for i, row in enumerate((rows or [])[:p]):
-        if row:
-            pos_l.extend([i] * len(row))
-            id_l.extend(e[0] for e in row)
-            lp_l.extend(e[1] for e in row)
-    return dense_topk(
-        np.asarray(pos_l, dtype=np.int64),
-        np.asarray(id_l, dtype=np.int64),
-        np.asarray(lp_l, dtype=np.float64),
-        p,
-        k,
-    )
-
-
-def token_ids_table(rows: list | None, ids: np.ndarray, p: int, what: str) -> np.ndarray:
-    """SGLang's input_token_ids_logprobs as [p, M] in the order of `ids` (row 0 may be None)."""
-    out = np.full((p, ids.size), np.nan)
-    if rows is None or not ids.size:
-        return out
-    if len(rows) != p:
-        raise ValueError(f"{what}: {len(rows)} token_ids_logprob rows for {p} positions")
-    body = [r for r in rows if r is not None]
-    if not body:
-        return out
-    # parsed rows hold (token_id, logprob) pairs
-    arr = np.asarray(body, dtype=np.float64)
-    if arr.shape[1:] != (ids.size, 2) or not (arr[:, :, 0] == ids).all():
-        raise ValueError(f"{what}: token_ids_logprob ids differ from the ids requested")
-    filled = np.asarray([r is not None for r in rows])
-    out[filled] = arr[:, :, 1]
-    return out
-
-
-@dataclass
-class _Sample:
-    index: int
-    prompt: np.ndarray
-    cont: np.ndarray
-    sglang_out: GenResult | None = None
-
-    @property
-    def seq(self) -> np.ndarray:
-        return np.concatenate([self.prompt, self.cont]) if self.cont.size else self.prompt
-
-    @property
-    def start(self) -> int:
-        """First scored position: the continuation, or position 1 of a bare prompt."""
-        return int(self.prompt.size) if self.cont.size else 1
-
-
-def _chunks(samples: list[_Sample], k: int) -> list[list[_Sample]]:
-    out: list[list[_Sample]] = []
-    cur: list[_Sample] = []
-    used = 0
-    for s in samples:
-        cost = s.seq.size * (1 + 2 * k)
-        if cur and (len(cur) >= MAX_CHUNK or used + cost > ENTRY_BUDGET):
-            out.append(cur)
-            cur, used = [], 0
-        cur.append(s)
-        used += cost
-    if cur:
-        out.append(cur)
-    return out
 
 
 class CrossRun(Run):
@@ -200,7 +127,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
         raise ValueError("cross_engine needs ctx.baseline (a VLLMClient)")
     k = ctx.top_k
     samples = [
-        _Sample(i, np.asarray(p, dtype=np.int64), np.zeros(0, np.int64))
+        Sample(i, np.asarray(p, dtype=np.int64), np.zeros(0, np.int64))
         for i, p in enumerate(ctx.prompts)
     ]
 
@@ -239,7 +166,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
             todo.append(s)
 
     dropped_ids = 0
-    for chunk in _chunks(todo, k):
+    for chunk in chunks(todo, k):
         # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
         yield run.enter("baseline")
         try:
@@ -269,7 +196,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
         for s, b in zip(chunk, scored_b, strict=True):
             ids = np.unique(b.prompt.top.ids[s.start :])
             ids = ids[ids >= 0]
-            if s.seq.size * (1 + k + ids.size) > ENTRY_BUDGET:
+            if s.seq.size * (1 + k + ids.size) > batches.ENTRY_BUDGET:
                 dropped_ids += 1
                 ids = ids[:0]
             wanted.append(ids)
@@ -308,7 +235,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
     yield run.finished()
 
 
-def _score(ctx: CrossContext, run: CrossRun, s: _Sample, a: GenResult, b, ids, g) -> Event:
+def _score(ctx: CrossContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g) -> Event:
     k = ctx.top_k
     seq, p0 = s.seq, s.start
     n = seq.size - p0

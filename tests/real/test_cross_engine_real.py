@@ -11,6 +11,7 @@ import pytest
 
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
+from kltui.helpers import cross_batches
 from kltui.helpers import cross_engine as cross_module
 from kltui.helpers.context import PhaseError
 from kltui.helpers.cross_engine import CrossEngineError, run_cross_engine
@@ -144,7 +145,7 @@ async def test_another_model_is_refused(sglang_url, vllm_url):
 
 
 async def test_baseline_going_away_keeps_what_was_measured(sglang_url, vllm_url, monkeypatch):
-    monkeypatch.setattr(cross_module, "MAX_CHUNK", 2)  # 6 samples -> 3 chunks
+    monkeypatch.setattr(cross_batches, "MAX_CHUNK", 2)  # 6 samples -> 3 chunks
     port = urlsplit(vllm_url).port
     # chunk 1 needs 2 completions (teacher-forced + greedy); the third request is cut off
     async with DroppingProxy(port, allow=2) as proxy:

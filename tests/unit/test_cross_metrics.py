@@ -233,7 +233,7 @@ def test_empty_summary():
 
 
 def test_sglang_top_lists_become_dense_rows():
-    from kltui.helpers.cross_engine import pairs_to_topk
+    from kltui.helpers.cross_batches import pairs_to_topk
 
     rows = [None, [(5, -0.1), (7, -2.0), (9, -3.0)], [(2, -0.5)]]
     top = pairs_to_topk(rows, 2, 3)
@@ -242,7 +242,7 @@ def test_sglang_top_lists_become_dense_rows():
 
 
 def test_token_ids_rows_must_hold_the_ids_asked_for():
-    from kltui.helpers.cross_engine import token_ids_table
+    from kltui.helpers.cross_batches import token_ids_table
 
     ids = np.array([3, 8])
     rows = [None, [(3, -1.0), (8, -2.0)], [(3, -1.5), (8, -0.5)]]
@@ -255,13 +255,13 @@ def test_token_ids_rows_must_hold_the_ids_asked_for():
 
 
 def test_requests_are_cut_to_the_entry_budget(monkeypatch):
-    from kltui.helpers import cross_engine as ce
+    from kltui.helpers import cross_batches as cb
 
-    monkeypatch.setattr(ce, "ENTRY_BUDGET", 1000)
-    samples = [ce._Sample(i, np.zeros(40, np.int64), np.zeros(10, np.int64)) for i in range(7)]
-    chunks = ce._chunks(samples, k=4)  # 50 positions x (1 + 2*4) entries = 450 per sample
+    monkeypatch.setattr(cb, "ENTRY_BUDGET", 1000)
+    samples = [cb.Sample(i, np.zeros(40, np.int64), np.zeros(10, np.int64)) for i in range(7)]
+    chunks = cb.chunks(samples, k=4)  # 50 positions x (1 + 2*4) entries = 450 per sample
     assert [len(c) for c in chunks] == [2, 2, 2, 1]
     assert [s.index for c in chunks for s in c] == list(range(7))
     assert samples[0].start == 40 and samples[0].seq.size == 50
-    bare = ce._Sample(0, np.zeros(5, np.int64), np.zeros(0, np.int64))
+    bare = cb.Sample(0, np.zeros(5, np.int64), np.zeros(0, np.int64))
     assert bare.start == 1  # no continuation: every prompt position after the first
