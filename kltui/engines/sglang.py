@@ -37,6 +37,17 @@ KNOWN_SAMPLING_KEYS = frozenset(
     }
 )
 
+# What identifies one server process: a change in any of them between two reads of
+# /server_info means the server restarted (or was replaced) in between.
+PROCESS_IDENTITY = (
+    "startup_time",
+    "version",
+    "model_path",
+    "tp_size",
+    "random_seed",
+    "kltui_fault",
+)
+
 SERVER_INFO_KEYS = (
     "version",
     "model_path",

@@ -22,7 +22,8 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang_parse import GenResult
-from kltui.helpers.context import HelperContext, Run, helper
+from kltui.helpers.context import HelperContext
+from kltui.helpers.phases import Run, helper
 from kltui.session.events import Event, HelperStarted, Problem, SampleSkipped
 
 

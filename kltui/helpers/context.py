@@ -1,25 +1,17 @@
-"""What a helper needs to run, and the phases every helper shares (decode, replay, score)."""
+"""What a helper needs to run (HelperContext) and how its faults are tagged (PhaseError); the
+phases every helper shares are `phases.py`."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from kltui.engines.errors import EngineError
-from kltui.engines.idcheck import describe as describe_ids
-from kltui.engines.sglang import SGLangClient, sampling_params
-from kltui.engines.sglang_parse import Delta, GenResult
-from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
+from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
+from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.session.events import (
-    Event,
     HelperFinished,
-    PhaseChanged,
-    Problem,
-    SampleScored,
-    TokensDecoded,
 )
 
 COMPARABLE_TEMPERATURES = (0.0, 1.0)
@@ -37,10 +29,6 @@ def describe_logprob(v: float) -> str:
     if np.isinf(v):
         return "+inf" if v > 0 else "-inf"
     return f"{v:g} (an -inf sentinel)"
-
-
-# A change in any of these between phases means the server restarted: the run is invalid.
-IDENTITY_KEYS = ("startup_time", "version", "model_path", "tp_size", "random_seed")
 
 
 class PhaseError(Exception):
@@ -81,7 +69,7 @@ class HelperContext:
 
     def identity(self, info: dict | None = None) -> tuple:
         info = self.server_info if info is None else info
-        return tuple(info.get(k) for k in IDENTITY_KEYS)
+        return tuple(info.get(k) for k in PROCESS_IDENTITY)
 
     @property
     def server(self) -> str:
@@ -96,318 +84,3 @@ class HelperContext:
             ignore_eos=True,
             stream_interval=self.stream_interval if streamed else None,
         )
-
-
-def helper(name: str) -> Callable:
-    """Makes `fn(ctx, run)` a helper's start (`registry.Helper.start`): on a fatal fault its
-    PhaseError leaves with `.finished`, what was measured until then (status error, or invalid
-    when the server restarted under it)."""
-
-    def wrap(fn: Callable[..., AsyncIterator[Event]]) -> Callable[..., AsyncIterator[Event]]:
-        @functools.wraps(fn)
-        async def start(ctx: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
-            run = run or Run(ctx, name)
-            try:
-                async for ev in fn(ctx, run):
-                    yield ev
-            except PhaseError as e:
-                if e.finished is None:
-                    e.finished = run.partial(str(e))
-                    if e.err.kind == "server-restarted":
-                        e.finished.summary["status"] = "invalid"
-                raise
-
-        return start
-
-    return wrap
-
-
-class Run:
-    """Per-helper bookkeeping shared by all helpers: phase tagging, scoring, the summary."""
-
-    def __init__(self, ctx: HelperContext, helper: str) -> None:
-        self.ctx, self.helper = ctx, helper
-        self.phase = "starting"
-        self.book = ScoreBook(ctx.tail_threshold)
-        self.skipped = 0
-        self.extra: dict = {}
-        if ctx.threshold_source:
-            self.extra["threshold_source"] = ctx.threshold_source
-        # sample -> the ids side A replayed (prompt + generated), for the extras pass
-        self.scored_inputs: dict[int, np.ndarray] = {}
-
-    def enter(self, phase: str) -> PhaseChanged:
-        self.phase = phase
-        return PhaseChanged(self.helper, self.ctx.server, phase)
-
-    def error(self, err: EngineError) -> PhaseError:
-        return PhaseError(err, self.helper, self.phase)
-
-    def bad_logprobs(self, side: str, found: list[tuple[int, np.ndarray]]) -> Problem | None:
-        """One warning for the scored logprobs of a phase that are not finite numbers.
-
-        NaN/inf cannot be scored (k3 is undefined), so the helper fails rather than averaging
-        them in silently; the values stay in the recording for inspection. SGLang's JSON
-        encoder writes NaN and inf as null, which kltui reads as NaN.
-        """
-        where = []
-        for sample, lps in found:
-            bad = ~np.isfinite(lps) | (lps <= LOGPROB_SENTINEL)
-            for pos in np.flatnonzero(bad)[:2]:
-                what = describe_logprob(float(lps[pos]))
-                where.append(f"sample {sample} position {int(pos)} is {what}")
-        if not where:
-            return None
-        self.extra["status"] = "fail"
-        self.extra["reason"] = f"{side} logprobs that are not finite numbers"
-        return Problem(
-            self.ctx.server,
-            f"[{self.helper}/{self.phase}] {side} logprobs that are not finite numbers: "
-            f"{'; '.join(where[:4])}{' ...' if len(where) > 4 else ''}; k3 is undefined there, "
-            "so the helper fails",
-            fatal=False,
-            helper=self.helper,
-            phase=self.phase,
-        )
-
-    def temperature_warning(self) -> Problem | None:
-        if self.ctx.temperature in COMPARABLE_TEMPERATURES:
-            return None
-        return Problem(
-            self.ctx.server,
-            f"temperature {self.ctx.temperature:g} is not 0 or 1: SGLang scales output logprobs "
-            "by 1/T but never input logprobs, so k3 measures the temperature, not the engine",
-            fatal=False,
-            helper=self.helper,
-        )
-
-    async def flush(self) -> AsyncIterator[Event]:
-        yield self.enter("flush")
-        try:
-            await self.ctx.client.flush_cache(self.ctx.flush_timeout)
-            await self.check_identity()
-        except EngineError as e:
-            raise self.error(e) from None
-
-    async def check_identity(self) -> None:
-        """Phases are separated by flushes; a restart there would silently mix two servers."""
-        if not self.ctx.server_info:
-            return
-        now = await self.ctx.client.server_info()
-        if self.ctx.identity(now) != self.ctx.identity():
-            changed = [
-                k
-                for k, a, b in zip(
-                    IDENTITY_KEYS, self.ctx.identity(), self.ctx.identity(now), strict=True
-                )
-                if a != b
-            ]
-            raise EngineError(
-                self.ctx.server,
-                f"server restarted or changed during the run ({', '.join(changed)} changed); "
-                "results of this helper are invalid",
-                "server-restarted",
-            )
-
-    async def generate(
-        self,
-        phase: str,
-        batch: list[np.ndarray],
-        samples: list[int],
-        out: list[GenResult],
-        *,
-        max_new_tokens: int,
-        logprobs: bool = True,
-    ) -> AsyncIterator[Event]:
-        """A decode-side batch; streams TokensDecoded as tokens arrive; results into `out`."""
-        yield self.enter(phase)
-        ctx = self.ctx
-        kw = {"return_logprob": logprobs, "logprob_start_len": -1}
-        # Only the scored decode shows live in the heatmap; warm-up and turn 1 are not scored,
-        # so they are never streamed: a stream costs the server and the client per chunk.
-        live = phase == "decode"
-        streamed = ctx.stream and live and max_new_tokens > 0
-        sp = ctx.sampling(max_new_tokens, streamed=streamed)
-        try:
-            if streamed:
-                stream = ctx.client.generate_stream(batch, sp, incremental=ctx.incremental, **kw)
-                async for item in stream:
-                    if isinstance(item, Delta):
-                        if live:
-                            yield TokensDecoded(
-                                self.helper,
-                                ctx.server,
-                                samples[item.index],
-                                item.start,
-                                item.token_ids,
-                                item.logprobs,
-                            )
-                    else:
-                        out.extend(item)
-            else:
-                results = await ctx.client.generate(batch, sp, **kw)
-                for r in results if live else ():
-                    yield TokensDecoded(
-                        self.helper,
-                        ctx.server,
-                        samples[r.index],
-                        0,
-                        r.output_ids,
-                        r.output_logprobs,
-                    )
-                out.extend(results)
-        except EngineError as e:
-            raise self.error(e) from None
-        if logprobs and live:  # only the scored side's logprobs can fail the helper
-            found = [
-                (samples[r.index], r.output_logprobs)
-                for r in out
-                if not all_finite(r.output_logprobs)
-            ]
-            if (p := self.bad_logprobs("output (decode side)", found)) is not None:
-                yield p
-        for r in out:
-            if logprobs and r.output_logprobs.size != r.output_ids.size:
-                raise self.error(
-                    EngineError(
-                        ctx.server,
-                        f"sample {samples[r.index]}: {r.output_ids.size} output tokens but "
-                        f"{r.output_logprobs.size} output_token_logprobs",
-                        "length-mismatch",
-                    )
-                )
-
-    async def replay_and_score(
-        self, items: list[tuple[int, np.ndarray, GenResult]]
-    ) -> AsyncIterator[Event]:
-        """Side A: flush, prefill prompt+output with logprob_start_len=0, align, score."""
-        async for ev in self.flush():
-            yield ev
-        yield self.enter("prefill")
-        ctx = self.ctx
-        items = [it for it in items if it[2].output_ids.size]
-        batch = [np.concatenate([p, r.output_ids]) for _, p, r in items]
-        if not batch:
-            return
-        try:
-            # Exactly SGLang's replay: no top-k, no token text. The drill-down's extras come
-            # later from a request of their own (helpers/extras.py), never from the gate's.
-            results = await ctx.client.generate(
-                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
-            )
-            # the flush checked the server before the replay; this catches a restart during it
-            await self.check_identity()
-        except EngineError as e:
-            raise self.error(e) from None
-        tails = [
-            (sample, res.input_logprobs[-gen.output_ids.size :])
-            for (sample, _, gen), res in zip(items, results, strict=True)
-        ]
-        found = [(s, lp) for s, lp in tails if not all_finite(lp)]
-        if (p := self.bad_logprobs("input (prefill side)", found)) is not None:
-            yield p
-        yield self.enter("score")
-        prompt_quirks: list = []
-        compared: list = []
-        for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
-            n = gen.output_ids.size
-            if res.input_logprobs.size != full.size:
-                raise self.error(
-                    EngineError(
-                        ctx.server,
-                        f"sample {sample}: replay returned {res.input_logprobs.size} "
-                        f"input_token_logprobs for {full.size} input tokens",
-                        "length-mismatch",
-                    )
-                )
-            lp_a = res.input_logprobs[-n:]
-            ids_a = res.input_logprob_ids[-n:]
-            quirk = res.id_mismatch if res.id_mismatch is not None else np.zeros(0, np.int64)
-            in_prompt = quirk[quirk < full.size - n]
-            if in_prompt.size:
-                prompt_quirks.append((sample, in_prompt, res.input_logprob_ids, full))
-            tail = np.flatnonzero(ids_a != gen.output_ids)
-            allowed = quirk[quirk >= full.size - n] - (full.size - n)
-            mismatch = None
-            if tail.size and np.array_equal(tail, allowed):
-                # Scored anyway, as SGLang's helpers do (avg_kl_div keeps their definition);
-                # each such token is reported with the id the server claimed to score.
-                mismatch = [[int(k), int(ids_a[k])] for k in tail]
-                compared.append((sample, [(k, int(gen.output_ids[k]), r) for k, r in mismatch]))
-                tail = tail[:0]
-            if tail.size:
-                k = int(tail[0])
-                raise self.error(
-                    EngineError(
-                        ctx.server,
-                        f"sample {sample}: side A token id {int(ids_a[k])} != side B generated id "
-                        f"{int(gen.output_ids[k])} at position {k} (misaligned logprobs)",
-                        "token-mismatch",
-                    )
-                )
-            self.book.add(
-                sample,
-                gen.output_ids,
-                lp_a,
-                gen.output_logprobs,
-                gen.cached_tokens,
-                int(prompt.size),
-                id_mismatch=mismatch,
-            )
-            self.scored_inputs[sample] = full
-            yield SampleScored(
-                self.helper,
-                ctx.server,
-                sample,
-                gen.output_ids,
-                lp_a,
-                gen.output_logprobs,
-                gen.cached_tokens,
-                int(prompt.size),
-                id_mismatch=mismatch,
-            )
-        if prompt_quirks:
-            yield self.prompt_id_warning(prompt_quirks)
-        if compared:
-            sample, pairs = compared[0]
-            n = sum(len(p) for _, p in compared)
-            yield Problem(
-                self.ctx.server,
-                f"[{self.helper}/score] the server reported another token id than the one scored "
-                f"at {n} compared position(s) in {len(compared)} sample(s) (sample {sample}: "
-                + "; ".join(f"pos {k}: sent {sent}, reported {rep}" for k, sent, rep in pairs[:5])
-                + "); scored anyway, as SGLang's helpers do, and listed as id_mismatches",
-                fatal=False,
-                helper=self.helper,
-                phase="score",
-            )
-
-    def prompt_id_warning(self, found: list) -> Problem:
-        """Ids the server reports differently at prompt positions: no metric reads them."""
-        n = sum(p.size for _, p, _, _ in found)
-        sample, pos, reported, sent = found[0]
-        return Problem(
-            self.ctx.server,
-            f"[{self.helper}/prefill] the server reported another token id than was sent at {n} "
-            f"prompt position(s) in "
-            f"{len(found)} sample(s) (sample {sample}: {describe_ids(pos, reported, sent)}); "
-            "no metric reads prompt positions, so the run goes on",
-            fatal=False,
-            helper=self.helper,
-            phase="prefill",
-        )
-
-    def finished(self, **extra) -> HelperFinished:
-        summary = self.book.summary(
-            n_samples=len(self.ctx.prompts), n_skipped=self.skipped, threshold=self.ctx.threshold
-        )
-        summary.update(self.extra)
-        summary.update(extra)
-        if summary.get("status") is None:
-            summary["status"] = "pass" if summary["passed"] else "fail"
-        summary["passed"] = summary["status"] == "pass"
-        return HelperFinished(self.helper, self.ctx.server, summary)
-
-    def partial(self, message: str) -> HelperFinished:
-        """What was measured before a fatal fault, marked as an error (never averaged in)."""
-        return self.finished(status="error", error=message)

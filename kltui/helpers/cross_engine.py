@@ -30,8 +30,9 @@ from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
 from kltui.engines.vllm_parse import TopK
 from kltui.helpers import cross_batches as batches
-from kltui.helpers.context import HelperContext, PhaseError, Run
+from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
+from kltui.helpers.phases import Run
 from kltui.metrics.alignment import Row, align, describe, mismatches, refusals
 from kltui.metrics.cross import (
     CrossPositions,

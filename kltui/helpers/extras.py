@@ -16,7 +16,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.idcheck import check_ids
-from kltui.helpers.context import Run
+from kltui.helpers.phases import Run
 from kltui.metrics.k3 import SampleMetrics
 from kltui.session.events import Event, ExtrasFetched, Problem
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from kltui.engines.sglang_parse import GenResult
-from kltui.helpers.context import HelperContext, Run, helper
+from kltui.helpers.context import HelperContext
+from kltui.helpers.phases import Run, helper
 from kltui.session.events import Event, HelperStarted
 
 

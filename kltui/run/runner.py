@@ -14,8 +14,9 @@ from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
 from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
 from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
-from kltui.helpers.context import HelperContext, PhaseError, Run
+from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.extras import after_gate
+from kltui.helpers.phases import Run
 from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold

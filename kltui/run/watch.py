@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from kltui.engines.errors import EngineError
 from kltui.engines.http import resolve_api_key
-from kltui.engines.sglang import SGLangClient
+from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient
 
-# What identifies one server process; a change in any of them means a new server.
-IDENTITY = ("startup_time", "version", "model_path", "tp_size", "random_seed", "kltui_fault")
 POLL_INTERVAL_S = 3.0
 
 
 def identity(info: dict) -> tuple:
-    return tuple(info.get(k) for k in IDENTITY)
+    return tuple(info.get(k) for k in PROCESS_IDENTITY)
 
 
 class ServerWatch:
