@@ -6,6 +6,7 @@ position, and name the first module whose inputs are bit-identical and whose out
     passes.py    forward passes: positions, request ids, module entries in execution order
     compare.py   bit equality and max |diff| of aligned rows
     analyze.py   the analysis (decode vs fresh prefill, prompt prefill M-invariance)
+    modules.py   one pass module by module (the table the analysis reports)
     render.py    the printed table
     capture.py   driving a live server: dumper HTTP control, the three passes
     cli.py       `kltui dumps` argument parsing and exit codes

@@ -1,0 +1,163 @@
+"""One pass, module by module: each module call's rows in A against the same rows in B, and
+the table the analysis reports (first module whose inputs agree and whose output differs)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kltui.dumps.compare import RowDiff, diff_rows, json_float
+from kltui.dumps.files import DumpError, Loader
+from kltui.dumps.passes import (
+    Entry,
+    Pass,
+    row_of,
+)
+
+
+@dataclass
+class ModuleRow:
+    module: str
+    order: int
+    status: str = "not-aligned"
+    inputs_identical: bool | None = None
+    output_identical: bool | None = None
+    max_abs_diff: float = 0.0
+    position: int | None = None
+    differing_inputs: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "module": self.module,
+            "status": self.status,
+            "inputs_identical": self.inputs_identical,
+            "output_identical": self.output_identical,
+            "max_abs_diff": json_float(self.max_abs_diff),
+            "position": self.position,
+            "differing_inputs": self.differing_inputs,
+        }
+
+
+def merge_diffs(a: RowDiff | None, b: RowDiff | None) -> RowDiff | None:
+    if a is None or b is None:
+        return a or b
+    worst = a if (a.max_abs_diff >= b.max_abs_diff or b.max_abs_diff != b.max_abs_diff) else b
+    firsts = [x for x in (a.first_position, b.first_position) if x is not None]
+    return RowDiff(
+        a.identical and b.identical,
+        worst.max_abs_diff,
+        worst.position,
+        min(firsts) if firsts else None,
+        a.rows + b.rows,
+    )
+
+
+def compare_pass(loader: Loader, pa: Pass, positions: list[int], map_b: dict) -> dict:
+    """{entry key: RowDiff, or None where no row of the entry is laid out per token}."""
+    torch = loader.torch
+    out: dict[tuple, RowDiff | None] = {}
+    for key, ea in pa.entries.items():
+        va = loader.value(ea.file)
+        if not isinstance(va, torch.Tensor):
+            out[key] = None
+            continue
+        ra, rb_rows, used = [], [], []
+        for pos in positions:
+            row_a = row_of(va, pa, pos)
+            if row_a is None:
+                continue
+            pb, _ = map_b[pos]
+            eb = pb.entries.get(key)
+            if eb is None:
+                raise DumpError(
+                    f"mismatched folders: {ea.label} of step {pa.step} in A has no counterpart "
+                    f"in step {pb.step} of B"
+                )
+            vb = loader.value(eb.file)
+            row_b = row_of(vb, pb, pos) if isinstance(vb, torch.Tensor) else None
+            if row_b is None:
+                continue
+            ra.append(row_a)
+            rb_rows.append(vb[row_b])
+            used.append(pos)
+        if not used:
+            out[key] = None
+            continue
+        a = va.index_select(0, torch.tensor(ra, dtype=torch.long))
+        b = torch.stack(rb_rows)
+        out[key] = diff_rows(torch, a, b, used, f"{ea.label} (step {pa.step})")
+    return out
+
+
+def _calls(pa: Pass) -> list[dict[str, list[Entry]]]:
+    """Entries grouped per module call. A pre-hook writes a call's inputs, the post-hook its
+    outputs after every child's; the module's own output can lack the layer_id tag its inputs
+    carry (the ctx hook clears it first), so calls are paired by nesting, not by tags."""
+    calls: list[dict[str, list[Entry]]] = []
+    open_calls: dict[str, list[dict]] = {}
+    last: tuple[str, str, dict] | None = None
+    for e in pa.entries.values():
+        kind = "in" if e.kind == "input" else "out"
+        if last is not None and last[0] == e.module and last[1] == kind and e.kind != "dump":
+            call = last[2]
+        elif kind == "in":
+            call = {"in": [], "out": []}
+            calls.append(call)
+            open_calls.setdefault(e.module, []).append(call)
+        elif open_calls.get(e.module):
+            call = open_calls[e.module].pop()
+        else:
+            call = {"in": [], "out": []}
+            calls.append(call)
+        call[kind].append(e)
+        last = (e.module, kind, call)
+    return calls
+
+
+def module_table(pa: Pass, diffs: dict) -> list[ModuleRow]:
+    """Modules in the order their outputs were written, each with its verdict."""
+    rows: list[ModuleRow] = []
+    for g in _calls(pa):
+        if not g["out"]:
+            continue  # a call that returned nothing dumpable has no verdict
+        row = ModuleRow(_call_label(g), g["out"][0].file.dump_index)
+        ins = [(e, diffs.get(e.key)) for e in g["in"]]
+        aligned_ins = [(e, d) for e, d in ins if d is not None]
+        if aligned_ins:
+            row.differing_inputs = [e.label for e, d in aligned_ins if not d.identical]
+            row.inputs_identical = not row.differing_inputs
+        outs = [diffs.get(e.key) for e in g["out"]]
+        merged = None
+        for d in outs:
+            merged = merge_diffs(merged, d)
+        if merged is not None:
+            row.output_identical = merged.identical
+            row.max_abs_diff = merged.max_abs_diff
+            row.position = merged.position
+        rows.append(row)
+    rows.sort(key=lambda r: r.order)
+    culprit = None
+    for r in rows:
+        if r.output_identical is None:
+            continue
+        if r.output_identical:
+            r.status = "identical"
+        elif culprit is None:
+            culprit = r
+            r.status = "first-divergent"
+        else:
+            r.status = "inherited"
+    return rows
+
+
+def _call_label(g: dict) -> str:
+    e = g["out"][0]
+    label = e.module_label
+    # A module shared by every layer (one rotary embedding) is hooked once, under the first
+    # layer's name; the layer_id tag says which layer called it.
+    lid = dict(e.file.tags).get("layer_id") or next(
+        (dict(x.file.tags).get("layer_id") for x in g["in"] if dict(x.file.tags).get("layer_id")),
+        None,
+    )
+    if lid is not None and f"layers.{lid}." not in e.module + ".":
+        label += f" (layer {lid})"
+    return label
