@@ -2,8 +2,8 @@
 
 One comparison serves two questions from the KL guide: did a re-run give the same numbers
 (same server, two runs: determinism), and do two servers give the same numbers (two configs,
-one run: "identical across configs means a deterministic logic fault, different means kernels
-or races"). Per token it compares the generated ids, side A (prefill input logprobs) and side B
+one run: different means kernels or races; identical means a deterministic cause that the
+changed setting does not touch, a logic fault when match is exact, a kernel when it is not). Per token it compares the generated ids, side A (prefill input logprobs) and side B
 (decode output logprobs). After the first generated id that differs, the two contexts differ,
 so values past it are not compared (the ids difference is reported instead).
 """
@@ -317,11 +317,25 @@ def _reading(identical: bool | None, helpers: dict, differ: dict) -> str:
                 "bit-identical across servers, but they report the same settings: run one with a "
                 "setting changed (page size, tp, cuda graph) to separate logic from kernels"
             )
-        return (
-            f"bit-identical across servers although {changed} differ, and {', '.join(diverging)} "
-            "still diverge: a deterministic logic fault (a race or a shape-dependent kernel "
-            "would change the numbers with the configuration)"
+        lead = (
+            f"bit-identical across servers although {changed} differ, and "
+            f"{', '.join(diverging)} still diverge: the divergence is deterministic and does not "
+            f"depend on {changed} (not a race, and not that setting)"
         )
+        if "match" in diverging:
+            # Measured on an H200 (docs/FIELD_NOTES.md): a decode-vs-extend attention kernel gave
+            # the same bits with CUDA graphs on and off; only a logic fault reading would be wrong.
+            return (
+                f"{lead}; match diverges too, so a kernel on the decode path that both "
+                "configurations run with the same shapes is the suspect (condition 1): find it "
+                "with kltui dumps"
+            )
+        if "match" in helpers:
+            return (
+                f"{lead}; match is exact, so the kernels agree: a deterministic logic fault on "
+                "the cache path (condition 2)"
+            )
+        return f"{lead}; run match too, to tell a kernel (condition 1) from a logic fault"
     return (
         f"values differ between servers (settings that differ: {changed}): the numbers depend on "
         "the configuration, so kernels or races are involved"
