@@ -9,6 +9,7 @@ import asyncio
 import httpx
 import pytest
 from textual.app import App
+from textual.css.query import NoMatches
 from textual.widgets._toast import Toast
 
 from kltui.run.config import RunConfig
@@ -64,8 +65,15 @@ def toasts(app: KltuiApp) -> str:
 async def question(pilot, app: KltuiApp) -> str:
     """Waits for the question to be up and drawn; its text."""
     await until(pilot, lambda: isinstance(app.screen, ConfirmFlush), timeout=60)
-    await until(pilot, lambda: bool(words(app.screen.query_one("#flush-question"))))
-    return words(app.screen.query_one("#flush-question"))
+
+    def drawn_question() -> str:
+        try:  # the screen is pushed before its widgets are mounted: wait for them too
+            return words(app.screen.query_one("#flush-question"))
+        except NoMatches:
+            return ""
+
+    await until(pilot, lambda: bool(drawn_question()))
+    return drawn_question()
 
 
 def finished(app: KltuiApp) -> bool:
