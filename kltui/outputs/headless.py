@@ -41,6 +41,7 @@ from kltui.session.events import (
     TokensDecoded,
 )
 from kltui.session.recording import Recorder
+from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup
 
@@ -171,33 +172,11 @@ class HeadlessView:
 
 
 def server_line(s: dict) -> str:
+    """One server as `kltui check` prints it (the facts are session.servers')."""
+    url = console_markup(s.get("url", "?"))
     if s.get("error"):
-        return f"[red]✗[/] {console_markup(s['url'])}: {console_markup(str(s['error']))}"
-    if s.get("engine") == "vllm":
-        flags = [
-            f"vllm {s.get('version')} (baseline)",
-            f"model {s.get('model_path') or s.get('served_model_name')}",
-            f"max_model_len {s.get('max_model_len')}",
-        ]
-        flags += [f"{k} {s[k]}" for k in ("dtype", "tp_size", "logprobs_mode") if s.get(k)]
-        return f"[bold]{console_markup(s['url'])}[/] " + console_markup(
-            " · ".join(str(f) for f in flags)
-        )
-    flags = [
-        f"sglang {s.get('version')}",
-        f"model {s.get('model_path')}",
-        f"tp {s.get('tp_size')}",
-        f"{s.get('dtype')}",
-        f"attn {s.get('attention_backend')}",
-        f"page {s.get('page_size')}",
-        "radix off" if s.get("disable_radix_cache") else "radix on",
-        "deterministic" if s.get("enable_deterministic_inference") else "non-deterministic",
-    ]
-    if s.get("kltui_fault") not in (None, "none"):
-        flags.append(f"fault {s['kltui_fault']}")
-    return f"[bold]{console_markup(s['url'])}[/] " + console_markup(
-        " · ".join(str(f) for f in flags)
-    )
+        return f"[red]✗[/] {url}: {console_markup(str(s['error']))}"
+    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(s)))
 
 
 def cross_line(s: dict) -> Text:

@@ -16,6 +16,7 @@ import numpy as np
 
 from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import ScoreBook, ScoredSample
+from kltui.session.servers import COMPARED
 from kltui.session.store import SessionStore
 
 SIDES = ("ids", "prefill", "decode")  # token ids; side A (input logprobs); side B (output)
@@ -249,22 +250,6 @@ def describe_rerun(eq: dict) -> str:
     return f"{w['helper']} {describe_first_dict(h)}"
 
 
-# Settings whose difference between two servers can explain different numbers.
-COMPARED_SETTINGS = (
-    "version",
-    "model_path",
-    "tp_size",
-    "dtype",
-    "attention_backend",
-    "page_size",
-    "disable_radix_cache",
-    "enable_deterministic_inference",
-    "cuda_graph",
-    "chunked_prefill_size",
-    "kltui_fault",
-)
-
-
 def _servers(store: SessionStore) -> list[str]:
     return list(dict.fromkeys(st.server for st in store.helpers.values() if same_engine(st.helper)))
 
@@ -273,7 +258,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> dict:
     """Server x against server y, per helper both ran, on the same prompt ids."""
     infos = {s.get("url"): s for s in (store.run.servers if store.run else [])}
     ix, iy = infos.get(x, {}), infos.get(y, {})
-    differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED_SETTINGS if ix.get(k) != iy.get(k)}
+    differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED if ix.get(k) != iy.get(k)}
     helpers = {}
     for st in store.helpers.values():
         if st.server != x or not same_engine(st.helper):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,77 +149,6 @@ def max_location(summary: Summary) -> dict | None:
 
 def multi_server(store: SessionStore) -> bool:
     return len({st.server for st in store.helpers.values()}) > 1
-
-
-def _on_off(value) -> str:
-    return "–" if value is None else ("on" if value else "off")
-
-
-def _off_on(value) -> str:
-    return "–" if value is None else ("off" if value else "on")
-
-
-def _text(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return "–" if value is None else str(value)
-
-
-# (label, server identity key, formatter, always shown): the settings that decide what an
-# avg_kl_div means. Optional rows appear only when some server reports them, so a report on a
-# real SGLang server has no "fault" row.
-SETTINGS: tuple[tuple[str, str, Callable[[object], str], bool], ...] = (
-    ("engine", "engine", _text, True),
-    ("version", "version", _text, True),
-    ("model", "model_path", _text, True),
-    ("served model name", "served_model_name", _text, False),
-    ("weight version", "weight_version", _text, False),
-    ("tensor parallel", "tp_size", _text, True),
-    ("data parallel", "dp_size", _text, False),
-    ("dtype", "dtype", _text, True),
-    ("attention backend", "attention_backend", _text, True),
-    ("page size", "page_size", _text, True),
-    ("radix cache", "disable_radix_cache", _off_on, True),
-    ("deterministic inference", "enable_deterministic_inference", _on_off, True),
-    ("cuda graph", "cuda_graph", _on_off, True),
-    ("chunked prefill size", "chunked_prefill_size", _text, False),
-    ("sampling backend", "sampling_backend", _text, False),
-    ("speculative algorithm", "speculative_algorithm", _text, False),
-    ("incremental streaming", "incremental_streaming_output", _on_off, False),
-    ("context length", "context_length", _text, False),
-    ("random seed", "random_seed", _text, False),
-    ("fault (reference server)", "kltui_fault", _text, False),
-)
-
-
-def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
-    """(label, one value per server) for every setting worth showing for these servers."""
-    ok = [s for s in servers if not s.get("error")]
-    rows = []
-    for label, key, show, always in SETTINGS:
-        if always or any(s.get(key) is not None for s in ok):
-            rows.append((label, ["–" if s.get("error") else show(s.get(key)) for s in servers]))
-    return rows
-
-
-def server_summary(s: dict) -> str:
-    """One plain-text line naming a server and the settings that matter (not escaped)."""
-    if s.get("error"):
-        return f"{s.get('url', '?')}: unreachable ({s['error']})"
-    parts = [
-        f"{s.get('engine', 'sglang')} {s.get('version', '?')}",
-        f"model {s.get('model_path') or s.get('served_model_name') or '?'}",
-        f"tp {s.get('tp_size', '?')}",
-        str(s.get("dtype", "?")),
-        f"attn {s.get('attention_backend', '?')}",
-        f"page {s.get('page_size', '?')}",
-        f"radix {_off_on(s.get('disable_radix_cache'))}",
-        f"deterministic {_on_off(s.get('enable_deterministic_inference'))}",
-        f"cuda graph {_on_off(s.get('cuda_graph'))}",
-    ]
-    if s.get("kltui_fault") not in (None, "none", ""):
-        parts.append(f"fault {s['kltui_fault']}")
-    return f"{s.get('url', '?')} · " + " · ".join(parts)
 
 
 def prompt_summary(ps: dict) -> str:

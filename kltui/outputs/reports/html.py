@@ -17,7 +17,6 @@ from kltui.outputs.reports.common import (
     multi_server,
     prompt_summary,
     run_time,
-    settings_rows,
     timestamp,
     verdict,
 )
@@ -25,6 +24,7 @@ from kltui.outputs.reports.html_css import CSS
 from kltui.outputs.reports.html_helper import STATUS_LABEL, _badge, _max_at, _num, helper_html
 from kltui.session.compare import cross_server, describe_first_dict
 from kltui.session.diagnosis import Diagnosis, diagnose
+from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
 

@@ -24,25 +24,12 @@ from kltui.outputs.reports.common import (
     verdict,
 )
 from kltui.session.diagnosis import diagnose
+from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import xml_text
 
 SUITE = "kltui"
-IDENTITY_KEYS = (
-    "url",
-    "engine",
-    "version",
-    "model_path",
-    "tp_size",
-    "dtype",
-    "attention_backend",
-    "page_size",
-    "disable_radix_cache",
-    "enable_deterministic_inference",
-    "cuda_graph",
-    "kltui_fault",
-    "error",
-)
+IDENTITY_KEYS = ("url", *SUMMARY_KEYS, "error")
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: object) -> ET.Element:

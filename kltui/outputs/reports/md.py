@@ -18,12 +18,12 @@ from kltui.outputs.reports.common import (
     max_location,
     prompt_summary,
     run_time,
-    server_summary,
     timestamp,
     verdict,
 )
 from kltui.session.compare import cross_server, describe_first_dict
 from kltui.session.diagnosis import diagnose
+from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
 

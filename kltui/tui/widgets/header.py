@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.color import Color
 from textual.widgets import Static
 
+from kltui.session.servers import BY_KEY, off_on, on_off
 from kltui.session.store import SessionStore
 from kltui.untrusted import safe
 
@@ -108,6 +109,8 @@ class TitleBar(Static):
         self.update(t, layout=False)  # always one line
 
 
+# the flags drawn on their own (with their own colours), in this order
+RUN_FLAGS = ("disable_radix_cache", "enable_deterministic_inference", "cuda_graph")
 SEP = " · "
 INDENT = "    "
 
@@ -174,22 +177,15 @@ def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
             if s.get(key) is not None:
                 out.append(_setting(label, s.get(key)))
         return out
-    for label, key in (
-        ("tp", "tp_size"),
-        ("dtype", "dtype"),
-        ("attn", "attention_backend"),
-        ("page", "page_size"),
-    ):
-        out.append(_setting(label, s.get(key)))
-    radix_off = bool(s.get("disable_radix_cache"))
-    out.append(Text("radix off" if radix_off else "radix on", style=warn if radix_off else ""))
-    det = bool(s.get("enable_deterministic_inference"))
-    out.append(
-        Text("deterministic on" if det else "deterministic off", style=f"bold {ok}" if det else "")
-    )
-    cg = s.get("cuda_graph")
-    if cg is not None:
-        out.append(Text("cuda graph on" if cg else "cuda graph off"))
+    for key in ("tp_size", "dtype", "attention_backend", "page_size"):
+        out.append(_setting(BY_KEY[key].short, s.get(key)))
+    radix, det, cg = (BY_KEY[k] for k in RUN_FLAGS)
+    radix_off = bool(s.get(radix.key))
+    out.append(Text(f"{radix.short} {off_on(radix_off)}", style=warn if radix_off else ""))
+    on = bool(s.get(det.key))
+    out.append(Text(f"{det.short} {on_off(on)}", style=f"bold {ok}" if on else ""))
+    if s.get(cg.key) is not None:
+        out.append(Text(f"{cg.short} {on_off(s.get(cg.key))}"))
     if config.get("streamed", config.get("stream")) is False:
         stream = "stream off"
     else:

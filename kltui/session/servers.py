@@ -1,0 +1,130 @@
+"""What a server's identity says: the settings that decide what an avg_kl_div means, listed
+once for every view: the TUI's servers panel, `kltui check`'s server lines, the reports' table
+and summaries, the JUnit properties and the cross-server comparison. Each view draws them its
+own way; which settings, under which labels, and how a value reads, are decided here.
+
+Every value came from a server (RunStarted.servers): views escape it for their medium.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def on_off(value) -> str:
+    return "–" if value is None else ("on" if value else "off")
+
+
+def off_on(value) -> str:
+    """For SGLang's `disable_*` flags: True reads "off"."""
+    return "–" if value is None else ("off" if value else "on")
+
+
+def text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "–" if value is None else str(value)
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str  # the identity key (RunStarted.servers[i][key])
+    label: str  # in the reports' settings table
+    short: str  # in one-line views: "tp 1", "radix on" ("" shows the value alone)
+    show: Callable[[object], str] = text
+    always: bool = True  # a table row even when no server reports it
+    compared: bool = False  # a difference between two servers can explain different numbers
+    line: bool = False  # in the one-line summary of an SGLang server
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("engine", "engine", "", line=True),
+    Setting("version", "version", "", compared=True, line=True),
+    Setting("model_path", "model", "model", compared=True, line=True),
+    Setting("served_model_name", "served model name", "served", always=False),
+    Setting("weight_version", "weight version", "weights", always=False),
+    Setting("tp_size", "tensor parallel", "tp", compared=True, line=True),
+    Setting("dp_size", "data parallel", "dp", always=False),
+    Setting("dtype", "dtype", "dtype", compared=True, line=True),
+    Setting("attention_backend", "attention backend", "attn", compared=True, line=True),
+    Setting("page_size", "page size", "page", compared=True, line=True),
+    Setting("disable_radix_cache", "radix cache", "radix", off_on, compared=True, line=True),
+    Setting(
+        "enable_deterministic_inference",
+        "deterministic inference",
+        "deterministic",
+        on_off,
+        compared=True,
+        line=True,
+    ),
+    Setting("cuda_graph", "cuda graph", "cuda graph", on_off, compared=True, line=True),
+    Setting(
+        "chunked_prefill_size",
+        "chunked prefill size",
+        "chunked prefill",
+        always=False,
+        compared=True,
+    ),
+    Setting("sampling_backend", "sampling backend", "sampling", always=False),
+    Setting("speculative_algorithm", "speculative algorithm", "speculative", always=False),
+    Setting(
+        "incremental_streaming_output",
+        "incremental streaming",
+        "incremental",
+        on_off,
+        always=False,
+    ),
+    Setting("context_length", "context length", "context", always=False),
+    Setting("random_seed", "random seed", "seed", always=False),
+    # the reference server's planted bug (none on a real server, so no row there)
+    Setting("kltui_fault", "fault (reference server)", "fault", always=False, compared=True),
+)
+BY_KEY = {s.key: s for s in SETTINGS}
+# Settings whose difference between two servers can explain different numbers.
+COMPARED = tuple(s.key for s in SETTINGS if s.compared)
+# What identifies a server in a one-line summary (and in JUnit properties).
+SUMMARY_KEYS = (*(s.key for s in SETTINGS if s.line), "kltui_fault")
+# vLLM (the baseline) reports other things; SGLang's radix and deterministic flags do not apply.
+VLLM_KEYS = ("max_model_len", "dtype", "tp_size", "logprobs_mode")
+
+
+def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
+    """(label, one value per server) for every setting worth showing for these servers."""
+    ok = [s for s in servers if not s.get("error")]
+    rows = []
+    for st in SETTINGS:
+        if st.always or any(s.get(st.key) is not None for s in ok):
+            rows.append(
+                (st.label, ["–" if s.get("error") else st.show(s.get(st.key)) for s in servers])
+            )
+    return rows
+
+
+def fault_of(s: dict) -> str | None:
+    fault = s.get("kltui_fault")
+    return None if fault in (None, "none", "") else str(fault)
+
+
+def server_facts(s: dict) -> list[str]:
+    """A reachable server's identity as short plain-text facts ("tp 1", "radix on", ...)."""
+    engine = s.get("engine", "sglang")
+    model = s.get("model_path") or s.get("served_model_name") or "?"
+    facts = [f"{engine} {s.get('version', '?')}", f"model {model}"]
+    if engine == "vllm":
+        facts[0] += " (baseline)"
+        return facts + [f"{k} {s[k]}" for k in VLLM_KEYS if s.get(k) is not None]
+    for st in SETTINGS:
+        if st.line and st.key not in ("engine", "version", "model_path"):
+            value = s.get(st.key, "?") if st.show is text else st.show(s.get(st.key))
+            facts.append(f"{st.short} {value}" if st.short else str(value))
+    if (fault := fault_of(s)) is not None:
+        facts.append(f"fault {fault}")
+    return facts
+
+
+def server_summary(s: dict) -> str:
+    """One plain-text line naming a server and the settings that matter (not escaped)."""
+    if s.get("error"):
+        return f"{s.get('url', '?')}: unreachable ({s['error']})"
+    return f"{s.get('url', '?')} · " + " · ".join(server_facts(s))
