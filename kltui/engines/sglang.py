@@ -91,6 +91,18 @@ def _answer_cap(entries: int, top_k: int = 0) -> int:
     return BASE_ANSWER_BYTES + BYTES_PER_ENTRY * entries * (1 + max(0, int(top_k or 0)))
 
 
+def server_identity(url: str, info: dict, model: dict) -> dict:
+    """The subset of /server_info and /model_info that decides what a result means."""
+    out = {"url": url, "engine": "sglang"}
+    out.update({k: info.get(k) for k in SERVER_INFO_KEYS if k in info})
+    out["model_path"] = info.get("model_path") or model.get("model_path")
+    out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
+    out["weight_version"] = model.get("weight_version")
+    cuda_graph = info.get("disable_cuda_graph")
+    out["cuda_graph"] = None if cuda_graph is None else not cuda_graph
+    return out
+
+
 class SGLangClient(HttpEngine):
     engine = "sglang"
     # Only idempotent requests are retried: /health, /server_info, /model_info, /flush_cache.
@@ -145,6 +157,16 @@ class SGLangClient(HttpEngine):
 
     async def server_info(self) -> dict:
         return await self._info("/server_info", "/get_server_info")
+
+    async def identify(self) -> dict:
+        """This server's entry of RunStarted.servers (`server_identity`); /model_info is
+        optional (older servers answer 404)."""
+        info = await self.server_info()
+        try:
+            model = await self.model_info()
+        except EngineError:
+            model = {}
+        return server_identity(self.url, info, model)
 
     async def model_info(self) -> dict:
         return await self._info("/model_info", "/get_model_info")

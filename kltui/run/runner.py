@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from kltui import __version__
 from kltui.engines.errors import EngineError
 from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
-from kltui.engines.sglang import SERVER_INFO_KEYS, SGLangClient
+from kltui.engines.sglang import SGLangClient, server_identity
 from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
@@ -26,18 +26,6 @@ from kltui.session.events import Event, HelperFinished, Problem, RunFinished, Ru
 TOKENIZE_BATCH = 64
 # Asked once per server before its first flush (the TUI's question); False stops the run.
 BeforeFlush = Callable[[SGLangClient], Awaitable[bool]]
-
-
-def server_identity(url: str, info: dict, model: dict) -> dict:
-    """The subset of /server_info and /model_info that decides what a result means."""
-    out = {"url": url, "engine": "sglang"}
-    out.update({k: info.get(k) for k in SERVER_INFO_KEYS if k in info})
-    out["model_path"] = info.get("model_path") or model.get("model_path")
-    out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
-    out["weight_version"] = model.get("weight_version")
-    cuda_graph = info.get("disable_cuda_graph")
-    out["cuda_graph"] = None if cuda_graph is None else not cuda_graph
-    return out
 
 
 def verdict_of(summaries: list[Summary], fatal: bool) -> str:

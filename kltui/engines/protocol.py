@@ -1,0 +1,23 @@
+"""What every engine client offers (SGLangClient, VLLMClient): enough for the runner to check a
+server is up, record who it is, and let go of it. What each engine can be asked beyond that
+(generate, flush, completions) is its own client's."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Engine(Protocol):
+    engine: str  # "sglang" | "vllm": RunStarted.servers[i]["engine"]
+    url: str  # normalized base URL, the key of RunStarted.servers
+
+    async def health(self) -> None: ...
+
+    async def wait_healthy(self) -> None: ...
+
+    async def identify(self) -> dict:
+        """The server's entry of RunStarted.servers (settings that decide what a number means)."""
+        ...
+
+    async def aclose(self) -> None: ...
