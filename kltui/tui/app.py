@@ -13,6 +13,7 @@ import asyncio
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
 from textual.widgets import Footer
 from textual.worker import Worker
 
@@ -52,6 +53,9 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
     TITLE = "kltui"
     COMMANDS = App.COMMANDS | {KltuiCommands}
     NOTIFICATION_TIMEOUT = 4
+
+    # the helper whose heatmap, table and counters are shown (key "helper@server")
+    selected: reactive[str | None] = reactive(None, init=False)
 
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
@@ -128,7 +132,6 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.status = RunStatus(mode=feed.mode)
         if feed.mode == "replay":
             self.status.replay_label = feed.label()
-        self.selected: str | None = None
         self.history: list[RunRecord] = []
         self.summaries = Summaries()
         self.run_gen = 0
@@ -144,6 +147,9 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self._sigs: dict[str, tuple] = {}
         self._user_selected = False
         self._watch: ServerWatch | None = None
+
+    def watch_selected(self) -> None:
+        self._mark_dirty()  # the panels follow on the next redraw tick
 
     # ------------------------------------------------------------------ layout
     @property

@@ -67,7 +67,8 @@ class Redraw:
         if force:
             self._sigs.clear()
         if store is not None and self.selected not in store.helpers and store.helpers:
-            self.selected = next(iter(store.helpers))
+            # drawn right now: no need for the watcher's redraw
+            self.set_reactive(type(self).selected, next(iter(store.helpers)))
         helpers = store.helpers if store is not None else {}
         theme = self.theme
         run_sig = (self.run_gen, theme, store.run is not None if store else None)
