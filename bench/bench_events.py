@@ -92,7 +92,7 @@ class SyntheticFeed:
 
         def on_event(ev):
             self.count += 1
-            sink.feed_event(ev, time.monotonic())
+            sink.feed_event(ev)
 
         try:
             await pump(self.events(), store, recorder, on_event)

@@ -21,9 +21,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kltui.session import codec  # noqa: E402
 from kltui.helpers.extras import windows  # noqa: E402
 from kltui.metrics.k3 import ScoreBook  # noqa: E402
+from kltui.session import codec  # noqa: E402
 from kltui.session.events import (  # noqa: E402
     ExtrasFetched,
     HelperFinished,
