@@ -129,7 +129,7 @@ class DashboardActions:
 
     def action_diagnosis(self) -> None:
         diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
-        self.push_screen(DiagnosisScreen(diags, self.theme_variables))
+        self.push_screen(DiagnosisScreen(diags))
 
     def action_compare(self) -> None:
         pairs = cross_server(self.store) if self.store is not None else []

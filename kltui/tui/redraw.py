@@ -63,7 +63,6 @@ class Redraw:
         screen layout, and most panels do not change while tokens stream in.
         """
         store = self.store
-        vars_ = self.theme_variables
         if force:
             self._sigs.clear()
         if store is not None and self.selected not in store.helpers and store.helpers:
@@ -76,18 +75,18 @@ class Redraw:
         problems = len(store.problems) if store else 0
         verdict = store.finished.verdict if store and store.finished else None
         if self._changed("title", (run_sig, status, problems, verdict, self.size)):
-            self.query_one(TitleBar).show(store, self.status, vars_)
+            self.query_one(TitleBar).show(store, self.status)
         if self._changed("servers", (run_sig, status)):
-            self.query_one(ServersPanel).show(store, self.status, vars_)
+            self.query_one(ServersPanel).show(store, self.status)
         self._refresh_progress()
         st = self.selected_state()
         summary = self.summaries.get(st) if st is not None else None
         if self._changed("counters", (run_sig, self.selected, id(summary))):
-            self.query_one(Counters).show(st, summary, vars_)
+            self.query_one(Counters).show(st, summary)
         if self._changed(
             "history", (theme, len(self.history), self.selected, self.watching, self.status.watch)
         ):
-            self.query_one(HistoryPanel).show(self.history, self.selected, vars_, self.watching)
+            self.query_one(HistoryPanel).show(self.history, self.selected, self.watching)
         hm = self.query_one(Heatmap)
         hm.show(st, self.run_gen)
         self.query_one(HeatmapPanel).border_title = self._heat_title(st)
@@ -105,7 +104,7 @@ class Redraw:
                 configured = [h for h in store.run.config.get("helpers", []) if same_engine(h)]
                 done = {h.helper for h in helpers.values() if h.summary is not None}
                 pending = len(self.feed.servers) * len(configured) - len(done)
-            self.query_one(DiagnosisBar).show(diags, multi, vars_, max(0, pending))
+            self.query_one(DiagnosisBar).show(diags, multi, max(0, pending))
 
     def _changed(self, panel: str, signature: tuple) -> bool:
         if self._sigs.get(panel) == signature:
@@ -138,9 +137,7 @@ class Redraw:
             store.finished is None if store else None,
         )
         if self._changed("progress", sig):
-            self.query_one(HelperProgress).show(
-                store, self.selected, self.summaries, elapsed, self.theme_variables
-            )
+            self.query_one(HelperProgress).show(store, self.selected, self.summaries, elapsed)
 
     def _heat_title(self, st: HelperState | None) -> Text:
         # A Text, not a str: Textual parses a str title as markup (helper and server names

@@ -33,7 +33,7 @@ async def test_deterministic_server_with_noise_hands_over_to_the_dumper(tmp_path
         await pilot.press("d")
         screen = app.screen
         assert isinstance(screen, DiagnosisScreen)
-        text = plain(diagnosis_group(screen.diagnoses, {}))
+        text = plain(diagnosis_group(screen.diagnoses, screen))
         assert "deterministic inference on" in text and "shape-variant" in text
         assert "--enable-deterministic-inference" not in text
         assert "kltui dumps --server 127.0.0.1:30000 --dump-dir DIR" in text

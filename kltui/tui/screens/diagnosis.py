@@ -12,20 +12,21 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.session.diagnosis import Diagnosis
-from kltui.tui.widgets.diagnosis import badge
+from kltui.tui.widgets.diagnosis import BADGE_CLASSES, badge
 from kltui.untrusted import safe
 
 
-def diagnosis_group(diagnoses: list[Diagnosis], vars_: dict) -> Group:
+def diagnosis_group(diagnoses: list[Diagnosis], node: DOMNode) -> Group:
     parts: list = []
     if not diagnoses:
         parts.append(Text("no helper has finished yet", style="dim"))
     for d in diagnoses:
-        head = badge(d, vars_)
+        head = badge(d, node)
         head.append(" ")
         head.append_text(safe(d.server, style="bold"))
         parts += [head, safe(d.label)]
@@ -59,17 +60,22 @@ class DiagnosisScreen(ModalScreen):
     }
     """
 
-    def __init__(self, diagnoses: list[Diagnosis], vars_: dict) -> None:
+    COMPONENT_CLASSES = BADGE_CLASSES  # the condition badges, coloured in app.tcss
+
+    def __init__(self, diagnoses: list[Diagnosis]) -> None:
         super().__init__()
         self.diagnoses = list(diagnoses)
-        self.vars_ = dict(vars_)
 
     def compose(self) -> ComposeResult:
         box = VerticalScroll()
         box.border_title = "diagnosis"
         box.border_subtitle = "esc closes"
         with box:
-            yield Static(diagnosis_group(self.diagnoses, self.vars_), id="diagnosis-detail")
+            yield Static(id="diagnosis-detail")
+
+    def on_mount(self) -> None:
+        # filled once the screen is styled: its badges take their colours from its CSS
+        self.query_one("#diagnosis-detail", Static).update(diagnosis_group(self.diagnoses, self))
 
     def action_dumps(self) -> None:
         # the server the diagnosis sends to the drill-down, else the first one diagnosed: a

@@ -142,9 +142,7 @@ class DrillDown(Screen):
     def on_mount(self) -> None:
         app = self.app
         # The same title bar as the dashboard: a replay stays marked as one on every screen.
-        self.query_one(TitleBar).show(
-            getattr(app, "store", None), getattr(app, "status", None), app.theme_variables
-        )
+        self.query_one(TitleBar).show(getattr(app, "store", None), getattr(app, "status", None))
         sc, m = self.scored, self.scored.metrics
         head = self.query_one("#drill-head", Static)
         head.border_title = safe(f"sample {self.sample} · {self.state.helper}")

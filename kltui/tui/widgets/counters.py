@@ -13,6 +13,7 @@ from kltui import fmt
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN, within_threshold
 from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState
+from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
 
@@ -24,10 +25,11 @@ def _num(v) -> float | None:
 
 class Counters(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
+    COMPONENT_CLASSES = {"counters--ok", "counters--warn", "counters--bad", "counters--strong"}
 
-    def show(self, st: HelperState | None, summary: Summary | None, vars_: dict) -> None:
+    def show(self, st: HelperState | None, summary: Summary | None) -> None:
         self.border_title = safe("counters" if st is None else f"counters · {st.helper}")
-        ok, warn, bad = vars_.get("kl-ok"), vars_.get("kl-warn"), vars_.get("kl-bad")
+        ok, warn, bad = (part(self, f"counters--{k}") for k in ("ok", "warn", "bad"))
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True, min_width=16)
         grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
@@ -63,11 +65,12 @@ class Counters(Static):
         diff = s.samples_with_difference or 0
         grid.add_row(
             "samples differ",
-            Text(f"{diff} / {scored}", style=(warn if diff else ok) or ""),
+            Text(f"{diff} / {scored}", style=warn if diff else ok),
         )
         grid.add_row("first divergence", Text(fmt.position(s.first_divergence)))
         if s.non_finite_tokens:
-            grid.add_row("non-finite k3", Text(str(s.non_finite_tokens), style=f"bold {bad}"))
+            strong_bad = part(self, "counters--bad", "counters--strong")
+            grid.add_row("non-finite k3", Text(str(s.non_finite_tokens), style=strong_bad))
         if s.hit_ratio is not None:
             grid.add_row(
                 "cache hits",
@@ -79,12 +82,12 @@ class Counters(Static):
                 Text(
                     f"⚠ {scored} samples scored (< {MIN_SAMPLES_FOR_STABLE_MEAN}): the mean is "
                     "tail-driven and can swing ~3x",
-                    style=warn or "",
+                    style=warn,
                 )
             )
         for note in (s.reason, s.hit_failure, s.error):
             if note:
-                notes.append(safe(f"⚠ {note}", style=bad or "", limit=200))
+                notes.append(safe(f"⚠ {note}", style=bad, limit=200))
         if s.threshold_source:
             source = safe(s.threshold_source, style="dim")
             source.no_wrap, source.overflow = True, "ellipsis"

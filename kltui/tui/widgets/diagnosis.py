@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from rich.text import Text
+from textual.dom import DOMNode
 from textual.widgets import Static
 
 from kltui.session.diagnosis import Diagnosis
+from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
-CONDITION_STYLE = {"exact": "kl-ok", "1": "kl-warn", "2": "kl-bad", "1+2": "kl-bad"}
+# the component class of each condition's badge, coloured in app.tcss
+CONDITION_CLASS = {
+    "exact": "condition--exact",
+    "1": "condition--1",
+    "2": "condition--2",
+    "1+2": "condition--2",
+}
+BADGE_CLASSES = {"condition--badge", *CONDITION_CLASS.values()}
 CONDITION_LABEL = {
     "exact": "EXACT",
     "1": "COND 1",
@@ -18,16 +27,20 @@ CONDITION_LABEL = {
 }
 
 
-def badge(d: Diagnosis, vars_: dict) -> Text:
-    colour = vars_.get(CONDITION_STYLE.get(d.kind, ""), "")
+def badge(d: Diagnosis, node: DOMNode) -> Text:
+    """The condition badge, styled by `node`'s component classes (BADGE_CLASSES)."""
+    names = ["condition--badge"]
+    if d.kind in CONDITION_CLASS:
+        names.append(CONDITION_CLASS[d.kind])
     label = CONDITION_LABEL.get(d.kind, d.kind)
-    return Text(f" {label} ", style=f"bold reverse {colour}" if colour else "bold reverse")
+    return Text(f" {label} ", style=part(node, *names))
 
 
 class DiagnosisBar(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
+    COMPONENT_CLASSES = BADGE_CLASSES
 
-    def show(self, diagnoses: list[Diagnosis], multi: bool, vars_: dict, pending: int = 0) -> None:
+    def show(self, diagnoses: list[Diagnosis], multi: bool, pending: int = 0) -> None:
         # Until every helper has finished, the comparison between helpers is incomplete.
         self.border_title = (
             "diagnosis"
@@ -39,7 +52,7 @@ class DiagnosisBar(Static):
         if not diagnoses:
             lines.append(Text("waiting for a helper to finish…", style="dim"))
         for d in diagnoses:
-            t = badge(d, vars_)
+            t = badge(d, self)
             t.append(" ")
             if multi:
                 t.append_text(safe(d.server, style="bold"))

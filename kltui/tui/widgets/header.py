@@ -10,11 +10,12 @@ import time
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.color import Color
+from textual.dom import DOMNode
 from textual.widgets import Static
 
 from kltui.session.servers import BY_KEY, off_on, on_off
 from kltui.session.store import SessionStore
+from kltui.tui.widgets.parts import badge_part, part
 from kltui.untrusted import safe
 
 
@@ -33,38 +34,63 @@ class RunStatus:
     recording: str | None = None
 
 
-def badge(colour: str | None, fallback: str = "yellow") -> str:
-    """Bold text on `colour`, in black or white, whichever reads on it."""
-    try:
-        bg = Color.parse(colour or fallback)
-    except Exception:  # noqa: BLE001 - theme variables may be any CSS colour expression
-        return f"bold reverse {fallback}"
-    return f"bold {bg.get_contrast_text(1.0).hex} on {bg.hex}"
-
-
 def _local(ts: float | None) -> str:
     if not ts:
         return "?"
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
+# the verdict badge's state class; any other verdict reads as a warning
+VERDICT_CLASS = {"pass": "-pass", "fail": "-fail", "error": "-error"}
+STATE_CLASSES = ("-live", "-idle", "-replay", "-running", "-pass", "-fail", "-error", "-warn")
+
+
 class TitleBar(Static):
+    """One line; its state is CSS classes (`-replay`, `-running`, `-pass`, `-fail`, `-error`,
+    `-warn`, `-read-only`, `-watching`, `-problems`, `-fatal`) and app.tcss colours its parts."""
+
     DEFAULT_CSS = """
     TitleBar { height: 1; background: $panel; color: $foreground; }
     """
+    COMPONENT_CLASSES = {
+        "titlebar--brand",
+        "titlebar--mode",
+        "titlebar--live",
+        "titlebar--read-only",
+        "titlebar--watch",
+        "titlebar--problems",
+        "titlebar--verdict",
+    }
 
-    def show(self, store: SessionStore | None, status: RunStatus | None, theme_vars: dict) -> None:
+    def _state(self, store: SessionStore | None, status: RunStatus) -> set[str]:
+        on = {"-replay" if status.mode == "replay" else "-live" if status.running else "-idle"}
+        fin = store.finished if store else None
+        if fin is not None:
+            on.add(VERDICT_CLASS.get(fin.verdict, "-warn"))
+        elif status.running:
+            on.add("-running")
+        return on
+
+    def show(self, store: SessionStore | None, status: RunStatus | None) -> None:
         status = status or RunStatus()
+        on = self._state(store, status)
+        problems = store.problems if store is not None else []
+        self.set_class(bool(getattr(self.app, "read_only", False)), "-read-only")
+        self.set_class(bool(status.watch), "-watching")
+        self.set_class(bool(problems), "-problems")
+        self.set_class(any(p.fatal for p in problems), "-fatal")
+        for name in STATE_CLASSES:
+            self.set_class(name in on, name)
         t = Text(no_wrap=True, overflow="ellipsis")
-        t.append(" kltui ", style=badge(theme_vars.get("primary"), "blue"))
+        t.append(" kltui ", style=badge_part(self, "titlebar--brand"))
         t.append(" ")
         if status.mode == "replay":
-            t.append(" ▶ REPLAY ", style=badge(theme_vars.get("warning")))
+            t.append(" ▶ REPLAY ", style=badge_part(self, "titlebar--mode"))
             t.append(" ")
             t.append_text(safe(status.replay_label, limit=90))
         else:
             if status.running:
-                t.append("● ", style=theme_vars.get("success", "green"))
+                t.append("● ", style=part(self, "titlebar--live"))
                 t.append("LIVE", style="bold")
             else:
                 t.append("○ idle", style="dim")
@@ -74,30 +100,24 @@ class TitleBar(Static):
             if status.mode != "replay":
                 t.append(f" · started {_local(run.started_at)}", style="dim")
             t.append(f" · kltui {run.kltui_version}", style="dim")
-        if getattr(self.app, "read_only", False):
-            t.append("  read-only", style="bold")
+        if self.has_class("-read-only"):
+            t.append("  read-only", style=part(self, "titlebar--read-only"))
         if status.watch:
-            t.append("  ⟳ ", style=theme_vars.get("accent", "yellow"))
+            t.append("  ⟳ ", style=part(self, "titlebar--watch"))
             t.append(status.watch, style="dim")
         # The verdict sits at the right edge, where the eye lands last.
         right = Text(no_wrap=True)
-        if store is not None and store.problems:
-            n = len(store.problems)
-            fatal = sum(1 for p in store.problems if p.fatal)
-            style = theme_vars.get("error" if fatal else "warning", "red")
-            right.append(f" {n} problem{'s' if n != 1 else ''} ", style=f"bold {style}")
+        if problems:
+            n = len(problems)
+            right.append(
+                f" {n} problem{'s' if n != 1 else ''} ", style=part(self, "titlebar--problems")
+            )
             right.append(" ")
         fin = store.finished if store else None
         if fin is not None:
-            colour = {
-                "pass": "success",
-                "fail": "error",
-                "error": "error",
-                "interrupted": "warning",
-            }.get(fin.verdict, "warning")
-            right.append(f" {fin.verdict.upper()} ", style=badge(theme_vars.get(colour)))
+            right.append(f" {fin.verdict.upper()} ", style=badge_part(self, "titlebar--verdict"))
         elif status.running:
-            right.append(" RUNNING ", style=badge(theme_vars.get("accent"), "cyan"))
+            right.append(" RUNNING ", style=badge_part(self, "titlebar--verdict"))
         right.append(" ")
         width = self.size.width or 140
         pad = width - t.cell_len - right.cell_len
@@ -144,19 +164,20 @@ def flow(chunks: list[Text], width: int | None) -> Text:
     return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
 
 
-def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
-    """One server's identity as a list of settings; every string is untrusted (`safe`)."""
-    ok = vars_.get("kl-ok", "green")
-    warn = vars_.get("kl-warn", "yellow")
-    bad = vars_.get("kl-bad", "red")
+def server_settings(s: dict, config: dict, node: DOMNode) -> list[Text]:
+    """One server's identity as a list of settings; every string is untrusted (`safe`).
+    Up, down and warnings are `node`'s component classes, coloured in app.tcss."""
+    strong_ok = part(node, "servers--ok", "servers--strong")
+    warn, strong_warn = part(node, "servers--warn"), part(node, "servers--warn", "servers--strong")
+    bad, strong_bad = part(node, "servers--bad"), part(node, "servers--bad", "servers--strong")
     head = Text()
     if s.get("error"):
-        head.append("✗ ", style=f"bold {bad}")
+        head.append("✗ ", style=strong_bad)
         head.append_text(safe(s.get("url", "?"), style="bold"))
         head.append("  down: ", style=bad)
         head.append_text(safe(s["error"], limit=160))
         return [head]
-    head.append("✓ ", style=f"bold {ok}")
+    head.append("✓ ", style=strong_ok)
     head.append_text(safe(s.get("url", "?"), style="bold"))
     head.append("  ")
     engine = s.get("engine", "sglang")
@@ -166,7 +187,7 @@ def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
     out.append(_setting("model", model, style="bold"))
     if engine == "vllm":
         # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
-        out.append(Text("baseline", style=f"bold {warn}"))
+        out.append(Text("baseline", style=strong_warn))
         for label, key in (
             ("max len", "max_model_len"),
             ("dtype", "dtype"),
@@ -183,7 +204,7 @@ def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
     radix_off = bool(s.get(radix.key))
     out.append(Text(f"{radix.short} {off_on(radix_off)}", style=warn if radix_off else ""))
     on = bool(s.get(det.key))
-    out.append(Text(f"{det.short} {on_off(on)}", style=f"bold {ok}" if on else ""))
+    out.append(Text(f"{det.short} {on_off(on)}", style=strong_ok if on else ""))
     if s.get(cg.key) is not None:
         out.append(Text(f"{cg.short} {on_off(s.get(cg.key))}"))
     if config.get("streamed", config.get("stream")) is False:
@@ -193,14 +214,14 @@ def server_settings(s: dict, config: dict, vars_: dict) -> list[Text]:
     out.append(Text(stream))
     fault = s.get("kltui_fault")
     if fault not in (None, "none", ""):
-        t = Text("fault ", style=f"bold {bad}")
-        t.append_text(safe(fault, style=f"bold {bad}", limit=40))
+        t = Text("fault ", style=strong_bad)
+        t.append_text(safe(fault, style=strong_bad, limit=40))
         out.append(t)
     return out
 
 
-def server_text(s: dict, config: dict, vars_: dict, width: int | None = None) -> Text:
-    return flow(server_settings(s, config, vars_), width)
+def server_text(s: dict, config: dict, node: DOMNode, width: int | None = None) -> Text:
+    return flow(server_settings(s, config, node), width)
 
 
 def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
@@ -222,6 +243,7 @@ def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
 
 class ServersPanel(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
+    COMPONENT_CLASSES = {"servers--ok", "servers--warn", "servers--bad", "servers--strong"}
 
     _shown: tuple | None = None
 
@@ -230,15 +252,15 @@ class ServersPanel(Static):
         if self._shown is not None:
             self.show(*self._shown)
 
-    def show(self, store: SessionStore | None, status: RunStatus, vars_: dict) -> None:
-        self._shown = (store, status, vars_)
+    def show(self, store: SessionStore | None, status: RunStatus) -> None:
+        self._shown = (store, status)
         width = self.content_size.width or None
         lines: list[Text] = []
         run = store.run if store else None
         config = run.config if run else {}
         if run is not None:
             for s in run.servers:
-                lines.append(server_text(s, config, vars_, width))
+                lines.append(server_text(s, config, self, width))
             if run.prompt_set:
                 lines.append(prompt_text(run.prompt_set, config, width))
         elif status.message:
@@ -247,11 +269,12 @@ class ServersPanel(Static):
             lines.append(Text("waiting for the first event…", style="dim"))
         if status.retry_in is not None:
             t = Text(no_wrap=True)
-            t.append("⟳ ", style=vars_.get("kl-warn", "yellow"))
+            warn = part(self, "servers--warn")
+            t.append("⟳ ", style=warn)
             t.append(
                 f"no server answered; retrying in {status.retry_in} s "
                 f"(attempt {status.retry_attempt + 1}, backoff up to 30 s) · q quits",
-                style=vars_.get("kl-warn", "yellow"),
+                style=warn,
             )
             lines.append(t)
         out = Text("\n").join(lines)

@@ -12,6 +12,7 @@ from textual.widgets import Static
 
 from kltui import fmt
 from kltui.metrics.summary import Summary
+from kltui.tui.widgets.parts import part
 
 
 @dataclass
@@ -46,10 +47,15 @@ def record_of(
     return RunRecord(run_no, started, verdict, helpers, identical, recording, difference)
 
 
+# a run's verdict as a component class, coloured in app.tcss; any other verdict warns
+VERDICT_CLASS = {"pass": "history--ok", "fail": "history--bad", "error": "history--bad"}
+
+
 class HistoryPanel(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
+    COMPONENT_CLASSES = {"history--ok", "history--warn", "history--bad"}
 
-    def show(self, runs: list[RunRecord], selected: str | None, vars_: dict, watching: bool):
+    def show(self, runs: list[RunRecord], selected: str | None, watching: bool):
         self.border_title = "history · watching" if watching else "history"
         grid = Table.grid(padding=(0, 1))
         for _ in range(6):
@@ -58,21 +64,22 @@ class HistoryPanel(Static):
             grid.add_row(Text("r re-runs · --watch: on server restart", style="dim"))
             self.update(grid)
             return
-        colours = {"pass": "kl-ok", "fail": "kl-bad", "error": "kl-bad"}
         for rec in runs[-8:]:
             h = rec.helpers.get(selected or "", {})
             when = (
                 time.strftime("%H:%M:%S", time.localtime(rec.started_at)) if rec.started_at else ""
             )
             ident = {
-                True: Text("≡ identical", style=vars_.get("kl-ok", "green")),
-                False: Text("≠ changed", style=vars_.get("kl-warn", "yellow")),
+                True: Text("≡ identical", style=part(self, "history--ok")),
+                False: Text("≠ changed", style=part(self, "history--warn")),
                 None: Text("", style="dim"),
             }[rec.identical]
             grid.add_row(
                 Text(f"#{rec.run_no}", style="bold"),
                 Text(when, style="dim"),
-                Text(rec.verdict, style=vars_.get(colours.get(rec.verdict, "kl-warn"), "")),
+                Text(
+                    rec.verdict, style=part(self, VERDICT_CLASS.get(rec.verdict, "history--warn"))
+                ),
                 Text(fmt.sci(h.get("avg_kl_div"), 2)),
                 Text(fmt.pct(h.get("tail_fraction"))),
                 ident,

@@ -11,6 +11,7 @@ import math
 from rich.table import Table
 from rich.text import Text
 from textual import events
+from textual.dom import DOMNode
 from textual.message import Message
 from textual.widgets import Static
 
@@ -19,6 +20,7 @@ from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import within_threshold
 from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState, SessionStore
+from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
 PHASE_ICON = {
@@ -37,21 +39,38 @@ PHASE_ICON = {
 BAR_WIDTH = 24
 
 
-def bar(done: float, decoded: float, width: int, vars_: dict) -> Text:
+# a row's parts by state, coloured in app.tcss
+PHASE_CLASS = {"done": "helper--done", "error": "helper--error"}  # any other: helper--active
+RESULT_CLASS = {
+    "pass": "helper--pass",
+    "fail": "helper--fail",
+    "vacuous": "helper--warn",
+    "invalid": "helper--warn",
+    "error": "helper--fail",
+}
+RESULT_LABEL = {
+    "pass": "✓ PASS",
+    "fail": "✗ FAIL",
+    "vacuous": "⚠ VACUOUS",
+    "invalid": "⚠ INVALID",
+    "error": "✗ ERROR",
+}
+
+
+def bar(done: float, decoded: float, width: int, node: DOMNode) -> Text:
     """Solid = scored or skipped; lighter = decoded and waiting for the prefill side."""
     done = max(0.0, min(1.0, done))
     decoded = max(done, min(1.0, decoded))
     n_done = int(round(done * width))
     n_dec = int(round(decoded * width)) - n_done
     t = Text(no_wrap=True)
-    t.append("━" * n_done, style=vars_.get("primary", "blue"))
-    t.append("━" * n_dec, style=f"dim {vars_.get('primary', 'blue')}")
+    t.append("━" * n_done, style=part(node, "helper--bar"))
+    t.append("━" * n_dec, style=part(node, "helper--bar", "helper--decoded"))
     t.append("─" * (width - n_done - n_dec), style="dim")
     return t
 
 
-def result_mark(summary: Summary | None, st: HelperState, vars_: dict) -> Text:
-    ok, bad, warn = vars_.get("kl-ok"), vars_.get("kl-bad"), vars_.get("kl-warn")
+def result_mark(summary: Summary | None, st: HelperState, node: DOMNode) -> Text:
     if summary is None:
         return Text("–", style="dim")
     status = summary.status
@@ -60,14 +79,11 @@ def result_mark(summary: Summary | None, st: HelperState, vars_: dict) -> Text:
         if avg is None or (isinstance(avg, float) and math.isnan(avg)):
             return Text("…", style="dim")
         within = within_threshold(avg, st.threshold)
-        return Text("✓ so far" if within else "✗ so far", style=f"{ok if within else bad}")
-    return {
-        "pass": Text("✓ PASS", style=f"bold {ok}"),
-        "fail": Text("✗ FAIL", style=f"bold {bad}"),
-        "vacuous": Text("⚠ VACUOUS", style=f"bold {warn}"),
-        "invalid": Text("⚠ INVALID", style=f"bold {warn}"),
-        "error": Text("✗ ERROR", style=f"bold {bad}"),
-    }.get(status, safe(status or "?", style="bold"))
+        live = "helper--within" if within else "helper--beyond"
+        return Text("✓ so far" if within else "✗ so far", style=part(node, live))
+    if status not in RESULT_CLASS:
+        return safe(status or "?", style="bold")
+    return Text(RESULT_LABEL[status], style=part(node, "helper--result", RESULT_CLASS[status]))
 
 
 def helper_label(st: HelperState, multi_server: bool) -> str:
@@ -78,6 +94,18 @@ class HelperProgress(Static):
     """Lines are clickable: a click selects that helper for the heatmap and table."""
 
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
+    COMPONENT_CLASSES = {
+        "helper--selected",
+        "helper--active",
+        *PHASE_CLASS.values(),
+        "helper--bar",
+        "helper--decoded",
+        "helper--skipped",
+        "helper--result",
+        *RESULT_CLASS.values(),
+        "helper--within",
+        "helper--beyond",
+    }
 
     class Selected(Message):
         def __init__(self, key: str) -> None:
@@ -95,7 +123,6 @@ class HelperProgress(Static):
         selected: str | None,
         summaries,
         elapsed: dict[str, float],
-        vars_: dict,
     ) -> None:
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(width=1)
@@ -119,7 +146,7 @@ class HelperProgress(Static):
         for st in store.helpers.values():
             self._keys.append(st.key)
             summary = summaries.get(st)
-            grid.add_row(*self._row(st, st.key == selected, multi, summary, elapsed, vars_))
+            grid.add_row(*self._row(st, st.key == selected, multi, summary, elapsed))
         started = {st.helper for st in store.helpers.values()}
         config = store.run.config if store.run else {}
         if store.finished is None:
@@ -130,7 +157,7 @@ class HelperProgress(Static):
                         " ",
                         Text(name, style="dim"),
                         Text("◌ queued", style="dim"),
-                        bar(0, 0, BAR_WIDTH, vars_),
+                        bar(0, 0, BAR_WIDTH, self),
                         "",
                         "",
                         "",
@@ -140,16 +167,14 @@ class HelperProgress(Static):
         self.update(grid, layout=len(self._keys) != self._laid_out_rows)
         self._laid_out_rows = len(self._keys)
 
-    def _row(self, st, is_sel, multi, summary, elapsed, vars_):
-        sel = Text("▸", style=f"bold {vars_.get('accent', 'yellow')}") if is_sel else Text(" ")
+    def _row(self, st, is_sel, multi, summary, elapsed):
+        sel = Text("▸", style=part(self, "helper--selected")) if is_sel else Text(" ")
         name = Text(helper_label(st, multi), style="bold" if is_sel else "")
         phase = st.phase
         icon = PHASE_ICON.get(phase, "◔")
-        colour = {
-            "done": vars_.get("kl-ok"),
-            "error": vars_.get("kl-bad"),
-        }.get(phase, vars_.get("accent"))
-        phase_t = Text(f"{icon} {phase}", style=colour or "")
+        phase_t = Text(
+            f"{icon} {phase}", style=part(self, PHASE_CLASS.get(phase, "helper--active"))
+        )
         n = max(1, st.n_samples)
         done = (st.n_scored + len(st.skipped)) / n
         max_new = int(st.settings.get("max_new_tokens") or 0)
@@ -170,7 +195,7 @@ class HelperProgress(Static):
             counts.append(" · ", style="dim")
             counts.append(
                 f"{skipped} skipped",
-                style=vars_.get("kl-warn", "yellow") if skipped else "dim",
+                style=part(self, "helper--skipped") if skipped else "dim",
             )
         secs = elapsed.get(st.key)
         el = Text(fmt.duration(secs) if secs is not None else "", style="dim")
@@ -184,11 +209,11 @@ class HelperProgress(Static):
             sel,
             name,
             phase_t,
-            bar(done, decoded, BAR_WIDTH, vars_),
+            bar(done, decoded, BAR_WIDTH, self),
             counts,
             el,
             avg,
-            (result_mark(summary, st, vars_)),
+            result_mark(summary, st, self),
         )
 
     def on_click(self, event: events.Click) -> None:
