@@ -50,6 +50,9 @@ async def test_verdict_badge_is_a_state_class_coloured_by_the_theme():
         cond = next(s for s in ("COND 1+2", "COND 2") if s in str(diagnosis.render()))
         badge = segment(diagnosis, f" {cond} ")
         assert badge.reverse and hex_of(badge.color) == Color.parse(vars_["kl-bad"]).hex
+        # only the badge: the label after it is drawn plainly, not in the badge's reverse colour
+        label = segment(diagnosis, " condition")
+        assert not label.reverse and label.color != badge.color
 
         # another theme: the same state classes, that theme's colours
         app.theme = "kltui-light"

@@ -33,7 +33,11 @@ def badge(d: Diagnosis, node: DOMNode) -> Text:
     if d.kind in CONDITION_CLASS:
         names.append(CONDITION_CLASS[d.kind])
     label = CONDITION_LABEL.get(d.kind, d.kind)
-    return Text(f" {label} ", style=part(node, *names))
+    # The style goes on the span, not on the Text: a Text's own style would colour everything
+    # the caller appends after the badge (the whole diagnosis line came out reversed).
+    t = Text()
+    t.append(f" {label} ", style=part(node, *names))
+    return t
 
 
 class DiagnosisBar(Static):
