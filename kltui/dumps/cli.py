@@ -6,25 +6,16 @@ unreachable, HTTP error or busy (other requests ran while dumping); 130 interrup
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
 from pathlib import Path
 
+from kltui.cli.options import _pos_int
+
 EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module;
 1 a module diverges (the first one is named); 2 usage, no dumper hooks, misaligned rows or bad
 dump folders; 3 server unreachable, HTTP error or busy; 130 interrupted."""
-
-
-def _pos_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {s!r}")
-    return v
 
 
 def add_parsers(sub) -> None:
