@@ -184,19 +184,24 @@ DUMPER_ENV = {
 }
 
 
-@pytest.fixture(scope="session")
-def sglang_dumper(servers, tmp_path_factory) -> tuple[str, Path]:
+# Module scope for servers that one test module uses: an idle SGLang scheduler keeps ~70% of a
+# core busy (and vLLM holds ~3 GB), so on a 2-core CI machine every server left running slows
+# all the tests after it. Each is stopped when its module ends.
+@pytest.fixture(scope="module")
+def sglang_dumper(servers, tmp_path_factory) -> Iterator[tuple[str, Path]]:
     """(URL, dump folder) of an SGLang server launched with the dumper hooks."""
     dump_dir = tmp_path_factory.mktemp("dumper")
     env = {**DUMPER_ENV, "DUMPER_DIR": str(dump_dir)}
     url = servers.get("sglang-dumper", "sglang", "--disable-prefill-cuda-graph", env=env)
-    return url, dump_dir
+    yield url, dump_dir
+    servers.stop("sglang-dumper")
 
 
-@pytest.fixture(scope="session")
-def vllm_url(servers) -> str:
+@pytest.fixture(scope="module")
+def vllm_url(servers) -> Iterator[str]:
     """vLLM with /server_info enabled (VLLM_SERVER_DEV_MODE=1) so every alignment row is known."""
-    return servers.get("vllm", "vllm", env={"VLLM_SERVER_DEV_MODE": "1"})
+    yield servers.get("vllm", "vllm", env={"VLLM_SERVER_DEV_MODE": "1"})
+    servers.stop("vllm")
 
 
 @pytest.fixture(scope="session")

@@ -46,6 +46,12 @@ class Servers:
             print(f"[real] {name}: {self.urls[name]} in {self.startup_s[name]:.1f} s")
         return self.urls[name]
 
+    def stop(self, name: str) -> None:
+        url = self.urls.pop(name, None)
+        if url is not None:
+            script("stop", url, timeout=120)
+            print(f"[real] {name}: stopped")
+
     def stop_all(self) -> None:
         for url in self.urls.values():
             script("stop", url, timeout=120)
