@@ -143,13 +143,26 @@ def engines(pytestconfig) -> dict:
     return status
 
 
+_SERVERS: list[Servers] = []  # the session's registry, for the hook below
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    # Session-scoped fixtures end with the session; the real servers must end with this tier,
+    # or their idle schedulers (~70% of a core each) slow every test after it on 2 cores.
+    here = Path(__file__).parent
+    if _SERVERS and (nextitem is None or here not in Path(nextitem.path).parents):
+        _SERVERS[0].stop_all()
+
+
 @pytest.fixture(scope="session")
 def servers(engines) -> Iterator[Servers]:
     s = Servers()
+    _SERVERS.append(s)
     try:
         yield s
     finally:
         s.stop_all()
+        _SERVERS.clear()
         if s.startup_s:
             print("\n[real] start-up times: " + ", ".join(
                 f"{k} {v:.1f} s" for k, v in s.startup_s.items()
