@@ -6,7 +6,6 @@ Needs Chromium (Debian: `apt-get install -y chromium`); skipped with that reason
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 
 import numpy as np
@@ -16,12 +15,10 @@ from kltui.cli.report import load_store
 from kltui.metrics.scale import NONFINITE
 from kltui.outputs.reports.heatmap import PALETTE
 from kltui.outputs.reports.html import html_report
+from tests.chromium import CHROMIUM, HEADLESS
 from tests.reports.pngread import read_png
 from tests.reports.synth import HelperSpec, hostile_run, record, run_events
 
-CHROMIUM = next(
-    (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None
-)
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)"
 )
@@ -38,14 +35,7 @@ def write_report(tmp_path, events) -> str:
 def chromium(tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:
     cmd = [
         CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--hide-scrollbars",
+        *HEADLESS,
         f"--user-data-dir={tmp_path / 'profile'}",
         *args,
         url,

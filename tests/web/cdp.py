@@ -10,7 +10,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -19,9 +18,8 @@ from pathlib import Path
 
 import aiohttp
 
-CHROMIUM = next(
-    (p for n in ("chromium", "chromium-browser", "google-chrome") if (p := shutil.which(n))), None
-)
+from tests.chromium import CHROMIUM, HEADLESS
+
 _CSI = re.compile(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]|\x1b[()][0-9A-B]|\x1b[=>78]")
 
 
@@ -30,14 +28,7 @@ class Browser:
         self.proc = subprocess.Popen(
             [
                 CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
-                "--hide-scrollbars",
+                *HEADLESS,
                 "--remote-debugging-address=127.0.0.1",
                 "--remote-debugging-port=0",
                 f"--user-data-dir={profile}",
