@@ -100,15 +100,25 @@ def load(spec: str) -> LocalTokenizer:
         import transformers  # noqa: F401
     except ImportError:
         return _with_tokenizers(spec, folder)
-    return _with_transformers(spec, folder)
+    try:
+        return _with_transformers(spec, folder)
+    except TokenizerError:
+        # a transformers install that cannot load it (e.g. a broken torchvision): the
+        # tokenizers library reads the same tokenizer.json; `describe()` names the library used
+        if (folder / "tokenizer.json").is_file():
+            try:
+                return _with_tokenizers(spec, folder)
+            except TokenizerError:
+                pass
+        raise
 
 
 def _with_transformers(spec: str, folder: Path) -> LocalTokenizer:
-    from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
     try:
+        from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.set_verbosity_error()
         # SGLang's get_tokenizer: AutoTokenizer, fast, no clean-up of spaces
         tok = AutoTokenizer.from_pretrained(
             str(folder), local_files_only=True, clean_up_tokenization_spaces=False, use_fast=True

@@ -107,3 +107,26 @@ def test_sample_config_for_rollout_servers_loads():
         str(Path(__file__).parents[2] / "sample_configs/rollout_server_ids_only.yaml")
     )
     assert cfg.separator_ids == [128000, 11] and cfg.tokenizer is None
+
+
+def test_server_lines_and_settings_table_name_a_server_without_tokenizer():
+    from kltui.session.servers import server_facts, settings_rows
+
+    base = {"url": "http://127.0.0.1:1", "engine": "sglang", "version": "0.5.23"}
+    assert "no tokenizer (--skip-tokenizer-init)" not in server_facts(base)
+    assert "server tokenizer" not in [label for label, _ in settings_rows([base])]
+    notok = {**base, "skip_tokenizer_init": True}
+    assert "no tokenizer (--skip-tokenizer-init)" in server_facts(notok)
+    rows = dict(settings_rows([base, notok]))
+    assert rows["server tokenizer"] == ["yes", "none (--skip-tokenizer-init): ids only"]
+
+
+def test_a_transformers_that_cannot_load_falls_back_to_tokenizers(monkeypatch):
+    transformers = pytest.importorskip("transformers")
+
+    def broken(*a, **kw):
+        raise RuntimeError("operator torchvision::nms does not exist")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", broken)
+    tok = load(CKPT)
+    assert tok.library == "tokenizers" and tok.encode(",") == [0, 15]
