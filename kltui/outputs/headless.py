@@ -129,8 +129,6 @@ class HeadlessView:
 
     def finish(self) -> None:
         self.progress.stop()
-        if self.store.run is None:
-            return  # nothing started (a usage error before the run): no verdict to print
         for server, n in self.flushes.items():
             # /flush_cache empties the radix cache for every client of that server: say so
             self.console.print(

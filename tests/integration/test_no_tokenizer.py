@@ -177,3 +177,24 @@ async def test_a_400_answer_is_detected_when_server_info_does_not_say(no_tok):
     from kltui.run.builtin_prompts import PROMPTS
 
     assert [p.tolist() for p in pset.ids] == [tok.encode(t) for t in PROMPTS[:2]]
+
+
+def test_ids_and_separator_ids_need_no_tokenizer_library(no_tok, tmp_path):
+    """The H200 case: an ids-only server, an id file and --separator-ids, with neither
+    `tokenizers` nor `transformers` importable in the kltui process."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['tokenizers'] = None; sys.modules['transformers'] = None\n"
+        "from kltui.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))"
+    )
+    argv = ["check", "--server", no_tok, "--prompts", ids_file(tmp_path), "--separator-ids",
+            "0,15", "--samples", "4", "--max-new-tokens", "8", "--no-record"]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for name in HELPERS:
+        assert f"{name}" in proc.stdout and "4/4" in proc.stdout
