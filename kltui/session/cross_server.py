@@ -68,6 +68,8 @@ def _missing(store: SessionStore, helper: str, server: str, label: str) -> str |
     if st is None:
         if _fatal(store, server) is not None:
             return f"{label} errored before {helper}"
+        if store.finished is None:  # the TUI's view of a run still going
+            return f"{helper} has not run on {label} yet"
         return f"{helper} did not run on {label}"
     if st.book.samples:
         return None
@@ -81,7 +83,8 @@ def _missing(store: SessionStore, helper: str, server: str, label: str) -> str |
     if reason:  # vacuous (radix cache off) or invalid, said before any request
         return f"no scored samples on {label} ({reason.removeprefix(f'{helper} is ')})"
     if st.summary is None:
-        return f"{helper} did not finish on {label}"
+        going = store.finished is None
+        return f"{helper} {'is still running' if going else 'did not finish'} on {label}"
     return f"no scored samples on {label}"
 
 

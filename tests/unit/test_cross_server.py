@@ -9,6 +9,7 @@ from kltui.session.events import (
     HelperFinished,
     HelperStarted,
     Problem,
+    RunFinished,
     RunStarted,
     SampleScored,
     SampleSkipped,
@@ -109,8 +110,20 @@ def test_helper_not_asked_on_b_is_named():
     helper(store, "match", B)
     helper(store, "prefill_cache_hit", A)  # e.g. a recording cut short
     (pair,) = cross_server(store)
-    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit did not run on B"}
+    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit has not run on B yet"}
     assert pair["identical"] is None
+    store.apply(RunFinished({}, "fail"))
+    (pair,) = cross_server(store)
+    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit did not run on B"}
+
+
+def test_a_run_still_going_says_so():
+    store = run(["match"])
+    helper(store, "match", A)
+    store.apply(HelperStarted("match", B, N, 1e-3, 1e-3))
+    (pair,) = cross_server(store)
+    assert pair["uncompared"] == {"match": "match is still running on B"}
+    assert pair["identical"] is None and pair["reading"].startswith("nothing compared")
 
 
 def test_models_differ_by_path_name_or_weight_version():
