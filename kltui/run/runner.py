@@ -32,6 +32,7 @@ from kltui.run.tokenizer import (
     load as load_tokenizer,
 )
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
+from kltui.session.servers import models_differ
 
 TOKENIZE_BATCH = 64
 # Asked once per server before its first flush (the TUI's question); False stops the run.
@@ -184,6 +185,8 @@ async def _run(
             )
         )
     live = [c for c in clients if c.url in infos]
+    if not cfg.allow_different_models:
+        _refuse_different_models([s for s in servers if s.get("url") in infos])
     tok = load_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
     pset: PromptSet | None = None
     if live:
@@ -284,6 +287,17 @@ def _check_separator(
                 c.url,
                 f'{needs[0]}\'s separator "{SEPARATOR}"',
                 f'{FIX} or --separator-ids IDS (the ids of tokenizer.encode("{SEPARATOR}"))',
+            )
+
+
+def _refuse_different_models(servers: list[dict]) -> None:
+    """Before anything is flushed or measured: another model makes every comparison moot."""
+    for s in servers[1:]:
+        why = models_differ(servers[0], s)
+        if why is not None:
+            raise UsageError(
+                f"{s['url']} serves another model than {servers[0]['url']} ({why}): their "
+                "numbers cannot be compared; --allow-different-models runs them anyway"
             )
 
 
