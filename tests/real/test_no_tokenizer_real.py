@@ -126,5 +126,8 @@ def test_numbers_equal_sglangs_own_helpers(kltui_run, sglang_run, helper):
         ev.summary for ev in kltui_run if isinstance(ev, HelperFinished) and ev.helper == helper
     )
     per_sample = {p["index"]: p["mean_k3"] for p in summary["per_sample"]}
+    print(
+        f"[real] {helper}: avg_kl_div kltui {summary['avg_kl_div']!r} SGLang {avg!r}, kl_divs {kl_divs}"
+    )
     assert [per_sample[ev.sample] for ev in scored] == kl_divs
     assert summary["avg_kl_div"] == avg
