@@ -7,10 +7,12 @@ the broken state ("floating-point noise cannot choose a code path").
 
 The classification reads exact zeros first (a helper with no differing token is proof, not a
 level), then per-sample evidence, never a ratio of levels: with match bit-identical any cache-hit
-divergence is condition 2; with match noisy, a cache-hit helper counts as condition 2 only when
-its own samples are worse than match's on the same prompts beyond what chance allows (a paired
-sign test over samples, and how many of its tokens lie above match's largest k3), and its level
-is above the stray-ulp floor where, per the guide, no state bug sits. The server's own
+divergence above the 1e-9 stray-ulp floor is condition 2; with match noisy, a cache-hit helper
+counts as condition 2 only when its own samples are worse than match's on the same prompts
+beyond chance and by a real amount (`paired`: a signed-rank test over samples with an effect
+size, on at least 10 common samples, calibrated in `calibration`), and is condition 2 *first*
+when it is orders of magnitude above a match that passes its gate. The floor applies the same
+way in every branch. At temperature > 0 there is no kernel verdict. The server's own
 /server_info decides the advice: nothing already on is advised again.
 """
 
@@ -265,7 +267,7 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             f"its avg_kl_div {sci(e.level)} is below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
             "where no state bug sits"
             if e.level <= STRAY_ULP_FLOOR
-            else f"by x{e.median_ratio:.3g} per sample, a drift below the x{MIN_RATIO:g} a "
+            else f"by x{e.ratio:.3g} per sample, a drift below the x{MIN_RATIO:g} a "
             "state bug needs (longer or different contexts shift kernel noise)"
         )
         evidence.append(f"{e.helper} is above match beyond chance but {why}: kernel noise")
@@ -285,7 +287,7 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
                 [1, 2],
                 f"condition 2 first (state bug): {' and '.join(names)} "
                 f"{'are' if len(names) > 1 else 'is'} orders of magnitude above match "
-                f"({sci(top.level)} vs {level}, x{top.median_ratio:.3g} per sample) while "
+                f"({sci(top.level)} vs {level}, x{top.ratio:.3g} per sample) while "
                 f"match is within its gate: a state bug on {PATH_OF[names[0]]}; match's own "
                 "kernel noise (condition 1) is small beside it",
                 evidence,

@@ -15,7 +15,7 @@ from kltui.session.paired import (
     STRAY_ULP_FLOOR,
     Paired,
     paired,
-    sign_test_p,
+    signed_rank_p,
 )
 from kltui.session.store import HelperState
 
@@ -28,7 +28,7 @@ __all__ = [
     "UNUSABLE",
     "Paired",
     "excess_over_match",
-    "sign_test_p",
+    "signed_rank_p",
 ]
 
 UNUSABLE = ("error", "invalid", "vacuous")

@@ -9,7 +9,7 @@ from kltui.metrics.k3 import ScoreBook
 from kltui.session.compare import rerun_equality
 from kltui.session.diagnosis import bit_identical, diagnose
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
-from kltui.session.evidence import sign_test_p
+from kltui.session.evidence import signed_rank_p
 from kltui.session.store import SessionStore
 
 S = "http://127.0.0.1:1"
@@ -201,8 +201,12 @@ def test_vacuous_helper_is_named_not_counted():
 
 
 def test_evidence_statistics():
-    assert sign_test_p(8, 0) == pytest.approx(1 / 256)
-    assert sign_test_p(0, 0) == 1.0 and sign_test_p(3, 3) > 0.5
+    assert signed_rank_p(np.ones(10)) == pytest.approx(2**-10)
+    assert signed_rank_p(np.zeros(4)) == 1.0
+    # ranks 1, 2, 3 with signs +, -, +: W = 4; sums >= 4 among the 8 sign patterns: 3
+    assert signed_rank_p(np.array([1.0, -2.0, 3.0])) == pytest.approx(3 / 8)
+    big = np.random.default_rng(0).standard_normal(1000)  # the normal approximation
+    assert 0.01 < signed_rank_p(big) < 0.99 and signed_rank_p(np.abs(big)) < 1e-100
 
 
 def test_bit_identical_between_runs():
