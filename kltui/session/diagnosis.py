@@ -348,10 +348,18 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             "reduction order, not the shape"
             if det
             else f"condition 1 (batch variance): match diverges ({level}) and "
-            f"{' and '.join(dirty)} show{'s' if len(dirty) == 1 else ''} no more than it on "
-            "the same prompts: kernels give different results for prefill and decode shapes"
+            f"{' and '.join(dirty)} {_no_more(excess)}: kernels give different results for "
+            "prefill and decode shapes"
         )
     return Diagnosis(server, 1, [1], label, evidence, suspects, step, cmd, action)
+
+
+def _no_more(excess: list) -> str:
+    """What the cache-hit helpers showed against match, claiming no more than was tested."""
+    verb = "stays" if len(excess) == 1 else "stay"
+    if any(e.too_few for e in excess):  # too few samples to test: only the floor speaks
+        return f"{verb} at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor"
+    return f"show{'s' if len(excess) == 1 else ''} no more than it on the same prompts"
 
 
 def diagnose(store: SessionStore) -> list[Diagnosis]:

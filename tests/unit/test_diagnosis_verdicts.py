@@ -236,3 +236,14 @@ def test_pass_at_rounding_level_is_far_below_the_gate_not_a_relaunch():
     assert d.condition == 1
     assert d.next_step.startswith("nothing to fix for the gate"), d.next_step
     assert "far below" in d.next_step and "RL rollouts" in d.next_step
+
+
+def test_too_few_samples_at_rounding_level_never_say_no_more_than_match():
+    rng = np.random.default_rng(10)
+    st = SessionStore()
+    started(st, enable_deterministic_inference=False)
+    feed_rows(st, "match", noisy_rows(rng, [1.4e-6] * 8, [32] * 8))
+    feed_rows(st, "prefill_cache_hit", noisy_rows(rng, [1.4e-6] * 8, [32] * 8))
+    (d,) = diagnose(st)
+    assert d.condition == 1 and "no more than" not in d.label, d.label
+    assert "at or below the 1e-09 stray-ulp floor" in d.label
