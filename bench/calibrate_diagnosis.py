@@ -26,8 +26,8 @@ def main() -> None:
     rows = table(noise, SIZES, runs=runs, seed=0)
     print(
         f"noise: {noise.scales.size} real per-sample scales, {noise.pairs.size} real paired "
-        f"ratios, level {noise.level:.3g}; test: signed-rank p < {EVIDENCE_P:g} and median "
-        f"ratio >= x{MIN_RATIO:g}, n >= {MIN_COMMON}; {runs} runs per cell "
+        f"ratios, level {noise.level:.3g}; test: signed-rank p < {EVIDENCE_P:g} and "
+        f"Hodges-Lehmann ratio >= x{MIN_RATIO:g}, n >= {MIN_COMMON}; {runs} runs per cell "
         f"({time.perf_counter() - t0:.0f} s)\n"
     )
     print("| | scenario | " + " | ".join(f"n = {n}" for n in SIZES) + " |")

@@ -10,7 +10,7 @@ level), then per-sample evidence, never a ratio of levels: with match bit-identi
 divergence above the 1e-9 stray-ulp floor is condition 2; with match noisy, a cache-hit helper
 counts as condition 2 only when its own samples are worse than match's on the same prompts
 beyond chance and by a real amount (`paired`: a signed-rank test over samples with an effect
-size, on at least 10 common samples, calibrated in `calibration`), and is condition 2 *first*
+size, on at least 11 common samples, calibrated in `calibration`), and is condition 2 *first*
 when it is orders of magnitude above a match that passes its gate. The floor applies the same
 way in every branch. At temperature > 0 there is no kernel verdict. The server's own
 /server_info decides the advice: nothing already on is advised again.
@@ -189,7 +189,10 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
         step = None
         if uncovered:
             label += f"; {uncovered}"
-            step = "run every same-engine helper with a usable result to cover its path"
+            step = (
+                "cover those paths: run the helpers not tested, and read the evidence for why "
+                "the others compared nothing or failed"
+            )
         return Diagnosis(server, 0, [], label, evidence, [], step)
 
     match = usable.get("match")

@@ -13,7 +13,7 @@ from rich.console import Console
 from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
 
-# at least MIN_COMMON (10) samples: below that no cache-hit verdict is drawn
+# at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
 SMALL = dict(samples=12, max_new_tokens=48, max_prompt_tokens=64)
 
 
