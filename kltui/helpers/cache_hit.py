@@ -22,6 +22,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang_parse import GenResult
+from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
 from kltui.session.events import Event, HelperStarted, Problem, SampleSkipped
@@ -116,7 +117,10 @@ async def _comma_ids(ctx: HelperContext, run: Run) -> np.ndarray:
         if ctx.comma_ids is None:
             if ctx.tokenizer is None:
                 raise run.error(_with_fix(EngineError(ctx.server, "", "no-tokenizer")))
-            ctx.comma_ids = np.asarray(ctx.tokenizer.encode(","), dtype=np.int64)
+            try:
+                ctx.comma_ids = np.asarray(ctx.tokenizer.encode(","), dtype=np.int64)
+            except UsageError as e:  # the local tokenizer's load failed (it loads in background)
+                raise run.error(EngineError(ctx.server, str(e), "tokenizer")) from None
             ctx.comma_source = f"local tokenizer {ctx.tokenizer.describe()}"
     run.extra["separator_ids"] = [int(t) for t in ctx.comma_ids]
     run.extra["separator_source"] = ctx.comma_source

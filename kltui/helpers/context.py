@@ -61,7 +61,8 @@ class HelperContext:
     server_info: dict = field(default_factory=dict)
     comma_ids: np.ndarray | None = None  # the turn-2 separator "," as ids
     comma_source: str = ""  # where comma_ids came from
-    # run/tokenizer.LocalTokenizer (encode, token_texts, describe) for a server without one
+    # run/tokenizer.LocalTokenizer or PendingTokenizer (encode, token_texts, describe) for a
+    # server without one
     tokenizer: Any = None
     stream_interval: int | None = None  # tokens per streamed chunk; None: the server's own
     top_k: int = 0  # cross_engine: K of the top-K compared with the baseline

@@ -16,6 +16,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.idcheck import check_ids
+from kltui.errors import UsageError
 from kltui.helpers.phases import Run
 from kltui.metrics.k3 import SampleMetrics
 from kltui.session.events import Event, ExtrasFetched, Problem
@@ -114,7 +115,10 @@ async def fetch_extras(
         alt_texts = {str(k): v for k, v in (res.input_top_texts or {}).items()}
         if texts is None and ctx.tokenizer is not None:
             # a server without a tokenizer sends no text: the local tokenizer's, when given
-            texts, alt_texts = _local_texts(ctx.tokenizer, want, top)
+            try:
+                texts, alt_texts = _local_texts(ctx.tokenizer, want, top)
+            except UsageError:
+                pass  # a failed local load was reported where the separator needed it
         yield ExtrasFetched(
             run.helper,
             ctx.server,

@@ -23,14 +23,7 @@ from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
-from kltui.run.tokenizer import (
-    FIX,
-    SEPARATOR,
-    LocalTokenizer,
-)
-from kltui.run.tokenizer import (
-    load as load_tokenizer,
-)
+from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.session.servers import models_differ
 
@@ -69,7 +62,11 @@ def no_tokenizer_error(url: str, what: str, fix: str) -> UsageError:
 
 
 async def _tokenize(
-    client: SGLangClient, info: dict, texts: list[str], tok: LocalTokenizer | None, fix: str
+    client: SGLangClient,
+    info: dict,
+    texts: list[str],
+    tok: LocalTokenizer | PendingTokenizer | None,
+    fix: str,
 ) -> list:
     """Ids of `texts`: by the server when it has a tokenizer (its 400 answer also tells when it
     has none), else by the local tokenizer; neither is a one-line error naming `fix`."""
@@ -86,7 +83,10 @@ async def _tokenize(
 
 
 async def build_prompt_set(
-    cfg: RunConfig, client: SGLangClient, info: dict, tok: LocalTokenizer | None = None
+    cfg: RunConfig,
+    client: SGLangClient,
+    info: dict,
+    tok: LocalTokenizer | PendingTokenizer | None = None,
 ) -> PromptSet:
     source = load_file(cfg.prompts) if cfg.prompts else builtin()
     items = source.items[: cfg.samples]
@@ -187,7 +187,7 @@ async def _run(
     live = [c for c in clients if c.url in infos]
     if not cfg.allow_different_models:
         _refuse_different_models([s for s in servers if s.get("url") in infos])
-    tok = load_tokenizer(cfg.tokenizer) if cfg.tokenizer else None
+    tok = PendingTokenizer(cfg.tokenizer) if cfg.tokenizer else None
     pset: PromptSet | None = None
     if live:
         try:
@@ -274,7 +274,10 @@ def _needs_separator(cfg: RunConfig) -> list[str]:
 
 
 def _check_separator(
-    cfg: RunConfig, live: list[SGLangClient], infos: dict[str, dict], tok: LocalTokenizer | None
+    cfg: RunConfig,
+    live: list[SGLangClient],
+    infos: dict[str, dict],
+    tok: LocalTokenizer | PendingTokenizer | None,
 ) -> None:
     """A helper with a second turn appends "," as ids: without a tokenizer anywhere, say how to
     give them before anything is flushed or measured."""
@@ -318,7 +321,7 @@ def helper_context(
     info: dict,
     pset: PromptSet,
     live_view: bool = False,
-    tok: LocalTokenizer | None = None,
+    tok: LocalTokenizer | PendingTokenizer | None = None,
 ) -> HelperContext:
     """What one helper needs for one server: the run's settings and this server's threshold."""
     thr = resolve_threshold(

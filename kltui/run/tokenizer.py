@@ -13,6 +13,7 @@ work without any tokenizer installed.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,3 +174,45 @@ def parse_separator_ids(text: str, where: str = "--separator-ids") -> list[int]:
     if not ids or min(ids) < 0:
         raise UsageError(f"{where}: expected one or more token ids >= 0, got {text!r}")
     return ids
+
+
+class PendingTokenizer:
+    """A tokenizer loading in a background thread: `import transformers` and a 128k-vocab
+    tokenizer.json cost seconds, which an ids-only run needs only at decode_cache_hit's
+    separator (after two helpers) or for the drill-down's text. A load error is raised, as the
+    one-line TokenizerError, at the first use."""
+
+    def __init__(self, spec: str) -> None:
+        resolve(spec)  # a missing folder or name is refused now, before any server is contacted
+        self.spec = spec
+        self._result: LocalTokenizer | None = None
+        self._error: BaseException | None = None
+        # daemon: a run that ends before the load never waits for it at exit
+        self._thread = threading.Thread(target=self._load, name="kltui-tokenizer", daemon=True)
+        self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            self._result = load(self.spec)
+        except BaseException as e:  # noqa: BLE001 - handed to the first caller
+            self._error = e
+
+    def get(self) -> LocalTokenizer:
+        """The loaded tokenizer (waits for the load)."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._result is not None
+        return self._result
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of `text`, special tokens included."""
+        return self.get().encode(text)
+
+    def token_texts(self, ids: Sequence[int]) -> list[str]:
+        """The text of each token on its own."""
+        return self.get().token_texts(ids)
+
+    def describe(self) -> str:
+        """Where the tokenizer came from, and which library read it."""
+        return self.get().describe()
