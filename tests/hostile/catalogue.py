@@ -269,7 +269,7 @@ PAYLOAD = [
         "the replay's ids at the compared (generated) positions are shifted by one position, "
         "the prompt's are right: every compared id is off, which no per-id quirk explains",
         {"fault": "tail-shift", "phase": "prefill"},
-        "prefill",
+        "score",
         EXIT_SERVER,
         r"sample 0: side A token id \d+ != side B generated id \d+ at position 0 \(misaligned "
         r"logprobs: not the documented quirk",

@@ -55,7 +55,7 @@ def refused(argv: list[str], capsys, listener, must: str) -> str:
 
 
 def check(listener, tmp_path, *extra: str) -> list[str]:
-    return ["check", "--server", listener.addr, "--no-record", *extra]
+    return ["check", "--server", listener.addr, "--no-record", "--request-timeout", "0.3", *extra]
 
 
 def test_helpers_that_name_no_helper(listener, tmp_path, capsys):
@@ -74,7 +74,7 @@ def test_helpers_that_name_no_helper(listener, tmp_path, capsys):
     ],
 )
 def test_thresholds_that_no_verdict_can_meet(flag, value, listener, tmp_path, capsys):
-    refused(check(listener, tmp_path, flag, value), capsys, listener, f"{flag} ")
+    refused(check(listener, tmp_path, f"{flag}={value}"), capsys, listener, f"{flag} ")
 
 
 @pytest.mark.parametrize("yaml_text, must", [
@@ -115,7 +115,13 @@ def test_two_servers_on_other_ports_are_not_duplicates(listener, tmp_path, capsy
     other = socket.socket()
     other.bind(("127.0.0.1", 0))
     try:
-        argv = ["check", "--server", listener.addr, "--server", f"localhost:{other.getsockname()[1]}"]
+        argv = [
+            "check",
+            "--server",
+            listener.addr,
+            "--server",
+            f"localhost:{other.getsockname()[1]}",
+        ]
         refused([*argv, "--no-record", "--prompts", str(tmp_path / "nope.txt")], capsys, listener,
                 "nope.txt")  # fmt: skip
     finally:
