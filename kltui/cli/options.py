@@ -84,6 +84,11 @@ def add_run_options(
             metavar="HOST:PORT",
             help="SGLang server (repeatable)",
         )
+        p.add_argument(
+            "--allow-different-models",
+            action="store_true",
+            help="run and compare servers that report different models (refused otherwise)",
+        )
     p.add_argument("--baseline", metavar="HOST:PORT", help="vLLM server for cross_engine")
     p.add_argument(
         "--helpers",
@@ -105,6 +110,19 @@ def add_run_options(
         "unless N is given",
     )
     p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
+    p.add_argument(
+        "--tokenizer",
+        metavar="PATH|NAME",
+        help="local tokenizer (a folder with tokenizer.json, or a model name in the local HF "
+        "cache) for servers started with --skip-tokenizer-init: text prompts, decode_cache_hit's "
+        "separator and the drill-down's token text",
+    )
+    p.add_argument(
+        "--separator-ids",
+        metavar="IDS",
+        help="decode_cache_hit's turn-2 separator as token ids (e.g. 11, or 1,11 with a BOS): "
+        'what tokenizer.encode(",") gives for the model; needs no tokenizer',
+    )
     p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=_float, help="avg_kl_div gate for every helper")
@@ -252,6 +270,7 @@ def build_config(args: argparse.Namespace):
         "dump_dir": "dump_dir",
         "extras": "extras",
         "stream_interval": "stream_interval",
+        "tokenizer": "tokenizer",
     }
     for arg, attr in mapping.items():
         v = getattr(args, arg, None)
@@ -260,6 +279,10 @@ def build_config(args: argparse.Namespace):
     if getattr(args, "max_prompt_tokens", None) is not None:
         cfg.max_prompt_tokens = args.max_prompt_tokens or None  # 0: no truncation
         cfg.prompt_cut_asked = True
+    if getattr(args, "separator_ids", None) is not None:
+        from kltui.run.tokenizer import parse_separator_ids
+
+        cfg.separator_ids = parse_separator_ids(args.separator_ids)
     if getattr(args, "helpers", None) is not None:
         cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
         if not cfg.helpers:
@@ -271,6 +294,8 @@ def build_config(args: argparse.Namespace):
         cfg.stream = True
     if getattr(args, "yes_flush", False):
         cfg.yes_flush = True
+    if getattr(args, "allow_different_models", False):
+        cfg.allow_different_models = True
     from kltui.engines.http import normalize_url
 
     cfg.servers = [normalize_url(s) for s in cfg.servers]
@@ -286,6 +311,10 @@ def build_config(args: argparse.Namespace):
         from kltui.run.prompts import load_file
 
         load_file(cfg.prompts)  # a bad prompt file is exit 2 before any server is contacted
+    if cfg.tokenizer:
+        from kltui.run.tokenizer import resolve
+
+        resolve(cfg.tokenizer)  # so is a tokenizer that is not there
     return cfg
 
 

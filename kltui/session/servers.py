@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kltui.metrics.alignment import model_names
+
 
 def on_off(value) -> str:
     return "–" if value is None else ("on" if value else "off")
@@ -77,6 +79,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("context_length", "context length", "context", always=False),
     Setting("random_seed", "random seed", "seed", always=False),
+    # present only for a server started with --skip-tokenizer-init (engines.server_identity)
+    Setting(
+        "skip_tokenizer_init",
+        "server tokenizer",
+        "",
+        lambda v: "none (--skip-tokenizer-init): ids only" if v else "yes",
+        always=False,
+    ),
     # the reference server's planted bug (none on a real server, so no row there)
     Setting("kltui_fault", "fault (reference server)", "fault", always=False, compared=True),
 )
@@ -87,6 +97,9 @@ COMPARED = tuple(s.key for s in SETTINGS if s.compared)
 SUMMARY_KEYS = (*(s.key for s in SETTINGS if s.line), "kltui_fault")
 # vLLM (the baseline) reports other things; SGLang's radix and deterministic flags do not apply.
 VLLM_KEYS = ("max_model_len", "dtype", "tp_size", "logprobs_mode")
+
+
+NO_TOKENIZER = "no tokenizer (--skip-tokenizer-init)"
 
 
 def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
@@ -118,6 +131,8 @@ def server_facts(s: dict) -> list[str]:
         if st.line and st.key not in ("engine", "version", "model_path"):
             value = s.get(st.key, "?") if st.show is text else st.show(s.get(st.key))
             facts.append(f"{st.short} {value}" if st.short else str(value))
+    if s.get("skip_tokenizer_init"):
+        facts.append(NO_TOKENIZER)
     if (fault := fault_of(s)) is not None:
         facts.append(f"fault {fault}")
     return facts
@@ -128,3 +143,20 @@ def server_summary(s: dict) -> str:
     if s.get("error"):
         return f"{s.get('url', '?')}: unreachable ({s['error']})"
     return f"{s.get('url', '?')} · " + " · ".join(server_facts(s))
+
+
+def models_differ(a: dict, b: dict) -> str | None:
+    """Why two SGLang servers serve different models ("model_path X vs Y"), None when nothing
+    they report says so (unknown counts as the same: only a reported difference refuses).
+    Names compare by their last path component, as the cross-engine table does."""
+    na, nb = model_names(a.get("model_path")), model_names(b.get("model_path"))
+    if not (na and nb):  # a served name is an alias: only when a path is missing
+        na = model_names(a.get("model_path"), a.get("served_model_name"))
+        nb = model_names(b.get("model_path"), b.get("served_model_name"))
+    if na and nb and not na & nb:
+        return f"model_path {a.get('model_path')} vs {b.get('model_path')}"
+    for key in ("weights_sha256", "weight_version"):
+        va, vb = a.get(key), b.get(key)
+        if va is not None and vb is not None and va != vb:
+            return f"{key} {va} vs {vb}"
+    return None

@@ -18,7 +18,7 @@ from kltui import __version__, fmt
 from kltui.errors import UsageError
 from kltui.metrics.summary import Summary
 from kltui.session.codec import json_safe
-from kltui.session.compare import cross_server
+from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import HelperState, SessionStore
 
@@ -47,6 +47,8 @@ SUMMARY_FIELDS = (
     "hits",
     "hit_ratio",
     "hit_failure",
+    "separator_ids",
+    "separator_source",
     "error",
     "reason",
     "tokens",
