@@ -23,6 +23,8 @@ from kltui.cli.options import (
     add_read_only,
     add_run_options,
     build_config,
+    check_numbers,
+    check_outputs,
     record_path,
 )
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, EXIT_USAGE, UsageError
@@ -71,6 +73,8 @@ def demo_config(args: argparse.Namespace, url: str):
 def cmd_demo(args: argparse.Namespace) -> int:
     from kltui.reference.launcher import ReferenceServer
 
+    check_numbers(args)  # refused before the reference server starts
+    check_outputs(args)
     with ReferenceServer(
         deterministic=args.deterministic, fault=args.fault, page_size=args.page_size
     ) as srv:

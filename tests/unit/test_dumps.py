@@ -187,3 +187,17 @@ def test_foreign_pt_name_is_refused(tmp_path, capsys):
 def test_live_mode_needs_server_and_dir(capsys):
     code, _, err = run_cli(["dumps", "--server", "127.0.0.1:9"], capsys)
     assert code == 2 and "--dump-dir" in err
+
+
+@pytest.mark.parametrize("k_a, k_b", [(6, 3), (3, 6)])
+def test_different_step_counts_are_exit_2(k_a, k_b, tmp_path, capsys):
+    """A's decode steps and B's decoded tokens come from different captures: only the common
+    steps would be compared, and 'bit-identical' would claim more than was checked."""
+
+    a, _ = make_pair(tmp_path / "a", k=k_a)
+    _, b = make_pair(tmp_path / "b", k=k_b)
+    rc = main(["dumps", "analyze", str(a), str(b)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "different step counts" in err
+    assert f"A has {k_a} decode steps" in err and f"+ {k_b} decoded tokens" in err
