@@ -195,6 +195,15 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(themes.VARIABLE_DEFAULTS)
 
+    def get_driver_class(self):
+        """Under `kltui web`, the web driver that exits when its browser tab goes away."""
+        driver = super().get_driver_class()
+        if driver.__name__ == "WebDriver":
+            from kltui.tui.webdriver import ClientGoneWebDriver
+
+            return ClientGoneWebDriver
+        return driver
+
     def on_mount(self) -> None:
         if self.read_only:
             self.notify("read-only: re-run and screenshots are off", timeout=4)
