@@ -44,6 +44,8 @@ class DashboardActions:
         # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
         if action in self.DASHBOARD_ONLY and len(self.screen_stack) > 1:
             return False
+        if action == "problems" and not (self.store is not None and self.store.problems):
+            return False  # nothing to list: `e` stays out of the footer
         return True
 
     # ------------------------------------------------------------------ selection

@@ -79,7 +79,8 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         Binding("f", "first_divergence", "First divergence", id="app.first-divergence"),
         Binding("r", "rerun", "Re-run", id="app.rerun"),
         Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
-        Binding("e", "problems", "Problems", show=False, id="app.problems"),
+        # shown in the footer while the run has problems (DashboardActions.check_action)
+        Binding("e", "problems", "Problems", id="app.problems"),
         Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
         Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
     ]
@@ -236,11 +237,14 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.status.running = True
         self.status.run_no = len(self.history) + 1
         self.status.message = "connecting to " + ", ".join(self.feed.servers)
+        self.refresh_bindings()  # a new run has no problems yet: `e` leaves the footer
         self._mark_dirty()
         return self.store
 
     def feed_event(self, ev: Event) -> None:
         self._dirty = True
+        if isinstance(ev, Problem) and len(self.store.problems) == 1:
+            self.refresh_bindings()  # the footer shows `e` from the first problem on
         match ev:
             case HelperStarted():
                 key = f"{ev.helper}@{ev.server}"
@@ -249,6 +253,8 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                     self.selected = key
             case RunStarted():
                 self.status.message = None
+                if any(not s.get("error") for s in ev.servers):
+                    self.status.error = None  # connected: the last attempt's error is history
             case Problem() if self.feed.mode == "live":
                 severity = "error" if ev.fatal else "warning"
                 text = escape_controls(f"{ev.source}: {ev.message}", 300)
@@ -283,6 +289,8 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                 self._watch.remember(store.run.servers)
         elif store.run is not None:
             self._last_finished = store
+        if not counted:  # a connection that failed: keep its error while the next one runs
+            self.status.error = next(iter(self.error_lines()), self.status.error)
         self._mark_dirty()
 
     async def confirm_flush(self, client) -> bool:
@@ -314,4 +322,5 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
 
     def feed_error(self, message: str) -> None:
         self.last_message = message
+        self.status.error = f"error: {escape_controls(message, 300)}"
         self.notify(escape_controls(message, 300), severity="error", timeout=10)

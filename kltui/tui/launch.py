@@ -7,6 +7,7 @@ import sys
 
 from textual.app import App
 
+from kltui.errors import EXIT_SERVER
 from kltui.run.config import RunConfig
 from kltui.session.recording import read_recording
 from kltui.tui import themes
@@ -38,6 +39,8 @@ def run_app(
     )
     app.run()
     store = app._last_finished or app.store
+    for line in exit_lines(app):
+        print(line, file=sys.stderr)
     if json_path and store is not None and store.run is not None:
         from kltui.outputs.reports.common import write_json
 
@@ -46,6 +49,16 @@ def run_app(
         if rec.recording:
             print(f"recording: {rec.recording}", file=sys.stderr)
     return app.exit_code()
+
+
+def exit_lines(app: KltuiApp) -> list[str]:
+    """What went wrong, for the terminal once the dashboard is gone: the run's errors as
+    `kltui check` prints them, when it exits 3 (no server answered) or the run ended in error."""
+    store = app._last_finished or app.store
+    errored = store is not None and store.finished is not None and store.finished.verdict == "error"
+    if app.exit_code() != EXIT_SERVER and not errored:
+        return []
+    return app.error_lines(store)
 
 
 def run_replay(
