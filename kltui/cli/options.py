@@ -159,6 +159,12 @@ def add_run_options(
     p.add_argument("--json", metavar="FILE", help="write the JSON result")
 
 
+def _say(url: str, note: str | None) -> str:
+    if note:
+        print(f"kltui: {note}", file=sys.stderr)
+    return url
+
+
 def build_config(args: argparse.Namespace):
     from kltui.run.config import RunConfig, check_helpers, load_config_file
 
@@ -204,9 +210,9 @@ def build_config(args: argparse.Namespace):
         cfg.yes_flush = True
     if getattr(args, "allow_different_models", False):
         cfg.allow_different_models = True
-    from kltui.engines.http import normalize_url
+    from kltui.engines.http import normalize_url, sglang_url
 
-    cfg.servers = [normalize_url(s) for s in cfg.servers]
+    cfg.servers = [_say(*sglang_url(s)) for s in cfg.servers]
     if cfg.baseline:
         cfg.baseline = normalize_url(cfg.baseline)
         cfg.helpers += [h for h in BASELINE_HELPERS if h not in cfg.helpers]

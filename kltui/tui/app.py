@@ -109,6 +109,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self._token_text = token_text
         self.user_keymap = dict(keymap or {})
         self.screenshot_dir = screenshot_dir
+        self.screenshots: list[str] = []  # the paths `s` wrote this session
         self.watching = bool(watch) and feed.mode == "live"
         loaded = themes.load_themes()
         for t in loaded.themes:
@@ -195,6 +196,13 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(themes.VARIABLE_DEFAULTS)
+
+    def get_system_commands(self, screen):
+        """Textual's palette entries less its "Screenshot": ours ("Save screenshot (SVG)")
+        names the file after the helper, writes it to the runs folder and says where."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Screenshot":
+                yield command
 
     def get_driver_class(self):
         """Under `kltui web`, the web driver that exits when its browser tab goes away."""

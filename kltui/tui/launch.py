@@ -26,6 +26,7 @@ def run_app(
     watch: bool,
     read_only: bool = False,
     dumps_result: dict | None = None,
+    screenshot_dir: str | None = None,
 ) -> int:
     """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
     app = KltuiApp(
@@ -36,6 +37,7 @@ def run_app(
         read_only=read_only,
         dump_dir=cfg.dump_dir,
         dumps_result=dumps_result,
+        screenshot_dir=screenshot_dir,
     )
     app.run()
     store = app._last_finished or app.store
@@ -48,7 +50,13 @@ def run_app(
     for rec in app.history:
         if rec.recording:
             print(f"recording: {rec.recording}", file=sys.stderr)
+    print_screenshots(app)
     return app.exit_code()
+
+
+def print_screenshots(app: KltuiApp) -> None:
+    for path in app.screenshots:
+        print(f"screenshot: {path}", file=sys.stderr)
 
 
 def exit_lines(app: KltuiApp) -> list[str]:
@@ -68,13 +76,18 @@ def run_replay(
     instant: bool,
     theme: str | None,
     read_only: bool = False,
+    screenshot_dir: str | None = None,
 ) -> int:
     """`kltui replay FILE`: the same dashboard fed from a recording."""
     recording = read_recording(path)
     app = KltuiApp(
-        ReplayFeed(recording, speed=speed, instant=instant), theme=theme, read_only=read_only
+        ReplayFeed(recording, speed=speed, instant=instant),
+        theme=theme,
+        read_only=read_only,
+        screenshot_dir=screenshot_dir,
     )
     app.run()
+    print_screenshots(app)
     return app.exit_code()
 
 

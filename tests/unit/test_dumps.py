@@ -187,3 +187,14 @@ def test_foreign_pt_name_is_refused(tmp_path, capsys):
 def test_live_mode_needs_server_and_dir(capsys):
     code, _, err = run_cli(["dumps", "--server", "127.0.0.1:9"], capsys)
     assert code == 2 and "--dump-dir" in err
+
+
+def test_usage_shows_capture_and_analyze_as_two_ways(capsys):
+    with pytest.raises(SystemExit):
+        main(["dumps", "--help"])
+    usage = capsys.readouterr().out.split("\n\n", 1)[0]
+    # argparse's own line read `[--full] analyze ...`, as if analyze were always required
+    assert "[--full] analyze" not in usage and "analyze ..." not in usage
+    lines = usage.splitlines()
+    assert lines[0].startswith("usage: kltui dumps --server HOST:PORT --dump-dir DIR")
+    assert lines[-1].strip() == "kltui dumps analyze DIR_A DIR_B [--json FILE] [--full]"
