@@ -149,6 +149,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self._sigs: dict[str, tuple] = {}
         self._user_selected = False
         self._watch: ServerWatch | None = None
+        self.exiting = False  # set once the app is shutting down: no more redraws or toasts
 
     def watch_selected(self) -> None:
         self._mark_dirty()  # the panels follow on the next redraw tick
@@ -228,6 +229,10 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         if self._dumps_result is not None:
             self.push_screen(DumpsScreen(self._dumps_result))
 
+    async def _on_exit_app(self) -> None:
+        self.exiting = True
+        await super()._on_exit_app()
+
     async def on_unmount(self) -> None:
         if self._watch is not None:
             await self._watch.aclose()
@@ -263,7 +268,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                 self.status.message = None
                 if any(not s.get("error") for s in ev.servers):
                     self.status.error = None  # connected: the last attempt's error is history
-            case Problem() if self.feed.mode == "live":
+            case Problem() if self.feed.mode == "live" and not self.exiting:
                 severity = "error" if ev.fatal else "warning"
                 text = escape_controls(f"{ev.source}: {ev.message}", 300)
                 self.notify(text, severity=severity, timeout=8 if ev.fatal else 5)

@@ -40,6 +40,11 @@ class Redraw:
         return {k: st.elapsed for k, st in store.helpers.items()} if store else {}
 
     def _tick(self) -> None:
+        if self.exiting or not self.is_running:
+            # Tearing down: the widgets are going, so a redraw half-fails (NoMatches), stays
+            # dirty and was retried every tick, a repaint each time, for as long as the
+            # teardown took.
+            return
         store = self.store
         version = store.version if store else -1
         now = time.monotonic()
@@ -53,7 +58,7 @@ class Redraw:
         try:
             self.refresh_views(table=now - self._last_table > 1 / TABLE_HZ)
         except NoMatches:
-            # the timer can fire while the app tears its widgets down on exit
+            # another screen is on top: the dashboard catches up once it is back
             self._dirty = True
 
     def refresh_views(self, *, table: bool = True, force: bool = False) -> None:

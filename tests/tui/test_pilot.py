@@ -318,3 +318,19 @@ async def test_event_bursts_are_coalesced_into_few_redraws():
         await pilot.pause(0.3)
         assert st.decoded_len[1] == 5008
         assert 1 <= len(calls) <= 10
+
+
+async def test_no_redraw_once_the_app_is_exiting():
+    # a redraw during teardown half-fails and stayed dirty, a repaint every tick (issue 21)
+    app = replay_app()
+    calls = []
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.refresh_views = lambda **kw: calls.append(kw)
+        app._dirty = True
+        app._tick()
+        assert len(calls) == 1  # a dirty dashboard redraws
+        app._dirty = True
+        await app._on_exit_app()  # what textual-serve's "quit" and SIGTERM lead to
+        app._tick()
+        assert app.exiting and len(calls) == 1
