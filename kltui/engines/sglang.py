@@ -48,6 +48,8 @@ PROCESS_IDENTITY = (
     "kltui_fault",
 )
 
+# How SGLang 0.5.x refuses text when started with --skip-tokenizer-init (tokenizer_manager).
+NO_TOKENIZER_MARKS = ("cannot accept text prompts", "skip_tokenizer_init=True")
 SERVER_INFO_KEYS = (
     "version",
     "model_path",
@@ -100,6 +102,8 @@ def server_identity(url: str, info: dict, model: dict) -> dict:
     out["weight_version"] = model.get("weight_version")
     cuda_graph = info.get("disable_cuda_graph")
     out["cuda_graph"] = None if cuda_graph is None else not cuda_graph
+    if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
+        out["skip_tokenizer_init"] = True
     return out
 
 
@@ -365,13 +369,18 @@ class SGLangClient(HttpEngine):
             "return_logprob": True,
             "logprob_start_len": 0,
         }
-        data = await self.request_json(
-            "POST",
-            "/generate",
-            content=orjson.dumps(body),
-            headers={"Content-Type": "application/json"},
-            max_bytes=_answer_cap(sum(len(t.encode("utf-8")) + 8 for t in texts)),
-        )
+        try:
+            data = await self.request_json(
+                "POST",
+                "/generate",
+                content=orjson.dumps(body),
+                headers={"Content-Type": "application/json"},
+                max_bytes=_answer_cap(sum(len(t.encode("utf-8")) + 8 for t in texts)),
+            )
+        except EngineError as e:
+            if any(m in e.message for m in NO_TOKENIZER_MARKS):
+                e.kind = "no-tokenizer"
+            raise
         if isinstance(data, dict):
             data = [data]
         if not isinstance(data, list) or len(data) != len(texts):
