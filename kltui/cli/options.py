@@ -242,6 +242,12 @@ def check_duplicate_servers(servers: list[str], where: str) -> None:
             seen[key] = url
 
 
+def _say(url: str, note: str | None) -> str:
+    if note:
+        print(f"kltui: {note}", file=sys.stderr)
+    return url
+
+
 def build_config(args: argparse.Namespace):
     from kltui.run.config import RunConfig, check_helpers, load_config_file
 
@@ -296,9 +302,9 @@ def build_config(args: argparse.Namespace):
         cfg.yes_flush = True
     if getattr(args, "allow_different_models", False):
         cfg.allow_different_models = True
-    from kltui.engines.http import normalize_url
+    from kltui.engines.http import normalize_url, sglang_url
 
-    cfg.servers = [normalize_url(s) for s in cfg.servers]
+    cfg.servers = [_say(*sglang_url(s)) for s in cfg.servers]
     from_cli = bool(getattr(args, "server", None))
     where = "--server" if from_cli else f"{getattr(args, 'config', None)}: servers"
     check_duplicate_servers(cfg.servers, where)

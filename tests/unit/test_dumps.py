@@ -201,3 +201,14 @@ def test_different_step_counts_are_exit_2(k_a, k_b, tmp_path, capsys):
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1 and "different step counts" in err
     assert f"A has {k_a} decode steps" in err and f"+ {k_b} decoded tokens" in err
+
+
+def test_usage_shows_capture_and_analyze_as_two_ways(capsys):
+    with pytest.raises(SystemExit):
+        main(["dumps", "--help"])
+    usage = capsys.readouterr().out.split("\n\n", 1)[0]
+    # argparse's own line read `[--full] analyze ...`, as if analyze were always required
+    assert "[--full] analyze" not in usage and "analyze ..." not in usage
+    lines = usage.splitlines()
+    assert lines[0].startswith("usage: kltui dumps --server HOST:PORT --dump-dir DIR")
+    assert lines[-1].strip() == "kltui dumps analyze DIR_A DIR_B [--json FILE] [--full]"
