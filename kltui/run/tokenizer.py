@@ -94,9 +94,37 @@ def resolve(spec: str) -> Path:
     return folder
 
 
+# tokenizer_config.json keys with which transformers rebuilds the special-token template
+# (LlamaTokenizerFast and transformers 5's fast tokenizers), so tokenizer.json alone would differ
+ALTERS_TEMPLATE = ("add_bos_token", "add_eos_token")
+
+
+def _template_is_the_files(folder: Path) -> bool:
+    """True when AutoTokenizer's encode is tokenizer.json's own: a fast tokenizer whose config
+    asks transformers for no other special-token template."""
+    if not (folder / "tokenizer.json").is_file():
+        return False
+    try:
+        import json
+
+        cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return isinstance(cfg, dict) and not any(k in cfg for k in ALTERS_TEMPLATE)
+
+
 def load(spec: str) -> LocalTokenizer:
-    """The tokenizer `spec` names, with `transformers` when installed, else `tokenizers`."""
+    """The tokenizer `spec` names: the `tokenizers` library where it encodes exactly as
+    SGLang's AutoTokenizer would (tokenizer.json's own template: milliseconds, no torch), else
+    `transformers` when installed (seconds: it imports torch), else `tokenizers`."""
     folder = resolve(spec)
+    if _template_is_the_files(folder):
+        try:
+            return _with_tokenizers(spec, folder)
+        except TokenizerError:
+            pass  # e.g. the tokenizers package missing: transformers may still read it
     try:
         import transformers  # noqa: F401
     except ImportError:

@@ -31,6 +31,35 @@ def test_transformers_and_tokenizers_encode_the_same():
     assert with_tf.token_texts(ids) == [ref.token_text[i] for i in ids]
 
 
+def test_a_plain_fast_tokenizer_is_read_by_tokenizers_and_encodes_as_transformers(tmp_path):
+    """No add_bos_token/add_eos_token in tokenizer_config.json: AutoTokenizer's encode is
+    tokenizer.json's own template, so the fast library (no torch import, milliseconds) gives
+    SGLang's ids; here a Llama-3-style template that prepends BOS (bench/make_random_checkpoint)."""
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "bench" / "make_random_checkpoint.py"
+    out = tmp_path / "ck"
+    subprocess.run(
+        [sys.executable, str(script), "tiny-llama", str(out), "--device", "cpu"],
+        check=True,
+        capture_output=True,
+    )
+    tok = load(str(out))
+    assert tok.library == "tokenizers"
+    assert tok.encode(",") == [1000, 11]  # BOS + "," as Llama 3's encode(",") = [128000, 11]
+    transformers = pytest.importorskip("transformers")
+    auto = transformers.AutoTokenizer.from_pretrained(str(out), use_fast=True)
+    for text in (",", "Once upon a time, a fox ran.", " spaced  out\n"):
+        assert tok.encode(text) == auto.encode(text)
+
+
+def test_a_config_that_sets_bos_or_eos_goes_through_transformers():
+    pytest.importorskip("transformers")
+    # the shipped checkpoint's tokenizer_config.json sets add_bos_token
+    assert load(CKPT).library == "transformers"
+
+
 def test_tokenizers_library_when_transformers_is_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "transformers", None)  # import fails
     tok = load(CKPT)
