@@ -7,6 +7,7 @@ import argparse
 import math
 import sys
 
+from kltui.argtypes import nonneg_int, number, pos_int
 from kltui.errors import UsageError
 from kltui.helpers.registry import BASELINE_HELPERS, HELPERS
 
@@ -33,38 +34,11 @@ YES_FLUSH_HELP = (
 )
 
 
-def _float(s: str) -> float:
-    try:
-        return float(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {s!r}") from None
-
-
-def _pos_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0: {s!r}")
-    return v
-
-
-def _nonneg_int(s: str) -> int:
-    try:
-        v = int(s)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {s!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
-    return v
-
-
 def _prompt_cap(s: str) -> int:
     """--max-prompt-tokens: N > 0 cuts, 0 or `none` sends prompts uncut."""
     if s.strip().lower() in ("0", "none", "off"):
         return 0
-    return _pos_int(s)
+    return pos_int(s)
 
 
 # What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
@@ -95,10 +69,10 @@ def add_run_options(
         metavar="LIST",
         help="comma list: " + ",".join(HELPERS),
     )
-    p.add_argument("--samples", type=_pos_int, help=f"number of prompts ({sizes['samples']})")
+    p.add_argument("--samples", type=pos_int, help=f"number of prompts ({sizes['samples']})")
     p.add_argument(
         "--max-new-tokens",
-        type=_pos_int,
+        type=pos_int,
         help=f"tokens decoded per sample ({sizes['max_new_tokens']})",
     )
     p.add_argument("--prompts", metavar="FILE", help=".txt, .jsonl or .json prompt file")
@@ -123,25 +97,25 @@ def add_run_options(
         help="decode_cache_hit's turn-2 separator as token ids (e.g. 11, or 1,11 with a BOS): "
         'what tokenizer.encode(",") gives for the model; needs no tokenizer',
     )
-    p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
+    p.add_argument("--temperature", type=number, help="0 (default) or 1; others warn")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--threshold", type=_float, help="avg_kl_div gate for every helper")
+    g.add_argument("--threshold", type=number, help="avg_kl_div gate for every helper")
     g.add_argument("--config", metavar="FILE.yaml", help="YAML config with per (model, tp) gates")
     p.add_argument(
         "--preset",
         choices=("sglang-ci", "deterministic"),
         help="thresholds: SGLang CI's per-model values, or bit-exact (1e-9)",
     )
-    p.add_argument("--tail-threshold", type=_float, help="tau for tail fractions (1e-3)")
+    p.add_argument("--tail-threshold", type=number, help="tau for tail fractions (1e-3)")
     p.add_argument(
         "--top-k",
-        type=_nonneg_int,
+        type=nonneg_int,
         help="top-k alternatives per position in the drill-down, fetched by a separate "
         "request (5; 0 = off)",
     )
     p.add_argument(
         "--extras",
-        type=_nonneg_int,
+        type=nonneg_int,
         metavar="N",
         help="after the gate, fetch top-k and token text around the divergence of the N worst "
         "samples per helper, in a separate request (3; 0 = off)",
@@ -156,12 +130,12 @@ def add_run_options(
     s.add_argument("--no-stream", action="store_true", help="never stream /generate")
     p.add_argument(
         "--stream-interval",
-        type=_pos_int,
+        type=pos_int,
         metavar="N",
         help="tokens per streamed chunk (default: max-new-tokens / 16)",
     )
-    p.add_argument("--flush-timeout", type=_float, help="seconds /flush_cache waits for idle")
-    p.add_argument("--request-timeout", type=_float, help="seconds to wait for a response")
+    p.add_argument("--flush-timeout", type=number, help="seconds /flush_cache waits for idle")
+    p.add_argument("--request-timeout", type=number, help="seconds to wait for a response")
     p.add_argument("--api-key", help="Bearer key (or env KLTUI_API_KEY); never recorded")
     p.add_argument(
         "--record",
@@ -347,7 +321,7 @@ def record_path(args: argparse.Namespace) -> str | None:
 
 
 def _days(s: str) -> float:
-    v = _float(s.removesuffix("d"))
+    v = number(s.removesuffix("d"))
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")
     return v

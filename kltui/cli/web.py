@@ -63,8 +63,8 @@ def is_loopback(host: str) -> bool:
 def app_argv(rest: list[str], read_only: bool) -> list[str]:
     """The kltui command line each tab runs, checked now so a mistake fails here and not in
     every browser tab."""
-    from kltui.cli.commands import make_parser
     from kltui.cli.options import SUBCOMMANDS
+    from kltui.cli.parser import make_parser
 
     argv = list(rest)
     if argv[:1] == ["--"]:

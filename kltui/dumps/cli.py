@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from kltui.cli.options import _pos_int
+from kltui.argtypes import pos_int
 
 EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module;
 1 a module diverges (the first one is named); 2 usage, no dumper hooks, misaligned rows or bad
@@ -39,10 +39,8 @@ def add_parsers(sub) -> None:
     d.add_argument("--dump-dir", metavar="DIR", help="folder the server writes its dumps to")
     g = d.add_mutually_exclusive_group()
     g.add_argument("--prompt-ids", metavar="FILE", help="token ids (JSON list or whitespace)")
-    g.add_argument(
-        "--prompt-tokens", type=_pos_int, help="first N ids of the built-in prompts (32)"
-    )
-    d.add_argument("--new-tokens", type=_pos_int, default=8, help="decode steps K (8)")
+    g.add_argument("--prompt-tokens", type=pos_int, help="first N ids of the built-in prompts (32)")
+    d.add_argument("--new-tokens", type=pos_int, default=8, help="decode steps K (8)")
     d.add_argument("--api-key", help="Bearer key (or env KLTUI_API_KEY); never recorded")
     d.add_argument(
         "--request-timeout", type=float, default=600.0, help="seconds to wait for a response (600)"
@@ -64,8 +62,8 @@ def add_parsers(sub) -> None:
 
 
 def _finish(result: dict, args) -> int:
+    from kltui.console import make_console
     from kltui.dumps.render import print_result
-    from kltui.outputs.headless import make_console
 
     if args.json:
         try:

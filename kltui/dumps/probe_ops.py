@@ -230,7 +230,7 @@ def cmd_probe_ops(args) -> int:
         except OSError as e:
             print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
             return 2
-    from kltui.outputs.headless import make_console
+    from kltui.console import make_console
 
     console = make_console()
     for run in res["probes"]:

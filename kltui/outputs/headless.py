@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -20,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
+from kltui.console import make_console
 from kltui.errors import EXIT_INTERRUPTED, exit_code
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
@@ -258,12 +258,6 @@ def results_table(store: SessionStore) -> Table:
             f"[{style}]{console_markup(str(status))}[/]",
         )
     return t
-
-
-def make_console() -> Console:
-    # CI logs are not terminals; Rich would wrap the results table at 80 columns there.
-    # emoji=False: a server string like ":warning:" must print as typed, not as a glyph.
-    return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
 
 
 def run_record_path(path: str | None, run_no: int) -> str | None:

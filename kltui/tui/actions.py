@@ -30,6 +30,7 @@ from kltui.untrusted import escape_controls
 
 
 class DashboardActions:
+    read_only: bool  # set by KltuiApp
     DASHBOARD_ONLY = frozenset(
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
     )

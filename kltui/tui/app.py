@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.widgets import Footer
@@ -30,7 +29,7 @@ from kltui.session.events import (
 from kltui.session.store import SessionStore
 from kltui.tui import themes
 from kltui.tui.actions import DashboardActions
-from kltui.tui.bindings import all_binding_ids
+from kltui.tui.bindings import DASHBOARD_BINDINGS, all_binding_ids
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
 from kltui.tui.redraw import REFRESH_HZ, Redraw
@@ -57,33 +56,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
     # the helper whose heatmap, table and counters are shown (key "helper@server")
     selected: reactive[str | None] = reactive(None, init=False)
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
-        Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
-        Binding(
-            "right_square_bracket",
-            "cycle_helper(1)",
-            "Next helper",
-            key_display="]",
-            id="app.next-helper",
-        ),
-        Binding(
-            "left_square_bracket",
-            "cycle_helper(-1)",
-            "Prev helper",
-            key_display="[",
-            show=False,
-            id="app.prev-helper",
-        ),
-        Binding("f", "first_divergence", "First divergence", id="app.first-divergence"),
-        Binding("r", "rerun", "Re-run", id="app.rerun"),
-        Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
-        # shown in the footer while the run has problems (DashboardActions.check_action)
-        Binding("e", "problems", "Problems", id="app.problems"),
-        Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
-        Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
-    ]
+    BINDINGS = DASHBOARD_BINDINGS
 
     def __init__(
         self,

@@ -2,23 +2,52 @@
 
 from __future__ import annotations
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.samples import SampleTable
 
+# The dashboard's own keys (KltuiApp.BINDINGS), here so the help screen lists them without
+# importing the app.
+DASHBOARD_BINDINGS: list[BindingType] = [
+    Binding("q", "quit", "Quit", id="app.quit"),
+    Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
+    Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
+    Binding(
+        "right_square_bracket",
+        "cycle_helper(1)",
+        "Next helper",
+        key_display="]",
+        id="app.next-helper",
+    ),
+    Binding(
+        "left_square_bracket",
+        "cycle_helper(-1)",
+        "Prev helper",
+        key_display="[",
+        show=False,
+        id="app.prev-helper",
+    ),
+    Binding("f", "first_divergence", "First divergence", id="app.first-divergence"),
+    Binding("r", "rerun", "Re-run", id="app.rerun"),
+    Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
+    # shown in the footer while the run has problems (DashboardActions.check_action)
+    Binding("e", "problems", "Problems", id="app.problems"),
+    Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
+    Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
+]
+
 
 def binding_groups() -> list[tuple[str, list[Binding]]]:
-    from kltui.tui.app import KltuiApp  # here: the app itself lists its bindings
     from kltui.tui.screens.drilldown import DrillDown as _Drill
 
     def own(cls) -> list[Binding]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
     return [
-        ("Dashboard", own(KltuiApp)),
+        ("Dashboard", [b for b in DASHBOARD_BINDINGS if isinstance(b, Binding)]),
         ("Heatmap", own(Heatmap)),
         ("Sample table", own(SampleTable) + [Binding("enter", "open", "Drill down")]),
         ("Drill-down", own(_Drill)),

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-if TYPE_CHECKING:
-    from kltui.tui.app import KltuiApp
+from kltui.tui.actions import DashboardActions
 
 MAX_SAMPLE_COMMANDS = 500
 
 
 class KltuiCommands(Provider):
     def _commands(self) -> list[tuple[str, object, str]]:
-        app: KltuiApp = self.app  # type: ignore[assignment]
+        # the palette of KltuiApp, whose actions are DashboardActions (a mixin of it)
+        app = cast(DashboardActions, self.app)
         out: list[tuple[str, object, str]] = [
             (
                 "Jump to first divergence",
@@ -48,7 +48,7 @@ class KltuiCommands(Provider):
                     "show this helper in the heatmap, counters and table",
                 )
             )
-        for name in sorted(app.available_themes):
+        for name in sorted(self.app.available_themes):
             if name.startswith("kltui") or name in ("textual-dark", "textual-light", "nord"):
                 out.append((f"Theme: {name}", partial(app.set_theme, name), "change the theme"))
         st = app.selected_state()

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import re
 
-from kltui.cli.commands import demo_config, make_parser
+from kltui.cli.handlers import demo_config
 from kltui.cli.options import DEMO_SIZES
+from kltui.cli.parser import make_parser
 
 
 def subparsers() -> dict[str, argparse.ArgumentParser]:

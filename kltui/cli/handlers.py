@@ -1,0 +1,179 @@
+"""What each `kltui` subcommand does (`kltui tui`, `check`, `demo`, `replay`, `runs`,
+`serve-reference`); `parser.py` wires them to their options. Heavy modules are imported inside
+the functions so `kltui --help` stays fast (no torch, no textual at import)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from kltui.cli.options import (
+    DEMO_SIZES,
+    build_config,
+    check_numbers,
+    check_outputs,
+    record_path,
+)
+from kltui.errors import UsageError
+
+
+def _headless(cfg, args: argparse.Namespace) -> int:
+    from kltui.cli.report import report_writer
+    from kltui.outputs.headless import run_check
+
+    rec = record_path(args)
+    reports = report_writer(args, recording=rec)  # checks output folders before the run
+    return asyncio.run(
+        run_check(
+            cfg,
+            json_path=args.json,
+            record_path=rec,
+            extra_outputs=reports,
+            repeat=getattr(args, "repeat", None) or 1,
+        )
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    cfg = build_config(args)
+    if not cfg.servers:
+        raise UsageError("check needs --server HOST:PORT (or servers: in --config)")
+    return _headless(cfg, args)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from kltui.cli.report import cmd_report as report
+
+    return report(args)
+
+
+def demo_config(args: argparse.Namespace, url: str):
+    args.server = [url]
+    cfg = build_config(args)
+    # The demo is sized for a laptop CPU; every default can be overridden on the command line.
+    for key, value in DEMO_SIZES.items():
+        if getattr(args, key) is None:
+            setattr(cfg, key, value)
+    return cfg
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from kltui.reference.launcher import ReferenceServer
+
+    check_numbers(args)  # refused before the reference server starts
+    check_outputs(args)
+    with ReferenceServer(
+        deterministic=args.deterministic, fault=args.fault, page_size=args.page_size
+    ) as srv:
+        print(f"kltui demo: reference server at {srv.url}", file=sys.stderr)
+        cfg = demo_config(args, srv.url)
+        if args.headless:
+            return _headless(cfg, args)
+        return _run_tui(cfg, args)
+
+
+def _run_tui(cfg, args, dumps_result: dict | None = None) -> int:
+    from kltui.tui.launch import run_app
+
+    return run_app(
+        cfg,
+        record=record_path(args),
+        json_path=getattr(args, "json", None),
+        theme=getattr(args, "theme", None),
+        watch=getattr(args, "watch", False),
+        read_only=getattr(args, "read_only", False),
+        dumps_result=dumps_result,
+        screenshot_dir=getattr(args, "screenshot_dir", None),
+    )
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    cfg = build_config(args)
+    dumps_result = None
+    if args.dumps:
+        from kltui.dumps.run import load_result
+
+        dumps_result = load_result(args.dumps)  # a bad file is exit 2 before anything opens
+    if not cfg.servers and dumps_result is not None:
+        from kltui.tui.launch import run_dumps_viewer
+
+        return run_dumps_viewer(dumps_result, args.theme or cfg.theme)
+    if not cfg.servers:
+        raise UsageError("give --server HOST:PORT, or run `kltui demo` for the embedded server")
+    return _run_tui(cfg, args, dumps_result)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from kltui.session.recording import read_recording
+
+    if args.file is None:
+        from kltui.session.runs import newest
+
+        args.file = str(newest())
+        print(f"kltui replay: newest recording {args.file}", file=sys.stderr)
+    rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
+    if args.headless:
+        from kltui.console import make_console
+        from kltui.outputs.headless import HeadlessView
+        from kltui.session.fold import fold
+
+        console = make_console()
+        views: list[HeadlessView] = []
+
+        def on_run(store):  # each run of the file is printed as `kltui check` printed it
+            if views:
+                views[-1].finish()
+            views.append(HeadlessView(store, console))
+            return views[-1]
+
+        fold(rec, on_run)
+        views[-1].finish()
+        return 0
+    from kltui.tui.launch import run_replay
+
+    return run_replay(
+        args.file,
+        speed=args.speed,
+        instant=args.instant,
+        theme=args.theme,
+        read_only=args.read_only,
+        screenshot_dir=args.screenshot_dir,
+    )
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from kltui.session.recording import default_runs_dir
+    from kltui.session.runs import human_size, list_runs, prune, table
+    from kltui.untrusted import escape_controls
+
+    folder = default_runs_dir()
+    if args.prune:
+        if args.keep is None and args.older_than is None:
+            raise UsageError("--prune needs --keep N and/or --older-than DAYS")
+        removed, errors = prune(
+            folder, keep=args.keep, older_than_days=args.older_than, dry_run=args.dry_run
+        )
+        verb = "would remove" if args.dry_run else "removed"
+        for r in removed:
+            print(f"{verb} {escape_controls(r.path)} ({human_size(r.size)})")
+        freed = human_size(sum(r.size for r in removed))
+        print(f"{verb} {len(removed)} recording(s), {freed}", file=sys.stderr)
+        for err in errors:
+            print(f"kltui: error: {err}", file=sys.stderr)
+        return 1 if errors else 0
+    runs = list_runs(folder)
+    if not runs:
+        print(f"no recordings in {escape_controls(folder)}", file=sys.stderr)
+        return 0
+    for line in table(runs, clean=escape_controls):
+        print(line)
+    total = human_size(sum(r.size for r in runs))
+    print(f"{len(runs)} recording(s), {total} in {escape_controls(folder)}", file=sys.stderr)
+    return 0
+
+
+def cmd_serve_reference(args: argparse.Namespace) -> int:
+    from kltui.reference.cli_entry import main as serve_main
+
+    return serve_main(args)

@@ -1,0 +1,181 @@
+"""The `kltui` argument parser: every subcommand, its options and the function that runs it
+(`handlers.py`). `kltui --help` builds it, so nothing heavy at import."""
+
+from __future__ import annotations
+
+import argparse
+
+from kltui import __version__
+from kltui.argtypes import number, pos_int
+from kltui.cli.handlers import (
+    cmd_check,
+    cmd_demo,
+    cmd_replay,
+    cmd_report,
+    cmd_runs,
+    cmd_serve_reference,
+    cmd_tui,
+)
+from kltui.cli.options import (
+    DEMO_SIZES,
+    DESCRIPTION,
+    EXIT_CODES,
+    THEME_HELP,
+    YES_FLUSH_HELP,
+    _days,
+    add_read_only,
+    add_run_options,
+)
+
+
+def add_screenshot_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--screenshot-dir",
+        metavar="DIR",
+        help="where s saves its SVG screenshots (default: the runs folder; see `kltui runs`)",
+    )
+
+
+def make_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kltui",
+        description=DESCRIPTION,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"kltui {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    tui = sub.add_parser("tui", help="live dashboard (default command)")
+    add_run_options(tui)
+    tui.add_argument("--theme", help=THEME_HELP)
+    tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
+    tui.add_argument(
+        "--dump-dir",
+        metavar="DIR",
+        help="where the dumper drill-down (diagnosis, u) has the server write its dumps "
+        "(default: dumps/ in the runs folder)",
+    )
+    tui.add_argument(
+        "--dumps",
+        metavar="FILE.json",
+        help="open a saved `kltui dumps --json` result (its module table); no --server needed",
+    )
+    tui.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
+    add_read_only(tui)
+    add_screenshot_dir(tui)
+    tui.set_defaults(func=cmd_tui)
+
+    from kltui.cli.report import add_arguments as add_report_arguments
+    from kltui.cli.report import add_report_options
+
+    check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
+    add_run_options(check)
+    add_report_options(check)
+    check.add_argument(
+        "--repeat",
+        type=pos_int,
+        default=1,
+        metavar="N",
+        help="run N times; each re-run is compared bit for bit with the one before",
+    )
+    check.set_defaults(func=cmd_check)
+
+    demo = sub.add_parser(
+        "demo",
+        help="start the embedded reference server and run on it",
+        description="Start the embedded SGLang-compatible reference server (a tiny Llama in "
+        "torch on CPU, on a free 127.0.0.1 port) and open the dashboard on it. Sized for a "
+        "laptop CPU: {samples} prompts of ~{max_prompt_tokens} tokens, {max_new_tokens} new "
+        "tokens each (the defaults below).".format(**DEMO_SIZES),
+    )
+    add_run_options(demo, servers=False, sizes=DEMO_SIZES)
+    demo.add_argument("--headless", action="store_true", help="print results instead of the TUI")
+    demo.add_argument(
+        "--deterministic", action="store_true", help="batch-invariant kernels: k3 must be exactly 0"
+    )
+    demo.add_argument(
+        "--fault",
+        default="none",
+        choices=("none", "stale-prefix", "window-evict"),
+        help="plant a state bug on one cache path",
+    )
+    demo.add_argument(
+        "--page-size",
+        type=pos_int,
+        default=1,
+        help="the reference server's radix cache page size in tokens (1); a prefix hit is "
+        "rounded down to whole pages, as in SGLang",
+    )
+    demo.add_argument("--theme", help=THEME_HELP)
+    demo.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
+    add_read_only(demo)
+    add_screenshot_dir(demo)
+    add_report_options(demo)
+    demo.set_defaults(func=cmd_demo)
+
+    report = sub.add_parser("report", help="HTML, Markdown, JSON or JUnit reports from a recording")
+    add_report_arguments(report)
+    report.set_defaults(func=cmd_report)
+
+    replay = sub.add_parser("replay", help="open a recording in the TUI, as it ran")
+    replay.add_argument(
+        "file",
+        metavar="FILE",
+        nargs="?",
+        help="a .kltui.jsonl recording (default: the newest in the runs folder; see `kltui runs`)",
+    )
+    pace = replay.add_mutually_exclusive_group()
+    pace.add_argument("--speed", type=number, help="replay at X times the recorded pace")
+    pace.add_argument("--instant", action="store_true", help="load everything at once")
+    replay.add_argument("--theme", help=THEME_HELP)
+    add_read_only(replay)
+    add_screenshot_dir(replay)
+    replay.add_argument("--headless", action="store_true", help="print the results instead")
+    replay.set_defaults(func=cmd_replay)
+
+    runs = sub.add_parser(
+        "runs",
+        help="list past runs (recordings), newest first; --prune removes old ones",
+        description="Recordings in $KLTUI_RUNS_DIR or ~/.local/state/kltui/runs, newest first: "
+        "date, servers, verdict, size, path. Retention: `--prune --keep N` and/or "
+        "`--older-than DAYS`, or set KLTUI_RUNS_KEEP=N to prune at every recorded run.",
+    )
+    runs.add_argument("--prune", action="store_true", help="remove old recordings (see below)")
+    runs.add_argument(
+        "--keep", type=pos_int, metavar="N", help="with --prune: keep the newest N recordings"
+    )
+    runs.add_argument(
+        "--older-than",
+        type=_days,
+        metavar="DAYS",
+        help="with --prune: remove recordings not written to for DAYS days (e.g. 30 or 30d)",
+    )
+    runs.add_argument(
+        "--dry-run", action="store_true", help="with --prune: list what would go, remove nothing"
+    )
+    runs.set_defaults(func=cmd_runs)
+
+    web = sub.add_parser(
+        "web",
+        help="serve the dashboard in a browser (textual-serve): kltui web [--host H] "
+        "[--port P] [--read-only] [tui|demo|replay options]; `kltui web --help` for more",
+        add_help=False,
+    )
+    web.add_argument("web_args", nargs=argparse.REMAINDER, help="see `kltui web --help`")
+
+    from kltui.dumps.cli import add_parsers as add_dumps_parsers
+    from kltui.dumps.probe_ops import add_parser as add_probe_parser
+
+    add_dumps_parsers(sub)
+    add_probe_parser(sub)
+
+    serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
+    try:
+        from kltui.reference.cli_entry import add_arguments
+    except ImportError:
+        add_arguments = None
+    if add_arguments is not None:
+        add_arguments(serve)
+    serve.set_defaults(func=cmd_serve_reference)
+    return p

@@ -1,0 +1,15 @@
+"""The Rich console every command-line view prints to (`kltui check`, `replay --headless`,
+`kltui dumps`, `kltui probe-ops`)."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+
+def make_console() -> Console:
+    """A console for stdout that keeps server text as typed and does not wrap in CI logs."""
+    # CI logs are not terminals; Rich would wrap the results table at 80 columns there.
+    # emoji=False: a server string like ":warning:" must print as typed, not as a glyph.
+    return Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 160)
