@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 from rich.markup import escape as _rich_escape
 from rich.style import Style
@@ -51,7 +52,7 @@ def one_line(value: object, limit: int = 240) -> str:
     return escape_controls(text, limit)
 
 
-def sanitize(obj: object, redact=None, depth: int = 0) -> object:
+def sanitize(obj: Any, redact=None, depth: int = 0) -> Any:
     """Every string in a decoded JSON value escaped (and secrets redacted).
 
     Applied to /server_info and /model_info, whose strings (model_path, version, ...) are shown

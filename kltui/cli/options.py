@@ -201,7 +201,7 @@ def check_duplicate_servers(servers: list[str], where: str) -> None:
         if len(servers) > 1:
             try:
                 infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
-                keys |= {(info[4][0], port) for info in infos}
+                keys |= {(str(info[4][0]), port) for info in infos}
             except (OSError, UnicodeError):
                 pass  # unresolvable here: compared by name; connecting will say more
         for key in keys:

@@ -174,8 +174,8 @@ def make_parser() -> argparse.ArgumentParser:
     try:
         from kltui.reference.cli_entry import add_arguments
     except ImportError:
-        add_arguments = None
-    if add_arguments is not None:
+        pass  # without the `reference` extra: no options of its own
+    else:
         add_arguments(serve)
     serve.set_defaults(func=cmd_serve_reference)
     return p

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from typing import Any
 
 from textual_serve.server import Server
 
@@ -23,7 +24,7 @@ class StoppingServer(Server):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._open: dict[object, object] = {}  # app service -> its tab's websocket
+        self._open: dict[object, Any] = {}  # app service -> its tab's websocket
 
     async def _process_messages(self, websocket, app_service) -> None:
         self._open[app_service] = websocket

@@ -11,6 +11,7 @@ op; every module after it that differs only inherits the difference."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from kltui.dumps.compare import json_float
 from kltui.dumps.files import DumpError, Loader, index_folder
@@ -246,7 +247,7 @@ def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
         return (0, res["decode_step"], order)
 
     rank = min(per_rank, key=lambda r: (earliest(per_rank[r]), r))
-    result = {"dir_a": str(dir_a), "dir_b": str(dir_b), "ranks": sorted(per_rank)}
+    result: dict[str, Any] = {"dir_a": str(dir_a), "dir_b": str(dir_b), "ranks": sorted(per_rank)}
     result |= per_rank[rank]
     if len(per_rank) > 1:
         result["per_rank"] = {

@@ -74,12 +74,12 @@ def unexplained(rows: list[tuple[np.ndarray, np.ndarray, int]]) -> tuple[int, in
         prompt_pairs.update(zip(sent[k].tolist(), reported[k].tolist(), strict=True))
     zero_id: int | None = None
     for i, (reported, sent, start) in enumerate(rows):
-        for k in np.flatnonzero(reported[start:] != sent[start:]).tolist():
-            pair = (int(sent[start + k]), int(reported[start + k]))
+        for j in np.flatnonzero(reported[start:] != sent[start:]).tolist():
+            pair = (int(sent[start + j]), int(reported[start + j]))
             if pair in prompt_pairs:
                 continue
             if pair[1] == 0 and zero_id in (None, pair[0]):
                 zero_id = pair[0]
                 continue
-            return i, k
+            return i, j
     return None

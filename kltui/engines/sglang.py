@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import httpx
 import numpy as np
@@ -95,7 +96,7 @@ def _answer_cap(entries: int, top_k: int = 0) -> int:
 
 def server_identity(url: str, info: dict, model: dict) -> dict:
     """The subset of /server_info and /model_info that decides what a result means."""
-    out = {"url": url, "engine": "sglang"}
+    out: dict[str, Any] = {"url": url, "engine": "sglang"}
     out.update({k: info.get(k) for k in SERVER_INFO_KEYS if k in info})
     out["model_path"] = info.get("model_path") or model.get("model_path")
     out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
@@ -197,7 +198,9 @@ class SGLangClient(HttpEngine):
             retry_if=is_transient,
         )
 
-    def _body(self, batch: Sequence[Sequence[int]], sp: dict, *, stream: bool, **kw) -> dict:
+    def _body(
+        self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, *, stream: bool, **kw
+    ) -> dict:
         body: dict = {
             "input_ids": [np.asarray(x).tolist() for x in batch],
             "sampling_params": sp,
@@ -217,7 +220,12 @@ class SGLangClient(HttpEngine):
         return body
 
     def check_results(
-        self, results: list[GenResult], batch: Sequence[Sequence[int]], sp: dict, route: str, **kw
+        self,
+        results: list[GenResult],
+        batch: Sequence[Sequence[int] | np.ndarray],
+        sp: dict,
+        route: str,
+        **kw,
     ) -> None:
         """Verify before trusting: every answer must belong to its prompt and be complete.
 
@@ -283,7 +291,9 @@ class SGLangClient(HttpEngine):
         # reports the last vocabulary id as 0), kept for the helper to report per position.
         r.id_mismatch = found.positions
 
-    async def generate(self, batch: Sequence[Sequence[int]], sp: dict, **kw) -> list[GenResult]:
+    async def generate(
+        self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, **kw
+    ) -> list[GenResult]:
         """One non-streamed batched /generate; results in input order, checked against the
         request. Never retried (see the class comment)."""
         entries = sum(len(x) for x in batch) + len(batch) * int(sp.get("max_new_tokens") or 0)
@@ -309,7 +319,7 @@ class SGLangClient(HttpEngine):
         return results
 
     async def generate_stream(
-        self, batch: Sequence[Sequence[int]], sp: dict, *, incremental: bool, **kw
+        self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, *, incremental: bool, **kw
     ) -> AsyncIterator[Delta | list[GenResult]]:
         """Yields a Delta per new run of tokens, then the list of final results."""
         body = orjson.dumps(self._body(batch, sp, stream=True, **kw))

@@ -51,7 +51,8 @@ def triples(entries, what: str) -> tuple[np.ndarray, np.ndarray]:
         if arr.ndim != 2 or arr.shape[1] < 2:
             raise ParseError(f"{what} entries are not [logprob, token_id, text] triples")
         lp_col = arr[:, 0]
-        lp_col[np.equal(lp_col, None)] = np.nan
+        # an object array compared with None: numpy's stubs have no overload for it
+        lp_col[np.equal(lp_col, None)] = np.nan  # type: ignore[call-overload]
         lps = lp_col.astype(np.float64)
         id_col = arr[:, 1]
         ids = id_col.astype(np.int64)
@@ -71,7 +72,7 @@ def top_entries(entries, what: str = "top logprobs") -> list | None:
         return None
     if not isinstance(entries, list):
         raise ParseError(f"{what} is not a list")
-    out = []
+    out: list[list[tuple[int, float]] | None] = []
     try:
         for pos in entries:
             if pos is None:
@@ -333,7 +334,8 @@ class StreamAssembler:
         if missing:
             raise ParseError(f"stream ended with no data for batch index(es) {missing[:8]}")
         out = []
-        for i, obj in enumerate(self.last):
+        # `missing` is empty: every index has its last object, in order
+        for i, obj in enumerate(o for o in self.last if o is not None):
             what = f"stream for index {i}"
             meta = obj["meta_info"]
             ids = np.concatenate(self.ids[i]) if self.ids[i] else np.zeros(0, dtype=np.int64)

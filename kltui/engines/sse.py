@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any
 
 import orjson
 
@@ -96,7 +97,7 @@ async def iter_lines(
         yield b"".join(parts).rstrip(b"\r").decode("utf-8", "replace")
 
 
-async def iter_events(lines: AsyncIterable[str]) -> AsyncIterator[object]:
+async def iter_events(lines: AsyncIterable[str]) -> AsyncIterator[Any]:
     async for line in lines:
         item = parse_data_line(line.rstrip("\r"))
         if item is not None:

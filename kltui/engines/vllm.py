@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 import numpy as np
@@ -161,7 +162,7 @@ class VLLMClient(HttpEngine):
 
     async def completions(
         self,
-        prompts: Sequence[Sequence[int]],
+        prompts: Sequence[Sequence[int] | np.ndarray],
         *,
         max_tokens: int,
         prompt_logprobs: int | None = None,
@@ -251,7 +252,7 @@ class VLLMClient(HttpEngine):
         return out
 
 
-def _get(d: dict, *path):
+def _get(d: Any, *path: str) -> Any:
     for p in path:
         if not isinstance(d, dict):
             return None
@@ -261,8 +262,9 @@ def _get(d: dict, *path):
 
 def settings_from_server_info(info: dict) -> dict:
     """The alignment-relevant part of vLLM's `/server_info?config_format=json`."""
-    cfg = info.get("vllm_config") if isinstance(info.get("vllm_config"), dict) else {}
-    env = info.get("vllm_env") if isinstance(info.get("vllm_env"), dict) else {}
+    raw_cfg, raw_env = info.get("vllm_config"), info.get("vllm_env")
+    cfg: dict = raw_cfg if isinstance(raw_cfg, dict) else {}
+    env: dict = raw_env if isinstance(raw_env, dict) else {}
     model = cfg.get("model_config") or {}
     out = {
         "dtype": model.get("dtype"),

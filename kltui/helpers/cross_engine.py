@@ -28,7 +28,7 @@ from kltui.engines.errors import EngineError
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
-from kltui.engines.vllm_parse import TopK
+from kltui.engines.vllm_parse import Completion, TopK
 from kltui.helpers import cross_batches as batches
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
@@ -174,7 +174,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
             scored_b = await vllm.completions(
                 [s.seq for s in chunk], max_tokens=1, prompt_logprobs=k, temperature=0.0
             )
-            greedy_b = None
+            greedy_b: list[Completion] | None = None
             if ctx.max_new_tokens > 0:
                 greedy_b = await vllm.completions(
                     [s.prompt for s in chunk],
@@ -195,7 +195,8 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
         # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
         wanted: list[np.ndarray] = []
         for s, b in zip(chunk, scored_b, strict=True):
-            ids = np.unique(b.prompt.top.ids[s.start :])
+            # asked with prompt_logprobs: completions() fails when an answer lacks them
+            ids = np.unique(b.prompt.top.ids[s.start :])  # type: ignore[union-attr]
             ids = ids[ids >= 0]
             if s.seq.size * (1 + k + ids.size) > batches.ENTRY_BUDGET:
                 dropped_ids += 1
@@ -215,10 +216,9 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
             raise _fail(run, e, "prefill") from None
 
         # 4. Score.
+        greedy: list[Completion | None] = list(greedy_b) if greedy_b else [None] * len(chunk)
         yield run.enter("score")
-        for s, a, b, ids, g in zip(
-            chunk, scored_a, scored_b, wanted, greedy_b or [None] * len(chunk), strict=True
-        ):
+        for s, a, b, ids, g in zip(chunk, scored_a, scored_b, wanted, greedy, strict=True):
             try:
                 ev = _score(ctx, run, s, a, b, ids, g)
             except ValueError as e:

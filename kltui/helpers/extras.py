@@ -52,7 +52,7 @@ def worst_samples(run: Run, n: int) -> list[int]:
 
 def plan(run: Run, samples: list[int]) -> list[tuple[Run, int, int, int]]:
     """(run, sample, lo, hi) for every window to fetch."""
-    out = []
+    out: list[tuple[Run, int, int, int]] = []
     for sample in samples:
         sc = run.book.samples.get(sample)
         if sc is None or sample not in run.scored_inputs:

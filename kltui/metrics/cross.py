@@ -252,7 +252,9 @@ def cross_summary(
             out["top1_agreement"] = _rate([c.top1_agree.astype(np.float64) for _, c in scored])
             out["topk_overlap"] = _rate([c.topk_overlap for _, c in scored])
         if k >= 5:
-            out["top5_agreement"] = _rate([c.top5_overlap for _, c in scored])
+            out["top5_agreement"] = _rate(
+                [c.top5_overlap for _, c in scored if c.top5_overlap is not None]
+            )
         kl = np.concatenate([c.union_kl for _, c in scored])
         out["union_kl_mean"] = float(np.nanmean(kl))
         out["union_kl_max"] = float(np.nanmax(kl))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
+from typing import cast
 
 from rich.console import Console
 from rich.progress import (
@@ -13,6 +14,7 @@ from rich.progress import (
     Progress,
     ProgressColumn,
     Task,
+    TaskID,
     TextColumn,
 )
 from rich.table import Table
@@ -76,7 +78,7 @@ class HeadlessView:
             console=console,
             transient=False,
         )
-        self.tasks: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
         self.flushes: dict[str, int] = {}  # server -> flushes asked (they hit every client)
 
     def __call__(self, ev: Event) -> None:
@@ -102,11 +104,11 @@ class HeadlessView:
                     self.flushes[ev.server] = self.flushes.get(ev.server, 0) + 1
                 self._update(ev.helper, ev.server)
             case HelperFinished():
-                s = Summary.of(ev.summary)
+                summary = Summary.of(ev.summary)
                 self._update(
                     ev.helper,
                     ev.server,
-                    final=f"{s.status} avg_kl_div={fmt.sci(s.avg_kl_div)}",
+                    final=f"{summary.status} avg_kl_div={fmt.sci(summary.avg_kl_div)}",
                 )
             case Problem():
                 style = "red" if ev.fatal else "yellow"
@@ -166,8 +168,8 @@ class HeadlessView:
             if d.next_step:
                 self.console.print(Text.assemble(("  next: ", "bold"), d.next_step), soft_wrap=True)
         for pair in cross_server(self.store):
-            for line in pair_lines(pair):
-                self.console.print(line, soft_wrap=True)
+            for text in pair_lines(pair):
+                self.console.print(text, soft_wrap=True)
         self.console.print(verdict_line(self.store))
 
 
@@ -280,7 +282,7 @@ async def _run_once(
     """One run into `store`; True when it was interrupted."""
     recorder = Recorder(record_path) if record_path else None
     view = HeadlessView(store, console)
-    task = asyncio.current_task()
+    task = cast(asyncio.Task, asyncio.current_task())  # a coroutine that asyncio runs
     loop = asyncio.get_running_loop()
     installed = []
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -343,7 +345,7 @@ async def run_check(
             # the table once, for the last run, and each re-run's comparison after it
             HeadlessView(store, console).report()
             for line, identical in reruns:
-                style = {True: "green", False: "yellow"}.get(identical, "dim")
+                style = "dim" if identical is None else "green" if identical else "yellow"
                 head, _, tail = line.partition(": ")
                 console.print(Text.assemble((head + ": ", "bold"), (tail, style)), soft_wrap=True)
         if json_path:

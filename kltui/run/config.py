@@ -291,14 +291,11 @@ def _entries(path: str, value: Any, node: yaml.Node) -> list[ThresholdEntry]:
                     raise ConfigError(path, f"'{k}' must be a positive number", _line(v_node))
         if "model" not in item:
             raise ConfigError(path, "thresholds entry needs 'model'", _line(item_node))
-        out.append(
-            ThresholdEntry(
-                **{
-                    k: (float(v) if k.startswith(("kl_", "tail")) and v is not None else v)
-                    for k, v in item.items()
-                }
-            )
-        )
+        fields: dict[str, Any] = {
+            k: (float(v) if k.startswith(("kl_", "tail")) and v is not None else v)
+            for k, v in item.items()
+        }
+        out.append(ThresholdEntry(**fields))
     return out
 
 
@@ -340,9 +337,9 @@ def resolve_threshold(
     sources.append(("preset sglang-ci", _preset("sglang-ci")))
     for label, entries in sources:
         for e in entries:
-            if e.matches(model, tp) and e.for_helper(helper) is not None:
+            if e.matches(model, tp) and (kl := e.for_helper(helper)) is not None:
                 t = e.tail_threshold if e.tail_threshold is not None else tail
-                return Threshold(float(e.for_helper(helper)), t, f"{label} ({e.model})")
+                return Threshold(float(kl), t, f"{label} ({e.model})")
     return Threshold(DEFAULT_KL_DIV, tail, f"default {DEFAULT_KL_DIV:g} (SGLang CI's common value)")
 
 

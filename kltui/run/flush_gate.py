@@ -45,7 +45,7 @@ async def is_loopback(url: str) -> bool:
         infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
         return False
-    addrs = {info[4][0] for info in infos}
+    addrs = {str(info[4][0]) for info in infos}
     try:
         return bool(addrs) and all(_is_loopback_ip(a) for a in addrs)
     except ValueError:

@@ -66,7 +66,7 @@ async def _tokenize(
     info: dict,
     texts: list[str],
     tok: LocalTokenizer | PendingTokenizer | None,
-    fix: str,
+    fix: tuple[str, str],
 ) -> list:
     """Ids of `texts`: by the server when it has a tokenizer (its 400 answer also tells when it
     has none), else by the local tokenizer; neither is a one-line error naming `fix`."""

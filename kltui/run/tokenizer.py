@@ -160,7 +160,7 @@ def _with_transformers(spec: str, folder: Path) -> LocalTokenizer:
         str(folder),
         "transformers",
         tok.encode,
-        lambda t: tok.decode([t], skip_special_tokens=False),
+        lambda t: str(tok.decode([t], skip_special_tokens=False)),
     )
 
 

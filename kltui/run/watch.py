@@ -21,7 +21,7 @@ class ServerWatch:
         key = resolve_api_key(api_key)
         clients = [SGLangClient(u, key, timeout=5.0, connect_timeout=2.0) for u in urls]
         self.clients = {c.url: c for c in clients}  # keyed like RunStarted.servers
-        self.baseline: dict[str, tuple | None] = {}
+        self.baseline: dict[str | None, tuple | None] = {}
 
     def remember(self, servers: list[dict]) -> None:
         """The identities the last run saw (None for a server that was down)."""

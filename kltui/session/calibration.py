@@ -94,7 +94,8 @@ def _gamma(rng: np.random.Generator, lengths: np.ndarray) -> np.ndarray:
 
 
 def draw(rng: np.random.Generator, noise: Noise, n: int, sigma: float) -> Draw:
-    lengths = np.exp(rng.uniform(*np.log(LENGTHS), n)).astype(int)
+    lo, hi = np.log(LENGTHS)
+    lengths = np.exp(rng.uniform(lo, hi, n)).astype(int)
     contexts = rng.integers(PROMPTS[0], PROMPTS[1] + 1, n) + lengths
     scale = noise.level * rng.choice(noise.scales, n)
     jit = np.exp(sigma * rng.standard_normal((2, n)))

@@ -124,7 +124,7 @@ def restore_float(value: Any) -> Any:
 def decode(obj: dict) -> Event:
     """Inverse of encode(); raises KeyError/TypeError/ValueError on a malformed record."""
     cls = EVENT_TYPES[obj["type"]]
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name not in obj:
             if f.name == "at":  # older recordings: unknown, never the time of reading

@@ -5,16 +5,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Protocol
 
 from kltui.session.events import Event, RunFinished
-from kltui.session.recording import Recorder
 from kltui.session.store import SessionStore
+
+
+class EventWriter(Protocol):
+    """Where pump records each event: a `Recorder`, or the TUI's `LazyRecorder`."""
+
+    def write(self, event: Event, /) -> None: ...
 
 
 async def pump(
     events: AsyncIterator[Event],
     store: SessionStore,
-    recorder: Recorder | None,
+    recorder: EventWriter | None,
     on_event: Callable[[Event], None] | None = None,
 ) -> None:
     """Runs the stream to its end; on cancellation records an `interrupted` RunFinished."""
@@ -38,7 +44,7 @@ async def pump(
 def _finish(
     ev: RunFinished,
     store: SessionStore,
-    recorder: Recorder | None,
+    recorder: EventWriter | None,
     on_event: Callable[[Event], None] | None,
 ) -> None:
     if store.finished is not None:

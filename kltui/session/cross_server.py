@@ -12,6 +12,7 @@ server's cache path; different models -> nothing about kernels or state at all.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from kltui.helpers.registry import HELPERS, same_engine
 from kltui.session.compare import compare_books
@@ -25,7 +26,7 @@ def _servers(store: SessionStore) -> list[str]:
     """SGLang servers of the run in the order given (a server that never answered included),
     then any other server a helper ran on (recordings without identities)."""
     urls = [
-        s.get("url")
+        s["url"]
         for s in (store.run.servers if store.run else [])
         if s.get("engine", "sglang") == "sglang" and isinstance(s.get("url"), str)
     ]
@@ -126,7 +127,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> dict:
     else:
         identical = None
     models = models_differ(ix, iy) if ix and iy else None
-    pair = {
+    pair: dict[str, Any] = {
         "servers": [x, y],
         "identical": identical,
         "same_model": None if not (ix and iy) else models is None,

@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerState
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, exit_code
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
-from kltui.session.store import HelperState
+from kltui.session.store import HelperState, SessionStore
 from kltui.tui.bindings import binding_groups
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
@@ -30,7 +30,11 @@ from kltui.untrusted import escape_controls
 
 
 class DashboardActions:
-    read_only: bool  # set by KltuiApp
+    # set by KltuiApp
+    read_only: bool
+    store: SessionStore | None
+    selected: str | None
+    _prev_store: SessionStore | None
     DASHBOARD_ONLY = frozenset(
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
     )

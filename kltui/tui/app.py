@@ -105,7 +105,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                 self._startup_notes.append(f"keymap: unknown binding id(s) {', '.join(unknown)}")
         self.store: SessionStore | None = None
         self.status = RunStatus(mode=feed.mode)
-        if feed.mode == "replay":
+        if isinstance(feed, ReplayFeed):
             self.status.replay_label = feed.label()
         self.history: list[RunRecord] = []
         self.summaries = Summaries()
@@ -195,7 +195,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.theme_changed_signal.subscribe(self, lambda _t: self.refresh_views(force=True))
         self.set_interval(1 / REFRESH_HZ, self._tick)
         self.query_one(Heatmap).focus()
-        if self.watching:
+        if self.watching and isinstance(self.feed, LiveFeed):  # --watch: live runs only
             self._watch = ServerWatch(self.feed.servers, getattr(self.feed.cfg, "api_key", None))
             self.set_interval(POLL_INTERVAL_S, self._watch_tick)
         self.start_feed()
@@ -290,10 +290,12 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         reason = await reason_to_ask(client, self._loopback)
         if reason is not None:
             answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-            self.push_screen(
-                ConfirmFlush(url, reason, read_only=self.read_only),
-                callback=lambda yes: answer.done() or answer.set_result(bool(yes)),
-            )
+
+            def answered(yes: bool | None) -> None:
+                if not answer.done():
+                    answer.set_result(bool(yes))
+
+            self.push_screen(ConfirmFlush(url, reason, read_only=self.read_only), callback=answered)
             if not await answer:
                 self.last_message = f"run cancelled: {url} was not flushed"
                 return False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import cast
 
@@ -14,10 +15,10 @@ MAX_SAMPLE_COMMANDS = 500
 
 
 class KltuiCommands(Provider):
-    def _commands(self) -> list[tuple[str, object, str]]:
+    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
         # the palette of KltuiApp, whose actions are DashboardActions (a mixin of it)
         app = cast(DashboardActions, self.app)
-        out: list[tuple[str, object, str]] = [
+        out: list[tuple[str, Callable[[], object], str]] = [
             (
                 "Jump to first divergence",
                 app.action_first_divergence,
@@ -68,16 +69,17 @@ class KltuiCommands(Provider):
         for name, callback, help_text in self._commands():
             if name.startswith("Open sample") or name.startswith("Theme: textual"):
                 continue
-            yield DiscoveryHit(Content(name), callback, text=name, help=_literal(help_text))
+            # help as Content, shown literally; Textual annotates it as str (markup) only
+            help_content: str = _literal(help_text)  # type: ignore[assignment]
+            yield DiscoveryHit(Content(name), callback, text=name, help=help_content)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands():
             score = matcher.match(name)
             if score > 0:
-                yield Hit(
-                    score, _highlight(matcher, name), callback, text=name, help=_literal(help_text)
-                )
+                help_content: str = _literal(help_text)  # type: ignore[assignment]  # as above
+                yield Hit(score, _highlight(matcher, name), callback, text=name, help=help_content)
 
 
 def _literal(text: str) -> Content:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from textual.color import Color, ColorParseError
@@ -91,7 +92,9 @@ def theme_from_file(path: Path) -> Theme:
     unknown = set(data) - set(THEME_FIELDS) - {"name", "dark", "variables"}
     if unknown:
         raise ValueError(f"{path.name}: unknown theme keys {sorted(unknown)}")
-    kwargs = {k: _color(path, k, data[k]) for k in THEME_FIELDS if data.get(k) is not None}
+    kwargs: dict[str, Any] = {
+        k: _color(path, k, data[k]) for k in THEME_FIELDS if data.get(k) is not None
+    }
     variables = data.get("variables") or {}
     if not isinstance(variables, dict):
         raise ValueError(f"{path.name}: 'variables' must be a mapping")

@@ -39,7 +39,8 @@ class ClientGoneWebDriver(WebDriver):
             # thread waits in a write to a pipe nobody reads.
             self._loop.remove_signal_handler(sig)
             signal.signal(sig, lambda *_: self.request_exit())
-        self._write = self._guarded_write
+        # WebDriver keeps its writer as a partial; any callable of the same shape does
+        self._write = self._guarded_write  # type: ignore[assignment]
 
     def _guarded_write(self, data: bytes) -> int:
         """os.write to stdout; the client closed it: drop the frame and exit."""

@@ -80,7 +80,7 @@ def cross_fields(summary: Summary | None) -> dict | None:
 def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
     """(label, plain-text value) of the cross-engine figures, for Markdown, HTML and JUnit."""
     f = cross_fields(summary)
-    if f is None:
+    if f is None or summary is None:
         return []
 
     def rate(x) -> str:

@@ -59,7 +59,7 @@ def _ramp() -> list[tuple[int, int, int]]:
     lo = np.minimum(t.astype(int), len(stops) - 2)
     frac = (t - lo)[:, None]
     rgb = stops[lo] * (1 - frac) + stops[lo + 1] * frac
-    return [tuple(int(round(c)) for c in row) for row in rgb]
+    return [(int(round(r)), int(round(g)), int(round(b))) for r, g, b in rgb]
 
 
 PALETTE = [SPECIAL_COLOURS[EMPTY], SPECIAL_COLOURS[PENDING], SPECIAL_COLOURS[ZERO], *_ramp()]

@@ -48,7 +48,7 @@ def header_html(store: SessionStore, origin: Origin | None) -> str:
     if origin is not None and origin.recording:
         meta.append(f"recording <code>{esc(origin.recording)}</code>")
     helpers = list(store.helpers.values())
-    counts = {}
+    counts: dict[str, int] = {}
     for st in helpers:
         counts[helper_status(st)] = counts.get(helper_status(st), 0) + 1
     tally = ", ".join(f"{n} {esc(s)}" for s, n in counts.items()) or "no helper ran"
@@ -86,7 +86,7 @@ def reruns_html(origin: Origin | None) -> str:
     if origin is None or not origin.reruns:
         return ""
     items = "".join(
-        f'<li class="{ {True: "pass", False: "fail"}.get(same, "unknown") }">{esc(line)}</li>'
+        f'<li class="{"unknown" if same is None else "pass" if same else "fail"}">{esc(line)}</li>'
         for line, same in origin.reruns
     )
     return f"<section><h2>Re-runs (--repeat)</h2><ul class='reruns'>{items}</ul></section>"

@@ -135,14 +135,14 @@ def top_tokens_html(st: HelperState) -> str:
     n = min(TOP_TOKENS, k.size)
     top = np.argpartition(-rank, n - 1)[:n]
     top = top[np.argsort(-rank[top], kind="stable")]
-    top = [i for i in top if rank[i] > 0 or np.isnan(k[i])]
-    if not top:
+    shown = [i for i in top if rank[i] > 0 or np.isnan(k[i])]
+    if not shown:
         return (
             '<h4>Largest k3 tokens</h4><p class="muted">Every scored token has bit-identical '
             "logprobs on both paths.</p>"
         )
     rows = []
-    for i in top:
+    for i in shown:
         s, p = samples[owner[i]], int(offset[i])
         rows.append(
             f"<tr><td class='n'>{esc(s.sample)}</td><td class='n'>{p}</td>"

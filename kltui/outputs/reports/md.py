@@ -140,12 +140,12 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         )
     errors = [p for p in store.problems if p.fatal]
     warnings = [p for p in store.problems if not p.fatal]
-    shown = (errors + warnings)[:MAX_PROBLEMS]
-    for p in shown:
-        kind = "Error" if p.fatal else "Warning"
-        lines.append(f"- **{kind}** {md_text(p.source)}: {md_text(p.message)}")
-    if len(store.problems) > len(shown):
-        lines.append(f"- … and {len(store.problems) - len(shown)} more problems in the recording")
+    listed = (errors + warnings)[:MAX_PROBLEMS]
+    for prob in listed:
+        kind = "Error" if prob.fatal else "Warning"
+        lines.append(f"- **{kind}** {md_text(prob.source)}: {md_text(prob.message)}")
+    if len(store.problems) > len(listed):
+        lines.append(f"- … and {len(store.problems) - len(listed)} more problems in the recording")
     run_id = f"run {md_text(run.run_id)} · " if run else ""
     lines += ["", f"<sub>{run_id}{timestamp(run_time(store, origin))} · kltui {__version__}</sub>"]
     return "\n".join(lines) + "\n"

@@ -84,4 +84,4 @@ class DiagnosisScreen(ModalScreen):
         if not wanted:
             self.app.notify("no server diagnosed yet", timeout=3)
             return
-        self.app.open_dumps(wanted[0].server)
+        self.app.open_dumps(wanted[0].server)  # type: ignore[attr-defined]  # KltuiApp's

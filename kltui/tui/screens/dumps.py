@@ -4,7 +4,7 @@ fresh prefill, what inherits it, and whether prefill is M-invariant. Takes the r
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -17,7 +17,7 @@ from kltui.untrusted import safe
 
 
 def dumps_view(result: dict) -> Group:
-    parts = [
+    parts: list[RenderableType] = [
         safe(
             result.get("verdict", ""), "bold red" if not result.get("identical") else "bold green"
         ),

@@ -367,7 +367,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         fill = heat.GLYPHS if self.glyphs else [" "] * scale.N_LEVELS
         # Runs repeat (same level, same length) across rows: reuse their Segments.
         cache = self._segments
-        out = []
+        out: list[Segment] = []
         append = out.append
         for n, level in zip(lengths, run_levels, strict=True):
             seg = cache[level].get(n)

@@ -16,6 +16,7 @@ class HeatmapNavigation:
     # why the last +, - or 0 changed nothing; the panel's status line shows it until the
     # next move
     zoom_note: str | None = None
+    zoom: int | None  # tokens per cell; None fits the longest row (set by Heatmap)
 
     def _clamp_cursor(self) -> None:
         self.cursor_row = max(0, min(self.cursor_row, self._n_rows - 1))
@@ -145,7 +146,7 @@ class HeatmapNavigation:
         return lo + int(np.argmax(safe))
 
     def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
+        offset = event.get_content_offset(self)  # type: ignore[arg-type]  # self is the Heatmap
         if offset is None or self.state is None:
             return
         row = int(self.scroll_offset.y) + offset.y

@@ -11,7 +11,8 @@ from kltui import fmt
 from kltui.metrics import scale
 from kltui.session.store import HelperState
 from kltui.tui import heat
-from kltui.tui.widgets.heatmap import GUTTER, Heatmap, ruler
+from kltui.tui.heatgeometry import GUTTER
+from kltui.tui.widgets.heatmap import Heatmap, ruler
 from kltui.untrusted import safe, token_repr
 
 

@@ -220,5 +220,6 @@ class HelperProgress(Static):
         offset = event.get_content_offset(self)
         if offset is None:
             return
-        if 0 <= offset.y < len(self._keys) and self._keys[offset.y]:
-            self.post_message(self.Selected(self._keys[offset.y]))
+        key = self._keys[offset.y] if 0 <= offset.y < len(self._keys) else None
+        if key:
+            self.post_message(self.Selected(key))
