@@ -4,7 +4,6 @@ each planted fault is named on its own path, with and without batch-variant kern
 from __future__ import annotations
 
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ from rich.console import Console
 
 from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
+from tests.json_contract import read_check
 
 SMALL = dict(samples=8, max_new_tokens=48, max_prompt_tokens=64)
 
@@ -26,7 +26,7 @@ async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
         console=Console(file=out, width=240),
         **kw,
     )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return rc, read_check(tmp_path / "r.json"), out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from kltui.outputs.reports.common import json_report
 from kltui.session.compare import compare_books, compare_samples, cross_server, describe_first_dict
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
+from tests.json_contract import validate
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
 
@@ -124,7 +125,9 @@ def test_different_values_point_at_kernels_or_races():
     m = pair["helpers"]["match"]
     assert m["first_difference"]["side"] == "prefill" and m["prefill_max_abs_delta"] > 0
     assert m["decode_max_abs_delta"] == 0.0
-    assert json_report(two_servers(1e-6))["cross_server"][0]["identical"] is False
+    doc = json_report(two_servers(1e-6))
+    validate(doc, "check")
+    assert doc["cross_server"][0]["identical"] is False
 
 
 def test_same_settings_say_little():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from dumps_synth import make_pair  # noqa: E402
 from kltui.cli import main  # noqa: E402
 from kltui.dumps.analyze import MisalignedError, analyze  # noqa: E402
 from kltui.dumps.files import DumpError  # noqa: E402
+from tests.json_contract import read_dumps  # noqa: E402
 
 QKV1 = "model.layers.1.self_attn.qkv_proj"
 
@@ -47,7 +47,7 @@ def test_planted_layer_is_named_with_step_position_and_inherited(tmp_path, capsy
     js = tmp_path / "r.json"
     code, out, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
     assert code == 1
-    r = json.loads(js.read_text())
+    r = read_dumps(js)
     assert r["first_divergent_module"] == QKV1
     assert r["decode_step"] == 3 and r["position"] == 6 + 3 - 1
     assert r["inputs_identical"] is True and r["embedding_identical"] is True
