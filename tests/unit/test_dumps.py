@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import sys
 from pathlib import Path
 
@@ -187,3 +189,28 @@ def test_foreign_pt_name_is_refused(tmp_path, capsys):
 def test_live_mode_needs_server_and_dir(capsys):
     code, _, err = run_cli(["dumps", "--server", "127.0.0.1:9"], capsys)
     assert code == 2 and "--dump-dir" in err
+
+
+def test_json_has_every_key_null_when_absent_and_tags_non_finite(tmp_path, capsys):
+    """docs/JSON.md: `dumps analyze` has no live capture (its keys are null), one rank (per_rank
+    null), nothing differing (differing_inputs []); a NaN difference is {"$float": "nan"}, read
+    back as the float by `kltui --dumps`, and a file in the old encoding ("nan") still opens."""
+    from kltui.dumps.run import load_result
+
+    a, b = make_pair(tmp_path, plant_decode={"step": 2, "module": QKV1, "eps": float("nan")})
+    js = tmp_path / "r.json"
+    code, _, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
+    assert code == 1
+    r = read_dumps(js)  # strict JSON, validated against kltui/schemas/dumps.schema.json
+    assert r["server"] is None and r["prompt_ids"] is None and r["new_tokens"] is None
+    assert r["per_rank"] is None
+    assert r["max_abs_diff"] == {"$float": "nan"}
+    assert math.isnan(load_result(str(js))["max_abs_diff"])
+    old = json.loads(js.read_text())
+    old["max_abs_diff"] = "nan"  # written by kltui before the one encoding
+    js.write_text(json.dumps(old))
+    assert load_result(str(js))["max_abs_diff"] == "nan"
+
+    a, b = make_pair(tmp_path / "same")
+    code, _, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
+    assert code == 0 and read_dumps(js)["differing_inputs"] == []
