@@ -136,3 +136,12 @@ def test_plain_json_arrays_accept_the_tagged_non_finite_values():
 
     a = array_in([1.0, {"$float": "-inf"}, {"$float": "nan"}, "inf"], float)
     assert a[0] == 1.0 and a[1] == -math.inf and math.isnan(a[2]) and a[3] == math.inf
+
+
+def test_every_json_written_in_tests_is_validated(tmp_path):
+    """tests/conftest.py wraps the one writer of every --json: an invalid document never lands."""
+    from kltui.outputs.reports import common
+
+    with pytest.raises(AssertionError, match="'verdict' is a required property"):
+        common.write_json_document(str(tmp_path / "r.json"), {"kltui_version": "x"}, "check")
+    assert not (tmp_path / "r.json").exists()
