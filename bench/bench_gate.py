@@ -24,6 +24,7 @@ import io
 import json
 import os
 import platform
+import resource
 import shlex
 import statistics
 import subprocess
@@ -72,7 +73,12 @@ for _ in sys.stdin:
             getattr(k, name)(url, thresholds, model, max_samples=len(ids), max_new_tokens=max_new)
         secs = time.perf_counter() - t0
         found = re.findall(r"avg_kl_div=(\S+)", buf.getvalue())
-        res[key] = {"seconds": secs, "avg_kl_div": float(found[-1]) if found else None}
+        divs = re.findall(r"kl_divs=(\[[^\]]*\])", buf.getvalue())
+        # numpy 2 prints np.float64(x) inside the list
+        vals = [v.strip().removeprefix("np.float64(").removesuffix(")")
+                for v in divs[-1][1:-1].split(",")] if divs else None
+        res[key] = {"seconds": secs, "avg_kl_div": float(found[-1]) if found else None,
+                    "kl_divs": [float(v) for v in vals if v] if vals is not None else None}
     res["total"] = time.perf_counter() - t_all
     out.write(json.dumps(res) + "\n")
     out.flush()
@@ -86,6 +92,8 @@ VARIANTS: dict[str, dict] = {
     "kltui check --stream --stream-interval 1": {"stream": True, "stream_interval": 1},
     # yes_flush: the dashboard would otherwise ask before flushing a server it may share
     "kltui (live TUI)": {"tui": True, "yes_flush": True},
+    # the whole `kltui check` process, start to exit, as a user times it (issue 19)
+    "kltui check (whole process)": {"process": True},
 }
 
 
@@ -156,6 +164,7 @@ async def run_kltui(cfg: RunConfig, work: Path, tag: str) -> dict:
     out.update(event_span(str(rec)))
     res = json.loads(js.read_text())
     out["avg_kl_div"] = {h: res["helpers"][h]["avg_kl_div"] for h in HELPERS}
+    out["kl_divs"] = per_sample(res)
     return out
 
 
@@ -176,6 +185,75 @@ async def run_tui(cfg: RunConfig, work: Path, tag: str) -> dict:
         st.helper: (st.summary or {}).get("avg_kl_div") for st in app.store.helpers.values()
     }
     return out
+
+
+def run_process(url: str, base: dict, work: Path, tag: str, extra: list[str]) -> dict:
+    """`python -m kltui check` in a fresh process; the split of its wall time from event times."""
+    rec, js = work / f"{tag}.kltui.jsonl", work / f"{tag}.json"
+    for p in (rec, js):
+        p.unlink(missing_ok=True)
+    argv = [sys.executable, "-m", "kltui", "check", "--server", url, "--prompts", base["prompts"]]
+    argv += ["--samples", str(base["samples"]), "--max-new-tokens", str(base["max_new_tokens"])]
+    argv += ["--helpers", ",".join(base["helpers"]), "--max-prompt-tokens", "0"]
+    argv += ["--json", str(js), "--record", str(rec), *extra]
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+    w0 = time.time()
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)
+    wall = time.perf_counter() - t0
+    (work / f"{tag}.console.txt").write_text(proc.stdout + proc.stderr)
+    w1 = time.time()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"kltui check exited {proc.returncode}: {proc.stderr[-2000:]}")
+    rec_ = read_recording(str(rec))
+    created = float(json.loads(rec.read_text().split("\n", 1)[0])["created"])
+    starts = [
+        t
+        for ev, t in zip(rec_.events, rec_.times, strict=True)
+        if type(ev).__name__ == "HelperStarted"
+    ]
+    gate_end = max(
+        t for ev, t in zip(rec_.events, rec_.times, strict=True) if isinstance(ev, HelperFinished)
+    )
+    res = json.loads(js.read_text())
+    return {
+        "call_s": wall,
+        "span_s": wall,  # the row's figure is the whole process
+        "gate_s": gate_end - min(starts),
+        "client_cpu_s": None,
+        # the largest child so far: kltui's own peak RSS (the SGLang worker is not a child here)
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "bytes": os.path.getsize(rec),
+        # where the seconds outside the gate go
+        "split": {
+            "start_to_recorder": created - w0,
+            "recorder_to_first_helper": min(starts),  # recording times count from `created`
+            "gate": gate_end - min(starts),
+            "after_gate_to_last_event": rec_.times[-1] - gate_end,
+            "last_event_to_exit": w1 - (created + rec_.times[-1]),
+        },
+        "avg_kl_div": {h: res["helpers"][h]["avg_kl_div"] for h in HELPERS},
+        "kl_divs": per_sample(res),
+    }
+
+
+def per_sample(res: dict) -> dict:
+    """Each helper's per-sample mean k3 in sample order: SGLang's `kl_divs`."""
+    return {
+        h: [s["mean_k3"] for s in sorted(res["helpers"][h]["per_sample"], key=lambda s: s["index"])]
+        for h in HELPERS
+    }
+
+
+def same_as_sglang(kl: dict, sg: dict) -> bool:
+    """avg_kl_div and, where both have them, every per-sample k3 mean equal bit for bit."""
+    for h in HELPERS:
+        if kl["avg_kl_div"].get(h) != sg[h]["avg_kl_div"]:
+            return False
+        if "kl_divs" in kl and sg[h].get("kl_divs") is not None:
+            if kl["kl_divs"][h] != sg[h]["kl_divs"]:
+                return False
+    return True
 
 
 def med(xs: list[float]) -> float | None:
@@ -205,6 +283,14 @@ async def main() -> int:
     ap.add_argument("--budget-s", type=float, default=330, help="no new round after this")
     ap.add_argument("--variants", help="comma list of variant names (default: all)")
     ap.add_argument("--out", default="bench_gate.json")
+    ap.add_argument(
+        "--kltui-args",
+        default="",
+        help="extra `kltui check` arguments for the whole-process variant (e.g. --tokenizer DIR)",
+    )
+    ap.add_argument("--ids", help="a JSON file of token-id lists to use instead of random ids")
+    ap.add_argument("--no-warmup", action="store_true", help="no uncounted first round")
+    ap.add_argument("--work", help="folder for the runs' JSON and recordings (default: a temp dir)")
     args = ap.parse_args()
     if bool(args.server) == bool(args.reference):
         ap.error("give exactly one of --server URL or --reference")
@@ -229,8 +315,12 @@ async def bench(args, url: str) -> int:
     info = await server_facts(url)
     model = args.model or info.get("model_path") or ""
     lo, hi = (int(x) for x in args.prompt_tokens.split("-"))
-    ids = make_ids(args.samples, lo, hi, vocab_of(model, 1000), args.seed)
-    work = Path(tempfile.mkdtemp(prefix="kltui-bench-gate-"))
+    if args.ids:
+        ids = json.loads(Path(args.ids).read_text())[: args.samples]
+    else:
+        ids = make_ids(args.samples, lo, hi, vocab_of(model, 1000), args.seed)
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="kltui-bench-gate-"))
+    work.mkdir(parents=True, exist_ok=True)
     ids_path = work / "ids.json"
     ids_path.write_text(json.dumps(ids))
     names = [v.strip() for v in args.variants.split(",")] if args.variants else list(VARIANTS)
@@ -244,10 +334,14 @@ async def bench(args, url: str) -> int:
     )
 
     def cfg_of(name: str) -> RunConfig:
-        over = {k: v for k, v in VARIANTS[name].items() if k != "tui"}
+        over = {k: v for k, v in VARIANTS[name].items() if k not in ("tui", "process")}
         return RunConfig(**base, **over)
 
     async def run_variant(name: str, tag: str) -> dict:
+        if VARIANTS[name].get("process"):
+            return await asyncio.to_thread(
+                run_process, url, base, work, tag, shlex.split(args.kltui_args)
+            )
         if VARIANTS[name].get("tui"):
             return await run_tui(cfg_of(name), work, tag)
         return await run_kltui(cfg_of(name), work, tag)
@@ -256,8 +350,9 @@ async def bench(args, url: str) -> int:
     rounds: list[dict] = []
     try:
         # warm-up, not counted: first requests compile kernels and fill allocator pools
-        worker.run()
-        await run_variant(names[0], "warmup")
+        if not args.no_warmup:
+            worker.run()
+            await run_variant(names[0], "warmup")
         for r in range(args.repeats):
             if r and time.perf_counter() - t_start > args.budget_s:
                 break
@@ -287,17 +382,21 @@ def summarize(args, url, info, model, names, rounds, wall) -> dict:
     rows = [{"run": "SGLang's three helpers", "seconds": base, "ratio": 1.0 if base else None}]
     for name in names:
         spans = [r[name]["span_s"] for r in rounds]
-        same = [
-            all(r[name]["avg_kl_div"].get(h) == r["sglang"][h]["avg_kl_div"] for h in HELPERS)
-            for r in rounds
-        ]
+        same = [same_as_sglang(r[name], r["sglang"]) for r in rounds]
         rows.append(
             {
                 "run": name,
                 "seconds": med(spans),
                 "ratio": med(spans) / base if base else None,
                 "gate_seconds": med([r[name]["gate_s"] for r in rounds]),
-                "client_cpu_s": med([r[name]["client_cpu_s"] for r in rounds]),
+                "client_cpu_s": med(
+                    [r[name]["client_cpu_s"] for r in rounds if r[name]["client_cpu_s"] is not None]
+                ),
+                "split": {
+                    k: med([r[name]["split"][k] for r in rounds])
+                    for k in (rounds[0][name].get("split") or {} if rounds else {})
+                }
+                or None,
                 "recording_bytes": rounds[0][name]["bytes"] if rounds else None,
                 "bit_identical_rounds": f"{sum(same)}/{len(same)}",
             }
@@ -346,6 +445,7 @@ def print_table(res: dict) -> None:
         "| run | seconds | ratio to SGLang | gate only | client CPU | recording | "
         "avg_kl_div bit-identical |\n|---|---|---|---|---|---|---|"
     )
+    splits = [r for r in res["table"] if r.get("split")]
     for row in res["table"]:
 
         def f(key, row=row):
@@ -358,6 +458,9 @@ def print_table(res: dict) -> None:
             f"{f('client_cpu_s')} | {'–' if size is None else f'{size / 1e6:.2f} MB'} | "
             f"{row.get('bit_identical_rounds', '–')} |"
         )
+    for row in splits:
+        parts = ", ".join(f"{k} {v:.2f}s" for k, v in row["split"].items())
+        print(f"{row['run']}, median split: {parts}")
 
 
 if __name__ == "__main__":
