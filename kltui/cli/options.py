@@ -83,6 +83,11 @@ def add_run_options(
             metavar="HOST:PORT",
             help="SGLang server (repeatable)",
         )
+        p.add_argument(
+            "--allow-different-models",
+            action="store_true",
+            help="run and compare servers that report different models (refused otherwise)",
+        )
     p.add_argument("--baseline", metavar="HOST:PORT", help="vLLM server for cross_engine")
     p.add_argument(
         "--helpers",
@@ -197,6 +202,8 @@ def build_config(args: argparse.Namespace):
         cfg.stream = True
     if getattr(args, "yes_flush", False):
         cfg.yes_flush = True
+    if getattr(args, "allow_different_models", False):
+        cfg.allow_different_models = True
     from kltui.engines.http import normalize_url
 
     cfg.servers = [normalize_url(s) for s in cfg.servers]

@@ -26,8 +26,9 @@ from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
-from kltui.session.compare import cross_server, describe_first_dict, describe_rerun, rerun_equality
+from kltui.session.compare import describe_first_dict, describe_rerun, rerun_equality
 from kltui.session.consume import pump
+from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
     Event,
@@ -156,19 +157,25 @@ class HeadlessView:
             if d.next_step:
                 self.console.print(Text.assemble(("  next: ", "bold"), d.next_step), soft_wrap=True)
         for pair in cross_server(self.store):
-            x, y = pair["servers"]
-            self.console.print(
-                Text.assemble(("servers compared: ", "bold"), f"{x} vs {y}: {pair['reading']}"),
-                soft_wrap=True,
-            )
-            for h, c in pair["helpers"].items():
-                same = f"{c['identical_samples']}/{c['comparable_samples']} samples identical"
-                line = f"  · {h}: {same}, {describe_first_dict(c)}"
-                self.console.print(Text(line), soft_wrap=True)
+            for line in pair_lines(pair):
+                self.console.print(line, soft_wrap=True)
         fin = self.store.finished
         verdict = fin.verdict if fin else "interrupted"
         style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
         self.console.print(f"verdict: [{style}]{verdict}[/]")
+
+
+def pair_lines(pair: dict) -> list[Text]:
+    """A cross-server comparison: the reading, each helper compared, each one left out and why."""
+    x, y = pair["servers"]
+    out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {pair['reading']}")]
+    for h, c in pair["helpers"].items():
+        if c["identical"] is not None:
+            same = f"{c['identical_samples']}/{c['comparable_samples']} samples identical"
+            out.append(Text(f"  · {h}: {same}, {describe_first_dict(c)}"))
+    for h, why in pair["uncompared"].items():
+        out.append(Text(f"  · {h}: not compared: {why}"))
+    return out
 
 
 def server_line(s: dict) -> str:

@@ -79,6 +79,8 @@ class RunConfig:
     keymap: dict[str, str] = field(default_factory=dict)
     # the TUI flushes without asking first, even a shared server (`kltui check` never asks)
     yes_flush: bool = False
+    # run and compare servers whose model_path or weight version differ (refused otherwise)
+    allow_different_models: bool = False
     api_key: str | None = field(default=None, repr=False)
     # max_prompt_tokens came from the command line or a config file, not the default: only then
     # are pre-cut token-id files (SGLang's input-id cache) cut again
@@ -139,6 +141,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "theme": ((str,), "a theme name"),
     "dump_dir": ((str,), "a folder path"),
     "yes_flush": ((bool,), "true or false"),
+    "allow_different_models": ((bool,), "true or false"),
 }
 _LISTS = {"servers", "helpers", "thresholds"}
 _MAPS = {"keymap"}

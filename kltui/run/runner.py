@@ -22,6 +22,7 @@ from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
+from kltui.session.servers import models_differ
 
 TOKENIZE_BATCH = 64
 # Asked once per server before its first flush (the TUI's question); False stops the run.
@@ -140,6 +141,8 @@ async def _run(
             )
         )
     live = [c for c in clients if c.url in infos]
+    if not cfg.allow_different_models:
+        _refuse_different_models([s for s in servers if s.get("url") in infos])
     pset: PromptSet | None = None
     if live:
         try:
@@ -216,6 +219,17 @@ async def _run(
             async for ev in after_gate(gated, cfg.extras, cfg.top_k):
                 yield ev
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
+
+
+def _refuse_different_models(servers: list[dict]) -> None:
+    """Before anything is flushed or measured: another model makes every comparison moot."""
+    for s in servers[1:]:
+        why = models_differ(servers[0], s)
+        if why is not None:
+            raise UsageError(
+                f"{s['url']} serves another model than {servers[0]['url']} ({why}): their "
+                "numbers cannot be compared; --allow-different-models runs them anyway"
+            )
 
 
 def _plan(cfg: RunConfig, live: list[SGLangClient]) -> list[tuple[SGLangClient, list[Helper]]]:

@@ -2,10 +2,10 @@
 
 One comparison serves two questions from the KL guide: did a re-run give the same numbers
 (same server, two runs: determinism), and do two servers give the same numbers (two configs,
-one run: different means kernels or races; identical means a deterministic cause that the
-changed setting does not touch, a logic fault when match is exact, a kernel when it is not). Per token it compares the generated ids, side A (prefill input logprobs) and side B
-(decode output logprobs). After the first generated id that differs, the two contexts differ,
-so values past it are not compared (the ids difference is reported instead).
+one run: `cross_server.py` reads the pattern). Per token it compares the generated ids, side A
+(prefill input logprobs) and side B (decode output logprobs). After the first generated id that
+differs, the two contexts differ, so values past it are not compared (the ids difference is
+reported instead).
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import ScoreBook, ScoredSample
-from kltui.session.servers import COMPARED
 from kltui.session.store import SessionStore
 
 SIDES = ("ids", "prefill", "decode")  # token ids; side A (input logprobs); side B (output)
@@ -247,86 +245,3 @@ def describe_rerun(eq: dict) -> str:
     w = eq["first_difference"]
     h = eq["helpers"][f"{w['helper']}@{w['server']}"]
     return f"{w['helper']} {describe_first_dict(h)}"
-
-
-def _servers(store: SessionStore) -> list[str]:
-    return list(dict.fromkeys(st.server for st in store.helpers.values() if same_engine(st.helper)))
-
-
-def server_pair(store: SessionStore, x: str, y: str) -> dict:
-    """Server x against server y, per helper both ran, on the same prompt ids."""
-    infos = {s.get("url"): s for s in (store.run.servers if store.run else [])}
-    ix, iy = infos.get(x, {}), infos.get(y, {})
-    differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED if ix.get(k) != iy.get(k)}
-    helpers = {}
-    for st in store.helpers.values():
-        if st.server != x or not same_engine(st.helper):
-            continue
-        other = store.helpers.get(f"{st.helper}@{y}")
-        if other is None:
-            continue
-        d = compare_books(st.book, other.book).to_dict()
-        d["avg_kl_div"] = [
-            st.summary.avg_kl_div if st.summary else None,
-            other.summary.avg_kl_div if other.summary else None,
-        ]
-        helpers[st.helper] = d
-    verdicts = [h["identical"] for h in helpers.values() if h["identical"] is not None]
-    identical = None if not verdicts else all(verdicts)
-    return {
-        "servers": [x, y],
-        "identical": identical,
-        "settings_differ": differ,
-        "reading": _reading(identical, helpers, differ),
-        "helpers": helpers,
-    }
-
-
-def _reading(identical: bool | None, helpers: dict, differ: dict) -> str:
-    if identical is None:
-        return "nothing to compare: no helper scored the same samples on both servers"
-    changed = ", ".join(differ) if differ else "no reported setting"
-    diverging = [
-        h
-        for h, d in helpers.items()
-        if any(isinstance(v, float) and v > 0 for v in d["avg_kl_div"])
-    ]
-    if identical:
-        if not diverging:
-            return (
-                f"bit-identical across servers (settings that differ: {changed}); every path exact"
-            )
-        if not differ:
-            return (
-                "bit-identical across servers, but they report the same settings: run one with a "
-                "setting changed (page size, tp, cuda graph) to separate logic from kernels"
-            )
-        lead = (
-            f"bit-identical across servers although {changed} differ, and "
-            f"{', '.join(diverging)} still diverge: the divergence is deterministic and does not "
-            f"depend on {changed} (not a race, and not that setting)"
-        )
-        if "match" in diverging:
-            # Measured on an H200 (docs/FIELD_NOTES.md): a decode-vs-extend attention kernel gave
-            # the same bits with CUDA graphs on and off; only a logic fault reading would be wrong.
-            return (
-                f"{lead}; match diverges too, so a kernel on the decode path that both "
-                "configurations run with the same shapes is the suspect (condition 1): find it "
-                "with kltui dumps"
-            )
-        if "match" in helpers:
-            return (
-                f"{lead}; match is exact, so the kernels agree: a deterministic logic fault on "
-                "the cache path (condition 2)"
-            )
-        return f"{lead}; run match too, to tell a kernel (condition 1) from a logic fault"
-    return (
-        f"values differ between servers (settings that differ: {changed}): the numbers depend on "
-        "the configuration, so kernels or races are involved"
-    )
-
-
-def cross_server(store: SessionStore) -> list[dict]:
-    """Every other server against the first one, per helper and per token."""
-    servers = _servers(store)
-    return [server_pair(store, servers[0], y) for y in servers[1:]]

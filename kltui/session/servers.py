@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kltui.metrics.alignment import model_names
+
 
 def on_off(value) -> str:
     return "–" if value is None else ("on" if value else "off")
@@ -128,3 +130,20 @@ def server_summary(s: dict) -> str:
     if s.get("error"):
         return f"{s.get('url', '?')}: unreachable ({s['error']})"
     return f"{s.get('url', '?')} · " + " · ".join(server_facts(s))
+
+
+def models_differ(a: dict, b: dict) -> str | None:
+    """Why two SGLang servers serve different models ("model_path X vs Y"), None when nothing
+    they report says so (unknown counts as the same: only a reported difference refuses).
+    Names compare by their last path component, as the cross-engine table does."""
+    na, nb = model_names(a.get("model_path")), model_names(b.get("model_path"))
+    if not (na and nb):  # a served name is an alias: only when a path is missing
+        na = model_names(a.get("model_path"), a.get("served_model_name"))
+        nb = model_names(b.get("model_path"), b.get("served_model_name"))
+    if na and nb and not na & nb:
+        return f"model_path {a.get('model_path')} vs {b.get('model_path')}"
+    for key in ("weights_sha256", "weight_version"):
+        va, vb = a.get(key), b.get(key)
+        if va is not None and vb is not None and va != vb:
+            return f"{key} {va} vs {vb}"
+    return None

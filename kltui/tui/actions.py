@@ -15,7 +15,7 @@ from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, exit_code
-from kltui.session.compare import cross_server
+from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import HelperState
 from kltui.tui.bindings import binding_groups

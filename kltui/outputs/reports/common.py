@@ -18,7 +18,7 @@ from kltui import __version__, fmt
 from kltui.errors import UsageError
 from kltui.metrics.summary import Summary
 from kltui.session.codec import tag_floats
-from kltui.session.compare import cross_server
+from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import HelperState, SessionStore
 

@@ -22,7 +22,8 @@ from kltui.outputs.reports.common import (
 )
 from kltui.outputs.reports.html_css import CSS
 from kltui.outputs.reports.html_helper import STATUS_LABEL, _badge, _max_at, _num, helper_html
-from kltui.session.compare import cross_server, describe_first_dict
+from kltui.session.compare import describe_first_dict
+from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import Diagnosis, diagnose
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
@@ -148,7 +149,7 @@ def cross_server_html(pairs: list[dict]) -> str:
         rows = []
         for h, c in pair["helpers"].items():
             a, b = c["avg_kl_div"]
-            same = {True: "identical", False: "differ", None: "–"}[c["identical"]]
+            same = {True: "identical", False: "differ", None: "not compared"}[c["identical"]]
             rows.append(
                 f"<tr><td>{esc(h)}</td><td>{esc(same)}</td>"
                 f'<td class="n">{c["identical_samples"]}/{c["comparable_samples"]}</td>'
@@ -159,9 +160,14 @@ def cross_server_html(pairs: list[dict]) -> str:
             f"<li>{esc(k)}: {esc(str(v[0]))} vs {esc(str(v[1]))}</li>"
             for k, v in pair["settings_differ"].items()
         )
+        left = "".join(
+            f"<li><code>{esc(h)}</code> not compared: {esc(why)}</li>"
+            for h, why in pair["uncompared"].items()
+        )
         blocks.append(
-            f"""<h3><code>{esc(x)}</code> vs <code>{esc(y)}</code></h3>
-<p>{esc(pair["reading"])}</p>{f"<ul>{settings}</ul>" if settings else ""}
+            f"""<h3>A <code>{esc(x)}</code> vs B <code>{esc(y)}</code></h3>
+<p>{esc(pair["reading"])}</p>{f"<ul>{settings}</ul>" if settings else ""}\
+{f'<ul class="uncompared">{left}</ul>' if left else ""}
 <table class="results"><thead><tr><th>helper</th><th>values</th>
 <th class="n">identical samples</th><th>first difference</th>
 <th class="n">avg_kl_div A</th><th class="n">avg_kl_div B</th></tr></thead>

@@ -21,7 +21,8 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
-from kltui.session.compare import cross_server, describe_first_dict
+from kltui.session.compare import describe_first_dict
+from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
@@ -118,12 +119,16 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     for pair in cross_server(store):
         x, y = pair["servers"]
         where = "; ".join(
-            f"{md_text(h)} {md_text(describe_first_dict(c))}" for h, c in pair["helpers"].items()
+            f"{md_text(h)} {md_text(describe_first_dict(c))}"
+            for h, c in pair["helpers"].items()
+            if c["identical"] is not None
         )
         lines.append(
-            f"- **Servers compared** {md_text(x)} vs {md_text(y)}: "
+            f"- **Servers compared** A {md_text(x)} vs B {md_text(y)}: "
             f"{md_text(pair['reading'])}" + (f" ({where})" if where else "")
         )
+        for h, why in pair["uncompared"].items():
+            lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in run.servers if run else []:
         lines.append(f"- **Server** {md_text(server_summary(s))}")
     if run is not None and run.prompt_set:

@@ -28,7 +28,15 @@ def pair_group(pair: dict, vars_: dict) -> Group:
     parts: list = [head, safe(pair["reading"], style=vars_.get(colour, ""))]
     for k, (a, b) in pair["settings_differ"].items():
         parts.append(safe(f"  {k}: {a} vs {b}", style="dim"))
+    for helper, why in pair.get("uncompared", {}).items():
+        parts.append(
+            Text.assemble((f"{helper}: ", "bold"), "not compared: ").append_text(
+                safe(why, style=vars_.get("kl-warn", ""))
+            )
+        )
     for helper, c in pair["helpers"].items():
+        if c["identical"] is None:
+            continue  # listed above, with why
         a, b = c["avg_kl_div"]
         title = Text.assemble(
             (f"{helper}: ", "bold"),

@@ -1,0 +1,255 @@
+"""Server A against server B on the same prompt ids, per helper and per token, and what the
+pattern of differences means.
+
+`identical` is True only when every helper ran on both servers with at least one common scored
+sample and each is bit-identical there; False as soon as one compared helper differs (a found
+difference is evidence on its own); otherwise None, with every helper left uncompared named in
+`uncompared` with why. The reading follows from which helpers differ: match differs -> kernels
+(batch variance) or races; match bit-identical but a cache helper differs -> a state bug on one
+server's cache path; different models -> nothing about kernels or state at all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from kltui.helpers.registry import HELPERS, same_engine
+from kltui.session.compare import compare_books
+from kltui.session.servers import COMPARED, models_differ
+from kltui.session.store import HelperState, SessionStore, helper_key
+
+LABELS = ("A", "B")
+
+
+def _servers(store: SessionStore) -> list[str]:
+    """SGLang servers of the run in the order given (a server that never answered included),
+    then any other server a helper ran on (recordings without identities)."""
+    urls = [
+        s.get("url")
+        for s in (store.run.servers if store.run else [])
+        if s.get("engine", "sglang") == "sglang" and isinstance(s.get("url"), str)
+    ]
+    urls += [st.server for st in store.helpers.values() if same_engine(st.helper)]
+    return list(dict.fromkeys(urls))
+
+
+def _expected(store: SessionStore, x: str, y: str) -> list[str]:
+    """The same-engine helpers the run asked for, then any other that ran on x or y."""
+    asked = store.run.config.get("helpers") if store.run else None
+    names = [h for h in asked if isinstance(h, str) and same_engine(h)] if asked else []
+    names += [st.helper for st in store.helpers.values() if st.server in (x, y)]
+    return [h for h in dict.fromkeys(names) if same_engine(h)]
+
+
+def _fatal(store: SessionStore, server: str, helper: str | None = None):
+    for p in store.problems:
+        if p.fatal and p.source == server and (helper is None or p.helper == helper):
+            return p
+    return None
+
+
+def _skipped(st: HelperState) -> str:
+    kinds = Counter(r.split(" (")[0] for r in st.skipped.values())
+    if len(kinds) == 1:
+        sample, reason = next(iter(st.skipped.items()))
+        detail = reason[len(next(iter(kinds))) :].strip(" ()")
+        kind = next(iter(kinds))
+        shown = f"{kind} (sample {sample}: {detail})" if detail else kind
+    else:
+        shown = ", ".join(f"{k} x{n}" for k, n in kinds.most_common())
+    if len(st.skipped) >= st.n_samples:
+        return f"every sample skipped: {shown}"
+    return f"{len(st.skipped)} of {st.n_samples} samples skipped: {shown}"
+
+
+def _missing(store: SessionStore, helper: str, server: str, label: str) -> str | None:
+    """Why `helper` has no scored sample on `server` (None when it has some)."""
+    st = store.helpers.get(helper_key(helper, server))
+    if st is None:
+        if _fatal(store, server) is not None:
+            return f"{label} errored before {helper}"
+        if store.finished is None:  # the TUI's view of a run still going
+            return f"{helper} has not run on {label} yet"
+        return f"{helper} did not run on {label}"
+    if st.book.samples:
+        return None
+    p = _fatal(store, server, helper)
+    if st.phase == "error" or p is not None:
+        phase = f" (phase {p.phase})" if p is not None and p.phase else ""
+        return f"{label} errored in {helper}{phase}"
+    if st.skipped:
+        return f"no scored samples on {label} ({_skipped(st)})"
+    reason = st.summary.reason if st.summary is not None else None
+    if reason:  # vacuous (radix cache off) or invalid, said before any request
+        return f"no scored samples on {label} ({reason.removeprefix(f'{helper} is ')})"
+    if st.summary is None:
+        going = store.finished is None
+        return f"{helper} {'is still running' if going else 'did not finish'} on {label}"
+    return f"no scored samples on {label}"
+
+
+def _cached_differ(x: HelperState, y: HelperState, samples: list[int]) -> int:
+    """Common samples whose cache hit covered a different number of tokens on the two servers."""
+    return sum(
+        1 for s in samples if x.book.samples[s].cached_tokens != y.book.samples[s].cached_tokens
+    )
+
+
+def server_pair(store: SessionStore, x: str, y: str) -> dict:
+    """Server x (A) against server y (B), per helper, on the same prompt ids."""
+    infos = {s.get("url"): s for s in (store.run.servers if store.run else [])}
+    ix, iy = infos.get(x, {}), infos.get(y, {})
+    differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED if ix.get(k) != iy.get(k)}
+    helpers: dict[str, dict] = {}
+    uncompared: dict[str, str] = {}
+    for name in _expected(store, x, y):
+        why = [_missing(store, name, s, lab) for s, lab in zip((x, y), LABELS, strict=True)]
+        if any(why):
+            uncompared[name] = "; ".join(w for w in why if w)
+            continue
+        sx, sy = store.helpers[helper_key(name, x)], store.helpers[helper_key(name, y)]
+        diff = compare_books(sx.book, sy.book)
+        d = diff.to_dict()
+        d["avg_kl_div"] = [
+            sx.summary.avg_kl_div if sx.summary else None,
+            sy.summary.avg_kl_div if sy.summary else None,
+        ]
+        d["cached_tokens_differ_samples"] = _cached_differ(sx, sy, [s.sample for s in diff.samples])
+        helpers[name] = d
+        if diff.identical is None:
+            uncompared[name] = "no sample scored on both servers"
+    verdicts = [h["identical"] for h in helpers.values() if h["identical"] is not None]
+    if False in verdicts:
+        identical = False
+    elif verdicts and not uncompared:
+        identical = True
+    else:
+        identical = None
+    models = models_differ(ix, iy) if ix and iy else None
+    pair = {
+        "servers": [x, y],
+        "identical": identical,
+        "same_model": None if not (ix and iy) else models is None,
+        "settings_differ": differ,
+        "uncompared": uncompared,
+        "helpers": helpers,
+    }
+    pair["reading"] = _reading(pair, models)
+    return pair
+
+
+def _helper_list(names) -> str:
+    return ", ".join(names)
+
+
+def _suspect(name: str, d: dict) -> str:
+    """Which server's `name` path holds the state bug: the one further from the other."""
+    a, b = d["avg_kl_div"]
+    path = HELPERS[name].path or name
+    if isinstance(a, float) and isinstance(b, float) and a != b:
+        label = "A" if a > b else "B"
+        return (
+            f"{name} differs (avg_kl_div A {a:.3g}, B {b:.3g}): a state bug on {label}'s "
+            f"{path} (condition 2)"
+        )
+    return f"{name} differs: a state bug on the {path} of one server (condition 2)"
+
+
+def _reading(pair: dict, models: str | None) -> str:
+    helpers, uncompared, differ = pair["helpers"], pair["uncompared"], pair["settings_differ"]
+    changed = ", ".join(differ) if differ else "no reported setting"
+    left = _helper_list(uncompared)
+    skipped = f"; not compared: {left}" if uncompared else ""
+    compared = {h: d for h, d in helpers.items() if d["identical"] is not None}
+    if models is not None:
+        what = (
+            "bit-identical, so the weights may be the same under two names"
+            if pair["identical"]
+            else "a difference says nothing about kernels or cache state"
+        )
+        return (
+            f"different models ({models}), compared because --allow-different-models was "
+            f"given: {what}" + skipped
+        )
+    if not compared:
+        return f"nothing compared: no helper has a sample scored on both servers ({left})"
+    differing = [h for h, d in compared.items() if d["identical"] is False]
+    if not differing:
+        if uncompared:
+            return (
+                f"bit-identical on {_helper_list(compared)} only (settings that differ: "
+                f"{changed}); not compared: {left}, so nothing is said about "
+                + ("its path" if len(uncompared) == 1 else "their paths")
+            )
+        return _all_identical(helpers, differ, changed)
+    if "match" in differing:
+        others = [h for h in differing if h != "match"]
+        also = f"; {_helper_list(others)} differ too, which match's difference can explain" * bool(
+            others
+        )
+        return (
+            f"match differs between servers (settings that differ: {changed}): the kernels give "
+            "other numbers on the two configurations, so kernels or races (batch variance) are "
+            f"involved{also}" + skipped
+        )
+    if "match" in compared:
+        exact = all(v == 0.0 for v in compared["match"]["avg_kl_div"])
+        parts = [_suspect(h, helpers[h]) for h in differing]
+        shapes = [h for h in differing if helpers[h]["cached_tokens_differ_samples"]]
+        caveat = ""
+        if shapes and not exact:
+            caveat = (
+                f"; but {_helper_list(shapes)} restored a different number of cached tokens on "
+                "the two servers and match is not exact, so a batch-variant kernel on the "
+                "cache-hit path can explain it too"
+            )
+        return (
+            "match is bit-identical across servers, so their kernels agree; "
+            + "; ".join(parts)
+            + caveat
+            + skipped
+        )
+    return (
+        f"{_helper_list(differing)} differ between servers, but match was not compared, so "
+        "kernels cannot be told from cache state: run match on both" + skipped
+    )
+
+
+def _all_identical(helpers: dict, differ: dict, changed: str) -> str:
+    diverging = [
+        h
+        for h, d in helpers.items()
+        if any(isinstance(v, float) and v > 0 for v in d["avg_kl_div"])
+    ]
+    if not diverging:
+        return f"bit-identical across servers (settings that differ: {changed}); every path exact"
+    if not differ:
+        return (
+            "bit-identical across servers, but they report the same settings: run one with a "
+            "setting changed (page size, tp, cuda graph) to separate logic from kernels"
+        )
+    lead = (
+        f"bit-identical across servers although {changed} differ, and "
+        f"{', '.join(diverging)} still diverge: the divergence is deterministic and does not "
+        f"depend on {changed} (not a race, and not that setting)"
+    )
+    if "match" in diverging:
+        # Measured on an H200 (docs/FIELD_NOTES.md): a decode-vs-extend attention kernel gave
+        # the same bits with CUDA graphs on and off; only a logic fault reading would be wrong.
+        return (
+            f"{lead}; match diverges too, so a kernel on the decode path that both "
+            "configurations run with the same shapes is the suspect (condition 1): find it "
+            "with kltui dumps"
+        )
+    if "match" in helpers:
+        return (
+            f"{lead}; match is exact, so the kernels agree: a deterministic logic fault on "
+            "the cache path (condition 2)"
+        )
+    return f"{lead}; run match too, to tell a kernel (condition 1) from a logic fault"
+
+
+def cross_server(store: SessionStore) -> list[dict]:
+    """Every other server against the first one, per helper and per token."""
+    servers = _servers(store)
+    return [server_pair(store, servers[0], y) for y in servers[1:]]

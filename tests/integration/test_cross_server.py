@@ -1,0 +1,159 @@
+"""The cross-server comparison against real reference servers: `identical` claims nothing a
+helper left uncompared, the reading follows from which helpers differ, and servers of
+different models are refused before anything runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from kltui.cli.commands import main
+from kltui.errors import UsageError
+from kltui.outputs import headless
+from kltui.outputs.headless import run_check
+from kltui.outputs.reports.html import html_report
+from kltui.outputs.reports.md import md_report
+from kltui.reference import CHECKPOINT_DIR
+from kltui.reference.launcher import ReferenceServer
+from kltui.run.config import RunConfig, load_config_file
+from kltui.session.cross_server import cross_server
+from kltui.session.events import HelperFinished, HelperStarted
+from kltui.session.fold import fold
+from kltui.session.recording import read_recording
+from kltui.tui.screens.compare import pair_group
+
+SMALL = dict(samples=8, max_new_tokens=32, max_prompt_tokens=64)
+CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")
+
+
+async def check(urls: list[str], tmp_path: Path, **cfg) -> tuple[int, dict, str]:
+    config = RunConfig(servers=urls, **{**SMALL, **cfg})
+    out = io.StringIO()
+    rc = await run_check(
+        config,
+        json_path=str(tmp_path / "r.json"),
+        record_path=str(tmp_path / "r.kltui.jsonl"),
+        console=Console(file=out, width=400),
+    )
+    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+
+
+def views(tmp_path: Path) -> tuple[str, str, str]:
+    """The MD, HTML and TUI (compare screen) renderings of the recorded run."""
+    store = fold(read_recording(str(tmp_path / "r.kltui.jsonl")))[-1]
+    (pair,) = cross_server(store)
+    buf = io.StringIO()
+    Console(file=buf, width=400).print(pair_group(pair, {}))
+    return md_report(store), html_report(store), buf.getvalue()
+
+
+async def test_radix_off_server_leaves_cache_helpers_uncompared(ref_servers, tmp_path):
+    a = ref_servers.get(deterministic=True, fault="stale-prefix")
+    b = ref_servers.get(deterministic=True, fault="stale-prefix", disable_radix_cache=True)
+    _, res, text = await check([a, b], tmp_path)
+    (pair,) = res["cross_server"]
+    assert pair["identical"] is None, pair["reading"]
+    assert "logic fault" not in pair["reading"] and "bit-identical across" not in pair["reading"]
+    assert pair["helpers"]["match"]["identical"] is True
+    for h in CACHE_HELPERS:
+        why = pair["uncompared"][h]
+        assert why.startswith("no scored samples on B (vacuous: "), why
+        assert "disable_radix_cache=true" in why
+        assert f"  · {h}: not compared: {why}" in text
+    assert "not compared: prefill_cache_hit, decode_cache_hit" in pair["reading"]
+    md, html, tui = views(tmp_path)
+    for h in CACHE_HELPERS:
+        assert f"{h.replace('_', chr(92) + '_')} not compared: no scored samples on B" in md
+        assert f"<code>{h}</code> not compared: no scored samples on B" in html
+        assert f"{h}: not compared: no scored samples on B" in tui
+
+
+async def test_server_dying_after_match_leaves_the_rest_uncompared(
+    ref_servers, tmp_path, monkeypatch
+):
+    a = ref_servers.get(deterministic=True)
+    srv = ReferenceServer(deterministic=True).start()
+    b = srv.url
+    real = headless.run_session
+
+    async def kill_b_after_match(cfg, *args, **kw):
+        async for ev in real(cfg, *args, **kw):
+            yield ev
+            if isinstance(ev, HelperFinished) and (ev.helper, ev.server) == ("match", b):
+                srv.stop()
+
+    monkeypatch.setattr(headless, "run_session", kill_b_after_match)
+    try:
+        rc, res, text = await check([a, b], tmp_path)
+    finally:
+        srv.stop()
+    assert rc == 3, text
+    (pair,) = res["cross_server"]
+    assert pair["identical"] is None and "bit-identical across" not in pair["reading"]
+    assert pair["helpers"]["match"]["identical"] is True
+    assert pair["uncompared"]["prefill_cache_hit"].startswith("B errored in prefill_cache_hit")
+    assert pair["uncompared"]["decode_cache_hit"] == "B errored before decode_cache_hit"
+    assert "decode_cache_hit: not compared: B errored before decode_cache_hit" in text
+
+
+async def test_cache_helper_differing_with_match_identical_names_the_state_bug(
+    ref_servers, tmp_path
+):
+    a = ref_servers.get(deterministic=True)
+    b = ref_servers.get(deterministic=True, fault="stale-prefix")
+    _, res, text = await check([a, b], tmp_path, helpers=["match", "prefill_cache_hit"])
+    (pair,) = res["cross_server"]
+    reading = pair["reading"]
+    assert "kernels or races" not in reading
+    assert "match is bit-identical across servers" in reading
+    assert "state bug on B's prefix restore" in reading and "prefill_cache_hit" in reading
+    assert pair["identical"] is False and pair["uncompared"] == {}
+    assert pair["helpers"]["match"]["identical"] is True
+    assert pair["helpers"]["prefill_cache_hit"]["identical"] is False
+    assert f"servers compared: A {a} vs B {b}: {reading}" in text
+
+
+@pytest.fixture(scope="module")
+def other_model(tmp_path_factory):
+    """The shipped checkpoint under another name: a server reporting another model_path."""
+    dst = tmp_path_factory.mktemp("models") / "other-model"
+    shutil.copytree(CHECKPOINT_DIR, dst)
+    with ReferenceServer(deterministic=True, checkpoint=dst) as srv:
+        yield srv.url
+
+
+async def test_different_models_are_refused_before_any_helper(ref_servers, other_model, tmp_path):
+    a = ref_servers.get(deterministic=True)
+    with pytest.raises(UsageError, match="serves another model") as e:
+        await check([a, other_model], tmp_path)
+    assert "--allow-different-models" in str(e.value) and "\n" not in str(e.value)
+    lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
+    assert not any(HelperStarted.__name__ in line for line in lines)
+
+
+def test_different_models_exit_2_from_the_cli(ref_servers, other_model, tmp_path, capsys):
+    a = ref_servers.get(deterministic=True)
+    argv = ["check", "--server", a, "--server", other_model, "--no-record", "--samples", "2"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kltui: error: ") and "serves another model" in err
+    assert len(err.splitlines()) == 1
+
+
+async def test_allow_different_models_compares_and_says_so(ref_servers, other_model, tmp_path):
+    a = ref_servers.get(deterministic=True)
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text("allow_different_models: true\n")
+    assert load_config_file(str(cfg_file), RunConfig()).allow_different_models is True
+    _, res, text = await check(
+        [a, other_model], tmp_path, helpers=["match"], allow_different_models=True
+    )
+    (pair,) = res["cross_server"]
+    assert pair["same_model"] is False
+    assert pair["reading"].startswith("different models (model_path ")
+    assert "--allow-different-models" in pair["reading"]

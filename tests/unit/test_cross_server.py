@@ -1,0 +1,141 @@
+"""The cross-server reading on synthetic runs: which helpers were left uncompared and why, and
+what the pattern of differing helpers means."""
+
+import numpy as np
+
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.cross_server import cross_server
+from kltui.session.events import (
+    HelperFinished,
+    HelperStarted,
+    Problem,
+    RunFinished,
+    RunStarted,
+    SampleScored,
+    SampleSkipped,
+)
+from kltui.session.servers import models_differ
+from kltui.session.store import SessionStore
+
+A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
+N = 4
+
+
+def run(helpers: list[str], servers: list[dict] | None = None) -> SessionStore:
+    store = SessionStore()
+    servers = servers or [{"url": A, "page_size": 1}, {"url": B, "page_size": 4}]
+    store.apply(RunStarted("r", 0.0, {"helpers": helpers}, servers, {}, "0"))
+    return store
+
+
+def helper(store, name, url, noise=0.0, skip=None):
+    """`name` on `url`: N samples scored (side A off by `noise`), or all skipped for `skip`."""
+    store.apply(HelperStarted(name, url, N, 1e-3, 1e-3))
+    rng = np.random.default_rng(0)
+    book = ScoreBook()
+    for i in range(N):
+        if skip:
+            store.apply(SampleSkipped(name, url, i, f"{skip} (cached_tokens=0)"))
+            continue
+        b = -rng.random(10)
+        a = b + noise
+        book.add(i, np.arange(10), a, b)
+        store.apply(SampleScored(name, url, i, np.arange(10), a, b, 5, 20))
+    summary = book.summary(n_samples=N, n_skipped=N if skip else 0, threshold=1e-3)
+    store.apply(HelperFinished(name, url, summary))
+
+
+def test_every_sample_skipped_on_b_is_not_compared_and_not_identical():
+    store = run(["match", "prefill_cache_hit"])
+    for url in (A, B):
+        helper(store, "match", url)
+    helper(store, "prefill_cache_hit", A, noise=1e-3)
+    helper(store, "prefill_cache_hit", B, skip="prefill cache miss")
+    (pair,) = cross_server(store)
+    assert pair["identical"] is None
+    assert pair["uncompared"] == {
+        "prefill_cache_hit": "no scored samples on B (every sample skipped: prefill cache miss "
+        "(sample 0: cached_tokens=0))"
+    }
+    assert pair["reading"].startswith("bit-identical on match only")
+    assert "logic fault" not in pair["reading"]
+
+
+def test_b_unreachable_from_the_start_is_named_per_helper():
+    servers = [{"url": A, "engine": "sglang"}, {"url": B, "engine": "sglang", "error": "down"}]
+    store = run(["match"], servers)
+    store.apply(Problem(B, "connection refused (phase: connect)", fatal=True, phase="connect"))
+    helper(store, "match", A)
+    (pair,) = cross_server(store)
+    assert pair["identical"] is None and pair["helpers"] == {}
+    assert pair["uncompared"] == {"match": "B errored before match"}
+    assert pair["reading"].startswith("nothing compared")
+
+
+def test_match_differing_means_kernels():
+    store = run(["match", "prefill_cache_hit"])
+    for url, noise in ((A, 0.0), (B, 1e-4)):
+        helper(store, "match", url, noise)
+        helper(store, "prefill_cache_hit", url, noise)
+    (pair,) = cross_server(store)
+    assert pair["identical"] is False
+    assert pair["reading"].startswith("match differs between servers")
+    assert "kernels or races" in pair["reading"] and "state bug" not in pair["reading"]
+
+
+def test_cache_helper_differing_with_match_exact_names_the_server():
+    store = run(["match", "decode_cache_hit"])
+    for url in (A, B):
+        helper(store, "match", url)
+    helper(store, "decode_cache_hit", A, noise=1e-2)
+    helper(store, "decode_cache_hit", B)
+    (pair,) = cross_server(store)
+    assert pair["identical"] is False
+    assert "state bug on A's reuse of decode-written KV" in pair["reading"]
+    assert "kernels or races" not in pair["reading"]
+
+
+def test_helpers_differing_without_match_cannot_tell_kernels_from_state():
+    store = run(["prefill_cache_hit"])
+    helper(store, "prefill_cache_hit", A, noise=1e-2)
+    helper(store, "prefill_cache_hit", B)
+    (pair,) = cross_server(store)
+    assert pair["identical"] is False
+    assert "match was not compared" in pair["reading"] and "state bug" not in pair["reading"]
+
+
+def test_helper_not_asked_on_b_is_named():
+    store = run(["match"])
+    helper(store, "match", A)
+    helper(store, "match", B)
+    helper(store, "prefill_cache_hit", A)  # e.g. a recording cut short
+    (pair,) = cross_server(store)
+    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit has not run on B yet"}
+    assert pair["identical"] is None
+    store.apply(RunFinished({}, "fail"))
+    (pair,) = cross_server(store)
+    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit did not run on B"}
+
+
+def test_a_run_still_going_says_so():
+    store = run(["match"])
+    helper(store, "match", A)
+    store.apply(HelperStarted("match", B, N, 1e-3, 1e-3))
+    (pair,) = cross_server(store)
+    assert pair["uncompared"] == {"match": "match is still running on B"}
+    assert pair["identical"] is None and pair["reading"].startswith("nothing compared")
+
+
+def test_models_differ_by_path_name_or_weight_version():
+    local = {"model_path": "/data/models/Llama-3.1-8B"}
+    assert models_differ(local, {"model_path": "meta-llama/Llama-3.1-8B"}) is None
+    assert models_differ(local, {"model_path": "/data/models/Qwen3-8B"}) == (
+        "model_path /data/models/Llama-3.1-8B vs /data/models/Qwen3-8B"
+    )
+    assert models_differ({**local, "weight_version": "a"}, {**local, "weight_version": "b"}) == (
+        "weight_version a vs b"
+    )
+    assert models_differ(local, {"url": "x"}) is None  # unknown is no evidence
+    # a served name is an alias: two paths decide even when the aliases agree
+    aliased = {"model_path": "/m/Qwen3-8B", "served_model_name": "llm"}
+    assert models_differ({**local, "served_model_name": "llm"}, aliased) is not None
