@@ -182,7 +182,8 @@ async def run_tui(cfg: RunConfig, work: Path, tag: str) -> dict:
     out = {"call_s": time.perf_counter() - t0, "client_cpu_s": time.process_time() - c0}
     out.update(event_span(str(rec)))
     out["avg_kl_div"] = {
-        st.helper: (st.summary or {}).get("avg_kl_div") for st in app.store.helpers.values()
+        st.helper: st.summary.avg_kl_div if st.summary else None
+        for st in app.store.helpers.values()
     }
     return out
 
@@ -196,6 +197,8 @@ def run_process(url: str, base: dict, work: Path, tag: str, extra: list[str]) ->
     argv += ["--samples", str(base["samples"]), "--max-new-tokens", str(base["max_new_tokens"])]
     argv += ["--helpers", ",".join(base["helpers"]), "--max-prompt-tokens", "0"]
     argv += ["--json", str(js), "--record", str(rec), *extra]
+    if base.get("tokenizer"):
+        argv += ["--tokenizer", base["tokenizer"]]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
     w0 = time.time()
     t0 = time.perf_counter()
@@ -289,6 +292,10 @@ async def main() -> int:
         help="extra `kltui check` arguments for the whole-process variant (e.g. --tokenizer DIR)",
     )
     ap.add_argument("--ids", help="a JSON file of token-id lists to use instead of random ids")
+    ap.add_argument(
+        "--tokenizer",
+        help="kltui's local tokenizer (a --skip-tokenizer-init server): every kltui variant",
+    )
     ap.add_argument("--no-warmup", action="store_true", help="no uncounted first round")
     ap.add_argument("--work", help="folder for the runs' JSON and recordings (default: a temp dir)")
     args = ap.parse_args()
@@ -331,6 +338,7 @@ async def bench(args, url: str) -> int:
         max_new_tokens=args.max_new_tokens,
         prompts=str(ids_path),
         max_prompt_tokens=None,
+        tokenizer=args.tokenizer,
     )
 
     def cfg_of(name: str) -> RunConfig:

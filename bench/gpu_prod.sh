@@ -58,7 +58,7 @@ parity() { # PORT NAME [kltui args...]: SGLang's three helpers then `kltui check
   echo "$(date +%T) parity $name"
   "$PY" bench/bench_gate.py --server "127.0.0.1:$port" --model "$M" --sglang-python "$PY" \
     --ids "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats 1 --no-warmup \
-    --variants "kltui check (whole process)" --kltui-args "--tokenizer $M $*" \
+    --variants "kltui check (whole process)" --tokenizer "$M" --kltui-args "$*" \
     --work "$O/$name" --out "$O/parity-$name.json" 2>&1 | tail -8
 }
 
@@ -85,7 +85,7 @@ cost)
   echo "$(date +%T) cost bench (FA3, graphs on)"
   "$PY" bench/bench_gate.py --server 127.0.0.1:30001 --model "$M" --sglang-python "$PY" \
     --ids "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats 2 \
-    --variants "kltui check (whole process),kltui (live TUI)" --kltui-args "--tokenizer $M" \
+    --variants "kltui check (whole process),kltui (live TUI)" --tokenizer "$M" \
     --work "$O/cost" --out "$O/cost-fa3.json" --budget-s 300 2>&1 | tail -12
   # where a whole process's import time goes, on this machine
   "$PY" -X importtime -m kltui check --help > /dev/null 2> "$O/importtime.txt"

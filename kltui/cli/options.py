@@ -109,6 +109,19 @@ def add_run_options(
         "unless N is given",
     )
     p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
+    p.add_argument(
+        "--tokenizer",
+        metavar="PATH|NAME",
+        help="local tokenizer (a folder with tokenizer.json, or a model name in the local HF "
+        "cache) for servers started with --skip-tokenizer-init: text prompts, decode_cache_hit's "
+        "separator and the drill-down's token text",
+    )
+    p.add_argument(
+        "--separator-ids",
+        metavar="IDS",
+        help="decode_cache_hit's turn-2 separator as token ids (e.g. 11, or 1,11 with a BOS): "
+        'what tokenizer.encode(",") gives for the model; needs no tokenizer',
+    )
     p.add_argument("--temperature", type=_float, help="0 (default) or 1; others warn")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--threshold", type=_float, help="avg_kl_div gate for every helper")
@@ -185,6 +198,7 @@ def build_config(args: argparse.Namespace):
         "dump_dir": "dump_dir",
         "extras": "extras",
         "stream_interval": "stream_interval",
+        "tokenizer": "tokenizer",
     }
     for arg, attr in mapping.items():
         v = getattr(args, arg, None)
@@ -193,6 +207,10 @@ def build_config(args: argparse.Namespace):
     if getattr(args, "max_prompt_tokens", None) is not None:
         cfg.max_prompt_tokens = args.max_prompt_tokens or None  # 0: no truncation
         cfg.prompt_cut_asked = True
+    if getattr(args, "separator_ids", None) is not None:
+        from kltui.run.tokenizer import parse_separator_ids
+
+        cfg.separator_ids = parse_separator_ids(args.separator_ids)
     if getattr(args, "helpers", None):
         cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
         check_helpers(cfg.helpers, "--helpers")
@@ -216,6 +234,10 @@ def build_config(args: argparse.Namespace):
         from kltui.run.prompts import load_file
 
         load_file(cfg.prompts)  # a bad prompt file is exit 2 before any server is contacted
+    if cfg.tokenizer:
+        from kltui.run.tokenizer import resolve
+
+        resolve(cfg.tokenizer)  # so is a tokenizer that is not there
     return cfg
 
 

@@ -48,6 +48,8 @@ PROCESS_IDENTITY = (
     "kltui_fault",
 )
 
+# How SGLang 0.5.x refuses text when started with --skip-tokenizer-init (tokenizer_manager).
+NO_TOKENIZER_MARKS = ("cannot accept text prompts", "skip_tokenizer_init=True")
 SERVER_INFO_KEYS = (
     "version",
     "model_path",
@@ -92,7 +94,7 @@ def _answer_cap(entries: int, top_k: int = 0) -> int:
 
 
 # every key of an SGLang server's identity (docs/JSON.md `servers`)
-IDENTITY_KEYS = ("url", "engine", *SERVER_INFO_KEYS, "weight_version")
+IDENTITY_KEYS = ("url", "engine", *SERVER_INFO_KEYS, "skip_tokenizer_init", "weight_version")
 
 
 def server_identity(url: str, info: dict, model: dict) -> dict:
@@ -102,6 +104,8 @@ def server_identity(url: str, info: dict, model: dict) -> dict:
     out["model_path"] = info.get("model_path") or model.get("model_path")
     out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
     out["weight_version"] = model.get("weight_version")
+    if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
+        out["skip_tokenizer_init"] = True
     return out
 
 
@@ -367,13 +371,18 @@ class SGLangClient(HttpEngine):
             "return_logprob": True,
             "logprob_start_len": 0,
         }
-        data = await self.request_json(
-            "POST",
-            "/generate",
-            content=orjson.dumps(body),
-            headers={"Content-Type": "application/json"},
-            max_bytes=_answer_cap(sum(len(t.encode("utf-8")) + 8 for t in texts)),
-        )
+        try:
+            data = await self.request_json(
+                "POST",
+                "/generate",
+                content=orjson.dumps(body),
+                headers={"Content-Type": "application/json"},
+                max_bytes=_answer_cap(sum(len(t.encode("utf-8")) + 8 for t in texts)),
+            )
+        except EngineError as e:
+            if any(m in e.message for m in NO_TOKENIZER_MARKS):
+                e.kind = "no-tokenizer"
+            raise
         if isinstance(data, dict):
             data = [data]
         if not isinstance(data, list) or len(data) != len(texts):

@@ -22,6 +22,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang_parse import GenResult
+from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
 from kltui.session.events import Event, HelperStarted, Problem, SampleSkipped
@@ -102,14 +103,40 @@ async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event
 
 
 async def _comma_ids(ctx: HelperContext, run: Run) -> np.ndarray:
-    # kl_test_utils appends tokenizer.encode(","): with a BOS-adding tokenizer that is BOS + ",".
+    """kl_test_utils appends tokenizer.encode(","): with a BOS-adding tokenizer that is BOS + ",".
+    From --separator-ids, else the server's tokenizer, else (a server started with
+    --skip-tokenizer-init) the local one."""
     if ctx.comma_ids is None:
-        try:
-            (ids,) = await ctx.client.tokenize([","])
-        except EngineError as e:
-            raise run.error(e) from None
-        ctx.comma_ids = ids
+        if ctx.server_tokenizes:
+            try:
+                (ctx.comma_ids,) = await ctx.client.tokenize([","])
+                ctx.comma_source = "the server's tokenizer"
+            except EngineError as e:
+                if e.kind != "no-tokenizer" or ctx.tokenizer is None:
+                    raise run.error(_with_fix(e)) from None
+        if ctx.comma_ids is None:
+            if ctx.tokenizer is None:
+                raise run.error(_with_fix(EngineError(ctx.server, "", "no-tokenizer")))
+            try:
+                ctx.comma_ids = np.asarray(ctx.tokenizer.encode(","), dtype=np.int64)
+            except UsageError as e:  # the local tokenizer's load failed (it loads in background)
+                raise run.error(EngineError(ctx.server, str(e), "tokenizer")) from None
+            ctx.comma_source = f"local tokenizer {ctx.tokenizer.describe()}"
+    run.extra["separator_ids"] = [int(t) for t in ctx.comma_ids]
+    run.extra["separator_source"] = ctx.comma_source
     return ctx.comma_ids
+
+
+def _with_fix(e: EngineError) -> EngineError:
+    if e.kind != "no-tokenizer":
+        return e
+    return EngineError(
+        e.server,
+        'the server has no tokenizer (--skip-tokenizer-init) to tokenize the separator ",": '
+        "pass --tokenizer PATH (the model's tokenizer folder) or --separator-ids IDS "
+        '(the ids of tokenizer.encode(","))',
+        "no-tokenizer",
+    )
 
 
 @helper("decode_cache_hit")

@@ -4,6 +4,7 @@ phases every helper shares are `phases.py`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,11 @@ class HelperContext:
     min_cache_hit_ratio: float = 0.5
     skip_hit_assert: bool = False
     server_info: dict = field(default_factory=dict)
-    comma_ids: np.ndarray | None = None
+    comma_ids: np.ndarray | None = None  # the turn-2 separator "," as ids
+    comma_source: str = ""  # where comma_ids came from
+    # run/tokenizer.LocalTokenizer or PendingTokenizer (encode, token_texts, describe) for a
+    # server without one
+    tokenizer: Any = None
     stream_interval: int | None = None  # tokens per streamed chunk; None: the server's own
     top_k: int = 0  # cross_engine: K of the top-K compared with the baseline
     threshold_source: str = ""  # where `threshold` came from (preset, config entry, --threshold)
@@ -66,6 +71,11 @@ class HelperContext:
     baseline_url: str | None = None
     baseline_api_key: str | None = field(default=None, repr=False)
     request_timeout: float = 600.0
+
+    @property
+    def server_tokenizes(self) -> bool:
+        """False for a server started with --skip-tokenizer-init: it takes ids only."""
+        return not self.server_info.get("skip_tokenizer_init")
 
     def identity(self, info: dict | None = None) -> tuple:
         info = self.server_info if info is None else info

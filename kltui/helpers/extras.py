@@ -16,6 +16,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.idcheck import check_ids
+from kltui.errors import UsageError
 from kltui.helpers.phases import Run
 from kltui.metrics.k3 import SampleMetrics
 from kltui.session.events import Event, ExtrasFetched, Problem
@@ -110,6 +111,14 @@ async def fetch_extras(
             [[int(t), float(lp)] for t, lp in pos] if pos else []
             for pos in (res.input_top or [])[1 : 1 + want.size]
         ]
+        texts = res.input_texts[1:] if res.input_texts else None
+        alt_texts = {str(k): v for k, v in (res.input_top_texts or {}).items()}
+        if texts is None and ctx.tokenizer is not None:
+            # a server without a tokenizer sends no text: the local tokenizer's, when given
+            try:
+                texts, alt_texts = _local_texts(ctx.tokenizer, want, top)
+            except UsageError:
+                pass  # a failed local load was reported where the separator needed it
         yield ExtrasFetched(
             run.helper,
             ctx.server,
@@ -118,10 +127,17 @@ async def fetch_extras(
             want,
             lps,
             top,
-            texts=res.input_texts[1:] if res.input_texts else None,
-            alt_texts={str(k): v for k, v in (res.input_top_texts or {}).items()},
+            texts=texts,
+            alt_texts=alt_texts,
             reason=reason,
         )
+
+
+def _local_texts(tokenizer, want: np.ndarray, top: list) -> tuple[list, dict[str, str]]:
+    alts = sorted({t for pos in top for t, _ in pos})
+    return tokenizer.token_texts(want), dict(
+        zip(map(str, alts), tokenizer.token_texts(alts), strict=True)
+    )
 
 
 async def after_gate(runs: list[Run], n_samples: int, top_k: int) -> AsyncIterator[Event]:

@@ -42,6 +42,8 @@ class Summary:
     hit_failure: str | None = None
     error: str | None = None
     reason: str | None = None
+    separator_ids: list | None = None  # decode_cache_hit: the turn-2 "," as sent
+    separator_source: str | None = None  # --separator-ids, the server's or a local tokenizer
     id_mismatch_tokens: int | None = None
     id_mismatches: list | None = None
     per_sample: list = field(default_factory=list)

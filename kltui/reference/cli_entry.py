@@ -63,6 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed of per-request sampling seeds when a request names none (random)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument(
+        "--skip-tokenizer-init",
+        action="store_true",
+        help="as SGLang's flag: ids in and out only; a text prompt gets SGLang's HTTP 400",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -90,6 +95,7 @@ def main(args: argparse.Namespace) -> int:
         stream_interval=args.stream_interval,
         random_seed=args.random_seed,
         threads=args.threads,
+        skip_tokenizer_init=args.skip_tokenizer_init,
     )
     try:
         return serve(settings, _launch_command())

@@ -25,7 +25,26 @@ class ContractError(ValueError):
 
 
 class RequestError(ValueError):
-    pass
+    kind: str | None = None  # the SSE error's `type` when it is not the default one
+
+
+class TextRefused(RequestError):
+    """A text prompt to a server started with --skip-tokenizer-init: the ValueError that
+    TokenizerManager._tokenize_one_request raises, which http_server answers with HTTP 400
+    `{"error": {"message": ...}}`, or in a stream with an `invalid_request_error` event."""
+
+    kind = "invalid_request_error"
+
+
+NO_TOKENIZER_MESSAGE = (
+    "The engine initialized with skip_tokenizer_init=True cannot accept text prompts. Please "
+    "provide input_ids or re-initialize the engine with skip_tokenizer_init=False."
+)
+
+
+def refuse_text(_text: str) -> list[int]:
+    """The `encode` of a server without a tokenizer."""
+    raise TextRefused(NO_TOKENIZER_MESSAGE)
 
 
 # ---- serde-style type checks ----

@@ -58,9 +58,12 @@ class ItemState:
 
 
 class Renderer:
-    def __init__(self, token_text: Sequence[str], decode) -> None:
+    def __init__(self, token_text: Sequence[str], decode, *, with_text: bool = True) -> None:
         self.token_text = token_text
         self.decode = decode  # (ids, skip_special_tokens) -> str
+        # False: --skip-tokenizer-init, whose answers (BatchTokenIDOutput) have no `text` key
+        # and whose logprob entries carry null text even with return_text_in_logprobs
+        self.has_tokenizer = with_text
 
     def _triple(self, lp: float | None, token: int, with_text: bool) -> list:
         return [lp, token, self.token_text[token] if with_text else None]
@@ -98,8 +101,9 @@ class Renderer:
         what was not sent before; prompt-side fields always hold everything.
         """
         req = st.req
+        with_text = with_text and self.has_tokenizer
         start = st.sent_tokens if incremental else 0
-        full_text = self.text(st)
+        full_text = self.text(st) if self.has_tokenizer else ""
         text = full_text
         if incremental:
             text = (
@@ -146,6 +150,8 @@ class Renderer:
         if first_chunk:
             meta["response_sent_to_client_ts"] = time.time()
         obj = {"text": text, "output_ids": st.output_ids[start:], "meta_info": meta}
+        if not self.has_tokenizer:
+            del obj["text"]
         if index is not None:
             obj["index"] = index
         st.sent_tokens = len(st.output_ids)

@@ -33,7 +33,13 @@ from kltui.reference.cache import RadixCache
 from kltui.reference.engine import Engine, GenRequest, Progress, Sampling
 from kltui.reference.faults import Fault
 from kltui.reference.model import LlamaForCausalLM, load_model
-from kltui.reference.protocol import ContractError, RequestError, contract_error, parse_generate
+from kltui.reference.protocol import (
+    ContractError,
+    RequestError,
+    contract_error,
+    parse_generate,
+    refuse_text,
+)
 from kltui.reference.responses import ItemState, Renderer
 from kltui.reference.scheduler import Scheduler
 from kltui.reference.tokenizer import TextTokenizer
@@ -68,6 +74,7 @@ class ServerSettings:
     threads: int = 1
     max_running_requests: int = 128
     chunked_prefill_size: int = 8192
+    skip_tokenizer_init: bool = False
 
 
 class ReferenceState:
@@ -106,7 +113,11 @@ class ReferenceState:
             max_running=settings.max_running_requests,
             max_prefill_tokens=settings.chunked_prefill_size,
         )
-        self.renderer = Renderer(self.tokenizer.token_text, self.tokenizer.decode)
+        self.renderer = Renderer(
+            self.tokenizer.token_text,
+            self.tokenizer.decode,
+            with_text=not settings.skip_tokenizer_init,
+        )
         self.startup_time = time.time()
 
     def warm_up(self) -> None:
@@ -131,7 +142,7 @@ class ReferenceState:
             "model_path": self.checkpoint,
             "tokenizer_path": self.checkpoint,
             "tokenizer_mode": "auto",
-            "skip_tokenizer_init": False,
+            "skip_tokenizer_init": s.skip_tokenizer_init,
             "load_format": "auto",
             "trust_remote_code": False,
             "dtype": "float32",
@@ -247,8 +258,8 @@ def _sse(obj) -> bytes:
     return b"data: " + orjson.dumps(obj) + b"\n\n"
 
 
-def _stream_error(message: str, status: int = 400) -> dict:
-    kind = "BadRequestError" if status < 500 else "InternalServerError"
+def _stream_error(message: str, status: int = 400, kind: str | None = None) -> dict:
+    kind = kind or ("BadRequestError" if status < 500 else "InternalServerError")
     return {"error": {"message": message, "type": kind, "code": status, "retryable": False}}
 
 
@@ -281,13 +292,13 @@ async def generate(request: Request) -> Response:
     try:
         parsed = parse_generate(
             body,
-            encode=st.tokenizer.encode,
+            encode=refuse_text if st.settings.skip_tokenizer_init else st.tokenizer.encode,
             vocab_size=st.model.config.vocab_size,
             context_length=st.context_length,
         )
     except (RequestError, ContractError) as e:
         if stream:
-            error = _sse(_stream_error(str(e)))
+            error = _sse(_stream_error(str(e), kind=getattr(e, "kind", None)))
             return StreamingResponse(
                 iter([error, b"data: [DONE]\n\n"]), media_type="text/event-stream"
             )

@@ -85,6 +85,10 @@ class RunConfig:
     # max_prompt_tokens came from the command line or a config file, not the default: only then
     # are pre-cut token-id files (SGLang's input-id cache) cut again
     prompt_cut_asked: bool = field(default=False, repr=False)
+    # for servers without a tokenizer (--skip-tokenizer-init): a local tokenizer (folder or a
+    # name in the local HF cache) and/or decode_cache_hit's separator "," as ids
+    tokenizer: str | None = None
+    separator_ids: list[int] | None = None
 
     def streams(self, live_view: bool) -> bool:
         return live_view if self.stream is None else self.stream
@@ -141,9 +145,10 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "theme": ((str,), "a theme name"),
     "dump_dir": ((str,), "a folder path"),
     "yes_flush": ((bool,), "true or false"),
+    "tokenizer": ((str,), "a tokenizer folder or a model name in the local Hugging Face cache"),
     "allow_different_models": ((bool,), "true or false"),
 }
-_LISTS = {"servers", "helpers", "thresholds"}
+_LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
 _MAPS = {"keymap"}
 _TOP_KEYS = set(_SCALARS) | _LISTS | _MAPS
 _ENTRY_KEYS = {f for f in ThresholdEntry.__dataclass_fields__}
@@ -212,6 +217,8 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
             setattr(cfg, key, value)
         elif key == "thresholds":
             cfg.thresholds = _entries(path_str, value, val_node)
+        elif key == "separator_ids":
+            cfg.separator_ids = _separator_ids(path_str, value, val_node)
         elif key == "keymap":
             if not isinstance(value, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -221,6 +228,25 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
                 )
             cfg.keymap = value
     return cfg
+
+
+def _separator_ids(path: str, value: Any, node: yaml.Node) -> list[int]:
+    """A list of token ids, one id, or "1,11" as on the command line."""
+    from kltui.run.tokenizer import parse_separator_ids
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = [value]
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
+        return list(value)
+    if isinstance(value, str):
+        return parse_separator_ids(value, f"{path}:{_line(node)}: 'separator_ids'")
+    raise ConfigError(
+        path, f"'separator_ids' must be a list of token ids >= 0, got {value!r}", _line(node)
+    )
 
 
 def _check_range(path: str, key: str, value: Any, node: yaml.Node) -> None:

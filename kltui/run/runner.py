@@ -8,6 +8,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import numpy as np
+
 from kltui import __version__
 from kltui.engines.errors import EngineError
 from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
@@ -21,6 +23,7 @@ from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
+from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.session.servers import models_differ
 
@@ -46,16 +49,59 @@ def _fit_tokens(cfg: RunConfig, info: dict) -> int | None:
     return max(1, ctx_len - turns * cfg.max_new_tokens - 8)
 
 
-async def build_prompt_set(cfg: RunConfig, client: SGLangClient, info: dict) -> PromptSet:
+def server_tokenizes(info: dict) -> bool:
+    """False for a server started with --skip-tokenizer-init (it takes and returns ids only)."""
+    return not info.get("skip_tokenizer_init")
+
+
+def no_tokenizer_error(url: str, what: str, fix: str) -> UsageError:
+    return UsageError(
+        f"{url} has no tokenizer (started with --skip-tokenizer-init), so it cannot tokenize "
+        f"{what}: pass {fix}"
+    )
+
+
+async def _tokenize(
+    client: SGLangClient,
+    info: dict,
+    texts: list[str],
+    tok: LocalTokenizer | PendingTokenizer | None,
+    fix: str,
+) -> list:
+    """Ids of `texts`: by the server when it has a tokenizer (its 400 answer also tells when it
+    has none), else by the local tokenizer; neither is a one-line error naming `fix`."""
+    if server_tokenizes(info):
+        try:
+            return await client.tokenize(texts)
+        except EngineError as e:
+            if e.kind != "no-tokenizer":
+                raise
+            info["skip_tokenizer_init"] = True  # the helpers read it as /server_info says it
+    if tok is None:
+        raise no_tokenizer_error(client.url, f"the {fix[0]}", fix[1])
+    return [np.asarray(tok.encode(t), dtype=np.int64) for t in texts]
+
+
+async def build_prompt_set(
+    cfg: RunConfig,
+    client: SGLangClient,
+    info: dict,
+    tok: LocalTokenizer | PendingTokenizer | None = None,
+) -> PromptSet:
     source = load_file(cfg.prompts) if cfg.prompts else builtin()
     items = source.items[: cfg.samples]
     texts = [(i, t) for i, t in enumerate(items) if isinstance(t, str)]
     ids: list = list(items)
+    also = " with --separator-ids IDS" if _needs_separator(cfg) else ""
+    fix = (
+        f"text prompts of {source.name}",
+        f"{FIX} or --prompts ids.json (token-id lists){also}",
+    )
     for start in range(0, len(texts), TOKENIZE_BATCH):
         chunk = texts[start : start + TOKENIZE_BATCH]
-        toks = await client.tokenize([t for _, t in chunk])
-        for (i, _), tok in zip(chunk, toks, strict=True):
-            ids[i] = tok
+        toks = await _tokenize(client, info, [t for _, t in chunk], tok, fix)
+        for (i, _), t in zip(chunk, toks, strict=True):
+            ids[i] = t
     cut = cfg.max_prompt_tokens
     uncut_note = None
     if source.pre_cut and not cfg.prompt_cut_asked:
@@ -143,14 +189,16 @@ async def _run(
     live = [c for c in clients if c.url in infos]
     if not cfg.allow_different_models:
         _refuse_different_models([s for s in servers if s.get("url") in infos])
+    tok = PendingTokenizer(cfg.tokenizer) if cfg.tokenizer else None
     pset: PromptSet | None = None
     if live:
         try:
-            pset = await build_prompt_set(cfg, live[0], infos[live[0].url])
+            pset = await build_prompt_set(cfg, live[0], infos[live[0].url], tok)
         except EngineError as e:
             problems.append(
                 Problem(e.server, f"{e.message} (phase: tokenize)", fatal=True, phase="tokenize")
             )
+    _check_separator(cfg, live, infos, tok)
     yield RunStarted(
         run_id=uuid.uuid4().hex[:12],
         started_at=time.time(),
@@ -189,7 +237,7 @@ async def _run(
         gated: list[Run] = []
         faulted = False
         for spec in specs:
-            ctx = helper_context(cfg, spec, c, infos[c.url], pset, live_view)
+            ctx = helper_context(cfg, spec, c, infos[c.url], pset, live_view, tok)
             run = Run(ctx, spec.name)
             try:
                 async for ev in spec.starter()(ctx, run):
@@ -221,6 +269,33 @@ async def _run(
     yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
 
 
+def _needs_separator(cfg: RunConfig) -> list[str]:
+    """The chosen helpers that append the separator "," and have no --separator-ids for it."""
+    if cfg.separator_ids:
+        return []
+    return [n for n in cfg.helpers if n in HELPERS and HELPERS[n].turns > 1]
+
+
+def _check_separator(
+    cfg: RunConfig,
+    live: list[SGLangClient],
+    infos: dict[str, dict],
+    tok: LocalTokenizer | PendingTokenizer | None,
+) -> None:
+    """A helper with a second turn appends "," as ids: without a tokenizer anywhere, say how to
+    give them before anything is flushed or measured."""
+    needs = _needs_separator(cfg)
+    if not needs or tok is not None:
+        return
+    for c in live:
+        if not server_tokenizes(infos[c.url]):
+            raise no_tokenizer_error(
+                c.url,
+                f'{needs[0]}\'s separator "{SEPARATOR}"',
+                f'{FIX} or --separator-ids IDS (the ids of tokenizer.encode("{SEPARATOR}"))',
+            )
+
+
 def _refuse_different_models(servers: list[dict]) -> None:
     """Before anything is flushed or measured: another model makes every comparison moot."""
     for s in servers[1:]:
@@ -249,6 +324,7 @@ def helper_context(
     info: dict,
     pset: PromptSet,
     live_view: bool = False,
+    tok: LocalTokenizer | PendingTokenizer | None = None,
 ) -> HelperContext:
     """What one helper needs for one server: the run's settings and this server's threshold."""
     thr = resolve_threshold(
@@ -279,4 +355,7 @@ def helper_context(
         # the baseline's own key only: the SGLang servers' key never goes to it
         baseline_api_key=resolve_baseline_api_key() if spec.scope == "baseline" else None,
         request_timeout=cfg.request_timeout,
+        tokenizer=tok,
+        comma_ids=np.asarray(cfg.separator_ids, dtype=np.int64) if cfg.separator_ids else None,
+        comma_source="--separator-ids" if cfg.separator_ids else "",
     )

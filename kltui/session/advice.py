@@ -3,10 +3,16 @@ kernels and state paths worth suspecting, and the dumper command that finds the 
 
 from __future__ import annotations
 
+import math
 import shlex
 
+from kltui.fmt import sci
 from kltui.helpers.registry import HELPERS
-from kltui.session.store import SessionStore
+from kltui.metrics.presets import DETERMINISTIC_KL_DIV
+from kltui.session.store import HelperState, SessionStore
+
+# at or below the stray-ulp level the gate cannot care, whatever threshold it has
+FAR_BELOW = DETERMINISTIC_KL_DIV
 
 # the engine path each helper's k3 says something about (the registry's `path`)
 PATH_OF = {name: h.path for name, h in HELPERS.items() if h.path}
@@ -112,9 +118,48 @@ def dumps_command(server: str, dump_dir: str = "DIR") -> str:
     return f"kltui dumps --server {host} --dump-dir {shlex.quote(dump_dir)}"
 
 
-def _condition1_advice(server: str, info: dict) -> tuple[str, str | None, str | None]:
-    """(next step, exact command, TUI action) for kernel noise, from what the server runs."""
+def cross_check_command(server: str, helpers: list[str]) -> str:
+    """The A-vs-B run that isolates a state bug's trigger (OTHER is a second server)."""
+    host = server.split("://", 1)[-1].rstrip("/")
+    return (
+        f"kltui check --server {host} --server OTHER_HOST:PORT --helpers match,{','.join(helpers)}"
+    )
+
+
+def rerun_command(server: str, samples: int) -> str:
+    host = server.split("://", 1)[-1].rstrip("/")
+    return f"kltui check --server {host} --samples {samples}"
+
+
+def _far_below_gate(st: HelperState) -> bool:
+    s = st.summary
+    level, gate = s.avg_kl_div, s.threshold
+    if s.result != "pass" or level is None or not math.isfinite(level):
+        return False
+    return level <= FAR_BELOW or (gate is not None and level * 1e3 <= gate)
+
+
+def _condition1_advice(
+    server: str, info: dict, noisy: HelperState
+) -> tuple[str, str | None, str | None]:
+    """(next step, exact command, TUI action) for kernel noise, from what the server runs and
+    how large the noise is against the gate."""
     det = _flag(info, "enable_deterministic_inference")
+    if _far_below_gate(noisy):
+        s = noisy.summary
+        gate = f" of {sci(s.threshold)}" if s.threshold is not None else ""
+        fix = (
+            f"run `{dumps_command(server)}` to find the shape-variant kernel"
+            if det
+            else "relaunch with --enable-deterministic-inference"
+        )
+        return (
+            f"nothing to fix for the gate: {s.avg_kl_div:.3g} is far below its threshold{gate}. "
+            "This rounding noise matters only where bitwise equality is needed (e.g. RL "
+            f"rollouts that must reproduce the trainer's logprobs); there, {fix}",
+            None,
+            None,
+        )
     if det:
         cmd = dumps_command(server)
         return (

@@ -7,15 +7,18 @@ the broken state ("floating-point noise cannot choose a code path").
 
 The classification reads exact zeros first (a helper with no differing token is proof, not a
 level), then per-sample evidence, never a ratio of levels: with match bit-identical any cache-hit
-divergence is condition 2; with match noisy, a cache-hit helper counts as condition 2 only when
-its own samples are worse than match's on the same prompts beyond what chance allows (a paired
-sign test over samples, and how many of its tokens lie above match's largest k3), and its level
-is above the stray-ulp floor where, per the guide, no state bug sits. The server's own
+divergence above the 1e-9 stray-ulp floor is condition 2; with match noisy, a cache-hit helper
+counts as condition 2 only when its own samples are worse than match's on the same prompts
+beyond chance and by a real amount (`paired`: a signed-rank test over samples with an effect
+size, on at least 11 common samples, calibrated in `calibration`), and is condition 2 *first*
+when it is orders of magnitude above a match that passes its gate. The floor applies the same
+way in every branch. At temperature > 0 there is no kernel verdict. The server's own
 /server_info decides the advice: nothing already on is advised again.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 
 from kltui.fmt import sci
@@ -28,17 +31,23 @@ from kltui.session.advice import (
     _kernel_suspects,
     _settings_line,
     _state_suspects,
+    cross_check_command,
+    rerun_command,
 )
 from kltui.session.compare import rerun_equality
 from kltui.session.evidence import (
-    EVIDENCE_P,
+    MIN_COMMON,
+    MIN_RATIO,
+    PRIMARY_RATIO,
     STRAY_ULP_FLOOR,
-    UNUSABLE,
     _count_line,
     _exact,
     _shape,
     _usable,
     excess_over_match,
+    level_of,
+    nonfinite_line,
+    nonfinite_positions,
 )
 from kltui.session.store import SessionStore
 
@@ -102,7 +111,38 @@ def server_info(store: SessionStore, server: str) -> dict:
     return {}
 
 
+def _temperature(store: SessionStore) -> float:
+    t = store.run.config.get("temperature") if store.run else None
+    return float(t) if isinstance(t, int | float) and math.isfinite(t) else 0.0
+
+
+def _coverage(states: dict) -> tuple[list[str], str]:
+    """(the notes on unusable helpers, a label tail naming what was not covered and why):
+    "not tested" only for helpers that did not run; vacuous and errored have their own words."""
+    notes, parts = [], []
+    not_run = [h for h in ("match", *CACHE_HELPERS) if h not in states]
+    if not_run:
+        parts.append(f"not tested: {', '.join(not_run)}")
+    for word, statuses in (
+        ("ran but compared nothing (vacuous)", ("vacuous",)),
+        ("errored", ("error", "invalid")),
+    ):
+        hs = []
+        for h, st in states.items():
+            s = st.summary
+            if s is not None and s.status in statuses:
+                hs.append(h)
+                why = s.reason or s.error or ""
+                notes.append(
+                    f"{h}: {s.status}{': ' + why if why else ''} (says nothing about its path)"
+                )
+        if hs:
+            parts.append(f"{', '.join(hs)} {word}")
+    return notes, "; ".join(parts)
+
+
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
+    """Condition 0, 1, 2 (or inconclusive) for one server, with evidence and the next step."""
     info = server_info(store, server)
     # a helper comparing two engines, not two paths of one, says nothing about 1 vs 2
     states = {
@@ -111,20 +151,29 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
         if st.server == server and same_engine(st.helper)
     }
     settings = _settings_line(info)
-    notes = [settings] if settings else []
-    for h, st in states.items():
-        status = st.summary.status if st.summary else None
-        if status in UNUSABLE:
-            why = st.summary.reason or st.summary.error or ""
-            notes.append(f"{h}: {status}{': ' + why if why else ''} (says nothing about its path)")
+    notes, uncovered = _coverage(states)
+    notes = ([settings] if settings else []) + notes
     usable = {h: st for h, st in states.items() if _usable(st)}
     if not usable:
         finished = any(st.summary is not None for st in states.values())
         label = "no helper gave a usable result" if finished else "no helper finished yet"
         return Diagnosis(server, None, [], label, notes)
     evidence = [_count_line(st) for st in usable.values()] + notes
+    temp = _temperature(store)
+    if temp > 0:
+        return Diagnosis(
+            server,
+            None,
+            [],
+            f"no kernel verdict: temperature {temp:g} > 0, so k3 measures sampling, not "
+            "kernels (prefill and decode may score different draws)",
+            evidence,
+            [],
+            "re-run with --temperature 0 for a verdict on conditions 1 and 2",
+        )
+    nonfinite = {h: w for h, st in usable.items() if (w := nonfinite_positions(st))}
+    evidence += [nonfinite_line(h, w) for h, w in nonfinite.items()]
     exact = {h: _exact(st) for h, st in usable.items()}
-    untested = [h for h in ("match", *CACHE_HELPERS) if h not in usable]
     page = info.get("page_size")
 
     if all(exact.values()):
@@ -132,10 +181,18 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             "bit-identical: prefill and decode agree exactly in every helper run "
             "(conditions 1 and 2 hold)"
         )
+        if nonfinite:
+            label = (
+                f"non-finite logprobs at the same positions on both sides in "
+                f"{', '.join(nonfinite)} (a numeric fault, see evidence); otherwise " + label
+            )
         step = None
-        if untested:
-            label += f"; not tested: {', '.join(untested)}"
-            step = f"run {', '.join(untested)} as well to cover their paths"
+        if uncovered:
+            label += f"; {uncovered}"
+            step = (
+                "cover those paths: run the helpers not tested, and read the evidence for why "
+                "the others compared nothing or failed"
+            )
         return Diagnosis(server, 0, [], label, evidence, [], step)
 
     match = usable.get("match")
@@ -154,60 +211,122 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
 
     cache = {h: st for h, st in usable.items() if h in CACHE_HELPERS}
     dirty = [h for h, st in cache.items() if not exact[h]]
-
     if exact["match"]:
-        # kernels agree on match's shapes; a divergence that only a cache path shows is state
-        primary = "prefill_cache_hit" if "prefill_cache_hit" in dirty else dirty[0]
-        verb = "diverge" if len(dirty) > 1 else "diverges"
-        evidence += [x for h in dirty for x in _shape(cache[h], page)]
-        below = [h for h in dirty if float(cache[h].summary.avg_kl_div or 0) <= STRAY_ULP_FLOOR]
-        if below:
-            evidence.append(
-                f"{', '.join(below)} stays below the {STRAY_ULP_FLOOR:g} stray-ulp floor: a "
-                "path-specific difference all the same (noise does not choose a code path)"
-            )
+        return _match_exact(server, info, cache, dirty, evidence, page)
+    return _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page)
+
+
+def _match_exact(server, info, cache, dirty, evidence, page) -> Diagnosis:
+    # kernels agree on match's shapes; a divergence that only a cache path shows is state,
+    # unless it stays at rounding level: the floor applies here as in every branch
+    state = [h for h in dirty if level_of(cache[h]) > STRAY_ULP_FLOOR]
+    below = [h for h in dirty if h not in state]
+    if below:
+        evidence.append(
+            f"{', '.join(below)} stays at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
+            "(avg_kl_div), where no state bug sits: rounding on that path's shapes"
+        )
+    if not state:
+        step, cmd, action = _condition1_advice(server, info, cache[below[0]])
         return Diagnosis(
             server,
-            2,
-            [2],
-            f"condition 2 (state bug): match is bit-identical but {' and '.join(dirty)} {verb}, "
-            f"so the kernels agree and the fault is in {PATH_OF[primary]}",
+            1,
+            [1],
+            f"stray ulps only: match is bit-identical and {' and '.join(below)} differs at "
+            f"rounding level ({sci(level_of(cache[below[0]]))}), below the "
+            f"{STRAY_ULP_FLOOR:g} floor where no state bug sits: not condition 2",
             evidence,
-            _state_suspects(dirty, info),
-            CONDITION2_STEP,
+            [],
+            step,
+            cmd,
+            action,
         )
+    primary = "prefill_cache_hit" if "prefill_cache_hit" in state else state[0]
+    verb = "diverge" if len(state) > 1 else "diverges"
+    evidence += [x for h in state for x in _shape(cache[h], page)]
+    return Diagnosis(
+        server,
+        2,
+        [2],
+        f"condition 2 (state bug): match is bit-identical but {' and '.join(state)} {verb}, "
+        f"so the kernels agree and the fault is in {PATH_OF[primary]}",
+        evidence,
+        _state_suspects(state, info),
+        CONDITION2_STEP,
+        cross_check_command(server, state),
+    )
 
+
+def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page) -> Diagnosis:
     # match diverges: condition 1 on this server. Does a cache path add a state bug on top?
     excess = [excess_over_match(cache[h], match) for h in dirty]
     evidence += [e.line() for e in excess]
-    state = [e.helper for e in excess if e.significant]
-    quiet = [e.helper for e in excess if not e.significant and min(e.p_sign, e.p_tail) < EVIDENCE_P]
-    for h in quiet:
-        evidence.append(
-            f"{h} is above match beyond chance but at {sci(cache[h].summary.avg_kl_div)}"
-            f", below the {STRAY_ULP_FLOOR:g} stray-ulp floor where no state bug sits: kernel "
-            "noise on its path's shapes"
+    state = [e for e in excess if e.significant]
+    few = [e for e in excess if e.too_few and e.level > STRAY_ULP_FLOOR]
+    for e in excess:
+        if e.significant or e.too_few or not e.beyond_chance:
+            continue
+        why = (
+            f"its avg_kl_div {sci(e.level)} is below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
+            "where no state bug sits"
+            if e.level <= STRAY_ULP_FLOOR
+            else f"by x{e.ratio:.3g} per sample, a drift below the x{MIN_RATIO:g} a "
+            "state bug needs (longer or different contexts shift kernel noise)"
         )
-    step, cmd, action = _condition1_advice(server, info)
+        evidence.append(f"{e.helper} is above match beyond chance but {why}: kernel noise")
+    mlevel = level_of(match)
+    level = sci(mlevel)
+    step, cmd, action = _condition1_advice(server, info, match)
     suspects = _kernel_suspects(info, store)
-    det = _flag(info, "enable_deterministic_inference")
-    level = sci(match.summary.avg_kl_div)
+    gate_ok = match.summary.result == "pass"
     if state:
-        evidence += [x for h in state for x in _shape(cache[h], page)]
+        names = [e.helper for e in state]
+        evidence += [x for h in names for x in _shape(cache[h], page)]
+        top = max(state, key=lambda e: e.level)
+        if gate_ok and top.level >= PRIMARY_RATIO * max(mlevel, STRAY_ULP_FLOOR):
+            return Diagnosis(
+                server,
+                2,
+                [1, 2],
+                f"condition 2 first (state bug): {' and '.join(names)} "
+                f"{'are' if len(names) > 1 else 'is'} orders of magnitude above match "
+                f"({sci(top.level)} vs {level}, x{top.ratio:.3g} per sample) while "
+                f"match is within its gate: a state bug on {PATH_OF[names[0]]}; match's own "
+                "kernel noise (condition 1) is small beside it",
+                evidence,
+                _state_suspects(names, info) + suspects,
+                CONDITION2_STEP,
+                cross_check_command(server, names),
+            )
         return Diagnosis(
             server,
             1,
             [1, 2],
             f"conditions 1 and 2: kernel noise in every helper (match {level}) and "
-            f"{' and '.join(state)} beyond it on the same prompts: a state bug on "
-            f"{PATH_OF[state[0]]}; fix condition 1 first, its noise hides the rest",
+            f"{' and '.join(names)} beyond it on the same prompts: a state bug on "
+            f"{PATH_OF[names[0]]}; fix condition 1 first, its noise hides the rest",
             evidence,
-            suspects + _state_suspects(state, info),
+            suspects + _state_suspects(names, info),
             step,
             cmd,
             action,
         )
+    if few:
+        n = min(e.n for e in few)
+        return Diagnosis(
+            server,
+            None,
+            [1],
+            f"inconclusive (n too small): match diverges ({level}), and whether "
+            f"{' and '.join(e.helper for e in few)} add{'s' if len(few) == 1 else ''} a state "
+            f"bug cannot be told on {n} common samples (at least {MIN_COMMON} needed)",
+            evidence,
+            suspects,
+            f"re-run with more samples (`--samples 32`); then: {step}",
+            rerun_command(server, 32),
+        )
     clean = [h for h, st in cache.items() if exact[h]]
+    det = _flag(info, "enable_deterministic_inference")
     if cache and len(clean) == len(cache):
         label = (
             f"condition 1 on match's path only: match diverges ({level}) while "
@@ -220,19 +339,30 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             f"condition 1: match diverges ({level}); run the cache-hit helpers to see whether "
             "a state bug hides under this noise"
         )
-    elif det:
-        label = (
-            f"condition 1 with deterministic inference on: every helper still diverges (match "
-            f"{level}): a kernel on the decode path is still shape-variant; deterministic "
-            "inference fixes the reduction order, not the shape"
-        )
     else:
+        which = (
+            "every helper still diverges"
+            if not clean
+            else f"match and {' and '.join(dirty)} still diverge ({' and '.join(clean)} exact)"
+        )
         label = (
-            f"condition 1 (batch variance): match diverges ({level}) and the cache-hit helpers "
-            "show no more than it on the same prompts: kernels give different results for "
+            f"condition 1 with deterministic inference on: {which} (match {level}): a kernel "
+            "on the decode path is still shape-variant; deterministic inference fixes the "
+            "reduction order, not the shape"
+            if det
+            else f"condition 1 (batch variance): match diverges ({level}) and "
+            f"{' and '.join(dirty)} {_no_more(excess)}: kernels give different results for "
             "prefill and decode shapes"
         )
     return Diagnosis(server, 1, [1], label, evidence, suspects, step, cmd, action)
+
+
+def _no_more(excess: list) -> str:
+    """What the cache-hit helpers showed against match, claiming no more than was tested."""
+    verb = "stays" if len(excess) == 1 else "stay"
+    if any(e.too_few for e in excess):  # too few samples to test: only the floor speaks
+        return f"{verb} at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor"
+    return f"show{'s' if len(excess) == 1 else ''} no more than it on the same prompts"
 
 
 def diagnose(store: SessionStore) -> list[Diagnosis]:

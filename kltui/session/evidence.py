@@ -1,22 +1,36 @@
 """The evidence a diagnosis stands on, read off finished helpers: which are usable, which are
-bit-exact, and whether a cache-hit helper's k3 exceeds match's beyond kernel noise (one-sided
-tests on per-sample means), and where in generation divergence sits."""
+bit-exact, where logprobs are non-finite on both sides, whether a cache-hit helper's k3 exceeds
+match's beyond kernel noise (`paired`), and where in generation divergence sits."""
 
 from __future__ import annotations
-
-import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from kltui.fmt import sci
-from kltui.metrics.presets import DETERMINISTIC_KL_DIV
+from kltui.session.paired import (
+    EVIDENCE_P,
+    MIN_COMMON,
+    MIN_RATIO,
+    PRIMARY_RATIO,
+    STRAY_ULP_FLOOR,
+    Paired,
+    paired,
+    signed_rank_p,
+)
 from kltui.session.store import HelperState
 
-# "measured 0; any state bug produces values orders of magnitude higher" (the guide's 1e-9)
-STRAY_ULP_FLOOR = DETERMINISTIC_KL_DIV
-# chance, under kernel noise alone, below which a cache-hit helper's excess counts as evidence
-EVIDENCE_P = 1e-3
+__all__ = [
+    "EVIDENCE_P",
+    "MIN_COMMON",
+    "MIN_RATIO",
+    "PRIMARY_RATIO",
+    "STRAY_ULP_FLOOR",
+    "UNUSABLE",
+    "Paired",
+    "excess_over_match",
+    "signed_rank_p",
+]
+
 UNUSABLE = ("error", "invalid", "vacuous")
 
 
@@ -25,8 +39,55 @@ def _usable(st: HelperState) -> bool:
     return s is not None and s.status not in UNUSABLE and bool(s.scored)
 
 
+def _both_nonfinite(sample) -> np.ndarray:
+    a = np.asarray(sample.lp_a, dtype=np.float64)
+    b = np.asarray(sample.lp_b, dtype=np.float64)
+    return ~np.isfinite(a) & ~np.isfinite(b)
+
+
+def nonfinite_positions(st: HelperState) -> dict[int, list[int]]:
+    """Per sample, the positions whose logprob is NaN or inf in prefill and decode alike."""
+    out = {}
+    for s in st.book.order:
+        where = np.flatnonzero(_both_nonfinite(st.book.samples[s]))
+        if where.size:
+            out[s] = where.tolist()
+    return out
+
+
+def nonfinite_line(helper: str, where: dict[int, list[int]]) -> str:
+    n = sum(len(p) for p in where.values())
+    listed = "; ".join(
+        f"#{s} @ {', '.join(map(str, p[:6]))}{' …' if len(p) > 6 else ''}"
+        for s, p in list(where.items())[:6]
+    )
+    more = f" (and {len(where) - 6} more samples)" if len(where) > 6 else ""
+    return (
+        f"{helper}: {n} non-finite logprobs (NaN or inf) at the same positions in prefill and "
+        f"decode: {listed}{more}: a numeric fault in the model's output on both paths, not a "
+        "prefill/decode difference; these positions are left out of the diagnosis"
+    )
+
+
+def _differs(sample) -> np.ndarray:
+    a = np.asarray(sample.lp_a, dtype=np.float64)
+    b = np.asarray(sample.lp_b, dtype=np.float64)
+    return ~(a == b) & ~_both_nonfinite(sample)
+
+
 def _exact(st: HelperState) -> bool:
-    return (st.summary.samples_with_difference or 0) == 0
+    """No differing token, leaving out positions non-finite on both sides."""
+    if (st.summary.samples_with_difference or 0) == 0:
+        return True
+    if not st.book.order:  # a summary without per-token values: its own count decides
+        return False
+    return not any(_differs(st.book.samples[s]).any() for s in st.book.order)
+
+
+def _sample_mean(sample) -> float:
+    keep = ~_both_nonfinite(sample)
+    k = np.asarray(sample.k3)[keep]
+    return float(np.mean(k)) if k.size else float("nan")
 
 
 def _count_line(st: HelperState) -> str:
@@ -39,72 +100,23 @@ def _count_line(st: HelperState) -> str:
     )
 
 
-def sign_test_p(higher: int, lower: int) -> float:
-    """One-sided chance of >= `higher` wins out of higher+lower fair coin flips."""
-    n = higher + lower
-    if n == 0:
-        return 1.0
-    return sum(math.comb(n, j) for j in range(higher, n + 1)) / 2**n
+def level_of(st: HelperState) -> float:
+    """avg_kl_div over the positions that count (non-finite pairs left out)."""
+    v = st.summary.avg_kl_div
+    if v is not None and np.isfinite(v):
+        return float(v)
+    means = [_sample_mean(st.book.samples[s]) for s in st.book.order]
+    finite = [m for m in means if np.isfinite(m)]
+    return float(np.mean(finite)) if finite else float("inf")
 
 
-def exceedance_p(k: int, n_x: int, n_y: int) -> float:
-    """Chance that the k largest of n_x + n_y exchangeable values all come from the n_x group:
-    C(n_x, k) / C(n_x + n_y, k). No distribution assumed, only that both sets are alike."""
-    if k <= 0:
-        return 1.0
-    j = np.arange(k, dtype=np.float64)
-    return float(np.exp(np.sum(np.log(n_x - j) - np.log(n_x + n_y - j))))
-
-
-@dataclass
-class Excess:
-    """A cache-hit helper against match on the same prompts."""
-
-    helper: str
-    higher: int
-    lower: int
-    equal: int
-    p_sign: float
-    above: int  # tokens above match's largest k3
-    p_tail: float
-    level: float
-
-    @property
-    def significant(self) -> bool:
-        return min(self.p_sign, self.p_tail) < EVIDENCE_P and self.level > STRAY_ULP_FLOOR
-
-    def line(self) -> str:
-        return (
-            f"{self.helper} vs match on {self.higher + self.lower + self.equal} common samples: "
-            f"higher in {self.higher}, lower in {self.lower}, equal in {self.equal} "
-            f"(sign test p={self.p_sign:.2g}); {self.above} tokens above match's largest k3 "
-            f"(p={self.p_tail:.2g})"
-        )
-
-
-def excess_over_match(st: HelperState, match: HelperState) -> Excess:
+def excess_over_match(st: HelperState, match: HelperState) -> Paired:
+    """The cache-hit helper against match on the same sample ids (`paired.paired`)."""
     a, m = st.book.samples, match.book.samples
     common = [s for s in st.book.order if s in m]
-    mine = np.array([a[s].metrics.mean_k3 for s in common])
-    theirs = np.array([m[s].metrics.mean_k3 for s in common])
-    higher = int(np.count_nonzero(mine > theirs))
-    lower = int(np.count_nonzero(mine < theirs))
-    k3_m = np.concatenate([s.k3 for s in m.values()]) if m else np.zeros(0)
-    k3_h = np.concatenate([s.k3 for s in a.values()]) if a else np.zeros(0)
-    k3_m, k3_h = k3_m[np.isfinite(k3_m)], k3_h[np.isfinite(k3_h)]
-    top = float(k3_m.max()) if k3_m.size else 0.0
-    above = int(np.count_nonzero(k3_h > top))
-    level = float(st.summary.avg_kl_div or 0.0)
-    return Excess(
-        st.helper,
-        higher,
-        lower,
-        len(common) - higher - lower,
-        sign_test_p(higher, lower),
-        above,
-        exceedance_p(above, k3_h.size, k3_m.size),
-        level if math.isfinite(level) else math.inf,
-    )
+    mine = np.array([_sample_mean(a[s]) for s in common], dtype=np.float64)
+    theirs = np.array([_sample_mean(m[s]) for s in common], dtype=np.float64)
+    return paired(st.helper, mine, theirs, level_of(st))
 
 
 def _shape(st: HelperState, page_size: int | None) -> list[str]:
@@ -123,26 +135,36 @@ def _shape(st: HelperState, page_size: int | None) -> list[str]:
         )
         out.append(
             f"{helper}: divergence is concentrated in {len(rows)} of {scored} requests: {bad}; "
-            "compare their prompt length, cached_tokens and page residue with the passing ones"
+            "compare their prompt length and cached_tokens with the passing ones"
         )
     if isinstance(page_size, int) and page_size > 1:
         passing = [p for p in s.per_sample if not p.get("n_nonzero")]
 
+        # cached_tokens is a whole number of pages by construction; the prompt's partial
+        # last page (prompt_len % page size) is what a page-granular restore can get wrong
         def residues(ps: list[dict]) -> str:
-            vals = sorted({int(p["cached_tokens"]) % page_size for p in ps})
+            vals = sorted({int(p["prompt_len"]) % page_size for p in ps})
             return ", ".join(map(str, vals[:8])) + (" …" if len(vals) > 8 else "")
 
         if passing:
             out.append(
-                f"{helper}: cached_tokens % page size {page_size}: divergent {{{residues(rows)}}}"
-                f", passing {{{residues(passing)}}}"
+                f"{helper}: prompt tokens past the last full page (prompt_len % page size "
+                f"{page_size}): divergent {{{residues(rows)}}}, passing {{{residues(passing)}}}"
             )
     firsts = np.array([p["first_divergence"] for p in rows])
     at_start = int(np.count_nonzero(firsts == 0))
-    if at_start == len(rows):
+    jumps = sum(1 for p in rows if p.get("first_above_tail") == 0)
+    if at_start == len(rows) and jumps * 2 >= len(rows):
         out.append(
-            f"{helper}: every divergent sample differs from the first generated token: the "
-            "state was already wrong when generation began (prefix restore, not decode)"
+            f"{helper}: every divergent sample differs from the first generated token, above "
+            f"the tail threshold there in {jumps} of {len(rows)}: the state was already wrong "
+            "when generation began (prefix restore, not decode)"
+        )
+    elif at_start == len(rows):
+        out.append(
+            f"{helper}: every divergent sample differs from the first generated token, but at "
+            f"rounding level there (above the tail threshold at it in {jumps} of {len(rows)}), "
+            "as kernel noise does: where it starts says nothing about the state"
         )
     else:
         out.append(

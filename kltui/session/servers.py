@@ -79,6 +79,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("context_length", "context length", "context", always=False),
     Setting("random_seed", "random seed", "seed", always=False),
+    # present only for a server started with --skip-tokenizer-init (engines.server_identity)
+    Setting(
+        "skip_tokenizer_init",
+        "server tokenizer",
+        "",
+        lambda v: "none (--skip-tokenizer-init): ids only" if v else "yes",
+        always=False,
+    ),
     # the reference server's planted bug (none on a real server, so no row there)
     Setting("kltui_fault", "fault (reference server)", "fault", always=False, compared=True),
 )
@@ -89,6 +97,9 @@ COMPARED = tuple(s.key for s in SETTINGS if s.compared)
 SUMMARY_KEYS = (*(s.key for s in SETTINGS if s.line), "kltui_fault")
 # vLLM (the baseline) reports other things; SGLang's radix and deterministic flags do not apply.
 VLLM_KEYS = ("max_model_len", "dtype", "tp_size", "logprobs_mode")
+
+
+NO_TOKENIZER = "no tokenizer (--skip-tokenizer-init)"
 
 
 def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
@@ -120,6 +131,8 @@ def server_facts(s: dict) -> list[str]:
         if st.line and st.key not in ("engine", "version", "model_path"):
             value = s.get(st.key, "?") if st.show is text else st.show(s.get(st.key))
             facts.append(f"{st.short} {value}" if st.short else str(value))
+    if s.get("skip_tokenizer_init"):
+        facts.append(NO_TOKENIZER)
     if (fault := fault_of(s)) is not None:
         facts.append(f"fault {fault}")
     return facts

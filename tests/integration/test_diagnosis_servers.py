@@ -13,7 +13,8 @@ from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
 from tests.json_contract import read_check
 
-SMALL = dict(samples=8, max_new_tokens=48, max_prompt_tokens=64)
+# at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
+SMALL = dict(samples=12, max_new_tokens=48, max_prompt_tokens=64)
 
 
 async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
@@ -30,24 +31,39 @@ async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
 
 
 @pytest.mark.parametrize(
-    ("server", "conditions", "named"),
+    ("server", "condition", "conditions", "named"),
     [
-        ({}, [1], None),
-        ({"fault": "stale-prefix"}, [1, 2], "prefix restore"),
-        ({"deterministic": True, "fault": "window-evict"}, [2], "decode-written KV"),
+        ({}, 1, [1], None),
+        # batch-variant match noise (~1e-12) passes its gate; the state bug dwarfs it: fix first
+        ({"fault": "stale-prefix"}, 2, [1, 2], "prefix restore"),
+        ({"fault": "window-evict"}, 2, [1, 2], "decode-written KV"),
+        ({"deterministic": True, "fault": "window-evict"}, 2, [2], "decode-written KV"),
     ],
-    ids=["batch-variant", "batch-variant+stale-prefix", "deterministic+window-evict"],
+    ids=[
+        "batch-variant",
+        "batch-variant+stale-prefix",
+        "batch-variant+window-evict",
+        "deterministic+window-evict",
+    ],
 )
-async def test_planted_faults_are_diagnosed(ref_servers, tmp_path, server, conditions, named):
+async def test_planted_faults_are_diagnosed(
+    ref_servers, tmp_path, server, condition, conditions, named
+):
     _, res, text = await check([ref_servers.get(**server)], tmp_path)
     (d,) = res["diagnosis"]
     assert d["conditions"] == conditions, text
-    assert d["condition"] == conditions[0]
+    assert d["condition"] == condition, text
     if named:
         assert named in d["label"]
+    if condition == 2:
+        assert "isolate the trigger" in d["next_step"]
+        assert d["next_command"].startswith("kltui check --server 127.0.0.1:")
+        assert "--enable-deterministic-inference" not in d["next_step"]
     if conditions == [1]:
-        # the reference server reports deterministic inference off: that is the advice
-        assert "--enable-deterministic-inference (off on this server)" in d["next_step"]
+        # match's rounding noise is far below the gate: nothing to relaunch for, unless
+        # bitwise equality is needed
+        assert d["next_step"].startswith("nothing to fix for the gate"), d["next_step"]
+        assert "RL rollouts" in d["next_step"]
         assert "similar" not in d["label"]
     assert f"diagnosis: {d['label']}" in text and f"next: {d['next_step']}" in text
 
@@ -61,7 +77,7 @@ async def test_two_deterministic_servers_agree_bit_for_bit(ref_servers, tmp_path
     assert pair["servers"] == [a, b] and pair["identical"] is True
     assert pair["settings_differ"] == {"page_size": [1, 4]}
     for helper in ("match", "prefill_cache_hit"):
-        assert pair["helpers"][helper]["identical_samples"] == 8
+        assert pair["helpers"][helper]["identical_samples"] == 12
     assert "servers compared:" in text
     assert [d["server"] for d in res["diagnosis"]] == [a, b]
 
@@ -73,7 +89,7 @@ async def test_deterministic_and_batch_variant_servers_differ(ref_servers, tmp_p
     (pair,) = res["cross_server"]
     assert pair["identical"] is False and "kernels or races" in pair["reading"]
     m = pair["helpers"]["match"]
-    assert m["first_difference"] is not None and m["comparable_samples"] == 8
+    assert m["first_difference"] is not None and m["comparable_samples"] == 12
     assert max(m["prefill_max_abs_delta"], m["decode_max_abs_delta"]) > 0
     assert pair["settings_differ"]["enable_deterministic_inference"] == [True, False]
     assert [d["conditions"] for d in res["diagnosis"]] == [[], [1]]

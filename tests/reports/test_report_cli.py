@@ -47,7 +47,9 @@ def test_every_format_in_one_call(demo_file, tmp_path):
         "decode_cache_hit",
     }
     (diag,) = doc["diagnosis"]
-    assert (diag["condition"], diag["conditions"]) == (1, [1, 2])
+    # 8 samples: too few for a cache-hit verdict (issue 18), whatever decode_cache_hit's level
+    assert (diag["condition"], diag["conditions"]) == (None, [1])
+    assert diag["label"].startswith("inconclusive (n too small)")
     assert set(diag) == {
         "server",
         "condition",

@@ -112,7 +112,7 @@ def test_demo_report_has_every_part(tmp_path):
     for text in (
         "Results against thresholds",
         "Diagnosis",
-        "conditions 1 + 2",
+        "inconclusive",  # 8 samples: too few for a cache-hit verdict
         "attention backend",
         "radix cache",
         "deterministic inference",

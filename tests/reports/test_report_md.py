@@ -49,7 +49,7 @@ def test_demo_summary_is_short_and_complete(tmp_path):
     assert rows[2][1:4] == ["❌ fail", "<strong>1.239e-01</strong>", "2.000e-03"]
     assert rows[2][4] == "64.96% (178)" and rows[2][7] == "7/8 / 1"
     assert rows[1][1] == "⚪ vacuous"
-    assert "**Diagnosis** http://127.0.0.1:30000: conditions 1 and 2" in md
+    assert "**Diagnosis** http://127.0.0.1:30000: inconclusive (n too small)" in md
     assert "sha256 `9f2c4e1a7b3d5c60`" in md
     assert "sglang 0.5.23 · model meta-llama/Llama-3.1-8B-Instruct · tp 1" in md
 

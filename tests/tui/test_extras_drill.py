@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
 
-from kltui.session.events import ExtrasFetched, HelperFinished
+import numpy as np
+import pytest
+
+from kltui.session.events import ExtrasFetched, HelperFinished, RunStarted
 from kltui.tui.screens.drilldown import DrillDown
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
@@ -70,3 +73,37 @@ async def test_drill_down_of_a_sample_without_extras_says_so():
         await until(pilot, lambda: isinstance(app.screen, DrillDown))
         await until(pilot, lambda: app.screen.is_mounted and app.screen.table.row_count == 40)
         assert "top-k not recorded" in drawn(app.screen.query_one("#drill-head"))
+
+
+def without_tokenizer(events: list) -> list:
+    """The same run, as from a server started with --skip-tokenizer-init."""
+    return [
+        dataclasses.replace(e, servers=[{**s, "skip_tokenizer_init": True} for s in e.servers])
+        if isinstance(e, RunStarted)
+        else e
+        for e in events
+    ]
+
+
+@pytest.mark.parametrize(
+    ("with_text", "says"),
+    [
+        (False, "token ids only (--tokenizer PATH gives token text)"),
+        (True, "token text from the local --tokenizer"),
+    ],
+)
+async def test_a_server_without_tokenizer_is_named_in_the_drill_down_and_header(with_text, says):
+    events, extra = with_extras(1, 4, 6, "x")
+    texts = extra.texts if with_text else None
+    run = [dataclasses.replace(e, texts=texts) if e is extra else e for e in events]
+    app = replay_app(without_tokenizer(run))
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        assert "no tokenizer (--skip-tokenizer-init)" in drawn(app.query_one("#servers"))
+        app.select_helper(f"match@{synth.URL}")
+        app.open_sample(1, 0)
+        await until(pilot, lambda: isinstance(app.screen, DrillDown))
+        drill: DrillDown = app.screen
+        await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+        head = drawn(drill.query_one("#drill-head"))
+        assert "no tokenizer (--skip-tokenizer-init)" in head and says in head

@@ -32,7 +32,8 @@ def hex_of(rich_colour) -> str:
 
 
 async def test_verdict_badge_is_a_state_class_coloured_by_the_theme():
-    events = synth.session(n=3, length=16, fault=True, finish=False)
+    # 12 samples: enough for a cache-hit verdict (at least 11 common samples)
+    events = synth.session(n=12, length=16, fault=True, finish=False)
     app = replay_app(events + [RunFinished({"helpers": 3}, "fail")], theme="kltui-dark")
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)

@@ -47,6 +47,8 @@ SUMMARY_FIELDS = (
     "hits",
     "hit_ratio",
     "hit_failure",
+    "separator_ids",
+    "separator_source",
     "error",
     "reason",
     "tokens",

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 from kltui import fmt
 from kltui.metrics import scale
 from kltui.metrics.k3 import ScoredSample, log_ratio
+from kltui.session.servers import NO_TOKENIZER
 from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.widgets.header import TitleBar
@@ -139,6 +140,14 @@ class DrillDown(Screen):
     def table(self) -> DataTable:
         return self.query_one("#drill-table", DataTable)
 
+    def _no_server_tokenizer(self) -> bool:
+        """The server of this sample was started with --skip-tokenizer-init (ids only)."""
+        run = getattr(getattr(self.app, "store", None), "run", None)
+        servers = run.servers if run is not None else []
+        return any(
+            s.get("url") == self.state.server and s.get("skip_tokenizer_init") for s in servers
+        )
+
     def on_mount(self) -> None:
         app = self.app
         # The same title bar as the dashboard: a replay stays marked as one on every screen.
@@ -166,6 +175,15 @@ class DrillDown(Screen):
             t.append_text(extras_note(self.extras, sc.lp_a))
         elif not (sc.top_a or sc.top_b):
             t.append("  top-k not recorded", style="dim")
+        if self._no_server_tokenizer():
+            t.append("\n")
+            t.append(NO_TOKENIZER, style="bold")
+            t.append(
+                ": token text from the local --tokenizer"
+                if any(ev.texts for ev in self.extras)
+                else ": token ids only (--tokenizer PATH gives token text)",
+                style="dim",
+            )
         if m.non_finite:
             t.append(f"  non-finite {m.non_finite}", style="bold red")
         if sc.id_mismatch:

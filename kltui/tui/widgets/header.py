@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.dom import DOMNode
 from textual.widgets import Static
 
-from kltui.session.servers import BY_KEY, off_on, on_off
+from kltui.session.servers import BY_KEY, NO_TOKENIZER, off_on, on_off
 from kltui.session.store import SessionStore
 from kltui.tui.widgets.parts import badge_part, part
 from kltui.untrusted import safe
@@ -212,6 +212,9 @@ def server_settings(s: dict, config: dict, node: DOMNode) -> list[Text]:
     else:
         stream = "stream incremental" if s.get("incremental_streaming_output") else "stream cumul."
     out.append(Text(stream))
+    if s.get("skip_tokenizer_init"):
+        # ids only: token text in the drill-down comes from --tokenizer, if given
+        out.append(Text(NO_TOKENIZER, style=warn))
     fault = s.get("kltui_fault")
     if fault not in (None, "none", ""):
         t = Text("fault ", style=strong_bad)
