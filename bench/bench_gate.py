@@ -199,7 +199,11 @@ def run_process(url: str, base: dict, work: Path, tag: str, extra: list[str]) ->
     argv += ["--json", str(js), "--record", str(rec), *extra]
     if base.get("tokenizer"):
         argv += ["--tokenizer", base["tokenizer"]]
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+    # KLTUI_BENCH_SITE: a folder put first on PYTHONPATH, e.g. holding an empty sitecustomize.py
+    # that shadows the GPU image's (it imports transformers at every Python start, 11.8 s)
+    pre = os.environ.get("KLTUI_BENCH_SITE")
+    path = f"{pre + ':' if pre else ''}{ROOT}:{os.environ.get('PYTHONPATH', '')}"
+    env = dict(os.environ, PYTHONPATH=path)
     w0 = time.time()
     t0 = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env)

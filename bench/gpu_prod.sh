@@ -124,6 +124,16 @@ triton)
   tail -30 "$O/dumps.txt"
   du -sh /root/dumps; find /root/dumps -type f | wc -l
   ;;
+cost2)
+  # the whole process as on a user's machine: the image's sitecustomize shadowed by an empty one
+  mkdir -p /root/nosite && : > /root/nosite/sitecustomize.py
+  start fa3 30001 0.8 --attention-backend fa3
+  ready 30001 fa3 || exit 1
+  KLTUI_BENCH_SITE=/root/nosite "$PY" bench/bench_gate.py --server 127.0.0.1:30001 --model "$M" \
+    --sglang-python "$PY" --ids "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats 1 \
+    --no-warmup --variants "kltui check (whole process)" --tokenizer "$M" \
+    --work "$O/cost2" --out "$O/cost2-fa3.json" 2>&1 | tail -6
+  ;;
 *)
   echo "usage: bash bench/gpu_prod.sh model|cost|det|triton" >&2
   exit 2

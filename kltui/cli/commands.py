@@ -23,6 +23,8 @@ from kltui.cli.options import (
     add_read_only,
     add_run_options,
     build_config,
+    check_numbers,
+    check_outputs,
     record_path,
 )
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, EXIT_USAGE, UsageError
@@ -71,6 +73,8 @@ def demo_config(args: argparse.Namespace, url: str):
 def cmd_demo(args: argparse.Namespace) -> int:
     from kltui.reference.launcher import ReferenceServer
 
+    check_numbers(args)  # refused before the reference server starts
+    check_outputs(args)
     with ReferenceServer(
         deterministic=args.deterministic, fault=args.fault, page_size=args.page_size
     ) as srv:
@@ -92,6 +96,7 @@ def _run_tui(cfg, args, dumps_result: dict | None = None) -> int:
         watch=getattr(args, "watch", False),
         read_only=getattr(args, "read_only", False),
         dumps_result=dumps_result,
+        screenshot_dir=getattr(args, "screenshot_dir", None),
     )
 
 
@@ -144,6 +149,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         instant=args.instant,
         theme=args.theme,
         read_only=args.read_only,
+        screenshot_dir=args.screenshot_dir,
     )
 
 
@@ -184,6 +190,14 @@ def cmd_serve_reference(args: argparse.Namespace) -> int:
     return serve_main(args)
 
 
+def add_screenshot_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--screenshot-dir",
+        metavar="DIR",
+        help="where s saves its SVG screenshots (default: the runs folder; see `kltui runs`)",
+    )
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kltui",
@@ -211,6 +225,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     tui.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(tui)
+    add_screenshot_dir(tui)
     tui.set_defaults(func=cmd_tui)
 
     from kltui.cli.report import add_arguments as add_report_arguments
@@ -257,6 +272,7 @@ def make_parser() -> argparse.ArgumentParser:
     demo.add_argument("--theme", help=THEME_HELP)
     demo.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
     add_read_only(demo)
+    add_screenshot_dir(demo)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -276,6 +292,7 @@ def make_parser() -> argparse.ArgumentParser:
     pace.add_argument("--instant", action="store_true", help="load everything at once")
     replay.add_argument("--theme", help=THEME_HELP)
     add_read_only(replay)
+    add_screenshot_dir(replay)
     replay.add_argument("--headless", action="store_true", help="print the results instead")
     replay.set_defaults(func=cmd_replay)
 

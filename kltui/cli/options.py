@@ -4,6 +4,7 @@ recording path built from them. `kltui --help` imports this, so nothing heavy at
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from kltui.errors import UsageError
@@ -172,9 +173,86 @@ def add_run_options(
     p.add_argument("--json", metavar="FILE", help="write the JSON result")
 
 
+def check_numbers(args: argparse.Namespace) -> None:
+    """Gates that would make every verdict meaningless (NaN never compares, a gate <= 0 can
+    never pass) are refused before anything runs."""
+    for flag in ("threshold", "tail_threshold"):
+        v = getattr(args, flag, None)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            name = "--" + flag.replace("_", "-")
+            raise UsageError(f"{name} {v!r}: must be a positive finite number")
+
+
+OUTPUT_OPTIONS = ("json", "html", "md", "junit", "record")
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output path's folder must exist and take a new file now, not after the run."""
+    import tempfile
+    from pathlib import Path
+
+    for name in OUTPUT_OPTIONS:
+        path = getattr(args, name, None)
+        if not isinstance(path, str) or path == "-":
+            continue
+        target = Path(path)
+        folder = target.resolve().parent
+        why = None
+        if target.is_dir():
+            why = "is a directory"
+        elif not folder.is_dir():
+            why = f"no such directory {str(folder)!r}"
+        else:
+            try:  # os.access says yes to root on a read-only mount: try a real file
+                with tempfile.NamedTemporaryFile(dir=folder, prefix=".kltui-probe-"):
+                    pass
+            except OSError as e:
+                why = f"cannot write in {str(folder)!r} ({e.strerror or e})"
+        if why:
+            raise UsageError(f"--{name} {path}: {why}")
+
+
+def check_duplicate_servers(servers: list[str], where: str) -> None:
+    """Two names for one server (localhost:P and 127.0.0.1:P, or one URL twice) would run
+    twice, the second overwriting the first: refused."""
+    import socket
+    from urllib.parse import urlsplit
+
+    seen: dict[tuple, str] = {}
+    for url in servers:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = (parts.hostname or "").lower()
+        keys = {(host, port)}
+        if len(servers) > 1:
+            try:
+                infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+                keys |= {(info[4][0], port) for info in infos}
+            except (OSError, UnicodeError):
+                pass  # unresolvable here: compared by name; connecting will say more
+        for key in keys:
+            if key in seen and seen[key] != url:
+                raise UsageError(
+                    f"{where}: {seen[key]} and {url} are the same server ({key[0]} port "
+                    f"{key[1]}); name each server once"
+                )
+            if key in seen:
+                raise UsageError(f"{where}: {url} is named twice; name each server once")
+        for key in keys:
+            seen[key] = url
+
+
+def _say(url: str, note: str | None) -> str:
+    if note:
+        print(f"kltui: {note}", file=sys.stderr)
+    return url
+
+
 def build_config(args: argparse.Namespace):
     from kltui.run.config import RunConfig, check_helpers, load_config_file
 
+    check_numbers(args)
+    check_outputs(args)
     cfg = RunConfig()
     if getattr(args, "config", None):
         cfg = load_config_file(args.config, cfg)
@@ -211,8 +289,10 @@ def build_config(args: argparse.Namespace):
         from kltui.run.tokenizer import parse_separator_ids
 
         cfg.separator_ids = parse_separator_ids(args.separator_ids)
-    if getattr(args, "helpers", None):
+    if getattr(args, "helpers", None) is not None:
         cfg.helpers = [h.strip() for h in args.helpers.split(",") if h.strip()]
+        if not cfg.helpers:
+            raise UsageError(f"--helpers {args.helpers!r}: name at least one helper")
         check_helpers(cfg.helpers, "--helpers")
     if getattr(args, "no_stream", False):
         cfg.stream = False
@@ -222,9 +302,12 @@ def build_config(args: argparse.Namespace):
         cfg.yes_flush = True
     if getattr(args, "allow_different_models", False):
         cfg.allow_different_models = True
-    from kltui.engines.http import normalize_url
+    from kltui.engines.http import normalize_url, sglang_url
 
-    cfg.servers = [normalize_url(s) for s in cfg.servers]
+    cfg.servers = [_say(*sglang_url(s)) for s in cfg.servers]
+    from_cli = bool(getattr(args, "server", None))
+    where = "--server" if from_cli else f"{getattr(args, 'config', None)}: servers"
+    check_duplicate_servers(cfg.servers, where)
     if cfg.baseline:
         cfg.baseline = normalize_url(cfg.baseline)
         cfg.helpers += [h for h in BASELINE_HELPERS if h not in cfg.helpers]

@@ -94,8 +94,12 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
     for path in outputs.values():
         if path and path != "-" and not Path(path).resolve().parent.is_dir():
             raise UsageError(f"{path}: cannot write report (no such directory)")
-    origin = Origin(recording=recording)
-    return lambda store: write_reports(store, origin=origin, **outputs)
+
+    def write(store, reruns=()):
+        origin = Origin(recording=recording, reruns=tuple(reruns))
+        return write_reports(store, origin=origin, **outputs)
+
+    return write
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -114,7 +114,7 @@ def warning(host: str, url: str, read_only: bool) -> str | None:
 def main(argv: list[str]) -> int:
     opts, rest = parser().parse_known_args(argv)
     try:
-        from textual_serve.server import Server
+        from kltui.cli.web_serve import StoppingServer
     except ImportError:
         raise UsageError(
             "kltui web needs textual-serve: pip install 'kltui[web]' (or textual-serve)"
@@ -127,11 +127,12 @@ def main(argv: list[str]) -> int:
     else:
         host = f"[{opts.host}]" if ":" in opts.host else opts.host
         url = f"http://{host}:{opts.port}"
-    shell = shlex.join([sys.executable, "-m", "kltui", *command])
+    # exec: the process textual-serve starts (and stops) is the dashboard, not a shell above it
+    shell = "exec " + shlex.join([sys.executable, "-m", "kltui", *command])
     note = warning(opts.host, url, opts.read_only)
     print(f"kltui web: each browser tab runs: kltui {shlex.join(command)}", file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
-    server = Server(shell, host=opts.host, port=opts.port, title="kltui", public_url=url)
+    server = StoppingServer(shell, host=opts.host, port=opts.port, title="kltui", public_url=url)
     server.serve()
     return 0

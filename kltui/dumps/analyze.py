@@ -94,6 +94,15 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
         )
     _check_keys(pa, pb)
     emb = _embedding_key(pb[0])
+    # B is prompt + the K tokens decode consumed: A has K decode steps, or K + 1 when an overlap
+    # scheduler ran one more pass after the last token. Any other count is another capture.
+    fed = m - plen
+    if len(decode) not in (fed, fed + 1):
+        raise DumpError(
+            f"different step counts: A has {len(decode)} decode steps but B's fresh prefill "
+            f"holds the prompt ({plen} tokens) + {fed} decoded tokens, which {fed} decode steps "
+            "(or one more, from an overlap scheduler) consume: not one capture's two folders"
+        )
 
     # Proof of alignment, before any diff is read.
     aligned = []

@@ -17,9 +17,16 @@ EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at ever
 dump folders; 3 server unreachable, HTTP error or busy; 130 interrupted."""
 
 
+# argparse would print the optional `analyze` subcommand as if every call needed it
+USAGE = """%(prog)s --server HOST:PORT --dump-dir DIR [--prompt-ids FILE | --prompt-tokens N]
+                   [--new-tokens K] [--api-key KEY] [--request-timeout S] [--json FILE] [--full]
+       %(prog)s analyze DIR_A DIR_B [--json FILE] [--full]"""
+
+
 def add_parsers(sub) -> None:
     d = sub.add_parser(
         "dumps",
+        usage=USAGE,
         help="dumper drill-down: the first module where decode and prefill differ",
         description="Capture on a server launched with SGLang's dumper hooks, then analyze: "
         "decode K tokens, then one fresh prefill of prompt + those tokens; align decode step k "

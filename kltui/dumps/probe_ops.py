@@ -6,12 +6,17 @@ M=N, for the ops on a prefill/decode path. Attention is probed in both of its sh
 shape (row 0 of a causal launch of N queries vs that query alone) and the single-query decode
 shape (the last query of a causal prefill of N vs one query over the same N keys).
 
+The GPU is probed when torch sees one (bfloat16 and float32, the dtypes a server runs in and
+the one deterministic kernels are often checked in), else the CPU (float32); the device is named
+in the table and the JSON, so a CPU result is never read as the GPU's.
+
 Exit codes: 0 every op bit-identical at every N; 1 some op differs (listed); 2 usage (no torch,
-no such device or dtype)."""
+no such device or dtype, no N >= 2 to compare against M=1)."""
 
 from __future__ import annotations
 
 import json
+import platform
 import sys
 from pathlib import Path
 
@@ -24,9 +29,14 @@ def add_parser(sub) -> None:
         help="M=1 vs M=N bit-identity of matmul, norms, softmax, attention on this device",
         epilog="exit codes: 0 all ops bit-identical; 1 some op differs; 2 usage error.",
     )
-    p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:i]")
-    p.add_argument("--dtype", help="float32, bfloat16 or float16 (float32 on cpu, else bf16)")
-    p.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="N values")
+    p.add_argument("--device", help="cuda[:i] or cpu (default: cuda when torch sees a GPU)")
+    p.add_argument(
+        "--dtype",
+        help="float32, bfloat16 or float16 (default: bfloat16 and float32 on cuda, float32 on cpu)",
+    )
+    p.add_argument(
+        "--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="N values, at least one >= 2"
+    )
     p.add_argument("--hidden", type=int, default=1024, help="K and H of the matmuls (1024)")
     p.add_argument("--vocab", type=int, default=32000, help="width of softmax/log_softmax")
     p.add_argument("--heads", type=int, default=8, help="attention heads (8)")
@@ -90,22 +100,39 @@ def _ops(torch, F, dtype, dev, a):
     ]
 
 
+def device_name(torch, dev) -> str:
+    """What the device is, in words: the GPU's name, or the CPU's."""
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    return f"CPU ({platform.processor() or platform.machine() or 'unknown'})"
+
+
 def probe(a) -> dict:
+    """Every op at every N, for each of `a.dtypes` on `a.device`."""
+    import torch
+
+    dev = torch.device(a.device)
+    runs = [probe_dtype(a, dt) for dt in a.dtypes]
+    return {
+        "device": str(dev),
+        "device_name": device_name(torch, dev),
+        "torch": torch.__version__,
+        "sizes": a.sizes,
+        "dtypes": list(a.dtypes),
+        "identical": all(r["identical"] for r in runs),
+        "probes": runs,
+    }
+
+
+def probe_dtype(a, dtype_name: str) -> dict:
     import torch
     import torch.nn.functional as F
 
     from kltui.dumps.compare import diff_rows
 
     dev = torch.device(a.device)
-    dtype = getattr(torch, a.dtype)
-    out = {
-        "device": str(dev),
-        "device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
-        "dtype": a.dtype,
-        "torch": torch.__version__,
-        "sizes": a.sizes,
-        "ops": [],
-    }
+    dtype = getattr(torch, dtype_name)
+    out: dict = {"dtype": dtype_name, "ops": []}
     with torch.inference_mode():
         for name, shape, fn in _ops(torch, F, dtype, dev, a):
             results = []
@@ -125,12 +152,13 @@ def probe(a) -> dict:
     return out
 
 
-def _table(res: dict):
+def _table(res: dict, run: dict):
     from rich.table import Table
     from rich.text import Text
 
     t = Table(
-        title=f"row 0 at M=N vs M=1 on {res['device_name']} ({res['dtype']}, torch {res['torch']})",
+        title=f"row 0 at M=N vs M=1 on {res['device']}: {res['device_name']} ({run['dtype']}, "
+        f"torch {res['torch']})",
         header_style="bold",
         box=None,
     )
@@ -139,7 +167,7 @@ def _table(res: dict):
     for n in res["sizes"]:
         t.add_column(f"N={n}", justify="right")
     t.add_column("invariant")
-    for o in res["ops"]:
+    for o in run["ops"]:
         cells = [
             Text("=", style="green")
             if r["identical"]
@@ -167,9 +195,16 @@ def cmd_probe_ops(args) -> int:
         raise UsageError(f"--sizes {args.sizes!r}: expected comma-separated integers") from None
     if not args.sizes or min(args.sizes) < 1:
         raise UsageError("--sizes: give N values >= 1")
+    if max(args.sizes) < 2:
+        raise UsageError(
+            f"--sizes {','.join(map(str, args.sizes))}: M=1 against M=1 compares a launch with "
+            "itself; give at least one N >= 2"
+        )
     for flag in ("hidden", "vocab", "heads", "head_dim"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
+    if args.device is None:
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         dev = torch.device(args.device)
     except RuntimeError:
@@ -178,8 +213,11 @@ def cmd_probe_ops(args) -> int:
         raise UsageError("--device cuda: no CUDA device is available to this torch")
     if dev.type not in ("cpu", "cuda"):
         raise UsageError(f"--device {args.device!r}: use cpu or cuda")
-    args.dtype = args.dtype or ("float32" if dev.type == "cpu" else "bfloat16")
-    if args.dtype not in ("float32", "bfloat16", "float16", "float64"):
+    if args.dtype is None:
+        args.dtypes = ["float32"] if dev.type == "cpu" else ["bfloat16", "float32"]
+    elif args.dtype in ("float32", "bfloat16", "float16", "float64"):
+        args.dtypes = [args.dtype]
+    else:
         raise UsageError(f"--dtype {args.dtype!r}: use float32, bfloat16 or float16")
     res = probe(args)
     if args.json:
@@ -195,11 +233,18 @@ def cmd_probe_ops(args) -> int:
     from kltui.outputs.headless import make_console
 
     console = make_console()
-    console.print(_table(res))
-    differ = [o["op"] for o in res["ops"] if not o["identical"]]
+    for run in res["probes"]:
+        console.print(_table(res, run))
+    differ = [
+        f"{o['op']} ({run['dtype']})"
+        for run in res["probes"]
+        for o in run["ops"]
+        if not o["identical"]
+    ]
+    where = f"on {res['device']} ({res['device_name']})"
     console.print(
-        "every op is bit-identical at M=1 and M=N"
+        f"{where}: every op is bit-identical at M=1 and M=N"
         if not differ
-        else f"not batch-invariant here: {', '.join(differ)}"
+        else f"{where}, not batch-invariant: {', '.join(differ)}"
     )
     return 0 if not differ else 1

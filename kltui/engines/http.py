@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import orjson
@@ -41,6 +41,20 @@ def normalize_url(spec: str) -> str:
     except ValueError:
         raise UsageError(f"--server {spec!r}: the port is not a number in 0-65535") from None
     return url.rstrip("/")
+
+
+SGLANG_DEFAULT_PORT = 30000  # SGLang's ServerArgs.port, what `--port` defaults to
+
+
+def sglang_url(spec: str) -> tuple[str, str | None]:
+    """normalize_url for an SGLang server, where a bare HOST means SGLang's default port (not
+    http's 80); the note, when that default was applied, says so."""
+    url = normalize_url(spec)
+    if "://" in spec or urlsplit(url).port is not None:
+        return url, None
+    parts = urlsplit(url)
+    url = urlunsplit(parts._replace(netloc=f"{parts.netloc}:{SGLANG_DEFAULT_PORT}"))
+    return url, f"--server {spec.strip()}: no port given, using SGLang's default: {url}"
 
 
 def resolve_api_key(explicit: str | None) -> str | None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.idcheck import describe as describe_ids
+from kltui.engines.idcheck import unexplained
 from kltui.engines.sglang import PROCESS_IDENTITY
 from kltui.engines.sglang_parse import Delta, GenResult
 from kltui.helpers.context import (
@@ -241,6 +242,7 @@ class Run:
         if (p := self.bad_logprobs("input (prefill side)", found)) is not None:
             yield p
         yield self.enter("score")
+        self.check_compared_ids(items, results)
         prompt_quirks: list = []
         compared: list = []
         for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
@@ -315,6 +317,36 @@ class Run:
                 helper=self.helper,
                 phase="score",
             )
+
+    def check_compared_ids(self, items: list, results: list) -> None:
+        """A reported id at a compared position that is not the documented quirk makes the
+        sample misaligned, and the run an error naming the server."""
+        # a row of another length fails its own check in the scoring loop
+        kept = [
+            (it, res)
+            for it, res in zip(items, results, strict=True)
+            if res.input_logprob_ids.size == it[1].size + it[2].output_ids.size
+        ]
+        rows = [
+            (res.input_logprob_ids, np.concatenate([p, g.output_ids]), p.size)
+            for (_, p, g), res in kept
+        ]
+        found = unexplained(rows)
+        if found is None:
+            return
+        i, k = found
+        sample, _, gen = kept[i][0]
+        reported = int(rows[i][0][rows[i][2] + k])
+        raise self.error(
+            EngineError(
+                self.ctx.server,
+                f"sample {sample}: side A token id {reported} != side B generated id "
+                f"{int(gen.output_ids[k])} at position {k} (misaligned logprobs: not the "
+                "documented quirk, the last vocabulary id reported as 0 or an id mapping seen "
+                "at prompt positions too)",
+                "token-mismatch",
+            )
+        )
 
     def prompt_id_warning(self, found: list) -> Problem:
         """Ids the server reports differently at prompt positions: no metric reads them."""

@@ -128,7 +128,9 @@ class HeadlessView:
         status = final or (f"{st.phase} · scored {st.n_scored} · skipped {len(st.skipped)}")
         self.progress.update(task, completed=done, status=status)
 
-    def finish(self) -> None:
+    def finish(self, report: bool = True) -> None:
+        """Ends the progress display; then the results (`report`), or the verdict alone for a
+        run of --repeat whose results are printed once, after the last run."""
         self.progress.stop()
         for server, n in self.flushes.items():
             # /flush_cache empties the radix cache for every client of that server: say so
@@ -139,6 +141,13 @@ class HeadlessView:
                 ),
                 soft_wrap=True,
             )
+        if report:
+            self.report()
+        else:
+            self.console.print("run " + verdict_line(self.store))
+
+    def report(self) -> None:
+        """The results table, the diagnosis, the servers compared and the verdict."""
         if self.store.helpers:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
@@ -159,10 +168,14 @@ class HeadlessView:
         for pair in cross_server(self.store):
             for line in pair_lines(pair):
                 self.console.print(line, soft_wrap=True)
-        fin = self.store.finished
-        verdict = fin.verdict if fin else "interrupted"
-        style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
-        self.console.print(f"verdict: [{style}]{verdict}[/]")
+        self.console.print(verdict_line(self.store))
+
+
+def verdict_line(store: SessionStore) -> str:
+    fin = store.finished
+    verdict = fin.verdict if fin else "interrupted"
+    style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
+    return f"verdict: [{style}]{verdict}[/]"
 
 
 def pair_lines(pair: dict) -> list[Text]:
@@ -264,7 +277,11 @@ def run_record_path(path: str | None, run_no: int) -> str | None:
 
 
 async def _run_once(
-    cfg: RunConfig, store: SessionStore, record_path: str | None, console: Console
+    cfg: RunConfig,
+    store: SessionStore,
+    record_path: str | None,
+    console: Console,
+    report: bool = True,
 ) -> bool:
     """One run into `store`; True when it was interrupted."""
     recorder = Recorder(record_path) if record_path else None
@@ -287,7 +304,7 @@ async def _run_once(
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
-        view.finish()
+        view.finish(report)
         if recorder is not None:
             recorder.close()
             console.print(f"recording: {console_markup(str(recorder.path))}")
@@ -304,11 +321,13 @@ async def run_check(
     repeat: int = 1,
 ) -> int:
     """`kltui check`: one run, or `repeat` runs each compared bit for bit with the one before
-    (the same comparison as the TUI history). Reports describe the last run; the JSON adds
-    "repeat" with every run's verdict and equality."""
+    (the same comparison as the TUI history). The console and the reports describe the last
+    run, then each re-run's comparison; the JSON adds "repeat" with every run's verdict and
+    equality. `extra_outputs(store, reruns)` writes the other reports."""
     console = console or make_console()
     stores: list[SessionStore] = []
     equality: list[dict] = []
+    reruns: list[tuple[str, bool | None]] = []
     interrupted = False
     try:
         for run_no in range(1, repeat + 1):
@@ -316,32 +335,38 @@ async def run_check(
                 console.print(f"[bold]run {run_no}/{repeat}[/]")
             store = SessionStore()
             stores.append(store)
-            interrupted = await _run_once(cfg, store, run_record_path(record_path, run_no), console)
+            record = run_record_path(record_path, run_no)
+            interrupted = await _run_once(cfg, store, record, console, report=repeat == 1)
             if run_no > 1:
                 eq = rerun_equality(stores[-2], store)
                 equality.append({"run": run_no, "previous": run_no - 1, **eq})
-                style = {True: "green", False: "yellow"}.get(eq["identical"], "dim")
-                console.print(
-                    Text.assemble(
-                        (f"re-run {run_no} vs {run_no - 1}: ", "bold"),
-                        (describe_rerun(eq), style),
-                    ),
-                    soft_wrap=True,
-                )
+                reruns.append((rerun_line(eq, run_no), eq["identical"]))
             if interrupted:
                 break
     finally:
         store = stores[-1]
+        if repeat > 1:
+            # the table once, for the last run, and each re-run's comparison after it
+            HeadlessView(store, console).report()
+            for line, identical in reruns:
+                style = {True: "green", False: "yellow"}.get(identical, "dim")
+                head, _, tail = line.partition(": ")
+                console.print(Text.assemble((head + ": ", "bold"), (tail, style)), soft_wrap=True)
         if json_path:
             extra = None
             if repeat > 1:
                 extra = {"repeat": repeat_section(stores, equality, repeat)}
             write_json(store, json_path, extra)
         if extra_outputs:
-            extra_outputs(store)
+            extra_outputs(store, tuple(reruns))
     if interrupted:
         return EXIT_INTERRUPTED
     return max(exit_code(s.finished.verdict if s.finished else None) for s in stores)
+
+
+def rerun_line(eq: dict, run_no: int) -> str:
+    """`re-run 2 vs 1: bit-identical`, as the console and every report print it."""
+    return f"re-run {run_no} vs {run_no - 1}: {describe_rerun(eq)}"
 
 
 def repeat_section(stores: list[SessionStore], equality: list[dict], requested: int) -> dict:

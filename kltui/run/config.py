@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -212,6 +213,8 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
                 value = [v.strip() for v in value.split(",") if v.strip()]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(path_str, f"'{key}' must be a list of strings", _line(val_node))
+            if key == "helpers" and not value:
+                raise ConfigError(path_str, "'helpers' names no helper", _line(val_node))
             if key == "helpers":
                 check_helpers(value, f"{path_str}:{_line(val_node)}")
             setattr(cfg, key, value)
@@ -256,7 +259,7 @@ def _check_range(path: str, key: str, value: Any, node: yaml.Node) -> None:
             and value is not None
             and value <= 0
         )
-        or (key in ("tail_threshold", "threshold") and value <= 0)
+        or (key in ("tail_threshold", "threshold") and not (math.isfinite(value) and value > 0))
         or (key == "min_cache_hit_ratio" and not 0 <= value <= 1)
         or (key in ("top_k", "extras") and value < 0)
         or (key == "stream_interval" and value is not None and value <= 0)
@@ -290,7 +293,7 @@ def _entries(path: str, value: Any, node: yaml.Node) -> list[ThresholdEntry]:
                 _check_type(path, k, v, v_node, (int, type(None)), "an integer or null")
             elif v is not None:
                 _check_type(path, k, v, v_node, (int, float), "a positive number")
-                if v <= 0:
+                if not (math.isfinite(v) and v > 0):
                     raise ConfigError(path, f"'{k}' must be a positive number", _line(v_node))
         if "model" not in item:
             raise ConfigError(path, "thresholds entry needs 'model'", _line(item_node))

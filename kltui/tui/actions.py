@@ -6,7 +6,6 @@ A mixin of KltuiApp (kltui.tui.app), which holds the state it acts on.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -44,6 +43,8 @@ class DashboardActions:
         # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
         if action in self.DASHBOARD_ONLY and len(self.screen_stack) > 1:
             return False
+        if action == "problems" and not (self.store is not None and self.store.problems):
+            return False  # nothing to list: `e` stays out of the footer
         return True
 
     # ------------------------------------------------------------------ selection
@@ -180,20 +181,26 @@ class DashboardActions:
     def action_save_svg(self) -> None:
         if self.read_only:  # the command palette calls actions directly
             return
+        from kltui.session.recording import default_runs_dir
+
         st = self.selected_state()
         name = st.helper if st else "dashboard"
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = Path(self.screenshot_dir or os.getcwd())
+        # --screenshot-dir, else the runs folder, beside the recordings
+        folder = Path(self.screenshot_dir or default_runs_dir()).expanduser().resolve()
         path = folder / f"kltui-{name}-{stamp}.svg"
         n = 2
         while path.exists():
             path = folder / f"kltui-{name}-{stamp}-{n}.svg"
             n += 1
         try:
+            folder.mkdir(parents=True, exist_ok=True)
             saved = self.save_screenshot(filename=path.name, path=str(folder))
         except OSError as e:
-            self.notify(f"screenshot not saved: {e.strerror}", severity="error")
+            self.last_message = f"screenshot not saved: {folder}: {e.strerror}"
+            self.notify(escape_controls(self.last_message), severity="error")
             return
+        self.screenshots.append(saved)  # printed on the terminal after quit
         self.last_message = f"screenshot saved: {saved}"
         self.notify(escape_controls(self.last_message), timeout=5)
 

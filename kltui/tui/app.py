@@ -79,7 +79,8 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         Binding("f", "first_divergence", "First divergence", id="app.first-divergence"),
         Binding("r", "rerun", "Re-run", id="app.rerun"),
         Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
-        Binding("e", "problems", "Problems", show=False, id="app.problems"),
+        # shown in the footer while the run has problems (DashboardActions.check_action)
+        Binding("e", "problems", "Problems", id="app.problems"),
         Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
         Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
     ]
@@ -108,6 +109,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self._token_text = token_text
         self.user_keymap = dict(keymap or {})
         self.screenshot_dir = screenshot_dir
+        self.screenshots: list[str] = []  # the paths `s` wrote this session
         self.watching = bool(watch) and feed.mode == "live"
         loaded = themes.load_themes()
         for t in loaded.themes:
@@ -147,6 +149,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self._sigs: dict[str, tuple] = {}
         self._user_selected = False
         self._watch: ServerWatch | None = None
+        self.exiting = False  # set once the app is shutting down: no more redraws or toasts
 
     def watch_selected(self) -> None:
         self._mark_dirty()  # the panels follow on the next redraw tick
@@ -195,6 +198,22 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(themes.VARIABLE_DEFAULTS)
 
+    def get_system_commands(self, screen):
+        """Textual's palette entries less its "Screenshot": ours ("Save screenshot (SVG)")
+        names the file after the helper, writes it to the runs folder and says where."""
+        for command in super().get_system_commands(screen):
+            if command.title != "Screenshot":
+                yield command
+
+    def get_driver_class(self):
+        """Under `kltui web`, the web driver that exits when its browser tab goes away."""
+        driver = super().get_driver_class()
+        if driver.__name__ == "WebDriver":
+            from kltui.tui.webdriver import ClientGoneWebDriver
+
+            return ClientGoneWebDriver
+        return driver
+
     def on_mount(self) -> None:
         if self.read_only:
             self.notify("read-only: re-run and screenshots are off", timeout=4)
@@ -209,6 +228,10 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.start_feed()
         if self._dumps_result is not None:
             self.push_screen(DumpsScreen(self._dumps_result))
+
+    async def _on_exit_app(self) -> None:
+        self.exiting = True
+        await super()._on_exit_app()
 
     async def on_unmount(self) -> None:
         if self._watch is not None:
@@ -227,11 +250,14 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.status.running = True
         self.status.run_no = len(self.history) + 1
         self.status.message = "connecting to " + ", ".join(self.feed.servers)
+        self.refresh_bindings()  # a new run has no problems yet: `e` leaves the footer
         self._mark_dirty()
         return self.store
 
     def feed_event(self, ev: Event) -> None:
         self._dirty = True
+        if isinstance(ev, Problem) and len(self.store.problems) == 1:
+            self.refresh_bindings()  # the footer shows `e` from the first problem on
         match ev:
             case HelperStarted():
                 key = f"{ev.helper}@{ev.server}"
@@ -240,7 +266,9 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                     self.selected = key
             case RunStarted():
                 self.status.message = None
-            case Problem() if self.feed.mode == "live":
+                if any(not s.get("error") for s in ev.servers):
+                    self.status.error = None  # connected: the last attempt's error is history
+            case Problem() if self.feed.mode == "live" and not self.exiting:
                 severity = "error" if ev.fatal else "warning"
                 text = escape_controls(f"{ev.source}: {ev.message}", 300)
                 self.notify(text, severity=severity, timeout=8 if ev.fatal else 5)
@@ -274,6 +302,8 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                 self._watch.remember(store.run.servers)
         elif store.run is not None:
             self._last_finished = store
+        if not counted:  # a connection that failed: keep its error while the next one runs
+            self.status.error = next(iter(self.error_lines()), self.status.error)
         self._mark_dirty()
 
     async def confirm_flush(self, client) -> bool:
@@ -305,4 +335,5 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
 
     def feed_error(self, message: str) -> None:
         self.last_message = message
+        self.status.error = f"error: {escape_controls(message, 300)}"
         self.notify(escape_controls(message, 300), severity="error", timeout=10)

@@ -7,6 +7,7 @@ import sys
 
 from textual.app import App
 
+from kltui.errors import EXIT_SERVER
 from kltui.run.config import RunConfig
 from kltui.session.recording import read_recording
 from kltui.tui import themes
@@ -25,6 +26,7 @@ def run_app(
     watch: bool,
     read_only: bool = False,
     dumps_result: dict | None = None,
+    screenshot_dir: str | None = None,
 ) -> int:
     """`kltui` / `kltui demo`: the live dashboard. Returns the process exit code."""
     app = KltuiApp(
@@ -35,9 +37,12 @@ def run_app(
         read_only=read_only,
         dump_dir=cfg.dump_dir,
         dumps_result=dumps_result,
+        screenshot_dir=screenshot_dir,
     )
     app.run()
     store = app._last_finished or app.store
+    for line in exit_lines(app):
+        print(line, file=sys.stderr)
     if json_path and store is not None and store.run is not None:
         from kltui.outputs.reports.common import write_json
 
@@ -45,7 +50,23 @@ def run_app(
     for rec in app.history:
         if rec.recording:
             print(f"recording: {rec.recording}", file=sys.stderr)
+    print_screenshots(app)
     return app.exit_code()
+
+
+def print_screenshots(app: KltuiApp) -> None:
+    for path in app.screenshots:
+        print(f"screenshot: {path}", file=sys.stderr)
+
+
+def exit_lines(app: KltuiApp) -> list[str]:
+    """What went wrong, for the terminal once the dashboard is gone: the run's errors as
+    `kltui check` prints them, when it exits 3 (no server answered) or the run ended in error."""
+    store = app._last_finished or app.store
+    errored = store is not None and store.finished is not None and store.finished.verdict == "error"
+    if app.exit_code() != EXIT_SERVER and not errored:
+        return []
+    return app.error_lines(store)
 
 
 def run_replay(
@@ -55,13 +76,18 @@ def run_replay(
     instant: bool,
     theme: str | None,
     read_only: bool = False,
+    screenshot_dir: str | None = None,
 ) -> int:
     """`kltui replay FILE`: the same dashboard fed from a recording."""
     recording = read_recording(path)
     app = KltuiApp(
-        ReplayFeed(recording, speed=speed, instant=instant), theme=theme, read_only=read_only
+        ReplayFeed(recording, speed=speed, instant=instant),
+        theme=theme,
+        read_only=read_only,
+        screenshot_dir=screenshot_dir,
     )
     app.run()
+    print_screenshots(app)
     return app.exit_code()
 
 

@@ -23,7 +23,7 @@ from kltui.tui.widgets.heatpanel import HeatmapPanel
 from kltui.tui.widgets.history import HistoryPanel
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
-from kltui.untrusted import safe
+from kltui.untrusted import escape_controls, safe
 
 REFRESH_HZ = 15
 TABLE_HZ = 4
@@ -40,6 +40,11 @@ class Redraw:
         return {k: st.elapsed for k, st in store.helpers.items()} if store else {}
 
     def _tick(self) -> None:
+        if self.exiting or not self.is_running:
+            # Tearing down: the widgets are going, so a redraw half-fails (NoMatches), stays
+            # dirty and was retried every tick, a repaint each time, for as long as the
+            # teardown took.
+            return
         store = self.store
         version = store.version if store else -1
         now = time.monotonic()
@@ -53,7 +58,7 @@ class Redraw:
         try:
             self.refresh_views(table=now - self._last_table > 1 / TABLE_HZ)
         except NoMatches:
-            # the timer can fire while the app tears its widgets down on exit
+            # another screen is on top: the dashboard catches up once it is back
             self._dirty = True
 
     def refresh_views(self, *, table: bool = True, force: bool = False) -> None:
@@ -96,7 +101,8 @@ class Redraw:
         else:
             self._dirty = True  # the table catches up on a later tick
         finished = tuple(id(h.summary) for h in helpers.values())
-        if self._changed("diagnosis", (run_sig, finished)):
+        error = self.error_line()
+        if self._changed("diagnosis", (run_sig, finished, error, verdict)):
             diags = diagnose(store) if helpers else []
             multi = len({h.server for h in helpers.values()}) > 1
             pending = 0
@@ -104,7 +110,24 @@ class Redraw:
                 configured = [h for h in store.run.config.get("helpers", []) if same_engine(h)]
                 done = {h.helper for h in helpers.values() if h.summary is not None}
                 pending = len(self.feed.servers) * len(configured) - len(done)
-            self.query_one(DiagnosisBar).show(diags, multi, max(0, pending))
+            ended = verdict is not None or self.status.retry_in is not None
+            self.query_one(DiagnosisBar).show(diags, multi, max(0, pending), error, ended)
+
+    def error_lines(self, store=None) -> list[str]:
+        """The errors of `store` (the run shown) as `kltui check` prints them (`error: SOURCE:
+        MESSAGE`), else the error that ended the connection attempt before it."""
+        store = store if store is not None else self.store
+        fatal = [p for p in store.problems if p.fatal] if store is not None else []
+        if fatal:
+            return [escape_controls(f"error: {p.source}: {p.message}", 400) for p in fatal]
+        return [self.status.error] if self.status.error else []
+
+    def error_line(self) -> str | None:
+        lines = self.error_lines()
+        if not lines:
+            return None
+        more = f" (+{len(lines) - 1} more: e)" if len(lines) > 1 else ""
+        return lines[0] + more
 
     def _changed(self, panel: str, signature: tuple) -> bool:
         if self._sigs.get(panel) == signature:

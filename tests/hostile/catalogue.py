@@ -265,6 +265,17 @@ PAYLOAD = [
         sent_once="prefill",
     ),
     Case(
+        "tail-shift@prefill",
+        "the replay's ids at the compared (generated) positions are shifted by one position, "
+        "the prompt's are right: every compared id is off, which no per-id quirk explains",
+        {"fault": "tail-shift", "phase": "prefill"},
+        "score",
+        EXIT_SERVER,
+        r"sample 0: side A token id \d+ != side B generated id \d+ at position 0 \(misaligned "
+        r"logprobs: not the documented quirk",
+        sent_once="prefill",
+    ),
+    Case(
         "id-quirk@prefill",
         "the replay reports id 0 wherever two ids were sent (real SGLang does so for the last "
         "vocabulary id): a warning, each compared token listed, the run measured",

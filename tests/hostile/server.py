@@ -70,6 +70,8 @@ FAULTS: dict[str, str] = {
     "logprob-9999": "sends -9999.0 (the -inf sentinel of vLLM's JSON) for one logprob",
     "token-mismatch": "replay: every input_token_logprobs id shifted by one position (a "
     "misaligned answer); decode: an output_token_logprobs id that disagrees with output_ids",
+    "tail-shift": "replay: the ids of the last `shifted` positions (the generated ones, which "
+    "kltui compares) shifted by one position, the prompt's ids as sent",
     "id-quirk": "replay: reports id 0 wherever the id of prompt position 1 or of the last "
     "generated token was sent (as real SGLang reports the last vocabulary id)",
     "wrong-order": "answers a batch in reverse order (streamed: with the indices reversed)",
@@ -135,6 +137,7 @@ class HostileServer:
     incremental: stream deltas (SGLang's --incremental-streaming-output) instead of snapshots.
     stream_interval: tokens per stream event (more when coalescing a long answer).
     api_key: when set, every request without `Authorization: Bearer <api_key>` gets 401.
+    shifted: how many last replay rows "tail-shift" shifts (the run's max_new_tokens).
 
     After a run: `counts` (requests per phase), `paths` (per route), `requests` (each with its
     headers and body), `hits` (the requests the fault hit), `streamed` (tokens per sample that
@@ -157,6 +160,7 @@ class HostileServer:
     incremental: bool = False
     stream_interval: int = 1
     api_key: str | None = None
+    shifted: int = 6
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -523,6 +527,10 @@ class HostileServer:
                 ids = [r[1] for r in in_rows]
                 for k in range(1, len(in_rows)):
                     in_rows[k][1] = ids[k - 1]
+            elif i == 0 and phase == "prefill" and fault == "tail-shift":
+                sent = [r[1] for r in in_rows]
+                for k in range(max(1, len(sent) - self.shifted), len(sent)):
+                    in_rows[k][1] = sent[k - 1]
             elif i == 0 and phase == "prefill" and fault == "id-quirk" and len(in_rows) > 2:
                 odd = {in_rows[1][1], in_rows[-1][1]}
                 for row in in_rows:

@@ -3,12 +3,15 @@ each planted fault is named on its own path, with and without batch-variant kern
 
 from __future__ import annotations
 
+import argparse
 import io
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
+from kltui.cli.report import report_writer
 from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
 from tests.json_contract import read_check
@@ -97,8 +100,23 @@ async def test_deterministic_and_batch_variant_servers_differ(ref_servers, tmp_p
 
 async def test_repeat_compares_each_rerun_with_the_one_before(ref_servers, tmp_path):
     url = ref_servers.get(deterministic=True)
-    rc, res, text = await check([url], tmp_path, repeat=2, cfg={"helpers": ["match"]})
+    reports = {k: tmp_path / f"r.{k}" for k in ("html", "md", "junit")}
+    writer = report_writer(argparse.Namespace(**{k: str(p) for k, p in reports.items()}))
+    rc, res, text = await check(
+        [url], tmp_path, repeat=2, cfg={"helpers": ["match"]}, extra_outputs=writer
+    )
     assert rc == 0, text
+    # the results table once (the last run's), then the re-run's comparison after it
+    assert text.count("kltui results") == 1, text
+    assert text.index("kltui results") < text.index("re-run 2 vs 1: bit-identical"), text
+    assert text.count("run verdict: pass") == 2, text  # each run still says how it ended
+    assert text.count("\nverdict: pass") == 1, text
+    for kind, path in reports.items():
+        assert "re-run 2 vs 1: bit-identical" in path.read_text(), kind
+    junit = ET.parse(reports["junit"]).getroot()
+    props = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert props["re-run_2_vs_1"].startswith("bit-identical")
+    assert props["repeat.all_identical"] == "true"
     rep = res["repeat"]
     assert rep["requested"] == 2 and [r["run"] for r in rep["runs"]] == [1, 2]
     (eq,) = rep["equality"]

@@ -41,30 +41,77 @@ def test_unreachable_server_is_exit_3(tmp_path, capsys):
     assert code == 3 and "cannot connect" in err
 
 
-def test_probe_ops_at_m1_is_identical_and_table_is_complete(tmp_path, capsys):
+def test_probe_ops_refuses_m1_against_m1(tmp_path, capsys):
+    # N=1 is the same launch shape as M=1: comparing it with itself proves nothing
     out = tmp_path / "p.json"
-    # N=1 is the same launch shape as M=1: every op must be bit-identical to itself.
-    code = main(
-        ["probe-ops", "--sizes", "1", "--hidden", "64", "--vocab", "256", "--json", str(out)]
-    )
+    code = main(["probe-ops", "--sizes", "1", "--hidden", "64", "--json", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--sizes 1: M=1 against M=1" in err and not out.exists()
+
+
+def test_probe_ops_names_the_cpu_it_ran_on(tmp_path, capsys, monkeypatch):
+    import torch
+
+    # without a GPU (as torch sees it) the default is the CPU, named as such
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "p.json"
+    code = main(["probe-ops", "--sizes", "1,2", "--hidden", "32", "--vocab", "64",
+                 "--heads", "2", "--head-dim", "8", "--json", str(out)])  # fmt: skip
     r = json.loads(out.read_text())
-    assert code == 0 and r["identical"] is True
-    ops = [o["op"] for o in r["ops"]]
-    assert ops == [
+    assert r["device"] == "cpu" and r["device_name"].startswith("CPU")
+    assert r["dtypes"] == ["float32"] and [p["dtype"] for p in r["probes"]] == ["float32"]
+    assert [o["op"] for o in r["probes"][0]["ops"]] == [
         "matmul", "addmm", "linear", "bmm", "rms_norm", "log_softmax", "softmax", "mean",
         "sdpa_prefill", "sdpa_decode",
     ]  # fmt: skip
-    assert "every op is bit-identical" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert f"on cpu: {r['device_name']} (float32" in printed.replace("\n", " ")
+    assert f"on cpu ({r['device_name']})" in printed
+    assert code == (0 if r["identical"] else 1)
+
+
+def test_probe_ops_defaults_to_the_gpu_in_bf16_and_fp32_when_torch_sees_one(monkeypatch):
+    import torch
+
+    from kltui.dumps import probe_ops
+
+    class Stop(Exception):
+        """Raised where the probing would start (this machine has no GPU to probe)."""
+
+    seen = {}
+
+    def stop(a):
+        seen.update(vars(a))
+        raise Stop
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(probe_ops, "probe", stop)
+    with pytest.raises(Stop):
+        main(["probe-ops", "--sizes", "2"])
+    assert seen["device"] == "cuda" and seen["dtypes"] == ["bfloat16", "float32"]
 
 
 def test_probe_ops_reports_each_n_and_exit_follows_the_table(tmp_path, capsys):
     out = tmp_path / "p.json"
     code = main(
-        ["probe-ops", "--sizes", "1,4,64", "--hidden", "128", "--vocab", "512", "--json", str(out)]
+        [
+            "probe-ops",
+            "--device",
+            "cpu",
+            "--sizes",
+            "1,4,64",
+            "--hidden",
+            "128",
+            "--vocab",
+            "512",
+            "--json",
+            str(out),
+        ]
     )
     r = json.loads(out.read_text())
-    assert r["device"] == "cpu" and r["dtype"] == "float32" and r["sizes"] == [1, 4, 64]
-    for o in r["ops"]:
+    assert r["device"] == "cpu" and r["dtypes"] == ["float32"] and r["sizes"] == [1, 4, 64]
+    for o in r["probes"][0]["ops"]:
         assert [x["n"] for x in o["results"]] == [1, 4, 64]
         for x in o["results"]:
             assert x["identical"] == (x["max_abs_diff"] == 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 
 import pytest
+from textual.widgets import Footer
 
 from kltui.run.config import RunConfig
 from kltui.session.recording import read_recording
@@ -13,7 +14,9 @@ from kltui.tui import app as app_module
 from kltui.tui import feeds
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
+from kltui.tui.launch import exit_lines
 from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.widgets.diagnosis import DiagnosisBar
 from kltui.tui.widgets.header import ServersPanel
 from kltui.tui.widgets.heatmap import Heatmap
 from tests.tui.kit import drawn, until
@@ -101,8 +104,25 @@ async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monk
         assert "down: cannot connect" in drawn(panel)
         assert app.store.problems and app.store.problems[0].phase == "connect"
         assert app.history == []  # a failed connection is not a run
+        # the error as `kltui check` prints it, in the diagnosis panel, not "waiting for ..."
+        line = f"error: {url}: cannot connect for /health"
+        diagnosis = drawn(app.query_one(DiagnosisBar))
+        assert line in diagnosis and "waiting for a helper" not in diagnosis, diagnosis
+        # the footer offers `e` now that there are problems
+        await pilot.pause(0.2)
+        footer = " ".join(drawn(k) for k in app.query_one(Footer).query("FooterKey"))
+        assert " e Problems" in footer, footer
+        # while the next attempt connects, the last one's error stays on the dashboard
+        await until(pilot, lambda: app.store.run is None and app.status.retry_in is None, 30)
+        app.refresh_views()
+        await pilot.pause()
+        assert line in drawn(panel) and line in drawn(app.query_one(DiagnosisBar))
+        await until(pilot, lambda: app.status.retry_in is not None, timeout=30)
         await pilot.press("q")
     assert app.return_value == 3
+    # and it is what the terminal shows after quit
+    (printed,) = exit_lines(app)
+    assert printed.startswith(line) and "All connection attempts failed" in printed, printed
     assert not record.exists()  # nothing was measured, so nothing was recorded
 
 

@@ -14,6 +14,7 @@ from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
 from kltui.tui.widgets.header import ServersPanel
 from kltui.tui.widgets.heatmap import Heatmap
+from kltui.tui.widgets.heatpanel import HeatmapPanel
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
 from tests.tui import synth
@@ -111,6 +112,26 @@ async def test_spike_is_visible_in_the_heatmap_at_every_zoom():
         assert hm.zoom is not None and hm.geometry.tokens_per_cell <= fit.tokens_per_cell
         await pilot.press("0")
         assert hm.zoom is None
+
+
+async def test_zoom_keys_on_a_heatmap_that_fits_say_why_nothing_changes():
+    app = replay_app(synth.session(n=4, length=64, helpers=("match",)))
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        hm = app.query_one(Heatmap)
+        hm.focus()
+        panel = app.query_one(HeatmapPanel)
+        assert hm.geometry.tokens_per_cell == 1 and hm.zoom is None
+        for key, what in (("plus", "zoom in"), ("minus", "zoom out"), ("0", "fit")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert hm.zoom is None
+            note = f"{what}: all 64 positions fit at 1 token/cell: nothing to zoom"
+            assert app.last_message == note
+            assert note in drawn(panel), drawn(panel)
+        await pilot.press("right")  # a move: the usual status is back
+        await pilot.pause()
+        assert "1 token/cell · fit · 64 positions" in drawn(panel)
 
 
 async def test_enter_on_a_sample_row_opens_that_sample_and_sort_cycles():
@@ -297,3 +318,19 @@ async def test_event_bursts_are_coalesced_into_few_redraws():
         await pilot.pause(0.3)
         assert st.decoded_len[1] == 5008
         assert 1 <= len(calls) <= 10
+
+
+async def test_no_redraw_once_the_app_is_exiting():
+    # a redraw during teardown half-fails and stayed dirty, a repaint every tick (issue 21)
+    app = replay_app()
+    calls = []
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.refresh_views = lambda **kw: calls.append(kw)
+        app._dirty = True
+        app._tick()
+        assert len(calls) == 1  # a dirty dashboard redraws
+        app._dirty = True
+        await app._on_exit_app()  # what textual-serve's "quit" and SIGTERM lead to
+        app._tick()
+        assert app.exiting and len(calls) == 1

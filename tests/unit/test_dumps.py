@@ -214,3 +214,28 @@ def test_json_has_every_key_null_when_absent_and_tags_non_finite(tmp_path, capsy
     a, b = make_pair(tmp_path / "same")
     code, _, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
     assert code == 0 and read_dumps(js)["differing_inputs"] == []
+
+
+@pytest.mark.parametrize("k_a, k_b", [(6, 3), (3, 6)])
+def test_different_step_counts_are_exit_2(k_a, k_b, tmp_path, capsys):
+    """A's decode steps and B's decoded tokens come from different captures: only the common
+    steps would be compared, and 'bit-identical' would claim more than was checked."""
+
+    a, _ = make_pair(tmp_path / "a", k=k_a)
+    _, b = make_pair(tmp_path / "b", k=k_b)
+    rc = main(["dumps", "analyze", str(a), str(b)])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1 and "different step counts" in err
+    assert f"A has {k_a} decode steps" in err and f"+ {k_b} decoded tokens" in err
+
+
+def test_usage_shows_capture_and_analyze_as_two_ways(capsys):
+    with pytest.raises(SystemExit):
+        main(["dumps", "--help"])
+    usage = capsys.readouterr().out.split("\n\n", 1)[0]
+    # argparse's own line read `[--full] analyze ...`, as if analyze were always required
+    assert "[--full] analyze" not in usage and "analyze ..." not in usage
+    lines = usage.splitlines()
+    assert lines[0].startswith("usage: kltui dumps --server HOST:PORT --dump-dir DIR")
+    assert lines[-1].strip() == "kltui dumps analyze DIR_A DIR_B [--json FILE] [--full]"

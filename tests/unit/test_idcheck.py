@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kltui.engines.idcheck import check_ids, describe
+from kltui.engines.idcheck import check_ids, describe, unexplained
 
 RNG = np.random.default_rng(7)
 SENT = RNG.integers(1, 1023, size=200)
@@ -60,3 +60,37 @@ def test_describe_names_the_first_few_positions():
     pos = np.arange(8)
     text = describe(pos, np.zeros(8, dtype=np.int64), np.full(8, 1023))
     assert text.count("pos ") == 5 and text.endswith("+3 more")
+
+
+def _row(prompt: list[int], tail: list[int], reported_tail: list[int], reported_prompt=None):
+    sent = np.array(prompt + tail)
+    reported = np.array((reported_prompt or prompt) + reported_tail)
+    return reported, sent, len(prompt)
+
+
+def test_a_tail_shifted_by_one_is_not_a_quirk():
+    # every compared id is off, and each maps consistently: check_ids alone lets it by
+    prompt, tail = [5, 6, 7, 8, 9, 10, 11, 12, 13, 14], [40, 41, 42]
+    reported, sent, start = _row(prompt, tail, [14, 40, 41])
+    assert check_ids(reported, sent).misaligned is None
+    assert unexplained([(reported, sent, start)]) == (0, 0)
+
+
+def test_the_last_vocabulary_id_as_zero_at_a_compared_position_is_tolerated():
+    rows = [_row([5, 6, 7], [1023, 8], [0, 8]), _row([9, 10], [11, 1023], [11, 0])]
+    assert unexplained(rows) is None
+
+
+def test_two_ids_reported_as_zero_cannot_both_be_the_last_vocabulary_id():
+    rows = [_row([5, 6, 7], [1023, 8], [0, 8]), _row([9, 10], [11, 500], [11, 0])]
+    assert unexplained(rows) == (1, 1)
+
+
+def test_a_mapping_seen_at_prompt_positions_is_tolerated_at_compared_ones():
+    rows = [
+        _row([5, 77, 7], [8, 77], [8, 3], reported_prompt=[5, 3, 7]),
+        _row([9, 10], [77, 12], [3, 12]),
+    ]
+    assert unexplained(rows) is None
+    # the same id reported as something else at a compared position is not
+    assert unexplained([rows[0], _row([9, 10], [77, 12], [4, 12])]) == (1, 0)

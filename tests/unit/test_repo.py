@@ -37,3 +37,19 @@ def test_help_does_not_import_torch_or_textual():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_readme_lists_every_dashboard_key_and_where_to_find_them():
+    from kltui.tui.app import KltuiApp
+    from kltui.tui.widgets.heatmap import Heatmap
+    from kltui.tui.widgets.samples import SampleTable
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    keys = text[text.index("Keys (") : text.index("`q` quit.") + len("`q` quit.")]
+    bindings = [*KltuiApp.BINDINGS, *Heatmap.BINDINGS, *SampleTable.BINDINGS]
+    named = [(b.key_display or b.key, b) for b in bindings]
+    missing = [d for d, b in named if (len(d) == 1 or d == "enter") and f"`{d}`" not in keys]
+    assert not missing, f"README's keys paragraph does not list {missing}"
+    assert "`e` problems" in keys
+    if any(not b.show for b in bindings):  # then the footer cannot be where they all are
+        assert "all shown in the footer" not in keys and "`?` lists them all" in keys

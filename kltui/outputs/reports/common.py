@@ -130,6 +130,9 @@ class Origin:
     recording: str | None = None
     truncated: bool = False  # the recording's last line was cut (a killed run)
     created: float | None = None  # the recording header's wall-clock time
+    # `check --repeat`: each re-run's comparison with the run before ("re-run 2 vs 1:
+    # bit-identical") and whether it was identical (None: nothing comparable)
+    reruns: tuple[tuple[str, bool | None], ...] = ()
 
 
 def verdict(store: SessionStore) -> str:

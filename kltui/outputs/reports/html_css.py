@@ -48,6 +48,7 @@ white-space:nowrap;background:var(--info-bg);color:var(--info)}
 .badge.pass{background:var(--pass-bg);color:var(--pass)}
 .badge.fail,.badge.error,.badge.invalid{background:var(--fail-bg);color:var(--fail)}
 .badge.incomplete,.badge.interrupted{background:var(--warn-bg);color:var(--warn)}
+ul.reruns li.pass{color:var(--pass)}ul.reruns li.fail{color:var(--warn)}
 .diag{border:1px solid var(--line);border-left:4px solid var(--info);border-radius:8px;
 padding:10px 14px;margin:8px 0}
 .diag.cond-exact{border-left-color:var(--pass)}.diag.cond-2,.diag.cond-1-2{

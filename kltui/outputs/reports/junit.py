@@ -141,6 +141,13 @@ def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) ->
             items.append((f"{st.helper}.{k}", "none" if v is None or v == "" else v))
     if origin is not None and origin.recording:
         items.append(("recording", origin.recording))
+    for line, _ in origin.reruns if origin is not None else ():
+        head, _, tail = line.partition(": ")
+        items.append((head.replace(" ", "_"), tail))
+    if origin is not None and origin.reruns:
+        same = [s for _, s in origin.reruns]
+        all_same = None if None in same else all(same)
+        items.append(("repeat.all_identical", "unknown" if all_same is None else all_same))
     for name, value in items:
         if isinstance(value, bool):  # JSON spelling, not Python's
             value = "true" if value else "false"
@@ -169,7 +176,7 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
             el.set(k, str(val))
     if isinstance(started, int | float) and math.isfinite(started):
         suite.set("timestamp", timestamp(started).replace(" UTC", "").replace(" ", "T"))
-    lines = []
+    lines = [line for line, _ in origin.reruns] if origin is not None else []
     for d in diagnose(store):
         lines.append(f"{d.server}: {d.label}")
         if d.next_step:

@@ -106,6 +106,8 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     if helpers:
         lines += results_table(store) + [""]
     lines += notes(store)
+    for line, _ in origin.reruns if origin is not None else ():
+        lines.append(f"- **Repeat** {md_text(line)}")
     for key, st in store.helpers.items():
         rows = cross_rows(st.summary)
         if rows:

@@ -42,9 +42,17 @@ def badge(d: Diagnosis, node: DOMNode) -> Text:
 
 class DiagnosisBar(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
-    COMPONENT_CLASSES = BADGE_CLASSES
+    COMPONENT_CLASSES = BADGE_CLASSES | {"diagnosis--error"}
 
-    def show(self, diagnoses: list[Diagnosis], multi: bool, pending: int = 0) -> None:
+    def show(
+        self,
+        diagnoses: list[Diagnosis],
+        multi: bool,
+        pending: int = 0,
+        error: str | None = None,
+        ended: bool = False,
+    ) -> None:
+        """`error`: the run's error line (`kltui check`'s); `ended`: no helper will finish."""
         # Until every helper has finished, the comparison between helpers is incomplete.
         self.border_title = (
             "diagnosis"
@@ -53,8 +61,13 @@ class DiagnosisBar(Static):
         )
         self.border_subtitle = "d: evidence and next step" if diagnoses else ""
         lines = []
-        if not diagnoses:
-            lines.append(Text("waiting for a helper to finish…", style="dim"))
+        if error:
+            lines.append(safe(error, style=part(self, "diagnosis--error"), limit=400))
+        if not diagnoses and not error:
+            wait = (
+                "no diagnosis: no helper finished" if ended else "waiting for a helper to finish…"
+            )
+            lines.append(Text(wait, style="dim"))
         for d in diagnoses:
             t = badge(d, self)
             t.append(" ")

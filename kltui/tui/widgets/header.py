@@ -32,6 +32,9 @@ class RunStatus:
     watch: str | None = None  # watch status text, None when not watching
     message: str | None = None  # e.g. "connecting to ..."
     recording: str | None = None
+    # the last run's error, as `kltui check` prints it ("error: URL: cannot connect ..."); kept
+    # while the next connection attempt runs
+    error: str | None = None
 
 
 def _local(ts: float | None) -> str:
@@ -268,6 +271,8 @@ class ServersPanel(Static):
                 lines.append(prompt_text(run.prompt_set, config, width))
         elif status.message:
             lines.append(safe(status.message, style="dim"))
+            if status.error:  # the attempt before this one
+                lines.append(safe(status.error, style=part(self, "servers--bad"), limit=300))
         else:
             lines.append(Text("waiting for the first event…", style="dim"))
         if status.retry_in is not None:

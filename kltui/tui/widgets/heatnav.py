@@ -13,11 +13,16 @@ from kltui.tui.heatgeometry import GUTTER
 
 
 class HeatmapNavigation:
+    # why the last +, - or 0 changed nothing; the panel's status line shows it until the
+    # next move
+    zoom_note: str | None = None
+
     def _clamp_cursor(self) -> None:
         self.cursor_row = max(0, min(self.cursor_row, self._n_rows - 1))
         self.cursor_pos = max(0, min(self.cursor_pos, max(0, self._max_len - 1)))
 
     def _follow_cursor(self) -> None:
+        self.zoom_note = None
         g = self.geometry
         cell = g.cell_of(self.cursor_pos)
         first = self.first_cell
@@ -56,6 +61,7 @@ class HeatmapNavigation:
         self.action_cursor(0, direction * max(1, self.scrollable_content_region.height - 1))
 
     def action_pan(self, direction: int) -> None:
+        self.zoom_note = None
         g = self.geometry
         step = max(1, self.cell_area // 2) * direction
         self.scroll_to(self.scroll_offset.x + step, None, animate=False, immediate=True)
@@ -78,7 +84,7 @@ class HeatmapNavigation:
         per_cell = g.tokens_per_cell if self.zoom is None else float(self.zoom)
         if direction < 0:  # in: fewer tokens per cell
             if per_cell <= 1:
-                self.app.bell()
+                self._no_zoom("zoom in")
                 return
             p = 1
             while p * 2 < per_cell:
@@ -86,7 +92,7 @@ class HeatmapNavigation:
             self.zoom = p
         else:
             if self.zoom is None:
-                self.app.bell()
+                self._no_zoom("zoom out")
                 return
             new = self.zoom * 2
             fit_per_cell = self._max_len / self.cell_area
@@ -95,9 +101,28 @@ class HeatmapNavigation:
         self._follow_cursor()
 
     def action_zoom_fit(self) -> None:
+        if self.zoom is None:
+            self._no_zoom("fit")
+            return
         self.zoom = None
         self._update_virtual_size()
         self._follow_cursor()
+
+    def _no_zoom(self, what: str) -> None:
+        """A zoom key that cannot change the view says why, in the panel's status line."""
+        n, width = self._max_len, self.cell_area
+        if n == 0:
+            why = "no positions yet"
+        elif n <= width:
+            why = f"all {n} positions fit at 1 token/cell: nothing to zoom"
+        elif what == "zoom in":
+            why = "1 token/cell already: the most zoomed in"
+        else:
+            why = f"already fit: all {n} positions in {width} cells"
+        self.zoom_note = f"{what}: {why}"
+        self.app.last_message = self.zoom_note
+        self.app.bell()
+        self.post_message(self.ViewChanged())
 
     def action_toggle_glyphs(self) -> None:
         self.glyphs = not self.glyphs

@@ -134,4 +134,4 @@ class HeatmapPanel(Vertical):
         else:
             zoom = f"{hm.zoom} tokens/cell, max shown"
         mode = "fit" if hm.zoom is None else "zoomed, shift+←/→ pans"
-        self.border_subtitle = f"{zoom} · {mode} · {g.max_len} positions"
+        self.border_subtitle = hm.zoom_note or f"{zoom} · {mode} · {g.max_len} positions"
