@@ -5,7 +5,6 @@ different models are refused before anything runs."""
 from __future__ import annotations
 
 import io
-import json
 import shutil
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from kltui.tui.screens.compare import pair_group
+from tests.json_contract import read_check
 
 SMALL = dict(samples=8, max_new_tokens=32, max_prompt_tokens=64)
 CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")
@@ -40,7 +40,7 @@ async def check(urls: list[str], tmp_path: Path, **cfg) -> tuple[int, dict, str]
         record_path=str(tmp_path / "r.kltui.jsonl"),
         console=Console(file=out, width=400),
     )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return rc, read_check(tmp_path / "r.json"), out.getvalue()
 
 
 def views(tmp_path: Path) -> tuple[str, str, str]:

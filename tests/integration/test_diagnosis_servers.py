@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from rich.console import Console
 from kltui.cli.report import report_writer
 from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
+from tests.json_contract import read_check
 
 # at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
 SMALL = dict(samples=12, max_new_tokens=48, max_prompt_tokens=64)
@@ -30,7 +30,7 @@ async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
         console=Console(file=out, width=240),
         **kw,
     )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return rc, read_check(tmp_path / "r.json"), out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from kltui.run.config import RunConfig
 from kltui.session.diagnosis import diagnose
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
+from tests.json_contract import read_check
 
 SMALL = dict(samples=8, max_new_tokens=24, max_prompt_tokens=64)
 
@@ -28,7 +29,7 @@ async def check(url: str, tmp_path, **kw) -> tuple[int, dict, str]:
         record_path=str(tmp_path / "r.jsonl"),
         console=Console(file=out, width=200),
     )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return rc, read_check(tmp_path / "r.json"), out.getvalue()
 
 
 async def test_deterministic_every_helper_exactly_zero(ref_servers, tmp_path):
