@@ -4,21 +4,17 @@ from the events. Real HTTP against the reference server (requests captured on th
 
 from __future__ import annotations
 
-import io
-
 import httpx
 import numpy as np
 import orjson
 import pytest
-from rich.console import Console
 
-from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.events import ExtrasFetched, HelperFinished, HelperStarted, SampleScored
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
-from tests.json_contract import read_check
+from tests.integration.checkrun import check_run
 
 SMALL = dict(samples=6, max_new_tokens=20, max_prompt_tokens=48)
 # SGLang's kl_test_utils: the top-level keys and sampling_params of every /generate it sends
@@ -48,15 +44,7 @@ def captured(monkeypatch):
 
 
 async def check(url: str, tmp_path, **kw) -> tuple[int, dict, str]:
-    cfg = RunConfig(servers=[url], **{**SMALL, **kw})
-    out = io.StringIO()
-    rc = await run_check(
-        cfg,
-        json_path=str(tmp_path / "r.json"),
-        record_path=str(tmp_path / "r.jsonl"),
-        console=Console(file=out, width=250),
-    )
-    return rc, read_check(tmp_path / "r.json"), out.getvalue()
+    return await check_run(url, tmp_path, width=250, **{**SMALL, **kw})
 
 
 def _is_extras(body: dict) -> bool:
