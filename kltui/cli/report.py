@@ -60,20 +60,20 @@ def write_reports(store, *, html=None, md=None, junit=None, json=None, origin=No
         write_json(store, json)
         written.append(json)
     if html:
-        from kltui.outputs.reports.common import write_output
         from kltui.outputs.reports.html import html_report
+        from kltui.session.jsonfile import write_output
 
         write_output(html, html_report(store, origin))
         written.append(html)
     if md:
-        from kltui.outputs.reports.common import write_output
         from kltui.outputs.reports.md import md_report
+        from kltui.session.jsonfile import write_output
 
         write_output(md, md_report(store, origin))
         written.append(md)
     if junit:
-        from kltui.outputs.reports.common import write_output
         from kltui.outputs.reports.junit import junit_report
+        from kltui.session.jsonfile import write_output
 
         write_output(junit, junit_report(store, origin))
         written.append(junit)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kltui.dumps.compare import json_float
 from kltui.dumps.files import DumpError, Loader, index_folder
 from kltui.dumps.modules import compare_pass, merge_diffs, module_table
 from kltui.dumps.passes import (
@@ -152,7 +151,7 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
                 "decode_step": k,
                 "position": pos,
                 "identical": culprit is None,
-                "max_abs_diff": json_float(worst),
+                "max_abs_diff": worst,
                 "first_divergent_module": culprit.module if culprit else None,
             }
         )
@@ -183,6 +182,7 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
             "first_divergent_module": None,
             "max_abs_diff": 0.0,
             "inputs_identical": None,
+            "differing_inputs": [],
             "decode_step": None,
             "position": None,
             "inherited": [],
@@ -193,7 +193,7 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
     out |= {
         "identical": False,
         "first_divergent_module": culprit.module,
-        "max_abs_diff": json_float(culprit.max_abs_diff),
+        "max_abs_diff": culprit.max_abs_diff,
         "inputs_identical": culprit.inputs_identical,
         "differing_inputs": culprit.differing_inputs,
         "decode_step": k,
@@ -222,7 +222,7 @@ def _prefill_invariance(loader, prompt: list[Pass], map_b: dict, emb, plen: int,
         "m_fresh": m,
         "identical": culprit is None,
         "first_divergent_module": culprit.module if culprit else None,
-        "max_abs_diff": json_float(culprit.max_abs_diff) if culprit else 0.0,
+        "max_abs_diff": culprit.max_abs_diff if culprit else 0.0,
         "position": culprit.position if culprit else None,
         "inputs_identical": culprit.inputs_identical if culprit else None,
         "inherited": [r.module for r in table if r.status == "inherited"],
@@ -249,11 +249,14 @@ def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
     rank = min(per_rank, key=lambda r: (earliest(per_rank[r]), r))
     result: dict[str, Any] = {"dir_a": str(dir_a), "dir_b": str(dir_b), "ranks": sorted(per_rank)}
     result |= per_rank[rank]
-    if len(per_rank) > 1:
-        result["per_rank"] = {
+    result["per_rank"] = (
+        {
             str(r): {k: v for k, v in res.items() if k not in ("modules", "steps", "prefill")}
             for r, res in per_rank.items()
         }
+        if len(per_rank) > 1
+        else None
+    )
     result["verdict"] = verdict(result)
     return result
 

@@ -7,7 +7,6 @@ unreachable, HTTP error or busy (other requests ran while dumping); 130 interrup
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 
@@ -64,12 +63,17 @@ def add_parsers(sub) -> None:
 def _finish(result: dict, args) -> int:
     from kltui.console import make_console
     from kltui.dumps.render import print_result
+    from kltui.dumps.run import with_capture_keys
 
+    result = with_capture_keys(result)
     if args.json:
+        from kltui.errors import UsageError
+        from kltui.session.jsonfile import write_json_document
+
         try:
-            Path(args.json).write_text(json.dumps(result, indent=1, allow_nan=False) + "\n")
-        except OSError as e:
-            print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
+            write_json_document(args.json, result, "dumps")
+        except UsageError as e:
+            print(f"kltui: error: {e}", file=sys.stderr)
             return 2
     print_result(make_console(), result, full=args.full)
     return 0 if result["identical"] and result["prefill"]["identical"] else 1

@@ -58,9 +58,3 @@ def diff_rows(torch, a, b, positions: list[int], what: str) -> RowDiff:
     per_row = d.reshape(n, -1).amax(dim=1) if a.dim() > 1 else d
     worst = int(per_row.argmax())
     return RowDiff(False, float(per_row[worst]), positions[worst], first, n)
-
-
-def json_float(x: float | None):
-    if x is None or math.isfinite(x):
-        return x
-    return str(x)

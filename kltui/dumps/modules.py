@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kltui.dumps.compare import RowDiff, diff_rows, json_float
+from kltui.dumps.compare import RowDiff, diff_rows
 from kltui.dumps.files import DumpError, Loader
 from kltui.dumps.passes import (
     Entry,
@@ -31,7 +31,7 @@ class ModuleRow:
             "status": self.status,
             "inputs_identical": self.inputs_identical,
             "output_identical": self.output_identical,
-            "max_abs_diff": json_float(self.max_abs_diff),
+            "max_abs_diff": self.max_abs_diff,
             "position": self.position,
             "differing_inputs": self.differing_inputs,
         }

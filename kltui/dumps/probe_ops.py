@@ -128,7 +128,7 @@ def probe_dtype(a, dtype_name: str) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from kltui.dumps.compare import diff_rows, json_float
+    from kltui.dumps.compare import diff_rows
 
     dev = torch.device(a.device)
     dtype = getattr(torch, dtype_name)
@@ -139,9 +139,7 @@ def probe_dtype(a, dtype_name: str) -> dict:
             for n in a.sizes:
                 big, one = fn(n)
                 rd = diff_rows(torch, big.reshape(1, -1).cpu(), one.reshape(1, -1).cpu(), [0], name)
-                results.append(
-                    {"n": n, "identical": rd.identical, "max_abs_diff": json_float(rd.max_abs_diff)}
-                )
+                results.append({"n": n, "identical": rd.identical, "max_abs_diff": rd.max_abs_diff})
             out["ops"].append(
                 {
                     "op": name,
@@ -174,9 +172,7 @@ def _table(res: dict, run: dict):
             Text("=", style="green")
             if r["identical"]
             else Text(
-                r["max_abs_diff"]
-                if isinstance(r["max_abs_diff"], str)
-                else f"{r['max_abs_diff']:.2e}",
+                f"{r['max_abs_diff']:.2e}",
                 style="red",
             )
             for r in o["results"]
@@ -226,7 +222,11 @@ def cmd_probe_ops(args) -> int:
     res = probe(args)
     if args.json:
         try:
-            Path(args.json).write_text(json.dumps(res, indent=1, allow_nan=False) + "\n")
+            from kltui.session.codec import tag_floats  # NaN/inf as in every --json
+
+            Path(args.json).write_text(
+                json.dumps(tag_floats(res), indent=1, allow_nan=False) + "\n"
+            )
         except OSError as e:
             print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
             return 2

@@ -15,6 +15,13 @@ from kltui.dumps.files import DumpError
 
 # what every analysis carries; a JSON file without them is not a `kltui dumps --json` result
 RESULT_KEYS = ("verdict", "identical", "modules", "prefill")
+# what only a live capture knows (null after `dumps analyze A B`)
+CAPTURE_KEYS = ("server", "server_version", "prompt_ids", "output_ids", "new_tokens")
+
+
+def with_capture_keys(result: dict) -> dict:
+    """The result with every capture key, null where no live capture made it."""
+    return {**dict.fromkeys(CAPTURE_KEYS), **result}
 
 
 def client_for(server: str, api_key: str | None, timeout: float):
@@ -89,6 +96,9 @@ def load_result(path: str) -> dict:
         raise DumpError(f"{path}: not JSON ({e})") from None
     if not isinstance(data, dict):
         raise DumpError(f"{path}: not a `kltui dumps --json` result (not an object)")
+    from kltui.session.codec import restore_float
+
+    data = restore_float(data)  # {"$float": "nan"} back to the float
     missing = [k for k in RESULT_KEYS if k not in data]
     if missing:
         raise DumpError(

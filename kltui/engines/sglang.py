@@ -94,15 +94,17 @@ def _answer_cap(entries: int, top_k: int = 0) -> int:
     return BASE_ANSWER_BYTES + BYTES_PER_ENTRY * entries * (1 + max(0, int(top_k or 0)))
 
 
+# every key of an SGLang server's identity (docs/JSON.md `servers`)
+IDENTITY_KEYS = ("url", "engine", *SERVER_INFO_KEYS, "skip_tokenizer_init", "weight_version")
+
+
 def server_identity(url: str, info: dict, model: dict) -> dict:
     """The subset of /server_info and /model_info that decides what a result means."""
     out: dict[str, Any] = {"url": url, "engine": "sglang"}
-    out.update({k: info.get(k) for k in SERVER_INFO_KEYS if k in info})
+    out.update({k: info.get(k) for k in SERVER_INFO_KEYS})  # null: this server did not say
     out["model_path"] = info.get("model_path") or model.get("model_path")
     out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
     out["weight_version"] = model.get("weight_version")
-    cuda_graph = info.get("disable_cuda_graph")
-    out["cuda_graph"] = None if cuda_graph is None else not cuda_graph
     if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
         out["skip_tokenizer_init"] = True
     return out

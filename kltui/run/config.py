@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,12 @@ class RunConfig:
         if self.stream_interval:
             return self.stream_interval
         return max(1, -(-self.max_new_tokens // STREAM_CHUNKS))
+
+    @classmethod
+    def record_keys(cls) -> tuple[str, ...]:
+        """The keys of `to_record()`, in its order (the JSON report's `config`)."""
+        skip = ("api_key", "prompt_cut_asked", "yes_flush")
+        return (*(f.name for f in fields(cls) if f.name not in skip), "api_key_set")
 
     def to_record(self) -> dict:
         """What goes into recordings and reports: everything except the API key."""

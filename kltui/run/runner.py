@@ -173,7 +173,9 @@ async def _run(
             infos[c.url] = info
             servers.append(server_identity(c.url, info, model))
         except EngineError as e:
-            servers.append({"url": c.url, "engine": "sglang", "error": e.message})
+            servers.append(
+                {"url": c.url, "engine": "sglang", "error": e.message, "error_kind": e.kind}
+            )
             problems.append(
                 Problem(c.url, f"{e.message} (phase: connect)", fatal=True, phase="connect")
             )
@@ -200,10 +202,11 @@ async def _run(
     yield RunStarted(
         run_id=uuid.uuid4().hex[:12],
         started_at=time.time(),
+        # what the run did: the `stream` option's null ("only in the TUI") resolved
         config=cfg.to_record()
         | {
-            "streamed": cfg.streams(live_view),
-            "streamed_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
+            "stream": cfg.streams(live_view),
+            "stream_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
         },
         servers=servers,
         prompt_set=pset.describe() if pset else {},

@@ -30,7 +30,7 @@ def _settings_line(info: dict) -> str | None:
     for label, key in (
         ("deterministic inference", "enable_deterministic_inference"),
         ("attention backend", "attention_backend"),
-        ("cuda graph", "cuda_graph"),
+        ("cuda graph", "disable_cuda_graph"),
         ("page size", "page_size"),
         ("radix cache", "disable_radix_cache"),
         ("chunked prefill", "chunked_prefill_size"),
@@ -39,7 +39,7 @@ def _settings_line(info: dict) -> str | None:
         v = info.get(key)
         if v is None:
             continue
-        if key == "disable_radix_cache":
+        if key in ("disable_radix_cache", "disable_cuda_graph"):
             v = "off" if v else "on"
         elif isinstance(v, bool):
             v = "on" if v else "off"
@@ -87,7 +87,7 @@ def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
             f"chunked prefill {chunk}: the fresh prefill of prompt + output (up to {longest} "
             "tokens) runs in chunks, so later chunks use extend attention over a cached prefix"
         )
-    if _flag(info, "cuda_graph"):
+    if _flag(info, "disable_cuda_graph") is False:
         out.append(
             "CUDA graph is on: decode replays graphs captured at padded batch sizes; dumper "
             "hooks do not run inside a replay, so confirm the divergence with "

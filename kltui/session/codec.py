@@ -8,7 +8,13 @@ every value exactly: SGLang computes logprobs in float32, so "f4" round-trips th
 at half the size; an array with any value float32 cannot hold exactly stays "f8". Readers also
 accept plain JSON lists. Other non-finite floats (in summaries)
 travel as {"$float": "inf" | "-inf" | "nan"}, so a string that happens to read "nan" (a
-message, a token) stays a string.
+message, a token) stays a string. `kltui check --json` and `kltui dumps --json` write non-finite
+numbers the same way (`tag_floats`): one encoding that every strict JSON parser accepts.
+
+RunStarted's names changed once (one name per concept, docs/JSON.md): the run config's
+`streamed`/`streamed_interval` became `stream`/`stream_interval` (what the run did), and a
+server's derived `cuda_graph` gave way to SGLang's own `disable_cuda_graph`. `decode` reads the
+old names into the new ones, so older recordings replay and report as before.
 """
 
 from __future__ import annotations
@@ -62,24 +68,14 @@ def array_in(value, dtype) -> np.ndarray:
             raise ValueError(f"unknown array encoding {code!r}")
         raw = np.frombuffer(base64.b64decode(payload, validate=True), dtype=_DTYPES[code])
         return raw.astype(dtype)
-    # plain JSON lists; numpy parses the strings "inf", "-inf" and "nan" itself
+    # plain JSON lists: non-finite values as {"$float": ...}, or the strings "inf", "-inf" and
+    # "nan" that numpy parses itself
+    if isinstance(value, list):
+        value = restore_float(value)
     arr = np.asarray(value, dtype=dtype)
     if arr.ndim != 1:
         raise ValueError(f"expected a list of numbers, got {type(value).__name__}")
     return arr
-
-
-def json_safe(value: Any) -> Any:
-    """Plain floats that are not finite become strings; everything else passes through."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        return json_safe(value.item())
-    return value
 
 
 def encode(event: Event) -> dict:
@@ -99,9 +95,10 @@ _FLOAT_TAG = "$float"
 
 
 def tag_floats(value: Any) -> Any:
-    """Like json_safe, but non-finite floats become tagged objects that decode unambiguously."""
+    """Non-finite floats become {"$float": "nan" | "inf" | "-inf"} (strict JSON, and unambiguous:
+    a string reading "nan" stays a string); numpy scalars become Python numbers."""
     if isinstance(value, float) and not math.isfinite(value):
-        return {_FLOAT_TAG: json_safe(value)}
+        return {_FLOAT_TAG: "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
     if isinstance(value, dict):
         return {k: tag_floats(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -137,4 +134,35 @@ def decode(obj: dict) -> Event:
             kwargs[f.name] = array_in(v, np.float64)
         else:
             kwargs[f.name] = restore_float(v)
+    if cls.__name__ == "RunStarted":
+        kwargs = _renamed(kwargs)
     return cls(**kwargs)
+
+
+# old name -> current name (docs/JSON.md, "One name per concept")
+_CONFIG_RENAMES = {"streamed": "stream", "streamed_interval": "stream_interval"}
+
+
+def _renamed(kwargs: dict) -> dict:
+    """RunStarted of an older recording, under today's names."""
+    config = kwargs.get("config")
+    if isinstance(config, dict) and "streamed" in config:
+        # the old `stream` was the option (null: stream only in the TUI); `streamed` what ran
+        kept = {k: v for k, v in config.items() if k not in _CONFIG_RENAMES.values()}
+        renamed = {_CONFIG_RENAMES.get(k, k): v for k, v in kept.items()}
+        renamed.setdefault("stream_interval", None)
+        kwargs["config"] = renamed
+    servers = kwargs.get("servers")
+    if isinstance(servers, list):
+        kwargs["servers"] = [_server_renamed(s) for s in servers]
+    return kwargs
+
+
+def _server_renamed(s: Any) -> Any:
+    if not isinstance(s, dict) or "cuda_graph" not in s:
+        return s
+    s = dict(s)
+    graphs = s.pop("cuda_graph")
+    if s.get("disable_cuda_graph") is None and isinstance(graphs, bool):
+        s["disable_cuda_graph"] = not graphs
+    return s

@@ -154,8 +154,7 @@ class BookDiff:
             "only_in_first": self.only_x,
             "only_in_second": self.only_y,
         }
-        if per_sample:
-            out["per_sample"] = [s.to_dict() for s in self.samples]
+        out["per_sample"] = [s.to_dict() for s in self.samples] if per_sample else None
         return out
 
 

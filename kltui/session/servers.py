@@ -60,7 +60,7 @@ SETTINGS: tuple[Setting, ...] = (
         compared=True,
         line=True,
     ),
-    Setting("cuda_graph", "cuda graph", "cuda graph", on_off, compared=True, line=True),
+    Setting("disable_cuda_graph", "cuda graph", "cuda graph", off_on, compared=True, line=True),
     Setting(
         "chunked_prefill_size",
         "chunked prefill size",

@@ -5,7 +5,6 @@ code; no traceback; a recording that ends properly and agrees with the JSON."""
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import signal
@@ -20,6 +19,7 @@ from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, PhaseChanged, Problem, RunFinished, RunStarted
 from kltui.session.recording import Recording, read_recording
+from tests.json_contract import read_check
 
 ROOT = Path(__file__).resolve().parents[2]
 # Small enough to be fast, large enough for batches (3 prompts of distinct lengths, 21/20/14).
@@ -139,7 +139,7 @@ def finish_cli(proc: subprocess.Popen, tmp_path: Path, sig: str | None, timeout=
 def _result(rc: int, out: str, tmp_path: Path, stderr: str = "") -> Result:
     rj = tmp_path / "r.json"
     rr = tmp_path / "r.kltui.jsonl"
-    report = json.loads(rj.read_text()) if rj.exists() else None
+    report = read_check(rj) if rj.exists() else None
     rec = read_recording(str(rr)) if rr.exists() else None
     return Result(rc, out, report, rec, stderr, tmp_path)
 

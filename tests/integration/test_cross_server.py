@@ -5,7 +5,6 @@ different models are refused before anything runs."""
 from __future__ import annotations
 
 import io
-import json
 import shutil
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from rich.console import Console
 from kltui.cli.commands import main
 from kltui.errors import UsageError
 from kltui.outputs import headless
-from kltui.outputs.headless import run_check
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.md import md_report
 from kltui.reference import CHECKPOINT_DIR
@@ -26,21 +24,14 @@ from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from kltui.tui.screens.compare import pair_group
+from tests.integration.checkrun import check_run
 
 SMALL = dict(samples=8, max_new_tokens=32, max_prompt_tokens=64)
 CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")
 
 
 async def check(urls: list[str], tmp_path: Path, **cfg) -> tuple[int, dict, str]:
-    config = RunConfig(servers=urls, **{**SMALL, **cfg})
-    out = io.StringIO()
-    rc = await run_check(
-        config,
-        json_path=str(tmp_path / "r.json"),
-        record_path=str(tmp_path / "r.kltui.jsonl"),
-        console=Console(file=out, width=400),
-    )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return await check_run(urls, tmp_path, width=400, record="r.kltui.jsonl", **{**SMALL, **cfg})
 
 
 def views(tmp_path: Path) -> tuple[str, str, str]:

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.json_contract import read_check
+
 
 def children_of(pid: int) -> list[int]:
     out = []
@@ -60,6 +62,7 @@ def test_demo_headless_passes_and_writes_results(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "verdict: pass" in out.stdout and "Traceback" not in out.stderr
     assert (tmp_path / "r.jsonl").stat().st_size > 0
+    assert read_check(tmp_path / "r.json")["verdict"] == "pass"
 
 
 def test_interrupted_demo_stops_its_reference_server(tmp_path):

@@ -4,33 +4,23 @@ each planted fault is named on its own path, with and without batch-variant kern
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from kltui.cli.report import report_writer
-from kltui.outputs.headless import run_check
-from kltui.run.config import RunConfig
+from tests.integration.checkrun import check_run
 
 # at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
 SMALL = dict(samples=12, max_new_tokens=48, max_prompt_tokens=64)
 
 
 async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
-    cfg = RunConfig(servers=urls, **{**SMALL, **kw.pop("cfg", {})})
-    out = io.StringIO()
-    rc = await run_check(
-        cfg,
-        json_path=str(tmp_path / "r.json"),
-        record_path=str(tmp_path / "r.kltui.jsonl"),
-        console=Console(file=out, width=240),
-        **kw,
+    cfg = kw.pop("cfg", {})
+    return await check_run(
+        urls, tmp_path, width=240, record="r.kltui.jsonl", run_kw=kw, **{**SMALL, **cfg}
     )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
 
 
 @pytest.mark.parametrize(

@@ -4,21 +4,17 @@ from the events. Real HTTP against the reference server (requests captured on th
 
 from __future__ import annotations
 
-import io
-import json
-
 import httpx
 import numpy as np
 import orjson
 import pytest
-from rich.console import Console
 
-from kltui.outputs.headless import run_check
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.events import ExtrasFetched, HelperFinished, HelperStarted, SampleScored
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
+from tests.integration.checkrun import check_run
 
 SMALL = dict(samples=6, max_new_tokens=20, max_prompt_tokens=48)
 # SGLang's kl_test_utils: the top-level keys and sampling_params of every /generate it sends
@@ -48,15 +44,7 @@ def captured(monkeypatch):
 
 
 async def check(url: str, tmp_path, **kw) -> tuple[int, dict, str]:
-    cfg = RunConfig(servers=[url], **{**SMALL, **kw})
-    out = io.StringIO()
-    rc = await run_check(
-        cfg,
-        json_path=str(tmp_path / "r.json"),
-        record_path=str(tmp_path / "r.jsonl"),
-        console=Console(file=out, width=250),
-    )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return await check_run(url, tmp_path, width=250, **{**SMALL, **kw})
 
 
 def _is_extras(body: dict) -> bool:
@@ -132,11 +120,11 @@ async def test_live_view_streams_the_scored_decode_in_few_chunks(ref_servers, ca
     # only the scored decode (turn 2) streams; turn 1 shows nothing live
     assert len(streamed) == 1
     assert streamed[0]["sampling_params"]["stream_interval"] == cfg.stream_interval_for() == 2
-    assert events[0].config["streamed"] is True
+    assert events[0].config["stream"] is True
     captured.clear()
     events = [ev async for ev in run_session(cfg)]  # kltui check
     assert not any(b.get("stream") for b in captured)
-    assert events[0].config["streamed"] is False
+    assert events[0].config["stream"] is False
 
 
 async def test_helper_durations_come_from_event_times(ref_servers, tmp_path):

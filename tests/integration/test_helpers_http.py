@@ -3,32 +3,21 @@ real rounding noise by default, and each planted fault caught only on its own pa
 
 from __future__ import annotations
 
-import io
 import json
 import math
 
 import pytest
-from rich.console import Console
 
-from kltui.outputs.headless import run_check
-from kltui.run.config import RunConfig
 from kltui.session.diagnosis import diagnose
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
+from tests.integration.checkrun import check_run
 
 SMALL = dict(samples=8, max_new_tokens=24, max_prompt_tokens=64)
 
 
 async def check(url: str, tmp_path, **kw) -> tuple[int, dict, str]:
-    cfg = RunConfig(servers=[url], **{**SMALL, **kw})
-    out = io.StringIO()
-    rc = await run_check(
-        cfg,
-        json_path=str(tmp_path / "r.json"),
-        record_path=str(tmp_path / "r.jsonl"),
-        console=Console(file=out, width=200),
-    )
-    return rc, json.loads((tmp_path / "r.json").read_text()), out.getvalue()
+    return await check_run(url, tmp_path, width=200, **{**SMALL, **kw})
 
 
 async def test_deterministic_every_helper_exactly_zero(ref_servers, tmp_path):

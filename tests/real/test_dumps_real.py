@@ -3,13 +3,13 @@ hooks: the capture, the alignment proof, and a named module checked against the 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 
 from kltui.cli import main
+from tests.json_contract import read_dumps
 
 torch = pytest.importorskip("torch")
 
@@ -23,7 +23,7 @@ def live(sglang_dumper, tmp_path_factory):
     args = ["dumps", "--server", url, "--dump-dir", str(dump_dir), "--prompt-tokens", "16"]
     code = main([*args, "--new-tokens", "4", "--json", str(out)])
     assert code in (0, 1), code
-    return code, json.loads(out.read_text())
+    return code, read_dumps(out)
 
 
 def _load(folder: Path, step: int, name: str):
@@ -74,7 +74,7 @@ def test_copied_folders_give_the_same_analysis(live, tmp_path, capsys):
     shutil.copytree(r["dir_b"], b)
     out = tmp_path / "again.json"
     code = main(["dumps", "analyze", str(a), str(b), "--json", str(out)])
-    again = json.loads(out.read_text())
+    again = read_dumps(out)
     for key in ("first_divergent_module", "max_abs_diff", "decode_step", "position", "inherited"):
         assert again[key] == r[key], key
     assert again["prefill"] == r["prefill"]

@@ -41,7 +41,7 @@ def server(url: str = URL, **over) -> dict:
         "page_size": 1,
         "disable_radix_cache": False,
         "enable_deterministic_inference": False,
-        "cuda_graph": True,
+        "disable_cuda_graph": False,
         "startup_time": 1.0,
     }
     s.update(over)

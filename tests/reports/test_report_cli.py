@@ -18,6 +18,7 @@ from kltui.cli.report import (
 )
 from kltui.errors import UsageError
 from kltui.outputs.reports.junit import junit_report
+from tests.json_contract import read_check
 from tests.reports.synth import HelperSpec, demo_run, error_run, record, run_events
 
 
@@ -39,7 +40,7 @@ def test_every_format_in_one_call(demo_file, tmp_path):
     html = outs["html"].read_text()
     assert html.startswith("<!doctype html>") and 'class="heatmap"' in html
     assert "decode\\_cache\\_hit | ❌ fail" in outs["md"].read_text()
-    doc = json.loads(outs["json"].read_text())
+    doc = read_check(outs["json"])
     assert doc["verdict"] == "fail" and set(doc["helpers"]) == {
         "match",
         "prefill_cache_hit",
@@ -66,12 +67,13 @@ def test_every_format_in_one_call(demo_file, tmp_path):
 
 def test_json_keeps_the_check_keys(demo_file, tmp_path):
     report([demo_file, "--json", str(tmp_path / "r.json")])
-    doc = json.loads((tmp_path / "r.json").read_text())
+    doc = read_check(tmp_path / "r.json")
     for key in ("kltui_version", "run_id", "started_at", "servers", "prompt_set", "config"):
         assert key in doc
     match = doc["helpers"]["match"]
     assert match["status"] == "pass" and len(match["per_sample"]) == 8
-    assert doc["helpers"]["prefill_cache_hit"]["avg_kl_div"] == "nan"  # JSON has no NaN
+    # JSON has no NaN: the one encoding of recordings and --json
+    assert doc["helpers"]["prefill_cache_hit"]["avg_kl_div"] == {"$float": "nan"}
 
 
 def test_no_output_option_prints_markdown(demo_file, capsys):

@@ -21,6 +21,7 @@ from kltui.session.events import (
     SampleScored,
 )
 from kltui.session.store import SessionStore
+from tests.json_contract import validate
 
 URL, BASE = "http://127.0.0.1:30000", "http://127.0.0.1:8000"
 
@@ -47,7 +48,26 @@ def store() -> SessionStore:
         b = Side(ids, lp_b[s], top_b, lp_top)
         cross.append((s, cross_positions(a, b)))
     summary = book.summary(n_samples=2, n_skipped=0, threshold=1e-3)
-    summary.update(cross_summary(cross, [(0, None), (1, {"position": 3, "passed": True})], k=5))
+    summary.update(
+        cross_summary(
+            cross,
+            [
+                (0, None),
+                (
+                    1,
+                    {
+                        "position": 3,
+                        "id_a": 5,
+                        "id_b": 6,
+                        "a_in_top_b": True,
+                        "b_in_top_a": True,
+                        "passed": True,
+                    },
+                ),
+            ],
+            k=5,
+        )
+    )
     summary["config_mismatches"] = ["dtype", "attention_backend"]
     summary["status"] = "pass"
     events += [HelperFinished("cross_engine", URL, summary), RunFinished({}, "pass")]
@@ -58,7 +78,9 @@ def store() -> SessionStore:
 
 
 def test_json_has_the_cross_engine_figures():
-    h = json_report(store())["helpers"]["cross_engine"]
+    doc = json_report(store())
+    validate(doc, "check")
+    h = doc["helpers"]["cross_engine"]
     for key in (
         "top1_agreement",
         "top5_agreement",

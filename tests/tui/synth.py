@@ -40,7 +40,7 @@ def server(url: str = URL, **over) -> dict:
         "disable_radix_cache": False,
         "enable_deterministic_inference": False,
         "incremental_streaming_output": True,
-        "cuda_graph": False,
+        "disable_cuda_graph": True,
         "startup_time": 1_700_000_000.0,
         "kltui_fault": "none",
     }

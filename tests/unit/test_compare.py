@@ -8,6 +8,7 @@ from kltui.session.compare import compare_books, compare_samples, describe_first
 from kltui.session.cross_server import cross_server
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
+from tests.json_contract import validate
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
 
@@ -125,7 +126,9 @@ def test_different_values_point_at_kernels_or_races():
     m = pair["helpers"]["match"]
     assert m["first_difference"]["side"] == "prefill" and m["prefill_max_abs_delta"] > 0
     assert m["decode_max_abs_delta"] == 0.0
-    assert json_report(two_servers(1e-6))["cross_server"][0]["identical"] is False
+    doc = json_report(two_servers(1e-6))
+    validate(doc, "check")
+    assert doc["cross_server"][0]["identical"] is False
 
 
 def test_same_settings_say_little():

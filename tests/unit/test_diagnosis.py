@@ -89,7 +89,7 @@ def test_deterministic_on_and_still_nonzero_points_at_the_dumper():
         st,
         enable_deterministic_inference=True,
         attention_backend="triton",
-        cuda_graph=True,
+        disable_cuda_graph=False,
         page_size=1,
         tp_size=1,
         disable_radix_cache=False,

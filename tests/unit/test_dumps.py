@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from dumps_synth import make_pair  # noqa: E402
 from kltui.cli import main  # noqa: E402
 from kltui.dumps.analyze import MisalignedError, analyze  # noqa: E402
 from kltui.dumps.files import DumpError  # noqa: E402
+from tests.json_contract import read_dumps  # noqa: E402
 
 QKV1 = "model.layers.1.self_attn.qkv_proj"
 
@@ -47,7 +49,7 @@ def test_planted_layer_is_named_with_step_position_and_inherited(tmp_path, capsy
     js = tmp_path / "r.json"
     code, out, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
     assert code == 1
-    r = json.loads(js.read_text())
+    r = read_dumps(js)
     assert r["first_divergent_module"] == QKV1
     assert r["decode_step"] == 3 and r["position"] == 6 + 3 - 1
     assert r["inputs_identical"] is True and r["embedding_identical"] is True
@@ -187,6 +189,31 @@ def test_foreign_pt_name_is_refused(tmp_path, capsys):
 def test_live_mode_needs_server_and_dir(capsys):
     code, _, err = run_cli(["dumps", "--server", "127.0.0.1:9"], capsys)
     assert code == 2 and "--dump-dir" in err
+
+
+def test_json_has_every_key_null_when_absent_and_tags_non_finite(tmp_path, capsys):
+    """docs/JSON.md: `dumps analyze` has no live capture (its keys are null), one rank (per_rank
+    null), nothing differing (differing_inputs []); a NaN difference is {"$float": "nan"}, read
+    back as the float by `kltui --dumps`, and a file in the old encoding ("nan") still opens."""
+    from kltui.dumps.run import load_result
+
+    a, b = make_pair(tmp_path, plant_decode={"step": 2, "module": QKV1, "eps": float("nan")})
+    js = tmp_path / "r.json"
+    code, _, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
+    assert code == 1
+    r = read_dumps(js)  # strict JSON, validated against kltui/schemas/dumps.schema.json
+    assert r["server"] is None and r["prompt_ids"] is None and r["new_tokens"] is None
+    assert r["per_rank"] is None
+    assert r["max_abs_diff"] == {"$float": "nan"}
+    assert math.isnan(load_result(str(js))["max_abs_diff"])
+    old = json.loads(js.read_text())
+    old["max_abs_diff"] = "nan"  # written by kltui before the one encoding
+    js.write_text(json.dumps(old))
+    assert load_result(str(js))["max_abs_diff"] == "nan"
+
+    a, b = make_pair(tmp_path / "same")
+    code, _, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
+    assert code == 0 and read_dumps(js)["differing_inputs"] == []
 
 
 @pytest.mark.parametrize("k_a, k_b", [(6, 3), (3, 6)])

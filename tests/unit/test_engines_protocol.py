@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 
 from kltui.engines.protocol import Engine
-from kltui.engines.sglang import SGLangClient
+from kltui.engines.sglang import IDENTITY_KEYS, SGLangClient
 from kltui.engines.vllm import VLLMClient
 
 INFO = {
@@ -47,9 +47,15 @@ async def test_sglang_identity_is_the_recorded_subset():
     async with SGLangClient("127.0.0.1:1", transport=mock(weights)) as c:
         ident = await c.identify()
     assert ident["url"] == "http://127.0.0.1:1" and ident["engine"] == "sglang"
-    assert ident["tp_size"] == 2 and ident["cuda_graph"] is False  # disable_cuda_graph: True
+    # SGLang's own name only: no derived `cuda_graph` beside `disable_cuda_graph`
+    assert ident["tp_size"] == 2 and ident["disable_cuda_graph"] is True
+    assert "cuda_graph" not in ident
     assert ident["served_model_name"] == "llama-8b" and ident["weight_version"] == "v3"
     assert "not_an_identity_key" not in ident
+    # a setting this server did not report is null, not a missing key
+    # (skip_tokenizer_init is recorded only when true; the JSON report has it as null)
+    assert set(IDENTITY_KEYS) - {"skip_tokenizer_init"} <= set(ident)
+    assert ident["kltui_fault"] is None
 
 
 async def test_sglang_identity_without_model_info():

@@ -7,17 +7,13 @@ Reports never compute metrics: every number comes from a helper's summary, its S
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
-
-import orjson
 
 from kltui import __version__, fmt
-from kltui.errors import UsageError
 from kltui.metrics.summary import Summary
-from kltui.session.codec import json_safe
+from kltui.session import jsonfile
+from kltui.session.codec import tag_floats
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import HelperState, SessionStore
@@ -55,6 +51,22 @@ SUMMARY_FIELDS = (
     "non_finite_tokens",
     "id_mismatch_tokens",
     "id_mismatches",
+)
+
+
+# one entry of a helper's per_sample list; a key a helper did not report is null
+PER_SAMPLE_FIELDS = (
+    "index",
+    "n_tokens",
+    "prompt_len",
+    "cached_tokens",
+    "mean_k3",
+    "max_k3",
+    "first_divergence",
+    "first_above_tail",
+    "n_tail",
+    "n_nonzero",
+    "id_mismatch",
 )
 
 
@@ -179,24 +191,32 @@ def run_time(store: SessionStore, origin: Origin | None) -> float | None:
 
 
 def helper_entries(store: SessionStore) -> dict[str, dict]:
-    """Keyed by helper name, or helper@server when several servers ran the same helper."""
+    """Keyed by helper name, or helper@server when several servers ran the same helper.
+
+    Every entry has every key (docs/JSON.md): what a helper did not report is null."""
     names = helper_names(store)
     out = {}
     for key, st in store.helpers.items():
-        entry: dict = {"server": st.server}
+        entry: dict = {"server": st.server, **dict.fromkeys(SUMMARY_FIELDS)}
+        entry.update(dict.fromkeys(CROSS_FIELDS))
         if st.summary is not None:
             # the JSON copies what the helper reported, key for key
             raw = st.summary.raw
-            entry.update({k: raw.get(k) for k in SUMMARY_FIELDS if k in raw})
+            entry.update({k: raw[k] for k in SUMMARY_FIELDS if k in raw})
+            entry["status"] = helper_status(st)  # older recordings: from `passed`
             entry.update(cross_fields(st.summary) or {})
-            entry["per_sample"] = st.summary.per_sample
+            entry["per_sample"] = [
+                {**dict.fromkeys(PER_SAMPLE_FIELDS), **s} if isinstance(s, dict) else s
+                for s in st.summary.per_sample
+            ]
         else:
             entry.update(
                 {
-                    "status": st.phase,
+                    "status": helper_status(st),  # error, or incomplete (cut short)
                     "samples": st.n_samples,
                     "scored": st.n_scored,
                     "passed": False,
+                    "per_sample": [],
                 }
             )
         entry["skipped_samples"] = [{"index": s, "reason": r} for s, r in st.skipped.items()]
@@ -204,16 +224,44 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
     return out
 
 
+def server_entry(s: dict) -> dict:
+    """A server's identity with every key its kind has (null where older recordings or the
+    server did not say). vLLM's settings stay as reported: its `quantization: null` means "not
+    quantized", so an unreported setting is absent, not null."""
+    if not isinstance(s, dict):
+        return s
+    if "error" in s:
+        return {
+            "url": s.get("url"),
+            "engine": s.get("engine"),
+            "error": s["error"],
+            "error_kind": s.get("error_kind"),
+        }
+    if s.get("engine", "sglang") == "sglang":
+        from kltui.engines.sglang import IDENTITY_KEYS  # here: reports need no httpx otherwise
+
+        return {**dict.fromkeys(IDENTITY_KEYS), **s, "engine": "sglang"}
+    return s
+
+
+def config_entry(config: dict) -> dict:
+    """The run's config with every key today's kltui records (null where an older recording
+    has none)."""
+    from kltui.run.config import RunConfig
+
+    return {**dict.fromkeys(RunConfig.record_keys()), **config}
+
+
 def json_report(store: SessionStore) -> dict:
     run = store.run
-    return json_safe(
+    return tag_floats(
         {
             "kltui_version": __version__,
             "run_id": run.run_id if run else None,
             "started_at": run.started_at if run else None,
-            "servers": run.servers if run else [],
+            "servers": [server_entry(s) for s in run.servers] if run else [],
             "prompt_set": run.prompt_set if run else {},
-            "config": run.config if run else {},
+            "config": config_entry(run.config) if run else {},
             "helpers": helper_entries(store),
             "problems": [
                 {
@@ -228,25 +276,13 @@ def json_report(store: SessionStore) -> dict:
             "diagnosis": [d.to_dict() for d in diagnose(store)],
             "cross_server": cross_server(store),
             "verdict": verdict(store),
+            "repeat": None,  # `check --repeat N` (N > 1) fills it in
         }
     )
-
-
-def write_output(path: str, data: str | bytes) -> None:
-    """Writes a report to `path` ("-" is stdout); a failure is a one-line usage error."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    if path == "-":
-        sys.stdout.buffer.write(raw)
-        sys.stdout.flush()
-        return
-    try:
-        Path(path).write_bytes(raw)
-    except OSError as e:
-        raise UsageError(f"{path}: cannot write report ({e.strerror or e})") from None
 
 
 def write_json(store: SessionStore, path: str, extra: dict | None = None) -> None:
     doc = json_report(store)
     if extra:
-        doc.update(json_safe(extra))
-    write_output(path, orjson.dumps(doc, option=orjson.OPT_INDENT_2))
+        doc.update(extra)
+    jsonfile.write_json_document(path, doc, "check")

@@ -133,7 +133,7 @@ class TitleBar(Static):
 
 
 # the flags drawn on their own (with their own colours), in this order
-RUN_FLAGS = ("disable_radix_cache", "enable_deterministic_inference", "cuda_graph")
+RUN_FLAGS = ("disable_radix_cache", "enable_deterministic_inference", "disable_cuda_graph")
 SEP = " · "
 INDENT = "    "
 
@@ -209,8 +209,8 @@ def server_settings(s: dict, config: dict, node: DOMNode) -> list[Text]:
     on = bool(s.get(det.key))
     out.append(Text(f"{det.short} {on_off(on)}", style=strong_ok if on else ""))
     if s.get(cg.key) is not None:
-        out.append(Text(f"{cg.short} {on_off(s.get(cg.key))}"))
-    if config.get("streamed", config.get("stream")) is False:
+        out.append(Text(f"{cg.short} {off_on(s.get(cg.key))}"))
+    if config.get("stream") is False:
         stream = "stream off"
     else:
         stream = "stream incremental" if s.get("incremental_streaming_output") else "stream cumul."
