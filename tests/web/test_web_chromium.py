@@ -22,7 +22,7 @@ import pytest
 from kltui.reference.launcher import ReferenceServer
 from kltui.tui.themes import VARIABLE_DEFAULTS
 from tests.reports.pngread import read_png
-from tests.web.cdp import CHROMIUM, Browser, Page
+from tests.web.cdp import CHROMIUM, Page
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)"
@@ -104,15 +104,6 @@ def served(tmp_path, reference_url):
         yield web
     finally:
         web.stop()
-
-
-@pytest.fixture
-def browser(tmp_path):
-    b = Browser(tmp_path / "profile")
-    try:
-        yield b
-    finally:
-        b.close()
 
 
 async def test_live_dashboard_in_chromium(served, browser):

@@ -68,15 +68,6 @@ def web(tmp_path, reference_url):  # noqa: F811
         server.stop()
 
 
-@pytest.fixture
-def browser(tmp_path):
-    b = Browser(tmp_path / "profile")
-    try:
-        yield b
-    finally:
-        b.close()
-
-
 @pytest.mark.parametrize("close", ["tab", "browser"])
 async def test_closing_the_tab_mid_run_leaves_no_process(web, browser, close):
     async with aiohttp.ClientSession() as http:
