@@ -1,9 +1,20 @@
 """Argument types shared by every command line (`kltui ...` and `kltui dumps`): each turns a bad
-value into argparse's one-line usage error (exit 2) instead of a traceback."""
+value into a one-line usage error (exit 2) instead of a traceback, printed by `KltuiParser`."""
 
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
+
+
+class KltuiParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors print the message first, then a one-line hint."""
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with `PROG: error: MESSAGE` and where the full usage is, not the whole usage."""
+        # argparse prints every option's usage before the message, burying the one line that
+        # matters; `--help` still prints all of it
+        self.exit(2, f"{self.prog}: error: {message}\n(`{self.prog} --help` lists the options)\n")
 
 
 def number(s: str) -> float:

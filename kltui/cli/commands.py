@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
+from kltui.argtypes import KltuiParser
 from kltui.cli.options import SUBCOMMANDS
 from kltui.cli.parser import make_parser
 from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, EXIT_USAGE, UsageError
@@ -16,13 +17,18 @@ __all__ = ["main", "make_parser"]
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one `kltui` command line and return its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["tui", *argv]
     if argv and argv[0] == "web":
         return _web(argv[1:])
     parser = make_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the subcommand they were given to, not bare `kltui`
+        words = [getattr(args, "command", None), getattr(args, "dumps_command", None)]
+        prog = " ".join(["kltui", *(w for w in words if w)])
+        KltuiParser(prog=prog).error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from kltui import __version__
-from kltui.argtypes import number, pos_int
+from kltui.argtypes import KltuiParser, number, pos_int
 from kltui.cli.handlers import (
     cmd_check,
     cmd_demo,
@@ -37,7 +37,7 @@ def add_screenshot_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = KltuiParser(
         prog="kltui",
         description=DESCRIPTION,
         epilog=EXIT_CODES,

@@ -13,6 +13,7 @@ import shlex
 import socket
 import sys
 
+from kltui.argtypes import KltuiParser
 from kltui.errors import UsageError
 
 SERVED = ("tui", "demo", "replay")
@@ -31,7 +32,8 @@ takes in a terminal: `--server HOST:PORT ...` (the live dashboard, the default),
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kltui web", usage=USAGE, allow_abbrev=False)
+    """The `kltui web` parser: its own options, the rest passed to each tab's command."""
+    p = KltuiParser(prog="kltui web", usage=USAGE, allow_abbrev=False)
     p.add_argument(
         "--host",
         default="127.0.0.1",

@@ -50,6 +50,7 @@ def add_parsers(sub) -> None:
     dsub = d.add_subparsers(dest="dumps_command", metavar="analyze")
     a = dsub.add_parser(
         "analyze",
+        prog="kltui dumps analyze",  # else argparse prefixes the capture form's usage
         help="analyze two dump folders (decode run, fresh prefill)",
         epilog=EXIT_CODES,
     )
