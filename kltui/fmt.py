@@ -6,6 +6,7 @@ import math
 
 
 def sci(x: float | None, digits: int = 3) -> str:
+    """A number in short scientific notation (– for None)."""
     if x is None:
         return "–"
     if isinstance(x, str):
@@ -20,6 +21,7 @@ def sci(x: float | None, digits: int = 3) -> str:
 
 
 def pct(x: float | None) -> str:
+    """A fraction as a percentage (– for None or NaN)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     if x == 0:
@@ -30,12 +32,14 @@ def pct(x: float | None) -> str:
 
 
 def position(p: dict | None) -> str:
+    """A {sample, position} as text, or none."""
     if not p:
         return "none"
     return f"sample {p['sample']} @ {p['position']}"
 
 
 def duration(s: float) -> str:
+    """Seconds as 12.3s or 4m05s."""
     if s < 60:
         return f"{s:.1f}s"
     m, s = divmod(int(s), 60)

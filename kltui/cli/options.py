@@ -50,6 +50,7 @@ THEME_HELP = "kltui-dark (default), kltui-light, kltui-cb (colour-blind-safe hea
 def add_run_options(
     p: argparse.ArgumentParser, *, servers: bool = True, sizes: dict[str, int] = RUN_SIZES
 ) -> None:
+    """Add the options of a run (servers, sizes, thresholds, outputs) to a parser."""
     if servers:
         p.add_argument(
             "--server",
@@ -223,6 +224,7 @@ def _say(url: str, note: str | None) -> str:
 
 
 def build_config(args: argparse.Namespace):
+    """The RunConfig of parsed run options (and of --config), checked."""
     from kltui.run.config import RunConfig, check_helpers, load_config_file
 
     check_numbers(args)
@@ -299,6 +301,7 @@ def build_config(args: argparse.Namespace):
 
 
 def record_path(args: argparse.Namespace) -> str | None:
+    """Where the run is recorded, or None for --no-record."""
     if getattr(args, "no_record", False):
         return None
     if getattr(args, "record", None):
@@ -328,6 +331,7 @@ def _days(s: str) -> float:
 
 
 def add_read_only(p: argparse.ArgumentParser) -> None:
+    """Add --read-only to a parser."""
     p.add_argument(
         "--read-only",
         action="store_true",

@@ -22,6 +22,7 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of `kltui report` to its parser."""
     parser.add_argument("recording", metavar="FILE", help="a kltui recording (.kltui.jsonl)")
     add_report_options(parser)
     parser.add_argument("--json", metavar="OUT", help="the JSON result `check --json` writes")
@@ -103,6 +104,7 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Run `kltui report`: write reports from a recording."""
     store, origin = load_store(args.recording)
     outputs = {name: getattr(args, name, None) for name in ("html", "md", "junit", "json")}
     if not any(outputs.values()):

@@ -54,6 +54,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def is_loopback(host: str) -> bool:
+    """Whether a host name or address is this machine only."""
     if host == "localhost":
         return True
     try:
@@ -101,6 +102,7 @@ def app_argv(rest: list[str], read_only: bool) -> list[str]:
 
 
 def warning(host: str, url: str, read_only: bool) -> str | None:
+    """The warning to print when serving beyond this machine, or None."""
     if is_loopback(host):
         return None
     keys = (
@@ -114,6 +116,7 @@ def warning(host: str, url: str, read_only: bool) -> str | None:
 
 
 def main(argv: list[str]) -> int:
+    """Run `kltui web`: serve the dashboard in a browser."""
     opts, rest = parser().parse_known_args(argv)
     try:
         from kltui.cli.web_serve import StoppingServer

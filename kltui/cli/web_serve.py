@@ -34,11 +34,13 @@ class StoppingServer(Server):
             self._open.pop(app_service, None)
 
     async def on_startup(self, app) -> None:
+        """Start serving, stopping on SIGHUP too."""
         await super().on_startup(app)
         with contextlib.suppress(NotImplementedError):
             asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.request_exit)
 
     async def on_shutdown(self, app) -> None:
+        """Stop every open dashboard and close its websocket."""
         open_now = list(self._open.items())
         await asyncio.gather(*(_stop(service) for service, _ in open_now))
         for _, websocket in open_now:

@@ -72,6 +72,7 @@ def _check_keys(a: list[Pass], b: list[Pass]) -> None:
 
 
 def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> dict:
+    """The per-module comparison of decode steps against the fresh prefill on one rank."""
     prompt, decode = _split_a(pa)
     rid_a = check_single_request(pa, "A")
     rid_b = check_single_request(pb, "B")
@@ -231,6 +232,7 @@ def _prefill_invariance(loader, prompt: list[Pass], map_b: dict, emb, plen: int,
 
 
 def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
+    """The analysis of two dump folders (A: decode run, B: fresh prefill), every rank."""
     loader = Loader()
     fa, fb = index_folder(dir_a), index_folder(dir_b)
     pa, pb = build_passes(fa, loader, f"A ({dir_a})"), build_passes(fb, loader, f"B ({dir_b})")
@@ -262,6 +264,7 @@ def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
 
 
 def verdict(r: dict) -> str:
+    """The one-paragraph reading of an analysis result."""
     pre = r["prefill"]
     if pre["identical"]:
         pre_txt = (

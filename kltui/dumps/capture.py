@@ -29,6 +29,7 @@ LAUNCH_ENV = "DUMPER_ENABLE=0 DUMPER_SERVER_PORT=reuse DUMPER_NON_INTRUSIVE_MODE
 
 
 def launch_settings(dump_dir: str) -> str:
+    """How to launch an SGLang server with the dumper hooks kltui needs."""
     return (
         "launch the server with SGLang's dumper hooks (sglang.srt.debug_utils.dumper):\n"
         f"  {LAUNCH_ENV} DUMPER_DIR={dump_dir} \\\n"
@@ -44,12 +45,16 @@ class HooksMissing(DumpError):
 
 
 class ServerBusy(EngineError):
+    """The server is serving other requests, so a capture would mix them in."""
+
     def __init__(self, server: str, message: str) -> None:
         super().__init__(server, message, kind="busy")
 
 
 @dataclass
 class Capture:
+    """What one capture produced: the two dump folders, the prompt, the tokens and the server's settings."""
+
     dir_decode: Path
     dir_prefill: Path
     prompt: list[int]
@@ -59,6 +64,7 @@ class Capture:
 
 
 async def dumper_call(client, method: str, body: dict | None = None) -> list:
+    """POST one /dumper/ method and return its answer."""
     try:
         res = await client.request_json(
             "POST",
@@ -78,6 +84,7 @@ async def dumper_call(client, method: str, body: dict | None = None) -> list:
 
 
 def check_server(info: dict, state: list) -> dict:
+    """The dumper config, after checking the server is set up for a capture."""
     if not state or not isinstance(state[0], dict) or "config" not in state[0]:
         raise HooksMissing("/dumper/get_state answered without a config")
     cfg = state[0]["config"]
@@ -165,6 +172,7 @@ async def capture(
     dump_dir: Path,
     step: Callable[[str], None] | None = None,
 ) -> Capture:
+    """Decode new_tokens from prompt, then prefill prompt + those tokens, dumping both."""
     step = step or (lambda _text: None)
     info, cfg = await probe(client)
     await check_idle(client)
@@ -202,6 +210,7 @@ async def _disable_quietly(client) -> None:
 
 
 def read_prompt_ids(path: str) -> list[int]:
+    """The prompt token ids of a JSON file."""
     try:
         text = Path(path).read_text()
     except OSError as e:

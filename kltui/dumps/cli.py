@@ -24,6 +24,7 @@ USAGE = """%(prog)s --server HOST:PORT --dump-dir DIR [--prompt-ids FILE | --pro
 
 
 def add_parsers(sub) -> None:
+    """Add the `dumps` subcommand and its `analyze` to the argument parser."""
     d = sub.add_parser(
         "dumps",
         usage=USAGE,
@@ -81,12 +82,14 @@ def _finish(result: dict, args) -> int:
 
 
 def cmd_analyze(args) -> int:
+    """Run `kltui dumps analyze A B`."""
     from kltui.dumps.analyze import analyze
 
     return _finish(analyze(args.dir_a, args.dir_b), args)
 
 
 def cmd_dumps(args) -> int:
+    """Run `kltui dumps`: capture on a server, then analyze."""
     from kltui.errors import UsageError
 
     if not args.server or not args.dump_dir:

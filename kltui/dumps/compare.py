@@ -11,6 +11,8 @@ _INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
 @dataclass
 class RowDiff:
+    """How two tensors' rows differ: identical or not, the largest difference and where."""
+
     identical: bool
     max_abs_diff: float  # 0.0 when identical; nan/inf when a side holds them
     position: int | None  # position of the worst row (first differing row when all tie)

@@ -20,6 +20,8 @@ class DumpError(UsageError):
 
 @dataclass(frozen=True)
 class DumpFile:
+    """One dump file and the fields of its name."""
+
     path: Path
     step: int
     rank: int
@@ -29,11 +31,13 @@ class DumpFile:
 
     @property
     def label(self) -> str:
+        """The tensor's name with its tags, as shown."""
         extra = ",".join(f"{k}={v}" for k, v in self.tags)
         return f"{self.name}[{extra}]" if extra else self.name
 
 
 def parse_filename(fname: str) -> DumpFile | None:
+    """The fields of a dumper file name, or None when it is not one."""
     if not fname.endswith(".pt"):
         return None
     fields: dict[str, str] = {}
@@ -81,6 +85,7 @@ def index_folder(folder: str | Path) -> list[DumpFile]:
 
 
 def require_torch():
+    """The torch module, or a DumpError saying how to install it."""
     try:
         import torch
     except ImportError:
@@ -98,6 +103,7 @@ class Loader:
         self._cache: dict[Path, object] = {}
 
     def value(self, df: DumpFile):
+        """The tensor of a dump file, loaded once."""
         if df.path not in self._cache:
             self._cache[df.path] = self._load(df.path)
         return self._cache[df.path]

@@ -16,6 +16,8 @@ from kltui.dumps.passes import (
 
 @dataclass
 class ModuleRow:
+    """One module's comparison across the aligned passes."""
+
     module: str
     order: int
     status: str = "not-aligned"
@@ -26,6 +28,7 @@ class ModuleRow:
     differing_inputs: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
+        """The row as a JSON object."""
         return {
             "module": self.module,
             "status": self.status,
@@ -38,6 +41,7 @@ class ModuleRow:
 
 
 def merge_diffs(a: RowDiff | None, b: RowDiff | None) -> RowDiff | None:
+    """The combined difference of two row comparisons (either may be None)."""
     if a is None or b is None:
         return a or b
     worst = a if (a.max_abs_diff >= b.max_abs_diff or b.max_abs_diff != b.max_abs_diff) else b

@@ -30,6 +30,8 @@ def split_name(name: str) -> tuple[str, str]:
 
 @dataclass
 class Entry:
+    """One dumped tensor of a forward pass and the module it belongs to."""
+
     key: tuple  # (name, tags, occurrence): what pairs a file with its counterpart elsewhere
     file: DumpFile
     module: str
@@ -38,15 +40,18 @@ class Entry:
 
     @property
     def label(self) -> str:
+        """The tensor's name as shown."""
         base = self.file.label.removeprefix(PREFIX)
         return f"{base}#{self.occurrence}" if self.occurrence else base
 
     @property
     def module_key(self) -> tuple:
+        """What pairs this module's tensors across passes."""
         return (self.module, self.file.tags, self.occurrence)
 
     @property
     def module_label(self) -> str:
+        """The module's name with its tags, as shown."""
         tags = ",".join(f"{k}={v}" for k, v in self.file.tags if k != "layer_id")
         mod = self.module or "(root)"
         out = f"{mod}[{tags}]" if tags else mod
@@ -55,6 +60,8 @@ class Entry:
 
 @dataclass
 class Pass:
+    """One forward pass on one rank: its positions, input ids and dumped tensors."""
+
     step: int
     rank: int
     positions: np.ndarray
@@ -66,6 +73,7 @@ class Pass:
 
     @property
     def tokens(self) -> int:
+        """The number of tokens in the pass."""
         return int(self.positions.size)
 
 

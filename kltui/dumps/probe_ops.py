@@ -24,6 +24,7 @@ DEFAULT_SIZES = (2, 8, 16, 64, 256, 1024)
 
 
 def add_parser(sub) -> None:
+    """Add the `probe-ops` subcommand to the argument parser."""
     p = sub.add_parser(
         "probe-ops",
         help="M=1 vs M=N bit-identity of matmul, norms, softmax, attention on this device",
@@ -125,6 +126,7 @@ def probe(a) -> dict:
 
 
 def probe_dtype(a, dtype_name: str) -> dict:
+    """M=1 vs M=N bit-identity of each op at one dtype."""
     import torch
     import torch.nn.functional as F
 
@@ -183,6 +185,7 @@ def _table(res: dict, run: dict):
 
 
 def cmd_probe_ops(args) -> int:
+    """Run `kltui probe-ops`."""
     from kltui.errors import UsageError
 
     try:

@@ -30,6 +30,7 @@ def _yn(v: bool | None) -> str:
 
 
 def module_table(modules: list[dict], title: str | None = None) -> Table:
+    """The per-module comparison as a Rich table."""
     t = Table(title=title, expand=False, header_style="bold", box=None, pad_edge=False)
     t.add_column("#", justify="right")
     t.add_column("module", overflow="fold")
@@ -52,6 +53,7 @@ def module_table(modules: list[dict], title: str | None = None) -> Table:
 
 
 def steps_table(steps: list[dict]) -> Table:
+    """The per-decode-step comparison as a Rich table."""
     t = Table(title="decode steps", header_style="bold", box=None, pad_edge=False)
     for col in ("step", "position", "identical", "max |diff|", "first divergent module"):
         t.add_column(col)
@@ -67,6 +69,7 @@ def steps_table(steps: list[dict]) -> Table:
 
 
 def print_result(console, r: dict, *, full: bool = False) -> None:
+    """Print an analysis result to the console."""
     lines = [
         f"A (decode run): {r['dir_a']}",
         f"B (fresh prefill): {r['dir_b']}",

@@ -25,6 +25,7 @@ def with_capture_keys(result: dict) -> dict:
 
 
 def client_for(server: str, api_key: str | None, timeout: float):
+    """An SGLang client for a dumps command's --server."""
     from kltui.engines.http import normalize_url, resolve_api_key
     from kltui.engines.sglang import SGLangClient
 
@@ -73,6 +74,7 @@ async def drill_down(
 
 
 async def builtin_prompt(client, n: int) -> list[int]:
+    """The first n token ids of the built-in prompts, tokenized by the server."""
     from kltui.errors import UsageError
     from kltui.run.builtin_prompts import PROMPTS
 

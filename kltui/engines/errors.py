@@ -24,6 +24,8 @@ class EngineError(Exception):
 
 
 class FlushBusy(EngineError):
+    """The server refused /flush_cache because requests are in flight (retry when idle)."""
+
     def __init__(self, server: str, detail: str) -> None:
         super().__init__(
             server,

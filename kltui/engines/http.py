@@ -120,6 +120,7 @@ class HttpEngine:
         self.connect_timeout = min(connect_timeout, timeout)
 
     async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
         await self._client.aclose()
 
     async def __aenter__(self):
@@ -135,9 +136,11 @@ class HttpEngine:
         return text
 
     def error_detail(self, resp: httpx.Response) -> str:
+        """The redacted, one-line detail of an error response's body."""
         return body_detail(resp, self.redact)
 
     def fail(self, message: str, kind: str = "protocol") -> EngineError:
+        """An EngineError for this server with the message redacted."""
         return EngineError(self.url, self.redact(message), kind)
 
     def transport_error(
@@ -161,6 +164,7 @@ class HttpEngine:
         return self.fail(f"{route} failed: {detail}", "transport")
 
     def http_error(self, resp: httpx.Response, route: str, kind: str | None = None) -> EngineError:
+        """An EngineError describing a non-2xx answer to `route`."""
         kind = kind or f"http-{resp.status_code}"
         if not resp.content.strip():
             status = " ".join(
@@ -224,4 +228,5 @@ async def with_backoff(
 
 
 def is_transient(err: BaseException) -> bool:
+    """Whether an error is worth retrying (a transient EngineError kind)."""
     return isinstance(err, EngineError) and err.kind in TRANSIENT_KINDS

@@ -26,6 +26,8 @@ SHOWN = 5  # positions named in a message
 
 @dataclass(frozen=True, slots=True)
 class IdCheck:
+    """Where a server's reported token ids differ from the sent ones, and whether that is explainable."""
+
     positions: np.ndarray  # where the reported id differs from the sent one
     misaligned: str | None  # why the differences cannot be a per-id quirk (None: they can)
 

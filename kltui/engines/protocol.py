@@ -9,15 +9,20 @@ from typing import Protocol, runtime_checkable
 
 @runtime_checkable
 class Engine(Protocol):
+    """What every engine client offers the runner: health, identity and closing."""
+
     engine: str  # "sglang" | "vllm": RunStarted.servers[i]["engine"]
     url: str  # normalized base URL, the key of RunStarted.servers
 
-    async def health(self) -> None: ...
+    async def health(self) -> None:
+        """Raise an EngineError unless the server answers its health check."""
 
-    async def wait_healthy(self) -> None: ...
+    async def wait_healthy(self) -> None:
+        """Wait, with retries, until the server is healthy."""
 
     async def identify(self) -> dict:
         """The server's entry of RunStarted.servers (settings that decide what a number means)."""
         ...
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Release the client's connections."""

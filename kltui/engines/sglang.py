@@ -77,6 +77,7 @@ SERVER_INFO_KEYS = (
 
 
 def sampling_params(**kw) -> dict:
+    """SGLang sampling_params from keyword arguments, refusing keys SGLang does not know."""
     unknown = set(kw) - KNOWN_SAMPLING_KEYS
     if unknown:
         raise ValueError(f"unknown sampling_params key(s) {sorted(unknown)}; SGLang rejects them")
@@ -111,6 +112,8 @@ def server_identity(url: str, info: dict, model: dict) -> dict:
 
 
 class SGLangClient(HttpEngine):
+    """HTTP client of one SGLang server: health, identity, /generate with logprobs, cache flush."""
+
     engine = "sglang"
     # Only idempotent requests are retried: /health, /server_info, /model_info, /flush_cache.
     # A /generate is never re-sent: a second attempt would run on a different batch and cache
@@ -120,6 +123,7 @@ class SGLangClient(HttpEngine):
     flush_attempts = 3
 
     async def health(self) -> None:
+        """Raise an EngineError unless /health answers OK."""
         limit = min(10.0, self.timeout)
         try:
             resp = await self._client.get("/health", timeout=limit)
@@ -135,6 +139,7 @@ class SGLangClient(HttpEngine):
             raise self.http_error(resp, "/health", "unhealthy")
 
     async def wait_healthy(self, attempts: int | None = None) -> None:
+        """Wait, retrying transient errors with backoff, until /health answers OK."""
         await with_backoff(
             self.health,
             attempts=attempts or self.health_attempts,
@@ -163,6 +168,7 @@ class SGLangClient(HttpEngine):
         )
 
     async def server_info(self) -> dict:
+        """The server's /server_info (or older /get_server_info), sanitized."""
         return await self._info("/server_info", "/get_server_info")
 
     async def identify(self) -> dict:
@@ -176,6 +182,7 @@ class SGLangClient(HttpEngine):
         return server_identity(self.url, info, model)
 
     async def model_info(self) -> dict:
+        """The server's /model_info (or older /get_model_info), sanitized."""
         return await self._info("/model_info", "/get_model_info")
 
     async def _flush_once(self, timeout_s: float) -> None:

@@ -15,6 +15,8 @@ import numpy as np
 
 
 class ParseError(ValueError):
+    """An SGLang answer that does not have the expected shape."""
+
     pass
 
 
@@ -88,6 +90,8 @@ def top_entries(entries, what: str = "top logprobs") -> list | None:
 
 @dataclass(slots=True)
 class GenResult:
+    """One batch index's generated tokens, their logprobs and the prompt's logprobs."""
+
     index: int
     output_ids: np.ndarray
     output_logprobs: np.ndarray
@@ -222,6 +226,8 @@ def texts(entries) -> list | None:
 
 @dataclass(slots=True)
 class Delta:
+    """The tokens a stream chunk added to one batch index since the previous chunk."""
+
     index: int
     start: int
     token_ids: np.ndarray
@@ -249,6 +255,7 @@ class StreamAssembler:
         self.input_lp: list[tuple[np.ndarray, np.ndarray] | None] = [None] * n
 
     def feed(self, obj: dict) -> Delta | None:
+        """Take one stream chunk; return the tokens it added, if any."""
         if not isinstance(obj, dict):
             raise ParseError("stream chunk is not a JSON object")
         idx = obj.get("index", 0 if self.n == 1 else None)
@@ -330,6 +337,7 @@ class StreamAssembler:
         return Delta(idx, start, new_ids, new_lps)
 
     def results(self) -> list[GenResult]:
+        """The complete per-index results once the stream has ended."""
         missing = [i for i, o in enumerate(self.last) if o is None]
         if missing:
             raise ParseError(f"stream ended with no data for batch index(es) {missing[:8]}")

@@ -98,6 +98,7 @@ async def iter_lines(
 
 
 async def iter_events(lines: AsyncIterable[str]) -> AsyncIterator[Any]:
+    """The JSON payloads of a server-sent-event stream's data lines."""
     async for line in lines:
         item = parse_data_line(line.rstrip("\r"))
         if item is not None:

@@ -40,6 +40,8 @@ def _truthy(v) -> bool | None:
 
 
 class VLLMClient(HttpEngine):
+    """HTTP client of one vLLM (OpenAI-compatible) server: health, identity, completions with logprobs."""
+
     engine = "vllm"
     health_attempts = 4
     info_attempts = 3
@@ -49,6 +51,7 @@ class VLLMClient(HttpEngine):
         self.model_id: str | None = None
 
     async def health(self) -> None:
+        """Raise an EngineError unless /health answers OK."""
         try:
             resp = await self._client.get("/health", timeout=min(10.0, self.timeout))
         except httpx.HTTPError as e:
@@ -60,6 +63,7 @@ class VLLMClient(HttpEngine):
             raise self.http_error(resp, "/health", "unhealthy")
 
     async def wait_healthy(self) -> None:
+        """Wait, retrying transient errors with backoff, until /health answers OK."""
         await with_backoff(
             self.health,
             attempts=self.health_attempts,
@@ -87,6 +91,7 @@ class VLLMClient(HttpEngine):
         return e
 
     async def version(self) -> str | None:
+        """The server's /version, or None when it has no such route."""
         try:
             data = await self._get("/version")
         except EngineError as e:
@@ -96,6 +101,7 @@ class VLLMClient(HttpEngine):
         return one_line(data.get("version"), 80) if isinstance(data, dict) else None
 
     async def models(self) -> list[dict]:
+        """The model entries of /v1/models, sanitized."""
         data = await self._get("/v1/models")
         if not isinstance(data, dict) or not isinstance(data.get("data"), list):
             raise self.fail(

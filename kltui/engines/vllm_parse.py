@@ -26,6 +26,8 @@ TOKEN_ID_PREFIX = "token_id:"
 
 
 class ParseError(ValueError):
+    """A vLLM answer that does not have the expected shape."""
+
     pass
 
 
@@ -37,6 +39,7 @@ def unclamp(lp: np.ndarray) -> np.ndarray:
 
 
 def token_id_of(s: str, what: str) -> int:
+    """The token id of a 'token_id:N' string."""
     if not isinstance(s, str) or not s.startswith(TOKEN_ID_PREFIX):
         raise ParseError(
             f"{what}: {str(s)[:40]!r} is not a 'token_id:N' string (the server ignored "
@@ -57,6 +60,7 @@ class TopK:
 
     @property
     def k(self) -> int:
+        """The number of alternatives per position."""
         return int(self.ids.shape[1])
 
     def as_lists(self) -> list[list[tuple[int, float]]]:
@@ -69,6 +73,7 @@ class TopK:
 
 
 def empty_topk(p: int, k: int) -> TopK:
+    """A TopK of p positions and k padding alternatives each."""
     return TopK(np.full((p, k), -1, dtype=np.int64), np.full((p, k), -np.inf))
 
 
@@ -98,6 +103,7 @@ class PromptLogprobs:
 
 
 def parse_prompt_logprobs(entries, prompt_ids: np.ndarray, k: int, what: str) -> PromptLogprobs:
+    """vLLM's prompt_logprobs list parsed against the prompt ids that were sent."""
     if not isinstance(entries, list):
         raise ParseError(
             f"{what}: no prompt_logprobs list (is this a vLLM server? prompt_logprobs needs "
@@ -154,6 +160,8 @@ def parse_prompt_logprobs(entries, prompt_ids: np.ndarray, k: int, what: str) ->
 
 @dataclass(slots=True)
 class OutputLogprobs:
+    """The generated tokens, their logprobs and top-k alternatives."""
+
     token_ids: np.ndarray  # int64 [T]
     lp: np.ndarray  # float64 [T]
     top: TopK  # [T, K]
@@ -208,6 +216,8 @@ def parse_output_logprobs(
 
 @dataclass(slots=True)
 class Completion:
+    """One parsed completion choice: prompt and output logprobs, finish reason, text."""
+
     index: int
     prompt: PromptLogprobs | None
     output: OutputLogprobs
@@ -226,6 +236,7 @@ def _int_array(v, what: str) -> np.ndarray:
 def parse_choice(
     choice: dict, sent_prompt: np.ndarray, *, prompt_k: int | None, k: int, what: str
 ) -> Completion:
+    """One completion choice parsed and checked against the prompt that was sent."""
     if not isinstance(choice, dict):
         raise ParseError(f"{what} is not a JSON object")
     prompt_ids = sent_prompt

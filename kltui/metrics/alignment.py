@@ -19,6 +19,8 @@ REFUSE, WARN = "refuse", "warn"
 
 @dataclass(frozen=True, slots=True)
 class Row:
+    """One setting compared between the SGLang server and the vLLM baseline."""
+
     key: str
     label: str
     sglang: Any
@@ -29,6 +31,7 @@ class Row:
     note: str = ""
 
     def to_dict(self) -> dict:
+        """The row as a JSON object."""
         return asdict(self)
 
 
@@ -62,6 +65,7 @@ _ATTENTION = {
 
 
 def norm_dtype(v: Any) -> str | None:
+    """A dtype name in one spelling, or None when it is resolved only at load time."""
     if v is None:
         return None
     s = str(v).strip().lower()
@@ -71,6 +75,7 @@ def norm_dtype(v: Any) -> str | None:
 
 
 def norm_attention(v: Any) -> str | None:
+    """An attention backend name in one spelling, or None when unset."""
     if v is None or str(v).strip() == "":
         return None
     s = str(v).strip().lower().replace("-", "_")
@@ -115,6 +120,7 @@ def sglang_cuda_graph(info: dict) -> bool | None:
 
 
 def vllm_cuda_graph(info: dict) -> bool | None:
+    """Whether vLLM runs with CUDA graphs, or None when it does not say."""
     eager = info.get("enforce_eager")
     mode = info.get("cudagraph_mode")
     if eager:
@@ -371,10 +377,12 @@ def align(
 
 
 def mismatches(rows: list[Row]) -> list[Row]:
+    """The rows whose values differ."""
     return [r for r in rows if r.status == MISMATCH]
 
 
 def refusals(rows: list[Row]) -> list[Row]:
+    """The mismatched rows that make a comparison meaningless."""
     return [r for r in rows if r.status == MISMATCH and r.severity == REFUSE]
 
 

@@ -63,6 +63,7 @@ class Side:
 
     @property
     def k(self) -> int:
+        """The number of top-k alternatives per position."""
         return int(self.top_ids.shape[1])
 
 
@@ -109,6 +110,8 @@ def _rest(lp: np.ndarray, use: np.ndarray) -> np.ndarray:
 
 @dataclass(slots=True)
 class CrossPositions:
+    """Per-position comparison of two engines' logprobs: deltas, k3, top-k agreement."""
+
     lp_a: np.ndarray
     lp_b: np.ndarray
     abs_delta: np.ndarray
@@ -122,9 +125,11 @@ class CrossPositions:
 
     @property
     def n(self) -> int:
+        """The number of compared positions."""
         return int(self.lp_a.size)
 
     def first_top1_disagreement(self) -> int | None:
+        """The first position whose top-1 tokens differ, or None."""
         bad = ~self.top1_agree
         return int(np.argmax(bad)) if bad.any() else None
 

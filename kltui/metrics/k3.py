@@ -38,10 +38,12 @@ def k3(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
 
 
 def k1(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    """The k1 estimator of KL per token (minus the log ratio)."""
     return -log_ratio(lp_a, lp_b)
 
 
 def k2(lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
+    """The k2 estimator of KL per token (half the squared log ratio)."""
     r = log_ratio(lp_a, lp_b)
     return r * r / 2
 
@@ -57,6 +59,8 @@ def sglang_avg_kl_div(input_logprobs: list, output_logprobs: list) -> tuple[list
 
 @dataclass(frozen=True, slots=True)
 class SampleMetrics:
+    """The k3 statistics of one sample."""
+
     n_tokens: int
     mean_k3: float
     max_k3: float
@@ -69,6 +73,7 @@ class SampleMetrics:
     non_finite: int  # tokens whose k3 is NaN or inf (a protocol or numeric fault)
 
     def to_dict(self) -> dict:
+        """The metrics as a JSON object."""
         return asdict(self)
 
 
@@ -79,6 +84,7 @@ def _first(mask: np.ndarray) -> int | None:
 
 
 def sample_metrics(kl: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray, tau: float) -> SampleMetrics:
+    """The k3 statistics of one sample from its per-token k3 and logprobs."""
     n = int(kl.size)
     if n == 0:
         return SampleMetrics(0, float("nan"), float("nan"), -1, 0.0, 0, 0, None, None, 0)
@@ -195,6 +201,8 @@ MAX_LISTED_MISMATCHES = 100
 
 @dataclass(slots=True)
 class ScoredSample:
+    """One scored sample: its tokens, both logprobs, per-token k3 and metrics."""
+
     sample: int
     token_ids: np.ndarray
     lp_a: np.ndarray
@@ -228,6 +236,7 @@ class ScoreBook:
         top_b: list | None = None,
         id_mismatch: list | None = None,
     ) -> ScoredSample:
+        """Score one sample and keep it."""
         kl = k3(lp_a, lp_b)
         sm = sample_metrics(kl, lp_a, lp_b, self.tail_threshold)
         scored = ScoredSample(
@@ -249,6 +258,7 @@ class ScoreBook:
         return scored
 
     def summary(self, *, n_samples: int, n_skipped: int, threshold: float) -> dict:
+        """The helper summary over every sample scored so far."""
         items = [self.samples[s] for s in self.order]
         summary = helper_summary(
             [(s.sample, s.metrics) for s in items],

@@ -14,6 +14,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Summary:
+    """A helper's result, typed (the JSON summary of HelperFinished)."""
+
     status: str | None = None  # pass | fail | vacuous | invalid | error (None: older recording)
     passed: bool = False
     samples: int | None = None
@@ -52,6 +54,7 @@ class Summary:
 
     @classmethod
     def of(cls, d: dict[str, Any] | None) -> Summary:
+        """A Summary from the JSON summary, tolerating missing and older fields."""
         d = d if isinstance(d, dict) else {}
         known = {k: d[k] for k in _NAMES if k in d and d[k] is not None}
         known["passed"] = bool(d.get("passed"))

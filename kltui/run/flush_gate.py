@@ -54,6 +54,8 @@ async def is_loopback(url: str) -> bool:
 
 @dataclass(frozen=True)
 class Load:
+    """The requests a server is busy with, and the route that said so."""
+
     requests: int  # running + waiting, over every DP rank
     route: str
 

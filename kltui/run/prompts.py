@@ -25,6 +25,8 @@ DEFAULT_SEED = 0
 
 
 class PromptFileError(UsageError):
+    """A prompt file that cannot be used, named with its line."""
+
     def __init__(self, path: str, message: str, line: int | None = None) -> None:
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}")
@@ -46,6 +48,8 @@ class PromptSource:
 
 @dataclass
 class PromptSet:
+    """The token ids of a run's prompts and where they came from."""
+
     source: str
     ids: list[np.ndarray]
     max_prompt_tokens: int | None
@@ -54,9 +58,11 @@ class PromptSet:
 
     @property
     def identity(self) -> str:
+        """The hash that identifies these prompts across runs."""
         return identity_hash(self.ids)
 
     def describe(self) -> dict:
+        """The prompts' source, count, hash and token counts as a JSON object."""
         lengths = np.array([len(x) for x in self.ids]) if self.ids else np.zeros(0, dtype=int)
         return {
             "source": self.source,
@@ -81,6 +87,7 @@ def identity_hash(ids: list[np.ndarray]) -> str:
 
 
 def builtin() -> PromptSource:
+    """The built-in prompts."""
     return PromptSource("builtin", list(PROMPTS))
 
 
@@ -138,6 +145,7 @@ def _item(obj, path: str, line: int | None) -> str | list[int]:
 
 
 def load_file(path_str: str) -> PromptSource:
+    """The prompts of a .txt, .jsonl or .json file."""
     path = Path(path_str)
     suffix = path.suffix.lower()
     if suffix not in (".txt", ".jsonl", ".json"):

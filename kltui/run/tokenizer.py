@@ -25,12 +25,16 @@ FIX = "--tokenizer PATH (the model's tokenizer folder, or its name in the local 
 
 
 class TokenizerError(UsageError):
+    """A --tokenizer that cannot be loaded or used."""
+
     def __init__(self, spec: str, message: str) -> None:
         super().__init__(f"--tokenizer {spec}: {message}")
 
 
 @dataclass(frozen=True)
 class LocalTokenizer:
+    """A tokenizer loaded locally for servers started with --skip-tokenizer-init."""
+
     spec: str  # what was asked for
     folder: str  # where it was found
     library: str  # "transformers" or "tokenizers"
@@ -46,6 +50,7 @@ class LocalTokenizer:
         return [self._decode_one(int(t)) for t in ids]
 
     def describe(self) -> str:
+        """Where the tokenizer was found and which library reads it."""
         return f"{self.folder} ({self.library})"
 
 

@@ -11,10 +11,13 @@ POLL_INTERVAL_S = 3.0
 
 
 def identity(info: dict) -> tuple:
+    """What identifies a server process (changes when it restarts)."""
     return tuple(info.get(k) for k in PROCESS_IDENTITY)
 
 
 class ServerWatch:
+    """Polls servers between runs of --watch for restarts and outages."""
+
     def __init__(self, urls: list[str], api_key: str | None = None) -> None:
         # the same key the run uses: --api-key, else KLTUI_API_KEY (a client without it would
         # get 401 from a healthy server and report it down forever)
@@ -42,5 +45,6 @@ class ServerWatch:
         return changed, down
 
     async def aclose(self) -> None:
+        """Close the clients."""
         for c in self.clients.values():
             await c.aclose()

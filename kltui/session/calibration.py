@@ -94,6 +94,7 @@ def _gamma(rng: np.random.Generator, lengths: np.ndarray) -> np.ndarray:
 
 
 def draw(rng: np.random.Generator, noise: Noise, n: int, sigma: float) -> Draw:
+    """One simulated set of n samples: lengths, contexts and noise scales."""
     lo, hi = np.log(LENGTHS)
     lengths = np.exp(rng.uniform(lo, hi, n)).astype(int)
     contexts = rng.integers(PROMPTS[0], PROMPTS[1] + 1, n) + lengths

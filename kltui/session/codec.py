@@ -56,12 +56,14 @@ def _float_code(a: np.ndarray) -> str:
 
 
 def array_out(arr: np.ndarray, kind: str) -> str:
+    """An array as the recording's compact text (dtype code, then base64)."""
     a = np.asarray(arr)
     code = _int_code(a) if kind == "i" else _float_code(a)
     return f"{code}:" + base64.b64encode(a.astype(_DTYPES[code]).tobytes()).decode("ascii")
 
 
 def array_in(value, dtype) -> np.ndarray:
+    """An array read back from the recording's text (or from a plain list)."""
     if isinstance(value, str):
         code, _, payload = value.partition(":")
         if code not in _DTYPES:
@@ -79,6 +81,7 @@ def array_in(value, dtype) -> np.ndarray:
 
 
 def encode(event: Event) -> dict:
+    """An event as the JSON object of one recording line."""
     out: dict[str, Any] = {"type": type(event).__name__}
     for f in dataclasses.fields(event):
         v = getattr(event, f.name)
@@ -109,6 +112,7 @@ def tag_floats(value: Any) -> Any:
 
 
 def restore_float(value: Any) -> Any:
+    """A JSON value with the tagged non-finite floats turned back into floats."""
     if isinstance(value, dict):
         if len(value) == 1 and _FLOAT_TAG in value and value[_FLOAT_TAG] in _NON_FINITE:
             return _NON_FINITE[value[_FLOAT_TAG]]

@@ -14,7 +14,8 @@ from kltui.session.store import SessionStore
 class EventWriter(Protocol):
     """Where pump records each event: a `Recorder`, or the TUI's `LazyRecorder`."""
 
-    def write(self, event: Event, /) -> None: ...
+    def write(self, event: Event, /) -> None:
+        """Record one event."""
 
 
 async def pump(

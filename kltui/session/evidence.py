@@ -56,6 +56,7 @@ def nonfinite_positions(st: HelperState) -> dict[int, list[int]]:
 
 
 def nonfinite_line(helper: str, where: dict[int, list[int]]) -> str:
+    """The line naming the samples and positions where a helper saw non-finite logprobs."""
     n = sum(len(p) for p in where.values())
     listed = "; ".join(
         f"#{s} @ {', '.join(map(str, p[:6]))}{' …' if len(p) > 6 else ''}"

@@ -43,6 +43,7 @@ class ReplayClock:
 
 
 def replay_store(clock: ReplayClock) -> SessionStore:
+    """An empty store for a replay, on the recording's clock."""
     store = SessionStore(clock=clock)
     store.replay = True
     return store

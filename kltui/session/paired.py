@@ -98,14 +98,17 @@ class Paired:
 
     @property
     def too_few(self) -> bool:
+        """Whether there are too few common samples to conclude anything."""
         return self.n < MIN_COMMON
 
     @property
     def beyond_chance(self) -> bool:
+        """Whether the difference is beyond chance (p below the evidence level)."""
         return self.p < EVIDENCE_P
 
     @property
     def large(self) -> bool:
+        """Whether the typical per-sample ratio is large enough to matter."""
         return self.ratio >= MIN_RATIO
 
     @property
@@ -116,6 +119,7 @@ class Paired:
         )
 
     def line(self) -> str:
+        """The paired comparison as one line of evidence."""
         return (
             f"{self.helper} vs match on {self.n} common samples: higher in {self.higher}, "
             f"lower in {self.lower}, equal in {self.equal} (signed-rank test p={self.p:.2g}); "

@@ -25,10 +25,13 @@ RUNS_DIR_ENV = "KLTUI_RUNS_DIR"
 
 
 class RecordingError(UsageError):
+    """A recording that cannot be read, named with its path."""
+
     pass
 
 
 def default_runs_dir() -> Path:
+    """The folder recordings go to by default ($KLTUI_RUNS_DIR, else the XDG state folder)."""
     env = os.environ.get(RUNS_DIR_ENV)
     if env:
         return Path(env)
@@ -37,6 +40,7 @@ def default_runs_dir() -> Path:
 
 
 def default_recording_path(now: float | None = None) -> Path:
+    """A fresh recording path in the default runs folder."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
     return default_runs_dir() / f"run-{stamp}-{os.getpid()}.kltui.jsonl"
 
@@ -66,17 +70,21 @@ class Recorder:
         self._f.flush()
 
     def write(self, event: Event) -> None:
+        """Append one event to the recording."""
         rec = encode(event)
         rec["t"] = round(time.monotonic() - self.t0, 6)
         self._write(rec)
 
     def close(self) -> None:
+        """Close the recording file."""
         if not self._f.closed:
             self._f.close()
 
 
 @dataclass
 class Recording:
+    """A recording read back: its header, events, their times, and whether it was cut short."""
+
     path: str
     header: dict
     events: list[Event]
@@ -85,6 +93,7 @@ class Recording:
 
 
 def read_recording(path_str: str) -> Recording:
+    """The recording at a path, read and decoded."""
     path = Path(path_str)
     try:
         raw = path.read_bytes()

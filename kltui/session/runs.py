@@ -24,6 +24,8 @@ TAIL_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class RunFile:
+    """One recording in the runs folder: when, how big, which servers, what verdict."""
+
     path: Path
     created: float  # the header's `created`, else the file's mtime
     modified: float
@@ -46,6 +48,7 @@ def _loads(line: bytes) -> dict | None:
 
 
 def inspect(path: Path) -> RunFile:
+    """What a recording's first and last lines say about it, without reading it all."""
     st = path.stat()
     with open(path, "rb") as f:
         head = f.read(HEAD_BYTES)
@@ -93,6 +96,7 @@ def list_runs(folder: Path | None = None) -> list[RunFile]:
 
 
 def newest(folder: Path | None = None) -> Path:
+    """The newest valid recording in the runs folder."""
     folder = folder or default_runs_dir()
     for run in list_runs(folder):
         if run.valid:
@@ -158,6 +162,7 @@ def keep_setting() -> int | None:
 
 
 def human_size(n: int) -> str:
+    """A byte count as B, KB, MB or GB."""
     size = float(n)
     for unit in ("B", "KB", "MB", "GB"):
         if size < 1024 or unit == "GB":

@@ -15,6 +15,7 @@ from kltui.metrics.alignment import model_names
 
 
 def on_off(value) -> str:
+    """A boolean setting as on / off (– when unknown)."""
     return "–" if value is None else ("on" if value else "off")
 
 
@@ -24,6 +25,7 @@ def off_on(value) -> str:
 
 
 def text(value) -> str:
+    """A setting's value as text (– when unknown)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     return "–" if value is None else str(value)
@@ -31,6 +33,8 @@ def text(value) -> str:
 
 @dataclass(frozen=True)
 class Setting:
+    """One server setting: its identity key, its labels and how it is shown."""
+
     key: str  # the identity key (RunStarted.servers[i][key])
     label: str  # in the reports' settings table
     short: str  # in one-line views: "tp 1", "radix on" ("" shows the value alone)
@@ -115,6 +119,7 @@ def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
 
 
 def fault_of(s: dict) -> str | None:
+    """The fault a reference server was started with, or None."""
     fault = s.get("kltui_fault")
     return None if fault in (None, "none", "") else str(fault)
 

@@ -29,11 +29,14 @@ from kltui.session.events import (
 
 
 def helper_key(helper: str, server: str) -> str:
+    """The key of one helper's state on one server."""
     return f"{helper}@{server}"
 
 
 @dataclass
 class HelperState:
+    """Everything known about one helper on one server, folded from its events."""
+
     helper: str
     server: str
     n_samples: int
@@ -57,14 +60,17 @@ class HelperState:
 
     @property
     def key(self) -> str:
+        """This helper's key in the store."""
         return helper_key(self.helper, self.server)
 
     @property
     def n_scored(self) -> int:
+        """The number of samples scored so far."""
         return len(self.book.samples)
 
     @property
     def n_decoded(self) -> int:
+        """The number of samples with decoded tokens so far."""
         return len(self.decoded_len)
 
     @property
@@ -74,17 +80,21 @@ class HelperState:
         return max(0.0, end - self.started)
 
     def row_length(self, sample: int) -> int:
+        """The number of tokens of one sample (scored, else decoded so far)."""
         scored = self.book.samples.get(sample)
         if scored is not None:
             return int(scored.k3.size)
         return self.decoded_len.get(sample, 0)
 
     def decoded_tokens(self, sample: int) -> np.ndarray:
+        """The token ids decoded so far for one sample."""
         parts = self.decoded_ids.get(sample)
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 class SessionStore:
+    """The state of one run, folded from its events, that every view reads."""
+
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         # The one clock for helper times: an event's own time when it carries one, else this.
         # Wall-clock time in a live run; in a replay, the recording's time of the event being
@@ -100,6 +110,7 @@ class SessionStore:
         self.token_text: dict[int, str] = {}
 
     def apply(self, event: Event) -> HelperState | None:
+        """Fold one event into the store; return the helper state it changed, if any."""
         self.version += 1
         match event:
             case RunStarted():
