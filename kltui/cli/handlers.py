@@ -37,8 +37,11 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     cfg = build_config(args)
-    if not cfg.servers:
-        raise UsageError("check needs --server HOST:PORT (or servers: in --config)")
+    if not cfg.servers and not cfg.router:
+        raise UsageError(
+            "check needs --server HOST:PORT or --router HOST:PORT (or servers: / fleet: in "
+            "--config)"
+        )
     return _headless(cfg, args)
 
 
@@ -99,8 +102,13 @@ def cmd_tui(args: argparse.Namespace) -> int:
         from kltui.tui.launch import run_dumps_viewer
 
         return run_dumps_viewer(dumps_result, args.theme or cfg.theme)
-    if not cfg.servers:
+    if not cfg.servers and not cfg.router:
         raise UsageError("give --server HOST:PORT, or run `kltui demo` for the embedded server")
+    if cfg.servers:
+        from kltui.engines.http import resolve_api_key
+        from kltui.run.fleet import refuse_routers
+
+        asyncio.run(refuse_routers(cfg.servers, resolve_api_key(cfg.api_key)))
     return _run_tui(cfg, args, dumps_result)
 
 

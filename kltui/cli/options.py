@@ -60,6 +60,17 @@ def add_run_options(
             help="SGLang server (repeatable)",
         )
         p.add_argument(
+            "--router",
+            metavar="HOST:PORT",
+            help="fleet mode: check every worker behind this SGLang router, each by its own URL",
+        )
+        p.add_argument(
+            "--fleet-concurrency",
+            type=pos_int,
+            metavar="N",
+            help="fleet mode: workers checked at once (4)",
+        )
+        p.add_argument(
             "--allow-different-models",
             action="store_true",
             help="run and compare servers that report different models (refused otherwise)",
@@ -225,6 +236,7 @@ def _say(url: str, note: str | None) -> str:
 
 def build_config(args: argparse.Namespace):
     """The RunConfig of parsed run options (and of --config), checked."""
+    from kltui.engines.http import normalize_url, sglang_url
     from kltui.run.config import RunConfig, check_helpers, load_config_file
 
     check_numbers(args)
@@ -278,8 +290,19 @@ def build_config(args: argparse.Namespace):
         cfg.yes_flush = True
     if getattr(args, "allow_different_models", False):
         cfg.allow_different_models = True
-    from kltui.engines.http import normalize_url, sglang_url
-
+    if getattr(args, "router", None):
+        cfg.router = args.router
+    if getattr(args, "fleet_concurrency", None) is not None:
+        cfg.fleet_concurrency = args.fleet_concurrency
+    if cfg.router:
+        if getattr(args, "server", None) or cfg.servers:
+            raise UsageError(
+                "give --server (servers) or --router (fleet mode: the router's workers), not both"
+            )
+        try:
+            cfg.router = normalize_url(cfg.router)
+        except UsageError as e:
+            raise UsageError(str(e).replace("--server", "--router", 1)) from None
     cfg.servers = [_say(*sglang_url(s)) for s in cfg.servers]
     from_cli = bool(getattr(args, "server", None))
     where = "--server" if from_cli else f"{getattr(args, 'config', None)}: servers"

@@ -17,6 +17,7 @@ from kltui.metrics.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
 
 STREAM_CHUNKS = 16
+DEFAULT_FLEET_CONCURRENCY = 4
 
 
 class ConfigError(UsageError):
@@ -90,6 +91,10 @@ class RunConfig:
     # name in the local HF cache) and/or decode_cache_hit's separator "," as ids
     tokenizer: str | None = None
     separator_ids: list[int] | None = None
+    # fleet mode: the SGLang router whose workers are checked one by one (by their own URLs),
+    # and how many of them run at once
+    router: str | None = None
+    fleet_concurrency: int = DEFAULT_FLEET_CONCURRENCY
 
     def streams(self, live_view: bool) -> bool:
         return live_view if self.stream is None else self.stream
@@ -150,7 +155,8 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "allow_different_models": ((bool,), "true or false"),
 }
 _LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
-_MAPS = {"keymap"}
+_MAPS = {"keymap", "fleet"}
+_FLEET_KEYS = {"router": "a HOST:PORT string", "concurrency": "a positive integer"}
 _TOP_KEYS = set(_SCALARS) | _LISTS | _MAPS
 _ENTRY_KEYS = {f for f in ThresholdEntry.__dataclass_fields__}
 
@@ -230,7 +236,36 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
                     path_str, "'keymap' must map binding ids to keys", _line(val_node)
                 )
             cfg.keymap = value
+        elif key == "fleet":
+            _fleet(path_str, cfg, value, val_node)
     return cfg
+
+
+def _fleet(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
+    """`fleet: {router: URL, concurrency: N}`: the router whose workers are checked."""
+    if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
+        raise ConfigError(path, "'fleet' must be a mapping like {router: HOST:PORT}", _line(node))
+    for k_node, v_node in node.value:
+        k = k_node.value
+        if k not in _FLEET_KEYS:
+            raise ConfigError(
+                path,
+                f"unknown key '{k}' in fleet{_did_you_mean(k, set(_FLEET_KEYS))}",
+                _line(k_node),
+            )
+        v = value[k]
+        if k == "router":
+            _check_type(path, "fleet.router", v, v_node, (str,), _FLEET_KEYS[k])
+            cfg.router = v
+        else:
+            _check_type(path, "fleet.concurrency", v, v_node, (int,), _FLEET_KEYS[k])
+            if v <= 0:
+                raise ConfigError(
+                    path, f"'fleet.concurrency' must be a positive integer, got {v}", _line(v_node)
+                )
+            cfg.fleet_concurrency = v
+    if "router" not in value:
+        raise ConfigError(path, "'fleet' needs 'router' (the SGLang router's URL)", _line(node))
 
 
 def _separator_ids(path: str, value: Any, node: yaml.Node) -> list[int]:

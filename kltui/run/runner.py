@@ -13,6 +13,7 @@ import numpy as np
 from kltui import __version__
 from kltui.engines.errors import EngineError
 from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
+from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient, server_identity
 from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
@@ -22,6 +23,7 @@ from kltui.helpers.phases import Run
 from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
+from kltui.run.fleet import fleet_session
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
@@ -136,6 +138,18 @@ async def run_session(
     `live_view`: something shows the decode as it happens (the TUI), so it is streamed unless
     the config says otherwise; `kltui check` shows nothing live and sends SGLang's requests.
     """
+    if cfg.router:
+        async for ev in fleet_session(cfg, _servers_session, before_flush, live_view=live_view):
+            yield ev
+        return
+    async for ev in _servers_session(cfg, before_flush, live_view=live_view):
+        yield ev
+
+
+async def _servers_session(
+    cfg: RunConfig, before_flush: BeforeFlush | None = None, *, live_view: bool = False
+) -> AsyncIterator[Event]:
+    """run_session on the servers named in `cfg` (a fleet run's workers included)."""
     if not cfg.servers:
         raise UsageError("no server given: use --server HOST:PORT")
     api_key = resolve_api_key(cfg.api_key)
@@ -148,9 +162,14 @@ async def run_session(
             await c.aclose()
 
 
-async def _identify(client: SGLangClient) -> tuple[dict, dict]:
+async def _identify(client: SGLangClient, api_key: str | None) -> tuple[dict, dict]:
     await client.wait_healthy()
     info = await client.server_info()
+    if not info.get("model_path"):
+        # every SGLang server reports its model_path; a router's /get_server_info does not
+        workers = await probe_router(client.url, api_key, timeout=min(client.timeout, 60))
+        if workers is not None:
+            raise UsageError(router_refusal(client.url, workers))
     try:
         model = await client.model_info()
     except EngineError:
@@ -169,7 +188,7 @@ async def _run(
     servers = []
     for c in clients:
         try:
-            info, model = await _identify(c)
+            info, model = await _identify(c, resolve_api_key(cfg.api_key))
             infos[c.url] = info
             servers.append(server_identity(c.url, info, model))
         except EngineError as e:

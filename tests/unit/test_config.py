@@ -97,3 +97,23 @@ def test_record_never_holds_api_key():
     cfg = RunConfig(api_key="sekrit-123")
     rec = cfg.to_record()
     assert "sekrit-123" not in repr(rec) and rec["api_key_set"] is True
+
+
+def test_fleet_section_sets_router_and_concurrency(tmp_path):
+    cfg = load_config_file(write(tmp_path, "fleet: {router: 127.0.0.1:30000, concurrency: 8}\n"))
+    assert (cfg.router, cfg.fleet_concurrency) == ("127.0.0.1:30000", 8)
+    assert RunConfig().fleet_concurrency == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("fleet: 127.0.0.1:30000\n", r"cfg.yaml:1: 'fleet' must be a mapping"),
+        ("fleet:\n  concurrency: 2\n", r"cfg.yaml:2: 'fleet' needs 'router'"),
+        ("fleet:\n  router: r:1\n  routr: x\n", r"cfg.yaml:3: unknown key 'routr' in fleet"),
+        ("fleet:\n  router: r:1\n  concurrency: 0\n", r"cfg.yaml:3: 'fleet.concurrency' must"),
+    ],
+)
+def test_bad_fleet_section_names_file_and_line(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config_file(write(tmp_path, text))

@@ -249,7 +249,10 @@ def config_entry(config: dict) -> dict:
     has none)."""
     from kltui.run.config import RunConfig
 
-    return {**dict.fromkeys(RunConfig.record_keys()), **config}
+    # a fleet run's router and workers are the report's own `fleet` entry
+    entry = {**dict.fromkeys(RunConfig.record_keys()), **config}
+    entry.pop("fleet", None)
+    return entry
 
 
 def json_report(store: SessionStore) -> dict:
