@@ -3,13 +3,18 @@
 python bench/bench_heatmap.py [--samples 64] [--tokens 2048] [--width 200] [--height 50]
 
 Repaint = what Textual calls when the heatmap must be redrawn: `render_lines` over the whole
-viewport (styles cache + our `render_line` per visible row). Cases:
-  cold     every strip and every row reduction recomputed (first paint, theme change)
-  pan      strips recomputed, row reductions cached (shift+arrow)
+viewport (the heatmap's own `render_lines`: cached final strips, or rows built and filtered).
+Cases:
+  cold     every strip, filtered segment and row reduction recomputed (first paint, theme
+           change)
+  pan      strips recomputed at a new scroll position, row reductions cached (shift+arrow)
   live     one row changed (a sample just scored), the other 49 from the strip cache
   row      the same, along the path a live update takes: only the changed line is repainted
   warm     nothing changed (a redraw of an unchanged view)
   zoom     geometry changed: reductions and strips recomputed at the new zoom
+
+Each case drops the caches it names before every repaint, so no case is served from a strip
+painted by an earlier call of the same case.
 """
 
 from __future__ import annotations
@@ -88,6 +93,7 @@ async def run(args) -> dict[str, list[tuple[float, float]]]:
             hm._update_virtual_size()
             x = int(hm.scroll_offset.x)
             hm.scroll_to(0 if x else 150, None, animate=False, immediate=True)
+            hm.clear_cache(reductions=False, filtered=False)
             repaint()
 
         hm.zoom = 1
@@ -128,6 +134,7 @@ async def run(args) -> dict[str, list[tuple[float, float]]]:
             results["_z"].append(0)
             hm._update_virtual_size()
             hm.scroll_to(0, 0, animate=False, immediate=True)
+            hm.clear_cache(filtered=False)
             repaint()
 
         results["zoom"] = timed(zoom, args.repeat)

@@ -2,7 +2,9 @@
 
 A line-API ScrollView: only visible rows are rendered, and each row's Strip is cached under a
 key holding everything it depends on (run, helper, row contents, geometry, pan, width, theme,
-cursor), so a redraw after a TokensDecoded event re-renders only the rows that changed.
+cursor), so a redraw after a TokensDecoded event re-renders only the rows that changed. The
+widget also keeps the strips after Textual's line filters (`render_lines`): a full refresh (pan,
+cursor move) then costs a dictionary lookup per unchanged row, not a filter pass per cell.
 
 Which positions a cell covers is `kltui.tui.heatgeometry` (pure, tested on its own).
 """
@@ -16,7 +18,9 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.color import Color
+from textual.filter import LineFilter
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -27,6 +31,9 @@ from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.heatgeometry import GUTTER, Geometry, View, make_geometry, ruler_line
 from kltui.tui.widgets.heatnav import HeatmapNavigation
+
+# the app's line filters and the background they blend with: what a final strip went through
+Filtering = tuple[tuple[LineFilter, ...], Color]
 
 ROW_STATUS = {"scored": " ", "decoding": "…", "skipped": "⊘", "pending": " "}
 
@@ -77,7 +84,13 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         self.zoom: int | None = None  # tokens per cell; None fits the longest row to the width
         self.cursor_row = 0
         self.cursor_pos = 0
-        self._strips: LRUCache[tuple, Strip] = LRUCache(4096)
+        self._strips: LRUCache[tuple, Strip] = LRUCache(1024)
+        # final strips (after Textual's line filters), keyed by the content strip's key and
+        # what the filters and styles depend on: an unchanged view repaints from here
+        self._final: LRUCache[tuple, Strip] = LRUCache(1024)
+        # one filtered Segment per (filters, background, raw Segment): cells repeat across
+        # rows, so a new row is mostly dictionary lookups instead of per-segment filtering
+        self._seg_filter: dict[Filtering, dict[Segment, list[Segment]]] = {}
         self._levels: LRUCache[tuple, np.ndarray] = LRUCache(2048)
         self._palette: heat.Palette | None = None
         self._theme_gen = 0
@@ -87,7 +100,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         self._geometry_key: tuple | None = None
         self._styles_key: tuple | None = None
         self._cell_styles: list[Style] = []
-        self._segments: list[dict[int, Segment]] = []
+        self._segments: dict[Filtering | None, list[dict[int, Segment]]] = {}
         self._painted: dict[int, tuple] = {}  # visible row -> signature last painted
         self._painted_view: tuple | None = None
         self._frame_key: tuple | None = None
@@ -101,6 +114,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
 
     def _theme_changed(self, _theme) -> None:
         self._palette = None
+        self._seg_filter.clear()
         self._theme_gen += 1
         self._strips.clear()
         self._full_refresh()
@@ -230,8 +244,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             return ("k",)
         return ("d", st.decoded_len.get(sample, 0))
 
-    def _row_levels(self, sample: int, sig: tuple) -> np.ndarray:
-        g = self.geometry
+    def _row_levels(self, sample: int, sig: tuple, g: Geometry) -> np.ndarray:
         key = (self.run_gen, self.state.key, sample, self._geometry_key, sig)
         cached = self._levels.get(key)
         if cached is not None:
@@ -246,7 +259,8 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         return out
 
     def _frame(self) -> tuple[int, Geometry, int, int, Style]:
-        """Per-paint constants (computing them per line showed up in profiles)."""
+        """Per-paint constants: width, geometry, first cell, top row, base style (computing
+        them per line showed up in profiles)."""
         key = (self.size, self.scroll_offset, self._max_len, self.zoom, self._theme_gen)
         if key != self._frame_key:
             g = self.geometry
@@ -260,54 +274,142 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             self._frame_key = key
         return self._frame_value
 
-    def render_line(self, y: int) -> Strip:
-        width, g, first, top, base = self._frame()
-        row = top + y
-        st = self.state
-        if st is None or row >= self._n_rows:
-            return Strip.blank(width, base)
-        sig = self._row_signature(row)
-        cursor_cell = g.cell_of(self.cursor_pos) if row == self.cursor_row else -1
-        key = (
+    def _key_base(self, frame: tuple) -> tuple:
+        """What every line of one paint shares in its cache key."""
+        width, g, first, _top, _base = frame
+        return (
             self.run_gen,
-            st.key,
-            row,
-            sig,
+            self.state.key if self.state is not None else None,
             self._geometry_key,
             first,
             width,
             self._theme_gen,
             self.glyphs,
-            cursor_cell,
-            cursor_cell >= 0 and self.has_focus,
         )
+
+    def _line_key(self, y: int, frame: tuple, base_key: tuple) -> tuple | None:
+        """Cache key of visible line `y` (None for a blank line below the last row)."""
+        row = frame[3] + y
+        if self.state is None or row >= self._n_rows:
+            return None
+        cursor_cell = frame[1].cell_of(self.cursor_pos) if row == self.cursor_row else -1
+        focus = cursor_cell >= 0 and self.has_focus
+        return (base_key, row, self._row_signature(row), cursor_cell, focus)
+
+    def _row_strip(self, key: tuple | None, frame: tuple, flt: Filtering | None) -> Strip:
+        """One line of the frame's width; `flt` = (line filters, background) gives it already
+        filtered, None as Textual's render_line returns it."""
+        if key is None:
+            return Strip(self._filter([Segment(" " * frame[0], frame[4])], flt), frame[0])
+        _base_key, row, sig, cursor_cell, _focus = key
+        self._painted[row] = sig
+        if flt is not None:  # the caller caches the final strip
+            return self._render_row(row, sig, frame, cursor_cell, flt)
         strip = self._strips.get(key)
         if strip is None:
-            strip = self._render_row(row, sig, g, first, width, cursor_cell)
+            strip = self._render_row(row, sig, frame, cursor_cell, None)
             self._strips[key] = strip
-        self._painted[row] = sig
+        return strip
+
+    def render_line(self, y: int) -> Strip:
+        """One visible row of cells (before Textual's line filters)."""
+        frame = self._frame()
+        strip = self._row_strip(self._line_key(y, frame, self._key_base(frame)), frame, None)
         if self._painted_view is None:
             self._painted_view = self._view_key()
         return strip
 
-    def _styles(self) -> list[Style]:
-        """Cell styles combined with the widget's own style once per theme, not per cell."""
-        base = self._frame()[4]
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The visible rows, filtered; unchanged rows come from the cache of final strips.
+
+        Textual's own path rebuilds and re-filters every line on each full refresh (a pan, a
+        cursor move), one new Segment per cell; with no border, padding, tint or opacity it
+        reduces to "content line, padded to the region, then the line filters", which is
+        done here with every distinct Segment filtered once."""
+        styles = self.styles
+        frame = self._frame()
+        region_width = self.region.width
+        if (
+            self.BLANK
+            or frame[0] > region_width
+            or any(styles.gutter)
+            or styles.tint.a
+            or self.opacity != 1.0
+            or styles.text_opacity != 1.0
+            or any(kind for kind, _colour in styles.outline)
+            or (styles.has_rule("hatch") and styles.hatch != "none")
+            or (self.auto_links and self.hover_style.link_id)
+        ):
+            return super().render_lines(crop)
+        base_background, background = self.background_colors
+        inner = Style(bgcolor=(base_background + background).rich_color)
+        flt = (tuple(self.get_line_filters()), background)
+        pad = self._filter([Segment(" " * (region_width - frame[0]), inner)], flt)
+        ctx = (flt, region_width, inner)
+        base_key = self._key_base(frame)
+        final_cache = self._final
+        strips = []
+        for y in crop.line_range:
+            key = self._line_key(y, frame, base_key)
+            final = final_cache.get((key, ctx)) if key is not None else None
+            if final is None:
+                final = self._row_strip(key, frame, flt)
+                if region_width > frame[0]:
+                    final = Strip([*final, *pad], region_width)
+                if key is not None:
+                    final_cache[(key, ctx)] = final
+            elif key is not None:
+                self._painted[key[1]] = key[2]
+            strips.append(final)
+        if self._painted_view is None:
+            self._painted_view = self._view_key()
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, region_width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
+    def _filter(self, segments: list[Segment], flt: Filtering | None) -> list[Segment]:
+        """`segments` through the line filters of `flt`, each distinct Segment filtered once
+        (the memo is what makes a new row mostly dictionary lookups)."""
+        if flt is None or not flt[0]:
+            return segments
+        memo = self._seg_filter.get(flt)
+        if memo is None or len(memo) > 8192:
+            if len(self._seg_filter) > 4:  # old themes' filters
+                self._seg_filter.clear()
+            memo = self._seg_filter[flt] = {}
+        filters, background = flt
+        out: list[Segment] = []
+        for seg in segments:
+            done = memo.get(seg)
+            if done is None:
+                done = [seg]
+                for f in filters:
+                    done = f.apply(done, background)
+                memo[seg] = done
+            out.extend(done)
+        return out
+
+    def _cell_cache(self, base: Style, flt: Filtering | None) -> list[dict[int, Segment]]:
+        """Per level, the Segment of a run of n characters (filtered by `flt`), reset when the
+        theme, glyph mode or widget style changes."""
         key = (self._theme_gen, self.glyphs, base)
         if key != self._styles_key:
             pal = self.palette
             levels = pal.glyph if self.glyphs else pal.bg
             self._cell_styles = [base + st for st in levels]
-            self._segments = [{} for _ in levels]
+            self._segments = {}
             self._styles_key = key
-        return self._cell_styles
+        cache = self._segments.get(flt)
+        if cache is None:
+            cache = self._segments[flt] = [{} for _ in self._cell_styles]
+        return cache
 
     def _render_row(
-        self, row: int, sig: tuple, g: Geometry, first: int, width: int, cursor_cell: int
+        self, row: int, sig: tuple, frame: tuple, cursor_cell: int, flt: Filtering | None
     ) -> Strip:
+        width, g, first, _top, base = frame
         st = self.state
-        pal = self.palette
-        base = self._frame()[4]
         status = self.row_status(row)
         if cursor_cell >= 0:
             label_style = base + Style(bold=True, reverse=self.has_focus)
@@ -322,8 +424,10 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             reason = st.skipped.get(row, "")
             text = f" skipped: {reason}"[: max(0, width - GUTTER)]
             segments.append(Segment(text, base + Style(dim=True, italic=True)))
-            return Strip(segments).adjust_cell_length(width, base)
-        lv = self._row_levels(row, sig)
+            line = list(Strip(segments).adjust_cell_length(width, base))
+            return Strip(self._filter(line, flt), width)
+        segments = self._filter(segments, flt)
+        lv = self._row_levels(row, sig, g)
         vis = np.zeros(n_vis, dtype=np.int16)
         chunk = lv[first : first + n_vis]
         vis[: chunk.size] = chunk
@@ -344,10 +448,10 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             marks[cursor_cell - first] = heat.MARK_CURSOR
         for c in marks:
             codes[c] = -1 - c
-        segments.extend(self._cell_segments(vis, codes, marks, pal, g.chars))
+        segments.extend(self._cell_segments(vis, codes, marks, g.chars, base, flt))
         used = GUTTER + n_vis * g.chars
         if used < width:
-            segments.append(Segment(" " * (width - used), base))
+            segments.extend(self._filter([Segment(" " * (width - used), base)], flt))
         return Strip(segments, width)
 
     def _cell_segments(
@@ -355,35 +459,51 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         vis: np.ndarray,
         codes: np.ndarray,
         marks: dict[int, str],
-        pal: heat.Palette,
         chars: int,
+        base: Style,
+        flt: Filtering | None,
     ) -> list[Segment]:
         if vis.size == 0:
             return []
-        starts = np.concatenate([[0], np.flatnonzero(np.diff(codes)) + 1])
-        lengths = (np.diff(np.append(starts, codes.size)) * chars).tolist()
+        change = np.empty(codes.size, dtype=bool)
+        change[0] = True
+        np.not_equal(codes[1:], codes[:-1], out=change[1:])
+        starts = np.flatnonzero(change)
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:]
+        ends[-1] = codes.size
+        lengths = ((ends - starts) * chars).tolist()
         run_levels = vis[starts].tolist()
-        styles = self._styles()
+        cache = self._cell_cache(base, flt)
+        styles = self._cell_styles
         fill = heat.GLYPHS if self.glyphs else [" "] * scale.N_LEVELS
         # Runs repeat (same level, same length) across rows: reuse their Segments.
-        cache = self._segments
         out: list[Segment] = []
         append = out.append
         for n, level in zip(lengths, run_levels, strict=True):
             seg = cache[level].get(n)
             if seg is None:
-                seg = cache[level][n] = Segment(fill[level] * n, styles[level])
+                raw = Segment(fill[level] * n, styles[level])
+                seg = cache[level][n] = self._filter([raw], flt)[0]
             append(seg)
-        for c, mark in marks.items():
-            i = int(np.searchsorted(starts, c))
-            level = run_levels[i]
-            mstyle = pal.cursor if mark == heat.MARK_CURSOR else pal.marker
-            out[i] = Segment(mark + " " * (chars - 1), styles[level] + mstyle)
+        if marks:
+            pal = self.palette
+            for c, mark in marks.items():
+                i = int(np.searchsorted(starts, c))
+                mstyle = pal.cursor if mark == heat.MARK_CURSOR else pal.marker
+                raw = Segment(mark + " " * (chars - 1), styles[run_levels[i]] + mstyle)
+                out[i] = self._filter([raw], flt)[0]
         return out
 
-    def clear_cache(self) -> None:
+    def clear_cache(self, *, reductions: bool = True, filtered: bool = True) -> None:
+        """Forget the cached strips, and also the row reductions and filtered segments
+        unless told to keep them."""
         self._strips.clear()
-        self._levels.clear()
+        self._final.clear()
+        if filtered:
+            self._seg_filter.clear()
+        if reductions:
+            self._levels.clear()
 
     # ------------------------------------------------------------------ navigation
 
