@@ -1,10 +1,13 @@
 """What kltui's exit codes mean, and the one error every command turns into exit code 2.
 
 Documented contract (README, `kltui --help`): 0 pass, 1 fail, 2 usage or bad input,
-3 server unreachable or error, 130 interrupted. A run's verdict maps onto them here and nowhere
-else, so `kltui check`, the TUI and `kltui report` cannot disagree."""
+3 server unreachable or error, 130 interrupted. A session's verdicts map onto them here and
+nowhere else (`session_exit`, `exception_exit`), so `kltui check`, the TUI, `kltui web`,
+`kltui dumps` and `kltui report` cannot disagree."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -25,5 +28,31 @@ class UsageError(Exception):
 
 
 def exit_code(verdict: str | None) -> int:
-    """The exit code for a run's verdict; no verdict (the run never finished) is an error."""
+    """The exit code for one run's verdict; no verdict (the run never finished) is an error."""
     return VERDICT_EXIT.get(verdict or "error", EXIT_SERVER)
+
+
+def passed_exit(passed: bool) -> int:
+    """The exit code of a yes/no check (`kltui dumps`, `kltui probe-ops`): 0 passed, 1 failed."""
+    return EXIT_PASS if passed else EXIT_FAIL
+
+
+def session_exit(verdicts: Iterable[str | None], *, interrupted: bool = False) -> int:
+    """The exit code of a whole session: 130 when it was interrupted, else its worst run's
+    (fail over pass, a server error over a fail); a session without any run is an error."""
+    if interrupted:
+        return EXIT_INTERRUPTED
+    codes = [exit_code(v) for v in verdicts]
+    return max(codes, default=EXIT_SERVER)
+
+
+def exception_exit(exc: BaseException) -> int | None:
+    """The exit code a command ends with when `exc` escapes it (Ctrl-C 130, bad input 2, an OS or
+    network error 3); None for an exception that is a bug and must surface."""
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, UsageError):
+        return EXIT_USAGE
+    if isinstance(exc, OSError):
+        return EXIT_SERVER
+    return None

@@ -11,13 +11,13 @@ import sys
 from kltui.argtypes import KltuiParser
 from kltui.cli.options import SUBCOMMANDS
 from kltui.cli.parser import make_parser
-from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, EXIT_USAGE, UsageError
+from kltui.errors import EXIT_SERVER, UsageError, exception_exit
 
 __all__ = ["main", "make_parser"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one `kltui` command line and return its exit code."""
+    """Runs one `kltui` command line; returns its exit code (errors.py says what each means)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["tui", *argv]
@@ -32,34 +32,29 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
-    try:
-        return args.func(args)
-    except UsageError as e:
-        print(f"kltui: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
-    except OSError as e:
-        print(f"kltui: error: {e}", file=sys.stderr)
-        if os.environ.get("KLTUI_DEBUG") is not None:
-            raise
-        return EXIT_SERVER
+    return _guarded(args.func, args, "kltui")
 
 
 def _web(argv: list[str]) -> int:
     from kltui.cli.web import main as web_main
-    from kltui.errors import UsageError
 
+    return _guarded(web_main, argv, "kltui web")
+
+
+def _guarded(func, arg, prog: str) -> int:
+    """Runs a command; an exception with a documented exit code (errors.exception_exit) becomes
+    that code and one line on stderr (none for Ctrl-C), anything else is a bug and surfaces."""
     try:
-        return web_main(argv)
-    except UsageError as e:
-        print(f"kltui: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 0
-    except OSError as e:
-        print(f"kltui web: error: {e}", file=sys.stderr)
-        return EXIT_SERVER
+        return func(arg)
+    except (KeyboardInterrupt, UsageError, OSError) as e:
+        code = exception_exit(e)
+        if isinstance(e, UsageError):
+            print(f"kltui: error: {e}", file=sys.stderr)
+        elif isinstance(e, OSError):
+            print(f"{prog}: error: {e}", file=sys.stderr)
+        if isinstance(e, OSError) and os.environ.get("KLTUI_DEBUG") is not None:
+            raise
+        return EXIT_SERVER if code is None else code
 
 
 if __name__ == "__main__":

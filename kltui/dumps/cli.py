@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from kltui.argtypes import pos_int
+from kltui.errors import EXIT_SERVER, EXIT_USAGE, UsageError, passed_exit
 
 EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module;
 1 a module diverges (the first one is named); 2 usage, no dumper hooks, misaligned rows or bad
@@ -63,35 +64,33 @@ def add_parsers(sub) -> None:
 
 
 def _finish(result: dict, args) -> int:
+    """Writes --json, prints the module table; the exit code says whether they were identical."""
     from kltui.console import make_console
     from kltui.dumps.render import print_result
     from kltui.dumps.run import with_capture_keys
 
     result = with_capture_keys(result)
     if args.json:
-        from kltui.errors import UsageError
         from kltui.session.jsonfile import write_json_document
 
         try:
             write_json_document(args.json, result, "dumps")
         except UsageError as e:
             print(f"kltui: error: {e}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     print_result(make_console(), result, full=args.full)
-    return 0 if result["identical"] and result["prefill"]["identical"] else 1
+    return passed_exit(result["identical"] and result["prefill"]["identical"])
 
 
 def cmd_analyze(args) -> int:
-    """Run `kltui dumps analyze A B`."""
+    """`kltui dumps analyze A B`: the analysis of two saved dump folders."""
     from kltui.dumps.analyze import analyze
 
     return _finish(analyze(args.dir_a, args.dir_b), args)
 
 
 def cmd_dumps(args) -> int:
-    """Run `kltui dumps`: capture on a server, then analyze."""
-    from kltui.errors import UsageError
-
+    """`kltui dumps`: capture decode and a fresh prefill on a live server, then analyze."""
     if not args.server or not args.dump_dir:
         raise UsageError(
             "dumps needs --server HOST:PORT and --dump-dir DIR (or: dumps analyze A B)"
@@ -112,13 +111,13 @@ def cmd_dumps(args) -> int:
         result = asyncio.run(_run(args, dump_dir, prompt))
     except HooksMissing as e:
         print(f"kltui: error: {e}\n{launch_settings(str(dump_dir))}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except NotIdle as e:
         print(f"kltui: error: the server was not idle while dumping: {e}", file=sys.stderr)
-        return 3
+        return EXIT_SERVER
     except EngineError as e:
         print(f"kltui: error: {e}", file=sys.stderr)
-        return 3
+        return EXIT_SERVER
     return _finish(result, args)
 
 

@@ -20,6 +20,8 @@ import platform
 import sys
 from pathlib import Path
 
+from kltui.errors import EXIT_USAGE, UsageError, passed_exit
+
 DEFAULT_SIZES = (2, 8, 16, 64, 256, 1024)
 
 
@@ -185,9 +187,7 @@ def _table(res: dict, run: dict):
 
 
 def cmd_probe_ops(args) -> int:
-    """Run `kltui probe-ops`."""
-    from kltui.errors import UsageError
-
+    """`kltui probe-ops`: each op at M=1 and M=N, compared bit for bit; 0 all identical, 1 not."""
     try:
         import torch
     except ImportError:
@@ -232,7 +232,7 @@ def cmd_probe_ops(args) -> int:
             )
         except OSError as e:
             print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
-            return 2
+            return EXIT_USAGE
     from kltui.console import make_console
 
     console = make_console()
@@ -250,4 +250,4 @@ def cmd_probe_ops(args) -> int:
         if not differ
         else f"{where}, not batch-invariant: {', '.join(differ)}"
     )
-    return 0 if not differ else 1
+    return passed_exit(not differ)

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from kltui import fmt
 from kltui.console import make_console
-from kltui.errors import EXIT_INTERRUPTED, exit_code
+from kltui.errors import session_exit
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
@@ -355,9 +355,8 @@ async def run_check(
             write_json(store, json_path, extra)
         if extra_outputs:
             extra_outputs(store, tuple(reruns))
-    if interrupted:
-        return EXIT_INTERRUPTED
-    return max(exit_code(s.finished.verdict if s.finished else None) for s in stores)
+    verdicts = [s.finished.verdict if s.finished else None for s in stores]
+    return session_exit(verdicts, interrupted=interrupted)
 
 
 def rerun_line(eq: dict, run_no: int) -> str:

@@ -13,7 +13,7 @@ from textual import work
 from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
-from kltui.errors import EXIT_INTERRUPTED, EXIT_SERVER, exit_code
+from kltui.errors import session_exit
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.store import HelperState, SessionStore
@@ -241,12 +241,11 @@ class DashboardActions:
         self.exit(self.exit_code())
 
     def exit_code(self) -> int:
-        if self.interrupted:
-            return EXIT_INTERRUPTED
+        """The process exit code of this dashboard: the last finished run's verdict, 130 when a
+        measurement was interrupted, 3 when no run finished."""
         store = self._last_finished or self.store
-        if store is None or store.finished is None:
-            return EXIT_SERVER
-        return exit_code(store.finished.verdict)
+        verdicts = [] if store is None or store.finished is None else [store.finished.verdict]
+        return session_exit(verdicts, interrupted=self.interrupted)
 
     # ------------------------------------------------------------------ watch
     def _watch_tick(self) -> None:

@@ -138,3 +138,36 @@ def test_probe_ops_bad_input(args, msg, capsys):
     code = main(["probe-ops", *args])
     err = capsys.readouterr().err
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
+
+
+def test_ctrl_c_while_capturing_is_130(tmp_path, capsys):
+    # a server that accepts and never answers holds the capture until the SIGINT
+    import _thread
+    import signal
+    import threading
+
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        accepted = threading.Event()
+
+        def hold():
+            conns = []
+            while not accepted.is_set() or len(conns) < 8:
+                try:
+                    conns.append(srv.accept()[0])
+                except OSError:
+                    return
+                accepted.set()
+
+        threading.Thread(target=hold, daemon=True).start()
+
+        def interrupt():
+            if accepted.wait(30):
+                _thread.interrupt_main(signal.SIGINT)
+
+        threading.Thread(target=interrupt, daemon=True).start()
+        url = f"127.0.0.1:{srv.getsockname()[1]}"
+        code = main(["dumps", "--server", url, "--dump-dir", str(tmp_path)])
+    assert accepted.is_set()
+    assert code == 130, capsys.readouterr().err
