@@ -43,6 +43,7 @@ from kltui.session.events import (
     SampleSkipped,
     TokensDecoded,
 )
+from kltui.session.fleet import fleet, replica_cells
 from kltui.session.recording import Recorder
 from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
@@ -167,9 +168,14 @@ class HeadlessView:
                 self.console.print(Text("  suspect: " + line), soft_wrap=True)
             if d.next_step:
                 self.console.print(Text.assemble(("  next: ", "bold"), d.next_step), soft_wrap=True)
-        for pair in cross_server(self.store):
-            for text in pair_lines(pair):
+        fl = fleet(self.store)
+        if fl is not None:  # every replica against every other replaces the pairs with the first
+            for text in fleet_lines(fl):
                 self.console.print(text, soft_wrap=True)
+        else:
+            for pair in cross_server(self.store):
+                for text in pair_lines(pair):
+                    self.console.print(text, soft_wrap=True)
         self.console.print(verdict_line(self.store))
 
 
@@ -190,6 +196,33 @@ def pair_lines(pair: dict) -> list[Text]:
             out.append(Text(f"  · {h}: {same}, {describe_first_dict(c)}"))
     for h, why in pair["uncompared"].items():
         out.append(Text(f"  · {h}: not compared: {why}"))
+    return out
+
+
+def fleet_lines(f: dict) -> list[Text]:
+    """A fleet run: the router's workers, the comparison's summary, each replica's verdicts."""
+    workers = f["workers"]
+    tested = [w for w in workers if w.get("tested")]
+    out = [
+        Text.assemble(
+            ("fleet: ", "bold"),
+            f"router {f['router']}: {len(workers)} worker(s), {len(tested)} checked directly",
+        )
+    ]
+    for w in workers:
+        health = {True: "healthy", False: "unhealthy"}.get(w.get("is_healthy"), "health unknown")
+        line = f"  · {w['url']} {w.get('worker_type')} ({health})"
+        if not w.get("tested"):
+            line += f": not checked: {w.get('note')}"
+        out.append(Text(line))
+    out.append(Text.assemble(("fleet comparison: ", "bold"), f["summary"]))
+    group = {u: gi for gi, g in enumerate(f["groups"]) for u in g["replicas"]}
+    for url, row in replica_cells(f).items():
+        cells = ", ".join(f"{h} {v}" for h, v in row.items())
+        where = f"group {group[url] + 1}" if url in group else "not compared"
+        out.append(Text(f"  · {url} ({where}): {cells}"))
+    for url, why in f["uncompared"].items():
+        out.append(Text(f"  · {url}: not compared: {why}"))
     return out
 
 

@@ -4,10 +4,21 @@ its own URL and compares them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kltui.cli.commands import main
 from kltui.errors import EXIT_USAGE
+from kltui.outputs import headless
+from kltui.outputs.reports.html import html_report
+from kltui.outputs.reports.junit import junit_report
+from kltui.outputs.reports.md import md_report
+from kltui.reference.launcher import ReferenceServer
+from kltui.session.events import HelperFinished
+from kltui.session.fold import fold
+from kltui.session.recording import read_recording
+from tests.integration.checkrun import check_run
 from tests.router import Router
 
 
@@ -37,3 +48,98 @@ def test_router_flag_on_a_server_says_it_is_no_router(ref_servers, capsys):
     err = capsys.readouterr().err
     assert rc == EXIT_USAGE
     assert "GET /workers answered no worker list, so this is not an SGLang router" in err
+
+
+SMALL = dict(samples=4, max_new_tokens=12, max_prompt_tokens=48)
+
+
+@pytest.fixture(scope="module")
+def three_workers(ref_servers):
+    """Two deterministic replicas (page size 1 and 4: the same bits) and an odd one out that
+    runs without deterministic inference."""
+    a = ref_servers.get(deterministic=True)
+    b = ref_servers.get(deterministic=True, page_size=4)
+    odd = ref_servers.get(deterministic=False, random_seed=0)
+    with Router([a, b, odd]) as router:
+        yield router, (a, b), odd
+
+
+def reports(tmp_path: Path) -> tuple[str, str, str]:
+    """MD, HTML and JUnit of the recorded run (what `kltui report` writes)."""
+    store = fold(read_recording(str(tmp_path / "r.kltui.jsonl")))[-1]
+    return md_report(store), html_report(store), junit_report(store)
+
+
+async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_path):
+    router, same, odd = three_workers
+    rc, res, text = await check_run(
+        [], tmp_path, width=400, record="r.kltui.jsonl", router=router.url, **SMALL
+    )
+    assert rc == 0, text
+    f = res["fleet"]
+    assert f["router"] == router.url
+    assert sorted(f["replicas"]) == sorted([*same, odd])
+    assert [w["worker_type"] for w in f["workers"]] == ["regular"] * 3
+    assert f["identical"] is False
+    assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted(same), [odd]]
+    assert f["settings_differ"] == {"enable_deterministic_inference": [True, False]}
+    (o,) = f["odd"]
+    assert o["replica"] == odd and o["majority"] is True
+    first = o["first_difference"]
+    assert first["helper"] in f["helpers"] and isinstance(first["position"], int)
+    m = f["matrices"]["match"]
+    i, j, k = (f["replicas"].index(u) for u in (*same, odd))
+    assert m[i][j]["identical"] is True and m[i][k]["identical"] is False
+    assert m[i][i] is None and m[k][i] == m[i][k]
+    at = f"sample {first['sample']} @ {first['position']}"
+    summary = f["summary"]
+    assert f"odd one out: {odd} (enable_deterministic_inference true vs false)" in summary
+    assert at in summary
+    assert f"fleet comparison: {summary}" in text
+    assert f"{odd} (group 2): match differs" in text
+    assert "servers compared:" not in text  # the fleet replaces the pairs with the first
+    md, html, junit = reports(tmp_path)
+    assert "enable\\_deterministic\\_inference true vs false" in md
+    assert f"| {odd} | 2 | differs" in md and at.replace("@", "\\@") in md
+    assert "<h2>Fleet</h2>" in html and "enable_deterministic_inference true vs false" in html
+    assert f"<code>{odd}</code>" in html and at in html
+    assert f'name="replica[{odd}]"' in junit
+    assert "not bit-identical to" in junit and at in junit
+    assert "settings: enable_deterministic_inference true vs false" in junit
+    for url in same:
+        assert f'<testcase classname="kltui.fleet" name="replica[{url}]" />' in junit
+
+
+async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
+    ref_servers, tmp_path, monkeypatch
+):
+    a = ref_servers.get(deterministic=True)
+    b = ref_servers.get(deterministic=True, page_size=4)
+    srv = ReferenceServer(deterministic=True).start()
+    real = headless.run_session
+
+    async def kill_after_match(cfg, *args, **kw):
+        async for ev in real(cfg, *args, **kw):
+            yield ev
+            if isinstance(ev, HelperFinished) and (ev.helper, ev.server) == ("match", srv.url):
+                srv.stop()
+
+    monkeypatch.setattr(headless, "run_session", kill_after_match)
+    try:
+        with Router([a, b, srv.url]) as router:
+            rc, res, text = await check_run(
+                [], tmp_path, width=400, record="r.kltui.jsonl", router=router.url, **SMALL
+            )
+    finally:
+        srv.stop()
+    assert rc == 3, text
+    f = res["fleet"]
+    for url in (a, b):  # both live workers ran every helper to the end
+        for h in f["helpers"]:
+            assert res["helpers"][f"{h}@{url}"]["status"] == "pass"
+    assert any(p["source"] == srv.url and p["fatal"] for p in res["problems"])
+    dead = f["replicas"].index(srv.url)
+    ia, ib = f["replicas"].index(a), f["replicas"].index(b)
+    assert f["matrices"]["match"][ia][dead]["identical"] is True
+    assert f["matrices"]["decode_cache_hit"][ia][dead] is None
+    assert f["matrices"]["decode_cache_hit"][ia][ib]["identical"] is True

@@ -16,6 +16,7 @@ from kltui.session import jsonfile
 from kltui.session.codec import tag_floats
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
+from kltui.session.fleet import fleet
 from kltui.session.store import HelperState, SessionStore
 
 SUMMARY_FIELDS = (
@@ -278,6 +279,7 @@ def json_report(store: SessionStore) -> dict:
             ],
             "diagnosis": [d.to_dict() for d in diagnose(store)],
             "cross_server": cross_server(store),
+            "fleet": fleet(store),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
         }

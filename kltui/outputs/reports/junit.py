@@ -24,6 +24,7 @@ from kltui.outputs.reports.common import (
     verdict,
 )
 from kltui.session.diagnosis import diagnose
+from kltui.session.fleet import describe_difference, fleet
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import xml_text
@@ -120,6 +121,42 @@ def setup_cases(suite: ET.Element, store: SessionStore) -> list[str]:
     return kinds
 
 
+def replica_cases(suite: ET.Element, f: dict) -> list[str]:
+    """A fleet run: one test case per replica, failed when it is not bit-identical to the
+    largest agreement group."""
+    kinds = []
+    groups = f["groups"]
+    main = set(groups[0]["replicas"]) if groups else set()
+    odd = {o["replica"]: o for o in f["odd"]}
+    for url in f["replicas"]:
+        case = _sub(suite, "testcase", classname=f"{SUITE}.fleet", name=f"replica[{url}]")
+        if url in f["uncompared"]:
+            _sub(case, "skipped", message=f"not compared: {f['uncompared'][url]}")
+            kinds.append("skipped")
+        elif url in main:
+            kinds.append("passed")
+        else:
+            o = odd[url]
+            why = ", ".join(f"{k} {_text(a)} vs {_text(b)}" for k, (a, b) in o["settings"].items())
+            at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
+            lead = "" if o["majority"] else "no majority group; "
+            msg = (
+                f"{lead}not bit-identical to {o['against']} (group {o['group'] + 1} of "
+                f"{len(groups)}"
+                + (f"; settings: {why}" if why else "; no reported setting differs")
+                + f"); first difference at {at}"
+            )
+            _sub(case, "failure", message=msg, type="fleet")
+            kinds.append("failures")
+    return kinds
+
+
+def _text(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "–" if v is None else str(v)
+
+
 def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) -> None:
     props = _sub(suite, "properties")
     run = store.run
@@ -161,6 +198,8 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
     properties(suite, store, origin)
     kinds = setup_cases(suite, store)
     kinds += [helper_case(suite, st, origin) for st in store.helpers.values()]
+    fl = fleet(store)
+    kinds += replica_cases(suite, fl) if fl is not None else []
     v = verdict(store)
     if v != "pass" and not any(k in ("failures", "errors") for k in kinds):
         # Keep CI honest: a run that did not pass never shows as an all-green suite.
@@ -184,6 +223,8 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
     lines += [
         f"{'error' if p.fatal else 'warning'}: {p.source}: {p.message}" for p in store.problems
     ]
+    if fl is not None:
+        lines.append(f"fleet: {fl['summary']}")
     if lines:
         _sub(suite, "system-out", "\n".join(lines))
     ET.indent(root)

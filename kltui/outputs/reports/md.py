@@ -24,6 +24,7 @@ from kltui.outputs.reports.common import (
 from kltui.session.compare import describe_first_dict
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
+from kltui.session.fleet import fleet, replica_cells
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
@@ -92,6 +93,37 @@ def notes(store: SessionStore) -> list[str]:
     return out
 
 
+def fleet_md(f: dict) -> list[str]:
+    """A fleet run: the comparison's summary, the groups and a replica x helper table."""
+    workers = f["workers"]
+    lines = [
+        f"- **Fleet** router {md_text(f['router'])}: {len(workers)} worker(s), "
+        f"{sum(1 for w in workers if w.get('tested'))} checked directly: {md_text(f['summary'])}"
+    ]
+    for w in workers:
+        if not w.get("tested"):
+            lines.append(
+                f"  - {md_text(w['url'])} ({md_text(w.get('worker_type'))}) not checked: "
+                f"{md_text(w.get('note'))}"
+            )
+    cells = replica_cells(f)
+    if not cells:
+        return lines
+    group = {u: gi for gi, g in enumerate(f["groups"]) for u in g["replicas"]}
+    helpers = list(f["matrices"])
+    lines += [
+        "",
+        "| replica | group | " + " | ".join(md_text(h) for h in helpers) + " |",
+        "|---|---|" + "---|" * len(helpers),
+    ]
+    for url, row in cells.items():
+        g = str(group[url] + 1) if url in group else "–"
+        lines.append(
+            f"| {md_text(url)} | {g} | " + " | ".join(md_text(row[h]) for h in helpers) + " |"
+        )
+    return lines + [""]
+
+
 def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     run = store.run
     v = verdict(store)
@@ -118,7 +150,9 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
         if d.next_step:
             lines.append(f"  - next: {md_text(d.next_step)}")
-    for pair in cross_server(store):
+    fl = fleet(store)
+    lines += fleet_md(fl) if fl is not None else []
+    for pair in cross_server(store) if fl is None else ():
         x, y = pair["servers"]
         where = "; ".join(
             f"{md_text(h)} {md_text(describe_first_dict(c))}"

@@ -1,0 +1,315 @@
+"""The replicas of a fleet run (`kltui check --router`) against each other: cross_server
+generalised from a pair to every pair.
+
+Per helper, a replicas x replicas bit-equality matrix (identical, first differing position,
+max |delta|); the agreement groups (replicas bit-identical to each other on every helper both
+ran); and one summary: "all N replicas bit-identical on every path", or the groups with the
+server settings that differ between them, the odd one(s) out and where they first differ.
+Pure: it reads a SessionStore, does no I/O, and every view (console, reports, TUI) shows what
+it returns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kltui.helpers.registry import same_engine
+from kltui.session.compare import BookDiff, compare_books
+from kltui.session.servers import COMPARED
+from kltui.session.store import HelperState, SessionStore, helper_key
+
+SIDES_SHOWN = {
+    "ids": "generated token ids differ",
+    "prefill": "prefill side",
+    "decode": "decode side",
+    "both": "prefill and decode side",
+    "length": "one side has fewer tokens",
+}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """Replica x against replica y on one helper."""
+
+    identical: bool | None  # None: no sample scored on both
+    first: dict | None  # {"sample", "position", "side"} of the earliest difference
+    prefill_max_abs_delta: float
+    decode_max_abs_delta: float
+    comparable_samples: int
+
+    @classmethod
+    def of(cls, diff: BookDiff) -> Cell:
+        """The cell of one compared pair."""
+        first = diff.first
+        return cls(
+            diff.identical,
+            None
+            if first is None
+            else {"sample": first.sample, "position": first.first, "side": first.side},
+            diff.max_abs("prefill"),
+            diff.max_abs("decode"),
+            diff.comparable,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form of this cell."""
+        return {
+            "identical": self.identical,
+            "first_difference": self.first,
+            "prefill_max_abs_delta": self.prefill_max_abs_delta,
+            "decode_max_abs_delta": self.decode_max_abs_delta,
+            "comparable_samples": self.comparable_samples,
+        }
+
+
+def fleet_info(store: SessionStore) -> dict | None:
+    """The fleet record of a `--router` run (router, workers), None for any other run."""
+    fleet = store.run.config.get("fleet") if store.run else None
+    return fleet if isinstance(fleet, dict) else None
+
+
+def replicas(store: SessionStore) -> list[str]:
+    """The workers the fleet run checked, in the run's order."""
+    info = fleet_info(store) or {}
+    tested = [
+        w["url"]
+        for w in info.get("workers", [])
+        if w.get("tested") and isinstance(w.get("url"), str)
+    ]
+    if tested or store.run is None:
+        return tested
+    return list(store.run.config.get("servers") or [])
+
+
+def _helpers(store: SessionStore, urls: list[str]) -> list[str]:
+    asked = store.run.config.get("helpers") if store.run else None
+    names = [h for h in (asked or []) if isinstance(h, str) and same_engine(h)]
+    names += [st.helper for st in store.helpers.values() if st.server in urls]
+    return [h for h in dict.fromkeys(names) if same_engine(h)]
+
+
+def _state(store: SessionStore, helper: str, url: str) -> HelperState | None:
+    st = store.helpers.get(helper_key(helper, url))
+    return st if st is not None and st.book.samples else None
+
+
+def matrix(store: SessionStore, helper: str, urls: list[str]) -> list[list[Cell | None]]:
+    """Every replica against every other on `helper` (None on the diagonal and where either
+    has no scored sample); symmetric."""
+    n = len(urls)
+    out: list[list[Cell | None]] = [[None] * n for _ in range(n)]
+    states = [_state(store, helper, u) for u in urls]
+    for i in range(n):
+        for j in range(i + 1, n):
+            x, y = states[i], states[j]
+            if x is None or y is None:
+                continue
+            cell = Cell.of(compare_books(x.book, y.book))
+            out[i][j] = out[j][i] = cell
+    return out
+
+
+def _agree(mats: dict[str, list[list[Cell | None]]], i: int, j: int) -> bool | None:
+    """Replicas i and j on every helper: True identical wherever both ran, False once one
+    differs, None when no helper was compared."""
+    cells = [m[i][j] for m in mats.values()]
+    verdicts = [c.identical for c in cells if c is not None and c.identical is not None]
+    if False in verdicts:
+        return False
+    return True if verdicts else None
+
+
+def groups_of(
+    mats: dict[str, list[list[Cell | None]]], n: int
+) -> tuple[list[list[int]], list[int]]:
+    """Agreement groups (lists of replica indices, largest first) and the replicas compared
+    with none (they errored or never answered)."""
+    groups: list[list[int]] = []
+    alone: list[int] = []
+    for i in range(n):
+        if not any(_agree(mats, i, j) is not None for j in range(n) if j != i) and n > 1:
+            alone.append(i)
+            continue
+        for g in groups:
+            if all(_agree(mats, i, j) is not False for j in g) and any(
+                _agree(mats, i, j) for j in g
+            ):
+                g.append(i)
+                break
+        else:
+            groups.append([i])
+    groups.sort(key=lambda g: (-len(g), g[0]))
+    return groups, alone
+
+
+def _identity(store: SessionStore, url: str) -> dict:
+    for s in store.run.servers if store.run else []:
+        if s.get("url") == url:
+            return s
+    return {}
+
+
+def _settings(store: SessionStore, urls: list[str], groups: list[list[int]]) -> dict[str, list]:
+    """The compared settings that separate the groups (no value shared by two groups): one
+    value per group. A setting that varies inside a group cannot explain the split."""
+    out: dict[str, list] = {}
+    for key in COMPARED:
+        per_group = [
+            list(dict.fromkeys(repr(_identity(store, urls[i]).get(key)) for i in g)) for g in groups
+        ]
+        values = [v for vals in per_group for v in vals]
+        if len(values) == len(set(values)) and all(len(v) == 1 for v in per_group):
+            out[key] = [_identity(store, urls[g[0]]).get(key) for g in groups]
+    return out
+
+
+def _earliest(mats: dict[str, list[list[Cell | None]]], i: int, j: int) -> dict[str, Any] | None:
+    """Where replicas i and j first differ, over every helper: the earliest position."""
+    found = []
+    for name, m in mats.items():
+        c = m[i][j]
+        if c is not None and c.identical is False and c.first is not None:
+            found.append(
+                {
+                    "helper": name,
+                    **c.first,
+                    "prefill_max_abs_delta": c.prefill_max_abs_delta,
+                    "decode_max_abs_delta": c.decode_max_abs_delta,
+                }
+            )
+    return min(found, key=lambda f: (f["position"], f["sample"])) if found else None
+
+
+def describe_difference(d: dict) -> str:
+    """'match sample 0 @ 3 (decode side; max |Δ| prefill 0, decode 1.2e-07)'."""
+    side = SIDES_SHOWN.get(d["side"], d["side"])
+    return (
+        f"{d['helper']} sample {d['sample']} @ {d['position']} ({side}; max |Δ| prefill "
+        f"{d['prefill_max_abs_delta']:.3g}, decode {d['decode_max_abs_delta']:.3g})"
+    )
+
+
+def _value(v: object) -> str:
+    if isinstance(v, list):
+        return "/".join(_value(x) for x in v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return "–" if v is None else str(v)
+
+
+def fleet(store: SessionStore) -> dict | None:
+    """The fleet comparison of a `--router` run (None for any other run): JSON-ready."""
+    info = fleet_info(store)
+    if info is None:
+        return None
+    urls = replicas(store)
+    names = _helpers(store, urls)
+    mats = {h: matrix(store, h, urls) for h in names}
+    groups, alone = groups_of(mats, len(urls))
+    differ = _settings(store, urls, groups) if len(groups) > 1 else {}
+    odd: list[dict] = []
+    if len(groups) > 1:
+        main = groups[0]
+        lone_majority = len(main) > len(groups[1])
+        for gi, g in enumerate(groups[1:], start=1):
+            for i in g:
+                odd.append(
+                    {
+                        "replica": urls[i],
+                        "group": gi,
+                        "against": urls[main[0]],
+                        "settings": {k: [v[0], v[gi]] for k, v in differ.items()},
+                        "first_difference": _earliest(mats, i, main[0]),
+                        "majority": lone_majority,
+                    }
+                )
+    identical = None
+    if len(groups) > 1:
+        identical = False
+    elif groups and not alone and len(urls) > 1:
+        identical = True
+    out: dict[str, Any] = {
+        "router": info.get("router"),
+        "workers": info.get("workers", []),
+        "replicas": urls,
+        "helpers": names,
+        "identical": identical,
+        "groups": [
+            {
+                "replicas": [urls[i] for i in g],
+                "settings": {k: v[gi] for k, v in differ.items()},
+            }
+            for gi, g in enumerate(groups)
+        ],
+        "uncompared": {urls[i]: _why_alone(store, urls[i], names) for i in alone},
+        "settings_differ": differ,
+        "odd": odd,
+        "matrices": {
+            h: [[c.to_dict() if c is not None else None for c in row] for row in m]
+            for h, m in mats.items()
+        },
+    }
+    out["summary"] = summary_line(out)
+    return out
+
+
+def _why_alone(store: SessionStore, url: str, names: list[str]) -> str:
+    for p in store.problems:
+        if p.fatal and p.source == url:
+            return p.message
+    ran = [h for h in names if _state(store, h, url) is not None]
+    return "no helper scored a sample on it" if not ran else "no other replica to compare with"
+
+
+def summary_line(f: dict) -> str:
+    """One line: all replicas bit-identical, or the groups, what differs and where."""
+    n = len(f["replicas"])
+    left = f["uncompared"]
+    tail = f"; not compared: {', '.join(left)}" if left else ""
+    if f["identical"]:
+        return f"all {n} replicas bit-identical on every path ({', '.join(f['helpers'])})"
+    groups = f["groups"]
+    if len(groups) <= 1:
+        what = "bit-identical where compared" if groups else "nothing compared"
+        return f"{n} replicas: {what}{tail}"
+    differ = f["settings_differ"]
+    changed = ", ".join(differ) if differ else "no reported setting"
+    parts = []
+    for g in groups:
+        s = ", ".join(f"{k} {_value(v)}" for k, v in g["settings"].items())
+        parts.append(f"[{', '.join(g['replicas'])}]" + (f" ({s})" if s else ""))
+    line = f"{len(groups)} agreement groups among {n} replicas: " + " vs ".join(parts)
+    line += f"; settings that differ between groups: {changed}"
+    for o in f["odd"]:
+        if not o["majority"]:
+            continue
+        why = ", ".join(f"{k} {_value(a)} vs {_value(b)}" for k, (a, b) in o["settings"].items())
+        at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
+        line += f"; odd one out: {o['replica']}" + (f" ({why})" if why else "")
+        line += f", first differs from {o['against']} at {at}"
+    return line + tail
+
+
+def replica_cells(f: dict) -> dict[str, dict[str, str]]:
+    """Per replica and helper, the verdict a fleet view shows against the first replica of the
+    largest group (the reference): 'same', 'differs', 'reference' or 'not compared'."""
+    urls = f["replicas"]
+    ref = urls.index(f["groups"][0]["replicas"][0]) if f["groups"] else None
+    out: dict[str, dict[str, str]] = {}
+    for i, u in enumerate(urls):
+        row = {}
+        for h, m in f["matrices"].items():
+            if ref is None:
+                row[h] = "not compared"
+            elif i == ref:
+                ran = any(c is not None and c.get("identical") is not None for c in m[i])
+                row[h] = "reference" if ran else "not compared"
+            else:
+                c = m[i][ref]
+                if c is None or c.get("identical") is None:
+                    row[h] = "not compared"
+                else:
+                    row[h] = "same" if c["identical"] else "differs"
+        out[u] = row
+    return out
