@@ -51,24 +51,19 @@ def _hit_check(ctx: HelperContext, run: Run, hits: int, kind: str) -> Problem | 
     return Problem(ctx.server, run.extra["hit_failure"], fatal=False, helper=run.helper)
 
 
-def _started(ctx: HelperContext, name: str) -> HelperStarted:
-    return HelperStarted(
-        name,
-        ctx.server,
-        len(ctx.prompts),
-        ctx.threshold,
-        ctx.tail_threshold,
+def _started(ctx: HelperContext, run: Run) -> HelperStarted:
+    return run.started(
         {
             "max_new_tokens": ctx.max_new_tokens,
             "temperature": ctx.temperature,
             "min_cache_hit_ratio": ctx.min_cache_hit_ratio,
-        },
+        }
     )
 
 
 @helper("prefill_cache_hit")
 async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
-    yield _started(ctx, run.helper)
+    yield _started(ctx, run)
     if (p := _vacuous(ctx, run)) is not None:
         yield p
         yield run.finished(status="vacuous", reason=p.message)
@@ -141,7 +136,7 @@ def _with_fix(e: EngineError) -> EngineError:
 
 @helper("decode_cache_hit")
 async def decode_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
-    yield _started(ctx, run.helper)
+    yield _started(ctx, run)
     if (p := _vacuous(ctx, run)) is not None:
         yield p
         yield run.finished(status="vacuous", reason=p.message)

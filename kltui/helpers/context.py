@@ -11,6 +11,7 @@ import numpy as np
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
+from kltui.metrics.presets import ThresholdSource
 from kltui.session.events import (
     HelperFinished,
 )
@@ -66,7 +67,7 @@ class HelperContext:
     tokenizer: Any = None
     stream_interval: int | None = None  # tokens per streamed chunk; None: the server's own
     top_k: int = 0  # cross_engine: K of the top-K compared with the baseline
-    threshold_source: str = ""  # where `threshold` came from (preset, config entry, --threshold)
+    threshold_source: ThresholdSource | None = None  # where `threshold` came from
     # a helper that compares against another engine (scope "baseline" in the registry)
     baseline_url: str | None = None
     baseline_api_key: str | None = field(default=None, repr=False)

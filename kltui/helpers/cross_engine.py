@@ -20,7 +20,7 @@ mismatches become Problems, and a different model or vocabulary refuses the comp
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import replace
 
 import numpy as np
 
@@ -45,7 +45,6 @@ from kltui.metrics.k3 import avg_kl_div, within_threshold
 from kltui.session.events import (
     Event,
     HelperFinished,
-    HelperStarted,
     Problem,
     SampleScored,
     SampleSkipped,
@@ -67,32 +66,29 @@ class CrossEngineError(PhaseError):
         self.finished = finished
 
 
-@dataclass
-class CrossContext(HelperContext):
-    baseline: VLLMClient | None = None
-    top_k: int = 5
-    # avg_kl_div gates the verdict only when the threshold was given for this comparison
-    # (--threshold or a config entry); SGLang's CI values are for prefill vs decode, not engines.
-    kl_gate: bool = False
-    sglang_identity: dict = field(default_factory=dict)
-    vllm_identity: dict = field(default_factory=dict)
-    alignment: list[Row] = field(default_factory=list)
-
-
 class CrossRun(Run):
-    def __init__(self, ctx: CrossContext) -> None:
+    """A Run that also holds the baseline, its identity and what the comparison found."""
+
+    def __init__(self, ctx: HelperContext, baseline: VLLMClient) -> None:
         super().__init__(ctx, HELPER)
+        self.baseline = baseline
+        # avg_kl_div gates the verdict only when the user chose the threshold (--threshold or a
+        # config entry); SGLang's CI values are for prefill vs decode, not engines.
+        src = ctx.threshold_source
+        self.kl_gate = src is not None and src.user_set
+        self.vllm_identity: dict = {}
+        self.alignment: list[Row] = []
         self.cross: list[tuple[int, CrossPositions]] = []
         self.greedy: list[tuple[int, dict | None]] = []
         self.per_sample: list[dict] = []
 
     def cross_figures(self) -> dict:
-        ctx: CrossContext = self.ctx  # type: ignore[assignment]
-        figures = cross_summary(self.cross, self.greedy, k=ctx.top_k)
-        figures["alignment"] = [r.to_dict() for r in ctx.alignment]
-        figures["config_mismatches"] = [r.key for r in mismatches(ctx.alignment)]
-        figures["baseline"] = ctx.vllm_identity.get("url")
-        figures["kl_gate"] = ctx.kl_gate
+        """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment)."""
+        figures = cross_summary(self.cross, self.greedy, k=self.ctx.top_k)
+        figures["alignment"] = [r.to_dict() for r in self.alignment]
+        figures["config_mismatches"] = [r.key for r in mismatches(self.alignment)]
+        figures["baseline"] = self.vllm_identity.get("url")
+        figures["kl_gate"] = self.kl_gate
         figures["cross_per_sample"] = self.per_sample
         return figures
 
@@ -106,12 +102,11 @@ class CrossRun(Run):
     def _status(self, fig: dict) -> str:
         """Pass: the migration guide's agreement line holds, every greedy divergence passes
         vLLM's own rule, and avg_kl_div is under the threshold when one was set for this."""
-        ctx: CrossContext = self.ctx  # type: ignore[assignment]
         ok = bool(self.cross) and fig["agreement_ok"] is not False
         ok = ok and fig["greedy_rule_failures"] == 0
-        if ctx.kl_gate:
+        if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
-            ok = ok and within_threshold(avg, ctx.threshold)
+            ok = ok and within_threshold(avg, self.ctx.threshold)
         return "pass" if ok else "fail"
 
 
@@ -120,12 +115,9 @@ def _fail(run: CrossRun, err: EngineError, phase: str) -> CrossEngineError:
     return CrossEngineError(err, phase, run.partial(f"{err.server}: {err.message}"))
 
 
-async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncIterator[Event]:
-    """The helper proper: ctx.baseline is identified and aligned already (run_cross_engine)."""
-    run = run or CrossRun(ctx)
-    vllm = ctx.baseline
-    if vllm is None:
-        raise ValueError("cross_engine needs ctx.baseline (a VLLMClient)")
+async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event]:
+    """The helper proper: run.baseline is identified and aligned already (run_cross_engine)."""
+    vllm = run.baseline
     k = ctx.top_k
     samples = [
         Sample(i, np.asarray(p, dtype=np.int64), np.zeros(0, np.int64))
@@ -151,7 +143,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
         run.extra["sglang_decoded"] = len(outs)
 
     # Samples the baseline cannot hold are skipped, never truncated (other ids, other numbers).
-    limit = ctx.vllm_identity.get("max_model_len")
+    limit = run.vllm_identity.get("max_model_len")
     todo = []
     for s in samples:
         need = s.seq.size + 1
@@ -236,7 +228,7 @@ async def cross_engine(ctx: CrossContext, run: CrossRun | None = None) -> AsyncI
     yield run.finished()
 
 
-def _score(ctx: CrossContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g) -> Event:
+def _score(ctx: HelperContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g) -> Event:
     k = ctx.top_k
     seq, p0 = s.seq, s.start
     n = seq.size - p0
@@ -318,30 +310,11 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
         raise ValueError("run_cross_engine needs a baseline URL")
     # the baseline's own key only: the SGLang servers' key never goes to vLLM
     vllm = VLLMClient(base.baseline_url, base.baseline_api_key, timeout=base.request_timeout)
-    ctx = CrossContext(
-        client=base.client,
-        prompts=base.prompts,
-        max_new_tokens=base.max_new_tokens,
-        temperature=0.0,
-        threshold=base.threshold,
-        tail_threshold=base.tail_threshold,
-        stream=False,
-        flush_timeout=base.flush_timeout,
-        server_info=base.server_info,
-        threshold_source=base.threshold_source,
-        baseline=vllm,
-        top_k=base.top_k,
-        kl_gate=base.threshold_source.startswith(("--threshold", "config thresholds")),
-        sglang_identity=base.server_info,
-    )
-    run = CrossRun(ctx)
+    # the same context as every helper; the comparison is greedy and not streamed
+    ctx = replace(base, temperature=0.0, stream=False)
+    run = CrossRun(ctx, vllm)
     try:
-        yield HelperStarted(
-            HELPER,
-            ctx.server,
-            len(ctx.prompts),
-            ctx.threshold,
-            ctx.tail_threshold,
+        yield run.started(
             {
                 "baseline": vllm.url,
                 "top_k": ctx.top_k,
@@ -354,17 +327,17 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
         )
         yield run.enter("align")
         try:
-            ctx.vllm_identity = await vllm.identify()
+            run.vllm_identity = await vllm.identify()
         except EngineError as e:
             raise _fail(run, e, "align") from None
         probe = await _probe_tokenizers(ctx.client, vllm)
-        ctx.alignment = align(
-            ctx.server_info, ctx.vllm_identity, top_k=ctx.top_k, tokenizer_probe=probe
+        run.alignment = align(
+            ctx.server_info, run.vllm_identity, top_k=ctx.top_k, tokenizer_probe=probe
         )
-        for row in mismatches(ctx.alignment):
+        for row in mismatches(run.alignment):
             if row.severity != "refuse":
                 yield Problem(vllm.url, describe(row), fatal=False, helper=HELPER, phase="align")
-        if (reason := _refusal(ctx.alignment)) is not None:
+        if (reason := _refusal(run.alignment)) is not None:
             raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")
         async for ev in cross_engine(ctx, run):
             yield ev

@@ -7,19 +7,12 @@ from collections.abc import AsyncIterator
 from kltui.engines.sglang_parse import GenResult
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
-from kltui.session.events import Event, HelperStarted
+from kltui.session.events import Event
 
 
 @helper("match")
 async def match(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
-    yield HelperStarted(
-        "match",
-        ctx.server,
-        len(ctx.prompts),
-        ctx.threshold,
-        ctx.tail_threshold,
-        {"max_new_tokens": ctx.max_new_tokens, "temperature": ctx.temperature},
-    )
+    yield run.started({"max_new_tokens": ctx.max_new_tokens, "temperature": ctx.temperature})
     if (warn := run.temperature_warning()) is not None:
         yield warn
     samples = list(range(len(ctx.prompts)))

@@ -26,6 +26,7 @@ from kltui.metrics.k3 import ScoreBook
 from kltui.session.events import (
     Event,
     HelperFinished,
+    HelperStarted,
     PhaseChanged,
     Problem,
     SampleScored,
@@ -66,10 +67,21 @@ class Run:
         self.book = ScoreBook(ctx.tail_threshold)
         self.skipped = 0
         self.extra: dict = {}
-        if ctx.threshold_source:
-            self.extra["threshold_source"] = ctx.threshold_source
         # sample -> the ids side A replayed (prompt + generated), for the extras pass
         self.scored_inputs: dict[int, np.ndarray] = {}
+
+    def started(self, settings: dict) -> HelperStarted:
+        """The helper's first event: its samples, thresholds (sent once, here) and settings."""
+        src = self.ctx.threshold_source
+        return HelperStarted(
+            self.helper,
+            self.ctx.server,
+            len(self.ctx.prompts),
+            self.ctx.threshold,
+            self.ctx.tail_threshold,
+            settings,
+            threshold_source=src.to_dict() if src is not None else None,
+        )
 
     def enter(self, phase: str) -> PhaseChanged:
         self.phase = phase
@@ -367,6 +379,8 @@ class Run:
         summary = self.book.summary(
             n_samples=len(self.ctx.prompts), n_skipped=self.skipped, threshold=self.ctx.threshold
         )
+        # the threshold went down once, in HelperStarted (`started`); the store puts it back
+        del summary["threshold"]
         summary.update(self.extra)
         summary.update(extra)
         if summary.get("status") is None:

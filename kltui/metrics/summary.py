@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from kltui.metrics.presets import ThresholdSource
+
 
 @dataclass(frozen=True)
 class Summary:
@@ -23,8 +25,8 @@ class Summary:
     skipped: int | None = None
     tokens: int | None = None
     avg_kl_div: float | None = None  # SGLang's: mean over samples of each sample's mean k3
-    threshold: float | None = None
-    threshold_source: str | None = None
+    threshold: float | None = None  # from HelperStarted (older recordings: the summary too)
+    threshold_source: ThresholdSource | None = None
     tail_threshold: float | None = None
     token_mean_k3: float | None = None
     p50_k3: float | None = None
@@ -53,10 +55,22 @@ class Summary:
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def of(cls, d: dict[str, Any] | None) -> Summary:
-        """A Summary from the JSON summary, tolerating missing and older fields."""
+    def of(
+        cls,
+        d: dict[str, Any] | None,
+        *,
+        threshold: float | None = None,
+        threshold_source: ThresholdSource | None = None,
+    ) -> Summary:
+        """Read a HelperFinished summary; `threshold` and `threshold_source` (sent once, in
+        HelperStarted) fill in what the summary itself does not hold."""
         d = d if isinstance(d, dict) else {}
         known = {k: d[k] for k in _NAMES if k in d and d[k] is not None}
+        known["threshold_source"] = ThresholdSource.of(d.get("threshold_source"))
+        if known["threshold_source"] is None:
+            known["threshold_source"] = threshold_source
+        if "threshold" not in known and threshold is not None:
+            known["threshold"] = threshold
         known["passed"] = bool(d.get("passed"))
         known["live"] = bool(d.get("live"))
         if not isinstance(known.get("per_sample"), list):

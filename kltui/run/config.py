@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,12 @@ import yaml
 from kltui.errors import UsageError
 from kltui.helpers.registry import DEFAULT_HELPERS, HELPERS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
-from kltui.metrics.presets import DEFAULT_KL_DIV, DETERMINISTIC_KL_DIV, PRESETS
+from kltui.metrics.presets import (
+    DEFAULT_KL_DIV,
+    DETERMINISTIC_KL_DIV,
+    PRESETS,
+    ThresholdSource,
+)
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
 
 STREAM_CHUNKS = 16
@@ -352,9 +357,11 @@ def check_helpers(names: list[str], where: str) -> None:
 
 @dataclass(frozen=True)
 class Threshold:
+    """One helper's resolved thresholds and where kl_div came from."""
+
     kl_div: float
     tail_threshold: float
-    source: str
+    source: ThresholdSource
 
 
 def resolve_threshold(
@@ -364,24 +371,24 @@ def resolve_threshold(
     runs deterministic inference > SGLang CI preset for the model > the common CI value."""
     tail = cfg.tail_threshold
     if cfg.threshold is not None:
-        return Threshold(cfg.threshold, tail, "--threshold")
-    sources: list[tuple[str, list[ThresholdEntry]]] = [("config thresholds", cfg.thresholds)]
+        return Threshold(cfg.threshold, tail, ThresholdSource("flag"))
+    sources: list[tuple[ThresholdSource, list[ThresholdEntry]]] = [
+        (ThresholdSource("config"), cfg.thresholds)
+    ]
     if cfg.preset:
-        sources.append((f"preset {cfg.preset}", _preset(cfg.preset)))
+        sources.append((ThresholdSource("preset", cfg.preset), _preset(cfg.preset)))
     if deterministic:
+        why = "server reports enable_deterministic_inference"
         sources.append(
-            (
-                "preset deterministic (server reports enable_deterministic_inference)",
-                _preset("deterministic"),
-            )
+            (ThresholdSource("preset", "deterministic", why=why), _preset("deterministic"))
         )
-    sources.append(("preset sglang-ci", _preset("sglang-ci")))
-    for label, entries in sources:
+    sources.append((ThresholdSource("preset", "sglang-ci"), _preset("sglang-ci")))
+    for src, entries in sources:
         for e in entries:
             if e.matches(model, tp) and (kl := e.for_helper(helper)) is not None:
                 t = e.tail_threshold if e.tail_threshold is not None else tail
-                return Threshold(float(kl), t, f"{label} ({e.model})")
-    return Threshold(DEFAULT_KL_DIV, tail, f"default {DEFAULT_KL_DIV:g} (SGLang CI's common value)")
+                return Threshold(float(kl), t, replace(src, model=e.model))
+    return Threshold(DEFAULT_KL_DIV, tail, ThresholdSource("default"))
 
 
 def _preset(name: str) -> list[ThresholdEntry]:

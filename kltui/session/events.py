@@ -34,6 +34,9 @@ class HelperStarted:
     threshold: float
     tail_threshold: float
     settings: dict[str, Any] = field(default_factory=dict)
+    # where `threshold` came from: metrics/presets.ThresholdSource as a JSON object (None in
+    # older recordings, whose HelperFinished summary carried a label instead)
+    threshold_source: dict[str, Any] | None = None
     at: float | None = field(default_factory=time.time)
 
 

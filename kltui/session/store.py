@@ -5,6 +5,7 @@ It only folds events; every number it holds comes from `metrics.k3.ScoreBook` or
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
+from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
 from kltui.session.events import (
     Event,
@@ -43,6 +45,7 @@ class HelperState:
     threshold: float
     tail_threshold: float = DEFAULT_TAIL_THRESHOLD
     settings: dict = field(default_factory=dict)
+    threshold_source: ThresholdSource | None = None
     phase: str = "starting"
     # Seconds on the store's clock (see SessionStore.clock): the helper's own start and end,
     # so a live run, `kltui check`, the reports and a replay all show the same duration.
@@ -123,6 +126,7 @@ class SessionStore:
                     event.threshold,
                     event.tail_threshold,
                     dict(event.settings),
+                    ThresholdSource.of(event.threshold_source),
                     started=self._time_of(event),
                     clock=self.clock,
                 )
@@ -173,7 +177,12 @@ class SessionStore:
                 return st
             case HelperFinished():
                 st = self._state(event.helper, event.server)
-                st.summary = Summary.of(event.summary)
+                st.summary = Summary.of(
+                    event.summary,
+                    # NaN: a recording that starts mid-helper never said
+                    threshold=st.threshold if math.isfinite(st.threshold) else None,
+                    threshold_source=st.threshold_source,
+                )
                 st.phase = "done"
                 st.finished = self._time_of(event)
                 return st

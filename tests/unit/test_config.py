@@ -78,7 +78,7 @@ def test_threshold_resolution_order():
     t = resolve_threshold(
         cfg, "match", model="/models/Qwen3-Next-80B-A3B-Instruct", tp=4, deterministic=False
     )
-    assert t.kl_div == 0.002 and "sglang-ci" in t.source
+    assert t.kl_div == 0.002 and t.source.preset == "sglang-ci" and not t.source.user_set
     t = resolve_threshold(
         cfg,
         "prefill_cache_hit",
@@ -88,7 +88,10 @@ def test_threshold_resolution_order():
     )
     assert t.kl_div == 0.012
     t = resolve_threshold(cfg, "match", model="x", tp=1, deterministic=True)
-    assert t.kl_div == 1e-9 and "deterministic" in t.source
+    assert t.kl_div == 1e-9 and t.source.preset == "deterministic"
+    assert t.source.label == (
+        "preset deterministic (server reports enable_deterministic_inference) (*)"
+    )
     cfg.threshold = 0.5
     assert resolve_threshold(cfg, "match", model="x", tp=1, deterministic=True).kl_div == 0.5
 

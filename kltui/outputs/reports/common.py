@@ -204,6 +204,10 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
             # the JSON copies what the helper reported, key for key
             raw = st.summary.raw
             entry.update({k: raw[k] for k in SUMMARY_FIELDS if k in raw})
+            # sent once, in HelperStarted (older recordings: in the summary too)
+            entry["threshold"] = st.summary.threshold
+            src = st.summary.threshold_source
+            entry["threshold_source"] = src.label if src is not None else None
             entry["status"] = helper_status(st)  # older recordings: from `passed`
             entry.update(cross_fields(st.summary) or {})
             entry["per_sample"] = [

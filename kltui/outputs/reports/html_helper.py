@@ -57,7 +57,7 @@ def _stat(label: str, value: str, sub: str = "") -> str:
 def stats_html(st: HelperState) -> str:
     s = st.summary or Summary()
     avg, thr = s.avg_kl_div, (s.threshold if s.threshold is not None else st.threshold)
-    source = f" · {esc(s.threshold_source)}" if s.threshold_source else ""
+    source = f" · {esc(s.threshold_source.label)}" if s.threshold_source else ""
     if s.passed:
         relation = f"below the threshold {_num(thr)}{source}"
     else:

@@ -89,7 +89,7 @@ class Counters(Static):
             if note:
                 notes.append(safe(f"⚠ {note}", style=bad, limit=200))
         if s.threshold_source:
-            source = safe(s.threshold_source, style="dim")
+            source = safe(s.threshold_source.label, style="dim")
             source.no_wrap, source.overflow = True, "ellipsis"
             grid.add_row("gate from", source)
         self.update(Group(grid, *notes))
