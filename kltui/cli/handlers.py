@@ -105,10 +105,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
     if not cfg.servers and not cfg.router:
         raise UsageError("give --server HOST:PORT, or run `kltui demo` for the embedded server")
     if cfg.servers:
-        from kltui.engines.http import resolve_api_key
         from kltui.run.fleet import refuse_routers
 
-        asyncio.run(refuse_routers(cfg.servers, resolve_api_key(cfg.api_key)))
+        asyncio.run(refuse_routers(cfg.servers, cfg.server_api_key()))
     return _run_tui(cfg, args, dumps_result)
 
 

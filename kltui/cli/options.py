@@ -9,7 +9,7 @@ import sys
 
 from kltui.argtypes import nonneg_int, number, pos_int
 from kltui.errors import UsageError
-from kltui.helpers.registry import BASELINE_HELPERS, HELPERS
+from kltui.helpers.registry import BASELINE_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 
 SUBCOMMANDS = (
     "tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
@@ -42,7 +42,7 @@ def _prompt_cap(s: str) -> int:
 
 
 # What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
-RUN_SIZES = {"samples": 32, "max_new_tokens": 512, "max_prompt_tokens": 3000}
+RUN_SIZES = {"samples": 32, "max_new_tokens": DEFAULT_MAX_NEW_TOKENS, "max_prompt_tokens": 3000}
 DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
 THEME_HELP = "kltui-dark (default), kltui-light, kltui-cb (colour-blind-safe heat scale)"
 

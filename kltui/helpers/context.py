@@ -10,6 +10,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
+from kltui.helpers.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import ThresholdSource
 from kltui.session.events import (
@@ -50,7 +51,7 @@ class PhaseError(Exception):
 class HelperContext:
     client: SGLangClient
     prompts: list[np.ndarray]
-    max_new_tokens: int = 512
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     temperature: float = 0.0
     threshold: float = 0.002
     tail_threshold: float = DEFAULT_TAIL_THRESHOLD

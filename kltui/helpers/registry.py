@@ -12,6 +12,10 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# Tokens each sample decodes unless --max-new-tokens says otherwise (the config, the helpers'
+# context and the command line's help all read it here).
+DEFAULT_MAX_NEW_TOKENS = 512
+
 
 @dataclass(frozen=True)
 class Helper:

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from kltui.errors import UsageError
-from kltui.helpers.registry import DEFAULT_HELPERS, HELPERS
+from kltui.helpers.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import (
     DEFAULT_KL_DIV,
@@ -62,7 +62,7 @@ class RunConfig:
     baseline: str | None = None
     helpers: list[str] = field(default_factory=lambda: list(DEFAULT_HELPERS))
     samples: int = 32
-    max_new_tokens: int = 512
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
     prompts: str | None = None
     max_prompt_tokens: int | None = DEFAULT_MAX_PROMPT_TOKENS
     seed: int = DEFAULT_SEED
@@ -101,6 +101,19 @@ class RunConfig:
     router: str | None = None
     fleet_concurrency: int = DEFAULT_FLEET_CONCURRENCY
 
+    def server_api_key(self) -> str | None:
+        """The SGLang servers' (and router's) key: --api-key, else KLTUI_API_KEY; never sent to
+        the vLLM baseline."""
+        from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
+
+        return resolve_api_key(self.api_key)
+
+    def baseline_api_key(self) -> str | None:
+        """The vLLM baseline's own key (KLTUI_BASELINE_API_KEY), never the SGLang servers' key."""
+        from kltui.engines.http import resolve_baseline_api_key
+
+        return resolve_baseline_api_key()
+
     def streams(self, live_view: bool) -> bool:
         return live_view if self.stream is None else self.stream
 
@@ -127,10 +140,8 @@ class RunConfig:
         d.pop("api_key", None)
         d.pop("prompt_cut_asked", None)
         d.pop("yes_flush", None)  # how the TUI asks, not how the run measures
-        from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
-
         # a key from KLTUI_API_KEY is used as well: say so
-        d["api_key_set"] = bool(resolve_api_key(self.api_key))
+        d["api_key_set"] = bool(self.server_api_key())
         return d
 
 

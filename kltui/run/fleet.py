@@ -18,7 +18,6 @@ from typing import Any
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
-from kltui.engines.http import resolve_api_key
 from kltui.engines.router import PD_NOTE, RouterWorker, probe_router, router_refusal
 from kltui.errors import UsageError
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
@@ -31,7 +30,7 @@ ROUTER_TIMEOUT_S = 30.0
 async def list_fleet(cfg: Any) -> list[RouterWorker]:
     """The router's workers; a URL that is no router is a one-line usage error."""
     workers = await probe_router(
-        cfg.router, resolve_api_key(cfg.api_key), min(cfg.request_timeout, ROUTER_TIMEOUT_S)
+        cfg.router, cfg.server_api_key(), min(cfg.request_timeout, ROUTER_TIMEOUT_S)
     )
     if workers is None:
         raise UsageError(

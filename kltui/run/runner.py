@@ -12,7 +12,6 @@ import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
-from kltui.engines.http import resolve_api_key, resolve_baseline_api_key
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient, server_identity
 from kltui.engines.vllm import identify_vllm
@@ -152,7 +151,7 @@ async def _servers_session(
     """run_session on the servers named in `cfg` (a fleet run's workers included)."""
     if not cfg.servers:
         raise UsageError("no server given: use --server HOST:PORT")
-    api_key = resolve_api_key(cfg.api_key)
+    api_key = cfg.server_api_key()
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
         async for ev in _run(cfg, clients, before_flush, live_view):
@@ -188,7 +187,7 @@ async def _run(
     servers = []
     for c in clients:
         try:
-            info, model = await _identify(c, resolve_api_key(cfg.api_key))
+            info, model = await _identify(c, cfg.server_api_key())
             infos[c.url] = info
             servers.append(server_identity(c.url, info, model))
         except EngineError as e:
@@ -202,7 +201,7 @@ async def _run(
         # the baseline's identity is recorded even when unreachable; cross_engine reports it
         servers.append(
             await identify_vllm(
-                cfg.baseline, resolve_baseline_api_key(), timeout=min(cfg.request_timeout, 60)
+                cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60)
             )
         )
     live = [c for c in clients if c.url in infos]
@@ -372,7 +371,7 @@ def helper_context(
         threshold_source=thr.source,
         baseline_url=cfg.baseline if spec.scope == "baseline" else None,
         # the baseline's own key only: the SGLang servers' key never goes to it
-        baseline_api_key=resolve_baseline_api_key() if spec.scope == "baseline" else None,
+        baseline_api_key=cfg.baseline_api_key() if spec.scope == "baseline" else None,
         request_timeout=cfg.request_timeout,
         tokenizer=tok,
         comma_ids=np.asarray(cfg.separator_ids, dtype=np.int64) if cfg.separator_ids else None,

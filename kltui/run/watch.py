@@ -4,7 +4,6 @@ re-run on the fresh server, as one does after rebuilding an engine with a fix.""
 from __future__ import annotations
 
 from kltui.engines.errors import EngineError
-from kltui.engines.http import resolve_api_key
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient
 
 POLL_INTERVAL_S = 3.0
@@ -19,10 +18,9 @@ class ServerWatch:
     """Polls servers between runs of --watch for restarts and outages."""
 
     def __init__(self, urls: list[str], api_key: str | None = None) -> None:
-        # the same key the run uses: --api-key, else KLTUI_API_KEY (a client without it would
-        # get 401 from a healthy server and report it down forever)
-        key = resolve_api_key(api_key)
-        clients = [SGLangClient(u, key, timeout=5.0, connect_timeout=2.0) for u in urls]
+        """Watches `urls` with `api_key`: the run's own, RunConfig.server_api_key() (a client
+        without it would get 401 from a healthy server and report it down forever)."""
+        clients = [SGLangClient(u, api_key, timeout=5.0, connect_timeout=2.0) for u in urls]
         self.clients = {c.url: c for c in clients}  # keyed like RunStarted.servers
         self.baseline: dict[str | None, tuple | None] = {}
 

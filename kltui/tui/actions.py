@@ -166,7 +166,7 @@ class DashboardActions:
                     server=server,
                     dump_dir=dump_dir,
                     command=dumps_command(server, str(dump_dir)),
-                    api_key=getattr(cfg, "api_key", None),
+                    api_key=cfg.server_api_key() if cfg is not None else None,
                     timeout=getattr(cfg, "request_timeout", 600.0),
                 )
             )

@@ -196,7 +196,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.set_interval(1 / REFRESH_HZ, self._tick)
         self.query_one(Heatmap).focus()
         if self.watching and isinstance(self.feed, LiveFeed):  # --watch: live runs only
-            self._watch = ServerWatch(self.feed.servers, getattr(self.feed.cfg, "api_key", None))
+            self._watch = ServerWatch(self.feed.servers, self.feed.cfg.server_api_key())
             self.set_interval(POLL_INTERVAL_S, self._watch_tick)
         self.start_feed()
         if self._dumps_result is not None:

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from kltui.run.config import RunConfig
 from kltui.run.watch import ServerWatch
 from tests.hostile.harness import check_inproc
 from tests.hostile.server import HostileServer
@@ -88,7 +89,7 @@ async def test_watch_uses_the_key_from_the_environment(monkeypatch):
     """A server that wants the key is healthy for --watch when the key is in KLTUI_API_KEY."""
     monkeypatch.setenv("KLTUI_API_KEY", SGLANG_KEY)
     with HostileServer(api_key=SGLANG_KEY) as srv:
-        watch = ServerWatch([srv.url], None)
+        watch = ServerWatch([srv.url], RunConfig().server_api_key())
         try:
             changed, down = await watch.poll()
         finally:
