@@ -17,7 +17,6 @@ from kltui.outputs import headless
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.md import md_report
 from kltui.reference import CHECKPOINT_DIR
-from kltui.reference.launcher import ReferenceServer
 from kltui.run.config import RunConfig, load_config_file
 from kltui.session.cross_server import cross_server
 from kltui.session.events import HelperFinished, HelperStarted
@@ -43,9 +42,9 @@ def views(tmp_path: Path) -> tuple[str, str, str]:
     return md_report(store), html_report(store), buf.getvalue()
 
 
-async def test_radix_off_server_leaves_cache_helpers_uncompared(ref_servers, tmp_path):
-    a = ref_servers.get(deterministic=True, fault="stale-prefix")
-    b = ref_servers.get(deterministic=True, fault="stale-prefix", disable_radix_cache=True)
+async def test_radix_off_server_leaves_cache_helpers_uncompared(reference_servers, tmp_path):
+    a = reference_servers.url(deterministic=True, fault="stale-prefix")
+    b = reference_servers.url(deterministic=True, fault="stale-prefix", disable_radix_cache=True)
     _, res, text = await check([a, b], tmp_path)
     (pair,) = res["cross_server"]
     assert pair["identical"] is None, pair["reading"]
@@ -65,10 +64,10 @@ async def test_radix_off_server_leaves_cache_helpers_uncompared(ref_servers, tmp
 
 
 async def test_server_dying_after_match_leaves_the_rest_uncompared(
-    ref_servers, tmp_path, monkeypatch
+    reference_servers, tmp_path, monkeypatch
 ):
-    a = ref_servers.get(deterministic=True)
-    srv = ReferenceServer(deterministic=True).start()
+    a = reference_servers.url(deterministic=True)
+    srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
     b = srv.url
     real = headless.run_session
 
@@ -93,10 +92,10 @@ async def test_server_dying_after_match_leaves_the_rest_uncompared(
 
 
 async def test_cache_helper_differing_with_match_identical_names_the_state_bug(
-    ref_servers, tmp_path
+    reference_servers, tmp_path
 ):
-    a = ref_servers.get(deterministic=True)
-    b = ref_servers.get(deterministic=True, fault="stale-prefix")
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, fault="stale-prefix")
     _, res, text = await check([a, b], tmp_path, helpers=["match", "prefill_cache_hit"])
     (pair,) = res["cross_server"]
     reading = pair["reading"]
@@ -110,16 +109,19 @@ async def test_cache_helper_differing_with_match_identical_names_the_state_bug(
 
 
 @pytest.fixture(scope="module")
-def other_model(tmp_path_factory):
+def other_model(tmp_path_factory, reference_servers):
     """The shipped checkpoint under another name: a server reporting another model_path."""
     dst = tmp_path_factory.mktemp("models") / "other-model"
     shutil.copytree(CHECKPOINT_DIR, dst)
-    with ReferenceServer(deterministic=True, checkpoint=dst) as srv:
-        yield srv.url
+    srv = reference_servers.own(deterministic=True, checkpoint=dst)  # this module's alone
+    yield srv.url
+    srv.stop()
 
 
-async def test_different_models_are_refused_before_any_helper(ref_servers, other_model, tmp_path):
-    a = ref_servers.get(deterministic=True)
+async def test_different_models_are_refused_before_any_helper(
+    reference_servers, other_model, tmp_path
+):
+    a = reference_servers.url(deterministic=True)
     with pytest.raises(UsageError, match="serves another model") as e:
         await check([a, other_model], tmp_path)
     assert "--allow-different-models" in str(e.value) and "\n" not in str(e.value)
@@ -127,8 +129,8 @@ async def test_different_models_are_refused_before_any_helper(ref_servers, other
     assert not any(HelperStarted.__name__ in line for line in lines)
 
 
-def test_different_models_exit_2_from_the_cli(ref_servers, other_model, tmp_path, capsys):
-    a = ref_servers.get(deterministic=True)
+def test_different_models_exit_2_from_the_cli(reference_servers, other_model, tmp_path, capsys):
+    a = reference_servers.url(deterministic=True)
     argv = ["check", "--server", a, "--server", other_model, "--no-record", "--samples", "2"]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
@@ -136,8 +138,10 @@ def test_different_models_exit_2_from_the_cli(ref_servers, other_model, tmp_path
     assert len(err.splitlines()) == 1
 
 
-async def test_allow_different_models_compares_and_says_so(ref_servers, other_model, tmp_path):
-    a = ref_servers.get(deterministic=True)
+async def test_allow_different_models_compares_and_says_so(
+    reference_servers, other_model, tmp_path
+):
+    a = reference_servers.url(deterministic=True)
     cfg_file = tmp_path / "c.yaml"
     cfg_file.write_text("allow_different_models: true\n")
     assert load_config_file(str(cfg_file), RunConfig()).allow_different_models is True

@@ -40,9 +40,9 @@ async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
     ],
 )
 async def test_planted_faults_are_diagnosed(
-    ref_servers, tmp_path, server, condition, conditions, named
+    reference_servers, tmp_path, server, condition, conditions, named
 ):
-    _, res, text = await check([ref_servers.get(**server)], tmp_path)
+    _, res, text = await check([reference_servers.url(**server)], tmp_path)
     (d,) = res["diagnosis"]
     assert d["conditions"] == conditions, text
     assert d["condition"] == condition, text
@@ -61,9 +61,9 @@ async def test_planted_faults_are_diagnosed(
     assert f"diagnosis: {d['label']}" in text and f"next: {d['next_step']}" in text
 
 
-async def test_two_deterministic_servers_agree_bit_for_bit(ref_servers, tmp_path):
-    a = ref_servers.get(deterministic=True)
-    b = ref_servers.get(deterministic=True, page_size=4)
+async def test_two_deterministic_servers_agree_bit_for_bit(reference_servers, tmp_path):
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, page_size=4)
     rc, res, text = await check([a, b], tmp_path, cfg={"helpers": ["match", "prefill_cache_hit"]})
     assert rc == 0, text
     (pair,) = res["cross_server"]
@@ -75,9 +75,9 @@ async def test_two_deterministic_servers_agree_bit_for_bit(ref_servers, tmp_path
     assert [d["server"] for d in res["diagnosis"]] == [a, b]
 
 
-async def test_deterministic_and_batch_variant_servers_differ(ref_servers, tmp_path):
-    a = ref_servers.get(deterministic=True)
-    b = ref_servers.get()
+async def test_deterministic_and_batch_variant_servers_differ(reference_servers, tmp_path):
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url()
     _, res, text = await check([a, b], tmp_path, cfg={"helpers": ["match"]})
     (pair,) = res["cross_server"]
     assert pair["identical"] is False and "kernels or races" in pair["reading"]
@@ -88,8 +88,8 @@ async def test_deterministic_and_batch_variant_servers_differ(ref_servers, tmp_p
     assert [d["conditions"] for d in res["diagnosis"]] == [[], [1]]
 
 
-async def test_repeat_compares_each_rerun_with_the_one_before(ref_servers, tmp_path):
-    url = ref_servers.get(deterministic=True)
+async def test_repeat_compares_each_rerun_with_the_one_before(reference_servers, tmp_path):
+    url = reference_servers.url(deterministic=True)
     reports = {k: tmp_path / f"r.{k}" for k in ("html", "md", "junit")}
     writer = report_writer(argparse.Namespace(**{k: str(p) for k, p in reports.items()}))
     rc, res, text = await check(

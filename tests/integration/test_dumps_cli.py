@@ -12,8 +12,8 @@ from kltui.cli import main
 pytest.importorskip("torch")
 
 
-def test_server_without_dumper_hooks_prints_launch_settings(ref_servers, tmp_path, capsys):
-    url = ref_servers.get()
+def test_server_without_dumper_hooks_prints_launch_settings(reference_servers, tmp_path, capsys):
+    url = reference_servers.url()
     code = main(["dumps", "--server", url, "--dump-dir", str(tmp_path), "--new-tokens", "2"])
     err = capsys.readouterr().err
     assert code == 2

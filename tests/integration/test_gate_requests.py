@@ -51,8 +51,10 @@ def _is_extras(body: dict) -> bool:
     return "top_logprobs_num" in body
 
 
-async def test_gate_requests_are_sglangs_and_extras_come_after(ref_servers, tmp_path, captured):
-    rc, res, text = await check(ref_servers.get(), tmp_path)
+async def test_gate_requests_are_sglangs_and_extras_come_after(
+    reference_servers, tmp_path, captured
+):
+    rc, res, text = await check(reference_servers.url(), tmp_path)
     gate = [b for b in captured if "input_ids" in b and not _is_extras(b)]
     extras = [b for b in captured if _is_extras(b)]
     # match 2, prefill_cache_hit 3, decode_cache_hit 3 (turn 1 with logprobs, as SGLang's)
@@ -95,26 +97,28 @@ async def test_gate_requests_are_sglangs_and_extras_come_after(ref_servers, tmp_
     assert store.token_text  # the drill-down can show text for the fetched tokens
     # nothing about the gate changed: the same run without extras gives the same numbers
     (tmp_path / "b").mkdir()
-    _, res0, _ = await check(ref_servers.get(), tmp_path / "b", extras=0)
+    _, res0, _ = await check(reference_servers.url(), tmp_path / "b", extras=0)
     for name, h in res["helpers"].items():
         assert h["avg_kl_div"] == res0["helpers"][name]["avg_kl_div"], name
         assert h["per_sample"] == res0["helpers"][name]["per_sample"], name
 
 
 async def test_extras_off_and_nothing_to_show_send_no_extra_request(
-    ref_servers, tmp_path, captured
+    reference_servers, tmp_path, captured
 ):
-    await check(ref_servers.get(), tmp_path, helpers=["match"], top_k=0)
+    await check(reference_servers.url(), tmp_path, helpers=["match"], top_k=0)
     assert not any(_is_extras(b) for b in captured)
     captured.clear()
     # deterministic kernels: every sample is bit-identical, so there is no divergence to look at
     (tmp_path / "d").mkdir()
-    await check(ref_servers.get(deterministic=True), tmp_path / "d", helpers=["match"])
+    await check(reference_servers.url(deterministic=True), tmp_path / "d", helpers=["match"])
     assert not any(_is_extras(b) for b in captured)
 
 
-async def test_live_view_streams_the_scored_decode_in_few_chunks(ref_servers, captured):
-    cfg = RunConfig(servers=[ref_servers.get()], helpers=["decode_cache_hit"], extras=0, **SMALL)
+async def test_live_view_streams_the_scored_decode_in_few_chunks(reference_servers, captured):
+    cfg = RunConfig(
+        servers=[reference_servers.url()], helpers=["decode_cache_hit"], extras=0, **SMALL
+    )
     events = [ev async for ev in run_session(cfg, live_view=True)]
     streamed = [b for b in captured if b.get("stream")]
     # only the scored decode (turn 2) streams; turn 1 shows nothing live
@@ -127,8 +131,8 @@ async def test_live_view_streams_the_scored_decode_in_few_chunks(ref_servers, ca
     assert events[0].config["stream"] is False
 
 
-async def test_helper_durations_come_from_event_times(ref_servers, tmp_path):
-    rc, res, text = await check(ref_servers.get(), tmp_path, helpers=["match"], extras=0)
+async def test_helper_durations_come_from_event_times(reference_servers, tmp_path):
+    rc, res, text = await check(reference_servers.url(), tmp_path, helpers=["match"], extras=0)
     rec = read_recording(str(tmp_path / "r.jsonl"))
     started = next(e for e in rec.events if isinstance(e, HelperStarted))
     finished = next(e for e in rec.events if isinstance(e, HelperFinished))
@@ -145,8 +149,8 @@ async def test_helper_durations_come_from_event_times(ref_servers, tmp_path):
     assert f"{secs:.1f}s" in row
 
 
-async def test_recording_stores_float32_logprobs_exactly_in_four_bytes(ref_servers, tmp_path):
-    await check(ref_servers.get(), tmp_path, helpers=["match"], extras=0)
+async def test_recording_stores_float32_logprobs_exactly_in_four_bytes(reference_servers, tmp_path):
+    await check(reference_servers.url(), tmp_path, helpers=["match"], extras=0)
     lines = (tmp_path / "r.jsonl").read_bytes().splitlines()[1:]
     scored = [orjson.loads(ln) for ln in lines if b'"SampleScored"' in ln]
     assert scored and all(s["lp_a"].startswith("f4:") for s in scored)

@@ -20,8 +20,8 @@ async def check(url: str, tmp_path, **kw) -> tuple[int, dict, str]:
     return await check_run(url, tmp_path, width=200, **{**SMALL, **kw})
 
 
-async def test_deterministic_every_helper_exactly_zero(ref_servers, tmp_path):
-    rc, res, text = await check(ref_servers.get(deterministic=True), tmp_path)
+async def test_deterministic_every_helper_exactly_zero(reference_servers, tmp_path):
+    rc, res, text = await check(reference_servers.url(deterministic=True), tmp_path)
     assert rc == 0, text
     assert res["verdict"] == "pass"
     for name in ("match", "prefill_cache_hit", "decode_cache_hit"):
@@ -35,8 +35,8 @@ async def test_deterministic_every_helper_exactly_zero(ref_servers, tmp_path):
     assert res["prompt_set"]["n"] == 8 and len(res["prompt_set"]["sha256"]) == 16
 
 
-async def test_default_kernels_give_real_nonzero_noise(ref_servers, tmp_path):
-    rc, res, text = await check(ref_servers.get(), tmp_path, helpers=["match"])
+async def test_default_kernels_give_real_nonzero_noise(reference_servers, tmp_path):
+    rc, res, text = await check(reference_servers.url(), tmp_path, helpers=["match"])
     h = res["helpers"]["match"]
     assert 0.0 < h["avg_kl_div"] < 1e-3, text
     assert math.isfinite(h["max_k3"])
@@ -44,8 +44,8 @@ async def test_default_kernels_give_real_nonzero_noise(ref_servers, tmp_path):
     assert rc == 0 and h["passed"] is True
 
 
-async def test_stale_prefix_shows_only_on_cache_hit_paths(ref_servers, tmp_path):
-    url = ref_servers.get(deterministic=True, fault="stale-prefix")
+async def test_stale_prefix_shows_only_on_cache_hit_paths(reference_servers, tmp_path):
+    url = reference_servers.url(deterministic=True, fault="stale-prefix")
     rc, res, text = await check(url, tmp_path, helpers=["match", "prefill_cache_hit"])
     assert res["helpers"]["match"]["avg_kl_div"] == 0.0
     assert res["helpers"]["prefill_cache_hit"]["avg_kl_div"] > 1e-9
@@ -58,8 +58,8 @@ async def test_stale_prefix_shows_only_on_cache_hit_paths(ref_servers, tmp_path)
     assert diag.conditions == [2] and "prefill_cache_hit" in diag.label
 
 
-async def test_window_evict_shows_only_in_decode_cache_hit(ref_servers, tmp_path):
-    url = ref_servers.get(deterministic=True, fault="window-evict")
+async def test_window_evict_shows_only_in_decode_cache_hit(reference_servers, tmp_path):
+    url = reference_servers.url(deterministic=True, fault="window-evict")
     rc, res, _ = await check(url, tmp_path, max_new_tokens=96)
     assert res["helpers"]["match"]["avg_kl_div"] == 0.0
     assert res["helpers"]["prefill_cache_hit"]["avg_kl_div"] == 0.0
@@ -67,8 +67,8 @@ async def test_window_evict_shows_only_in_decode_cache_hit(ref_servers, tmp_path
     assert rc == 1
 
 
-async def test_streamed_and_non_streamed_agree_bitwise(ref_servers, tmp_path):
-    url = ref_servers.get(deterministic=True)
+async def test_streamed_and_non_streamed_agree_bitwise(reference_servers, tmp_path):
+    url = reference_servers.url(deterministic=True)
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     _, a, _ = await check(url, tmp_path / "a", helpers=["match"], stream=True)
@@ -79,8 +79,8 @@ async def test_streamed_and_non_streamed_agree_bitwise(ref_servers, tmp_path):
     assert a["prompt_set"]["sha256"] == b["prompt_set"]["sha256"]
 
 
-async def test_recording_replays_to_the_same_numbers(ref_servers, tmp_path):
-    rc, res, _ = await check(ref_servers.get(), tmp_path, helpers=["match"])
+async def test_recording_replays_to_the_same_numbers(reference_servers, tmp_path):
+    rc, res, _ = await check(reference_servers.url(), tmp_path, helpers=["match"])
     rec = read_recording(str(tmp_path / "r.jsonl"))
     assert rec.header["format"] == "kltui-recording" and not rec.truncated
     store = SessionStore()
@@ -103,11 +103,11 @@ async def test_recording_replays_to_the_same_numbers(ref_servers, tmp_path):
     } <= kinds
 
 
-async def test_prompt_file_of_token_ids_is_sent_as_is(ref_servers, tmp_path):
+async def test_prompt_file_of_token_ids_is_sent_as_is(reference_servers, tmp_path):
     ids = [[5, 17, 99, 300, 12, 44, 8, 61, 90, 7], [3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]]
     (tmp_path / "p.json").write_text(json.dumps(ids))
     rc, res, _ = await check(
-        ref_servers.get(deterministic=True),
+        reference_servers.url(deterministic=True),
         tmp_path,
         helpers=["match"],
         prompts=str(tmp_path / "p.json"),
@@ -126,9 +126,9 @@ async def test_unreachable_server_is_exit_3_with_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("temperature", [0.7])
-async def test_temperature_outside_0_1_warns(ref_servers, tmp_path, temperature):
+async def test_temperature_outside_0_1_warns(reference_servers, tmp_path, temperature):
     rc, res, text = await check(
-        ref_servers.get(deterministic=True),
+        reference_servers.url(deterministic=True),
         tmp_path,
         helpers=["match"],
         samples=2,
@@ -137,8 +137,8 @@ async def test_temperature_outside_0_1_warns(ref_servers, tmp_path, temperature)
     assert any("not 0 or 1" in p["message"] for p in res["problems"])
 
 
-async def test_radix_cache_disabled_makes_cache_helpers_vacuous(ref_servers, tmp_path):
-    url = ref_servers.get(deterministic=True, disable_radix_cache=True)
+async def test_radix_cache_disabled_makes_cache_helpers_vacuous(reference_servers, tmp_path):
+    url = reference_servers.url(deterministic=True, disable_radix_cache=True)
     rc, res, text = await check(url, tmp_path, samples=2)
     assert res["helpers"]["match"]["status"] == "pass"
     for name in ("prefill_cache_hit", "decode_cache_hit"):
@@ -146,9 +146,9 @@ async def test_radix_cache_disabled_makes_cache_helpers_vacuous(ref_servers, tmp
     assert rc == 1 and res["verdict"] == "fail"
 
 
-async def test_cache_misses_are_skipped_and_too_few_hits_fail(ref_servers, tmp_path):
+async def test_cache_misses_are_skipped_and_too_few_hits_fail(reference_servers, tmp_path):
     # a page larger than any prompt: every radix match rounds down to zero cached tokens
-    url = ref_servers.get(deterministic=True, page_size=512)
+    url = reference_servers.url(deterministic=True, page_size=512)
     rc, res, text = await check(url, tmp_path, helpers=["prefill_cache_hit"], samples=4)
     h = res["helpers"]["prefill_cache_hit"]
     assert h["skipped"] == 4 and h["scored"] == 0

@@ -31,9 +31,9 @@ SGLANG_MESSAGE = (
 
 
 @pytest.fixture
-def no_tok(ref_servers) -> str:
+def no_tok(reference_servers) -> str:
     # default kernels: real rounding noise, so the extras pass has divergences to fetch
-    return ref_servers.get(extra_args=NO_TOK)
+    return reference_servers.url(extra_args=NO_TOK)
 
 
 async def check(url: str, tmp_path, **kw) -> tuple[int, dict, str]:
@@ -80,7 +80,7 @@ async def test_reference_refuses_text_as_sglang_does(no_tok):
         assert (await c.get("/server_info")).json()["skip_tokenizer_init"] is True
 
 
-async def test_every_helper_with_a_local_tokenizer(no_tok, ref_servers, tmp_path):
+async def test_every_helper_with_a_local_tokenizer(no_tok, reference_servers, tmp_path):
     rc, res, text = await check(no_tok, tmp_path, tokenizer=str(CHECKPOINT_DIR))
     assert rc == 0, text
     for name in HELPERS:
@@ -103,7 +103,7 @@ async def test_every_helper_with_a_local_tokenizer(no_tok, ref_servers, tmp_path
     assert extras[0].texts == [tok.token_text[int(t)] for t in extras[0].token_ids]
     # the built-in prompts tokenized here are the ids a server with a tokenizer makes of them
     (tmp_path / "b").mkdir()
-    rc2, res2, _ = await check(ref_servers.get(), tmp_path / "b", helpers=["match"])
+    rc2, res2, _ = await check(reference_servers.url(), tmp_path / "b", helpers=["match"])
     assert rc2 == 0 and res2["prompt_set"]["sha256"] == res["prompt_set"]["sha256"]
     assert res2["servers"][0]["skip_tokenizer_init"] is None  # the JSON has every key
 

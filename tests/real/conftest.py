@@ -218,11 +218,10 @@ def vllm_url(servers) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def reference_url(engines) -> Iterator[str]:
-    from kltui.reference.launcher import ReferenceServer
-
-    with ReferenceServer(checkpoint=CHECKPOINT) as srv:
-        yield srv.url
+def reference_url(engines, reference_servers) -> str:
+    """kltui's reference server on the checkpoint the real engines serve (tests/conftest.py's
+    shared one of that configuration)."""
+    return reference_servers.url(checkpoint=CHECKPOINT)
 
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)"

@@ -9,8 +9,10 @@ from kltui.run.config import RunConfig
 from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
-from tests.hostile.conftest import fast_backoff, hostile  # noqa: F401 - fixtures
 from tests.tui.kit import drawn, until
+
+# in-process runs retry without the real backoff (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("fast_backoff")
 
 SIZE = (140, 45)
 
@@ -36,7 +38,7 @@ def done(app: KltuiApp) -> bool:
         ("logprob-nan", "decode", "fail"),
     ],
 )
-async def test_fault_is_shown_and_kept(hostile, tmp_path, fault, phase, helper_status):  # noqa: F811
+async def test_fault_is_shown_and_kept(hostile, tmp_path, fault, phase, helper_status):
     srv = hostile(fault=fault, phase=phase)
     record = tmp_path / "run.kltui.jsonl"
     app = KltuiApp(LiveFeed(small(srv.url, helpers=["match"]), str(record)))

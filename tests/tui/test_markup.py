@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from textual.widgets._toast import Toast
 
 from kltui.run.config import RunConfig
@@ -17,9 +18,11 @@ from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.heatpanel import HeatmapPanel
-from tests.hostile.conftest import fast_backoff, hostile  # noqa: F401 - fixtures
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
+
+# in-process runs retry without the real backoff (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("fast_backoff")
 
 SIZE = (160, 45)
 # An unbalanced closing tag (MarkupError) and a clickable action (would quit the app).
@@ -37,7 +40,7 @@ def flat(text: str) -> str:
     return " ".join(line.strip(" ▌") for line in text.splitlines())
 
 
-async def test_server_error_text_in_a_toast_is_literal(hostile, tmp_path):  # noqa: F811
+async def test_server_error_text_in_a_toast_is_literal(hostile, tmp_path):
     srv = hostile(fault="http-error", phase="prefill", error_message=BAD)
     cfg = RunConfig(
         servers=[srv.url],

@@ -1,4 +1,5 @@
-"""The headless Chromium both browser test modules drive (a fresh profile per test)."""
+"""The browser tests' fixtures: the headless Chromium they drive (a fresh profile per test) and
+the reference server their dashboards measure."""
 
 from __future__ import annotations
 
@@ -14,3 +15,9 @@ def browser(tmp_path):
         yield b
     finally:
         b.close()
+
+
+@pytest.fixture
+def reference_url(reference_servers) -> str:
+    """The session's shared deterministic reference server (tests/conftest.py)."""
+    return reference_servers.url(deterministic=True)

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from tests.web.cdp import CHROMIUM, Browser, Page
-from tests.web.test_web_chromium import WebServer, reference_url  # noqa: F401 - a fixture
+from tests.web.webserver import WebServer
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="chromium is not installed (Debian: apt-get install -y chromium)"
@@ -60,7 +60,7 @@ async def open_tab(web: WebServer, browser: Browser, http: aiohttp.ClientSession
 
 
 @pytest.fixture
-def web(tmp_path, reference_url):  # noqa: F811
+def web(tmp_path, reference_url):
     server = WebServer(tmp_path, "--read-only", "--server", reference_url, *RUN)
     try:
         yield server
