@@ -8,17 +8,34 @@ slow stream), the signal is sent once the server has seen the phase's request, a
 
 from __future__ import annotations
 
-import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from kltui.session.events import RunFinished, TokensDecoded
+from kltui.session.events import PhaseChanged, RunFinished, TokensDecoded
+from kltui.session.recording import RecordingError, read_recording
 from tests.hostile.catalogue import EXIT_INTERRUPTED, INTERRUPT_PHASES, INTERRUPT_SIGNALS
 from tests.hostile.harness import assert_clean_output, finish_cli, start_cli
 from tests.hostile.server import HostileServer, wait_until
 
 CASES = [(p, s) for p in INTERRUPT_PHASES for s in INTERRUPT_SIGNALS]
+
+
+def inside(phase: str, recording: Path) -> bool:
+    """Whether the run's recording so far shows it inside `phase`: its last phase entered is
+    that one, and in decode a decoded token is recorded. Connect and tokenize come before the
+    run's first event, so the server having seen their request is all there is to wait for."""
+    if phase in ("connect", "tokenize"):
+        return True
+    try:
+        events = read_recording(str(recording)).events
+    except (RecordingError, OSError):  # not written yet, or only its header so far
+        return False
+    phases = [e.phase for e in events if isinstance(e, PhaseChanged)]
+    if phase == "decode" and not any(isinstance(e, TokensDecoded) for e in events):
+        return False
+    return bool(phases) and phases[-1] == phase
 
 
 def _interrupt(phase: str, sig: str, tmp):
@@ -37,7 +54,8 @@ def _interrupt(phase: str, sig: str, tmp):
             if reached and server_phase == "decode":
                 # some tokens are decoded (and recorded) before the signal
                 reached = wait_until(lambda: sum(srv.streamed.get(server_phase, {}).values()) >= 2)
-            time.sleep(0.3)  # kltui is now awaiting inside the phase
+            if reached:  # kltui is now awaiting inside the phase, and has recorded so
+                reached = wait_until(lambda: inside(phase, tmp / "r.kltui.jsonl"), timeout=30)
             res = finish_cli(proc, tmp, sig if reached else "SIGKILL")
         finally:
             if proc.poll() is None:

@@ -39,3 +39,9 @@ def drawn(widget) -> str:
     size = widget.outer_size
     lines = widget.render_lines(Region(0, 0, size.width, size.height))
     return "\n".join("".join(seg.text for seg in line) for line in lines)
+
+
+def drawn_at(node, selector: str) -> str:
+    """What the widget `selector` under `node` draws now; "" while it is not mounted yet."""
+    found = node.query(selector)
+    return drawn(found.first()) if found else ""

@@ -5,6 +5,7 @@ app is given, or is real when the server is busy with another client's requests)
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import pytest
@@ -19,14 +20,13 @@ from kltui.tui.feeds import LiveFeed
 from kltui.tui.screens.confirm_flush import ConfirmFlush
 from tests.tui.kit import drawn, until
 
-launcher = pytest.importorskip("kltui.reference.launcher")
 SIZE = (140, 45)
 
 
 @pytest.fixture(scope="module")
-def server_url():
-    with launcher.ReferenceServer(deterministic=False, fault="none", page_size=1) as srv:
-        yield srv.url
+def server_url(reference_servers):
+    """The session's shared reference server with the default settings."""
+    return reference_servers.url()
 
 
 @pytest.fixture
@@ -132,7 +132,7 @@ async def test_read_only_dashboard_cannot_answer_flush(server_url, asked):
         assert "read-only" in text and "--yes-flush" in text
         assert app.screen.query_one("#flush-yes").disabled
         await pilot.press("y")
-        await pilot.pause(0.2)
+        await pilot.pause()  # every message handled: a working `y` would have answered
         assert isinstance(app.screen, ConfirmFlush) and app.store.finished is None
         await pilot.press("n")
         await until(pilot, lambda: finished(app))
@@ -181,12 +181,15 @@ async def test_a_busy_loopback_server_is_asked_about(server_url, asked):
             # leaving the block closes the stream: the server stops decoding the batch
     assert app.return_value == 130
     assert len(asked) == 1
-    for _ in range(100):  # idle again for the next test
-        async with httpx.AsyncClient(base_url=server_url) as c:
+    # idle again for the next test (the server is shared): the closed stream's batch ends
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient(base_url=server_url) as c:
+        while True:
             loads = (await c.get("/v1/loads")).json()["loads"][0]
-        if loads["num_running_reqs"] + loads["num_waiting_reqs"] == 0:
-            break
-        await asyncio.sleep(0.1)
+            if loads["num_running_reqs"] + loads["num_waiting_reqs"] == 0:
+                break
+            assert time.monotonic() < deadline, f"the server is still busy after 30 s: {loads}"
+            await asyncio.sleep(0.05)  # the poll's interval
 
 
 class _Host(App):

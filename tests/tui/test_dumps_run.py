@@ -19,38 +19,38 @@ from kltui.tui.launch import DumpsViewer
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.screens.dumps_run import DumpsRunScreen
-from tests.tui.kit import drawn, until
+from tests.tui.kit import drawn, drawn_at, until
 
 SIZE = (150, 50)
 QKV1 = "model.layers.1.self_attn.qkv_proj"
 
 
-async def test_server_without_hooks_shows_the_launch_settings(tmp_path):
-    launcher = pytest.importorskip("kltui.reference.launcher")
+async def test_server_without_hooks_shows_the_launch_settings(reference_servers, tmp_path):
     dump_dir = tmp_path / "dumps"
-    with launcher.ReferenceServer(deterministic=False, fault="none", page_size=1) as srv:
-        cfg = RunConfig(servers=[srv.url], samples=2, max_new_tokens=8, max_prompt_tokens=32)
-        app = KltuiApp(LiveFeed(cfg, None), dump_dir=str(dump_dir))
-        async with app.run_test(size=(400, 50)) as pilot:  # wide: the settings lines unwrapped
-            await until(pilot, lambda: app.store is not None and app.store.finished is not None, 60)
-            await until(pilot, lambda: not app.status.running)
-            await pilot.press("d")
-            assert isinstance(app.screen, DiagnosisScreen)
-            await pilot.press("u")
-            screen = app.screen
-            assert isinstance(screen, DumpsRunScreen)
-            await until(pilot, lambda: screen.outcome != "running", 30)
-            assert screen.outcome == "hooks-missing"
-            await pilot.pause(0.1)
-            text = drawn(screen.query_one("#dumps-run-log"))
-            host = srv.url.split("://", 1)[1]
-            assert "has no /dumper/ routes" in text
-            assert f"{LAUNCH_ENV} DUMPER_DIR={dump_dir.resolve()}" in text
-            assert f"kltui dumps --server {host} --dump-dir {dump_dir.resolve()}" in text
-            assert screen.steps == [f"checking {srv.url} for the dumper hooks"]  # no torch
-            assert not dump_dir.exists()  # nothing was dumped or created
-            await pilot.press("escape")
-            assert isinstance(app.screen, DiagnosisScreen)
+    srv = reference_servers.server()  # the shared one: no dumper hooks
+    cfg = RunConfig(servers=[srv.url], samples=2, max_new_tokens=8, max_prompt_tokens=32)
+    app = KltuiApp(LiveFeed(cfg, None), dump_dir=str(dump_dir))
+    async with app.run_test(size=(400, 50)) as pilot:  # wide: the settings lines unwrapped
+        await until(pilot, lambda: app.store is not None and app.store.finished is not None, 60)
+        await until(pilot, lambda: not app.status.running)
+        await pilot.press("d")
+        assert isinstance(app.screen, DiagnosisScreen)
+        await pilot.press("u")
+        screen = app.screen
+        assert isinstance(screen, DumpsRunScreen)
+        await until(pilot, lambda: screen.outcome != "running", 30)
+        assert screen.outcome == "hooks-missing"
+        log = screen.query_one("#dumps-run-log")
+        await until(pilot, lambda: "has no /dumper/ routes" in drawn(log))
+        text = drawn(log)
+        host = srv.url.split("://", 1)[1]
+        assert "has no /dumper/ routes" in text
+        assert f"{LAUNCH_ENV} DUMPER_DIR={dump_dir.resolve()}" in text
+        assert f"kltui dumps --server {host} --dump-dir {dump_dir.resolve()}" in text
+        assert screen.steps == [f"checking {srv.url} for the dumper hooks"]  # no torch
+        assert not dump_dir.exists()  # nothing was dumped or created
+        await pilot.press("escape")
+        assert isinstance(app.screen, DiagnosisScreen)
 
 
 async def test_unreachable_server_is_one_literal_error_line(tmp_path):
@@ -82,9 +82,9 @@ async def test_saved_result_opens_in_the_module_table(tmp_path):
     app = DumpsViewer(result)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, DumpsScreen))
-        await pilot.pause(0.1)
-        text = drawn(app.screen.query_one("#dumps-table"))
-        assert QKV1 in text and "first-divergent" in text and "decode step 2" in text
+        await until(pilot, lambda: QKV1 in drawn_at(app.screen, "#dumps-table"))
+        text = drawn_at(app.screen, "#dumps-table")
+        assert "first-divergent" in text and "decode step 2" in text
         await pilot.press("escape")
         await until(pilot, lambda: not app.is_running)
     assert app.return_code == 0

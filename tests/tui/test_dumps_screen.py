@@ -9,7 +9,7 @@ import pytest
 from textual.app import App
 
 from kltui.tui.screens.dumps import DumpsScreen
-from tests.tui.kit import drawn, until
+from tests.tui.kit import drawn_at, until
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
@@ -32,9 +32,9 @@ async def test_screen_shows_first_divergent_module_and_inherited(tmp_path):
     async with app.run_test(size=(150, 60)) as pilot:
         app.push_screen(DumpsScreen(result))
         await until(pilot, lambda: isinstance(app.screen, DumpsScreen))
-        await pilot.pause(0.1)
-        text = drawn(app.screen.query_one("#dumps-table"))
-        assert QKV1 in text and "first-divergent" in text and "inherited" in text
+        await until(pilot, lambda: QKV1 in drawn_at(app.screen, "#dumps-table"))
+        text = drawn_at(app.screen, "#dumps-table")
+        assert "first-divergent" in text and "inherited" in text
         assert "decode step 2" in text and "1.000e-03" in text
         assert "[bold red]x[/]\\x1b[31mRED" in text
         await pilot.press("escape")

@@ -21,18 +21,36 @@ from kltui.tui.widgets.header import ServersPanel
 from kltui.tui.widgets.heatmap import Heatmap
 from tests.tui.kit import drawn, until
 
-launcher = pytest.importorskip("kltui.reference.launcher")
 SIZE = (140, 45)
 
 
 @pytest.fixture(scope="module")
-def server_url():
-    with launcher.ReferenceServer(deterministic=False, fault="none", page_size=1) as srv:
-        yield srv.url
+def server_url(reference_servers):
+    """The session's shared reference server with the default settings."""
+    return reference_servers.url()
 
 
 def small(url: str) -> RunConfig:
     return RunConfig(servers=[url], samples=6, max_new_tokens=16, max_prompt_tokens=64)
+
+
+def footer_keys(app: KltuiApp) -> str:
+    """The keys the footer shows now."""
+    return " ".join(drawn(k) for k in app.query_one(Footer).query("FooterKey"))
+
+
+def count_polls(app: KltuiApp) -> list:
+    """The answers of the watch's server polls from now on, as they come."""
+    watch = app._watch
+    assert watch is not None
+    real, answers = watch.poll, []
+
+    async def poll():
+        answers.append(await real())
+        return answers[-1]
+
+    watch.poll = poll
+    return answers
 
 
 def finished(app: KltuiApp) -> bool:
@@ -109,9 +127,7 @@ async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monk
         diagnosis = drawn(app.query_one(DiagnosisBar))
         assert line in diagnosis and "waiting for a helper" not in diagnosis, diagnosis
         # the footer offers `e` now that there are problems
-        await pilot.pause(0.2)
-        footer = " ".join(drawn(k) for k in app.query_one(Footer).query("FooterKey"))
-        assert " e Problems" in footer, footer
+        await until(pilot, lambda: " e Problems" in footer_keys(app))
         # while the next attempt connects, the last one's error stays on the dashboard
         await until(pilot, lambda: app.store.run is None and app.status.retry_in is None, 30)
         app.refresh_views()
@@ -134,8 +150,9 @@ async def test_watch_reruns_when_the_server_identity_changes(server_url, monkeyp
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: finished(app), timeout=60)
         assert app.status.watch is None or "watching" in app.status.watch
-        await pilot.pause(0.5)
-        assert len(app.history) == 1  # no restart: no re-run
+        polls = count_polls(app)
+        await until(pilot, lambda: len(polls) >= 2)
+        assert len(app.history) == 1  # polled twice, no restart: no re-run
         # what a restart looks like to the poller: a different start time than the last run saw
         app._watch.baseline = {u: ("restarted",) for u in app._watch.baseline}
         await until(pilot, lambda: len(app.history) == 2 and finished(app), timeout=60)

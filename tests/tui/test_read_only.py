@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from kltui.tui.commands import KltuiCommands
-from tests.tui.kit import drawn, replay_app, replayed
+from tests.tui.kit import drawn, replay_app, replayed, until
 
 SIZE = (140, 45)
 
@@ -22,12 +22,12 @@ async def test_read_only_turns_off_rerun_and_screenshots(tmp_path):
         gen = app.run_gen
         await pilot.press("r")
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await pilot.pause()  # every message handled: the keys' actions would have run
         assert app.run_gen == gen  # no new run started
         assert os.listdir(tmp_path) == []  # no file written
         await app.action_rerun()  # the palette's route, straight to the action
         app.action_screenshot()
-        await pilot.pause(0.2)
+        await pilot.pause()
         assert app.run_gen == gen and os.listdir(tmp_path) == []
         names = await palette_names(app)
         assert "Re-run" not in names and "Save screenshot (SVG)" not in names
@@ -42,10 +42,8 @@ async def test_without_read_only_the_same_keys_act(tmp_path):
         await replayed(pilot, app)
         gen = app.run_gen
         await pilot.press("s")
-        await pilot.pause(0.2)
-        assert len(os.listdir(tmp_path)) == 1
+        await until(pilot, lambda: len(os.listdir(tmp_path)) == 1)
         await pilot.press("r")
-        await pilot.pause(0.5)
-        assert app.run_gen > gen
+        await until(pilot, lambda: app.run_gen > gen)
         assert "Re-run" in await palette_names(app)
         assert "read-only" not in drawn(app.query_one("#titlebar"))

@@ -9,7 +9,7 @@ import os
 from kltui.cli.commands import make_parser
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.launch import print_screenshots
-from tests.tui.kit import replay_app, replayed
+from tests.tui.kit import replay_app, replayed, until
 
 SIZE = (140, 45)
 
@@ -23,7 +23,7 @@ async def test_s_saves_into_the_runs_folder_and_says_where(tmp_path, monkeypatch
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.screenshots)
     (saved,) = app.screenshots
     assert os.path.dirname(saved) == str(runs.resolve()) and saved.endswith(".svg")
     assert os.listdir(runs) == [os.path.basename(saved)]
@@ -42,7 +42,7 @@ async def test_screenshot_dir_wins_and_the_palette_has_one_screenshot_entry(tmp_
         titles = system + ours
         assert [t for t in titles if "creenshot" in t] == ["Save screenshot (SVG)"], titles
         await pilot.press("s")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.screenshots)
     assert len(os.listdir(tmp_path / "shots")) == 1
 
 

@@ -12,7 +12,7 @@ from kltui.tui.widgets.diagnosis import DiagnosisBar
 from kltui.tui.widgets.header import TitleBar
 from kltui.tui.widgets.progress import HelperProgress
 from tests.tui import synth
-from tests.tui.kit import replay_app, replayed
+from tests.tui.kit import replay_app, replayed, until
 
 SIZE = (140, 45)
 
@@ -57,10 +57,10 @@ async def test_verdict_badge_is_a_state_class_coloured_by_the_theme():
 
         # another theme: the same state classes, that theme's colours
         app.theme = "kltui-light"
-        await pilot.pause(0.1)
+        await until(pilot, lambda: app.theme_variables["error"] != vars_["error"])
         light = app.theme_variables
-        assert light["error"] != vars_["error"]
-        assert hex_of(segment(bar, " FAIL ").bgcolor) == Color.parse(light["error"]).hex
+        light_error = Color.parse(light["error"]).hex
+        await until(pilot, lambda: hex_of(segment(bar, " FAIL ").bgcolor) == light_error)
         assert hex_of(segment(progress, "✗ FAIL").color) == Color.parse(light["kl-bad"]).hex
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
+import orjson
 import pytest
 
 from kltui.cli import main
@@ -16,6 +18,7 @@ from tests.reports.synth import HelperSpec, record, run_events, server
 
 A = "http://127.0.0.1:30001"
 B = "http://127.0.0.1:30002"
+JAN_1_2026 = 1767225600.0  # 2026-01-01 00:00:00 UTC
 
 
 @pytest.fixture
@@ -36,9 +39,20 @@ def make_runs(d):
     cut = run_events([HelperSpec("match")], servers=[server(B)], verdict=None)
     paths = []
     for i, evs in enumerate((passed, failed, cut)):
-        paths.append(record(d / f"run-2026010{i + 1}-000000-1.kltui.jsonl", evs))
-        time.sleep(0.01)  # the header's `created` orders them
+        path = record(d / f"run-2026010{i + 1}-000000-1.kltui.jsonl", evs)
+        # the header's `created` orders them: the day in the file's name, not the clock's
+        # reading a moment apart
+        stamp(path, JAN_1_2026 + i * 86400)
+        paths.append(path)
     return paths
+
+
+def stamp(path: str, created: float) -> None:
+    """Set a recording header's `created`."""
+    head, rest = Path(path).read_bytes().split(b"\n", 1)
+    header = orjson.loads(head)
+    header["created"] = created
+    Path(path).write_bytes(orjson.dumps(header) + b"\n" + rest)
 
 
 def test_runs_lists_newest_first_with_servers_verdict_and_size(folder, capsys, monkeypatch):

@@ -106,7 +106,10 @@ class Page:
         while not cond():
             left = deadline - time.monotonic()
             if left <= 0:
-                raise AssertionError(f"{what}: not seen within {timeout:.0f} s")
+                tail = self.text()[-3000:]
+                raise AssertionError(
+                    f"{what}: not seen within {timeout:.0f} s; the page got:\n{tail}"
+                )
             try:
                 await self._next(min(left, 1.0))
             except TimeoutError:
