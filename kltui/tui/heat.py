@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.style import Style
 from textual.color import Color
 
-from kltui.metrics.scale import EMPTY, N_BINS, N_LEVELS, NONFINITE, PENDING, ZERO, bin_exponent
+from kltui.metrics.scale import EMPTY, N_LEVELS, NONFINITE, PENDING, ZERO, bin_exponent, ramp
 from kltui.tui.themes import HEAT_STOPS, VARIABLE_DEFAULTS
 
 # One glyph per band, for NO_COLOR terminals and glyph mode: the scale stays readable in
@@ -53,17 +53,15 @@ class Palette:
 
     @classmethod
     def from_variables(cls, variables: dict[str, str], background: str) -> Palette:
+        """The palette of a theme's heat-* variables over `background`."""
+
         def get(name: str) -> Color:
             return Color.parse(variables.get(name) or VARIABLE_DEFAULTS[name])
 
-        stops = [get(f"heat-{i}") for i in range(1, HEAT_STOPS + 1)]
-        ramp = []
-        for i in range(N_BINS):
-            t = i / (N_BINS - 1) * (HEAT_STOPS - 1)
-            lo = min(int(t), HEAT_STOPS - 2)
-            ramp.append(stops[lo].blend(stops[lo + 1], t - lo))
+        stops = [get(f"heat-{i}").rgb for i in range(1, HEAT_STOPS + 1)]
+        bins = [Color(*rgb) for rgb in ramp(stops)]  # the one scale's spread and direction
         base = Color.parse(background)
-        colours = [base, get("heat-pending"), get("heat-zero"), *ramp, get("heat-nan")]
+        colours = [base, get("heat-pending"), get("heat-zero"), *bins, get("heat-nan")]
         bg = [Style(bgcolor=c.rich_color) for c in colours]
         bg[EMPTY] = Style()
         fg = [Style(color=c.rich_color) for c in colours]

@@ -47,7 +47,7 @@ class Geometry:
         return self.max_len / self.n_cells if self.n_cells else 1.0
 
     def reduce(self, k3: np.ndarray) -> np.ndarray:
-        """Per-cell max of one row's k3 (a row may be shorter than max_len)."""
+        """Per-cell max of one row's k3 or levels (a row may be shorter than max_len)."""
         edges = self.edges[self.edges < k3.size]
         if edges.size == 0:
             return np.zeros(0)

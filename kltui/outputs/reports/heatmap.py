@@ -1,5 +1,6 @@
-"""k3 heatmaps for the HTML report: a fixed colour scale, colour levels per token, reduction
-of wide runs by max, and a palette PNG built with numpy and zlib (no imaging library).
+"""k3 heatmaps for the HTML report: the one colour scale (kltui.metrics.scale: its levels,
+its zero, its colours on a light background), reduction of wide runs by max, and a palette
+PNG built with numpy and zlib (no imaging library).
 
 This module only bins k3 values for display; the values come from the ScoreBook.
 """
@@ -24,46 +25,17 @@ from kltui.metrics.scale import (
     PENDING,
     ZERO,
     bin_label,
-    levels,
+    light_palette,
+    token_levels,
 )
 from kltui.session.store import HelperState
 from kltui.untrusted import html_text
 
-# The k3 scale's decades (kltui.metrics.scale) in reversed viridis: colour-blind safe and
-# monotone in lightness, so on a white page a larger k3 is always darker (it survives greyscale).
-VIRIDIS_REVERSED = (
-    (0xFD, 0xE7, 0x25),
-    (0xB5, 0xDE, 0x2B),
-    (0x6E, 0xCE, 0x58),
-    (0x35, 0xB7, 0x79),
-    (0x1F, 0x9E, 0x89),
-    (0x26, 0x82, 0x8E),
-    (0x31, 0x68, 0x8E),
-    (0x3E, 0x49, 0x89),
-    (0x48, 0x28, 0x78),
-    (0x44, 0x01, 0x54),
-)
-SPECIAL_COLOURS = {
-    EMPTY: (0xFF, 0xFF, 0xFF),  # no token at this position
-    PENDING: (0xA8, 0xB0, 0xBB),  # decoded or skipped, never scored
-    ZERO: (0xE3, 0xE8, 0xEF),  # bit-identical logprobs
-    NONFINITE: (0x00, 0x00, 0x00),  # NaN or inf: a protocol or numeric fault
-}
+# The one scale's colours on a white page (kltui.metrics.scale.LIGHT, the kltui-light theme's):
+# pale for rounding-level k3, dark red for >= 1, the direction of every TUI theme.
+PALETTE = light_palette()
 MAX_COLUMNS = 1024  # wider rows are reduced by max, so one bad token still shows
 MAX_ROWS = 360
-
-
-def _ramp() -> list[tuple[int, int, int]]:
-    stops = np.array(VIRIDIS_REVERSED, dtype=np.float64)
-    t = np.linspace(0, len(stops) - 1, N_BINS)
-    lo = np.minimum(t.astype(int), len(stops) - 2)
-    frac = (t - lo)[:, None]
-    rgb = stops[lo] * (1 - frac) + stops[lo + 1] * frac
-    return [(int(round(r)), int(round(g)), int(round(b))) for r, g, b in rgb]
-
-
-PALETTE = [SPECIAL_COLOURS[EMPTY], SPECIAL_COLOURS[PENDING], SPECIAL_COLOURS[ZERO], *_ramp()]
-PALETTE.append(SPECIAL_COLOURS[NONFINITE])
 
 
 def _hex(level: int) -> str:
@@ -71,12 +43,8 @@ def _hex(level: int) -> str:
 
 
 def k3_levels(k3: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarray:
-    """Colour level per token. ZERO means bit-identical logprobs; a difference too small for
-    k3 to register (or a rounding-negative k3) still gets the lowest colour, never ZERO."""
-    out = levels(k3).astype(np.uint8)
-    out[out == ZERO] = FIRST_BIN
-    out[np.asarray(lp_a) == np.asarray(lp_b)] = ZERO
-    return out
+    """Colour level per token (`scale.token_levels`: ZERO means bit-identical logprobs)."""
+    return token_levels(k3, lp_a, lp_b).astype(np.uint8)
 
 
 def _reduce_max(levels: np.ndarray, axis: int, limit: int) -> tuple[np.ndarray, int]:
@@ -97,6 +65,7 @@ def _reduce_max(levels: np.ndarray, axis: int, limit: int) -> tuple[np.ndarray, 
 
 
 def heat_rows(st: HelperState) -> list[int]:
+    """The sample indices the heatmap has a row for (started, scored, skipped or decoding)."""
     return sorted(
         set(range(st.n_samples)) | set(st.book.samples) | set(st.skipped) | set(st.decoded_len)
     )
@@ -140,6 +109,7 @@ def png(indices: np.ndarray, palette: list[tuple[int, int, int]]) -> bytes:
 
 
 def heatmap_html(st: HelperState) -> str:
+    """A helper's heatmap figure: the PNG, its axes, caption and legend."""
     rows = heat_rows(st)
     if not rows:
         return '<p class="muted">No samples were started, so there is no heatmap.</p>'
@@ -190,6 +160,7 @@ def _scale_pos(x: float) -> float:
 
 
 def legend_html(tau: float) -> str:
+    """The colour scale's legend: one swatch per decade, tick labels, τ, the special levels."""
     swatches = "".join(
         f'<span class="sw" style="background:{_hex(level)}" title="k3 {html_text(bin_label(level))}">'
         "</span>"

@@ -228,7 +228,7 @@ class DrillDown(Screen):
         first = sc.metrics.first_divergence
         ids = sc.token_ids.tolist()
         lp_a, lp_b, k3 = sc.lp_a.tolist(), sc.lp_b.tolist(), sc.k3.tolist()
-        levels = scale.levels(sc.k3).tolist()
+        levels = scale.token_levels(sc.k3, sc.lp_a, sc.lp_b).tolist()
         pal = self.palette
         reported = dict(sc.id_mismatch or ())
         rows = []
