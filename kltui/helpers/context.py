@@ -23,10 +23,12 @@ LOGPROB_SENTINEL = -9999.0
 
 
 def all_finite(lps: np.ndarray) -> bool:
+    """Whether every logprob is finite and above the -inf sentinel."""
     return bool(np.all(np.isfinite(lps) & (lps > LOGPROB_SENTINEL)))
 
 
 def describe_logprob(v: float) -> str:
+    """A non-finite or sentinel logprob as words."""
     if np.isnan(v):
         return "null or NaN"
     if np.isinf(v):
@@ -49,6 +51,8 @@ class PhaseError(Exception):
 
 @dataclass
 class HelperContext:
+    """Everything a helper needs from the run: client, prompts, settings, gate."""
+
     client: SGLangClient
     prompts: list[np.ndarray]
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
@@ -80,14 +84,17 @@ class HelperContext:
         return not self.server_info.get("skip_tokenizer_init")
 
     def identity(self, info: dict | None = None) -> tuple:
+        """What identifies the server process (changes when it restarts)."""
         info = self.server_info if info is None else info
         return tuple(info.get(k) for k in PROCESS_IDENTITY)
 
     @property
     def server(self) -> str:
+        """The server's URL."""
         return self.client.url
 
     def sampling(self, max_new_tokens: int, *, streamed: bool = False) -> dict:
+        """The sampling_params of a helper's requests."""
         # SGLang's helpers send exactly these three keys; stream_interval only shapes how a
         # stream is cut into chunks (SGLang reads it per request), never what is computed.
         return sampling_params(

@@ -56,6 +56,8 @@ def token_ids_table(rows: list | None, ids: np.ndarray, p: int, what: str) -> np
 
 @dataclass
 class Sample:
+    """One cross_engine sample: prompt, continuation and SGLang's answer."""
+
     index: int
     prompt: np.ndarray
     cont: np.ndarray
@@ -63,6 +65,7 @@ class Sample:
 
     @property
     def seq(self) -> np.ndarray:
+        """The prompt followed by the continuation."""
         return np.concatenate([self.prompt, self.cont]) if self.cont.size else self.prompt
 
     @property
@@ -72,6 +75,7 @@ class Sample:
 
 
 def chunks(samples: list[Sample], k: int) -> list[list[Sample]]:
+    """The samples cut into batches that keep each answer under its size bound."""
     out: list[list[Sample]] = []
     cur: list[Sample] = []
     used = 0

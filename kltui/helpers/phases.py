@@ -84,10 +84,12 @@ class Run:
         )
 
     def enter(self, phase: str) -> PhaseChanged:
+        """Enter a phase; the event that says so."""
         self.phase = phase
         return PhaseChanged(self.helper, self.ctx.server, phase)
 
     def error(self, err: EngineError) -> PhaseError:
+        """A PhaseError for an engine error in the current phase."""
         return PhaseError(err, self.helper, self.phase)
 
     def bad_logprobs(self, side: str, found: list[tuple[int, np.ndarray]]) -> Problem | None:
@@ -118,6 +120,7 @@ class Run:
         )
 
     def temperature_warning(self) -> Problem | None:
+        """A Problem when the temperature makes logprobs incomparable, else None."""
         if self.ctx.temperature in COMPARABLE_TEMPERATURES:
             return None
         return Problem(
@@ -129,6 +132,7 @@ class Run:
         )
 
     async def flush(self) -> AsyncIterator[Event]:
+        """Flush the server's cache, checking it is still the same process."""
         yield self.enter("flush")
         try:
             await self.ctx.client.flush_cache(self.ctx.flush_timeout)
@@ -376,6 +380,7 @@ class Run:
         )
 
     def finished(self, **extra) -> HelperFinished:
+        """The HelperFinished event with the summary of everything scored."""
         summary = self.book.summary(
             n_samples=len(self.ctx.prompts), n_skipped=self.skipped, threshold=self.ctx.threshold
         )

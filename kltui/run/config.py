@@ -26,6 +26,8 @@ DEFAULT_FLEET_CONCURRENCY = 4
 
 
 class ConfigError(UsageError):
+    """A config file that cannot be used, named with its line."""
+
     def __init__(self, path: str, message: str, line: int | None = None) -> None:
         where = f"{path}:{line}" if line else path
         super().__init__(f"{where}: {message}")
@@ -33,6 +35,8 @@ class ConfigError(UsageError):
 
 @dataclass
 class ThresholdEntry:
+    """One per-model threshold entry, as SGLang's ThresholdEntry."""
+
     model: str
     tp: int | None = None
     kl_div: float | None = None
@@ -41,6 +45,7 @@ class ThresholdEntry:
     tail_threshold: float | None = None
 
     def matches(self, model: str | None, tp: int | None) -> bool:
+        """Whether this entry applies to a server's model and tp size."""
         if self.tp is not None and tp is not None and self.tp != tp:
             return False
         if self.model == "*":
@@ -51,6 +56,7 @@ class ThresholdEntry:
         return model == self.model or model.rstrip("/").endswith("/" + self.model.split("/")[-1])
 
     def for_helper(self, helper: str) -> float | None:
+        """This entry's threshold for a helper (its own field, else kl_div)."""
         spec = HELPERS.get(helper)
         specific = getattr(self, spec.threshold_field if spec else "kl_div")
         return specific if specific is not None else self.kl_div  # SGLang's `or` fallback
@@ -58,6 +64,8 @@ class ThresholdEntry:
 
 @dataclass
 class RunConfig:
+    """Everything one run is asked to do, from the options and the config file."""
+
     servers: list[str] = field(default_factory=list)
     baseline: str | None = None
     helpers: list[str] = field(default_factory=lambda: list(DEFAULT_HELPERS))
@@ -115,6 +123,7 @@ class RunConfig:
         return resolve_baseline_api_key()
 
     def streams(self, live_view: bool) -> bool:
+        """Whether decodes are streamed (by default only where a view shows them live)."""
         return live_view if self.stream is None else self.stream
 
     def stream_interval_for(self) -> int:
@@ -357,6 +366,7 @@ def _entries(path: str, value: Any, node: yaml.Node) -> list[ThresholdEntry]:
 
 
 def check_helpers(names: list[str], where: str) -> None:
+    """Raise a UsageError naming the first helper name kltui does not know."""
     allowed_set = set(HELPERS)
     for n in names:
         if n not in allowed_set:

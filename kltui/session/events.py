@@ -18,6 +18,8 @@ import numpy as np
 
 @dataclass(frozen=True, slots=True)
 class RunStarted:
+    """The run began: its config, the identified servers and the prompt set."""
+
     run_id: str
     started_at: float
     config: dict[str, Any]
@@ -28,6 +30,8 @@ class RunStarted:
 
 @dataclass(frozen=True, slots=True)
 class HelperStarted:
+    """One helper began on one server, with its gate and settings."""
+
     helper: str
     server: str
     n_samples: int
@@ -42,6 +46,8 @@ class HelperStarted:
 
 @dataclass(frozen=True, slots=True)
 class PhaseChanged:
+    """A helper entered a phase (decode, flush, prefill, ...)."""
+
     helper: str
     server: str
     phase: str  # warm | decode | turn1 | turn2 | flush | prefill | score
@@ -84,6 +90,8 @@ class SampleScored:
 
 @dataclass(frozen=True, slots=True)
 class SampleSkipped:
+    """A helper could not score one sample, and why."""
+
     helper: str
     server: str
     sample: int
@@ -93,6 +101,8 @@ class SampleSkipped:
 
 @dataclass(frozen=True, slots=True)
 class HelperFinished:
+    """One helper ended on one server; its summary is the result."""
+
     helper: str
     server: str
     summary: dict[str, Any]
@@ -125,6 +135,8 @@ class ExtrasFetched:
 
 @dataclass(frozen=True, slots=True)
 class Problem:
+    """Something went wrong (fatal or not), with where it happened."""
+
     source: str  # server URL, file, or helper name
     message: str
     fatal: bool
@@ -134,6 +146,8 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class RunFinished:
+    """The run ended, with its verdict."""
+
     summary: dict[str, Any]
     verdict: str  # pass | fail | error | interrupted
 

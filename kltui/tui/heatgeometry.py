@@ -29,9 +29,11 @@ class Geometry:
 
     @property
     def n_cells(self) -> int:
+        """The number of cells."""
         return int(self.edges.size)
 
     def cell_of(self, pos: int) -> int:
+        """The cell that covers a token position."""
         if self.edges.size == 0:
             return 0
         return max(0, int(np.searchsorted(self.edges, pos, side="right")) - 1)
@@ -44,6 +46,7 @@ class Geometry:
 
     @property
     def tokens_per_cell(self) -> float:
+        """How many token positions one cell covers on average."""
         return self.max_len / self.n_cells if self.n_cells else 1.0
 
     def reduce(self, k3: np.ndarray) -> np.ndarray:
@@ -56,10 +59,12 @@ class Geometry:
         return np.maximum.reduceat(k3, edges)
 
     def n_cells_for(self, length: int) -> int:
+        """The number of cells a row of this length fills."""
         return int(np.searchsorted(self.edges, length, side="left"))
 
 
 def make_geometry(max_len: int, cell_chars_available: int, zoom: int | None) -> Geometry:
+    """The cell layout for rows up to max_len in the available width, at a zoom."""
     width = max(1, cell_chars_available)
     if max_len <= 0:
         return Geometry(np.zeros(0, dtype=np.int64), 0, 1, zoom is None)

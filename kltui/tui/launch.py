@@ -55,6 +55,7 @@ def run_app(
 
 
 def print_screenshots(app: KltuiApp) -> None:
+    """Print the path of every screenshot the app saved."""
     for path in app.screenshots:
         print(f"screenshot: {path}", file=sys.stderr)
 
@@ -106,17 +107,21 @@ class DumpsViewer(App[int]):
             self.theme = theme or themes.DEFAULT_THEME
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
+        """kltui's theme variables, so the dumps screen's CSS resolves."""
         return dict(themes.VARIABLE_DEFAULTS)
 
     def on_mount(self) -> None:
+        """Show the dumps screen."""
         self.push_screen(DumpsScreen(self.result))
 
     async def action_pop_screen(self) -> None:
+        """Quit: the dumps screen is the only screen."""
         # closing the only screen there is quits
         self.exit(0)
 
 
 def run_dumps_viewer(result: dict, theme: str | None = None) -> int:
+    """Show a saved dumps analysis in the terminal; its exit code."""
     app = DumpsViewer(result, theme)
     app.run()
     return app.return_code or 0

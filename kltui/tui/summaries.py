@@ -13,14 +13,18 @@ LIVE_SUMMARY_MIN_INTERVAL_S = 0.5
 
 
 class Summaries:
+    """Per-helper summaries for the views, live ones recomputed at most twice a second."""
+
     def __init__(self, clock=time.monotonic) -> None:
         self._cache: dict[str, tuple[int, int, float, Summary]] = {}
         self._clock = clock
 
     def clear(self) -> None:
+        """Forget every cached live summary."""
         self._cache.clear()
 
     def get(self, st: HelperState, *, force: bool = False) -> Summary | None:
+        """A helper's summary: final, else live from its ScoreBook, else None."""
         if st.summary is not None:
             return st.summary
         if st.n_scored == 0:

@@ -54,6 +54,7 @@ VARIABLE_DEFAULTS: dict[str, str] = {
 
 
 def theme_dirs() -> list[Path]:
+    """The folders themes are read from (source checkout, installed wheel, user's)."""
     here = Path(__file__).resolve()
     dirs = [
         here.parents[2] / "themes",  # source checkout
@@ -66,6 +67,8 @@ def theme_dirs() -> list[Path]:
 
 @dataclass
 class LoadedThemes:
+    """The themes that loaded and the errors of those that did not."""
+
     themes: list[Theme] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -81,6 +84,7 @@ def _color(path: Path, key: str, value: object) -> str:
 
 
 def theme_from_file(path: Path) -> Theme:
+    """A Textual theme from a theme YAML file."""
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
@@ -110,6 +114,7 @@ def theme_from_file(path: Path) -> Theme:
 
 
 def load_themes(dirs: list[Path] | None = None) -> LoadedThemes:
+    """Every theme in the theme folders, the first of each name winning."""
     out = LoadedThemes()
     seen: set[str] = set()
     for d in dirs if dirs is not None else theme_dirs():

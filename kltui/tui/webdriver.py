@@ -31,6 +31,7 @@ class ClientGoneWebDriver(WebDriver):
     _exiting = False
 
     def start_application_mode(self) -> None:
+        """Start, exiting on SIGINT, SIGTERM and SIGHUP."""
         self._loop = asyncio.get_running_loop()
         super().start_application_mode()
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -51,11 +52,13 @@ class ClientGoneWebDriver(WebDriver):
             return len(data)
 
     def run_input_thread(self) -> None:
+        """Read input; exit when the input ends (the tab went away)."""
         super().run_input_thread()
         if not self.exit_event.is_set():  # end of input, not our own shutdown
             self.request_exit()
 
     def on_meta(self, packet_type: str, payload: dict[str, object]) -> None:
+        """Exit when textual-serve says the tab closed."""
         if packet_type == "quit":  # textual-serve: the tab closed
             self.request_exit()
             return

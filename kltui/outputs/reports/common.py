@@ -133,6 +133,7 @@ class Origin:
 
 
 def verdict(store: SessionStore) -> str:
+    """The run's verdict (interrupted when it never finished)."""
     return store.finished.verdict if store.finished else "interrupted"
 
 
@@ -166,10 +167,12 @@ def max_location(summary: Summary) -> dict | None:
 
 
 def multi_server(store: SessionStore) -> bool:
+    """Whether the helpers ran on more than one server."""
     return len({st.server for st in store.helpers.values()}) > 1
 
 
 def prompt_summary(ps: dict) -> str:
+    """The prompt set as one line (source, count, tokens, lengths)."""
     if not ps:
         return "no prompt set recorded"
     return (
@@ -180,12 +183,14 @@ def prompt_summary(ps: dict) -> str:
 
 
 def timestamp(epoch: float | None) -> str:
+    """An epoch time as UTC text."""
     if not isinstance(epoch, int | float):
         return "unknown time"
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
 
 
 def run_time(store: SessionStore, origin: Origin | None) -> float | None:
+    """When the run started (else when the recording was created)."""
     if store.run is not None:
         return store.run.started_at
     return origin.created if origin else None
@@ -261,6 +266,7 @@ def config_entry(config: dict) -> dict:
 
 
 def json_report(store: SessionStore) -> dict:
+    """The JSON document `check --json` writes (docs/JSON.md)."""
     run = store.run
     return tag_floats(
         {
@@ -291,6 +297,7 @@ def json_report(store: SessionStore) -> dict:
 
 
 def write_json(store: SessionStore, path: str, extra: dict | None = None) -> None:
+    """Write the JSON document of a run, with extra top-level keys."""
     doc = json_report(store)
     if extra:
         doc.update(extra)

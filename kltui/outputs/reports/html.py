@@ -40,6 +40,7 @@ CSP = (
 
 
 def header_html(store: SessionStore, origin: Origin | None) -> str:
+    """The report's heading: verdict, run id, times and versions."""
     run = store.run
     v = verdict(store)
     meta = [f"started {esc(timestamp(run_time(store, origin)))}"]
@@ -67,6 +68,7 @@ def header_html(store: SessionStore, origin: Origin | None) -> str:
 
 
 def banners_html(store: SessionStore, origin: Origin | None) -> str:
+    """Warnings that the results are partial (no run, a cut-short recording, an unfinished run)."""
     out = []
     if store.run is None:
         out.append("The recording holds no run: it ended before the servers were identified.")
@@ -94,6 +96,7 @@ def reruns_html(origin: Origin | None) -> str:
 
 
 def summary_html(store: SessionStore) -> str:
+    """The results table, one row per helper and server."""
     if not store.helpers:
         return ""
     names = helper_names(store)
@@ -137,6 +140,7 @@ def _items(title: str, lines: list[str]) -> str:
 
 
 def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
+    """One card per diagnosis."""
     if not diagnoses:
         return ""
     cards = []
@@ -153,6 +157,7 @@ def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
 
 
 def cross_server_html(pairs: list[dict]) -> str:
+    """The server-vs-server comparison section."""
     if not pairs:
         return ""
     blocks = []
@@ -249,6 +254,7 @@ def _matrix_html(helper: str, urls: list[str], m: list[list[dict | None]]) -> st
 
 
 def servers_html(store: SessionStore) -> str:
+    """The servers' settings table (differences highlighted)."""
     servers = store.run.servers if store.run else []
     if not servers:
         return ""
@@ -288,6 +294,7 @@ def _value(v: object) -> str:
 
 
 def prompts_html(store: SessionStore) -> str:
+    """The prompt set and the run's settings."""
     if store.run is None:
         return ""
     ps = store.run.prompt_set or {}
@@ -319,6 +326,7 @@ def prompts_html(store: SessionStore) -> str:
 
 
 def problems_html(store: SessionStore) -> str:
+    """The list of problems the run met."""
     if not store.problems:
         return ""
     items = []
@@ -333,6 +341,7 @@ def problems_html(store: SessionStore) -> str:
 
 
 def html_report(store: SessionStore, origin: Origin | None = None) -> str:
+    """The self-contained HTML report of a run."""
     run = store.run
     names = helper_names(store)
     show_server = multi_server(store)

@@ -55,6 +55,7 @@ def _stat(label: str, value: str, sub: str = "") -> str:
 
 
 def stats_html(st: HelperState) -> str:
+    """A helper's figures against its gate."""
     s = st.summary or Summary()
     avg, thr = s.avg_kl_div, (s.threshold if s.threshold is not None else st.threshold)
     source = f" · {esc(s.threshold_source.label)}" if s.threshold_source else ""
@@ -99,6 +100,7 @@ def stats_html(st: HelperState) -> str:
 
 
 def notes_html(st: HelperState) -> str:
+    """A helper's errors, cache-hit failures and warnings as notes."""
     s = st.summary or Summary()
     notes = []
     if s.error:
@@ -123,6 +125,7 @@ def notes_html(st: HelperState) -> str:
 
 
 def top_tokens_html(st: HelperState) -> str:
+    """The tokens with the largest k3 of a helper."""
     samples = [st.book.samples[i] for i in st.book.order]
     if not samples:
         return ""
@@ -158,6 +161,7 @@ def top_tokens_html(st: HelperState) -> str:
 
 
 def samples_html(st: HelperState) -> str:
+    """The per-sample table of a helper, with each sample's heatmap strip."""
     rows = []
     # Samples never started have nothing to say; the heatmap already shows them unscored.
     for r in sorted(set(st.book.samples) | set(st.skipped) | set(st.decoded_len)):
@@ -191,6 +195,7 @@ def samples_html(st: HelperState) -> str:
 
 
 def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
+    """One helper's section of the report."""
     server = f" <code class='srv'>{esc(st.server)}</code>" if show_server else ""
     if st.n_scored:
         body = stats_html(st)

@@ -41,6 +41,7 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: object)
 
 
 def failure_message(s: Summary) -> str:
+    """Why a helper failed, as one line."""
     if s.hit_failure:
         return str(s.hit_failure)
     avg, thr = s.avg_kl_div, s.threshold
@@ -70,6 +71,7 @@ def details(st: HelperState) -> str:
 
 
 def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> str:
+    """Add one helper's test case to the suite; return which JUnit count it adds to."""
     seconds = helper_seconds(st)
     case = _sub(
         suite,
@@ -158,6 +160,7 @@ def _text(v: object) -> str:
 
 
 def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) -> None:
+    """Add the run's properties (versions, verdict, prompts, servers, cross figures) to the suite."""
     props = _sub(suite, "properties")
     run = store.run
     items: list[tuple[str, object]] = [("kltui.version", __version__), ("verdict", verdict(store))]
@@ -192,6 +195,7 @@ def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) ->
 
 
 def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
+    """The JUnit XML report of a run."""
     root = ET.Element("testsuites", name=SUITE)
     started = run_time(store, origin)
     suite = _sub(root, "testsuite", name=SUITE)

@@ -50,6 +50,7 @@ def _code(text: object) -> str:
 
 
 def results_table(store: SessionStore) -> list[str]:
+    """The Markdown results table, one row per helper and server."""
     names = helper_names(store)
     lines = [
         "| helper | result | avg_kl_div | threshold | tokens > τ | max k3 (sample@pos) "
@@ -125,6 +126,7 @@ def fleet_md(f: dict) -> list[str]:
 
 
 def md_report(store: SessionStore, origin: Origin | None = None) -> str:
+    """The Markdown report of a run, sized for a pull request."""
     run = store.run
     v = verdict(store)
     helpers = list(store.helpers.values())
