@@ -80,10 +80,16 @@ def safe(value: object, style: str | Style = "", limit: int | None = None) -> Te
     return Text(escape_controls(value, limit), style=style, no_wrap=False)
 
 
+# Text of a token nobody fetched (outside the extras request's windows): dim and italic, so it
+# never reads as a token that is empty or whitespace (real spaces show as "␣").
+UNKNOWN_TOKEN_TEXT = "(no text)"
+
+
 def token_repr(text: str | None) -> Text:
-    """Token text with its spaces made visible, as tokenizers' leading spaces matter."""
+    """Token text with its spaces made visible, as tokenizers' leading spaces matter; None (text
+    not known) is a dim "(no text)" marker, never an empty cell."""
     if text is None:
-        return Text("")
+        return Text(UNKNOWN_TOKEN_TEXT, style="dim italic")
     return Text(escape_controls(text).replace(" ", "␣"))
 
 

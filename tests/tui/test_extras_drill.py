@@ -107,3 +107,24 @@ async def test_a_server_without_tokenizer_is_named_in_the_drill_down_and_header(
         await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
         head = drawn(drill.query_one("#drill-head"))
         assert "no tokenizer (--skip-tokenizer-init)" in head and says in head
+
+
+async def test_unknown_token_text_is_marked_not_blank():
+    # issue 21 item 4: a token outside the extras request's windows has no known text; it used
+    # to show an empty cell, which reads as an empty or whitespace token
+    events, extra = with_extras(1, 4, 6, " ")  # position 4's text is a single space
+    app = replay_app(events)
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.select_helper(f"match@{synth.URL}")
+        app.open_sample(1, 0)
+        await until(pilot, lambda: isinstance(app.screen, DrillDown))
+        drill: DrillDown = app.screen
+        await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+        table = drill.table
+        text_col = [str(c.label) for c in table.columns.values()].index("text")
+        unknown = table.get_cell_at((3, text_col))  # before the window: never fetched
+        space = table.get_cell_at((4, text_col))
+        assert str(space) == "␣"
+        assert str(unknown) == "(no text)" and "dim" in str(unknown.style)
+        assert str(unknown) != str(space) and str(unknown).strip()
