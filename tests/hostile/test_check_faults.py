@@ -19,7 +19,7 @@ from tests.hostile.harness import (
     check_inproc,
     fault_line,
 )
-from tests.hostile.server import HUGE_TOKENS, HostileServer, refused_url
+from tests.hostile.server import HUGE_TOKENS, refused_url
 
 # faults after which the client has read every event the server sent (FIN, not RST)
 EVERY_EVENT_ARRIVES = {"no-done", "malformed-sse", "stream-error", "close-mid-stream"}
@@ -160,12 +160,12 @@ def test_backoff_really_waits_between_attempts(tmp_path):
     assert 1.7 <= waited <= elapsed
 
 
-def test_api_key_less_server_answers_401_with_a_hint(tmp_path):
-    with HostileServer(fault="http-error", phase="health", status=401, times=0) as srv:
-        res = check_cli(srv.address, tmp_path)
-        assert res.rc == 3
-        fault_line(res, srv.url, "connect", r"wants an API key \(--api-key or KLTUI_API_KEY\)")
-        assert srv.counts["health"] == 1  # a 401 will not change on retry
+def test_api_key_less_server_answers_401_with_a_hint(hostile, tmp_path):
+    srv = hostile(fault="http-error", phase="health", status=401, times=0)
+    res = check_cli(srv.address, tmp_path)
+    assert res.rc == 3
+    fault_line(res, srv.url, "connect", r"wants an API key \(--api-key or KLTUI_API_KEY\)")
+    assert srv.counts["health"] == 1  # a 401 will not change on retry
 
 
 def test_prompt_set_tokens_survive_in_the_recording(hostile, tmp_path):

@@ -13,7 +13,6 @@ import pytest
 from kltui.run.config import RunConfig
 from kltui.run.watch import ServerWatch
 from tests.hostile.harness import check_inproc
-from tests.hostile.server import HostileServer
 
 SGLANG_KEY = "sk-sglang-only-7c1e"
 BASELINE_KEY = "sk-vllm-only-42ab"
@@ -85,13 +84,13 @@ async def test_baseline_key_goes_to_the_baseline_only(hostile, baseline, tmp_pat
     assert BASELINE_KEY not in res.out and "Unauthorized" not in res.out
 
 
-async def test_watch_uses_the_key_from_the_environment(monkeypatch):
+async def test_watch_uses_the_key_from_the_environment(hostile, monkeypatch):
     """A server that wants the key is healthy for --watch when the key is in KLTUI_API_KEY."""
     monkeypatch.setenv("KLTUI_API_KEY", SGLANG_KEY)
-    with HostileServer(api_key=SGLANG_KEY) as srv:
-        watch = ServerWatch([srv.url], RunConfig().server_api_key())
-        try:
-            changed, down = await watch.poll()
-        finally:
-            await watch.aclose()
+    srv = hostile(api_key=SGLANG_KEY)
+    watch = ServerWatch([srv.url], RunConfig().server_api_key())
+    try:
+        changed, down = await watch.poll()
+    finally:
+        await watch.aclose()
     assert down == [] and changed == [srv.url]

@@ -14,7 +14,6 @@ from kltui.outputs import headless
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
-from kltui.reference.launcher import ReferenceServer
 from kltui.session.events import HelperFinished
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
@@ -23,9 +22,9 @@ from tests.router import Router
 
 
 @pytest.fixture(scope="module")
-def two_workers(ref_servers):
-    a = ref_servers.get(deterministic=True)
-    b = ref_servers.get(deterministic=True, page_size=4)
+def two_workers(reference_servers):
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, page_size=4)
     with Router([a, b]) as router:
         yield router
 
@@ -43,8 +42,8 @@ def test_server_pointed_at_a_router_is_refused_with_the_reason(two_workers, caps
     assert f"--router {two_workers.url}" in line
 
 
-def test_router_flag_on_a_server_says_it_is_no_router(ref_servers, capsys):
-    rc = main(["check", "--router", ref_servers.get(deterministic=True), "--samples", "2"])
+def test_router_flag_on_a_server_says_it_is_no_router(reference_servers, capsys):
+    rc = main(["check", "--router", reference_servers.url(deterministic=True), "--samples", "2"])
     err = capsys.readouterr().err
     assert rc == EXIT_USAGE
     assert "GET /workers answered no worker list, so this is not an SGLang router" in err
@@ -54,12 +53,12 @@ SMALL = dict(samples=4, max_new_tokens=12, max_prompt_tokens=48)
 
 
 @pytest.fixture(scope="module")
-def three_workers(ref_servers):
+def three_workers(reference_servers):
     """Two deterministic replicas (page size 1 and 4: the same bits) and an odd one out that
     runs without deterministic inference."""
-    a = ref_servers.get(deterministic=True)
-    b = ref_servers.get(deterministic=True, page_size=4)
-    odd = ref_servers.get(deterministic=False, random_seed=0)
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, page_size=4)
+    odd = reference_servers.url(deterministic=False, random_seed=0)
     with Router([a, b, odd]) as router:
         yield router, (a, b), odd
 
@@ -111,11 +110,11 @@ async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_
 
 
 async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
-    ref_servers, tmp_path, monkeypatch
+    reference_servers, tmp_path, monkeypatch
 ):
-    a = ref_servers.get(deterministic=True)
-    b = ref_servers.get(deterministic=True, page_size=4)
-    srv = ReferenceServer(deterministic=True).start()
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, page_size=4)
+    srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
     real = headless.run_session
 
     async def kill_after_match(cfg, *args, **kw):
