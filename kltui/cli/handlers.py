@@ -36,6 +36,7 @@ def _headless(cfg, args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """Run `kltui check`."""
     cfg = build_config(args)
     if not cfg.servers and not cfg.router:
         raise UsageError(
@@ -46,12 +47,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Run `kltui report`."""
     from kltui.cli.report import cmd_report as report
 
     return report(args)
 
 
 def demo_config(args: argparse.Namespace, url: str):
+    """The RunConfig of `kltui demo` on the reference server at url."""
     args.server = [url]
     cfg = build_config(args)
     # The demo is sized for a laptop CPU; every default can be overridden on the command line.
@@ -62,6 +65,7 @@ def demo_config(args: argparse.Namespace, url: str):
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """Run `kltui demo`: start the reference server and run on it."""
     from kltui.reference.launcher import ReferenceServer
 
     check_numbers(args)  # refused before the reference server starts
@@ -92,6 +96,7 @@ def _run_tui(cfg, args, dumps_result: dict | None = None) -> int:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    """Run the live dashboard."""
     cfg = build_config(args)
     dumps_result = None
     if args.dumps:
@@ -112,6 +117,7 @@ def cmd_tui(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    """Run `kltui replay`: a recording in the TUI or headless."""
     from kltui.session.recording import read_recording
 
     if args.file is None:
@@ -150,6 +156,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    """Run `kltui runs`: list (or prune) past recordings."""
     from kltui.session.recording import default_runs_dir
     from kltui.session.runs import human_size, list_runs, prune, table
     from kltui.untrusted import escape_controls
@@ -181,6 +188,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_serve_reference(args: argparse.Namespace) -> int:
+    """Run `kltui serve-reference`."""
     from kltui.reference.cli_entry import main as serve_main
 
     return serve_main(args)

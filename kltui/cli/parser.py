@@ -29,6 +29,7 @@ from kltui.cli.options import (
 
 
 def add_screenshot_dir(parser: argparse.ArgumentParser) -> None:
+    """Add --screenshot-dir to a parser."""
     parser.add_argument(
         "--screenshot-dir",
         metavar="DIR",
@@ -37,6 +38,7 @@ def add_screenshot_dir(parser: argparse.ArgumentParser) -> None:
 
 
 def make_parser() -> argparse.ArgumentParser:
+    """The argument parser of `kltui` and every subcommand."""
     p = KltuiParser(
         prog="kltui",
         description=DESCRIPTION,

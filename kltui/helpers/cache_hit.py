@@ -63,6 +63,7 @@ def _started(ctx: HelperContext, run: Run) -> HelperStarted:
 
 @helper("prefill_cache_hit")
 async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
+    """The prefill_cache_hit helper: decoding on a radix-cache hit of KV written by prefill."""
     yield _started(ctx, run)
     if (p := _vacuous(ctx, run)) is not None:
         yield p
@@ -136,6 +137,7 @@ def _with_fix(e: EngineError) -> EngineError:
 
 @helper("decode_cache_hit")
 async def decode_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
+    """The decode_cache_hit helper: decoding on a radix-cache hit that reaches KV written by decode."""
     yield _started(ctx, run)
     if (p := _vacuous(ctx, run)) is not None:
         yield p

@@ -93,6 +93,7 @@ class CrossRun(Run):
         return figures
 
     def finished(self, **extra) -> HelperFinished:
+        """The HelperFinished event with the cross-engine figures and status."""
         figures = self.cross_figures()
         figures.update(extra)
         if figures.get("status") is None:

@@ -12,6 +12,7 @@ from kltui.session.events import Event
 
 @helper("match")
 async def match(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
+    """The match helper: a cold decode against the same prompt and output replayed as one prefill."""
     yield run.started({"max_new_tokens": ctx.max_new_tokens, "temperature": ctx.temperature})
     if (warn := run.temperature_warning()) is not None:
         yield warn

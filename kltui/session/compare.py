@@ -36,6 +36,8 @@ def _max_abs(x: np.ndarray, y: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class SampleDiff:
+    """Where one sample differs between two sides: token ids, then logprobs."""
+
     sample: int
     length_x: int
     length_y: int
@@ -75,9 +77,11 @@ class SampleDiff:
 
     @property
     def identical(self) -> bool:
+        """Whether every token id and logprob is the same."""
         return self.first is None
 
     def to_dict(self) -> dict:
+        """The difference as a JSON object."""
         return {
             "sample": self.sample,
             "identical": self.identical,
@@ -93,6 +97,7 @@ class SampleDiff:
 
 
 def compare_samples(x: ScoredSample, y: ScoredSample) -> SampleDiff:
+    """How two scorings of one sample differ, bit for bit."""
     n = min(x.token_ids.size, y.token_ids.size)
     ids_first = _first_diff(np.asarray(x.token_ids[:n]), np.asarray(y.token_ids[:n]))
     m = n if ids_first is None else ids_first
@@ -120,6 +125,7 @@ class BookDiff:
 
     @property
     def comparable(self) -> int:
+        """The number of samples both sides scored."""
         return len(self.samples)
 
     @property
@@ -136,10 +142,12 @@ class BookDiff:
         return min(diffs, key=lambda s: (s.first, s.sample)) if diffs else None
 
     def max_abs(self, side: str) -> float:
+        """The largest logprob difference on one side (a or b) over the samples."""
         vals = [getattr(s, f"{side}_max_abs") for s in self.samples]
         return float(np.nanmax(vals)) if vals and not np.isnan(vals).all() else 0.0
 
     def to_dict(self, per_sample: bool = True) -> dict:
+        """The comparison as a JSON object (with or without each sample)."""
         first = self.first
         out: dict = {
             "identical": self.identical,
@@ -159,6 +167,7 @@ class BookDiff:
 
 
 def compare_books(x: ScoreBook, y: ScoreBook) -> BookDiff:
+    """How one helper's scorings differ between two sides."""
     common = [s for s in x.order if s in y.samples]
     return BookDiff(
         [compare_samples(x.samples[s], y.samples[s]) for s in common],
@@ -168,6 +177,7 @@ def compare_books(x: ScoreBook, y: ScoreBook) -> BookDiff:
 
 
 def describe_first(diff: BookDiff) -> str:
+    """The first difference of a comparison, as words."""
     return describe_first_dict(diff.to_dict(per_sample=False))
 
 
@@ -238,6 +248,7 @@ def rerun_equality(prev: SessionStore, cur: SessionStore) -> dict:
 
 
 def describe_rerun(eq: dict) -> str:
+    """A re-run's comparison with the run before it, as words."""
     if eq["identical"] is None:
         return f"not comparable ({eq['reason']})"
     if eq["identical"]:

@@ -30,6 +30,8 @@ from kltui.untrusted import escape_controls
 
 
 class DashboardActions:
+    """What the dashboard's keys do (a mixin of KltuiApp)."""
+
     # set by KltuiApp
     read_only: bool
     store: SessionStore | None
@@ -43,6 +45,7 @@ class DashboardActions:
     ACTS = frozenset({"rerun", "save_svg", "screenshot"})
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Whether an action is offered now (off when read-only or under another screen)."""
         if self.read_only and action in self.ACTS:
             return False
         # Dashboard keys do nothing useful on top of a drill-down or help: hide them there.
@@ -54,14 +57,17 @@ class DashboardActions:
 
     # ------------------------------------------------------------------ selection
     def helper_keys(self) -> list[str]:
+        """The keys of every helper in the run shown."""
         return list(self.store.helpers) if self.store else []
 
     def selected_state(self) -> HelperState | None:
+        """The state of the selected helper, or None."""
         if self.store is None or self.selected is None:
             return None
         return self.store.helpers.get(self.selected)
 
     def select_helper(self, key: str) -> None:
+        """Select a helper by its key (the user's choice sticks)."""
         if self.store is None or key not in self.store.helpers:
             return
         self._user_selected = True
@@ -69,6 +75,7 @@ class DashboardActions:
         self.refresh_views()
 
     def action_cycle_helper(self, step: int) -> None:
+        """Select the next (or previous) helper."""
         keys = self.helper_keys()
         if not keys:
             return
@@ -76,13 +83,16 @@ class DashboardActions:
         self.select_helper(keys[(i + step) % len(keys)])
 
     def on_helper_progress_selected(self, msg: HelperProgress.Selected) -> None:
+        """Select the helper whose progress row was clicked."""
         self.select_helper(msg.key)
 
     def set_theme(self, name: str) -> None:
+        """Switch to a theme by name."""
         self.theme = name
 
     # ------------------------------------------------------------------ drill-down
     def open_sample(self, sample: int, position: int | None = None) -> None:
+        """Open the drill-down of a sample of the selected helper, at a position."""
         st = self.selected_state()
         if st is None:
             return
@@ -102,13 +112,16 @@ class DashboardActions:
         self.push_screen(DrillDown(st, sample, position, self.token_text, hm.palette))
 
     def on_heatmap_open(self, msg: Heatmap.Open) -> None:
+        """Open the sample of the heatmap cell that was chosen."""
         self.open_sample(msg.sample, msg.position)
 
     def on_data_table_row_selected(self, msg: DataTable.RowSelected) -> None:
+        """Open the sample of the table row that was chosen."""
         if isinstance(msg.data_table, SampleTable) and msg.row_key.value is not None:
             self.open_sample(int(msg.row_key.value))
 
     def action_first_divergence(self) -> None:
+        """Open the selected helper's first divergence."""
         st = self.selected_state()
         summary = self.summaries.get(st, force=True) if st is not None else None
         fd = summary.first_divergence if summary else None
@@ -128,16 +141,20 @@ class DashboardActions:
 
     # ------------------------------------------------------------------ actions
     def action_help(self) -> None:
+        """Show the help screen."""
         self.push_screen(HelpScreen(binding_groups(), self.user_keymap))
 
     def action_problems(self) -> None:
+        """Show the problems screen."""
         self.push_screen(ProblemsScreen(self.store.problems if self.store else []))
 
     def action_diagnosis(self) -> None:
+        """Show the diagnosis screen."""
         diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
         self.push_screen(DiagnosisScreen(diags))
 
     def action_compare(self) -> None:
+        """Show the server-vs-server comparison (or say there is one server)."""
         pairs = cross_server(self.store) if self.store is not None else []
         if not pairs:
             self.last_message = "one server in this run: nothing to compare (--server A --server B)"
@@ -184,6 +201,7 @@ class DashboardActions:
         self.notify(text, timeout=5)
 
     def action_save_svg(self) -> None:
+        """Save a screenshot of the dashboard as SVG in the screenshot folder."""
         if self.read_only:  # the command palette calls actions directly
             return
         from kltui.session.recording import default_runs_dir
@@ -210,11 +228,13 @@ class DashboardActions:
         self.notify(escape_controls(self.last_message), timeout=5)
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Save a screenshot (the palette's entry), named like the key's."""
         # The palette's builtin screenshot entry names the file after the title; ours is
         # named after the helper, so both routes agree.
         self.action_save_svg()
 
     async def action_rerun(self) -> None:
+        """Start the run (or the replay) again."""
         if self.read_only:
             return
         worker = self._feed_worker
@@ -230,6 +250,7 @@ class DashboardActions:
         self.start_feed()
 
     async def action_quit(self) -> None:
+        """Quit, stopping the run (an unfinished one counts as interrupted)."""
         worker = self._feed_worker
         if worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
             measuring = self.status.running and self.status.retry_in is None

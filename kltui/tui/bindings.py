@@ -41,6 +41,7 @@ DASHBOARD_BINDINGS: list[BindingType] = [
 
 
 def binding_groups() -> list[tuple[str, list[Binding]]]:
+    """Every screen's keys, grouped by screen, in the help's order."""
     from kltui.tui.screens.drilldown import DrillDown as _Drill
 
     def own(cls) -> list[Binding]:
@@ -64,4 +65,5 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
 
 
 def all_binding_ids() -> set[str]:
+    """The id of every key binding (what `keymap:` may remap)."""
     return {b.id for _, group in binding_groups() for b in group if b.id}

@@ -15,6 +15,8 @@ MAX_SAMPLE_COMMANDS = 500
 
 
 class KltuiCommands(Provider):
+    """The command palette's kltui entries."""
+
     def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
         # the palette of KltuiApp, whose actions are DashboardActions (a mixin of it)
         app = cast(DashboardActions, self.app)
@@ -66,6 +68,7 @@ class KltuiCommands(Provider):
         return out
 
     async def discover(self) -> Hits:
+        """The entries shown before anything is typed."""
         for name, callback, help_text in self._commands():
             if name.startswith("Open sample") or name.startswith("Theme: textual"):
                 continue
@@ -74,6 +77,7 @@ class KltuiCommands(Provider):
             yield DiscoveryHit(Content(name), callback, text=name, help=help_content)
 
     async def search(self, query: str) -> Hits:
+        """The entries that match what was typed, best first."""
         matcher = self.matcher(query)
         for name, callback, help_text in self._commands():
             score = matcher.match(name)

@@ -30,6 +30,8 @@ TABLE_HZ = 4
 
 
 class Redraw:
+    """How the dashboard redraws (a mixin of KltuiApp)."""
+
     # ------------------------------------------------------------------ redraw
     def _mark_dirty(self) -> None:
         self._dirty = True
@@ -123,6 +125,7 @@ class Redraw:
         return [self.status.error] if self.status.error else []
 
     def error_line(self) -> str | None:
+        """The error line of the run shown, with how many more there are."""
         lines = self.error_lines()
         if not lines:
             return None

@@ -20,6 +20,7 @@ MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them a
 
 
 def pair_group(pair: dict, vars_: dict) -> Group:
+    """One server pair's comparison as a renderable."""
     x, y = pair["servers"]
     head = Text("A ", style="bold").append_text(safe(x))
     head.append("  vs  B ", style="bold")
@@ -76,6 +77,8 @@ def pair_group(pair: dict, vars_: dict) -> Group:
 
 
 class CompareScreen(ModalScreen):
+    """The modal comparing servers of one run, bit for bit."""
+
     BINDINGS = [Binding("escape,q,c", "app.pop_screen", "Close", id="compare.close")]
 
     DEFAULT_CSS = """
@@ -96,6 +99,7 @@ class CompareScreen(ModalScreen):
         self.vars_ = dict(vars_)
 
     def compose(self) -> ComposeResult:
+        """The screen's scrolling box of server pairs."""
         box = VerticalScroll()
         box.border_title = "servers compared · same prompt ids, bit for bit"
         box.border_subtitle = "esc closes"

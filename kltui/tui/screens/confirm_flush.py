@@ -22,6 +22,7 @@ READ_ONLY_NOTE = (
 
 
 def question_text(server: str, reason: str, read_only: bool = False) -> Text:
+    """The question asked before flushing a server's cache, with why."""
     t = Text()
     t.append("kltui is about to flush the radix cache of ")
     t.append_text(safe(server, style="bold", limit=200))
@@ -76,6 +77,7 @@ class ConfirmFlush(ModalScreen[bool]):
         self.read_only = read_only
 
     def compose(self) -> ComposeResult:
+        """The question and its two buttons."""
         box = Vertical()
         box.border_title = Text.assemble("flush ", safe(self.server, limit=60), "?")
         box.border_subtitle = "n / esc cancel" if self.read_only else "y flush · n / esc cancel"
@@ -90,14 +92,17 @@ class ConfirmFlush(ModalScreen[bool]):
                 yield Button("Cancel", variant="primary", id="flush-no")
 
     def on_mount(self) -> None:
+        """Focus Cancel."""
         # the safe answer has the focus: Enter alone never flushes a shared server
         self.query_one("#flush-no", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
+        """Answer with the button pressed."""
         event.stop()
         self.dismiss(event.button.id == "flush-yes")
 
     def action_answer(self, yes: bool) -> None:
+        """Answer yes or no (never yes when read-only)."""
         if yes and self.read_only:
             return
         self.dismiss(yes)

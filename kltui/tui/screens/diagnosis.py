@@ -22,6 +22,7 @@ from kltui.untrusted import safe
 
 
 def diagnosis_group(diagnoses: list[Diagnosis], node: DOMNode) -> Group:
+    """Every diagnosis with its evidence and advice, as a renderable."""
     parts: list = []
     if not diagnoses:
         parts.append(Text("no helper has finished yet", style="dim"))
@@ -43,6 +44,8 @@ def diagnosis_group(diagnoses: list[Diagnosis], node: DOMNode) -> Group:
 
 
 class DiagnosisScreen(ModalScreen):
+    """The modal showing the run's diagnosis in full."""
+
     BINDINGS = [
         Binding("escape,q,d", "app.pop_screen", "Close", id="diagnosis.close"),
         Binding("u", "dumps", "Dumper drill-down", id="diagnosis.dumps"),
@@ -67,6 +70,7 @@ class DiagnosisScreen(ModalScreen):
         self.diagnoses = list(diagnoses)
 
     def compose(self) -> ComposeResult:
+        """The screen's scrolling box."""
         box = VerticalScroll()
         box.border_title = "diagnosis"
         box.border_subtitle = "esc closes"
@@ -74,10 +78,12 @@ class DiagnosisScreen(ModalScreen):
             yield Static(id="diagnosis-detail")
 
     def on_mount(self) -> None:
+        """Fill in the diagnosis once the screen is styled."""
         # filled once the screen is styled: its badges take their colours from its CSS
         self.query_one("#diagnosis-detail", Static).update(diagnosis_group(self.diagnoses, self))
 
     def action_dumps(self) -> None:
+        """Open the dumper drill-down for the server the diagnosis points to."""
         # the server the diagnosis sends to the drill-down, else the first one diagnosed: a
         # user may want the module table of any server, recommended or not
         wanted = [d for d in self.diagnoses if d.action == "dumps"] or self.diagnoses

@@ -73,6 +73,8 @@ def extras_note(extras: list, lp_a: np.ndarray) -> Text:
 
 
 class DrillDown(Screen):
+    """One sample token by token: both logprobs, k3, and the top-k alternatives."""
+
     BINDINGS = [
         Binding("escape,q", "app.pop_screen", "Back", id="drill.back"),
         Binding("f", "first_divergence", "First divergence", id="drill.first"),
@@ -128,6 +130,7 @@ class DrillDown(Screen):
         self.message = ""
 
     def compose(self) -> ComposeResult:
+        """The title bar, the sample's heading, its k3 strip and its token table."""
         yield TitleBar()
         with Vertical():
             yield Static(id="drill-head")
@@ -138,6 +141,7 @@ class DrillDown(Screen):
 
     @property
     def table(self) -> DataTable:
+        """The token table."""
         return self.query_one("#drill-table", DataTable)
 
     def _no_server_tokenizer(self) -> bool:
@@ -149,6 +153,7 @@ class DrillDown(Screen):
         )
 
     def on_mount(self) -> None:
+        """Fill in the heading, strip and table, and go to the asked position."""
         app = self.app
         # The same title bar as the dashboard: a replay stays marked as one on every screen.
         self.query_one(TitleBar).show(getattr(app, "store", None), getattr(app, "status", None))
@@ -258,9 +263,11 @@ class DrillDown(Screen):
 
     @property
     def position(self) -> int:
+        """The position under the cursor."""
         return self.table.cursor_row
 
     def goto(self, pos: int) -> None:
+        """Move the cursor to a position."""
         pos = max(0, min(int(pos), self.table.row_count - 1))
         self.table.move_cursor(row=pos, animate=False)
 
@@ -269,6 +276,7 @@ class DrillDown(Screen):
         self.notify(text, timeout=2)
 
     def action_first_divergence(self) -> None:
+        """Go to the sample's first divergence."""
         fd = self.scored.metrics.first_divergence
         if fd is None:
             self._say("no divergence: every logprob pair is bit-identical")
@@ -276,10 +284,12 @@ class DrillDown(Screen):
             self.goto(fd)
 
     def action_max_k3(self) -> None:
+        """Go to the sample's largest k3."""
         if self.scored.metrics.argmax_k3 >= 0:
             self.goto(self.scored.metrics.argmax_k3)
 
     def action_tail(self, direction: int) -> None:
+        """Go to the next (or previous) tail token."""
         tails = self.tail_positions
         if tails.size == 0:
             self._say(f"no tail tokens (k3 > {fmt.sci(self.tau, 0)}) in this sample")

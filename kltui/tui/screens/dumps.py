@@ -17,6 +17,7 @@ from kltui.untrusted import safe
 
 
 def dumps_view(result: dict) -> Group:
+    """A dumps analysis as a renderable: verdict, module table, decode steps."""
     parts: list[RenderableType] = [
         safe(
             result.get("verdict", ""), "bold red" if not result.get("identical") else "bold green"
@@ -65,6 +66,7 @@ class DumpsScreen(ModalScreen):
         self.result = result
 
     def compose(self) -> ComposeResult:
+        """The screen's scrolling box."""
         box = VerticalScroll()
         box.border_title = "dumper drill-down: decode vs fresh prefill"
         box.border_subtitle = "esc closes"

@@ -23,6 +23,8 @@ from kltui.untrusted import safe
 
 @dataclass(frozen=True)
 class DumpsRequest:
+    """What the TUI's dumper drill-down needs: server, dump folder, command, key."""
+
     server: str
     dump_dir: Path
     command: str  # `kltui dumps ...` for this server and folder, shown when the hooks are missing
@@ -33,6 +35,8 @@ class DumpsRequest:
 
 
 class DumpsRunScreen(ModalScreen):
+    """The modal running a dumper capture and analysis from the TUI."""
+
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close", id="dumps-run.close")]
 
     DEFAULT_CSS = """
@@ -54,6 +58,7 @@ class DumpsRunScreen(ModalScreen):
         self.outcome = "running"  # running | hooks-missing | error | done
 
     def compose(self) -> ComposeResult:
+        """The screen's scrolling box of steps and result."""
         box = VerticalScroll()
         box.border_title = "dumper drill-down"
         box.border_subtitle = "esc closes (a capture in progress is stopped)"
@@ -62,6 +67,7 @@ class DumpsRunScreen(ModalScreen):
             yield LoadingIndicator()
 
     def on_mount(self) -> None:
+        """Start the capture."""
         self.run_worker(self._run(), group="dumps", exclusive=True, exit_on_error=False)
 
     def _step(self, text: str) -> None:

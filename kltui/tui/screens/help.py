@@ -43,6 +43,7 @@ EXPLAIN = [
 def keys_table(
     groups: list[tuple[str, list[Binding]]], keymap: dict[str, str], display=None
 ) -> Table:
+    """Every key of each group as a table (with the user's remapping)."""
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(no_wrap=True)
@@ -61,6 +62,8 @@ def keys_table(
 
 
 class HelpScreen(ModalScreen):
+    """The modal listing every key."""
+
     BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "Close", id="help.close")]
 
     DEFAULT_CSS = """
@@ -81,6 +84,7 @@ class HelpScreen(ModalScreen):
         self.groups, self.keymap = groups, keymap
 
     def compose(self) -> ComposeResult:
+        """The screen's scrolling box of key tables."""
         box = VerticalScroll()
         box.border_title = "kltui help"
         box.border_subtitle = "esc closes · remap keys with `keymap:` in the config (binding ids)"

@@ -15,6 +15,7 @@ from kltui.untrusted import safe
 
 
 def problems_table(problems: list[Problem]) -> Table:
+    """The run's problems as a table."""
     t = Table(expand=True, show_lines=False, box=None, header_style="bold")
     t.add_column("", width=2)
     t.add_column("source", ratio=1, overflow="fold")
@@ -32,6 +33,8 @@ def problems_table(problems: list[Problem]) -> Table:
 
 
 class ProblemsScreen(ModalScreen):
+    """The modal listing the run's problems."""
+
     BINDINGS = [Binding("escape,q,e", "app.pop_screen", "Close", id="problems.close")]
 
     DEFAULT_CSS = """
@@ -51,6 +54,7 @@ class ProblemsScreen(ModalScreen):
         self.problems = list(problems)
 
     def compose(self) -> ComposeResult:
+        """The screen's scrolling box."""
         box = VerticalScroll()
         box.border_title = f"problems ({len(self.problems)})"
         box.border_subtitle = "esc closes"

@@ -24,10 +24,13 @@ def _num(v) -> float | None:
 
 
 class Counters(Static):
+    """The selected helper's figures against its gate."""
+
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = {"counters--ok", "counters--warn", "counters--bad", "counters--strong"}
 
     def show(self, st: HelperState | None, summary: Summary | None) -> None:
+        """Show a helper's figures from its summary (final or live)."""
         self.border_title = safe("counters" if st is None else f"counters · {st.helper}")
         ok, warn, bad = (part(self, f"counters--{k}") for k in ("ok", "warn", "bad"))
         grid = Table.grid(padding=(0, 1), expand=True)

@@ -41,6 +41,8 @@ def badge(d: Diagnosis, node: DOMNode) -> Text:
 
 
 class DiagnosisBar(Static):
+    """The one-line-per-server diagnosis at the bottom of the dashboard."""
+
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = BADGE_CLASSES | {"diagnosis--error"}
 

@@ -39,6 +39,8 @@ ROW_STATUS = {"scored": " ", "decoding": "…", "skipped": "⊘", "pending": " "
 
 
 class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
+    """One row per sample, one cell per group of tokens, coloured by k3."""
+
     BINDINGS = [
         Binding("up,k", "cursor(0, -1)", "Up", show=False, id="heatmap.up"),
         Binding("down,j", "cursor(0, 1)", "Down", show=False, id="heatmap.down"),
@@ -109,6 +111,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ data
     def on_mount(self) -> None:
+        """Follow theme changes; use glyphs when colour is off."""
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
         if getattr(self.app, "no_color", False):
             self.glyphs = True
@@ -122,6 +125,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         self.post_message(self.ViewChanged())
 
     def watch_glyphs(self) -> None:
+        """Redraw every row when glyphs are switched."""
         self._strips.clear()
         self._full_refresh()
         self.post_message(self.ViewChanged())
@@ -133,6 +137,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
 
     @property
     def palette(self) -> heat.Palette:
+        """The colours of the scale's levels in the current theme."""
         if self._palette is None:
             variables = self.app.get_css_variables()
             self._palette = heat.Palette.from_variables(
@@ -201,6 +206,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
 
     @property
     def geometry(self) -> Geometry:
+        """The cell layout for the current rows, width and zoom."""
         key = (self._max_len, self.cell_area, self.zoom)
         if key != self._geometry_key or self._geometry is None:
             self._geometry = make_geometry(self._max_len, self.cell_area, self.zoom)
@@ -212,18 +218,22 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         self.virtual_size = Size(GUTTER + g.n_cells * g.chars, self._n_rows)
 
     def on_resize(self, _event: events.Resize) -> None:
+        """Resize the scrollable area to the new width."""
         self._update_virtual_size()
         self.post_message(self.ViewChanged())
 
     @property
     def first_cell(self) -> int:
+        """The first cell in view."""
         return int(self.scroll_offset.x) // self.geometry.chars
 
     def view(self) -> View:
+        """Which cells are in view, for the ruler and the cursor line."""
         g = self.geometry
         return View(g, self.first_cell, self.cell_area // g.chars)
 
     def row_status(self, sample: int) -> str:
+        """A sample's state: scored, skipped, decoding or pending."""
         st = self.state
         if st is None:
             return "pending"

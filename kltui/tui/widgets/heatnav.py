@@ -13,6 +13,8 @@ from kltui.tui.heatgeometry import GUTTER
 
 
 class HeatmapNavigation:
+    """The heatmap's cursor, scrolling and zoom (a mixin of Heatmap)."""
+
     # why the last +, - or 0 changed nothing; the panel's status line shows it until the
     # next move
     zoom_note: str | None = None
@@ -43,6 +45,7 @@ class HeatmapNavigation:
         self.post_message(self.ViewChanged())
 
     def move_to(self, sample: int, position: int | None = None) -> None:
+        """Put the cursor on a sample, at a position."""
         self.cursor_row = sample
         if position is not None:
             self.cursor_pos = position
@@ -50,6 +53,7 @@ class HeatmapNavigation:
         self._follow_cursor()
 
     def action_cursor(self, dx: int, dy: int) -> None:
+        """Move the cursor by cells and rows."""
         self.cursor_row += dy
         if dx:
             g = self.geometry
@@ -59,9 +63,11 @@ class HeatmapNavigation:
         self._follow_cursor()
 
     def action_page(self, direction: int) -> None:
+        """Move the cursor a screen up or down."""
         self.action_cursor(0, direction * max(1, self.scrollable_content_region.height - 1))
 
     def action_pan(self, direction: int) -> None:
+        """Scroll half a screen left or right."""
         self.zoom_note = None
         g = self.geometry
         step = max(1, self.cell_area // 2) * direction
@@ -75,12 +81,14 @@ class HeatmapNavigation:
         self.post_message(self.ViewChanged())
 
     def action_row_edge(self, end: int) -> None:
+        """Move the cursor to the start or end of its row."""
         length = self.state.row_length(self.cursor_row) if self.state else 0
         self.cursor_pos = max(0, length - 1) if end else 0
         self._clamp_cursor()
         self._follow_cursor()
 
     def action_zoom(self, direction: int) -> None:
+        """Zoom in (fewer tokens per cell) or out."""
         g = self.geometry
         per_cell = g.tokens_per_cell if self.zoom is None else float(self.zoom)
         if direction < 0:  # in: fewer tokens per cell
@@ -102,6 +110,7 @@ class HeatmapNavigation:
         self._follow_cursor()
 
     def action_zoom_fit(self) -> None:
+        """Zoom to fit the longest row."""
         if self.zoom is None:
             self._no_zoom("fit")
             return
@@ -126,9 +135,11 @@ class HeatmapNavigation:
         self.post_message(self.ViewChanged())
 
     def action_toggle_glyphs(self) -> None:
+        """Switch between colours and glyphs."""
         self.glyphs = not self.glyphs
 
     def action_open(self) -> None:
+        """Open the drill-down of the cell under the cursor."""
         if self.state is not None and self._n_rows:
             self.post_message(self.Open(self.cursor_row, self.cursor_max_position()))
 
@@ -146,6 +157,7 @@ class HeatmapNavigation:
         return lo + int(np.argmax(safe))
 
     def on_click(self, event: events.Click) -> None:
+        """Move the cursor to the clicked cell."""
         offset = event.get_content_offset(self)  # type: ignore[arg-type]  # self is the Heatmap
         if offset is None or self.state is None:
             return
@@ -163,7 +175,9 @@ class HeatmapNavigation:
             self.action_open()
 
     def on_focus(self) -> None:
+        """Redraw: the cursor shows only with the focus."""
         self._full_refresh()
 
     def on_blur(self) -> None:
+        """Redraw: the cursor shows only with the focus."""
         self._full_refresh()

@@ -17,6 +17,8 @@ from kltui.untrusted import safe, token_repr
 
 
 def legend(palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: bool = False) -> Text:
+    """The heatmap's legend: the scale's levels, from zero to the tail."""
+
     def swatch(level: int, width: int = 2) -> Text:
         if glyphs:
             return Text(heat.GLYPHS[level] * width, style=palette.glyph[level])
@@ -49,6 +51,7 @@ def legend(palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: boo
 def cursor_line(
     st: HelperState | None, sample: int, pos: int, geometry, token_text, tau: float | None = None
 ) -> Text:
+    """The line describing the token under the cursor."""
     t = Text(no_wrap=True, overflow="ellipsis")
     if st is None:
         t.append("no helper yet", style="dim")
@@ -88,6 +91,8 @@ def cursor_line(
 
 
 class HeatmapPanel(Vertical):
+    """The heatmap with its ruler, cursor line and legend."""
+
     DEFAULT_CSS = """
     HeatmapPanel > #heat-ruler { height: 1; background: $surface; }
     HeatmapPanel > #heat-cursor { height: 1; background: $surface; padding: 0 1; }
@@ -95,6 +100,7 @@ class HeatmapPanel(Vertical):
     """
 
     def compose(self) -> ComposeResult:
+        """The ruler, the heatmap, the cursor line and the legend."""
         yield Static(id="heat-ruler")
         yield Heatmap(id="heatmap")
         yield Static(id="heat-cursor")
@@ -102,12 +108,15 @@ class HeatmapPanel(Vertical):
 
     @property
     def heatmap(self) -> Heatmap:
+        """The heatmap inside."""
         return self.query_one(Heatmap)
 
     def on_heatmap_view_changed(self, _msg: Heatmap.ViewChanged) -> None:
+        """Redraw the ruler, cursor line and legend."""
         self.update_chrome()
 
     def update_chrome(self) -> None:
+        """Redraw the ruler, cursor line and legend for the heatmap's view."""
         hm = self.heatmap
         st = hm.state
         view = hm.view()

@@ -17,6 +17,8 @@ from kltui.tui.widgets.parts import part
 
 @dataclass
 class RunRecord:
+    """One past run of a --watch or re-run session, as the history shows it."""
+
     run_no: int
     started_at: float | None
     verdict: str
@@ -33,6 +35,7 @@ def record_of(
     recording: str | None,
     difference: str | None = None,
 ) -> RunRecord:
+    """The history record of a finished run."""
     helpers = {}
     for key, st in store.helpers.items():
         s = st.summary or Summary()
@@ -52,10 +55,13 @@ VERDICT_CLASS = {"pass": "history--ok", "fail": "history--bad", "error": "histor
 
 
 class HistoryPanel(Static):
+    """The panel listing the runs of this session."""
+
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = {"history--ok", "history--warn", "history--bad"}
 
     def show(self, runs: list[RunRecord], selected: str | None, watching: bool):
+        """Show the runs so far, for the selected helper."""
         self.border_title = "history · watching" if watching else "history"
         grid = Table.grid(padding=(0, 1))
         for _ in range(6):

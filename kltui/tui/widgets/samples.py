@@ -49,6 +49,8 @@ def _desc_value(v: float | None) -> float:
 
 
 class SampleTable(DataTable):
+    """One row per sample of the selected helper, sortable."""
+
     BINDINGS = [
         Binding("o", "cycle_sort", "Sort", id="samples.sort"),
     ]
@@ -63,6 +65,7 @@ class SampleTable(DataTable):
         self._palette: heat.Palette | None = None
 
     def on_mount(self) -> None:
+        """Add the columns."""
         self._add_columns()
 
     def _add_columns(self) -> None:
@@ -70,6 +73,7 @@ class SampleTable(DataTable):
             self.add_column(label, key=key, width=width)
 
     def show(self, state: HelperState | None, run_gen: int, palette: heat.Palette) -> None:
+        """Show a helper's samples, updating only the rows that changed."""
         if state is not self.state or run_gen != self.run_gen or palette is not self._palette:
             self.clear()
             self._sigs.clear()
@@ -180,16 +184,19 @@ class SampleTable(DataTable):
                 pass
 
     def set_sort(self, by: str) -> None:
+        """Sort the rows by a column."""
         if by in SORTS:
             self.sort_by = by
             self._apply_sort()
             self._set_title()
 
     def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
         i = SORT_CYCLE.index(self.sort_by)
         self.set_sort(SORT_CYCLE[(i + 1) % len(SORT_CYCLE)])
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        """Sort by the clicked column."""
         mapping = {
             "sample": "sample",
             "mean": "mean",
@@ -204,6 +211,7 @@ class SampleTable(DataTable):
         event.stop()
 
     def selected_sample(self) -> int | None:
+        """The sample under the cursor, or None."""
         if not self.row_count:
             return None
         row_key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
