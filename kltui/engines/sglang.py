@@ -172,14 +172,19 @@ class SGLangClient(HttpEngine):
         return await self._info("/server_info", "/get_server_info")
 
     async def identify(self) -> dict:
-        """This server's entry of RunStarted.servers (`server_identity`); /model_info is
-        optional (older servers answer 404)."""
+        """This server's entry of RunStarted.servers (`server_identity`)."""
+        identity, _info = await self.identify_with_info()
+        return identity
+
+    async def identify_with_info(self) -> tuple[dict, dict]:
+        """This server's identity and the whole /server_info it came from (what the helpers
+        read); /model_info is optional (older servers answer 404)."""
         info = await self.server_info()
         try:
             model = await self.model_info()
         except EngineError:
             model = {}
-        return server_identity(self.url, info, model)
+        return server_identity(self.url, info, model), info
 
     async def model_info(self) -> dict:
         """The server's /model_info (or older /get_model_info), sanitized."""

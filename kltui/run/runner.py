@@ -7,13 +7,14 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
 from kltui.engines.router import probe_router, router_refusal
-from kltui.engines.sglang import SGLangClient, server_identity
+from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
@@ -34,6 +35,7 @@ BeforeFlush = Callable[[SGLangClient], Awaitable[bool]]
 
 
 def verdict_of(summaries: list[Summary], fatal: bool) -> str:
+    """A run's verdict from its helpers' summaries: error, fail (also: nothing measured), pass."""
     if fatal or any(s.status in ("error", "invalid") for s in summaries):
         return "error"
     if not summaries or any(not s.passed for s in summaries):
@@ -162,62 +164,60 @@ async def _servers_session(
 
 
 async def _identify(client: SGLangClient, api_key: str | None) -> tuple[dict, dict]:
+    """A server's identity and /server_info once it is healthy; a router is refused."""
     await client.wait_healthy()
-    info = await client.server_info()
+    identity, info = await client.identify_with_info()
     if not info.get("model_path"):
         # every SGLang server reports its model_path; a router's /get_server_info does not
         workers = await probe_router(client.url, api_key, timeout=min(client.timeout, 60))
         if workers is not None:
             raise UsageError(router_refusal(client.url, workers))
-    try:
-        model = await client.model_info()
-    except EngineError:
-        model = {}  # older servers: identity from server_info alone
-    return info, model
+    return identity, info
 
 
-async def _run(
-    cfg: RunConfig,
-    clients: list[SGLangClient],
-    before_flush: BeforeFlush | None,
-    live_view: bool = False,
-) -> AsyncIterator[Event]:
-    problems: list[Problem] = []
-    infos: dict[str, dict] = {}
-    servers = []
+@dataclass
+class _Connected:
+    """What the start of a run found: every server's identity, the /server_info of those that
+    answered, the prompt set (None when it could not be built) and the problems so far."""
+
+    servers: list[dict] = field(default_factory=list)
+    infos: dict[str, dict] = field(default_factory=dict)
+    live: list[SGLangClient] = field(default_factory=list)
+    pset: PromptSet | None = None
+    problems: list[Problem] = field(default_factory=list)
+
+
+async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
+    """Identifies every server (and the baseline), refuses different models, builds the
+    prompt set on the first server that answered."""
+    found = _Connected()
     for c in clients:
         try:
-            info, model = await _identify(c, cfg.server_api_key())
-            infos[c.url] = info
-            servers.append(server_identity(c.url, info, model))
+            identity, found.infos[c.url] = await _identify(c, cfg.server_api_key())
+            found.servers.append(identity)
         except EngineError as e:
-            servers.append(
+            found.servers.append(
                 {"url": c.url, "engine": "sglang", "error": e.message, "error_kind": e.kind}
             )
-            problems.append(
+            found.problems.append(
                 Problem(c.url, f"{e.message} (phase: connect)", fatal=True, phase="connect")
             )
     if cfg.baseline:
         # the baseline's identity is recorded even when unreachable; cross_engine reports it
-        servers.append(
+        found.servers.append(
             await identify_vllm(
                 cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60)
             )
         )
-    live = [c for c in clients if c.url in infos]
+    found.live = [c for c in clients if c.url in found.infos]
     if not cfg.allow_different_models:
-        _refuse_different_models([s for s in servers if s.get("url") in infos])
-    tok = PendingTokenizer(cfg.tokenizer) if cfg.tokenizer else None
-    pset: PromptSet | None = None
-    if live:
-        try:
-            pset = await build_prompt_set(cfg, live[0], infos[live[0].url], tok)
-        except EngineError as e:
-            problems.append(
-                Problem(e.server, f"{e.message} (phase: tokenize)", fatal=True, phase="tokenize")
-            )
-    _check_separator(cfg, live, infos, tok)
-    yield RunStarted(
+        _refuse_different_models([s for s in found.servers if s.get("url") in found.infos])
+    return found
+
+
+def _run_started(cfg: RunConfig, found: _Connected, live_view: bool) -> RunStarted:
+    """The run's first event: its config (as it ran), servers and prompt set."""
+    return RunStarted(
         run_id=uuid.uuid4().hex[:12],
         started_at=time.time(),
         # what the run did: the `stream` option's null ("only in the TUI") resolved
@@ -226,65 +226,123 @@ async def _run(
             "stream": cfg.streams(live_view),
             "stream_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
         },
-        servers=servers,
-        prompt_set=pset.describe() if pset else {},
+        servers=found.servers,
+        prompt_set=found.pset.describe() if found.pset else {},
         kltui_version=__version__,
     )
-    for p in problems:
+
+
+async def _declined(
+    cfg: RunConfig, live: list[SGLangClient], before_flush: BeforeFlush | None
+) -> SGLangClient | None:
+    """Asks every server's flush question up front (so a long run never waits on one midway);
+    the first server whose flush was declined, or None."""
+    if before_flush is None or not any(n in HELPERS for n in cfg.helpers):
+        return None
+    for c in live:
+        if not await before_flush(c):
+            return c
+    return None
+
+
+@dataclass
+class _Tally:
+    """The helpers' summaries so far, and whether a fatal fault happened (for the verdict)."""
+
+    summaries: list[Summary] = field(default_factory=list)
+    fatal: bool = False
+
+
+async def _server_helpers(
+    cfg: RunConfig,
+    c: SGLangClient,
+    specs: list[Helper],
+    ctx_of: Callable[[Helper], HelperContext],
+    tally: _Tally,
+) -> AsyncIterator[Event]:
+    """One server's helpers in order, then the drill-down's extras of those that ran through."""
+    gated: list[Run] = []
+    faulted = False
+    for spec in specs:
+        ctx = ctx_of(spec)
+        run = Run(ctx, spec.name)
+        try:
+            async for ev in spec.starter()(ctx, run):
+                if isinstance(ev, HelperFinished):
+                    tally.summaries.append(Summary.of(ev.summary))
+                yield ev
+            if spec.extras:
+                gated.append(run)
+        except PhaseError as e:
+            tally.fatal = faulted = True
+            # the source names the server; the message names helper, phase and fault
+            yield Problem(
+                e.err.server,
+                f"[{e.helper}/{e.phase}] {e.err.message}",
+                fatal=True,
+                helper=e.helper,
+                phase=e.phase,
+            )
+            if e.finished is not None:
+                tally.summaries.append(Summary.of(e.finished.summary))
+                yield e.finished
+            if e.err.kind in ("unreachable", "server-restarted"):
+                break  # the next helper would only repeat the same fault
+    # The gate is decided; now the drill-down's extras, from requests of their own.
+    # (not after a fault of this server: the gate's error is the news, not the extras)
+    if gated and not faulted:
+        async for ev in after_gate(gated, cfg.extras, cfg.top_k):
+            yield ev
+
+
+async def _run(
+    cfg: RunConfig,
+    clients: list[SGLangClient],
+    before_flush: BeforeFlush | None,
+    live_view: bool = False,
+) -> AsyncIterator[Event]:
+    """One run on `clients`: connect, RunStarted, every helper per server, RunFinished."""
+    found = await _connect(cfg, clients)
+    tok = PendingTokenizer(cfg.tokenizer) if cfg.tokenizer else None
+    if found.live:
+        first = found.live[0]
+        try:
+            found.pset = await build_prompt_set(cfg, first, found.infos[first.url], tok)
+        except EngineError as e:
+            found.problems.append(
+                Problem(e.server, f"{e.message} (phase: tokenize)", fatal=True, phase="tokenize")
+            )
+    _check_separator(cfg, found.live, found.infos, tok)
+    yield _run_started(cfg, found, live_view)
+    for p in found.problems:
         yield p
+    pset = found.pset
     if pset is None:
-        yield RunFinished({"helpers": {}, "problems": len(problems)}, "error")
+        yield RunFinished({"helpers": {}, "problems": len(found.problems)}, "error")
         return
     for note in pset.notes:
         yield Problem("prompts", note, fatal=False)
-    if before_flush is not None and any(n in HELPERS for n in cfg.helpers):
-        for c in live:  # every question up front, so a long run never waits on one midway
-            if not await before_flush(c):
-                yield Problem(
-                    c.url,
-                    "run cancelled before the first /flush_cache: nothing was flushed or "
-                    "measured (r runs it again and asks again)",
-                    fatal=False,
-                    phase="flush",
-                )
-                yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
-                return
-    summaries: list[Summary] = []
-    fatal = bool(problems)
-    for c, specs in _plan(cfg, live):
-        gated: list[Run] = []
-        faulted = False
-        for spec in specs:
-            ctx = helper_context(cfg, spec, c, infos[c.url], pset, live_view, tok)
-            run = Run(ctx, spec.name)
-            try:
-                async for ev in spec.starter()(ctx, run):
-                    if isinstance(ev, HelperFinished):
-                        summaries.append(Summary.of(ev.summary))
-                    yield ev
-                if spec.extras:
-                    gated.append(run)
-            except PhaseError as e:
-                fatal = faulted = True
-                # the source names the server; the message names helper, phase and fault
-                yield Problem(
-                    e.err.server,
-                    f"[{e.helper}/{e.phase}] {e.err.message}",
-                    fatal=True,
-                    helper=e.helper,
-                    phase=e.phase,
-                )
-                if e.finished is not None:
-                    summaries.append(Summary.of(e.finished.summary))
-                    yield e.finished
-                if e.err.kind in ("unreachable", "server-restarted"):
-                    break  # the next helper would only repeat the same fault
-        # The gate is decided; now the drill-down's extras, from requests of their own.
-        # (not after a fault of this server: the gate's error is the news, not the extras)
-        if gated and not faulted:
-            async for ev in after_gate(gated, cfg.extras, cfg.top_k):
-                yield ev
-    yield RunFinished({"helpers": len(summaries)}, verdict_of(summaries, fatal))
+    declined = await _declined(cfg, found.live, before_flush)
+    if declined is not None:
+        yield Problem(
+            declined.url,
+            "run cancelled before the first /flush_cache: nothing was flushed or "
+            "measured (r runs it again and asks again)",
+            fatal=False,
+            phase="flush",
+        )
+        yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
+        return
+    tally = _Tally(fatal=bool(found.problems))
+    for c, specs in _plan(cfg, found.live):
+        info = found.infos[c.url]
+
+        def ctx_of(spec: Helper, c: SGLangClient = c, info: dict = info) -> HelperContext:
+            return helper_context(cfg, spec, c, info, pset, live_view, tok)
+
+        async for ev in _server_helpers(cfg, c, specs, ctx_of, tally):
+            yield ev
+    yield RunFinished({"helpers": len(tally.summaries)}, verdict_of(tally.summaries, tally.fatal))
 
 
 def _needs_separator(cfg: RunConfig) -> list[str]:
