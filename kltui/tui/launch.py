@@ -1,5 +1,5 @@
-"""Entry points the CLI calls: run_app (live), run_replay, run_dumps_viewer; and the key
-bindings of every screen, for the help screen and the keymap check."""
+"""Entry points the CLI calls: run_app (live), run_replay, run_dumps_viewer (a saved dumps
+result without a server), and what is printed on the terminal after the app quits."""
 
 from __future__ import annotations
 
