@@ -14,7 +14,7 @@ from kltui.outputs import headless
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
-from kltui.session.events import HelperFinished
+from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from tests.integration.checkrun import check_run
@@ -107,6 +107,43 @@ async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_
     assert "settings: enable_deterministic_inference true vs false" in junit
     for url in same:
         assert f'<testcase classname="kltui.fleet" name="replica[{url}]" />' in junit
+    # the workers ran at once (--fleet-concurrency 4 by default): each started its first
+    # helper before any finished its last
+    events = read_recording(str(tmp_path / "r.kltui.jsonl")).events
+    starts = [i for i, ev in enumerate(events) if isinstance(ev, HelperStarted)]
+    ends = [
+        i
+        for i, ev in enumerate(events)
+        if isinstance(ev, HelperFinished) and ev.helper == f["helpers"][-1]
+    ]
+    first_of_each = sorted(starts)[:3]
+    assert {events[i].server for i in first_of_each} == set(f["replicas"])
+    assert max(first_of_each) < min(ends)
+    assert res["config"]["fleet_concurrency"] == 4
+
+
+async def test_fleet_concurrency_one_checks_the_workers_one_after_the_other(
+    three_workers, tmp_path
+):
+    router, _, _ = three_workers
+    rc, res, text = await check_run(
+        [],
+        tmp_path,
+        record="r.kltui.jsonl",
+        router=router.url,
+        fleet_concurrency=1,
+        helpers=["match"],
+        **SMALL,
+    )
+    assert rc == 0, text
+    events = read_recording(str(tmp_path / "r.kltui.jsonl")).events
+    order = [
+        (type(ev).__name__, ev.server)
+        for ev in events
+        if isinstance(ev, HelperStarted | HelperFinished)
+    ]
+    urls = res["fleet"]["replicas"]
+    assert order == [(k, u) for u in urls for k in ("HelperStarted", "HelperFinished")]
 
 
 async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
