@@ -52,6 +52,9 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
     TITLE = "kltui"
     COMMANDS = App.COMMANDS | {KltuiCommands}
     NOTIFICATION_TIMEOUT = 4
+    # the screen's size classes: app.tcss collapses panels on small terminals (80x24)
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
 
     # the helper whose heatmap, table and counters are shown (key "helper@server")
     selected: reactive[str | None] = reactive(None, init=False)

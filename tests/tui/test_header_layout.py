@@ -53,3 +53,53 @@ async def test_settings_never_break_inside_a_setting_at_200_and_120_columns():
         # re-laid out for the new width: more lines, every one within the panel
         assert len(narrow) > len(wide)
         assert all(len(ln) <= 120 - 4 for ln in narrow)
+
+
+async def test_two_servers_on_one_host_read_apart_and_the_verdict_survives_80x24():
+    """Issue 21 item 2: `match@http://localhost:3…` twice at 160 columns; `avg_kl_` at 80."""
+    from kltui.session.events import RunFinished
+    from kltui.tui.widgets.progress import HelperProgress
+
+    urls = ["http://localhost:30000", "http://localhost:30001"]
+    servers = [synth.server(u) for u in urls]
+    events = synth.session(n=3, length=16, servers=servers, helpers=(), finish=False)
+    for u in urls:
+        events.extend(synth.helper_events("match", url=u, n=3, length=16))
+    events.append(RunFinished({"helpers": 2}, "pass"))
+    app = replay_app(events)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await replayed(pilot, app)
+        wide = drawn(app.query_one(HelperProgress))
+        assert "match@:30000" in wide and "match@:30001" in wide, wide
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        app.refresh_views()
+        await pilot.pause()
+        small = drawn(app.query_one(HelperProgress))
+        rows = [r for r in small.splitlines() if "match@" in r]
+        assert len(rows) == 2, small
+        for row in rows:
+            assert "PASS" in row and "e-0" in row and "…" not in row, small
+        assert "avg_kl_div" in small.splitlines()[0]  # the border names the value column
+
+
+async def test_the_replay_title_drops_whole_parts_instead_of_cutting_one():
+    """At 200 columns the replay header ended in `kltui 0.1…`."""
+    from kltui.tui.widgets.header import TitleBar
+
+    app = replay_app(synth.session(n=2, length=8))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await replayed(pilot, app)
+        seen = []
+        for width in range(200, 79, -3):
+            await pilot.resize_terminal(width, 50)
+            await pilot.pause()
+            app.refresh_views()
+            await pilot.pause()
+            line = drawn(app.query_one(TitleBar)).splitlines()[0].rstrip()
+            assert line.endswith("PASS") and len(line) <= width, line
+            # each part is shown whole or not at all (the replay label itself fits from 80 on)
+            assert "…" not in line, line
+            assert (" · kltui" in line) == (" · kltui 0.1.0" in line), line
+            seen.append("kltui 0.1.0" in line)
+    assert seen[0] and not seen[-1]  # 200 columns have room for it, 80 do not

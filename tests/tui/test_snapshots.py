@@ -67,3 +67,13 @@ def test_colour_blind_theme_with_glyphs_zoomed(snap_compare):
 
 def test_help_screen(snap_compare):
     assert snap_compare(replay(NOISE), terminal_size=SIZE, run_before=steps("question_mark"))
+
+
+def test_dashboard_80x24(snap_compare):
+    # the smallest usual terminal: the verdict, avg_kl_div and PASS/FAIL per helper and the
+    # diagnosis' first line stay; counters and history give way (issue 21 item 2)
+    assert snap_compare(replay(FAULT), terminal_size=(80, 24), run_before=steps())
+
+
+def test_dashboard_120x40(snap_compare):
+    assert snap_compare(replay(FAULT), terminal_size=(120, 40), run_before=steps())

@@ -97,17 +97,21 @@ class TitleBar(Static):
                 t.append("LIVE", style="bold")
             else:
                 t.append("○ idle", style="dim")
+        # (priority, text): the least important go first when the line is too narrow, whole,
+        # rather than cut mid-word at the edge ("kltui 0.1…")
+        extras: list[tuple[int, Text]] = []
         run = store.run if store else None
         if run is not None:
-            t.append(f"  run {status.run_no} · id {run.run_id}", style="dim")
+            extras.append((3, Text(f"  run {status.run_no} · id {run.run_id}", style="dim")))
             if status.mode != "replay":
-                t.append(f" · started {_local(run.started_at)}", style="dim")
-            t.append(f" · kltui {run.kltui_version}", style="dim")
+                extras.append((1, Text(f" · started {_local(run.started_at)}", style="dim")))
+            extras.append((0, Text(f" · kltui {run.kltui_version}", style="dim")))
         if self.has_class("-read-only"):
-            t.append("  read-only", style=part(self, "titlebar--read-only"))
+            extras.append((4, Text("  read-only", style=part(self, "titlebar--read-only"))))
         if status.watch:
-            t.append("  ⟳ ", style=part(self, "titlebar--watch"))
-            t.append(status.watch, style="dim")
+            watch = Text("  ⟳ ", style=part(self, "titlebar--watch"))
+            watch.append(status.watch, style="dim")
+            extras.append((2, watch))
         # The verdict sits at the right edge, where the eye lands last.
         right = Text(no_wrap=True)
         if problems:
@@ -122,7 +126,14 @@ class TitleBar(Static):
         elif status.running:
             right.append(" RUNNING ", style=badge_part(self, "titlebar--verdict"))
         right.append(" ")
-        width = self.size.width or 140
+        width = self.size.width or self.app.size.width  # full width, before its first layout too
+        room = width - t.cell_len - right.cell_len
+        for _, dropped in sorted(extras, key=lambda e: e[0]):
+            if sum(e.cell_len for _, e in extras) <= room:
+                break
+            extras = [e for e in extras if e[1] is not dropped]
+        for _, extra in extras:
+            t.append_text(extra)
         pad = width - t.cell_len - right.cell_len
         if pad > 0:
             t.append(" " * pad)

@@ -19,6 +19,7 @@ from kltui import fmt
 from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import within_threshold
 from kltui.metrics.summary import Summary
+from kltui.session.labels import server_labels
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
@@ -37,6 +38,9 @@ PHASE_ICON = {
     "error": "✗",
 }
 BAR_WIDTH = 24
+# below this many columns (the full row's width) a row drops its bar, phase word, time and
+# labels, so that avg_kl_div and PASS/FAIL stay whole (80x24 and 120x40 terminals)
+COMPACT_WIDTH = 136
 
 
 # a row's parts by state, coloured in app.tcss
@@ -86,8 +90,9 @@ def result_mark(summary: Summary | None, st: HelperState, node: DOMNode) -> Text
     return Text(RESULT_LABEL[status], style=part(node, "helper--result", RESULT_CLASS[status]))
 
 
-def helper_label(st: HelperState, multi_server: bool) -> str:
-    return f"{st.helper}@{st.server.split('://')[-1]}" if multi_server else st.helper
+def helper_label(st: HelperState, labels: dict[str, str]) -> str:
+    """The helper's name, with its server's short label when the run has several servers."""
+    return f"{st.helper}@{labels[st.server]}" if len(labels) > 1 else st.helper
 
 
 class HelperProgress(Static):
@@ -116,6 +121,16 @@ class HelperProgress(Static):
         super().__init__(**kw)
         self._keys: list[str | None] = []
         self._laid_out_rows = -1
+        self._shown: tuple | None = None
+        self._compact: bool | None = None
+
+    def on_resize(self) -> None:
+        """Lay the rows out again when the width crosses the compact limit."""
+        if self._shown is not None and self._compact != self._is_compact():
+            self.show(*self._shown)
+
+    def _is_compact(self) -> bool:
+        return 0 < self.size.width < COMPACT_WIDTH
 
     def show(
         self,
@@ -124,52 +139,60 @@ class HelperProgress(Static):
         summaries,
         elapsed: dict[str, float],
     ) -> None:
+        """One row per helper (and per queued one) of `store`, `selected` marked."""
+        self._shown = (store, selected, summaries, elapsed)
+        compact = self._compact = self._is_compact()
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(width=1)
-        grid.add_column(min_width=18, max_width=36, no_wrap=True)
-        grid.add_column(width=10, no_wrap=True)
-        grid.add_column(width=BAR_WIDTH, no_wrap=True)
-        grid.add_column(min_width=30, no_wrap=True)
-        grid.add_column(width=7, justify="right", no_wrap=True)
-        grid.add_column(min_width=22, no_wrap=True)
-        grid.add_column(width=11, no_wrap=True)
+        grid.add_column(min_width=10 if compact else 18, max_width=36, no_wrap=True)
+        if compact:
+            # what must survive 80 columns: the name, the counts, avg_kl_div and the verdict
+            grid.add_column(width=1, no_wrap=True)
+            grid.add_column(no_wrap=True)
+            grid.add_column(no_wrap=True, justify="right")
+            grid.add_column(width=9, no_wrap=True)
+        else:
+            grid.add_column(width=10, no_wrap=True)
+            grid.add_column(width=BAR_WIDTH, no_wrap=True)
+            grid.add_column(min_width=30, no_wrap=True)
+            grid.add_column(width=7, justify="right", no_wrap=True)
+            grid.add_column(min_width=22, no_wrap=True)
+            grid.add_column(width=11, no_wrap=True)
         self._keys = []
-        self.border_title = "helpers"
+        # compact rows carry the values only: the border names them
+        self.border_title = "helpers · avg_kl_div / gate" if compact else "helpers"
         self.border_subtitle = "] next · [ prev · click selects"
         if store is None or (store.run is None and not store.helpers):
             grid.add_row("", Text("no run yet", style="dim"))
             self._keys.append(None)
             self.update(grid)
             return
-        servers = {st.server for st in store.helpers.values()}
-        multi = len(servers) > 1
+        labels = server_labels(st.server for st in store.helpers.values())
         for st in store.helpers.values():
             self._keys.append(st.key)
             summary = summaries.get(st)
-            grid.add_row(*self._row(st, st.key == selected, multi, summary, elapsed))
+            row = self._row(st, st.key == selected, labels, summary, elapsed)
+            if compact:
+                row = (row[0], row[1], row[2][:1], row[4], row[6], row[7])
+            grid.add_row(*row)
         started = {st.helper for st in store.helpers.values()}
         config = store.run.config if store.run else {}
         if store.finished is None:
             for name in config.get("helpers", []):
                 if name not in started and same_engine(name):
                     self._keys.append(None)
-                    grid.add_row(
-                        " ",
-                        Text(name, style="dim"),
-                        Text("◌ queued", style="dim"),
-                        bar(0, 0, BAR_WIDTH, self),
-                        "",
-                        "",
-                        "",
-                        "",
-                    )
+                    queued = [" ", Text(name, style="dim"), Text("◌ queued", style="dim")]
+                    if compact:
+                        grid.add_row(" ", Text(name, style="dim"), Text("◌", style="dim"))
+                    else:
+                        grid.add_row(*queued, bar(0, 0, BAR_WIDTH, self), "", "", "", "")
         # A line per helper: the height only changes when a helper appears.
         self.update(grid, layout=len(self._keys) != self._laid_out_rows)
         self._laid_out_rows = len(self._keys)
 
-    def _row(self, st, is_sel, multi, summary, elapsed):
+    def _row(self, st, is_sel, labels, summary, elapsed):
         sel = Text("▸", style=part(self, "helper--selected")) if is_sel else Text(" ")
-        name = Text(helper_label(st, multi), style="bold" if is_sel else "")
+        name = Text(helper_label(st, labels), style="bold" if is_sel else "")
         phase = st.phase
         icon = PHASE_ICON.get(phase, "◔")
         phase_t = Text(
@@ -189,7 +212,13 @@ class HelperProgress(Static):
         if st.n_scored == 0 and not skipped and phase not in ("done", "error"):
             tokens = sum(st.decoded_len.values())
             counts.append(f"decoded {st.n_decoded}/{st.n_samples}", style="bold")
-            counts.append(f" · {tokens:,} tokens", style="dim")
+            if not self._compact:
+                counts.append(f" · {tokens:,} tokens", style="dim")
+        elif self._compact:
+            counts.append(f"{st.n_scored}/{st.n_samples}", style="bold")
+            if skipped:
+                counts.append(" · ", style="dim")
+                counts.append(f"{skipped} skipped", style=part(self, "helper--skipped"))
         else:
             counts.append(f"{st.n_scored}/{st.n_samples} scored", style="bold")
             counts.append(" · ", style="dim")
@@ -200,7 +229,8 @@ class HelperProgress(Static):
         secs = elapsed.get(st.key)
         el = Text(fmt.duration(secs) if secs is not None else "", style="dim")
         avg = Text(no_wrap=True)
-        avg.append("avg_kl_div ", style="dim")
+        if not self._compact:
+            avg.append("avg_kl_div ", style="dim")
         value = summary.avg_kl_div if summary else None
         avg.append(fmt.sci(value), style="bold" if summary and not summary.live else "")
         avg.append(" / ", style="dim")

@@ -1,0 +1,25 @@
+"""Short server labels tell the servers of a run apart (issue 21 item 2)."""
+
+from __future__ import annotations
+
+from kltui.session.labels import server_labels
+
+
+def test_one_host_is_told_apart_by_port():
+    labels = server_labels(["http://localhost:30000", "http://localhost:30001"])
+    assert labels == {"http://localhost:30000": ":30000", "http://localhost:30001": ":30001"}
+
+
+def test_several_hosts_keep_host_and_port():
+    labels = server_labels(["http://gpu-a:30000", "http://gpu-b:30001"])
+    assert labels == {"http://gpu-a:30000": "gpu-a:30000", "http://gpu-b:30001": "gpu-b:30001"}
+
+
+def test_paths_and_schemes_are_kept_when_they_are_the_only_difference():
+    assert set(server_labels(["http://a:1/x", "http://a:1/y"]).values()) == {"a:1/x", "a:1/y"}
+    both = ["http://a:1", "https://a:1"]
+    assert server_labels(both) == {u: u for u in both}
+
+
+def test_a_lone_server_and_repeats_get_one_label_each():
+    assert server_labels(["http://h:30000", "http://h:30000"]) == {"http://h:30000": ":30000"}
