@@ -181,11 +181,12 @@ class HelperProgress(Static):
             for name in config.get("helpers", []):
                 if name not in started and same_engine(name):
                     self._keys.append(None)
-                    queued = [" ", Text(name, style="dim"), Text("◌ queued", style="dim")]
+                    label = Text(name, style="dim")
                     if compact:
-                        grid.add_row(" ", Text(name, style="dim"), Text("◌", style="dim"))
+                        grid.add_row(" ", label, Text("◌", style="dim"))
                     else:
-                        grid.add_row(*queued, bar(0, 0, BAR_WIDTH, self), "", "", "", "")
+                        queued = Text("◌ queued", style="dim")
+                        grid.add_row(" ", label, queued, bar(0, 0, BAR_WIDTH, self), "", "", "", "")
         # A line per helper: the height only changes when a helper appears.
         self.update(grid, layout=len(self._keys) != self._laid_out_rows)
         self._laid_out_rows = len(self._keys)
