@@ -19,6 +19,8 @@ DEFAULT_MAX_NEW_TOKENS = 512
 
 @dataclass(frozen=True)
 class Helper:
+    """One helper as data: what it gates on, what it compares, how it runs, its role."""
+
     name: str
     # ThresholdEntry field gating avg_kl_div (SGLang's kl_div, kl_div_prefill, kl_div_decode;
     # an entry without it falls back to kl_div, as SGLang's `or` does)
@@ -38,6 +40,19 @@ class Helper:
     default: bool = True
     # after the gate, fetch top-k alternatives and token text of its worst samples (extras.py)
     extras: bool = True
+    # what the diagnosis reads its result as (docs/DIAGNOSIS.md): "baseline", the cold path
+    # every other path is compared with (its divergence is kernel noise, condition 1); "cache",
+    # a path that restores state (a divergence beyond the baseline's is a state bug, condition
+    # 2); "engines", two engines compared (no condition)
+    role: str = "cache"
+    # role "cache": whose KV the radix hit restores ("prefill" or "decode"); the diagnosis names
+    # the prefill-written one first, and the advice adds its page granularity
+    cache_path: str | None = None
+
+    @property
+    def condition(self) -> int | None:
+        """The condition a divergence of this helper's own speaks to (None: it compares engines)."""
+        return {"baseline": 1, "cache": 2}.get(self.role)
 
     @property
     def same_engine(self) -> bool:
@@ -45,6 +60,7 @@ class Helper:
         return self.scope == "server"
 
     def starter(self) -> Callable:
+        """The helper's start function (imported now, not when the registry is read)."""
         module, func = self.start.split(":")
         return getattr(importlib.import_module(module), func)
 
@@ -58,6 +74,7 @@ HELPERS: dict[str, Helper] = {
             side_b="decode",
             path="prefill vs decode with no cache reuse",
             start="kltui.helpers.match:match",
+            role="baseline",
         ),
         Helper(
             "prefill_cache_hit",
@@ -65,6 +82,7 @@ HELPERS: dict[str, Helper] = {
             side_b="decode",
             path="prefix restore on a radix-cache hit (KV written by prefill)",
             start="kltui.helpers.cache_hit:prefill_cache_hit",
+            cache_path="prefill",
         ),
         Helper(
             "decode_cache_hit",
@@ -74,6 +92,7 @@ HELPERS: dict[str, Helper] = {
             "mamba state or decode-side KV layout)",
             start="kltui.helpers.cache_hit:decode_cache_hit",
             turns=2,
+            cache_path="decode",
         ),
         Helper(
             "cross_engine",
@@ -84,6 +103,7 @@ HELPERS: dict[str, Helper] = {
             scope="baseline",
             default=False,
             extras=False,
+            role="engines",
         ),
     )
 }
@@ -92,7 +112,26 @@ SERVER_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "server")
 BASELINE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "baseline")
 
 
+# Read at call time, so an entry added to HELPERS (a test's fourth helper) takes its role.
+def baseline_path() -> str:
+    """The helper whose path every other is compared with (role "baseline": match)."""
+    return next(n for n, h in HELPERS.items() if h.role == "baseline")
+
+
+def cache_helpers() -> tuple[str, ...]:
+    """The helpers that probe restored state (role "cache"), prefill-written KV first."""
+    names = [n for n, h in HELPERS.items() if h.role == "cache"]
+    return tuple(sorted(names, key=lambda n: HELPERS[n].cache_path != "prefill"))
+
+
+def path_of(name: str) -> str:
+    """The engine path a helper's k3 says something about (its name when the entry has none)."""
+    h = HELPERS.get(name)
+    return h.path if h is not None and h.path else name
+
+
 def helper(name: str) -> Helper | None:
+    """The registry entry of `name` (None for a helper this version does not know)."""
     return HELPERS.get(name)
 
 

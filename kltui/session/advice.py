@@ -7,15 +7,12 @@ import math
 import shlex
 
 from kltui.fmt import sci
-from kltui.helpers.registry import HELPERS
+from kltui.helpers.registry import HELPERS, baseline_path, cache_helpers, path_of
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
 from kltui.session.store import HelperState, SessionStore
 
 # at or below the stray-ulp level the gate cannot care, whatever threshold it has
 FAR_BELOW = DETERMINISTIC_KL_DIV
-
-# the engine path each helper's k3 says something about (the registry's `path`)
-PATH_OF = {name: h.path for name, h in HELPERS.items() if h.path}
 
 
 def _flag(info: dict, key: str) -> bool | None:
@@ -102,14 +99,14 @@ def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
 
 
 def _state_suspects(dirty: list[str], info: dict) -> list[str]:
-    out = []
+    """The state path to suspect first among the diverging cache helpers (registry roles)."""
+    first = next((h for h in cache_helpers() if h in dirty), None)
+    if first is None:
+        return []
+    out = [path_of(first)]
     page = info.get("page_size")
-    if "prefill_cache_hit" in dirty:
-        out.append(PATH_OF["prefill_cache_hit"])
-        if isinstance(page, int) and page > 1:
-            out.append(f"page-granular restore (page size {page}): hits end on page boundaries")
-    elif "decode_cache_hit" in dirty:
-        out.append(PATH_OF["decode_cache_hit"])
+    if HELPERS[first].cache_path == "prefill" and isinstance(page, int) and page > 1:
+        out.append(f"page-granular restore (page size {page}): hits end on page boundaries")
     return out
 
 
@@ -121,9 +118,8 @@ def dumps_command(server: str, dump_dir: str = "DIR") -> str:
 def cross_check_command(server: str, helpers: list[str]) -> str:
     """The A-vs-B run that isolates a state bug's trigger (OTHER is a second server)."""
     host = server.split("://", 1)[-1].rstrip("/")
-    return (
-        f"kltui check --server {host} --server OTHER_HOST:PORT --helpers match,{','.join(helpers)}"
-    )
+    names = ",".join((baseline_path(), *helpers))
+    return f"kltui check --server {host} --server OTHER_HOST:PORT --helpers {names}"
 
 
 def rerun_command(server: str, samples: int) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from kltui.helpers.registry import HELPERS, same_engine
+from kltui.helpers.registry import baseline_path, path_of, same_engine
 from kltui.session.compare import compare_books
 from kltui.session.servers import COMPARED, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
@@ -146,7 +146,7 @@ def _helper_list(names) -> str:
 def _suspect(name: str, d: dict) -> str:
     """Which server's `name` path holds the state bug: the one further from the other."""
     a, b = d["avg_kl_div"]
-    path = HELPERS[name].path or name
+    path = path_of(name)
     if isinstance(a, float) and isinstance(b, float) and a != b:
         label = "A" if a > b else "B"
         return (
@@ -183,36 +183,37 @@ def _reading(pair: dict, models: str | None) -> str:
                 + ("its path" if len(uncompared) == 1 else "their paths")
             )
         return _all_identical(helpers, differ, changed)
-    if "match" in differing:
-        others = [h for h in differing if h != "match"]
-        also = f"; {_helper_list(others)} differ too, which match's difference can explain" * bool(
+    base = baseline_path()  # the registry's baseline path: a difference there is the kernels'
+    if base in differing:
+        others = [h for h in differing if h != base]
+        also = f"; {_helper_list(others)} differ too, which {base}'s difference can explain" * bool(
             others
         )
         return (
-            f"match differs between servers (settings that differ: {changed}): the kernels give "
+            f"{base} differs between servers (settings that differ: {changed}): the kernels give "
             "other numbers on the two configurations, so kernels or races (batch variance) are "
             f"involved{also}" + skipped
         )
-    if "match" in compared:
-        exact = all(v == 0.0 for v in compared["match"]["avg_kl_div"])
+    if base in compared:
+        exact = all(v == 0.0 for v in compared[base]["avg_kl_div"])
         parts = [_suspect(h, helpers[h]) for h in differing]
         shapes = [h for h in differing if helpers[h]["cached_tokens_differ_samples"]]
         caveat = ""
         if shapes and not exact:
             caveat = (
                 f"; but {_helper_list(shapes)} restored a different number of cached tokens on "
-                "the two servers and match is not exact, so a batch-variant kernel on the "
+                f"the two servers and {base} is not exact, so a batch-variant kernel on the "
                 "cache-hit path can explain it too"
             )
         return (
-            "match is bit-identical across servers, so their kernels agree; "
+            f"{base} is bit-identical across servers, so their kernels agree; "
             + "; ".join(parts)
             + caveat
             + skipped
         )
     return (
-        f"{_helper_list(differing)} differ between servers, but match was not compared, so "
-        "kernels cannot be told from cache state: run match on both" + skipped
+        f"{_helper_list(differing)} differ between servers, but {base} was not compared, so "
+        f"kernels cannot be told from cache state: run {base} on both" + skipped
     )
 
 
@@ -234,20 +235,21 @@ def _all_identical(helpers: dict, differ: dict, changed: str) -> str:
         f"{', '.join(diverging)} still diverge: the divergence is deterministic and does not "
         f"depend on {changed} (not a race, and not that setting)"
     )
-    if "match" in diverging:
+    base = baseline_path()
+    if base in diverging:
         # Measured on an H200 (docs/FIELD_NOTES.md): a decode-vs-extend attention kernel gave
         # the same bits with CUDA graphs on and off; only a logic fault reading would be wrong.
         return (
-            f"{lead}; match diverges too, so a kernel on the decode path that both "
+            f"{lead}; {base} diverges too, so a kernel on the decode path that both "
             "configurations run with the same shapes is the suspect (condition 1): find it "
             "with kltui dumps"
         )
-    if "match" in helpers:
+    if base in helpers:
         return (
-            f"{lead}; match is exact, so the kernels agree: a deterministic logic fault on "
+            f"{lead}; {base} is exact, so the kernels agree: a deterministic logic fault on "
             "the cache path (condition 2)"
         )
-    return f"{lead}; run match too, to tell a kernel (condition 1) from a logic fault"
+    return f"{lead}; run {base} too, to tell a kernel (condition 1) from a logic fault"
 
 
 def cross_server(store: SessionStore) -> list[dict]:

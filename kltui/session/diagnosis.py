@@ -22,10 +22,9 @@ import math
 from dataclasses import asdict, dataclass, field
 
 from kltui.fmt import sci
-from kltui.helpers.registry import same_engine
+from kltui.helpers.registry import baseline_path, cache_helpers, path_of, same_engine
 from kltui.session.advice import (
     CONDITION2_STEP,
-    PATH_OF,
     _condition1_advice,
     _flag,
     _kernel_suspects,
@@ -50,8 +49,6 @@ from kltui.session.evidence import (
     nonfinite_positions,
 )
 from kltui.session.store import SessionStore
-
-CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")  # the helpers named in the rules below
 
 
 @dataclass
@@ -120,7 +117,7 @@ def _coverage(states: dict) -> tuple[list[str], str]:
     """(the notes on unusable helpers, a label tail naming what was not covered and why):
     "not tested" only for helpers that did not run; vacuous and errored have their own words."""
     notes, parts = [], []
-    not_run = [h for h in ("match", *CACHE_HELPERS) if h not in states]
+    not_run = [h for h in (baseline_path(), *cache_helpers()) if h not in states]
     if not_run:
         parts.append(f"not tested: {', '.join(not_run)}")
     for word, statuses in (
@@ -195,23 +192,25 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             )
         return Diagnosis(server, 0, [], label, evidence, [], step)
 
-    match = usable.get("match")
+    # the registry's roles: the baseline path (match) and the paths that restore state
+    base, cache_names = baseline_path(), cache_helpers()
+    match = usable.get(base)
     if match is None:
         dirty = [h for h in usable if not exact[h]]
         return Diagnosis(
             server,
             None,
             [],
-            f"{' and '.join(dirty)} diverge{'s' if len(dirty) == 1 else ''} but match did not "
+            f"{' and '.join(dirty)} diverge{'s' if len(dirty) == 1 else ''} but {base} did not "
             "run: kernel noise and a state bug cannot be told apart",
             evidence,
             [],
-            "run match too (`--helpers match,prefill_cache_hit,decode_cache_hit`)",
+            f"run {base} too (`--helpers {','.join((base, *cache_names))}`)",
         )
 
-    cache = {h: st for h, st in usable.items() if h in CACHE_HELPERS}
+    cache = {h: st for h, st in usable.items() if h in cache_names}
     dirty = [h for h, st in cache.items() if not exact[h]]
-    if exact["match"]:
+    if exact[base]:
         return _match_exact(server, info, cache, dirty, evidence, page)
     return _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page)
 
@@ -241,7 +240,7 @@ def _match_exact(server, info, cache, dirty, evidence, page) -> Diagnosis:
             cmd,
             action,
         )
-    primary = "prefill_cache_hit" if "prefill_cache_hit" in state else state[0]
+    primary = next(h for h in cache_helpers() if h in state)  # prefill-written KV first
     verb = "diverge" if len(state) > 1 else "diverges"
     evidence += [x for h in state for x in _shape(cache[h], page)]
     return Diagnosis(
@@ -249,7 +248,7 @@ def _match_exact(server, info, cache, dirty, evidence, page) -> Diagnosis:
         2,
         [2],
         f"condition 2 (state bug): match is bit-identical but {' and '.join(state)} {verb}, "
-        f"so the kernels agree and the fault is in {PATH_OF[primary]}",
+        f"so the kernels agree and the fault is in {path_of(primary)}",
         evidence,
         _state_suspects(state, info),
         CONDITION2_STEP,
@@ -291,7 +290,7 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
                 f"condition 2 first (state bug): {' and '.join(names)} "
                 f"{'are' if len(names) > 1 else 'is'} orders of magnitude above match "
                 f"({sci(top.level)} vs {level}, x{top.ratio:.3g} per sample) while "
-                f"match is within its gate: a state bug on {PATH_OF[names[0]]}; match's own "
+                f"match is within its gate: a state bug on {path_of(names[0])}; match's own "
                 "kernel noise (condition 1) is small beside it",
                 evidence,
                 _state_suspects(names, info) + suspects,
@@ -304,7 +303,7 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             [1, 2],
             f"conditions 1 and 2: kernel noise in every helper (match {level}) and "
             f"{' and '.join(names)} beyond it on the same prompts: a state bug on "
-            f"{PATH_OF[names[0]]}; fix condition 1 first, its noise hides the rest",
+            f"{path_of(names[0])}; fix condition 1 first, its noise hides the rest",
             evidence,
             suspects + _state_suspects(names, info),
             step,
