@@ -16,6 +16,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.idcheck import check_ids
+from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.helpers.phases import Run
 from kltui.metrics.k3 import SampleMetrics
@@ -23,6 +24,7 @@ from kltui.session.events import Event, ExtrasFetched, Problem
 
 PAD = 8  # generated positions of context on either side of a point of interest
 MAX_WINDOW = 64  # two points closer than this share one window
+OPENED_MAX = 512  # generated positions one request for a sample opened in the drill-down covers
 
 
 def windows(m: SampleMetrics) -> list[tuple[int, int]]:
@@ -62,7 +64,7 @@ def plan(run: Run, samples: list[int]) -> list[tuple[Run, int, int, int]]:
 
 
 async def fetch_extras(
-    items: list[tuple[Run, int, int, int]], top_k: int, reason: str
+    items: list[tuple[Run, int, int, int]], top_k: int, reason: str, client=None
 ) -> AsyncIterator[Event]:
     """One batched prefill-only request for the windows in `items` (all on one server); an
     ExtrasFetched each.
@@ -71,17 +73,19 @@ async def fetch_extras(
     logprob_start_len = prompt + lo - 1: SGLang's first input entry has no logprob, so the
     entries after it score exactly positions lo..hi-1, and nothing past the window is computed.
     A failure here is a warning: the gate's result is already decided and stays.
+    `client`: another client of the same server (the run's own is closed once it ended).
     """
     if not items or top_k <= 0:
         return
     ctx = items[0][0].ctx
+    client = client or ctx.client
     batch, starts = [], []
     for run, sample, lo, hi in items:
         sc = run.book.samples[sample]
         batch.append(run.scored_inputs[sample][: sc.prompt_len + hi])
         starts.append(sc.prompt_len + lo - 1)
     try:
-        results = await ctx.client.generate(
+        results = await client.generate(
             batch,
             ctx.sampling(0),
             return_logprob=True,
@@ -158,3 +162,29 @@ def _warning(run: Run, message: str) -> Problem:
         helper=run.helper,
         phase="extras",
     )
+
+
+def opened_window(n_tokens: int, around: int | None) -> tuple[int, int]:
+    """[lo, hi) generated positions fetched for a sample opened in the drill-down: all of it
+    up to OPENED_MAX positions, else OPENED_MAX of them centred on `around`."""
+    if n_tokens <= OPENED_MAX:
+        return 0, n_tokens
+    lo = max(0, min((around or 0) - OPENED_MAX // 2, n_tokens - OPENED_MAX))
+    return lo, lo + OPENED_MAX
+
+
+async def for_opened(
+    run: Run, sample: int, around: int | None, top_k: int, api_key: str | None, timeout: float
+) -> list[Event]:
+    """Top-k and token text of one sample opened in the drill-down once its run has ended:
+    one bounded prefill-only request on a client of its own (the run's is closed), never
+    during the gate. An ExtrasFetched "opened", a warning Problem, or nothing to fetch."""
+    sc = run.book.samples.get(sample)
+    if sc is None or sample not in run.scored_inputs or sc.metrics.n_tokens == 0:
+        return []
+    lo, hi = opened_window(sc.metrics.n_tokens, around)
+    client = SGLangClient(run.ctx.server, api_key, timeout=timeout)
+    try:
+        return [ev async for ev in fetch_extras([(run, sample, lo, hi)], top_k, "opened", client)]
+    finally:
+        await client.aclose()

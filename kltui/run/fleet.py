@@ -90,8 +90,10 @@ async def fleet_session(
     before_flush: Callable[..., Awaitable[bool]] | None = None,
     *,
     live_view: bool = False,
+    keep: list | None = None,
 ) -> AsyncIterator[Event]:
-    """The event stream of a fleet run: `run` (run_session) over the router's regular workers."""
+    """The event stream of a fleet run: `run` (run_session) over the router's regular workers
+    (`keep` collects their helper runs, as run_session's does)."""
     try:
         workers = await list_fleet(cfg)
     except EngineError as e:
@@ -107,7 +109,7 @@ async def fleet_session(
         )
     sub = dataclasses.replace(cfg, servers=[w.url for w in tested])
     record = fleet_record(cfg.router, workers)
-    async for ev in run(sub, before_flush, live_view=live_view):
+    async for ev in run(sub, before_flush, live_view=live_view, keep=keep):
         if isinstance(ev, RunStarted):
             ev = dataclasses.replace(ev, config={**ev.config, "fleet": record})
         elif isinstance(ev, RunFinished):

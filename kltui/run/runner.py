@@ -131,7 +131,11 @@ async def build_prompt_set(
 
 
 async def run_session(
-    cfg: RunConfig, before_flush: BeforeFlush | None = None, *, live_view: bool = False
+    cfg: RunConfig,
+    before_flush: BeforeFlush | None = None,
+    *,
+    live_view: bool = False,
+    keep: list[Run] | None = None,
 ) -> AsyncIterator[Event]:
     """The event stream for one run. Never raises for server faults: they become Problems.
 
@@ -139,17 +143,25 @@ async def run_session(
     answers False the run stops there, as interrupted, with nothing flushed.
     `live_view`: something shows the decode as it happens (the TUI), so it is streamed unless
     the config says otherwise; `kltui check` shows nothing live and sends SGLang's requests.
+    `keep`: every helper run that may fetch drill-down extras is appended to it, so that a
+    sample opened after the run can be fetched on demand (`helpers.extras.for_opened`).
     """
     if cfg.router:
-        async for ev in fleet_session(cfg, _servers_session, before_flush, live_view=live_view):
+        async for ev in fleet_session(
+            cfg, _servers_session, before_flush, live_view=live_view, keep=keep
+        ):
             yield ev
         return
-    async for ev in _servers_session(cfg, before_flush, live_view=live_view):
+    async for ev in _servers_session(cfg, before_flush, live_view=live_view, keep=keep):
         yield ev
 
 
 async def _servers_session(
-    cfg: RunConfig, before_flush: BeforeFlush | None = None, *, live_view: bool = False
+    cfg: RunConfig,
+    before_flush: BeforeFlush | None = None,
+    *,
+    live_view: bool = False,
+    keep: list[Run] | None = None,
 ) -> AsyncIterator[Event]:
     """run_session on the servers named in `cfg` (a fleet run's workers included)."""
     if not cfg.servers:
@@ -157,7 +169,7 @@ async def _servers_session(
     api_key = cfg.server_api_key()
     clients = [SGLangClient(u, api_key, timeout=cfg.request_timeout) for u in cfg.servers]
     try:
-        async for ev in _run(cfg, clients, before_flush, live_view):
+        async for ev in _run(cfg, clients, before_flush, live_view, keep):
             yield ev
     finally:
         for c in clients:
@@ -252,6 +264,8 @@ class _Tally:
 
     summaries: list[Summary] = field(default_factory=list)
     fatal: bool = False
+    # the helper runs that may fetch extras, for run_session's `keep` (None: not kept)
+    kept: list[Run] | None = None
 
 
 async def _server_helpers(
@@ -274,6 +288,8 @@ async def _server_helpers(
                 yield ev
             if spec.extras:
                 gated.append(run)
+                if tally.kept is not None:
+                    tally.kept.append(run)
         except PhaseError as e:
             tally.fatal = faulted = True
             # the source names the server; the message names helper, phase and fault
@@ -301,6 +317,7 @@ async def _run(
     clients: list[SGLangClient],
     before_flush: BeforeFlush | None,
     live_view: bool = False,
+    keep: list[Run] | None = None,
 ) -> AsyncIterator[Event]:
     """One run on `clients`: connect, RunStarted, every helper per server, RunFinished."""
     found = await _connect(cfg, clients)
@@ -334,7 +351,7 @@ async def _run(
         )
         yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
         return
-    tally = _Tally(fatal=bool(found.problems))
+    tally = _Tally(fatal=bool(found.problems), kept=keep)
 
     def server_run(c: SGLangClient, specs: list[Helper]) -> Callable[[], AsyncIterator[Event]]:
         info = found.infos[c.url]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from textual import work
 from textual.widgets import DataTable
@@ -16,6 +17,7 @@ from textual.worker import Worker, WorkerState
 from kltui.errors import session_exit
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
+from kltui.session.events import Problem
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.bindings import binding_groups
 from kltui.tui.screens.compare import CompareScreen
@@ -34,6 +36,7 @@ class DashboardActions:
 
     # set by KltuiApp
     read_only: bool
+    feed: Any  # LiveFeed or ReplayFeed
     store: SessionStore | None
     selected: str | None
     _prev_store: SessionStore | None
@@ -110,6 +113,52 @@ class DashboardActions:
             return
         hm = self.query_one(Heatmap)
         self.push_screen(DrillDown(st, sample, position, self.token_text, hm.palette))
+
+    def fetch_opened_extras(self, drill: DrillDown) -> None:
+        """Top-k and text for a sample opened without them: one bounded request once the run
+        has finished (never during the gate); a replay or a running run says why not."""
+        if not hasattr(self.feed, "fetch_opened"):
+            drill.note(
+                "replay: top-k and token text only as recorded (a replay asks no server, and "
+                "the recording holds no prompt ids to send one)"
+            )
+        elif self.read_only:
+            drill.note("read-only view: top-k and token text are not fetched from here")
+        elif self.status.running:
+            drill.note(
+                "top-k and token text are fetched once the run has finished (never during the "
+                "gate): open this sample again then"
+            )
+        elif self.feed.cfg.top_k <= 0:
+            drill.note("--top-k 0: no top-k or token text is fetched")
+        else:
+            drill.note(f"fetching top-k and token text: one request to {drill.state.server} …")
+            self._fetch_opened(drill)
+
+    @work(group="extras", exclusive=True, exit_on_error=False)
+    async def _fetch_opened(self, drill: DrillDown) -> None:
+        store, st = self.store, drill.state
+        around = drill.start_position
+        if around is None:
+            around = st.book.samples[drill.sample].metrics.first_divergence
+        events = await self.feed.fetch_opened(st.helper, st.server, drill.sample, around)
+        if store is not self.store or store is None:
+            return  # a new run started meanwhile: its store, not this one
+        if events is None:
+            drill.note("this helper's inputs were not kept, so nothing was fetched")
+            return
+        for ev in events:
+            store.apply(ev)
+        self._dirty = True
+        problems = [ev.message for ev in events if isinstance(ev, Problem)]
+        if problems:
+            drill.note(problems[0])
+        elif not events:
+            drill.note("nothing to fetch for this sample")
+        else:
+            drill.note("")
+        if drill.is_mounted:
+            drill.reload()
 
     def on_heatmap_open(self, msg: Heatmap.Open) -> None:
         """Open the sample of the heatmap cell that was chosen."""

@@ -12,6 +12,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Protocol
 
+from kltui.helpers.extras import for_opened
+from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.consume import pump
@@ -105,6 +107,8 @@ class LiveFeed:
         self.cfg = cfg
         self.record = record
         self.recorded_runs = 0
+        # the last run's helper runs: what a sample opened after it needs for its extras
+        self.runs: list[Run] = []
 
     @property
     def servers(self) -> list[str]:
@@ -113,7 +117,7 @@ class LiveFeed:
     async def run(self, sink: Sink, events: Callable[[], AsyncIterator[Event]] | None = None):
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""
         confirm = getattr(sink, "confirm_flush", None)
-        make = events or (lambda: run_session(self.cfg, confirm, live_view=True))
+        make = events or (lambda: run_session(self.cfg, confirm, live_view=True, keep=self._keep()))
         delay = RETRY_FIRST_S
         attempt = 0
         while True:
@@ -145,6 +149,23 @@ class LiveFeed:
             sink.feed_retry(None, attempt)
             attempt += 1
             delay = min(RETRY_MAX_S, delay * 2)
+
+    def _keep(self) -> list[Run]:
+        self.runs = []
+        return self.runs
+
+    async def fetch_opened(
+        self, helper: str, server: str, sample: int, around: int | None
+    ) -> list[Event] | None:
+        """Top-k and text of a sample opened after the run (one bounded request); None when
+        this run kept nothing for that helper (not a helper with extras, or run by other means)."""
+        run = next((r for r in self.runs if r.helper == helper and r.ctx.server == server), None)
+        if run is None:
+            return None
+        cfg = self.cfg
+        return await for_opened(
+            run, sample, around, cfg.top_k, cfg.server_api_key(), cfg.request_timeout
+        )
 
     def _close(self, recorder: LazyRecorder | None) -> None:
         if recorder is not None:

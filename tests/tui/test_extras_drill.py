@@ -72,7 +72,10 @@ async def test_drill_down_of_a_sample_without_extras_says_so():
         app.open_sample(2, 0)
         await until(pilot, lambda: isinstance(app.screen, DrillDown))
         await until(pilot, lambda: app.screen.is_mounted and app.screen.table.row_count == 40)
-        assert "top-k not recorded" in drawn(app.screen.query_one("#drill-head"))
+        head = drawn(app.screen.query_one("#drill-head"))
+        assert "top-k not recorded" in head
+        # a replay asks no server, and says so (issue 21 item 4)
+        assert "replay: top-k and token text only as recorded" in head
 
 
 def without_tokenizer(events: list) -> list:

@@ -17,7 +17,7 @@ from kltui.session.servers import NO_TOKENIZER
 from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.widgets.header import TitleBar
-from kltui.untrusted import safe, token_repr
+from kltui.untrusted import escape_controls, safe, token_repr
 
 TOPK_SHOWN = 3
 
@@ -128,6 +128,7 @@ class DrillDown(Screen):
         k3 = self.scored.k3
         self.tail_positions = np.flatnonzero(~(k3 <= self.tau))  # NaN counts as tail
         self.message = ""
+        self.fetch_note = ""  # fetching top-k and text for this sample: where that stands
 
     def compose(self) -> ComposeResult:
         """The title bar, the sample's heading, its k3 strip and its token table."""
@@ -157,10 +158,48 @@ class DrillDown(Screen):
         app = self.app
         # The same title bar as the dashboard: a replay stays marked as one on every screen.
         self.query_one(TitleBar).show(getattr(app, "store", None), getattr(app, "status", None))
-        sc, m = self.scored, self.scored.metrics
         head = self.query_one("#drill-head", Static)
         head.border_title = safe(f"sample {self.sample} · {self.state.helper}")
         head.border_subtitle = "f first divergence · n/p next/prev tail · m max · esc back"
+        fetch = getattr(app, "fetch_opened_extras", None)
+        if fetch is not None and self.needs_extras:
+            fetch(self)  # sets the note the header shows
+        self._show_head()
+        box = self.query_one("#drill-spark-box")
+        box.border_title = "log10 k3 along the sequence"
+        box.border_subtitle = f"floor {scale.LOW_EXP - 1} = exact 0 · max of each column"
+        self._fill_table()
+        table = self.table
+        table.focus()
+        if self.start_position is not None:
+            self.goto(self.start_position)
+        elif self.scored.metrics.first_divergence is not None:
+            self.goto(self.scored.metrics.first_divergence)
+
+    @property
+    def needs_extras(self) -> bool:
+        """Neither the gate nor a request after it gave this sample top-k and text."""
+        return not (self.extras or self.scored.top_a or self.scored.top_b)
+
+    def note(self, text: str) -> None:
+        """A line under the header about fetching this sample's top-k and text."""
+        self.fetch_note = text
+        if self.query("#drill-head"):
+            self._show_head()
+
+    def reload(self) -> None:
+        """Show the top-k and text that arrived for this sample after it was opened."""
+        self.extras = list(self.state.extras.get(self.sample, []))
+        self.extra_top = {ev.start + j: top for ev in self.extras for j, top in enumerate(ev.top)}
+        self.token_text = getattr(self.app, "token_text", None) or self.token_text
+        row = self.table.cursor_row
+        self.table.clear(columns=True)
+        self._fill_table()
+        self.goto(row)
+        self._show_head()
+
+    def _show_head(self) -> None:
+        sc, m = self.scored, self.scored.metrics
         t = Text()
         t.append_text(safe(self.state.server, style="bold"))
         t.append(f"  · {m.n_tokens} generated tokens · prompt {sc.prompt_len} tokens")
@@ -180,6 +219,9 @@ class DrillDown(Screen):
             t.append_text(extras_note(self.extras, sc.lp_a))
         elif not (sc.top_a or sc.top_b):
             t.append("  top-k not recorded", style="dim")
+        if self.fetch_note:
+            t.append("\n")
+            t.append(escape_controls(self.fetch_note), style="italic")
         if self._no_server_tokenizer():
             t.append("\n")
             t.append(NO_TOKENIZER, style="bold")
@@ -197,17 +239,7 @@ class DrillDown(Screen):
                 "another token id than the one scored (scored anyway, as SGLang's helpers do)",
                 style="bold",
             )
-        head.update(t)
-        box = self.query_one("#drill-spark-box")
-        box.border_title = "log10 k3 along the sequence"
-        box.border_subtitle = f"floor {scale.LOW_EXP - 1} = exact 0 · max of each column"
-        self._fill_table()
-        table = self.table
-        table.focus()
-        if self.start_position is not None:
-            self.goto(self.start_position)
-        elif m.first_divergence is not None:
-            self.goto(m.first_divergence)
+        self.query_one("#drill-head", Static).update(t)
 
     def _fill_table(self) -> None:
         sc = self.scored

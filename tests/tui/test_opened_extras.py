@@ -1,0 +1,96 @@
+"""A sample opened in the drill-down after the run gets its top-k and token text on demand: one
+bounded request to the (real, embedded reference) server, never while the run's gate runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from kltui.engines.sglang import SGLangClient
+from kltui.run.config import RunConfig
+from kltui.tui.app import KltuiApp
+from kltui.tui.feeds import LiveFeed
+from kltui.tui.screens.drilldown import DrillDown
+from kltui.untrusted import UNKNOWN_TOKEN_TEXT
+from tests.tui.kit import drawn, until
+
+SIZE = (160, 45)
+
+
+@pytest.fixture(scope="module")
+def server_url(reference_servers):
+    """The session's shared reference server with the default settings."""
+    return reference_servers.url()
+
+
+def finished(app: KltuiApp) -> bool:
+    return app.store is not None and app.store.finished is not None and not app.status.running
+
+
+async def open_drill(pilot, app: KltuiApp, sample: int) -> DrillDown:
+    app.open_sample(sample, 0)
+    await until(pilot, lambda: isinstance(app.screen, DrillDown) and app.screen.is_mounted)
+    drill: DrillDown = app.screen
+    await until(pilot, lambda: drill.table.row_count == 16)
+    return drill
+
+
+async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
+    server_url, monkeypatch
+):
+    # --extras 0: nothing is fetched after the gate, so every sample opens without text
+    cfg = RunConfig(
+        servers=[server_url],
+        samples=3,
+        max_new_tokens=16,
+        max_prompt_tokens=64,
+        helpers=["match"],
+        extras=0,
+    )
+    calls: list[dict] = []
+    real = SGLangClient.generate
+
+    async def counted(self, *args, **kw):
+        calls.append(kw)
+        return await real(self, *args, **kw)
+
+    monkeypatch.setattr(SGLangClient, "generate", counted)
+    app = KltuiApp(LiveFeed(cfg, None))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: finished(app), timeout=60)
+        key = f"match@{server_url}"
+        app.select_helper(key)
+        st = app.store.helpers[key]
+        assert st.extras == {} and not app.store.token_text
+        gate_calls = len(calls)
+
+        # while a run is going (its gate), opening a sample asks nothing and says so
+        app.status.running = True
+        drill = await open_drill(pilot, app, 1)
+        assert "once the run has finished" in drawn(drill.query_one("#drill-head"))
+        await pilot.pause(0.2)
+        assert len(calls) == gate_calls and st.extras == {}
+        await pilot.press("escape")
+        app.status.running = False
+
+        drill = await open_drill(pilot, app, 1)
+        await until(pilot, lambda: bool(drill.extras), timeout=30)
+        assert len(calls) == gate_calls + 1  # one request
+        req = calls[-1]
+        assert req["top_logprobs_num"] == cfg.top_k and req["return_text"] is True
+        (ev,) = st.extras[1]
+        assert ev.reason == "opened" and (ev.start, len(ev.token_ids)) == (0, 16)
+        await until(pilot, lambda: "text" in [str(c.label) for c in drill.table.columns.values()])
+        labels = [str(c.label) for c in drill.table.columns.values()]
+        text_col, top_col = labels.index("text"), labels.index("top-k (separate request)")
+        texts = [str(drill.table.get_cell_at((i, text_col))) for i in range(16)]
+        assert UNKNOWN_TOKEN_TEXT not in texts and all(texts), texts
+        assert all(str(drill.table.get_cell_at((i, top_col))) for i in range(16))
+        head = drawn(drill.query_one("#drill-head"))
+        assert "separate request after the gate" in head and "positions 0–15" in head
+        await pilot.press("escape")
+
+        # opened again: already fetched, no second request
+        await open_drill(pilot, app, 1)
+        await pilot.pause(0.2)
+        assert len(calls) == gate_calls + 1
+        await pilot.press("escape", "q")
