@@ -184,9 +184,12 @@ def _earliest(mats: dict[str, list[list[Cell | None]]], i: int, j: int) -> dict[
 def describe_difference(d: dict) -> str:
     """'match sample 0 @ 3 (decode side; max |Δ| prefill 0, decode 1.2e-07)'."""
     side = SIDES_SHOWN.get(d["side"], d["side"])
+    where = f"{d['helper']} sample {d['sample']} @ {d['position']}"
+    if d["side"] in ("ids", "length"):  # values past a different token are not compared
+        return f"{where} ({side})"
     return (
-        f"{d['helper']} sample {d['sample']} @ {d['position']} ({side}; max |Δ| prefill "
-        f"{d['prefill_max_abs_delta']:.3g}, decode {d['decode_max_abs_delta']:.3g})"
+        f"{where} ({side}; max |Δ| prefill {d['prefill_max_abs_delta']:.3g}, decode "
+        f"{d['decode_max_abs_delta']:.3g})"
     )
 
 
@@ -262,6 +265,13 @@ def _why_alone(store: SessionStore, url: str, names: list[str]) -> str:
     return "no helper scored a sample on it" if not ran else "no other replica to compare with"
 
 
+def _members(urls: list[str], shown: int = 3) -> str:
+    """A group's replicas: all of them when few, else how many and the first ones."""
+    if len(urls) <= shown + 1:
+        return f"[{', '.join(urls)}]"
+    return f"[{len(urls)} replicas: {', '.join(urls[:shown])}, …]"
+
+
 def summary_line(f: dict) -> str:
     """One line: all replicas bit-identical, or the groups, what differs and where."""
     n = len(f["replicas"])
@@ -278,7 +288,7 @@ def summary_line(f: dict) -> str:
     parts = []
     for g in groups:
         s = ", ".join(f"{k} {_value(v)}" for k, v in g["settings"].items())
-        parts.append(f"[{', '.join(g['replicas'])}]" + (f" ({s})" if s else ""))
+        parts.append(_members(g["replicas"]) + (f" ({s})" if s else ""))
     line = f"{len(groups)} agreement groups among {n} replicas: " + " vs ".join(parts)
     line += f"; settings that differ between groups: {changed}"
     for o in f["odd"]:

@@ -18,11 +18,13 @@ from kltui.errors import session_exit
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import Problem
+from kltui.session.fleet import fleet
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.bindings import binding_groups
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.screens.fleet import FleetScreen
 from kltui.tui.screens.help import HelpScreen
 from kltui.tui.screens.problems import ProblemsScreen
 from kltui.tui.widgets.heatmap import Heatmap
@@ -203,13 +205,29 @@ class DashboardActions:
         self.push_screen(DiagnosisScreen(diags))
 
     def action_compare(self) -> None:
-        """Show the server-vs-server comparison (or say there is one server)."""
+        """Show the fleet of a --router run, or the server-vs-server comparison (or say there
+        is one server)."""
+        fl = fleet(self.store) if self.store is not None else None
+        if fl is not None:
+            self.push_screen(FleetScreen(fl, self.theme_variables), self.open_replica)
+            return
         pairs = cross_server(self.store) if self.store is not None else []
         if not pairs:
             self.last_message = "one server in this run: nothing to compare (--server A --server B)"
             self.notify(self.last_message, timeout=3)
             return
         self.push_screen(CompareScreen(pairs, self.theme_variables))
+
+    def open_replica(self, url: str | None) -> None:
+        """The dashboard on one replica of a fleet: its first helper selected."""
+        if url is None or self.store is None:
+            return
+        keys = [k for k, st in self.store.helpers.items() if st.server == url]
+        if not keys:
+            self._say(f"{url}: no helper ran on this replica (see e, Problems)")
+            return
+        self.select_helper(keys[0])
+        self._say(f"replica {url}: [ and ] step through its helpers")
 
     def open_dumps(self, server: str) -> None:
         """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`:

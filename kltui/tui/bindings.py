@@ -6,6 +6,7 @@ from textual.binding import Binding, BindingType
 
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
+from kltui.tui.screens.fleet import FleetScreen
 from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.samples import SampleTable
 
@@ -36,7 +37,9 @@ DASHBOARD_BINDINGS: list[BindingType] = [
     # shown in the footer while the run has problems (DashboardActions.check_action)
     Binding("e", "problems", "Problems", id="app.problems"),
     Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
-    Binding("c", "compare", "Compare servers", show=False, id="app.compare"),
+    Binding(
+        "c", "compare", "Compare servers (a fleet: its replicas)", show=False, id="app.compare"
+    ),
 ]
 
 
@@ -54,6 +57,7 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
         ("Drill-down", own(_Drill)),
         ("Diagnosis", own(DiagnosisScreen)),
         ("Servers compared", own(CompareScreen)),
+        ("Fleet", own(FleetScreen) + [Binding("enter", "open", "Open the replica's dashboard")]),
         (
             "Anywhere",
             [

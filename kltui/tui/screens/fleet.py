@@ -1,0 +1,100 @@
+"""The fleet of a `--router` run: replicas as rows, helpers as columns, a verdict per cell
+against the reference replica, and the agreement groups (`session.fleet`). Enter on a row opens
+that replica's own dashboard (its first helper selected)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Static
+
+from kltui.session.fleet import replica_cells
+from kltui.session.servers import text
+from kltui.untrusted import safe
+
+# cell verdict -> theme variable of its colour (app.tcss's scale colours)
+VERDICT_COLOUR = {"same": "kl-ok", "reference": "kl-ok", "differs": "kl-warn"}
+GLYPH = {"same": "= same", "reference": "● reference", "differs": "≠ differs"}
+
+
+def fleet_head(f: dict, vars_: dict) -> Text:
+    """The summary and the groups, above the table."""
+    colour = {True: "kl-ok", False: "kl-warn"}.get(f["identical"], "")
+    out = Text.assemble(("router ", "bold")).append_text(safe(str(f["router"])))
+    workers = f["workers"]
+    out.append(
+        f" · {len(workers)} worker(s), {sum(1 for w in workers if w.get('tested'))} checked\n"
+    )
+    out.append_text(safe(f["summary"], style=vars_.get(colour, "")))
+    for gi, g in enumerate(f["groups"]):
+        settings = ", ".join(f"{k} {text(v)}" for k, v in g["settings"].items())
+        line = f"group {gi + 1} ({len(g['replicas'])})" + (f": {settings}" if settings else "")
+        out.append("\n")
+        out.append_text(safe(line, style="bold" if gi == 0 else ""))
+    for w in workers:
+        if not w.get("tested"):
+            out.append("\n")
+            out.append_text(safe(f"{w['url']} ({w.get('worker_type')}): not checked", "dim"))
+    return out
+
+
+class FleetScreen(ModalScreen[str | None]):
+    """Every replica of a fleet run against the reference; dismissed with the chosen replica's
+    URL (Enter) or None."""
+
+    BINDINGS = [Binding("escape,q,c", "close", "Close", id="fleet.close")]
+
+    DEFAULT_CSS = """
+    FleetScreen { align: center middle; }
+    FleetScreen > Vertical {
+        width: 95%;
+        height: 90%;
+        border: round $primary;
+        border-title-color: $primary;
+        background: $surface;
+        padding: 0 1;
+    }
+    FleetScreen #fleet-head { height: auto; max-height: 12; margin-bottom: 1; }
+    FleetScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self, fleet: dict, vars_: dict) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.vars_ = dict(vars_)
+
+    def compose(self) -> ComposeResult:
+        """The summary above a replicas x helpers table."""
+        box = Vertical()
+        box.border_title = "fleet · every replica against the reference, bit for bit"
+        box.border_subtitle = "enter opens a replica's dashboard · esc closes"
+        with box:
+            yield Static(fleet_head(self.fleet, self.vars_), id="fleet-head")
+            yield DataTable(cursor_type="row", zebra_stripes=True, id="fleet-table")
+
+    def on_mount(self) -> None:
+        """Fill the table: one row per replica, one column per helper."""
+        table = self.query_one(DataTable)
+        helpers = list(self.fleet["matrices"])
+        table.add_columns("replica", "group", *helpers)
+        group = {u: gi for gi, g in enumerate(self.fleet["groups"]) for u in g["replicas"]}
+        for url, row in replica_cells(self.fleet).items():
+            cells = [
+                Text(GLYPH.get(v, v), style=self.vars_.get(VERDICT_COLOUR.get(v, ""), "dim"))
+                for v in (row[h] for h in helpers)
+            ]
+            g = str(group[url] + 1) if url in group else "–"
+            table.add_row(safe(url), g, *cells, key=url)
+        table.focus()
+
+    def on_data_table_row_selected(self, msg: DataTable.RowSelected) -> None:
+        """Enter on a replica: back to the dashboard, on that replica."""
+        msg.stop()
+        self.dismiss(msg.row_key.value)
+
+    def action_close(self) -> None:
+        """Back to the dashboard as it was."""
+        self.dismiss(None)

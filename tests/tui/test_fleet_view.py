@@ -1,0 +1,101 @@
+"""The fleet view of a `--router` run: replicas as rows, helpers as columns, a verdict per
+cell, the agreement groups; Enter opens the replica's own dashboard. 40 replicas, as a fleet of
+rollout replicas can be."""
+
+from __future__ import annotations
+
+from kltui.session.events import RunFinished, RunStarted
+from kltui.tui.screens.fleet import FleetScreen
+from tests.tui import synth
+from tests.tui.kit import drawn_at, replay_app, replayed, until
+
+HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
+ROUTER = "http://127.0.0.1:30000"
+ODD = {7: {"enable_deterministic_inference": False}, 23: {"enable_deterministic_inference": False}}
+SIZE = (140, 45)
+
+
+def url(i: int) -> str:
+    return f"http://10.0.0.{i + 1}:30000"
+
+
+def fleet_events(n: int = 40) -> list:
+    """A fleet run over `n` replicas; replicas 7 and 23 run without deterministic inference,
+    and their numbers differ from the others' (another seed)."""
+    urls = [url(i) for i in range(n)]
+    servers = [
+        synth.server(u, **{"enable_deterministic_inference": True, **ODD.get(i, {})})
+        for i, u in enumerate(urls)
+    ]
+    workers = [
+        {
+            "url": u,
+            "worker_type": "regular",
+            "is_healthy": True,
+            "model_id": "kltui/tiny-llama-4l",
+            "metadata": {},
+            "tested": True,
+            "note": None,
+        }
+        for u in urls
+    ]
+    ev: list = [
+        RunStarted(
+            run_id="0123456789ab",
+            started_at=1_700_000_100.0,
+            config={
+                "helpers": list(HELPERS),
+                "samples": 4,
+                "max_new_tokens": 16,
+                "servers": urls,
+                "router": ROUTER,
+                "fleet": {"router": ROUTER, "workers": workers},
+            },
+            servers=servers,
+            prompt_set={"source": "builtin", "n": 4, "tokens": 166, "sha256": "9f2c1e7a5b3d4c6e"},
+            kltui_version="0.1.0",
+        )
+    ]
+    for i, u in enumerate(urls):
+        for k, h in enumerate(HELPERS):
+            seed = k + (100 if i in ODD else 0)
+            ev.extend(synth.helper_events(h, url=u, n=4, length=16, seed=seed))
+    ev.append(RunFinished({"helpers": n * len(HELPERS)}, "pass"))
+    return ev
+
+
+def open_fleet():
+    async def run_before(pilot) -> None:
+        app = pilot.app
+        await replayed(pilot, app)
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        await pilot.pause()
+
+    return run_before
+
+
+def test_fleet_view_snapshot(snap_compare):
+    assert snap_compare(replay_app(fleet_events()), terminal_size=SIZE, run_before=open_fleet())
+
+
+async def test_fleet_view_lists_every_replica_and_enter_opens_its_dashboard():
+    app = replay_app(fleet_events())
+    async with app.run_test(size=SIZE) as pilot:
+        await open_fleet()(pilot)
+        screen = app.screen
+        table = screen.query_one("#fleet-table")
+        assert table.row_count == 40
+        head = " ".join(drawn_at(screen, "#fleet-head").split())
+        assert "[38 replicas: http://10.0.0.1:30000, http://10.0.0.2:30000, " in head
+        for i in ODD:
+            assert f"odd one out: {url(i)} (enable_deterministic_inference true vs false)" in head
+        assert "group 2 (2): enable_deterministic_inference false" in head
+        row = [str(c) for c in table.get_row(url(23))]
+        assert row[1] == "2" and row[2:] == ["≠ differs"] * 3
+        assert [str(c) for c in table.get_row(url(5))][1:] == ["1", "= same", "= same", "= same"]
+        table.move_cursor(row=23)
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
+        assert app.selected == f"match@{url(23)}"
+        assert url(23) in app.last_message
