@@ -8,7 +8,9 @@ through `kltui.outputs.reports.common.cross_fields`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any
 
 from kltui.metrics.presets import ThresholdSource
@@ -77,6 +79,12 @@ class Summary:
             known["per_sample"] = []
         return cls(**known, raw=dict(d))
 
+    @property
+    def figures(self) -> Mapping[str, Any]:
+        """What the helper reported beyond the typed fields (cross_engine's agreement, greedy
+        comparison, alignment), read-only."""
+        return MappingProxyType({k: v for k, v in self.raw.items() if k not in _TYPED})
+
     def has(self, key: str) -> bool:
         """The helper reported `key` (JSON reports copy only what was reported)."""
         return key in self.raw
@@ -89,3 +97,4 @@ class Summary:
 
 
 _NAMES = tuple(f.name for f in fields(Summary) if f.name not in ("raw", "passed", "live"))
+_TYPED = frozenset(f.name for f in fields(Summary))

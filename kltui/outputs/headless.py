@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Mapping
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from rich.console import Console
 from rich.progress import (
@@ -44,6 +45,7 @@ from kltui.session.events import (
     TokensDecoded,
 )
 from kltui.session.fleet import fleet, replica_cells
+from kltui.session.helper_view import HelperView
 from kltui.session.recording import Recorder
 from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
@@ -155,7 +157,9 @@ class HeadlessView:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
             if not same_engine(st.helper) and st.summary:
-                self.console.print(cross_line(st.summary.raw), soft_wrap=True, emoji=False)
+                self.console.print(
+                    cross_line(HelperView.of(st).figures), soft_wrap=True, emoji=False
+                )
         diags = diagnose(self.store)
         for d in diags:
             if d.condition is None and not d.evidence:
@@ -234,7 +238,7 @@ def server_line(s: dict) -> str:
     return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(s)))
 
 
-def cross_line(s: dict) -> Text:
+def cross_line(s: Mapping[str, Any]) -> Text:
     """The migration guide's figures: agreement rates against its 95% line, |delta|, KL."""
 
     def rate(x):
@@ -273,23 +277,24 @@ def results_table(store: SessionStore) -> Table:
         t.add_column(col, justify="right" if col not in ("helper", "result") else "left")
     multi = len({st.server for st in store.helpers.values()}) > 1
     for st in store.helpers.values():
-        s = st.summary or Summary()
+        v = HelperView.of(st)
+        s = v.summary
         name = st.key if multi else st.helper
-        status = s.status if s.status is not None else st.phase
+        status = v.status
         style = {"pass": "green", "fail": "red"}.get(status, "yellow")
         mx = s.max_k3
         where = f" ({s.max_k3_sample}@{s.max_k3_position})" if s.max_k3_sample is not None else ""
         t.add_row(
             console_markup(name),
-            f"{(s.scored if s.scored is not None else st.n_scored)}/{(s.samples if s.samples is not None else st.n_samples)}",
-            str(s.skipped if s.skipped is not None else len(st.skipped)),
+            f"{v.scored}/{v.samples}",
+            str(v.skipped),
             fmt.sci(s.avg_kl_div),
-            fmt.sci(s.threshold if s.threshold is not None else st.threshold),
+            fmt.sci(v.threshold),
             fmt.sci(s.token_mean_k3),
             fmt.sci(mx) + where,
             f"{fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
             fmt.position(s.first_divergence),
-            fmt.duration(st.elapsed) if st.summary is not None else "–",
+            fmt.duration(st.elapsed) if v.finished else "–",
             f"[{style}]{console_markup(str(status))}[/]",
         )
     return t

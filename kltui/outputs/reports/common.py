@@ -17,6 +17,7 @@ from kltui.session.codec import tag_floats
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet
+from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 
 SUMMARY_FIELDS = (
@@ -87,7 +88,7 @@ def cross_fields(summary: Summary | None) -> dict | None:
     """The baseline comparison's figures (None for every helper but cross_engine)."""
     if summary is None or not summary.has("agreement_line"):
         return None
-    return {name: summary.raw.get(key) for name, key in CROSS_FIELDS.items()}
+    return {name: summary.figures.get(key) for name, key in CROSS_FIELDS.items()}
 
 
 def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
@@ -99,7 +100,7 @@ def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
     def rate(x) -> str:
         return "–" if x is None else f"{x * 100:.1f}%"
 
-    line = summary.raw.get("agreement_line")
+    line = summary.figures.get("agreement_line")
     where = f.get("first_greedy_mismatch")
     return [
         (
@@ -148,14 +149,12 @@ def helper_names(store: SessionStore) -> dict[str, str]:
 
 def helper_status(st: HelperState) -> str:
     """pass | fail | vacuous | error | invalid from the summary; error or incomplete without."""
-    if st.summary is not None:
-        return str(st.summary.result)
-    return "error" if st.phase == "error" else "incomplete"
+    return HelperView.of(st).result
 
 
 def helper_seconds(st: HelperState) -> float | None:
     """The helper's duration on the store's clock (session.fold times a replayed store)."""
-    return st.elapsed if st.finished is not None else None
+    return HelperView.of(st).seconds
 
 
 def max_location(summary: Summary) -> dict | None:
@@ -205,26 +204,26 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
     for key, st in store.helpers.items():
         entry: dict = {"server": st.server, **dict.fromkeys(SUMMARY_FIELDS)}
         entry.update(dict.fromkeys(CROSS_FIELDS))
-        if st.summary is not None:
+        v = HelperView.of(st)
+        if v.finished:
             # the JSON copies what the helper reported, key for key
-            raw = st.summary.raw
-            entry.update({k: raw[k] for k in SUMMARY_FIELDS if k in raw})
+            entry.update(v.reported(SUMMARY_FIELDS))
             # sent once, in HelperStarted (older recordings: in the summary too)
-            entry["threshold"] = st.summary.threshold
-            src = st.summary.threshold_source
+            entry["threshold"] = v.threshold
+            src = v.threshold_source
             entry["threshold_source"] = src.label if src is not None else None
-            entry["status"] = helper_status(st)  # older recordings: from `passed`
-            entry.update(cross_fields(st.summary) or {})
+            entry["status"] = v.result  # older recordings: from `passed`
+            entry.update(cross_fields(v.summary) or {})
             entry["per_sample"] = [
                 {**dict.fromkeys(PER_SAMPLE_FIELDS), **s} if isinstance(s, dict) else s
-                for s in st.summary.per_sample
+                for s in v.summary.per_sample
             ]
         else:
             entry.update(
                 {
-                    "status": helper_status(st),  # error, or incomplete (cut short)
-                    "samples": st.n_samples,
-                    "scored": st.n_scored,
+                    "status": v.result,  # error, or incomplete (cut short)
+                    "samples": v.samples,
+                    "scored": v.scored,
                     "passed": False,
                     "per_sample": [],
                 }

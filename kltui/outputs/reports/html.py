@@ -9,7 +9,6 @@ palette PNGs embedded as data: URIs.
 from __future__ import annotations
 
 from kltui import __version__, fmt
-from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import (
     Origin,
     helper_names,
@@ -26,6 +25,7 @@ from kltui.session.compare import describe_first_dict
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import Diagnosis, diagnose
 from kltui.session.fleet import fleet, replica_cells
+from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
@@ -102,18 +102,19 @@ def summary_html(store: SessionStore) -> str:
     names = helper_names(store)
     rows = []
     for i, (key, st) in enumerate(store.helpers.items(), 1):
-        s = st.summary or Summary()
+        v = HelperView.of(st)
+        s = v.summary
         where = _max_at(s)
         rows.append(
             f"""<tr><td><a href="#h{i}">{esc(names[key])}</a></td>
-<td>{_badge(helper_status(st))}</td>
+<td>{_badge(v.result)}</td>
 <td class="n strong">{_num(s.avg_kl_div)}</td>
-<td class="n">{_num(s.threshold if s.threshold is not None else st.threshold)}</td>
+<td class="n">{_num(v.threshold)}</td>
 <td class="n">{esc(fmt.pct(s.tail_fraction))} <span class="muted">({esc(s.n_tail or 0)})</span></td>
 <td class="n">{_num(s.max_k3)}{where}</td>
 <td>{esc(fmt.position(s.first_divergence))}</td>
-<td class="n">{esc(s.scored if s.scored is not None else st.n_scored)}/{esc(s.samples if s.samples is not None else st.n_samples)}</td>
-<td class="n">{esc(s.skipped if s.skipped is not None else len(st.skipped))}</td></tr>"""
+<td class="n">{esc(v.scored)}/{esc(v.samples)}</td>
+<td class="n">{esc(v.skipped)}</td></tr>"""
         )
     return f"""<section><h2>Results against thresholds</h2>
 <p class="lede">A helper passes when avg_kl_div (the mean over samples of each sample's mean k3,

@@ -15,6 +15,7 @@ from kltui.outputs.reports.common import (
     max_location,
 )
 from kltui.outputs.reports.heatmap import heatmap_html
+from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 from kltui.untrusted import html_text as esc
 
@@ -56,9 +57,10 @@ def _stat(label: str, value: str, sub: str = "") -> str:
 
 def stats_html(st: HelperState) -> str:
     """A helper's figures against its gate."""
-    s = st.summary or Summary()
-    avg, thr = s.avg_kl_div, (s.threshold if s.threshold is not None else st.threshold)
-    source = f" · {esc(s.threshold_source.label)}" if s.threshold_source else ""
+    v = HelperView.of(st)
+    s = v.summary
+    avg, thr, src = s.avg_kl_div, v.threshold, v.threshold_source
+    source = f" · {esc(src.label)}" if src is not None else ""
     if s.passed:
         relation = f"below the threshold {_num(thr)}{source}"
     else:
@@ -74,7 +76,7 @@ def stats_html(st: HelperState) -> str:
         _stat(
             "tokens with k3 &gt; τ",
             f"{esc(fmt.pct(s.tail_fraction))} ({esc(s.n_tail or 0)})",
-            f"τ = {_num(s.tail_threshold if s.tail_threshold is not None else st.tail_threshold)} · "
+            f"τ = {_num(v.tail_threshold)} · "
             f"{esc(s.tokens if s.tokens is not None else '–')} tokens scored",
         ),
         _stat(
@@ -85,8 +87,7 @@ def stats_html(st: HelperState) -> str:
         _stat(
             "first divergence",
             esc(fmt.position(s.first_divergence)),
-            f"{esc(s.samples_with_difference or 0)} of {esc(s.scored if s.scored is not None else st.n_scored)} "
-            "samples differ at all",
+            f"{esc(s.samples_with_difference or 0)} of {esc(v.scored)} samples differ at all",
         ),
         _stat(
             "token k3",
@@ -101,7 +102,8 @@ def stats_html(st: HelperState) -> str:
 
 def notes_html(st: HelperState) -> str:
     """A helper's errors, cache-hit failures and warnings as notes."""
-    s = st.summary or Summary()
+    v = HelperView.of(st)
+    s = v.summary
     notes = []
     if s.error:
         notes.append(("err", f"error: {s.error}"))
@@ -119,7 +121,7 @@ def notes_html(st: HelperState) -> str:
                 "avg_kl_div is driven by its tail and can swing about 3x between runs",
             )
         )
-    if st.summary is None:
+    if not v.finished:
         notes.append(("warn", f"helper did not finish (last phase: {st.phase})"))
     return "".join(f'<p class="note {c}">{esc(t)}</p>' for c, t in notes)
 

@@ -17,7 +17,6 @@ from kltui.outputs.reports.common import (
     cross_fields,
     cross_rows,
     helper_seconds,
-    helper_status,
     max_location,
     run_time,
     timestamp,
@@ -25,6 +24,7 @@ from kltui.outputs.reports.common import (
 )
 from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import describe_difference, fleet
+from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import xml_text
@@ -53,15 +53,15 @@ def failure_message(s: Summary) -> str:
 
 def details(st: HelperState) -> str:
     """The numbers a reviewer needs to judge the case without opening the HTML report."""
-    s = st.summary or Summary()
+    v = HelperView.of(st)
+    s = v.summary
     boot = s.bootstrap_95 or [None, None]
     lines = [
         f"helper {st.helper} on {st.server}",
         f"avg_kl_div {fmt.sci(s.avg_kl_div)} "
-        f"(threshold {fmt.sci(s.threshold if s.threshold is not None else st.threshold)}, "
+        f"(threshold {fmt.sci(v.threshold)}, "
         f"95% bootstrap {fmt.sci(boot[0])} to {fmt.sci(boot[1])})",
-        f"scored {(s.scored if s.scored is not None else st.n_scored)}/{(s.samples if s.samples is not None else st.n_samples)}, "
-        f"skipped {(s.skipped if s.skipped is not None else len(st.skipped))}",
+        f"scored {v.scored}/{v.samples}, skipped {v.skipped}",
         f"tokens over tau {fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
         f"max k3 {fmt.sci(s.max_k3)} at {fmt.position(max_location(s))}",
         f"first divergence {fmt.position(s.first_divergence)}",
@@ -80,8 +80,8 @@ def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> st
         name=f"{st.helper}[{st.server}]",
         time=f"{seconds or 0.0:.3f}",
     )
-    status = helper_status(st)
-    s = st.summary or Summary()
+    v = HelperView.of(st)
+    status, s = v.result, v.summary
     if status == "fail":
         _sub(case, "failure", details(st), message=failure_message(s), type="threshold")
         return "failures"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
-from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import (
     Origin,
     cross_rows,
@@ -25,6 +24,7 @@ from kltui.session.compare import describe_first_dict
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet, replica_cells
+from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
@@ -58,23 +58,21 @@ def results_table(store: SessionStore) -> list[str]:
         "|---|---|--:|--:|--:|--:|---|--:|",
     ]
     for key, st in store.helpers.items():
-        s = st.summary or Summary()
+        v = HelperView.of(st)
+        s = v.summary
         at = max_location(s)
         where = f" ({at['sample']}@{at['position']})" if at else ""
         first = s.first_divergence
-        status = helper_status(st)
+        status = v.result
         cells = [
             md_text(names[key]),
             ICON.get(status, md_text(status)),
             f"**{fmt.sci(s.avg_kl_div)}**",
-            fmt.sci(s.threshold if s.threshold is not None else st.threshold),
+            fmt.sci(v.threshold),
             f"{fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
             md_text(f"{fmt.sci(s.max_k3)}{where}"),
             md_text(f"{first['sample']}@{first['position']}" if first else "none"),
-            md_text(
-                f"{(s.scored if s.scored is not None else st.n_scored)}/{(s.samples if s.samples is not None else st.n_samples)} / "
-                f"{(s.skipped if s.skipped is not None else len(st.skipped))}"
-            ),
+            md_text(f"{v.scored}/{v.samples} / {v.skipped}"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -85,11 +83,11 @@ def notes(store: SessionStore) -> list[str]:
     names = helper_names(store)
     out = []
     for key, st in store.helpers.items():
-        s = st.summary or Summary()
-        for note in (s.error, s.hit_failure, s.reason):
+        v = HelperView.of(st)
+        for note in (v.summary.error, v.summary.hit_failure, v.summary.reason):
             if note:
                 out.append(f"- {md_text(names[key])}: {md_text(note)}")
-        if st.summary is None:
+        if not v.finished:
             out.append(f"- {md_text(names[key])}: did not finish (last phase {md_text(st.phase)})")
     return out
 

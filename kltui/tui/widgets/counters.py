@@ -12,6 +12,7 @@ from textual.widgets import Static
 from kltui import fmt
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN, within_threshold
 from kltui.metrics.summary import Summary
+from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
@@ -40,16 +41,16 @@ class Counters(Static):
             what = "no helper selected" if st is None else "waiting for the first scored sample"
             self.update(Text(what, style="dim"))
             return
-        s = summary
-        scored = s.scored if s.scored is not None else st.n_scored
-        tau = s.tail_threshold if s.tail_threshold is not None else st.tail_threshold
+        v = HelperView.of(st, summary)
+        s = v.summary
+        scored, tau, thr = v.scored, v.tail_threshold, v.threshold
         avg = _num(s.avg_kl_div)
         grid.add_row("tokens scored", Text(f"{(s.tokens or 0):,}", style="bold"))
         avg_t = Text(fmt.sci(avg), style="bold")
         if avg is not None and not math.isnan(avg):
-            within = within_threshold(avg, st.threshold)
+            within = within_threshold(avg, thr)
             avg_t.append("  < " if within else "  ≥ ", style="dim")
-            avg_t.append(fmt.sci(st.threshold, 1), style=ok if within else bad)
+            avg_t.append(fmt.sci(thr, 1), style=ok if within else bad)
         grid.add_row("avg_kl_div", avg_t)
         boot = s.bootstrap_95
         if boot and all(isinstance(b, float) and math.isfinite(b) for b in boot) and scored > 1:
@@ -91,8 +92,8 @@ class Counters(Static):
         for note in (s.reason, s.hit_failure, s.error):
             if note:
                 notes.append(safe(f"⚠ {note}", style=bad, limit=200))
-        if s.threshold_source:
-            source = safe(s.threshold_source.label, style="dim")
+        if v.threshold_source is not None:
+            source = safe(v.threshold_source.label, style="dim")
             source.no_wrap, source.overflow = True, "ellipsis"
             grid.add_row("gate from", source)
         self.update(Group(grid, *notes))

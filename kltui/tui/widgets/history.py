@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.metrics.summary import Summary
+from kltui.session.helper_view import HelperView
 from kltui.tui.widgets.parts import part
 
 
@@ -38,12 +38,12 @@ def record_of(
     """The history record of a finished run."""
     helpers = {}
     for key, st in store.helpers.items():
-        s = st.summary or Summary()
+        v = HelperView.of(st)
         helpers[key] = {
             "helper": st.helper,
-            "avg_kl_div": s.avg_kl_div,
-            "tail_fraction": s.tail_fraction,
-            "status": (s.status if s.status is not None else st.phase),
+            "avg_kl_div": v.summary.avg_kl_div,
+            "tail_fraction": v.summary.tail_fraction,
+            "status": v.status,
         }
     verdict = store.finished.verdict if store.finished else "interrupted"
     started = store.run.started_at if store.run else None

@@ -19,6 +19,7 @@ from kltui import fmt
 from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import within_threshold
 from kltui.metrics.summary import Summary
+from kltui.session.helper_view import HelperView
 from kltui.session.labels import server_labels
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.widgets.parts import part
@@ -82,7 +83,7 @@ def result_mark(summary: Summary | None, st: HelperState, node: DOMNode) -> Text
         avg = summary.avg_kl_div
         if avg is None or (isinstance(avg, float) and math.isnan(avg)):
             return Text("…", style="dim")
-        within = within_threshold(avg, st.threshold)
+        within = within_threshold(avg, HelperView.of(st, summary).threshold)
         live = "helper--within" if within else "helper--beyond"
         return Text("✓ so far" if within else "✗ so far", style=part(node, live))
     if status not in RESULT_CLASS:
@@ -235,7 +236,7 @@ class HelperProgress(Static):
         value = summary.avg_kl_div if summary else None
         avg.append(fmt.sci(value), style="bold" if summary and not summary.live else "")
         avg.append(" / ", style="dim")
-        avg.append(fmt.sci(st.threshold, 1), style="dim")
+        avg.append(fmt.sci(HelperView.of(st, summary).threshold, 1), style="dim")
         return (
             sel,
             name,

@@ -1,0 +1,102 @@
+"""HelperView: one helper on one server as every view reads it.
+
+A helper's figures come from its final summary once it finished, and from the store's live state
+(what was scored so far, the thresholds of HelperStarted) until then. That choice is made here,
+once, for the TUI's panels, `kltui check`'s console and every report; views never read
+`Summary.raw`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kltui.metrics.presets import ThresholdSource
+from kltui.metrics.summary import Summary
+from kltui.session.store import HelperState
+
+
+@dataclass(frozen=True)
+class HelperView:
+    """A helper's answers: the summary's value where it has one, else the live value."""
+
+    state: HelperState
+    # the final summary, a live one the caller computed, or an empty one before any
+    summary: Summary
+
+    @classmethod
+    def of(cls, st: HelperState, summary: Summary | None = None) -> HelperView:
+        """The view of `st`, reading `summary` (a live one) when given, else its final one."""
+        s = summary if summary is not None else st.summary
+        return cls(st, s if s is not None else Summary())
+
+    @property
+    def finished(self) -> bool:
+        """The helper sent its final summary (HelperFinished)."""
+        return self.state.summary is not None
+
+    @property
+    def scored(self) -> int:
+        """Samples scored."""
+        s = self.summary.scored
+        return s if s is not None else self.state.n_scored
+
+    @property
+    def samples(self) -> int:
+        """Samples the helper was given."""
+        s = self.summary.samples
+        return s if s is not None else self.state.n_samples
+
+    @property
+    def skipped(self) -> int:
+        """Samples not scored (each with its reason in `state.skipped`)."""
+        s = self.summary.skipped
+        return s if s is not None else len(self.state.skipped)
+
+    @property
+    def threshold(self) -> float:
+        """The kl_div threshold avg_kl_div is gated on."""
+        t = self.summary.threshold
+        return t if t is not None else self.state.threshold
+
+    @property
+    def tail_threshold(self) -> float:
+        """τ of the tail counts."""
+        t = self.summary.tail_threshold
+        return t if t is not None else self.state.tail_threshold
+
+    @property
+    def threshold_source(self) -> ThresholdSource | None:
+        """Where the threshold came from (None: an older recording that did not say)."""
+        src = self.summary.threshold_source
+        return src if src is not None else self.state.threshold_source
+
+    @property
+    def status(self) -> str:
+        """The summary's status, else the phase the helper is in (or stopped in)."""
+        s = self.summary.status
+        return s if s is not None else self.state.phase
+
+    @property
+    def result(self) -> str:
+        """pass | fail | vacuous | invalid | error from the final summary; without one, error
+        (a fatal fault) or incomplete (cut short)."""
+        if self.state.summary is not None:
+            return self.state.summary.result
+        return "error" if self.state.phase == "error" else "incomplete"
+
+    @property
+    def seconds(self) -> float | None:
+        """The helper's duration on the store's clock, once it finished."""
+        return self.state.elapsed if self.state.finished is not None else None
+
+    @property
+    def figures(self) -> Mapping[str, Any]:
+        """What the helper reported beyond the typed Summary (cross_engine's figures)."""
+        return self.summary.figures
+
+    def reported(self, keys: Iterable[str]) -> dict[str, Any]:
+        """Of `keys`, those the helper reported, as reported (the JSON report copies them)."""
+        raw = self.summary.raw
+        return {k: raw[k] for k in keys if k in raw}
