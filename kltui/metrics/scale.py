@@ -68,6 +68,22 @@ def token_levels(k3: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray) -> np.ndarr
     return out
 
 
+def bucket_levels(
+    k3: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray, starts: np.ndarray
+) -> np.ndarray:
+    """The worst `token_levels` of each bucket of tokens (bucket i starts at starts[i], which
+    ascend below len(k3)), from the bucket's max k3 and whether any of its tokens differ: the
+    same result without a level per token (levels are monotone in k3)."""
+    if starts.size == 0:
+        return np.zeros(0, dtype=np.int8)
+    if starts.size == k3.size:
+        return token_levels(k3, lp_a, lp_b)
+    out = levels(np.maximum.reduceat(k3, starts))  # NaN propagates: NONFINITE
+    differs = np.logical_or.reduceat(~bit_equal(lp_a, lp_b), starts)
+    out[(out == ZERO) & differs] = FIRST_BIN
+    return out
+
+
 def ramp(stops: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
     """RGB of each decade bin, lowest first: the stops (calm to alarm) spread evenly over the
     N_BINS bins, linear in between (truncated to ints, as Textual's Color.blend does)."""

@@ -111,3 +111,24 @@ def test_a_clean_pass_looks_calm_in_the_report_and_a_fault_alarming():
         low = abs(pal.colours[scale.FIRST_BIN].brightness - bg.brightness)
         high = abs(pal.colours[scale.NONFINITE - 1].brightness - bg.brightness)
         assert low < high, name
+
+
+def test_bucket_levels_are_the_worst_token_level_of_each_bucket():
+    rng = np.random.default_rng(3)
+    n = 997
+    lp_b = -rng.exponential(1.0, n)
+    lp_a = lp_b.copy()
+    kind = rng.integers(0, 6, n)
+    lp_a[kind == 1] = np.nextafter(lp_b[kind == 1], 0.0)  # one ulp: k3 0 or tiny
+    lp_a[kind == 2] += rng.normal(0, 1e-3, int((kind == 2).sum()))
+    lp_a[kind == 3] = np.nan
+    lp_a[kind == 4] = lp_b[kind == 4] = -np.inf  # bit-equal -inf: zero
+    sparse = rng.random(n) < 0.9
+    lp_a[sparse & (kind != 4)] = lp_b[sparse & (kind != 4)]  # mostly bit-equal rows
+    values = k3(lp_a, lp_b)
+    tokens = scale.token_levels(values, lp_a, lp_b)
+    for width in (1, 2, 7, 64, 300, n):
+        starts = np.arange(0, n, width)
+        want = np.maximum.reduceat(tokens, starts)
+        got = scale.bucket_levels(values, lp_a, lp_b, starts)
+        assert got.tolist() == want.tolist(), width

@@ -94,7 +94,6 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         # rows, so a new row is mostly dictionary lookups instead of per-segment filtering
         self._seg_filter: dict[Filtering, dict[Segment, list[Segment]]] = {}
         self._levels: LRUCache[tuple, np.ndarray] = LRUCache(2048)
-        self._token_levels: LRUCache[tuple, np.ndarray] = LRUCache(1024)
         self._palette: heat.Palette | None = None
         self._theme_gen = 0
         self._max_len = 0
@@ -262,14 +261,9 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             return cached
         scored = self.state.book.samples.get(sample)
         if scored is not None:
-            # per token first (zero = bit-equal logprobs, the scale's rule), then the worst
-            # level of each cell: levels are ordered by severity
-            tkey = (self.run_gen, self.state.key, sample, sig)
-            tokens = self._token_levels.get(tkey)
-            if tokens is None:
-                tokens = scale.token_levels(scored.k3, scored.lp_a, scored.lp_b)
-                self._token_levels[tkey] = tokens
-            out = g.reduce(tokens).astype(np.int8, copy=False)
+            # the worst level of each cell, zero meaning bit-equal logprobs (the scale's rule)
+            starts = g.edges[g.edges < scored.k3.size]
+            out = scale.bucket_levels(scored.k3, scored.lp_a, scored.lp_b, starts)
         else:
             n = g.n_cells_for(self.state.decoded_len.get(sample, 0))
             out = np.full(n, scale.PENDING, dtype=np.int8)
@@ -522,7 +516,6 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             self._seg_filter.clear()
         if reductions:
             self._levels.clear()
-            self._token_levels.clear()
 
     # ------------------------------------------------------------------ navigation
 
