@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+from textual.app import App
+
+from kltui.tui import app as app_module
+from kltui.tui import themes
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import ReplayFeed
 from tests.tui import synth
@@ -45,3 +50,13 @@ def drawn_at(node, selector: str) -> str:
     """What the widget `selector` under `node` draws now; "" while it is not mounted yet."""
     found = node.query(selector)
     return drawn(found.first()) if found else ""
+
+
+class StyledApp(App):
+    """A bare app with kltui's stylesheet and theme variables, to host one screen or widget as
+    the dashboard shows it (app.tcss holds all the TUI's CSS)."""
+
+    CSS_PATH = str(Path(app_module.__file__).with_name("app.tcss"))
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(themes.VARIABLE_DEFAULTS)

@@ -9,7 +9,6 @@ import time
 
 import httpx
 import pytest
-from textual.app import App
 from textual.css.query import NoMatches
 from textual.widgets._toast import Toast
 
@@ -18,7 +17,7 @@ from kltui.tui import app as app_module
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.screens.confirm_flush import ConfirmFlush
-from tests.tui.kit import drawn, until
+from tests.tui.kit import StyledApp, drawn, until
 
 SIZE = (140, 45)
 
@@ -192,7 +191,7 @@ async def test_a_busy_loopback_server_is_asked_about(server_url, asked):
             await asyncio.sleep(0.05)  # the poll's interval
 
 
-class _Host(App):
+class _Host(StyledApp):
     def __init__(self, screen: ConfirmFlush) -> None:
         super().__init__()
         self.question = screen

@@ -6,10 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.app import App
 
 from kltui.tui.screens.dumps import DumpsScreen
-from tests.tui.kit import drawn_at, until
+from tests.tui.kit import StyledApp, drawn_at, until
 
 torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
@@ -20,7 +19,7 @@ from kltui.dumps.analyze import analyze  # noqa: E402
 QKV1 = "model.layers.1.self_attn.qkv_proj"
 
 
-class Host(App):
+class Host(StyledApp):
     pass
 
 

@@ -81,17 +81,7 @@ class CompareScreen(ModalScreen):
 
     BINDINGS = [Binding("escape,q,c", "app.pop_screen", "Close", id="compare.close")]
 
-    DEFAULT_CSS = """
-    CompareScreen { align: center middle; }
-    CompareScreen > VerticalScroll {
-        width: 95%;
-        height: 90%;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
 
     def __init__(self, pairs: list[dict], vars_: dict) -> None:
         super().__init__()

@@ -55,20 +55,7 @@ class ConfirmFlush(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "Cancel", id="flush.no"),
     ]
 
-    DEFAULT_CSS = """
-    ConfirmFlush { align: center middle; }
-    ConfirmFlush > Vertical {
-        width: 84;
-        max-width: 95%;
-        height: auto;
-        border: round $warning;
-        border-title-color: $warning;
-        background: $surface;
-        padding: 1 2;
-    }
-    ConfirmFlush #flush-buttons { height: auto; margin-top: 1; align-horizontal: right; }
-    ConfirmFlush Button { margin-left: 2; }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
 
     def __init__(self, server: str, reason: str, *, read_only: bool = False) -> None:
         super().__init__()

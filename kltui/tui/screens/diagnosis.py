@@ -51,17 +51,7 @@ class DiagnosisScreen(ModalScreen):
         Binding("u", "dumps", "Dumper drill-down", id="diagnosis.dumps"),
     ]
 
-    DEFAULT_CSS = """
-    DiagnosisScreen { align: center middle; }
-    DiagnosisScreen > VerticalScroll {
-        width: 90%;
-        height: 85%;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
 
     COMPONENT_CLASSES = BADGE_CLASSES  # the condition badges, coloured in app.tcss
 

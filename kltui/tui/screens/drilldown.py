@@ -17,6 +17,7 @@ from kltui.session.servers import NO_TOKENIZER
 from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.widgets.header import TitleBar
+from kltui.tui.widgets.parts import part
 from kltui.untrusted import escape_controls, safe, token_repr
 
 TOPK_SHOWN = 3
@@ -82,26 +83,7 @@ class DrillDown(Screen):
         Binding("p,N", "tail(-1)", "Prev tail", id="drill.prev-tail"),
         Binding("m", "max_k3", "Max k3", id="drill.max"),
     ]
-
-    DEFAULT_CSS = """
-    DrillDown { background: $background; }
-    DrillDown #drill-head {
-        height: auto;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        padding: 0 1;
-    }
-    DrillDown #drill-spark-box {
-        height: 5;
-        border: round $primary 40%;
-        border-title-color: $primary;
-        padding: 0 1;
-    }
-    DrillDown Sparkline { height: 3; }
-    DrillDown Sparkline > .sparkline--max-color { color: $kl-bad; }
-    DrillDown Sparkline > .sparkline--min-color { color: $primary 50%; }
-    DrillDown #drill-table { height: 1fr; }
-    """
+    COMPONENT_CLASSES = {"drill--bad"}  # coloured in app.tcss
 
     def __init__(
         self,
@@ -232,7 +214,7 @@ class DrillDown(Screen):
                 style="dim",
             )
         if m.non_finite:
-            t.append(f"  non-finite {m.non_finite}", style="bold red")
+            t.append(f"  non-finite {m.non_finite}", style=part(self, "drill--bad"))
         if sc.id_mismatch:
             t.append(
                 f"\n{heat.MARK_ID} at {len(sc.id_mismatch)} position(s) the server reported "

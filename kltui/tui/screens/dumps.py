@@ -9,19 +9,21 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.dumps.render import module_table, steps_table
+from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
 
-def dumps_view(result: dict) -> Group:
-    """A dumps analysis as a renderable: verdict, module table, decode steps."""
+def dumps_view(result: dict, node: DOMNode) -> Group:
+    """A dumps analysis as a renderable: verdict (coloured by `node`'s parts), module table,
+    decode steps."""
+    verdict = "dumps--identical" if result.get("identical") else "dumps--differs"
     parts: list[RenderableType] = [
-        safe(
-            result.get("verdict", ""), "bold red" if not result.get("identical") else "bold green"
-        ),
+        safe(result.get("verdict", ""), part(node, verdict)),
         Text(""),
     ]
     step = result.get("decode_step")
@@ -50,16 +52,8 @@ class DumpsScreen(ModalScreen):
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close", id="dumps.close")]
 
-    DEFAULT_CSS = """
-    DumpsScreen { align: center middle; }
-    DumpsScreen > VerticalScroll {
-        width: 95%;
-        height: 90%;
-        border: round $accent;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    COMPONENT_CLASSES = {"dumps--identical", "dumps--differs"}
 
     def __init__(self, result: dict) -> None:
         super().__init__()
@@ -71,4 +65,4 @@ class DumpsScreen(ModalScreen):
         box.border_title = "dumper drill-down: decode vs fresh prefill"
         box.border_subtitle = "esc closes"
         with box:
-            yield Static(dumps_view(self.result), id="dumps-table")
+            yield Static(dumps_view(self.result, self), id="dumps-table")

@@ -39,17 +39,7 @@ class DumpsRunScreen(ModalScreen):
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close", id="dumps-run.close")]
 
-    DEFAULT_CSS = """
-    DumpsRunScreen { align: center middle; }
-    DumpsRunScreen > VerticalScroll {
-        width: 90%;
-        height: 80%;
-        border: round $accent;
-        background: $surface;
-        padding: 0 1;
-    }
-    DumpsRunScreen LoadingIndicator { height: 1; }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
 
     def __init__(self, request: DumpsRequest) -> None:
         super().__init__()

@@ -66,18 +66,7 @@ class HelpScreen(ModalScreen):
 
     BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "Close", id="help.close")]
 
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        width: 110;
-        max-width: 95%;
-        height: 90%;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-        padding: 1 2;
-    }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
 
     def __init__(self, groups: list[tuple[str, list[Binding]]], keymap: dict[str, str]) -> None:
         super().__init__()

@@ -7,15 +7,17 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.dom import DOMNode
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.session.events import Problem
+from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
 
-def problems_table(problems: list[Problem]) -> Table:
-    """The run's problems as a table."""
+def problems_table(problems: list[Problem], node: DOMNode) -> Table:
+    """The run's problems as a table; its marks are `node`'s parts, coloured in app.tcss."""
     t = Table(expand=True, show_lines=False, box=None, header_style="bold")
     t.add_column("", width=2)
     t.add_column("source", ratio=1, overflow="fold")
@@ -24,7 +26,7 @@ def problems_table(problems: list[Problem]) -> Table:
     if not problems:
         t.add_row("", Text("no problems", style="dim"), "", "")
     for p in problems:
-        mark = Text("✗", style="bold red") if p.fatal else Text("⚠", style="yellow")
+        mark = Text("✗" if p.fatal else "⚠", style=part(node, f"problems--{kind(p)}"))
         where = p.phase or ""
         if p.helper:
             where = f"{p.helper}/{where}" if where else p.helper
@@ -32,22 +34,18 @@ def problems_table(problems: list[Problem]) -> Table:
     return t
 
 
+def kind(p: Problem) -> str:
+    """`fatal` for a problem that ended the run, else `warn`."""
+    return "fatal" if p.fatal else "warn"
+
+
 class ProblemsScreen(ModalScreen):
     """The modal listing the run's problems."""
 
     BINDINGS = [Binding("escape,q,e", "app.pop_screen", "Close", id="problems.close")]
 
-    DEFAULT_CSS = """
-    ProblemsScreen { align: center middle; }
-    ProblemsScreen > VerticalScroll {
-        width: 90%;
-        height: 80%;
-        border: round $error;
-        border-title-color: $error;
-        background: $surface;
-        padding: 0 1;
-    }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    COMPONENT_CLASSES = {"problems--fatal", "problems--warn"}
 
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__()
@@ -59,4 +57,4 @@ class ProblemsScreen(ModalScreen):
         box.border_title = f"problems ({len(self.problems)})"
         box.border_subtitle = "esc closes"
         with box:
-            yield Static(problems_table(self.problems), id="problems-table")
+            yield Static(problems_table(self.problems, self), id="problems-table")

@@ -52,9 +52,6 @@ class TitleBar(Static):
     """One line; its state is CSS classes (`-replay`, `-running`, `-pass`, `-fail`, `-error`,
     `-warn`, `-read-only`, `-watching`, `-problems`, `-fatal`) and app.tcss colours its parts."""
 
-    DEFAULT_CSS = """
-    TitleBar { height: 1; background: $panel; color: $foreground; }
-    """
     COMPONENT_CLASSES = {
         "titlebar--brand",
         "titlebar--mode",
@@ -260,7 +257,13 @@ def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
 
 class ServersPanel(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
-    COMPONENT_CLASSES = {"servers--ok", "servers--warn", "servers--bad", "servers--strong"}
+    COMPONENT_CLASSES = {
+        "servers--ok",
+        "servers--warn",
+        "servers--bad",
+        "servers--strong",
+        "servers--rec",
+    }
 
     _shown: tuple | None = None
 
@@ -301,6 +304,7 @@ class ServersPanel(Static):
         n = len(run.servers) if run else 0
         self.border_title = "server" if n <= 1 else f"servers ({n})"
         if status.recording:
-            self.border_subtitle = Text.assemble(("● rec ", "red"), safe(status.recording))
+            rec = part(self, "servers--rec")
+            self.border_subtitle = Text.assemble(("● rec ", rec), safe(status.recording))
         else:
             self.border_subtitle = ""

@@ -59,14 +59,6 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         Binding("enter", "open", "Drill down", id="heatmap.open"),
     ]
 
-    DEFAULT_CSS = """
-    Heatmap {
-        background: $surface;
-        scrollbar-size-horizontal: 1;
-        scrollbar-size-vertical: 1;
-    }
-    """
-
     glyphs = reactive(False)
 
     class Open(Message):

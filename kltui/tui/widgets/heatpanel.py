@@ -93,12 +93,6 @@ def cursor_line(
 class HeatmapPanel(Vertical):
     """The heatmap with its ruler, cursor line and legend."""
 
-    DEFAULT_CSS = """
-    HeatmapPanel > #heat-ruler { height: 1; background: $surface; }
-    HeatmapPanel > #heat-cursor { height: 1; background: $surface; padding: 0 1; }
-    HeatmapPanel > #heat-legend { height: 1; padding: 0 1; }
-    """
-
     def compose(self) -> ComposeResult:
         """The ruler, the heatmap, the cursor line and the legend."""
         yield Static(id="heat-ruler")
