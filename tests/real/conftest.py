@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from .launch import REPO, SCRIPT, Servers, script
+from .launch import REPO, SCRIPT, Servers, say, script
 
 CHECKPOINT = Path(os.environ.get("KLTUI_CHECKPOINT") or REPO / "kltui/reference/checkpoint")
 API_KEY = "kltui-real-tier-key"
@@ -60,19 +60,6 @@ def _unavailable(reason: str) -> None:
     if _required():
         pytest.fail(f"{banner} (required: KLTUI_REAL_ENGINES=require or CI is set)")
     pytest.skip(banner)
-
-
-def say(config: pytest.Config, line: str) -> None:
-    """One line on the terminal now, even under `pytest -q` with output captured: a build that
-    runs for minutes must not look like a hang."""
-    tr = config.pluginmanager.get_plugin("terminalreporter")
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    if tr is None:
-        print(line, file=sys.__stderr__, flush=True)
-        return
-    with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
-        tr.write_line(line)
-        tr.flush()
 
 
 def build_with_progress(config: pytest.Config, timeout: float) -> tuple[int, str]:
@@ -155,8 +142,10 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.fixture(scope="session")
-def servers(engines) -> Iterator[Servers]:
-    s = Servers()
+def servers(engines, pytestconfig) -> Iterator[Servers]:
+    # each start and stop on the terminal as it happens, `-q` included: a tier that runs for
+    # twenty minutes with dots only looks hung
+    s = Servers(lambda line: say(pytestconfig, line))
     _SERVERS.append(s)
     try:
         yield s
