@@ -47,19 +47,7 @@ class FleetScreen(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape,q,c", "close", "Close", id="fleet.close")]
 
-    DEFAULT_CSS = """
-    FleetScreen { align: center middle; }
-    FleetScreen > Vertical {
-        width: 95%;
-        height: 90%;
-        border: round $primary;
-        border-title-color: $primary;
-        background: $surface;
-        padding: 0 1;
-    }
-    FleetScreen #fleet-head { height: auto; max-height: 12; margin-bottom: 1; }
-    FleetScreen DataTable { height: 1fr; }
-    """
+    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
 
     def __init__(self, fleet: dict, vars_: dict) -> None:
         super().__init__()
