@@ -26,6 +26,11 @@ def finished(app: KltuiApp) -> bool:
     return app.store is not None and app.store.finished is not None and not app.status.running
 
 
+def fetching(app: KltuiApp) -> bool:
+    """Whether a fetch of an opened sample's top-k and text is started and not finished."""
+    return any(w.group == "extras" and not w.is_finished for w in app.workers)
+
+
 async def open_drill(pilot, app: KltuiApp, sample: int) -> DrillDown:
     app.open_sample(sample, 0)
     await until(pilot, lambda: isinstance(app.screen, DrillDown) and app.screen.is_mounted)
@@ -67,7 +72,8 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
         app.status.running = True
         drill = await open_drill(pilot, app, 1)
         assert "once the run has finished" in drawn(drill.query_one("#drill-head"))
-        await pilot.pause(0.2)
+        await pilot.pause()  # every message handled: a fetch would have started by now
+        assert not fetching(app)
         assert len(calls) == gate_calls and st.extras == {}
         await pilot.press("escape")
         app.status.running = False
@@ -91,6 +97,7 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
 
         # opened again: already fetched, no second request
         await open_drill(pilot, app, 1)
-        await pilot.pause(0.2)
+        await pilot.pause()
+        assert not fetching(app)
         assert len(calls) == gate_calls + 1
         await pilot.press("escape", "q")
