@@ -72,6 +72,7 @@ class TitleBar(Static):
         return on
 
     def show(self, store: SessionStore | None, status: RunStatus | None) -> None:
+        """Show the run's state (live or replay, running, verdict, problems) in the title bar."""
         status = status or RunStatus()
         on = self._state(store, status)
         problems = store.problems if store is not None else []
@@ -235,10 +236,12 @@ def server_settings(s: dict, config: dict, node: DOMNode) -> list[Text]:
 
 
 def server_text(s: dict, config: dict, node: DOMNode, width: int | None = None) -> Text:
+    """A server's settings as text wrapped to a width."""
     return flow(server_settings(s, config, node), width)
 
 
 def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
+    """The prompt set and run settings as text wrapped to a width."""
     head = Text("prompts ", style="dim")
     head.append_text(safe(ps.get("source", "?"), style="bold", limit=60))
     out = [head, Text(f"{ps.get('n', '?')} prompts"), Text(f"{ps.get('tokens', '?')} tokens")]
@@ -256,6 +259,8 @@ def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
 
 
 class ServersPanel(Static):
+    """The panel naming each server of the run with the settings that matter."""
+
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = {
         "servers--ok",
@@ -268,11 +273,13 @@ class ServersPanel(Static):
     _shown: tuple | None = None
 
     def on_resize(self) -> None:
+        """Lay the settings out again for the new width."""
         # the settings are laid out for a width: lay them out again for the new one
         if self._shown is not None:
             self.show(*self._shown)
 
     def show(self, store: SessionStore | None, status: RunStatus) -> None:
+        """Show the run's servers and prompt set."""
         self._shown = (store, status)
         width = self.content_size.width or None
         lines: list[Text] = []

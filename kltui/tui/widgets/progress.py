@@ -76,6 +76,7 @@ def bar(done: float, decoded: float, width: int, node: DOMNode) -> Text:
 
 
 def result_mark(summary: Summary | None, st: HelperState, node: DOMNode) -> Text:
+    """A helper's result as a mark: within or beyond its gate so far, else its final status."""
     if summary is None:
         return Text("–", style="dim")
     status = summary.status
@@ -249,6 +250,7 @@ class HelperProgress(Static):
         )
 
     def on_click(self, event: events.Click) -> None:
+        """Select the helper of the clicked line."""
         offset = event.get_content_offset(self)
         if offset is None:
             return
