@@ -12,7 +12,12 @@ from kltui.tui.widgets.samples import SampleTable
 
 # The dashboard's own keys (KltuiApp.BINDINGS), here so the help screen lists them without
 # importing the app.
+PROBLEMS = Binding("e", "problems", "Problems", id="app.problems")
 DASHBOARD_BINDINGS: list[BindingType] = [
+    # first of the dashboard's keys: the footer cuts what does not fit at its right end, and `e`
+    # (shown only while the run has problems: DashboardActions.check_action) must survive 80
+    # columns
+    PROBLEMS,
     Binding("q", "quit", "Quit", id="app.quit"),
     Binding("ctrl+c", "quit", "Quit", show=False, priority=True, id="app.interrupt"),
     Binding("question_mark", "help", "Help", key_display="?", id="app.help"),
@@ -34,13 +39,18 @@ DASHBOARD_BINDINGS: list[BindingType] = [
     Binding("f", "first_divergence", "First divergence", id="app.first-divergence"),
     Binding("r", "rerun", "Re-run", id="app.rerun"),
     Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
-    # shown in the footer while the run has problems (DashboardActions.check_action)
-    Binding("e", "problems", "Problems", id="app.problems"),
     Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
     Binding(
         "c", "compare", "Compare servers (a fleet: its replicas)", show=False, id="app.compare"
     ),
 ]
+
+
+def _help_order(bindings: list[Binding]) -> list[Binding]:
+    """The dashboard's keys as the help lists them: `e` after the everyday keys."""
+    rest = [b for b in bindings if b is not PROBLEMS]
+    at = next(i for i, b in enumerate(rest) if b.id == "app.screenshot") + 1
+    return [*rest[:at], PROBLEMS, *rest[at:]]
 
 
 def binding_groups() -> list[tuple[str, list[Binding]]]:
@@ -51,7 +61,7 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
         return [b for b in cls.BINDINGS if isinstance(b, Binding)]
 
     return [
-        ("Dashboard", [b for b in DASHBOARD_BINDINGS if isinstance(b, Binding)]),
+        ("Dashboard", _help_order([b for b in DASHBOARD_BINDINGS if isinstance(b, Binding)])),
         ("Heatmap", own(Heatmap)),
         ("Sample table", own(SampleTable) + [Binding("enter", "open", "Drill down")]),
         ("Drill-down", own(_Drill)),

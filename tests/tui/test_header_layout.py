@@ -103,3 +103,20 @@ async def test_the_replay_title_drops_whole_parts_instead_of_cutting_one():
             assert (" · kltui" in line) == (" · kltui 0.1.0" in line), line
             seen.append("kltui 0.1.0" in line)
     assert seen[0] and not seen[-1]  # 200 columns have room for it, 80 do not
+
+
+async def test_the_problems_key_stays_in_the_footer_at_80_columns():
+    """Issue 21 item 3: with problems, `e` is in the footer; at 80 columns it was past the edge."""
+    from textual.widgets import Footer
+
+    from kltui.session.events import Problem
+
+    problem = Problem("http://127.0.0.1:30000", "a payload was malformed", False, "match")
+    app = replay_app(synth.session(n=2, length=8, problems=[problem]))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replayed(pilot, app)
+        await pilot.pause()
+        keys = {drawn(k).strip(): k for k in app.query_one(Footer).query("FooterKey")}
+        e = next((k for text, k in keys.items() if text.startswith("e ")), None)
+        assert e is not None, list(keys)
+        assert 0 <= e.region.x and e.region.right <= 80, (e.region, list(keys))
