@@ -47,7 +47,7 @@ from kltui.session.events import (
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.recording import Recorder
-from kltui.session.servers import server_facts
+from kltui.session.servers import ServerIdentity, server_facts
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup
 
@@ -235,7 +235,7 @@ def server_line(s: dict) -> str:
     url = console_markup(s.get("url", "?"))
     if s.get("error"):
         return f"[red]✗[/] {url}: {console_markup(str(s['error']))}"
-    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(s)))
+    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(ServerIdentity.of(s))))
 
 
 def cross_line(s: Mapping[str, Any]) -> Text:

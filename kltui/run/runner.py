@@ -28,7 +28,7 @@ from kltui.run.merge import bounded_merge
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
-from kltui.session.servers import models_differ
+from kltui.session.servers import ServerIdentity, models_differ
 
 TOKENIZE_BATCH = 64
 # Asked once per server before its first flush (the TUI's question); False stops the run.
@@ -404,8 +404,9 @@ def _check_separator(
 
 def _refuse_different_models(servers: list[dict]) -> None:
     """Before anything is flushed or measured: another model makes every comparison moot."""
+    first = ServerIdentity.of(servers[0]) if servers else None
     for s in servers[1:]:
-        why = models_differ(servers[0], s)
+        why = models_differ(first, ServerIdentity.of(s)) if first is not None else None
         if why is not None:
             raise UsageError(
                 f"{s['url']} serves another model than {servers[0]['url']} ({why}): their "

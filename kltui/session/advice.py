@@ -9,18 +9,15 @@ import shlex
 from kltui.fmt import sci
 from kltui.helpers.registry import HELPERS, baseline_path, cache_helpers, path_of
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
+from kltui.session.servers import ServerIdentity
 from kltui.session.store import HelperState, SessionStore
 
 # at or below the stray-ulp level the gate cannot care, whatever threshold it has
 FAR_BELOW = DETERMINISTIC_KL_DIV
 
 
-def _flag(info: dict, key: str) -> bool | None:
-    v = info.get(key)
-    return None if v is None else bool(v)
-
-
-def _settings_line(info: dict) -> str | None:
+def _settings_line(info: ServerIdentity) -> str | None:
+    """The settings the server reported that decide what a number means, as one line."""
     if not info:
         return None
     parts = []
@@ -55,10 +52,11 @@ def _longest(store: SessionStore) -> int | None:
     return None
 
 
-def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
+def _kernel_suspects(info: ServerIdentity, store: SessionStore) -> list[str]:
+    """The kernels worth suspecting of batch variance on this server, likeliest first."""
     out = []
-    det = _flag(info, "enable_deterministic_inference")
-    backend = info.get("attention_backend")
+    det = info.enable_deterministic_inference
+    backend = info.attention_backend
     name = f"the {backend} attention backend" if backend else "the attention backend"
     if det is False:
         out.append(
@@ -71,20 +69,20 @@ def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
         "the sequence length (split-KV) reduces the same token in another order (fix the "
         "shape, e.g. a fixed split size, not only the order)"
     )
-    tp = info.get("tp_size")
-    if isinstance(tp, int) and tp > 1:
+    tp = info.tp_size
+    if tp is not None and tp > 1:
         out.append(
             f"tp {tp}: all-reduce whose algorithm or tree follows the message size (a prefill of "
             "many tokens vs a decode step of one)"
         )
-    chunk = info.get("chunked_prefill_size")
+    chunk = info.chunked_prefill_size
     longest = _longest(store)
-    if isinstance(chunk, int) and chunk > 0 and longest is not None and longest > chunk:
+    if chunk is not None and chunk > 0 and longest is not None and longest > chunk:
         out.append(
             f"chunked prefill {chunk}: the fresh prefill of prompt + output (up to {longest} "
             "tokens) runs in chunks, so later chunks use extend attention over a cached prefix"
         )
-    if _flag(info, "disable_cuda_graph") is False:
+    if info.disable_cuda_graph is False:
         out.append(
             "CUDA graph is on: decode replays graphs captured at padded batch sizes; dumper "
             "hooks do not run inside a replay, so confirm the divergence with "
@@ -98,14 +96,14 @@ def _kernel_suspects(info: dict, store: SessionStore) -> list[str]:
     return out
 
 
-def _state_suspects(dirty: list[str], info: dict) -> list[str]:
+def _state_suspects(dirty: list[str], info: ServerIdentity) -> list[str]:
     """The state path to suspect first among the diverging cache helpers (registry roles)."""
     first = next((h for h in cache_helpers() if h in dirty), None)
     if first is None:
         return []
     out = [path_of(first)]
-    page = info.get("page_size")
-    if HELPERS[first].cache_path == "prefill" and isinstance(page, int) and page > 1:
+    page = info.page_size
+    if HELPERS[first].cache_path == "prefill" and page is not None and page > 1:
         out.append(f"page-granular restore (page size {page}): hits end on page boundaries")
     return out
 
@@ -136,11 +134,11 @@ def _far_below_gate(st: HelperState) -> bool:
 
 
 def _condition1_advice(
-    server: str, info: dict, noisy: HelperState
+    server: str, info: ServerIdentity, noisy: HelperState
 ) -> tuple[str, str | None, str | None]:
     """(next step, exact command, TUI action) for kernel noise, from what the server runs and
     how large the noise is against the gate."""
-    det = _flag(info, "enable_deterministic_inference")
+    det = info.enable_deterministic_inference
     if _far_below_gate(noisy):
         s = noisy.summary
         gate = f" of {sci(s.threshold)}" if s.threshold is not None else ""

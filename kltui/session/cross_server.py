@@ -16,7 +16,7 @@ from typing import Any
 
 from kltui.helpers.registry import baseline_path, path_of, same_engine
 from kltui.session.compare import compare_books
-from kltui.session.servers import COMPARED, models_differ
+from kltui.session.servers import COMPARED, identity_of, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 LABELS = ("A", "B")
@@ -98,8 +98,8 @@ def _cached_differ(x: HelperState, y: HelperState, samples: list[int]) -> int:
 
 def server_pair(store: SessionStore, x: str, y: str) -> dict:
     """Server x (A) against server y (B), per helper, on the same prompt ids."""
-    infos = {s.get("url"): s for s in (store.run.servers if store.run else [])}
-    ix, iy = infos.get(x, {}), infos.get(y, {})
+    recorded = store.run.servers if store.run else []
+    ix, iy = identity_of(recorded, x), identity_of(recorded, y)
     differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED if ix.get(k) != iy.get(k)}
     helpers: dict[str, dict] = {}
     uncompared: dict[str, str] = {}

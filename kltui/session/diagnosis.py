@@ -26,7 +26,6 @@ from kltui.helpers.registry import baseline_path, cache_helpers, path_of, same_e
 from kltui.session.advice import (
     CONDITION2_STEP,
     _condition1_advice,
-    _flag,
     _kernel_suspects,
     _settings_line,
     _state_suspects,
@@ -48,6 +47,7 @@ from kltui.session.evidence import (
     nonfinite_line,
     nonfinite_positions,
 )
+from kltui.session.servers import ServerIdentity, identity_of
 from kltui.session.store import SessionStore
 
 
@@ -101,11 +101,9 @@ class Diagnosis:
 
 
 # --------------------------------------------------------------------------- classification
-def server_info(store: SessionStore, server: str) -> dict:
-    for s in store.run.servers if store.run else []:
-        if s.get("url") == server:
-            return s
-    return {}
+def server_info(store: SessionStore, server: str) -> ServerIdentity:
+    """What `server` said about itself in the run's RunStarted (empty when not recorded)."""
+    return identity_of(store.run.servers if store.run else [], server)
 
 
 def _temperature(store: SessionStore) -> float:
@@ -171,7 +169,7 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     nonfinite = {h: w for h, st in usable.items() if (w := nonfinite_positions(st))}
     evidence += [nonfinite_line(h, w) for h, w in nonfinite.items()]
     exact = {h: _exact(st) for h, st in usable.items()}
-    page = info.get("page_size")
+    page = info.page_size
 
     if all(exact.values()):
         label = (
@@ -325,7 +323,7 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             rerun_command(server, 32),
         )
     clean = [h for h, st in cache.items() if exact[h]]
-    det = _flag(info, "enable_deterministic_inference")
+    det = info.enable_deterministic_inference
     if cache and len(clean) == len(cache):
         label = (
             f"condition 1 on match's path only: match diverges ({level}) while "

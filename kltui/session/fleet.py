@@ -16,7 +16,7 @@ from typing import Any
 
 from kltui.helpers.registry import same_engine
 from kltui.session.compare import BookDiff, compare_books
-from kltui.session.servers import COMPARED
+from kltui.session.servers import COMPARED, ServerIdentity, identity_of
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 SIDES_SHOWN = {
@@ -143,11 +143,9 @@ def groups_of(
     return groups, alone
 
 
-def _identity(store: SessionStore, url: str) -> dict:
-    for s in store.run.servers if store.run else []:
-        if s.get("url") == url:
-            return s
-    return {}
+def _identity(store: SessionStore, url: str) -> ServerIdentity:
+    """What the replica at `url` said about itself (empty when not recorded)."""
+    return identity_of(store.run.servers if store.run else [], url)
 
 
 def _settings(store: SessionStore, urls: list[str], groups: list[list[int]]) -> dict[str, list]:

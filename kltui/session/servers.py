@@ -8,8 +8,10 @@ Every value came from a server (RunStarted.servers): views escape it for their m
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from kltui.metrics.alignment import model_names
 
@@ -106,7 +108,78 @@ VLLM_KEYS = ("max_model_len", "dtype", "tp_size", "logprobs_mode")
 NO_TOKENIZER = "no tokenizer (--skip-tokenizer-init)"
 
 
-def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _bool(v: object) -> bool | None:
+    return None if v is None else bool(v)
+
+
+def _str(v: object) -> str | None:
+    return None if v is None else str(v)
+
+
+@dataclass(frozen=True)
+class ServerIdentity:
+    """One server as it described itself (an entry of RunStarted.servers), typed: the settings
+    the diagnosis and the advice reason about as fields, every reported key through `get`."""
+
+    url: str | None = None
+    engine: str = "sglang"
+    error: str | None = None  # the server could not be identified (unreachable, refused)
+    version: str | None = None
+    model_path: str | None = None
+    tp_size: int | None = None
+    page_size: int | None = None
+    chunked_prefill_size: int | None = None
+    attention_backend: str | None = None
+    enable_deterministic_inference: bool | None = None  # None: the server did not say
+    disable_radix_cache: bool | None = None
+    disable_cuda_graph: bool | None = None
+    skip_tokenizer_init: bool = False
+    reported: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: object) -> ServerIdentity:
+        """Read a recorded identity (untrusted: a value of the wrong type reads as unknown)."""
+        d = d if isinstance(d, dict) else {}
+        return cls(
+            url=_str(d.get("url")),
+            engine=str(d.get("engine") or "sglang"),
+            error=_str(d.get("error")),
+            version=_str(d.get("version")),
+            model_path=_str(d.get("model_path")),
+            tp_size=_int(d.get("tp_size")),
+            page_size=_int(d.get("page_size")),
+            chunked_prefill_size=_int(d.get("chunked_prefill_size")),
+            attention_backend=_str(d.get("attention_backend")),
+            enable_deterministic_inference=_bool(d.get("enable_deterministic_inference")),
+            disable_radix_cache=_bool(d.get("disable_radix_cache")),
+            disable_cuda_graph=_bool(d.get("disable_cuda_graph")),
+            skip_tokenizer_init=bool(d.get("skip_tokenizer_init")),
+            reported=MappingProxyType(dict(d)),
+        )
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A reported value by its identity key (a Setting's `key`), `default` when the
+        server did not report the key at all."""
+        return self.reported.get(key, default)
+
+    def __bool__(self) -> bool:
+        """False for an identity nothing was recorded for (a recording without RunStarted)."""
+        return bool(self.reported)
+
+
+def identity_of(servers: list[dict[str, Any]], url: str) -> ServerIdentity:
+    """The identity of `url` among a run's recorded servers (empty when it was not recorded)."""
+    for s in servers:
+        if isinstance(s, dict) and s.get("url") == url:
+            return ServerIdentity.of(s)
+    return ServerIdentity()
+
+
+def settings_rows(servers: list[ServerIdentity]) -> list[tuple[str, list[str]]]:
     """(label, one value per server) for every setting worth showing for these servers."""
     ok = [s for s in servers if not s.get("error")]
     rows = []
@@ -118,20 +191,20 @@ def settings_rows(servers: list[dict]) -> list[tuple[str, list[str]]]:
     return rows
 
 
-def fault_of(s: dict) -> str | None:
+def fault_of(s: ServerIdentity) -> str | None:
     """The fault a reference server was started with, or None."""
     fault = s.get("kltui_fault")
     return None if fault in (None, "none", "") else str(fault)
 
 
-def server_facts(s: dict) -> list[str]:
+def server_facts(s: ServerIdentity) -> list[str]:
     """A reachable server's identity as short plain-text facts ("tp 1", "radix on", ...)."""
     engine = s.get("engine", "sglang")
     model = s.get("model_path") or s.get("served_model_name") or "?"
     facts = [f"{engine} {s.get('version', '?')}", f"model {model}"]
     if engine == "vllm":
         facts[0] += " (baseline)"
-        return facts + [f"{k} {s[k]}" for k in VLLM_KEYS if s.get(k) is not None]
+        return facts + [f"{k} {s.get(k)}" for k in VLLM_KEYS if s.get(k) is not None]
     for st in SETTINGS:
         if st.line and st.key not in ("engine", "version", "model_path"):
             value = s.get(st.key, "?") if st.show is text else st.show(s.get(st.key))
@@ -143,14 +216,14 @@ def server_facts(s: dict) -> list[str]:
     return facts
 
 
-def server_summary(s: dict) -> str:
+def server_summary(s: ServerIdentity) -> str:
     """One plain-text line naming a server and the settings that matter (not escaped)."""
     if s.get("error"):
-        return f"{s.get('url', '?')}: unreachable ({s['error']})"
+        return f"{s.get('url', '?')}: unreachable ({s.get('error')})"
     return f"{s.get('url', '?')} · " + " · ".join(server_facts(s))
 
 
-def models_differ(a: dict, b: dict) -> str | None:
+def models_differ(a: ServerIdentity, b: ServerIdentity) -> str | None:
     """Why two SGLang servers serve different models ("model_path X vs Y"), None when nothing
     they report says so (unknown counts as the same: only a reported difference refuses).
     Names compare by their last path component, as the cross-engine table does."""

@@ -14,7 +14,8 @@ from kltui.session.events import (
     SampleScored,
     SampleSkipped,
 )
-from kltui.session.servers import models_differ
+from kltui.session.servers import ServerIdentity
+from kltui.session.servers import models_differ as differ
 from kltui.session.store import SessionStore
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
@@ -127,6 +128,9 @@ def test_a_run_still_going_says_so():
 
 
 def test_models_differ_by_path_name_or_weight_version():
+    def models_differ(a: dict, b: dict) -> str | None:
+        return differ(ServerIdentity.of(a), ServerIdentity.of(b))
+
     local = {"model_path": "/data/models/Llama-3.1-8B"}
     assert models_differ(local, {"model_path": "meta-llama/Llama-3.1-8B"}) is None
     assert models_differ(local, {"model_path": "/data/models/Qwen3-8B"}) == (

@@ -26,7 +26,7 @@ from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import Diagnosis, diagnose
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import settings_rows
+from kltui.session.servers import ServerIdentity, settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
 
@@ -264,7 +264,7 @@ def servers_html(store: SessionStore) -> str:
         for s in servers
         if s.get("error")
     )
-    rows = settings_rows(servers)
+    rows = settings_rows([ServerIdentity.of(s) for s in servers])
     if len(servers) == 1:  # one column of values reads better as a grid of labelled cells
         cells = "".join(
             f"<div><dt>{esc(label)}</dt><dd>{esc(values[0])}</dd></div>" for label, values in rows

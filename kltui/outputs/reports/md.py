@@ -25,7 +25,7 @@ from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import server_summary
+from kltui.session.servers import ServerIdentity, server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
 
@@ -166,7 +166,7 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         for h, why in pair["uncompared"].items():
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in run.servers if run else []:
-        lines.append(f"- **Server** {md_text(server_summary(s))}")
+        lines.append(f"- **Server** {md_text(server_summary(ServerIdentity.of(s)))}")
     if run is not None and run.prompt_set:
         ps = run.prompt_set
         lines.append(
