@@ -120,3 +120,21 @@ async def test_the_problems_key_stays_in_the_footer_at_80_columns():
         e = next((k for text, k in keys.items() if text.startswith("e ")), None)
         assert e is not None, list(keys)
         assert 0 <= e.region.x and e.region.right <= 80, (e.region, list(keys))
+
+
+async def test_a_run_error_gets_its_lines_in_the_diagnosis_at_80x24():
+    """Issue 21 item 3 at 80x24: the diagnosis folds to one line, but not the run's error."""
+    from kltui.tui.widgets.diagnosis import DiagnosisBar
+
+    line = (
+        "error: http://localhost:1: cannot connect for /health (All connection attempts "
+        "failed) (after 4 attempts over 1.9 s)"
+    )
+    app = replay_app(synth.session(n=2, length=8))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await replayed(pilot, app)
+        bar = app.query_one(DiagnosisBar)
+        bar.show([], False, error=line, ended=True)
+        await pilot.pause()
+        rows = [r.strip("│ ") for r in drawn(bar).splitlines()[1:-1]]
+        assert " ".join(rows).split() == line.split(), rows

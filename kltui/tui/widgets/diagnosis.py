@@ -63,6 +63,8 @@ class DiagnosisBar(Static):
         )
         self.border_subtitle = "d: evidence and next step" if diagnoses else ""
         lines = []
+        # the run's error is the one thing to read: a small terminal gives it its lines
+        self.set_class(bool(error), "-error")
         if error:
             lines.append(safe(error, style=part(self, "diagnosis--error"), limit=400))
         if not diagnoses and not error:
