@@ -14,6 +14,7 @@ from textual.css.query import NoMatches
 
 from kltui.helpers.registry import same_engine
 from kltui.session.diagnosis import diagnose
+from kltui.session.labels import server_labels
 from kltui.session.store import HelperState
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
@@ -170,6 +171,7 @@ class Redraw:
         # come from a recording or a server).
         if st is None:
             return Text("k3 heatmap")
-        multi = self.store is not None and len({s.server for s in self.store.helpers.values()}) > 1
-        where = f" @ {st.server}" if multi else ""
+        labels = server_labels(s.server for s in self.store.helpers.values()) if self.store else {}
+        # the helpers panel's name for it (`match@:30001`): tells two servers on one host apart
+        where = f"@{labels[st.server]}" if len(labels) > 1 and st.server in labels else ""
         return safe(f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions")

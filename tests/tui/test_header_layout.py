@@ -71,6 +71,10 @@ async def test_two_servers_on_one_host_read_apart_and_the_verdict_survives_80x24
         await replayed(pilot, app)
         wide = drawn(app.query_one(HelperProgress))
         assert "match@:30000" in wide and "match@:30001" in wide, wide
+        from kltui.tui.widgets.heatpanel import HeatmapPanel
+
+        title = str(app.query_one(HeatmapPanel).border_title)
+        assert f"k3 heatmap · match@:3000{urls.index(app.selected.split('@', 1)[1])}" in title
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         app.refresh_views()
