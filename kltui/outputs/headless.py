@@ -1,12 +1,10 @@
-"""`kltui check`: the headless gate. Rich progress while running, tables and an exit code after."""
+"""`kltui check`'s console: Rich progress while running, tables and the verdict after. The runs
+themselves are driven by `run/driver.RunDriver`; this module only views them (`ConsoleRuns`)."""
 
 from __future__ import annotations
 
-import asyncio
-import signal
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -23,14 +21,12 @@ from rich.text import Text
 
 from kltui import fmt
 from kltui.console import make_console
-from kltui.errors import session_exit
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
-from kltui.run.runner import run_session
-from kltui.session.compare import describe_first_dict, describe_rerun, rerun_equality
-from kltui.session.consume import pump
+from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals
+from kltui.session.compare import describe_first_dict, describe_rerun
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
@@ -46,7 +42,6 @@ from kltui.session.events import (
 )
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.recording import Recorder
 from kltui.session.servers import ServerIdentity, server_facts
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup
@@ -300,49 +295,36 @@ def results_table(store: SessionStore) -> Table:
     return t
 
 
-def run_record_path(path: str | None, run_no: int) -> str | None:
-    """Run 1 records to `path`; re-run k of --repeat to `NAME.runK.kltui.jsonl` beside it."""
-    if path is None or run_no == 1:
-        return path
-    p = Path(path)
-    suffix = ".kltui.jsonl" if p.name.endswith(".kltui.jsonl") else p.suffix
-    stem = p.name[: len(p.name) - len(suffix)] if suffix else p.name
-    return str(p.with_name(f"{stem}.run{run_no}{suffix}"))
+class ConsoleRuns:
+    """The console as a view of the run driver (`run/driver.RunView`): each run's progress and
+    verdict as it goes (the whole report when there is one run), the recording's path after it."""
 
+    def __init__(self, console: Console, repeat: int = 1) -> None:
+        self.console, self.repeat = console, repeat
+        self.view: HeadlessView | None = None
 
-async def _run_once(
-    cfg: RunConfig,
-    store: SessionStore,
-    record_path: str | None,
-    console: Console,
-    report: bool = True,
-) -> bool:
-    """One run into `store`; True when it was interrupted."""
-    recorder = Recorder(record_path) if record_path else None
-    view = HeadlessView(store, console)
-    task = cast(asyncio.Task, asyncio.current_task())  # a coroutine that asyncio runs
-    loop = asyncio.get_running_loop()
-    installed = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            loop.add_signal_handler(sig, task.cancel)
-            installed.append(sig)
-        except (NotImplementedError, RuntimeError):
-            pass
-    interrupted = False
-    try:
-        await pump(run_session(cfg), store, recorder, view)
-    except asyncio.CancelledError:
-        interrupted = True
-        task.uncancel()
-    finally:
-        for sig in installed:
-            loop.remove_signal_handler(sig)
-        view.finish(report)
-        if recorder is not None:
-            recorder.close()
-            console.print(f"recording: {console_markup(str(recorder.path))}")
-    return interrupted
+    def start_run(self, run_no: int) -> SessionStore:
+        """A fresh store, and its progress display."""
+        if self.repeat > 1:
+            self.console.print(f"[bold]run {run_no}/{self.repeat}[/]")
+        store = SessionStore()
+        self.view = HeadlessView(store, self.console)
+        return store
+
+    def event(self, ev: Event) -> None:
+        """One event of the run, shown by its progress display."""
+        if self.view is not None:
+            self.view(ev)
+
+    def run_ended(self, outcome: RunOutcome) -> None:
+        """The progress display ends: the report (one run) or the verdict (--repeat)."""
+        if self.view is not None:
+            self.view.finish(self.repeat == 1)
+        if outcome.recording is not None:
+            self.console.print(f"recording: {console_markup(outcome.recording)}")
+
+    def retrying(self, seconds: int | None, attempt: int) -> None:
+        """`kltui check` does not retry a server that is down: it reports it (exit 3)."""
 
 
 async def run_check(
@@ -359,42 +341,38 @@ async def run_check(
     run, then each re-run's comparison; the JSON adds "repeat" with every run's verdict and
     equality. `extra_outputs(store, reruns)` writes the other reports."""
     console = console or make_console()
-    stores: list[SessionStore] = []
-    equality: list[dict] = []
-    reruns: list[tuple[str, bool | None]] = []
-    interrupted = False
+    view = ConsoleRuns(console, repeat)
+    driver = RunDriver(cfg, record=record_path)
     try:
-        for run_no in range(1, repeat + 1):
-            if repeat > 1:
-                console.print(f"[bold]run {run_no}/{repeat}[/]")
-            store = SessionStore()
-            stores.append(store)
-            record = run_record_path(record_path, run_no)
-            interrupted = await _run_once(cfg, store, record, console, report=repeat == 1)
-            if run_no > 1:
-                eq = rerun_equality(stores[-2], store)
-                equality.append({"run": run_no, "previous": run_no - 1, **eq})
-                reruns.append((rerun_line(eq, run_no), eq["identical"]))
-            if interrupted:
-                break
-    finally:
-        store = stores[-1]
+        with cancel_on_signals():
+            await driver.session(view, repeat)
+    finally:  # also when a fault ends the session: what ran is reported, then the fault
+        if driver.outcome.runs:
+            _after_runs(driver.outcome.runs, console, json_path, extra_outputs, repeat)
+    return driver.outcome.exit_code
+
+
+def _after_runs(
+    runs: list[RunOutcome], console: Console, json_path: str | None, extra_outputs, repeat: int
+) -> None:
+    """What `kltui check` writes once its runs are over: with --repeat the last run's table and
+    each re-run's comparison; then --json and the other reports."""
+    store = runs[-1].store
+    equality = [r.equality for r in runs if r.equality is not None]
+    reruns = tuple((rerun_line(eq, eq["run"]), eq["identical"]) for eq in equality)
+    if repeat > 1:
+        HeadlessView(store, console).report()
+        for line, identical in reruns:
+            style = "dim" if identical is None else "green" if identical else "yellow"
+            head, _, tail = line.partition(": ")
+            console.print(Text.assemble((head + ": ", "bold"), (tail, style)), soft_wrap=True)
+    if json_path:
+        extra = None
         if repeat > 1:
-            # the table once, for the last run, and each re-run's comparison after it
-            HeadlessView(store, console).report()
-            for line, identical in reruns:
-                style = "dim" if identical is None else "green" if identical else "yellow"
-                head, _, tail = line.partition(": ")
-                console.print(Text.assemble((head + ": ", "bold"), (tail, style)), soft_wrap=True)
-        if json_path:
-            extra = None
-            if repeat > 1:
-                extra = {"repeat": repeat_section(stores, equality, repeat)}
-            write_json(store, json_path, extra)
-        if extra_outputs:
-            extra_outputs(store, tuple(reruns))
-    verdicts = [s.finished.verdict if s.finished else None for s in stores]
-    return session_exit(verdicts, interrupted=interrupted)
+            extra = {"repeat": repeat_section([r.store for r in runs], equality, repeat)}
+        write_json(store, json_path, extra)
+    if extra_outputs:
+        extra_outputs(store, reruns)
 
 
 def rerun_line(eq: dict, run_no: int) -> str:

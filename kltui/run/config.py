@@ -108,6 +108,9 @@ class RunConfig:
     # and how many of them run at once
     router: str | None = None
     fleet_concurrency: int = DEFAULT_FLEET_CONCURRENCY
+    # servers measured at once in one run (1: one after the other); each server's helpers still
+    # run one after the other, and a server that fails does not stop the others
+    concurrency: int = 1
 
     def server_api_key(self) -> str | None:
         """The SGLang servers' (and router's) key: --api-key, else KLTUI_API_KEY; never sent to
@@ -178,6 +181,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "yes_flush": ((bool,), "true or false"),
     "tokenizer": ((str,), "a tokenizer folder or a model name in the local Hugging Face cache"),
     "allow_different_models": ((bool,), "true or false"),
+    "concurrency": ((int,), "a positive integer"),
 }
 _LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
 _MAPS = {"keymap", "fleet"}
@@ -315,7 +319,7 @@ def _separator_ids(path: str, value: Any, node: yaml.Node) -> list[int]:
 def _check_range(path: str, key: str, value: Any, node: yaml.Node) -> None:
     bad = (
         (
-            key in ("samples", "max_new_tokens", "max_prompt_tokens")
+            key in ("samples", "max_new_tokens", "max_prompt_tokens", "concurrency")
             and value is not None
             and value <= 0
         )

@@ -107,7 +107,10 @@ async def fleet_session(
             f"--router {cfg.router}: no worker kltui can check (worker types: {kinds}); "
             + (PD_NOTE if workers else "the router lists no worker")
         )
-    sub = dataclasses.replace(cfg, servers=[w.url for w in tested])
+    # the workers are measured through the driver's bounded merge (run/merge.py)
+    sub = dataclasses.replace(
+        cfg, servers=[w.url for w in tested], concurrency=cfg.fleet_concurrency
+    )
     record = fleet_record(cfg.router, workers)
     async for ev in run(sub, before_flush, live_view=live_view, keep=keep):
         if isinstance(ev, RunStarted):

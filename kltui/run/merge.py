@@ -8,6 +8,9 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
+from kltui.errors import UsageError
+from kltui.session.events import Event, Problem
+
 T = TypeVar("T")
 _DONE = object()
 
@@ -59,3 +62,16 @@ async def bounded_merge(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def guarded(server: str, stream: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """`stream`, with a fault that is not bad input turned into one fatal Problem of `server`,
+    so that a server that breaks in an unforeseen way does not stop the others of its run
+    (bad input, a UsageError, is wrong for every server and still stops the run)."""
+    try:
+        async for ev in stream:
+            yield ev
+    except UsageError:
+        raise
+    except Exception as e:  # noqa: BLE001 - one server's fault must not end the others
+        yield Problem(server, f"{type(e).__name__}: {e}", fatal=True, phase="run")

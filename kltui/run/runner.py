@@ -24,7 +24,7 @@ from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.fleet import fleet_session
-from kltui.run.merge import bounded_merge
+from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
@@ -359,18 +359,22 @@ async def _run(
         def ctx_of(spec: Helper) -> HelperContext:
             return helper_context(cfg, spec, c, info, pset, live_view, tok)
 
-        return lambda: _server_helpers(cfg, c, specs, ctx_of, tally)
+        # a server that breaks in an unforeseen way is one fatal Problem; the others go on
+        return lambda: guarded(c.url, _server_helpers(cfg, c, specs, ctx_of, tally))
 
     plan = _plan(cfg, found.live)
     # a fleet's workers run at once (at most --fleet-concurrency); the baseline's entry, which
     # reuses the first server, runs after them
     per_server = [(c, specs) for c, specs in plan if all(h.scope == "server" for h in specs)]
     rest = plan[len(per_server) :]
-    limit = cfg.fleet_concurrency if cfg.router else 1
-    async for ev in bounded_merge([server_run(c, specs) for c, specs in per_server], limit):
+    # at most RunConfig.concurrency servers at once (a fleet run's is its fleet_concurrency)
+    merged = bounded_merge([server_run(c, specs) for c, specs in per_server], cfg.concurrency)
+    async for ev in merged:
+        tally.fatal = tally.fatal or (isinstance(ev, Problem) and ev.fatal)
         yield ev
     for c, specs in rest:
         async for ev in server_run(c, specs)():
+            tally.fatal = tally.fatal or (isinstance(ev, Problem) and ev.fatal)
             yield ev
     yield RunFinished({"helpers": len(tally.summaries)}, verdict_of(tally.summaries, tally.fatal))
 

@@ -8,7 +8,8 @@ line's `t`), so helper durations are the recorded ones, not the time it took to 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from kltui.session.events import Event, RunStarted
 from kltui.session.recording import Recording
@@ -42,11 +43,31 @@ class ReplayClock:
         return self.epoch + self.t
 
 
-def replay_store(clock: ReplayClock) -> SessionStore:
-    """An empty store for a replay, on the recording's clock."""
-    store = SessionStore(clock=clock)
-    store.replay = True
-    return store
+@dataclass
+class RecordedRun:
+    """One run of a recording, to be folded into a store on the recording's clock."""
+
+    events: list[Event]
+    times: list[float]
+    clock: ReplayClock
+
+    def bind(self, store: SessionStore) -> SessionStore:
+        """`store`, made a replay on this run's clock."""
+        store.replay = True
+        store.clock = self.clock
+        return store
+
+    def timed(self) -> Iterator[tuple[Event, float]]:
+        """Each event with its recorded time; the clock reads that time while it is applied."""
+        for ev, t in zip(self.events, self.times, strict=True):
+            self.clock.t = t
+            yield ev, t
+
+
+def recorded_runs(rec: Recording) -> list[RecordedRun]:
+    """Every run of `rec` in recording order, each with its own clock."""
+    epoch = recording_epoch(rec)
+    return [RecordedRun(ev, t, ReplayClock(epoch)) for ev, t in split_runs(rec.events, rec.times)]
 
 
 def fold(
@@ -57,13 +78,11 @@ def fold(
     `on_run(store)` may return a callback that sees each event after the store applied it
     (the headless replay prints as it folds)."""
     stores = []
-    epoch = recording_epoch(rec)
-    for events, times in split_runs(rec.events, rec.times) or [([], [])]:
-        clock = ReplayClock(epoch)
-        store = replay_store(clock)
+    runs = recorded_runs(rec) or [RecordedRun([], [], ReplayClock(recording_epoch(rec)))]
+    for run in runs:
+        store = run.bind(SessionStore())
         seen = on_run(store) if on_run is not None else None
-        for ev, t in zip(events, times, strict=True):
-            clock.t = t
+        for ev, _t in run.timed():
             store.apply(ev)
             if seen is not None:
                 seen(ev)

@@ -1,4 +1,5 @@
-"""Where the app's events come from: a live run (with connect retries) or a recording.
+"""Where the app's events come from: live runs (through the one run driver, run/driver.py) or
+a recording (folded as session/fold.py folds every recording; the replay only adds pacing).
 
 Both go through `consume.pump`, so the store, the recorder and the views see one stream in one
 order whether it is live or replayed.
@@ -8,22 +9,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Protocol
 
 from kltui.helpers.extras import for_opened
 from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
-from kltui.run.runner import run_session
+from kltui.run.driver import RunDriver, RunOutcome
 from kltui.session.consume import pump
-from kltui.session.events import Event, Problem, RunFinished, RunStarted
-from kltui.session.fold import ReplayClock, recording_epoch, split_runs
-from kltui.session.recording import Recorder, Recording
+from kltui.session.events import Event, RunStarted
+from kltui.session.fold import RecordedRun, recorded_runs
+from kltui.session.recording import Recording
 from kltui.session.store import SessionStore
 
-RETRY_FIRST_S = 1
-RETRY_MAX_S = 30
 INSTANT_CHUNK = 2000  # events applied between yields to the UI in an instant replay
 
 
@@ -40,119 +39,58 @@ class Sink(Protocol):
     async def confirm_flush(self, client) -> bool: ...
 
 
-def connect_failed(store: SessionStore) -> bool:
-    """The run never reached a server: every server errored while connecting."""
-    run = store.run
-    if run is None:
-        return any(p.phase == "connect" for p in store.problems)
-    return bool(run.servers) and all(s.get("error") for s in run.servers)
+class SinkView:
+    """The app as a view of the run driver (`run/driver.RunView`): the Sink's calls, in the
+    order the dashboard expects (a broken run's error before its end)."""
 
+    def __init__(self, sink: Sink) -> None:
+        self.sink = sink
 
-def nth_path(base: str, n: int) -> str:
-    """Recording path of the n-th run of a session: run 1 keeps the name the user gave."""
-    if n <= 1:
-        return base
-    p = Path(base)
-    name = p.name
-    for suffix in (".kltui.jsonl", ".jsonl"):
-        if name.endswith(suffix):
-            return str(p.with_name(f"{name[: -len(suffix)]}-{n}{suffix}"))
-    return str(p.with_name(f"{p.stem}-{n}{p.suffix}"))
+    def start_run(self, run_no: int) -> SessionStore:
+        """The app's fresh store for the run."""
+        return self.sink.feed_start_run()
 
+    def event(self, ev: Event) -> None:
+        """One event, to the app."""
+        self.sink.feed_event(ev)
 
-class LazyRecorder:
-    """Opens the recording only once the run measured something or got past connecting, so a
-    server that stays down for an hour of retries does not leave hundreds of empty files."""
+    def run_ended(self, outcome: RunOutcome) -> None:
+        """The run's end (a failed connection that is retried does not count as a run)."""
+        if outcome.error is not None:
+            self.sink.feed_error(f"{type(outcome.error).__name__}: {outcome.error}")
+        self.sink.feed_end_run(outcome.store, counted=outcome.counted, recording=outcome.recording)
 
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self._rec: Recorder | None = None
-        self._buffer: list[Event] = []
-        self._servers_ok = False
-
-    @property
-    def opened(self) -> bool:
-        return self._rec is not None
-
-    def _open(self) -> None:
-        self._rec = Recorder(self.path)
-        for ev in self._buffer:
-            self._rec.write(ev)
-        self._buffer.clear()
-
-    def write(self, ev: Event) -> None:
-        if self._rec is not None:
-            self._rec.write(ev)
-            return
-        self._buffer.append(ev)
-        if isinstance(ev, RunStarted):
-            self._servers_ok = any(not s.get("error") for s in ev.servers)
-        elif isinstance(ev, RunFinished):
-            if self._servers_ok:
-                self._open()
-        elif not isinstance(ev, Problem):
-            self._open()
-
-    def close(self) -> None:
-        if self._rec is None and self._servers_ok and self._buffer:
-            self._open()
-        if self._rec is not None:
-            self._rec.close()
+    def retrying(self, seconds: int | None, attempt: int) -> None:
+        """The countdown to the next connection attempt."""
+        self.sink.feed_retry(seconds, attempt)
 
 
 class LiveFeed:
+    """Live runs for the app, through the one run driver: each `run` is one run (the first,
+    a re-run or --watch's), retried while no server answers, recorded as `NAME-N.kltui.jsonl`."""
+
     mode = "live"
 
     def __init__(self, cfg: RunConfig, record: str | None) -> None:
         self.cfg = cfg
-        self.record = record
-        self.recorded_runs = 0
-        # the last run's helper runs: what a sample opened after it needs for its extras
-        self.runs: list[Run] = []
+        self.driver = RunDriver(
+            cfg, record=record, live_view=True, lazy_record=True, retry_connect=True, keep_runs=True
+        )
 
     @property
     def servers(self) -> list[str]:
+        """The servers the runs measure."""
         return list(self.cfg.servers)
 
-    async def run(self, sink: Sink, events: Callable[[], AsyncIterator[Event]] | None = None):
+    async def run(self, sink: Sink) -> None:
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""
-        confirm = getattr(sink, "confirm_flush", None)
-        make = events or (lambda: run_session(self.cfg, confirm, live_view=True, keep=self._keep()))
-        delay = RETRY_FIRST_S
-        attempt = 0
-        while True:
-            store = sink.feed_start_run()
-            recorder = None
-            if self.record:
-                recorder = LazyRecorder(nth_path(self.record, self.recorded_runs + 1))
-            try:
-                await pump(make(), store, recorder, sink.feed_event)
-            except asyncio.CancelledError:
-                self._close(recorder)
-                sink.feed_end_run(store, counted=True, recording=self._path(recorder))
-                raise
-            except Exception as e:  # noqa: BLE001 - the app must survive any fault of a run
-                self._close(recorder)
-                sink.feed_error(f"{type(e).__name__}: {e}")
-                sink.feed_end_run(
-                    store, counted=store.run is not None, recording=self._path(recorder)
-                )
-                return
-            self._close(recorder)
-            if not connect_failed(store):
-                sink.feed_end_run(store, counted=True, recording=self._path(recorder))
-                return
-            sink.feed_end_run(store, counted=False, recording=None)
-            for remaining in range(delay, 0, -1):
-                sink.feed_retry(remaining, attempt)
-                await asyncio.sleep(1)
-            sink.feed_retry(None, attempt)
-            attempt += 1
-            delay = min(RETRY_MAX_S, delay * 2)
+        self.driver.before_flush = getattr(sink, "confirm_flush", None)
+        await self.driver.run(SinkView(sink))
 
-    def _keep(self) -> list[Run]:
-        self.runs = []
-        return self.runs
+    @property
+    def runs(self) -> list[Run]:
+        """The last run's helper runs: what a sample opened after it needs for its extras."""
+        return self.driver.kept or []
 
     async def fetch_opened(
         self, helper: str, server: str, sample: int, around: int | None
@@ -167,18 +105,10 @@ class LiveFeed:
             run, sample, around, cfg.top_k, cfg.server_api_key(), cfg.request_timeout
         )
 
-    def _close(self, recorder: LazyRecorder | None) -> None:
-        if recorder is not None:
-            recorder.close()
-            if recorder.opened:
-                self.recorded_runs += 1
-
-    @staticmethod
-    def _path(recorder: LazyRecorder | None) -> str | None:
-        return recorder.path if recorder is not None and recorder.opened else None
-
 
 class ReplayFeed:
+    """A recording replayed into the app at a speed (or at once), run by run."""
+
     mode = "replay"
 
     def __init__(self, recording: Recording, *, speed: float | None, instant: bool) -> None:
@@ -187,16 +117,17 @@ class ReplayFeed:
         self.instant = instant
         self.now = 0.0
         self.finished = False
-        self._clock: ReplayClock | None = None
 
     @property
     def servers(self) -> list[str]:
+        """The servers of the recording's first run."""
         for ev in self.recording.events:
             if isinstance(ev, RunStarted):
                 return [str(s.get("url")) for s in ev.servers]
         return []
 
     def label(self) -> str:
+        """When, which file and how fast, for the status bar."""
         rec = self.recording
         created = rec.header.get("created")
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "?"
@@ -204,13 +135,12 @@ class ReplayFeed:
         cut = " · cut short" if rec.truncated else ""
         return f"{when} · {Path(rec.path).name} · {pace}{cut}"
 
-    async def _stream(self, events: list[Event], times: list[float]) -> AsyncIterator[Event]:
-        t0 = times[0] if times else 0.0
+    async def _paced(self, run: RecordedRun) -> AsyncIterator[Event]:
+        """The run's events at the replay's speed (the fold sets the clock; this only waits)."""
+        t0 = run.times[0] if run.times else 0.0
         start = time.monotonic()
-        for i, (ev, t) in enumerate(zip(events, times, strict=True)):
+        for i, (ev, t) in enumerate(run.timed()):
             self.now = t
-            if self._clock is not None:
-                self._clock.t = t
             if self.instant:
                 if i % INSTANT_CHUNK == INSTANT_CHUNK - 1:
                     await asyncio.sleep(0)
@@ -221,21 +151,14 @@ class ReplayFeed:
             yield ev
 
     async def run(self, sink: Sink) -> None:
+        """Every run of the recording, one after the other, into the app."""
         self.finished = False
-        epoch = recording_epoch(self.recording)
-        for events, times in split_runs(self.recording.events, self.recording.times):
-            store = sink.feed_start_run()
-            store.replay = True
-            clock = ReplayClock(epoch)
-            store.clock = clock
-            self._clock = clock
+        for run in recorded_runs(self.recording):
+            store = run.bind(sink.feed_start_run())
             try:
-                await pump(self._stream(events, times), store, None, self._forward(sink))
+                await pump(self._paced(run), store, None, sink.feed_event)
             except asyncio.CancelledError:
                 sink.feed_end_run(store, counted=True, recording=None)
                 raise
             sink.feed_end_run(store, counted=True, recording=None)
         self.finished = True
-
-    def _forward(self, sink: Sink):
-        return sink.feed_event

@@ -113,4 +113,4 @@ async def test_repeat_compares_each_rerun_with_the_one_before(reference_servers,
     assert (eq["run"], eq["previous"], eq["identical"]) == (2, 1, True)
     assert rep["all_identical"] is True
     assert "re-run 2 vs 1: bit-identical" in text
-    assert (tmp_path / "r.kltui.jsonl").is_file() and (tmp_path / "r.run2.kltui.jsonl").is_file()
+    assert (tmp_path / "r.kltui.jsonl").is_file() and (tmp_path / "r-2.kltui.jsonl").is_file()

@@ -10,10 +10,10 @@ import pytest
 
 from kltui.cli.commands import main
 from kltui.errors import EXIT_USAGE
-from kltui.outputs import headless
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
+from kltui.run import driver
 from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
@@ -152,7 +152,7 @@ async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
     a = reference_servers.url(deterministic=True)
     b = reference_servers.url(deterministic=True, page_size=4)
     srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
-    real = headless.run_session
+    real = driver.run_session
 
     async def kill_after_match(cfg, *args, **kw):
         async for ev in real(cfg, *args, **kw):
@@ -160,7 +160,7 @@ async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
             if isinstance(ev, HelperFinished) and (ev.helper, ev.server) == ("match", srv.url):
                 srv.stop()
 
-    monkeypatch.setattr(headless, "run_session", kill_after_match)
+    monkeypatch.setattr(driver, "run_session", kill_after_match)
     try:
         with Router([a, b, srv.url]) as router:
             rc, res, text = await check_run(

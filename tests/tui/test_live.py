@@ -7,11 +7,11 @@ import socket
 import pytest
 from textual.widgets import Footer
 
+from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
 from kltui.tui import app as app_module
-from kltui.tui import feeds
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.launch import exit_lines
@@ -111,7 +111,7 @@ def _free_port() -> int:
 
 
 async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monkeypatch):
-    monkeypatch.setattr(feeds, "RETRY_FIRST_S", 8)  # a countdown long enough to look at
+    monkeypatch.setattr(driver, "RETRY_FIRST_S", 8)  # a countdown long enough to look at
     url = f"http://127.0.0.1:{_free_port()}"
     record = tmp_path / "down.kltui.jsonl"
     app = KltuiApp(LiveFeed(RunConfig(servers=[url], samples=2), str(record)))

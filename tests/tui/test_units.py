@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 from kltui.metrics import scale
+from kltui.run.driver import LazyRecorder, connect_failed, nth_recording
 from kltui.session.events import HelperStarted, Problem, RunFinished, RunStarted, SampleScored
 from kltui.session.fold import split_runs
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
 from kltui.tui import heat, themes
-from kltui.tui.feeds import LazyRecorder, connect_failed, nth_path
 from kltui.untrusted import escape_controls, safe
 from tests.tui import synth
 
@@ -72,10 +72,12 @@ def test_bad_theme_file_is_reported_not_fatal(tmp_path):
     assert "not a colour" in loaded.errors[0]
 
 
-def test_nth_path_keeps_the_given_name_for_the_first_run():
-    assert nth_path("/x/run.kltui.jsonl", 1) == "/x/run.kltui.jsonl"
-    assert nth_path("/x/run.kltui.jsonl", 3) == "/x/run-3.kltui.jsonl"
-    assert nth_path("/x/out.log", 2) == "/x/out-2.log"
+def test_nth_recording_keeps_the_given_name_for_the_first_run():
+    assert nth_recording("/x/run.kltui.jsonl", 1) == "/x/run.kltui.jsonl"
+    assert nth_recording("/x/run.kltui.jsonl", 3) == "/x/run-3.kltui.jsonl"
+    assert nth_recording("/x/run.jsonl", 2) == "/x/run-2.jsonl"
+    assert nth_recording("/x/out.log", 2) == "/x/out-2.log"
+    assert nth_recording(None, 2) is None
 
 
 def _down_run() -> list:

@@ -62,3 +62,29 @@ async def test_a_stream_that_raises_stops_the_merge_and_cancels_the_rest():
         async for _ in bounded_merge([slow, bad], 2):
             pass
     assert cancelled == [True]
+
+
+async def test_guarded_turns_a_broken_server_into_a_problem_and_the_others_finish():
+    from kltui.errors import UsageError
+    from kltui.run.merge import guarded
+    from kltui.session.events import PhaseChanged, Problem
+
+    async def server(name: str, n: int, fail: BaseException | None = None):
+        for i in range(n):
+            await asyncio.sleep(0.001)
+            yield PhaseChanged("match", name, f"p{i}")
+        if fail is not None:
+            raise fail
+
+    makers = [
+        lambda: guarded("a", server("a", 2, RuntimeError("boom"))),
+        lambda: guarded("b", server("b", 4)),
+    ]
+    out = [ev async for ev in bounded_merge(makers, 2)]
+    (p,) = [e for e in out if isinstance(e, Problem)]
+    assert p.source == "a" and p.fatal and "RuntimeError: boom" in p.message
+    assert [e.phase for e in out if getattr(e, "server", None) == "b"] == [
+        f"p{i}" for i in range(4)
+    ]
+    with pytest.raises(UsageError):  # bad input is wrong for every server: it stops the run
+        [ev async for ev in guarded("a", server("a", 1, UsageError("bad")))]
