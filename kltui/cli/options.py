@@ -71,6 +71,13 @@ def add_run_options(
             help="fleet mode: workers checked at once (4)",
         )
         p.add_argument(
+            "--concurrency",
+            type=pos_int,
+            metavar="N",
+            help="servers (--server) measured at once; each server's helpers still run one "
+            "after the other (1)",
+        )
+        p.add_argument(
             "--allow-different-models",
             action="store_true",
             help="run and compare servers that report different models (refused otherwise)",
@@ -294,6 +301,8 @@ def build_config(args: argparse.Namespace):
         cfg.router = args.router
     if getattr(args, "fleet_concurrency", None) is not None:
         cfg.fleet_concurrency = args.fleet_concurrency
+    if getattr(args, "concurrency", None) is not None:
+        cfg.concurrency = args.concurrency
     if cfg.router:
         if getattr(args, "server", None) or cfg.servers:
             raise UsageError(

@@ -120,3 +120,16 @@ def test_fleet_section_sets_router_and_concurrency(tmp_path):
 def test_bad_fleet_section_names_file_and_line(tmp_path, text, message):
     with pytest.raises(ConfigError, match=message):
         load_config_file(write(tmp_path, text))
+
+
+def test_concurrency_from_the_file_and_the_command_line(tmp_path):
+    from kltui.cli.options import build_config
+    from kltui.cli.parser import make_parser
+
+    assert RunConfig().concurrency == 1  # one server after the other, as before
+    path = write(tmp_path, "servers: [127.0.0.1:30000, 127.0.0.1:30001]\nconcurrency: 2\n")
+    assert load_config_file(path).concurrency == 2
+    with pytest.raises(ConfigError, match=r"cfg.yaml:2: 'concurrency' must be a positive integer"):
+        load_config_file(write(tmp_path, "servers: [127.0.0.1:30000]\nconcurrency: 0\n"))
+    args = make_parser().parse_args(["check", "--server", "127.0.0.1:1", "--concurrency", "3"])
+    assert build_config(args).concurrency == 3
