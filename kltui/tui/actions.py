@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from kltui.errors import session_exit
+from kltui.run.reopen import NotFetched
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import Problem
@@ -116,13 +117,15 @@ class DashboardActions:
         hm = self.query_one(Heatmap)
         self.push_screen(DrillDown(st, sample, position, self.token_text, hm.palette))
 
-    def fetch_opened_extras(self, drill: DrillDown) -> None:
+    def fetch_opened_extras(self, drill: DrillDown, *, asked: bool) -> None:
         """Top-k and text for a sample opened without them: one bounded request once the run
-        has finished (never during the gate); a replay or a running run says why not."""
-        if not hasattr(self.feed, "fetch_opened"):
+        has finished (never during the gate); a replay asks its recorded server only when the
+        user presses x (`asked`); what cannot be fetched says why."""
+        replay = self.feed.mode == "replay"
+        if replay and not asked:
             drill.note(
-                "replay: top-k and token text only as recorded (a replay asks no server, and "
-                "the recording holds no prompt ids to send one)"
+                "replay: top-k and token text only as recorded; x asks the recorded server "
+                "(if it still answers with the same model and prompts)"
             )
         elif self.read_only:
             drill.note("read-only view: top-k and token text are not fetched from here")
@@ -131,24 +134,29 @@ class DashboardActions:
                 "top-k and token text are fetched once the run has finished (never during the "
                 "gate): open this sample again then"
             )
-        elif self.feed.cfg.top_k <= 0:
+        elif not replay and self.feed.cfg.top_k <= 0:
             drill.note("--top-k 0: no top-k or token text is fetched")
         else:
-            drill.note(f"fetching top-k and token text: one request to {drill.state.server} …")
+            where = "the recorded server" if replay else drill.state.server
+            drill.note(f"fetching top-k and token text: one request to {where} …")
             self._fetch_opened(drill)
 
     @work(group="extras", exclusive=True, exit_on_error=False)
     async def _fetch_opened(self, drill: DrillDown) -> None:
         store, st = self.store, drill.state
+        if store is None:
+            return
         around = drill.start_position
         if around is None:
             around = st.book.samples[drill.sample].metrics.first_divergence
-        events = await self.feed.fetch_opened(st.helper, st.server, drill.sample, around)
-        if store is not self.store or store is None:
-            return  # a new run started meanwhile: its store, not this one
-        if events is None:
-            drill.note("this helper's inputs were not kept, so nothing was fetched")
+        replay = "replay: " if self.feed.mode == "replay" else ""
+        try:
+            events = await self.feed.fetch_opened(store, st, drill.sample, around)
+        except NotFetched as e:
+            drill.note(f"{replay}top-k and token text not fetched: {e}")
             return
+        if store is not self.store:
+            return  # a new run started meanwhile: its store, not this one
         for ev in events:
             store.apply(ev)
         self._dirty = True

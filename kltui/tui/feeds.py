@@ -17,11 +17,12 @@ from kltui.helpers.extras import for_opened
 from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome
+from kltui.run.reopen import NotFetched, replay_extras
 from kltui.session.consume import pump
 from kltui.session.events import Event, RunStarted
 from kltui.session.fold import RecordedRun, recorded_runs
 from kltui.session.recording import Recording
-from kltui.session.store import SessionStore
+from kltui.session.store import HelperState, SessionStore
 
 INSTANT_CHUNK = 2000  # events applied between yields to the UI in an instant replay
 
@@ -93,13 +94,15 @@ class LiveFeed:
         return self.driver.kept or []
 
     async def fetch_opened(
-        self, helper: str, server: str, sample: int, around: int | None
-    ) -> list[Event] | None:
-        """Top-k and text of a sample opened after the run (one bounded request); None when
-        this run kept nothing for that helper (not a helper with extras, or run by other means)."""
-        run = next((r for r in self.runs if r.helper == helper and r.ctx.server == server), None)
+        self, store: SessionStore, st: HelperState, sample: int, around: int | None
+    ) -> list[Event]:
+        """Top-k and text of a sample opened after the run (one bounded request); NotFetched
+        when this run kept nothing for that helper (no extras, or run by other means)."""
+        run = next(
+            (r for r in self.runs if r.helper == st.helper and r.ctx.server == st.server), None
+        )
         if run is None:
-            return None
+            raise NotFetched("this helper's inputs were not kept, so nothing was fetched")
         cfg = self.cfg
         return await for_opened(
             run, sample, around, cfg.top_k, cfg.server_api_key(), cfg.request_timeout
@@ -125,6 +128,15 @@ class ReplayFeed:
             if isinstance(ev, RunStarted):
                 return [str(s.get("url")) for s in ev.servers]
         return []
+
+    async def fetch_opened(
+        self, store: SessionStore, st: HelperState, sample: int, around: int | None
+    ) -> list[Event]:
+        """Top-k and text of a replayed sample from its recorded server, while it answers and
+        serves the recorded model and prompts (one bounded request); NotFetched otherwise."""
+        if store.run is None:
+            raise NotFetched("the recording has no run start, so its server is unknown")
+        return await replay_extras(store.run, st, sample, around)
 
     def label(self) -> str:
         """When, which file and how fast, for the status bar."""

@@ -3,15 +3,20 @@ bounded request to the (real, embedded reference) server, never while the run's 
 
 from __future__ import annotations
 
+import dataclasses
+import socket
+
 import pytest
 
 from kltui.engines.sglang import SGLangClient
 from kltui.run.config import RunConfig
+from kltui.session.events import RunStarted
+from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
-from kltui.tui.feeds import LiveFeed
+from kltui.tui.feeds import LiveFeed, ReplayFeed
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.untrusted import UNKNOWN_TOKEN_TEXT
-from tests.tui.kit import drawn, until
+from tests.tui.kit import drawn, replayed, until
 
 SIZE = (160, 45)
 
@@ -101,3 +106,70 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
         assert not fetching(app)
         assert len(calls) == gate_calls + 1
         await pilot.press("escape", "q")
+
+
+async def test_replay_asks_the_recorded_server_on_x_and_says_when_it_cannot(server_url, tmp_path):
+    record = tmp_path / "run.kltui.jsonl"
+    cfg = RunConfig(
+        servers=[server_url],
+        samples=3,
+        max_new_tokens=16,
+        max_prompt_tokens=64,
+        helpers=["match"],
+        extras=0,
+    )
+    live = KltuiApp(LiveFeed(cfg, str(record)))
+    async with live.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: finished(live), timeout=60)
+        await pilot.press("q")
+    recording = read_recording(str(record))
+
+    app = KltuiApp(ReplayFeed(recording, speed=None, instant=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        key = f"match@{server_url}"
+        app.select_helper(key)
+        drill = await open_drill(pilot, app, 2)
+        # opening asks nothing: a replay says how to ask
+        assert "x asks the recorded server" in drill.fetch_note
+        await pilot.press("x")
+        await until(pilot, lambda: bool(drill.extras), timeout=30)
+        (ev,) = app.store.helpers[key].extras[2]
+        assert ev.reason == "opened" and (ev.start, len(ev.token_ids)) == (0, 16)
+        await until(pilot, lambda: "text" in [str(c.label) for c in drill.table.columns.values()])
+        text_col = [str(c.label) for c in drill.table.columns.values()].index("text")
+        texts = [str(drill.table.get_cell_at((i, text_col))) for i in range(16)]
+        assert UNKNOWN_TOKEN_TEXT not in texts and all(texts), texts
+        # the same logprobs as the recorded gate's, bit for bit (a deterministic CPU server)
+        assert "bit for bit at 16/16" in drawn(drill.query_one("#drill-head"))
+
+    # the same recording once its server is gone: x says so, nothing is fetched
+    gone = f"http://127.0.0.1:{free_port()}"
+    moved = [
+        dataclasses.replace(
+            e,
+            servers=[{**s, "url": gone} for s in e.servers],
+        )
+        if isinstance(e, RunStarted)
+        else dataclasses.replace(e, server=gone)
+        if hasattr(e, "server") and getattr(e, "server", None) == server_url
+        else e
+        for e in recording.events
+    ]
+    app = KltuiApp(
+        ReplayFeed(dataclasses.replace(recording, events=moved), speed=None, instant=True)
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.select_helper(f"match@{gone}")
+        drill = await open_drill(pilot, app, 2)
+        await pilot.press("x")
+        await until(pilot, lambda: "not fetched" in drill.fetch_note, timeout=30)
+        assert "does not answer" in drill.fetch_note and not drill.extras
+        assert "does not answer" in drawn(drill.query_one("#drill-head"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

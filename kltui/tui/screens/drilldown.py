@@ -82,6 +82,7 @@ class DrillDown(Screen):
         Binding("n", "tail(1)", "Next tail", id="drill.next-tail"),
         Binding("p,N", "tail(-1)", "Prev tail", id="drill.prev-tail"),
         Binding("m", "max_k3", "Max k3", id="drill.max"),
+        Binding("x", "fetch_extras", "Fetch top-k", show=False, id="drill.fetch"),
     ]
     COMPONENT_CLASSES = {"drill--bad"}  # coloured in app.tcss
 
@@ -145,7 +146,7 @@ class DrillDown(Screen):
         head.border_subtitle = "f first divergence · n/p next/prev tail · m max · esc back"
         fetch = getattr(app, "fetch_opened_extras", None)
         if fetch is not None and self.needs_extras:
-            fetch(self)  # sets the note the header shows
+            fetch(self, asked=False)  # sets the note the header shows
         self._show_head()
         box = self.query_one("#drill-spark-box")
         box.border_title = "log10 k3 along the sequence"
@@ -157,6 +158,14 @@ class DrillDown(Screen):
             self.goto(self.start_position)
         elif self.scored.metrics.first_divergence is not None:
             self.goto(self.scored.metrics.first_divergence)
+
+    def action_fetch_extras(self) -> None:
+        """x: fetch this sample's top-k and text now (a replay asks its recorded server)."""
+        fetch = getattr(self.app, "fetch_opened_extras", None)
+        if fetch is None or not self.needs_extras:
+            self._say("this sample's top-k and text are already shown")
+            return
+        fetch(self, asked=True)
 
     @property
     def needs_extras(self) -> bool:
