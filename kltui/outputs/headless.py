@@ -60,11 +60,14 @@ class HelperTimeColumn(ProgressColumn):
         self.store = store
 
     def render(self, task: Task) -> Text:
+        """The helper's elapsed time on the store's clock."""
         st = self.store.helpers.get(task.fields.get("key", ""))
         return Text("" if st is None else fmt.duration(st.elapsed), style="progress.elapsed")
 
 
 class HeadlessView:
+    """`kltui check`'s console view: progress while the run goes, tables after."""
+
     def __init__(self, store: SessionStore, console: Console) -> None:
         self.store, self.console = store, console
         self.progress = Progress(
@@ -179,6 +182,7 @@ class HeadlessView:
 
 
 def verdict_line(store: SessionStore) -> str:
+    """The verdict line, in Rich markup."""
     fin = store.finished
     verdict = fin.verdict if fin else "interrupted"
     style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
@@ -255,6 +259,7 @@ def cross_line(s: Mapping[str, Any]) -> Text:
 
 
 def results_table(store: SessionStore) -> Table:
+    """The results table, one row per helper and server."""
     t = Table(title="kltui results", title_justify="left")
     for col in (
         "helper",
@@ -381,6 +386,7 @@ def rerun_line(eq: dict, run_no: int) -> str:
 
 
 def repeat_section(stores: list[SessionStore], equality: list[dict], requested: int) -> dict:
+    """The `repeat` section of the JSON result: each run's verdict and its equality with the one before."""
     return {
         "requested": requested,
         "runs": [

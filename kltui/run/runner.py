@@ -59,6 +59,7 @@ def server_tokenizes(info: dict) -> bool:
 
 
 def no_tokenizer_error(url: str, what: str, fix: str) -> UsageError:
+    """The usage error for a server without a tokenizer, naming the option that helps."""
     return UsageError(
         f"{url} has no tokenizer (started with --skip-tokenizer-init), so it cannot tokenize "
         f"{what}: pass {fix}"
@@ -92,6 +93,7 @@ async def build_prompt_set(
     info: dict,
     tok: LocalTokenizer | PendingTokenizer | None = None,
 ) -> PromptSet:
+    """The run's prompt set as token ids (text tokenized by the server or the local tokenizer)."""
     source = load_file(cfg.prompts) if cfg.prompts else builtin()
     items = source.items[: cfg.samples]
     texts = [(i, t) for i, t in enumerate(items) if isinstance(t, str)]

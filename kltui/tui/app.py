@@ -48,6 +48,8 @@ from kltui.untrusted import escape_controls
 
 
 class KltuiApp(Redraw, DashboardActions, App[int]):
+    """The live dashboard (and replays): panels over one run's store."""
+
     CSS_PATH = "app.tcss"
     TITLE = "kltui"
     COMMANDS = App.COMMANDS | {KltuiCommands}
@@ -128,6 +130,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.exiting = False  # set once the app is shutting down: no more redraws or toasts
 
     def watch_selected(self) -> None:
+        """Redraw the panels for the newly selected helper."""
         self._mark_dirty()  # the panels follow on the next redraw tick
 
     # ------------------------------------------------------------------ layout
@@ -139,6 +142,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         return self.store.token_text if self.store is not None else None
 
     def compose(self) -> ComposeResult:
+        """The dashboard's panels."""
         yield TitleBar(id="titlebar")
         yield ServersPanel(id="servers")
         yield HelperProgress(id="progress")
@@ -172,6 +176,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
+        """kltui's theme variables, for themes that do not set them."""
         return dict(themes.VARIABLE_DEFAULTS)
 
     def get_system_commands(self, screen):
@@ -191,6 +196,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         return driver
 
     def on_mount(self) -> None:
+        """Show the startup notes, start the redraw timer, --watch's poll and the feed."""
         if self.read_only:
             self.notify("read-only: re-run and screenshots are off", timeout=4)
         for note in self._startup_notes:
@@ -210,16 +216,19 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         await super()._on_exit_app()
 
     async def on_unmount(self) -> None:
+        """Stop watching the servers."""
         if self._watch is not None:
             await self._watch.aclose()
 
     # ------------------------------------------------------------------ feed (Sink)
     def start_feed(self) -> None:
+        """Start the feed (a live run or a replay) in a worker."""
         self._feed_worker = self.run_worker(
             self.feed.run(self), group="feed", exclusive=True, exit_on_error=False
         )
 
     def feed_start_run(self) -> SessionStore:
+        """A run starts: a fresh store, the status says so."""
         self.run_gen += 1
         self.store = SessionStore()
         self.summaries.clear()
@@ -231,6 +240,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         return self.store
 
     def feed_event(self, ev: Event) -> None:
+        """One event: mark the dashboard dirty and follow the helper being measured."""
         self._dirty = True
         if isinstance(ev, Problem) and len(self.store.problems) == 1:
             self.refresh_bindings()  # the footer shows `e` from the first problem on
@@ -256,6 +266,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                         break
 
     def feed_end_run(self, store: SessionStore, *, counted: bool, recording: str | None) -> None:
+        """The run ended: into the history, compared with the run before."""
         self.status.running = False
         self.status.recording = recording or self.status.recording
         if counted and store.run is not None:
@@ -306,12 +317,14 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         return True
 
     def feed_retry(self, seconds: int | None, attempt: int) -> None:
+        """No server answered: show the countdown to the next attempt."""
         self.status.retry_in = seconds
         self.status.retry_attempt = attempt
         self.status.running = seconds is None
         self._mark_dirty()
 
     def feed_error(self, message: str) -> None:
+        """The run could not go on: show why."""
         self.last_message = message
         self.status.error = f"error: {escape_controls(message, 300)}"
         self.notify(escape_controls(message, 300), severity="error", timeout=10)

@@ -30,14 +30,23 @@ INSTANT_CHUNK = 2000  # events applied between yields to the UI in an instant re
 class Sink(Protocol):
     """What a feed drives (the app)."""
 
-    def feed_start_run(self) -> SessionStore: ...
-    def feed_event(self, event: Event) -> None: ...
-    def feed_end_run(
-        self, store: SessionStore, *, counted: bool, recording: str | None
-    ) -> None: ...
-    def feed_retry(self, seconds: int | None, attempt: int) -> None: ...
-    def feed_error(self, message: str) -> None: ...
-    async def confirm_flush(self, client) -> bool: ...
+    def feed_start_run(self) -> SessionStore:
+        """A run starts: the fresh store its events fold into."""
+
+    def feed_event(self, event: Event) -> None:
+        """One event, already applied to the store."""
+
+    def feed_end_run(self, store: SessionStore, *, counted: bool, recording: str | None) -> None:
+        """The run ended (counted: it goes into the history), recorded at `recording`."""
+
+    def feed_retry(self, seconds: int | None, attempt: int) -> None:
+        """No server answered: the next attempt in `seconds` (None: it starts now)."""
+
+    def feed_error(self, message: str) -> None:
+        """The run could not go on, for this reason."""
+
+    async def confirm_flush(self, client) -> bool:
+        """Whether the user lets the run flush this server's cache."""
 
 
 class SinkView:
