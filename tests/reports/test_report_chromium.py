@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kltui.cli.report import load_store
-from kltui.metrics.scale import NONFINITE
+from kltui.metrics.scale import FIRST_BIN, NONFINITE, level_of
 from kltui.outputs.reports.heatmap import PALETTE
 from kltui.outputs.reports.html import html_report
 from tests.chromium import CHROMIUM, HEADLESS
@@ -69,3 +69,27 @@ def test_heatmap_renders(tmp_path):
     heat = np.array(PALETTE[2:], dtype=np.uint8)  # exact zero, the decades and NaN
     on_scale = np.any(np.all(pixels[:, :, None, :] == heat[None, None], axis=-1), axis=-1)
     assert int(on_scale.sum()) > 40_000, int(on_scale.sum())
+
+
+def test_a_clean_pass_renders_pale_not_alarming(tmp_path):
+    # issue 20: with reversed viridis a ~1e-12 pass was bright yellow on the page; the report now
+    # uses the one scale's light palette (the kltui-light theme's), calm to alarm
+    events = run_events([HelperSpec("match", noise=1e-6)], n_samples=4, verdict="pass")
+    url = write_report(tmp_path, events)
+    shot = tmp_path / "shot.png"
+    chromium(tmp_path, url, f"--screenshot={shot}", "--window-size=1400,2400")
+    pixels = read_png(shot.read_bytes())[..., :3]
+
+    def count(levels) -> int:
+        colours = np.array([PALETTE[lv] for lv in levels], dtype=np.uint8)
+        hit = np.all(pixels[:, :, None, :] == colours[None, None], axis=-1)
+        return int(hit.any(axis=-1).sum())
+
+    rounding = range(FIRST_BIN, level_of(1e-9) + 1)  # k3 up to ~1e-9: a clean pass
+    alarming = range(level_of(1e-4), NONFINITE)
+    # the heatmap's rows are rounding-level colours; the alarming ones appear only as the
+    # legend's swatches (34 x 14 px each)
+    assert count(rounding) > 20_000, count(rounding)
+    assert count(alarming) < 34 * 14 * len(alarming) + 100, count(alarming)
+    for lv in rounding:  # and those colours are pale on the white page
+        assert min(PALETTE[lv]) >= 0x90, (lv, PALETTE[lv])
