@@ -290,10 +290,11 @@ def summary_line(f: dict) -> str:
     line = f"{len(groups)} agreement groups among {n} replicas: " + " vs ".join(parts)
     line += f"; settings that differ between groups: {changed}"
     for o in f["odd"]:
-        if not o["majority"]:
+        at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
+        if not o["majority"]:  # no group is larger: none is "the odd one", each still differs
+            line += f"; {o['replica']} first differs from {o['against']} at {at}"
             continue
         why = ", ".join(f"{k} {_value(a)} vs {_value(b)}" for k, (a, b) in o["settings"].items())
-        at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
         line += f"; odd one out: {o['replica']}" + (f" ({why})" if why else "")
         line += f", first differs from {o['against']} at {at}"
     return line + tail
