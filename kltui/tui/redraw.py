@@ -90,7 +90,7 @@ class Redraw:
         st = self.selected_state()
         summary = self.summaries.get(st) if st is not None else None
         if self._changed("counters", (run_sig, self.selected, id(summary))):
-            self.query_one(Counters).show(st, summary)
+            self.query_one(Counters).show(st, summary, self._helper_name(st))
         if self._changed(
             "history", (theme, len(self.history), self.selected, self.watching, self.status.watch)
         ):
@@ -171,7 +171,17 @@ class Redraw:
         # come from a recording or a server).
         if st is None:
             return Text("k3 heatmap")
+        name = self._helper_name(st)
+        return safe(f"k3 heatmap · {name} · rows = samples, columns = positions")
+
+    def _helper_name(self, st: HelperState | None) -> str:
+        """The helpers panel's name for `st` (`match@:30001` when the run has several servers:
+        it tells two servers on one host apart)."""
+        if st is None:
+            return ""
         labels = server_labels(s.server for s in self.store.helpers.values()) if self.store else {}
-        # the helpers panel's name for it (`match@:30001`): tells two servers on one host apart
-        where = f"@{labels[st.server]}" if len(labels) > 1 and st.server in labels else ""
-        return safe(f"k3 heatmap · {st.helper}{where} · rows = samples, columns = positions")
+        return (
+            f"{st.helper}@{labels[st.server]}"
+            if len(labels) > 1 and st.server in labels
+            else st.helper
+        )

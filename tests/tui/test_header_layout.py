@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from kltui.tui.widgets.header import ServersPanel
+from textual.widgets import Footer
+
+from kltui.session.events import Problem, RunFinished
+from kltui.tui.widgets.counters import Counters
+from kltui.tui.widgets.diagnosis import DiagnosisBar
+from kltui.tui.widgets.header import ServersPanel, TitleBar
+from kltui.tui.widgets.heatpanel import HeatmapPanel
+from kltui.tui.widgets.progress import HelperProgress
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed
 
@@ -57,9 +64,6 @@ async def test_settings_never_break_inside_a_setting_at_200_and_120_columns():
 
 async def test_two_servers_on_one_host_read_apart_and_the_verdict_survives_80x24():
     """Issue 21 item 2: `match@http://localhost:3…` twice at 160 columns; `avg_kl_` at 80."""
-    from kltui.session.events import RunFinished
-    from kltui.tui.widgets.progress import HelperProgress
-
     urls = ["http://localhost:30000", "http://localhost:30001"]
     servers = [synth.server(u) for u in urls]
     events = synth.session(n=3, length=16, servers=servers, helpers=(), finish=False)
@@ -71,10 +75,9 @@ async def test_two_servers_on_one_host_read_apart_and_the_verdict_survives_80x24
         await replayed(pilot, app)
         wide = drawn(app.query_one(HelperProgress))
         assert "match@:30000" in wide and "match@:30001" in wide, wide
-        from kltui.tui.widgets.heatpanel import HeatmapPanel
-
-        title = str(app.query_one(HeatmapPanel).border_title)
-        assert f"k3 heatmap · match@:3000{urls.index(app.selected.split('@', 1)[1])}" in title
+        name = f"match@:3000{urls.index(app.selected.split('@', 1)[1])}"
+        assert f"k3 heatmap · {name}" in str(app.query_one(HeatmapPanel).border_title)
+        assert str(app.query_one(Counters).border_title) == f"counters · {name}"
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         app.refresh_views()
@@ -89,8 +92,6 @@ async def test_two_servers_on_one_host_read_apart_and_the_verdict_survives_80x24
 
 async def test_the_replay_title_drops_whole_parts_instead_of_cutting_one():
     """At 200 columns the replay header ended in `kltui 0.1…`."""
-    from kltui.tui.widgets.header import TitleBar
-
     app = replay_app(synth.session(n=2, length=8))
     async with app.run_test(size=(200, 50)) as pilot:
         await replayed(pilot, app)
@@ -111,10 +112,6 @@ async def test_the_replay_title_drops_whole_parts_instead_of_cutting_one():
 
 async def test_the_problems_key_stays_in_the_footer_at_80_columns():
     """Issue 21 item 3: with problems, `e` is in the footer; at 80 columns it was past the edge."""
-    from textual.widgets import Footer
-
-    from kltui.session.events import Problem
-
     problem = Problem("http://127.0.0.1:30000", "a payload was malformed", False, "match")
     app = replay_app(synth.session(n=2, length=8, problems=[problem]))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -128,8 +125,6 @@ async def test_the_problems_key_stays_in_the_footer_at_80_columns():
 
 async def test_a_run_error_gets_its_lines_in_the_diagnosis_at_80x24():
     """Issue 21 item 3 at 80x24: the diagnosis folds to one line, but not the run's error."""
-    from kltui.tui.widgets.diagnosis import DiagnosisBar
-
     line = (
         "error: http://localhost:1: cannot connect for /health (All connection attempts "
         "failed) (after 4 attempts over 1.9 s)"

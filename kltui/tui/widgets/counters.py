@@ -30,9 +30,11 @@ class Counters(Static):
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = {"counters--ok", "counters--warn", "counters--bad", "counters--strong"}
 
-    def show(self, st: HelperState | None, summary: Summary | None) -> None:
-        """Show a helper's figures from its summary (final or live)."""
-        self.border_title = safe("counters" if st is None else f"counters · {st.helper}")
+    def show(self, st: HelperState | None, summary: Summary | None, name: str = "") -> None:
+        """Show a helper's figures from its summary (final or live); `name`: the helper as the
+        helpers panel names it (default: its own name)."""
+        title = "counters" if st is None else f"counters · {name or st.helper}"
+        self.border_title = safe(title)
         ok, warn, bad = (part(self, f"counters--{k}") for k in ("ok", "warn", "bad"))
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(style="dim", no_wrap=True, min_width=16)
