@@ -46,8 +46,8 @@ def _longest(store: SessionStore) -> int | None:
     if run is None:
         return None
     longest_prompt = run.prompt_set.get("max_len")
-    new = run.config.get("max_new_tokens")
-    if isinstance(longest_prompt, int) and isinstance(new, int):
+    new = store.config.max_new_tokens
+    if isinstance(longest_prompt, int) and new is not None:
         return longest_prompt + new
     return None
 
@@ -109,6 +109,7 @@ def _state_suspects(dirty: list[str], info: ServerIdentity) -> list[str]:
 
 
 def dumps_command(server: str, dump_dir: str = "DIR") -> str:
+    """The `kltui dumps` command that finds the shape-variant kernel on `server`."""
     host = server.split("://", 1)[-1].rstrip("/")
     return f"kltui dumps --server {host} --dump-dir {shlex.quote(dump_dir)}"
 
@@ -121,6 +122,7 @@ def cross_check_command(server: str, helpers: list[str]) -> str:
 
 
 def rerun_command(server: str, samples: int) -> str:
+    """The `kltui check` command that re-runs `server` with more samples."""
     host = server.split("://", 1)[-1].rstrip("/")
     return f"kltui check --server {host} --samples {samples}"
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from kltui.helpers.registry import baseline_path, path_of, same_engine
 from kltui.session.compare import compare_books
-from kltui.session.servers import COMPARED, identity_of, models_differ
+from kltui.session.servers import COMPARED, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 LABELS = ("A", "B")
@@ -36,8 +36,7 @@ def _servers(store: SessionStore) -> list[str]:
 
 def _expected(store: SessionStore, x: str, y: str) -> list[str]:
     """The same-engine helpers the run asked for, then any other that ran on x or y."""
-    asked = store.run.config.get("helpers") if store.run else None
-    names = [h for h in asked if isinstance(h, str) and same_engine(h)] if asked else []
+    names = [h for h in store.config.helpers if same_engine(h)]
     names += [st.helper for st in store.helpers.values() if st.server in (x, y)]
     return [h for h in dict.fromkeys(names) if same_engine(h)]
 
@@ -98,8 +97,7 @@ def _cached_differ(x: HelperState, y: HelperState, samples: list[int]) -> int:
 
 def server_pair(store: SessionStore, x: str, y: str) -> dict:
     """Server x (A) against server y (B), per helper, on the same prompt ids."""
-    recorded = store.run.servers if store.run else []
-    ix, iy = identity_of(recorded, x), identity_of(recorded, y)
+    ix, iy = store.identity(x), store.identity(y)
     differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED if ix.get(k) != iy.get(k)}
     helpers: dict[str, dict] = {}
     uncompared: dict[str, str] = {}

@@ -47,12 +47,13 @@ from kltui.session.evidence import (
     nonfinite_line,
     nonfinite_positions,
 )
-from kltui.session.servers import ServerIdentity, identity_of
 from kltui.session.store import SessionStore
 
 
 @dataclass
 class Diagnosis:
+    """One server's verdict on conditions 1 and 2, its evidence and the next step."""
+
     server: str
     condition: int | None  # 0 both hold, 1 or 2 the one to fix first, None inconclusive
     conditions: list[int]  # every condition the evidence shows broken ([1, 2] when both)
@@ -76,13 +77,16 @@ class Diagnosis:
     # the names the first reports used
     @property
     def headline(self) -> str:
+        """The label (the name the first reports used)."""
         return self.label
 
     @property
     def details(self) -> list[str]:
+        """The evidence (the name the first reports used)."""
         return self.evidence
 
     def to_dict(self) -> dict:
+        """The JSON form (docs/JSON.md `diagnosis`)."""
         d = asdict(self)
         return {
             k: d[k]
@@ -101,14 +105,9 @@ class Diagnosis:
 
 
 # --------------------------------------------------------------------------- classification
-def server_info(store: SessionStore, server: str) -> ServerIdentity:
-    """What `server` said about itself in the run's RunStarted (empty when not recorded)."""
-    return identity_of(store.run.servers if store.run else [], server)
-
-
 def _temperature(store: SessionStore) -> float:
-    t = store.run.config.get("temperature") if store.run else None
-    return float(t) if isinstance(t, int | float) and math.isfinite(t) else 0.0
+    t = store.config.temperature
+    return t if t is not None and math.isfinite(t) else 0.0
 
 
 def _coverage(states: dict) -> tuple[list[str], str]:
@@ -138,7 +137,7 @@ def _coverage(states: dict) -> tuple[list[str], str]:
 
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     """Condition 0, 1, 2 (or inconclusive) for one server, with evidence and the next step."""
-    info = server_info(store, server)
+    info = store.identity(server)
     # a helper comparing two engines, not two paths of one, says nothing about 1 vs 2
     states = {
         st.helper: st
@@ -363,6 +362,7 @@ def _no_more(excess: list) -> str:
 
 
 def diagnose(store: SessionStore) -> list[Diagnosis]:
+    """One diagnosis per server a helper ran on, in the order they first ran."""
     servers = list(dict.fromkeys(st.server for st in store.helpers.values()))
     return [diagnose_server(store, s) for s in servers]
 

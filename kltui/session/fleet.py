@@ -16,7 +16,7 @@ from typing import Any
 
 from kltui.helpers.registry import same_engine
 from kltui.session.compare import BookDiff, compare_books
-from kltui.session.servers import COMPARED, ServerIdentity, identity_of
+from kltui.session.servers import COMPARED, ServerIdentity
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 SIDES_SHOWN = {
@@ -65,8 +65,7 @@ class Cell:
 
 def fleet_info(store: SessionStore) -> dict | None:
     """The fleet record of a `--router` run (router, workers), None for any other run."""
-    fleet = store.run.config.get("fleet") if store.run else None
-    return fleet if isinstance(fleet, dict) else None
+    return store.config.fleet
 
 
 def replicas(store: SessionStore) -> list[str]:
@@ -79,12 +78,11 @@ def replicas(store: SessionStore) -> list[str]:
     ]
     if tested or store.run is None:
         return tested
-    return list(store.run.config.get("servers") or [])
+    return list(store.config.servers)
 
 
 def _helpers(store: SessionStore, urls: list[str]) -> list[str]:
-    asked = store.run.config.get("helpers") if store.run else None
-    names = [h for h in (asked or []) if isinstance(h, str) and same_engine(h)]
+    names = [h for h in store.config.helpers if same_engine(h)]
     names += [st.helper for st in store.helpers.values() if st.server in urls]
     return [h for h in dict.fromkeys(names) if same_engine(h)]
 
@@ -145,7 +143,7 @@ def groups_of(
 
 def _identity(store: SessionStore, url: str) -> ServerIdentity:
     """What the replica at `url` said about itself (empty when not recorded)."""
-    return identity_of(store.run.servers if store.run else [], url)
+    return store.identity(url)
 
 
 def _settings(store: SessionStore, urls: list[str], groups: list[list[int]]) -> dict[str, list]:

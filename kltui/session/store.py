@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +30,40 @@ from kltui.session.events import (
     SampleSkipped,
     TokensDecoded,
 )
+from kltui.session.servers import ServerIdentity, identity_of
+
+
+@dataclass(frozen=True)
+class RecordedConfig:
+    """The run's configuration as RunStarted recorded it, typed where the session's readings
+    use it (a value of the wrong type, from an untrusted recording, reads as unknown)."""
+
+    helpers: tuple[str, ...] = ()  # as asked (--helpers), in order
+    servers: tuple[str, ...] = ()
+    temperature: float | None = None
+    max_new_tokens: int | None = None
+    fleet: dict[str, Any] | None = None  # a --router run's router and workers (run/fleet.py)
+    recorded: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, d: object) -> RecordedConfig:
+        """Read RunStarted.config."""
+        d = d if isinstance(d, dict) else {}
+        temp, new, fleet = d.get("temperature"), d.get("max_new_tokens"), d.get("fleet")
+        return cls(
+            helpers=tuple(h for h in d.get("helpers") or () if isinstance(h, str)),
+            servers=tuple(s for s in d.get("servers") or () if isinstance(s, str)),
+            temperature=float(temp)
+            if isinstance(temp, int | float) and not isinstance(temp, bool)
+            else None,
+            max_new_tokens=new if isinstance(new, int) and not isinstance(new, bool) else None,
+            fleet=fleet if isinstance(fleet, dict) else None,
+            recorded=MappingProxyType(dict(d)),
+        )
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A recorded value by its RunConfig name, `default` when it was not recorded."""
+        return self.recorded.get(key, default)
 
 
 def helper_key(helper: str, server: str) -> str:
@@ -111,6 +147,15 @@ class SessionStore:
         self.replay = False
         # token id -> text, from samples scored with token text (for drill-downs)
         self.token_text: dict[int, str] = {}
+
+    @property
+    def config(self) -> RecordedConfig:
+        """The run's recorded configuration (empty before RunStarted)."""
+        return RecordedConfig.of(self.run.config if self.run else None)
+
+    def identity(self, url: str) -> ServerIdentity:
+        """What the server at `url` said about itself (empty when the run did not record it)."""
+        return identity_of(self.run.servers if self.run else [], url)
 
     def apply(self, event: Event) -> HelperState | None:
         """Fold one event into the store; return the helper state it changed, if any."""

@@ -32,3 +32,16 @@ def test_a_server_the_run_did_not_record_is_empty():
     assert identity_of(servers, URL).version == "0.5.23"
     assert not identity_of(servers, "http://elsewhere") and identity_of([], URL).url is None
     assert not ServerIdentity.of("not an object")
+
+
+def test_the_recorded_config_reads_typed_from_the_store():
+    from kltui.session.events import RunStarted
+    from kltui.session.store import SessionStore
+
+    store = SessionStore()
+    assert store.config.helpers == () and store.config.temperature is None
+    config = {"helpers": ["match", 3], "temperature": 0, "max_new_tokens": "64", "seed": 7}
+    store.apply(RunStarted("r", 0.0, config, [{"url": URL, "tp_size": 4}], {}, "0"))
+    c = store.config
+    assert (c.helpers, c.temperature, c.max_new_tokens, c.fleet) == (("match",), 0.0, None, None)
+    assert c.get("seed") == 7 and store.identity(URL).tp_size == 4

@@ -115,6 +115,8 @@ class HelperProgress(Static):
     }
 
     class Selected(Message):
+        """A helper row was chosen (its key)."""
+
         def __init__(self, key: str) -> None:
             super().__init__()
             self.key = key
