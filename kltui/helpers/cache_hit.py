@@ -16,7 +16,7 @@ not: that each answer belongs to its prompt and that side A scores the ids side 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from kltui.engines.sglang_parse import GenResult
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
-from kltui.session.events import Event, HelperStarted, Problem, SampleSkipped
+from kltui.session.events import Event, HelperFinished, Problem
 
 
 def _vacuous(ctx: HelperContext, run: Run) -> Problem | None:
@@ -51,26 +51,52 @@ def _hit_check(ctx: HelperContext, run: Run, hits: int, kind: str) -> Problem | 
     return Problem(ctx.server, run.extra["hit_failure"], fatal=False, helper=run.helper)
 
 
-def _started(ctx: HelperContext, run: Run) -> HelperStarted:
-    return run.started(
+async def _opening(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
+    """HelperStarted, then why the helper is vacuous and its end, else the temperature warning."""
+    yield run.started(
         {
             "max_new_tokens": ctx.max_new_tokens,
             "temperature": ctx.temperature,
             "min_cache_hit_ratio": ctx.min_cache_hit_ratio,
         }
     )
-
-
-@helper("prefill_cache_hit")
-async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
-    """The prefill_cache_hit helper: decoding on a radix-cache hit of KV written by prefill."""
-    yield _started(ctx, run)
     if (p := _vacuous(ctx, run)) is not None:
         yield p
         yield run.finished(status="vacuous", reason=p.message)
-        return
-    if (warn := run.temperature_warning()) is not None:
+    elif (warn := run.temperature_warning()) is not None:
         yield warn
+
+
+async def _on_hits(
+    ctx: HelperContext,
+    run: Run,
+    kind: str,
+    prepare: Callable[[HelperContext, Run, list[np.ndarray]], AsyncIterator[Event]],
+    missed: Callable[[HelperContext, int, GenResult], str | None],
+) -> AsyncIterator[Event]:
+    """A cache helper from start to end: `prepare` warms the cache and gives the decode's inputs;
+    the decode's hits are replayed and scored, its misses skipped with why."""
+    async for ev in _opening(ctx, run):
+        yield ev
+        if isinstance(ev, HelperFinished):
+            return
+    inputs: list[np.ndarray] = []
+    async for ev in prepare(ctx, run, inputs):
+        yield ev
+    items: list[tuple[int, np.ndarray, GenResult]] = []
+    async for ev in run.decode(inputs, items, lambda s, r: missed(ctx, s, r)):
+        yield ev
+    if (p := _hit_check(ctx, run, len(items), kind)) is not None:
+        yield p
+    async for ev in run.replay_and_score(items):
+        yield ev
+    yield run.finished()
+
+
+async def _warm_prompts(
+    ctx: HelperContext, run: Run, inputs: list[np.ndarray]
+) -> AsyncIterator[Event]:
+    """Flush, prefill every prompt without logprobs; the decode's inputs are the prompts."""
     samples = list(range(len(ctx.prompts)))
     async for ev in run.flush():
         yield ev
@@ -79,23 +105,19 @@ async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event
         "warm", ctx.prompts, samples, warm, max_new_tokens=0, logprobs=False
     ):
         yield ev
-    out: list[GenResult] = []
-    async for ev in run.generate(
-        "decode", ctx.prompts, samples, out, max_new_tokens=ctx.max_new_tokens
-    ):
+    inputs.extend(ctx.prompts)
+
+
+def _prefill_miss(ctx: HelperContext, sample: int, r: GenResult) -> str | None:
+    """Why a decode missed the prefill cache, or None on a hit."""
+    return None if r.cached_tokens > 0 else "prefill cache miss (cached_tokens=0)"
+
+
+@helper("prefill_cache_hit")
+async def prefill_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
+    """The prefill_cache_hit helper: decoding on a radix-cache hit of KV written by prefill."""
+    async for ev in _on_hits(ctx, run, "prefill", _warm_prompts, _prefill_miss):
         yield ev
-    items = []
-    for s, r in zip(samples, out, strict=True):
-        if r.cached_tokens > 0:
-            items.append((s, ctx.prompts[s], r))
-        else:
-            run.skipped += 1
-            yield SampleSkipped(run.helper, ctx.server, s, "prefill cache miss (cached_tokens=0)")
-    if (p := _hit_check(ctx, run, len(items), "prefill")) is not None:
-        yield p
-    async for ev in run.replay_and_score(items):
-        yield ev
-    yield run.finished()
 
 
 async def _comma_ids(ctx: HelperContext, run: Run) -> np.ndarray:
@@ -135,16 +157,10 @@ def _with_fix(e: EngineError) -> EngineError:
     )
 
 
-@helper("decode_cache_hit")
-async def decode_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
-    """The decode_cache_hit helper: decoding on a radix-cache hit that reaches KV written by decode."""
-    yield _started(ctx, run)
-    if (p := _vacuous(ctx, run)) is not None:
-        yield p
-        yield run.finished(status="vacuous", reason=p.message)
-        return
-    if (warn := run.temperature_warning()) is not None:
-        yield warn
+async def _first_turn(
+    ctx: HelperContext, run: Run, inputs: list[np.ndarray]
+) -> AsyncIterator[Event]:
+    """Flush, decode turn 1; the decode's inputs are each prompt + its answer + the separator."""
     samples = list(range(len(ctx.prompts)))
     comma = await _comma_ids(ctx, run)
     async for ev in run.flush():
@@ -156,30 +172,21 @@ async def decode_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]
         "turn1", ctx.prompts, samples, turn1, max_new_tokens=ctx.max_new_tokens
     ):
         yield ev
-    turn2_inputs = [
+    inputs.extend(
         np.concatenate([p, r.output_ids, comma]) for p, r in zip(ctx.prompts, turn1, strict=True)
-    ]
-    out: list[GenResult] = []
-    async for ev in run.generate(
-        "decode", turn2_inputs, samples, out, max_new_tokens=ctx.max_new_tokens
-    ):
+    )
+
+
+def _decode_miss(ctx: HelperContext, sample: int, r: GenResult) -> str | None:
+    """Why a decode missed the cache's decode region, or None on a hit."""
+    need = ctx.prompts[sample].size + 1
+    if r.cached_tokens > need:
+        return None
+    return f"no decode-region hit (cached_tokens={r.cached_tokens} <= {need})"
+
+
+@helper("decode_cache_hit")
+async def decode_cache_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
+    """The decode_cache_hit helper: decoding on a radix-cache hit that reaches KV written by decode."""
+    async for ev in _on_hits(ctx, run, "decode", _first_turn, _decode_miss):
         yield ev
-    items = []
-    for s, r in zip(samples, out, strict=True):
-        need = ctx.prompts[s].size + 1
-        if r.cached_tokens > need:
-            items.append((s, turn2_inputs[s], r))
-        else:
-            run.skipped += 1
-            yield SampleSkipped(
-                run.helper,
-                ctx.server,
-                s,
-                f"no decode-region hit (cached_tokens={r.cached_tokens} <= {need})",
-                r.cached_tokens,
-            )
-    if (p := _hit_check(ctx, run, len(items), "decode")) is not None:
-        yield p
-    async for ev in run.replay_and_score(items):
-        yield ev
-    yield run.finished()

@@ -30,8 +30,10 @@ from kltui.session.events import (
     PhaseChanged,
     Problem,
     SampleScored,
+    SampleSkipped,
     TokensDecoded,
 )
+from kltui.session.store import add_scored
 
 
 def helper(name: str) -> Callable:
@@ -130,6 +132,34 @@ class Run:
             fatal=False,
             helper=self.helper,
         )
+
+    async def begin(self, settings: dict) -> AsyncIterator[Event]:
+        """The helper's opening events: HelperStarted, then the temperature warning if any."""
+        yield self.started(settings)
+        if (warn := self.temperature_warning()) is not None:
+            yield warn
+
+    async def decode(
+        self,
+        inputs: list[np.ndarray],
+        items: list[tuple[int, np.ndarray, GenResult]],
+        missed: Callable[[int, GenResult], str | None] | None = None,
+    ) -> AsyncIterator[Event]:
+        """The scored decode of every sample: (sample, input, result) into `items` for the
+        replay, or, where `missed` gives a reason, a SampleSkipped saying it."""
+        samples = list(range(len(inputs)))
+        out: list[GenResult] = []
+        async for ev in self.generate(
+            "decode", inputs, samples, out, max_new_tokens=self.ctx.max_new_tokens
+        ):
+            yield ev
+        for s, r in zip(samples, out, strict=True):
+            why = missed(s, r) if missed is not None else None
+            if why is None:
+                items.append((s, inputs[s], r))
+            else:
+                self.skipped += 1
+                yield SampleSkipped(self.helper, self.ctx.server, s, why, r.cached_tokens)
 
     async def flush(self) -> AsyncIterator[Event]:
         """Flush the server's cache, checking it is still the same process."""
@@ -297,17 +327,7 @@ class Run:
                         "token-mismatch",
                     )
                 )
-            self.book.add(
-                sample,
-                gen.output_ids,
-                lp_a,
-                gen.output_logprobs,
-                gen.cached_tokens,
-                int(prompt.size),
-                id_mismatch=mismatch,
-            )
-            self.scored_inputs[sample] = full
-            yield SampleScored(
+            scored = SampleScored(
                 self.helper,
                 ctx.server,
                 sample,
@@ -318,6 +338,9 @@ class Run:
                 int(prompt.size),
                 id_mismatch=mismatch,
             )
+            add_scored(self.book, scored)
+            self.scored_inputs[sample] = full
+            yield scored
         if prompt_quirks:
             yield self.prompt_id_warning(prompt_quirks)
         if compared:

@@ -71,6 +71,21 @@ def helper_key(helper: str, server: str) -> str:
     return f"{helper}@{server}"
 
 
+def add_scored(book: ScoreBook, ev: SampleScored) -> None:
+    """Score one SampleScored event into a ScoreBook."""
+    book.add(
+        ev.sample,
+        np.asarray(ev.token_ids),
+        np.asarray(ev.lp_a),
+        np.asarray(ev.lp_b),
+        ev.cached_tokens,
+        ev.prompt_len,
+        ev.top_a,
+        ev.top_b,
+        ev.id_mismatch,
+    )
+
+
 @dataclass
 class HelperState:
     """Everything known about one helper on one server, folded from its events."""
@@ -195,17 +210,7 @@ class SessionStore:
                 return st
             case SampleScored():
                 st = self._state(event.helper, event.server)
-                st.book.add(
-                    event.sample,
-                    np.asarray(event.token_ids),
-                    np.asarray(event.lp_a),
-                    np.asarray(event.lp_b),
-                    event.cached_tokens,
-                    event.prompt_len,
-                    event.top_a,
-                    event.top_b,
-                    event.id_mismatch,
-                )
+                add_scored(st.book, event)
                 st.decoded_ids.pop(event.sample, None)
                 if event.texts:
                     self.token_text.update(
