@@ -18,13 +18,28 @@ def _parts(url: str) -> tuple[str, str, str]:
     return u.hostname or u.netloc, port, rest
 
 
+def _without_common_domain(hosts: set[str]) -> dict[str, str]:
+    """Host names less the domain they all share (`gpu-17.dc.example` -> `gpu-17`); addresses
+    and lone names stay whole."""
+    names = [h.split(".") for h in hosts]
+    if len(hosts) < 2 or any(h.replace(".", "").isdigit() or ":" in h for h in hosts):
+        return {h: h for h in hosts}
+    shared = 0
+    while all(len(n) > shared + 1 for n in names) and len({n[-1 - shared] for n in names}) == 1:
+        shared += 1
+    return {h: ".".join(h.split(".")[: len(h.split(".")) - shared]) for h in hosts}
+
+
 def server_labels(urls: Iterable[str]) -> dict[str, str]:
     """Each URL's shortest label that still tells it from the others given."""
     urls = list(dict.fromkeys(urls))
     parts = {u: _parts(u) for u in urls}
-    one_host = len({h for h, _, _ in parts.values()}) == 1
+    hosts = {h for h, _, _ in parts.values()}
+    one_host = len(hosts) == 1
+    short = _without_common_domain(hosts)
     candidates = (
         lambda h, p, r: f":{p}" if p and one_host else None,  # one host, several ports
+        lambda h, p, r: f"{short[h]}:{p}" if p else short[h],  # gpu-17:30000, not gpu-17.dc.ex…
         lambda h, p, r: f"{h}:{p}" if p else h,
         lambda h, p, r: (f"{h}:{p}" if p else h) + r,
     )
