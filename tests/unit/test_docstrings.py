@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2] / "kltui"
 
 # The share of public functions, classes and methods that must carry a docstring. Raised as
 # docstrings are added; never above what main has.
-FLOOR = 0.97
+FLOOR = 0.98
 
 
 def _public(name: str) -> bool:
