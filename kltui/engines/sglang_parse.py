@@ -9,7 +9,7 @@ ParseError, never anything else, so a hostile server cannot crash a run with a t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -152,6 +152,37 @@ def _plain_meta(meta: dict) -> dict:
     return {k: v for k, v in meta.items() if not k.endswith(("logprobs", "_logprobs_length"))}
 
 
+def _result(
+    index: int,
+    obj: dict,
+    meta: dict,
+    what: str,
+    output: tuple[np.ndarray, np.ndarray],
+    inputs: tuple[np.ndarray, np.ndarray],
+    *,
+    finished: bool,
+) -> GenResult:
+    """One index's GenResult from its arrays and its (last) response object; `finished`: a
+    missing finish_reason is an error (a stream that ended early)."""
+    cached_tokens = _count(meta, "cached_tokens", what)
+    prompt_tokens = _count(meta, "prompt_tokens", what)
+    finish = _finish_reason(meta, what)
+    if finished and finish is None:
+        raise ParseError(f"{what} ended before finish_reason was set")
+    return GenResult(
+        index=index,
+        output_ids=output[0],
+        output_logprobs=output[1],
+        input_logprobs=inputs[0],
+        input_logprob_ids=inputs[1],
+        cached_tokens=cached_tokens,
+        prompt_tokens=prompt_tokens,
+        finish_reason=finish,
+        text=_text(obj),
+        meta=_plain_meta(meta),
+    )
+
+
 def parse_result(obj: dict, index: int) -> GenResult:
     """One non-streamed response object (or the final state of a stream)."""
     what = f"response item {index}"
@@ -169,22 +200,14 @@ def parse_result(obj: dict, index: int) -> GenResult:
                 f"{what}: output_ids[{k}]={int(output_ids[k])} but output_token_logprobs[{k}] "
                 f"scores token {int(out_ids_lp[k])}"
             )
-    return GenResult(
-        index=index,
-        output_ids=output_ids,
-        output_logprobs=out_lp,
-        input_logprobs=in_lp,
-        input_logprob_ids=in_ids,
-        cached_tokens=_count(meta, "cached_tokens", what),
-        prompt_tokens=_count(meta, "prompt_tokens", what),
-        finish_reason=_finish_reason(meta, what),
-        text=_text(obj),
+    base = _result(index, obj, meta, what, (output_ids, out_lp), (in_lp, in_ids), finished=False)
+    return replace(
+        base,
         input_top=top_entries(meta.get("input_top_logprobs"), f"{what} input_top_logprobs"),
         output_top=top_entries(meta.get("output_top_logprobs"), f"{what} output_top_logprobs"),
         input_token_ids_logprobs=top_entries(
             meta.get("input_token_ids_logprobs"), f"{what} input_token_ids_logprobs"
         ),
-        meta=_plain_meta(meta),
         input_texts=(in_texts := texts(meta.get("input_token_logprobs"))),
         input_top_texts=top_texts(meta.get("input_top_logprobs")) if in_texts else None,
     )
@@ -349,21 +372,5 @@ class StreamAssembler:
             ids = np.concatenate(self.ids[i]) if self.ids[i] else np.zeros(0, dtype=np.int64)
             lps = np.concatenate(self.lps[i]) if self.lps[i] else np.zeros(0)
             in_lp, in_ids = self.input_lp[i] or (np.zeros(0), np.zeros(0, dtype=np.int64))
-            finish = _finish_reason(meta, what)
-            if finish is None:
-                raise ParseError(f"stream for index {i} ended before finish_reason was set")
-            out.append(
-                GenResult(
-                    index=i,
-                    output_ids=ids,
-                    output_logprobs=lps,
-                    input_logprobs=in_lp,
-                    input_logprob_ids=in_ids,
-                    cached_tokens=_count(meta, "cached_tokens", what),
-                    prompt_tokens=_count(meta, "prompt_tokens", what),
-                    finish_reason=finish,
-                    text=_text(obj),
-                    meta=_plain_meta(meta),
-                )
-            )
+            out.append(_result(i, obj, meta, what, (ids, lps), (in_lp, in_ids), finished=True))
         return out

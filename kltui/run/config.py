@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,19 @@ def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1
 
 
+def _known_keys(
+    path: str, node: yaml.Node, allowed: set[str], where: str = ""
+) -> Iterator[tuple[str, yaml.Node]]:
+    """Each key of a YAML mapping with its value's node; an unknown key is an error."""
+    for k_node, v_node in node.value:
+        k = k_node.value
+        if k not in allowed:
+            raise ConfigError(
+                path, f"unknown key '{k}'{where}{_did_you_mean(k, allowed)}", _line(k_node)
+            )
+        yield k, v_node
+
+
 def _check_type(path: str, key: str, value: Any, node: yaml.Node, types, desc: str) -> None:
     if isinstance(value, bool) and bool not in types:
         raise ConfigError(path, f"'{key}' must be {desc}, got {value!r}", _line(node))
@@ -229,12 +243,7 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
     if not isinstance(root, yaml.MappingNode):
         raise ConfigError(path_str, "top level must be a mapping of settings", _line(root))
     data = yaml.safe_load(text)
-    for key_node, val_node in root.value:
-        key = key_node.value
-        if key not in _TOP_KEYS:
-            raise ConfigError(
-                path_str, f"unknown key '{key}'{_did_you_mean(key, _TOP_KEYS)}", _line(key_node)
-            )
+    for key, val_node in _known_keys(path_str, root, _TOP_KEYS):
         value = data[key]
         if key in _SCALARS:
             types, desc = _SCALARS[key]
@@ -274,14 +283,7 @@ def _fleet(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
     """`fleet: {router: URL, concurrency: N}`: the router whose workers are checked."""
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise ConfigError(path, "'fleet' must be a mapping like {router: HOST:PORT}", _line(node))
-    for k_node, v_node in node.value:
-        k = k_node.value
-        if k not in _FLEET_KEYS:
-            raise ConfigError(
-                path,
-                f"unknown key '{k}' in fleet{_did_you_mean(k, set(_FLEET_KEYS))}",
-                _line(k_node),
-            )
+    for k, v_node in _known_keys(path, node, set(_FLEET_KEYS), " in fleet"):
         v = value[k]
         if k == "router":
             _check_type(path, "fleet.router", v, v_node, (str,), _FLEET_KEYS[k])
@@ -342,14 +344,7 @@ def _entries(path: str, value: Any, node: yaml.Node) -> list[ThresholdEntry]:
     for item, item_node in zip(value, node.value, strict=True):
         if not isinstance(item, dict):
             raise ConfigError(path, "each thresholds entry must be a mapping", _line(item_node))
-        for k_node, v_node in item_node.value:
-            k = k_node.value
-            if k not in _ENTRY_KEYS:
-                raise ConfigError(
-                    path,
-                    f"unknown key '{k}' in thresholds entry{_did_you_mean(k, _ENTRY_KEYS)}",
-                    _line(k_node),
-                )
+        for k, v_node in _known_keys(path, item_node, _ENTRY_KEYS, " in thresholds entry"):
             v = item[k]
             if k == "model":
                 _check_type(path, k, v, v_node, (str,), "a model name or '*'")
