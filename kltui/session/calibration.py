@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kltui.helpers.registry import baseline_path
 from kltui.session.paired import paired
 
 # the H200 match level with deterministic inference on (docs/FIELD_NOTES.md)
@@ -55,13 +56,14 @@ class Noise:
             runs = {
                 k: np.asarray(v, dtype=np.float64) for k, v in data.items() if isinstance(v, list)
             }
-            match = runs.get("match")
+            base = baseline_path()  # the registry's baseline path: what the others pair with
+            match = runs.get(base)
             for h, v in runs.items():
                 v = v[np.isfinite(v) & (v > 0)]
                 if v.size:
                     scales.append(np.log(v) - np.log(v).mean())
                     levels.append(float(np.exp(np.log(v).mean())))
-                if h != "match" and match is not None and len(runs[h]) == len(match):
+                if h != base and match is not None and len(runs[h]) == len(match):
                     a, b = runs[h], match
                     ok = np.isfinite(a) & np.isfinite(b) & (a > 0) & (b > 0)
                     pairs.append(np.log(a[ok]) - np.log(b[ok]))

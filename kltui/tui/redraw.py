@@ -110,7 +110,7 @@ class Redraw:
             multi = len({h.server for h in helpers.values()}) > 1
             pending = 0
             if store is not None and store.finished is None and store.run is not None:
-                configured = [h for h in store.run.config.get("helpers", []) if same_engine(h)]
+                configured = [h for h in store.config.helpers if same_engine(h)]
                 done = {h.helper for h in helpers.values() if h.summary is not None}
                 pending = len(self.feed.servers) * len(configured) - len(done)
             ended = verdict is not None or self.status.retry_in is not None

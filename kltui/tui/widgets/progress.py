@@ -180,9 +180,8 @@ class HelperProgress(Static):
                 row = (row[0], row[1], row[2][:1], row[4], row[6], row[7])
             grid.add_row(*row)
         started = {st.helper for st in store.helpers.values()}
-        config = store.run.config if store.run else {}
         if store.finished is None:
-            for name in config.get("helpers", []):
+            for name in store.config.helpers:
                 if name not in started and same_engine(name):
                     self._keys.append(None)
                     label = Text(name, style="dim")
