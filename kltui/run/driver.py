@@ -30,7 +30,7 @@ from kltui.errors import session_exit
 from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
 from kltui.run.runner import BeforeFlush, run_session
-from kltui.session.compare import rerun_equality
+from kltui.session.compare import RerunChain
 from kltui.session.consume import pump
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
 from kltui.session.recording import Recorder
@@ -200,8 +200,7 @@ class RunDriver:
         self.keep_runs = keep_runs
         self.kept: list[Run] | None = None  # the last run's helper runs (with keep_runs)
         self.recorded = 0  # runs written to a recording so far (names the next one)
-        self.runs = 0  # runs that reached a server so far
-        self._previous: SessionStore | None = None
+        self.reruns = RerunChain()  # the runs that reached a server so far, compared
         self._current: RunOutcome | None = None  # the run going on now (or the last one)
         # the session going on now: what ran so far, also when a fault ends it
         self.outcome = SessionOutcome()
@@ -253,16 +252,15 @@ class RunDriver:
         view.run_ended(outcome)
         return outcome
 
+    @property
+    def runs(self) -> int:
+        """Runs that reached a server so far."""
+        return self.reruns.runs
+
     def _count(self, outcome: RunOutcome) -> None:
         """A run that reached a server takes its number, compared with the one before."""
-        if not outcome.counted or outcome.store.run is None:
-            return
-        self.runs += 1
-        store = outcome.store
-        if self._previous is not None and store.finished and self._previous.finished:
-            eq = rerun_equality(self._previous, store)
-            outcome.equality = {"run": outcome.run_no, "previous": outcome.run_no - 1, **eq}
-        self._previous = store
+        if outcome.counted:
+            outcome.equality = self.reruns.add(outcome.store)
 
     async def run(self, view: RunView, events: EventSource | None = None) -> RunOutcome:
         """One run (with `retry_connect`: retried until a server answers); cancellation ends it

@@ -247,6 +247,28 @@ def rerun_equality(prev: SessionStore, cur: SessionStore) -> dict:
     return out
 
 
+class RerunChain:
+    """A session's runs that reached a server, each compared bit for bit with the one before:
+    the one place re-run equality is computed (the run driver's and the replay's)."""
+
+    def __init__(self) -> None:
+        self.runs = 0  # runs counted so far
+        self.previous: SessionStore | None = None
+
+    def add(self, store: SessionStore) -> dict | None:
+        """Counts a run that reached a server: its equality with the run before (both finished)
+        as `rerun_equality` plus its number and the previous one's, else None."""
+        if store.run is None:
+            return None
+        self.runs += 1
+        eq = None
+        if self.previous is not None and store.finished and self.previous.finished:
+            eq = {"run": self.runs, "previous": self.runs - 1}
+            eq.update(rerun_equality(self.previous, store))
+        self.previous = store
+        return eq
+
+
 def describe_rerun(eq: dict) -> str:
     """A re-run's comparison with the run before it, as words."""
     if eq["identical"] is None:

@@ -42,7 +42,6 @@ class DashboardActions:
     feed: Any  # LiveFeed or ReplayFeed
     store: SessionStore | None
     selected: str | None
-    _prev_store: SessionStore | None
     DASHBOARD_ONLY = frozenset(
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
     )
@@ -320,7 +319,6 @@ class DashboardActions:
             await _wait(worker)
         if self.feed.mode == "replay":
             self.history.clear()
-            self._prev_store = None
         self.status.retry_in = None
         self.start_feed()
 

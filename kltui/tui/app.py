@@ -18,7 +18,7 @@ from textual.worker import Worker
 
 from kltui.run.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
-from kltui.session.compare import describe_rerun, rerun_equality
+from kltui.session.compare import describe_rerun
 from kltui.session.events import (
     Event,
     HelperStarted,
@@ -117,7 +117,6 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         self.run_gen = 0
         self.interrupted = False
         self.last_message = ""
-        self._prev_store: SessionStore | None = None
         self._last_finished: SessionStore | None = None
         self._seen_version = -1
         self._dirty = True
@@ -265,15 +264,22 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                         self.selected = key
                         break
 
-    def feed_end_run(self, store: SessionStore, *, counted: bool, recording: str | None) -> None:
-        """The run ended: into the history, compared with the run before."""
+    def feed_end_run(
+        self,
+        store: SessionStore,
+        *,
+        counted: bool,
+        recording: str | None,
+        equality: dict | None = None,
+    ) -> None:
+        """The run ended: into the history, with its equality with the run before (computed
+        where runs are counted: the run driver, or the replay feed)."""
         self.status.running = False
         self.status.recording = recording or self.status.recording
         if counted and store.run is not None:
             identical, difference = None, None
-            if self._prev_store is not None and store.finished and self._prev_store.finished:
-                eq = rerun_equality(self._prev_store, store)
-                identical, difference = eq["identical"], describe_rerun(eq)
+            if equality is not None:
+                identical, difference = equality["identical"], describe_rerun(equality)
                 self.notify(
                     escape_controls(
                         f"run {len(self.history) + 1} vs the one before: {difference}", 300
@@ -283,7 +289,6 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
             self.history.append(
                 record_of(len(self.history) + 1, store, identical, recording, difference)
             )
-            self._prev_store = store
             self._last_finished = store
             if self._watch is not None:
                 self._watch.remember(store.run.servers)

@@ -18,6 +18,7 @@ from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras
+from kltui.session.compare import RerunChain
 from kltui.session.consume import pump
 from kltui.session.events import Event, RunStarted
 from kltui.session.fold import RecordedRun, recorded_runs
@@ -36,8 +37,16 @@ class Sink(Protocol):
     def feed_event(self, event: Event) -> None:
         """One event, already applied to the store."""
 
-    def feed_end_run(self, store: SessionStore, *, counted: bool, recording: str | None) -> None:
-        """The run ended (counted: it goes into the history), recorded at `recording`."""
+    def feed_end_run(
+        self,
+        store: SessionStore,
+        *,
+        counted: bool,
+        recording: str | None,
+        equality: dict | None = None,
+    ) -> None:
+        """The run ended (counted: it goes into the history), recorded at `recording`, with its
+        bit equality with the run before (session/compare.RerunChain) if both finished."""
 
     def feed_retry(self, seconds: int | None, attempt: int) -> None:
         """No server answered: the next attempt in `seconds` (None: it starts now)."""
@@ -68,7 +77,12 @@ class SinkView:
         """The run's end (a failed connection that is retried does not count as a run)."""
         if outcome.error is not None:
             self.sink.feed_error(f"{type(outcome.error).__name__}: {outcome.error}")
-        self.sink.feed_end_run(outcome.store, counted=outcome.counted, recording=outcome.recording)
+        self.sink.feed_end_run(
+            outcome.store,
+            counted=outcome.counted,
+            recording=outcome.recording,
+            equality=outcome.equality,
+        )
 
     def retrying(self, seconds: int | None, attempt: int) -> None:
         """The countdown to the next connection attempt."""
@@ -174,12 +188,13 @@ class ReplayFeed:
     async def run(self, sink: Sink) -> None:
         """Every run of the recording, one after the other, into the app."""
         self.finished = False
+        reruns = RerunChain()  # compared as the run driver compares live runs
         for run in recorded_runs(self.recording):
             store = run.bind(sink.feed_start_run())
             try:
                 await pump(self._paced(run), store, None, sink.feed_event)
             except asyncio.CancelledError:
-                sink.feed_end_run(store, counted=True, recording=None)
+                sink.feed_end_run(store, counted=True, recording=None, equality=reruns.add(store))
                 raise
-            sink.feed_end_run(store, counted=True, recording=None)
+            sink.feed_end_run(store, counted=True, recording=None, equality=reruns.add(store))
         self.finished = True
