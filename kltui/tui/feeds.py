@@ -103,8 +103,8 @@ class LiveFeed:
 
     @property
     def servers(self) -> list[str]:
-        """The servers the runs measure."""
-        return list(self.cfg.servers)
+        """The servers the runs measure (a fleet run: its router, until it names the workers)."""
+        return list(self.cfg.servers) or ([self.cfg.router] if self.cfg.router else [])
 
     async def run(self, sink: Sink) -> None:
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""

@@ -14,11 +14,16 @@ from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
 from kltui.run import driver
+from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
+from kltui.tui.app import KltuiApp
+from kltui.tui.feeds import LiveFeed
+from kltui.tui.screens.fleet import FleetScreen
 from tests.integration.checkrun import check_run
 from tests.router import Router
+from tests.tui.kit import until
 
 
 @pytest.fixture(scope="module")
@@ -179,3 +184,21 @@ async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
     assert f["matrices"]["match"][ia][dead]["identical"] is True
     assert f["matrices"]["decode_cache_hit"][ia][dead] is None
     assert f["matrices"]["decode_cache_hit"][ia][ib]["identical"] is True
+
+
+async def test_tui_on_a_router_runs_the_fleet_and_opens_a_replica(three_workers):
+    router, same, odd = three_workers
+    cfg = RunConfig(router=router.url, helpers=["match"], yes_flush=True, **SMALL)
+    app = KltuiApp(LiveFeed(cfg, None))
+    async with app.run_test(size=(140, 45)) as pilot:
+        assert app.feed.servers == [router.url]  # "connecting to" names the router
+        await until(pilot, lambda: app.store is not None and app.store.finished, timeout=120)
+        assert {st.server for st in app.store.helpers.values()} == {*same, odd}
+        await pilot.press("c")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        table = app.screen.query_one("#fleet-table")
+        assert table.row_count == 3 and str(table.get_row(odd)[2]) == "≠ differs"
+        table.move_cursor(row=app.screen.fleet["replicas"].index(odd))
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
+        assert app.selected == f"match@{odd}"
