@@ -15,7 +15,7 @@ from kltui.cli.options import (
     check_outputs,
     record_path,
 )
-from kltui.errors import UsageError
+from kltui.errors import UsageError, session_exit
 
 
 def _headless(cfg, args: argparse.Namespace) -> int:
@@ -141,8 +141,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return views[-1]
 
         fold(rec, on_run)
-        views[-1].finish()
-        return 0
+        if views:
+            views[-1].finish()
+        # the exit code `kltui check` gave the recorded runs (a run cut short has no verdict)
+        return session_exit(v.store.finished.verdict if v.store.finished else None for v in views)
     from kltui.tui.launch import run_replay
 
     return run_replay(

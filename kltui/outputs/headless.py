@@ -276,7 +276,7 @@ def results_table(store: SessionStore) -> Table:
     ):
         t.add_column(col, justify="right" if col not in ("helper", "result") else "left")
     multi = len({st.server for st in store.helpers.values()}) > 1
-    for st in store.helpers.values():
+    for st in store.by_server():
         v = HelperView.of(st)
         s = v.summary
         name = st.key if multi else st.helper

@@ -172,6 +172,17 @@ class SessionStore:
         """What the server at `url` said about itself (empty when the run did not record it)."""
         return identity_of(self.run.servers if self.run else [], url)
 
+    def by_server(self) -> list[HelperState]:
+        """Every helper state grouped by server, the servers in the order the run names them
+        (a server it does not name last), each server's helpers in the order they started."""
+        # with --concurrency the servers' helpers start interleaved
+        named = [s.get("url") for s in (self.run.servers if self.run else [])]
+        rank = {url: i for i, url in enumerate(named)}
+        order: dict[str, int] = {}
+        for st in self.helpers.values():
+            order.setdefault(st.server, rank.get(st.server, len(rank) + len(order)))
+        return sorted(self.helpers.values(), key=lambda st: order[st.server])
+
     def apply(self, event: Event) -> HelperState | None:
         """Fold one event into the store; return the helper state it changed, if any."""
         self.version += 1

@@ -4,6 +4,7 @@ newest, and retention (`runs --prune`, KLTUI_RUNS_KEEP) removes only old kltui r
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import time
 from pathlib import Path
@@ -79,9 +80,55 @@ def test_runs_lists_newest_first_with_servers_verdict_and_size(folder, capsys, m
 
 def test_replay_without_a_file_opens_the_newest_recording(folder, capsys):
     paths = make_runs(folder)
-    assert main(["replay", "--headless"]) == 0
+    assert main(["replay", "--headless"]) == 3  # the newest one was cut short: no verdict
     err = capsys.readouterr().err
     assert f"newest recording {paths[2]}" in err
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "code"),
+    [
+        (["pass"], 0),
+        (["fail"], 1),
+        (["error"], 3),
+        (["interrupted"], 130),
+        ([None], 3),  # cut short before its verdict
+        (["pass", "fail", "pass"], 1),  # --repeat: the worst run's, as `check` exited
+        (["fail", "error"], 3),
+    ],
+)
+def test_replay_headless_exits_as_check_did_for_the_recorded_verdicts(
+    tmp_path, capsys, verdicts, code
+):
+    events = []
+    for v in verdicts:
+        events += run_events([HelperSpec("match")], servers=[server(A)], verdict=v)
+    path = record(tmp_path / "r.kltui.jsonl", events)
+    assert main(["replay", "--headless", path]) == code
+    assert capsys.readouterr().out.count("kltui results") == len(verdicts)
+
+
+def test_console_results_group_rows_by_server_in_the_order_given():
+    from rich.console import Console
+
+    from kltui.outputs.headless import results_table
+    from kltui.session.store import SessionStore
+
+    # --concurrency 2: the servers' helpers started interleaved, B's first
+    specs = [HelperSpec(h, server=u) for h in ("match", "prefill_cache_hit") for u in (B, A)]
+    store = SessionStore()
+    for ev in run_events(specs, servers=[server(A), server(B)], verdict="pass"):
+        store.apply(ev)
+    assert [st.key for st in store.by_server()] == [
+        f"match@{A}",
+        f"prefill_cache_hit@{A}",
+        f"match@{B}",
+        f"prefill_cache_hit@{B}",
+    ]
+    out = io.StringIO()
+    Console(file=out, width=400, color_system=None).print(results_table(store))
+    rows = [line.split()[1] for line in out.getvalue().splitlines() if "@http" in line]
+    assert rows == [st.key for st in store.by_server()]
 
 
 def test_replay_without_recordings_is_one_line_and_exit_2(folder, capsys):
