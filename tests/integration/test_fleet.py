@@ -202,3 +202,15 @@ async def test_tui_on_a_router_runs_the_fleet_and_opens_a_replica(three_workers)
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
         assert app.selected == f"match@{odd}"
+
+
+def test_a_prefill_decode_fleet_is_listed_and_refused_with_why(reference_servers, capsys):
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, page_size=4)
+    pd = ("--pd-disaggregation", "--prefill", a, "--decode", b)
+    with Router([a, b], extra=pd) as router:  # in PD mode the router lists these two only
+        rc = main(["check", "--router", router.url, "--no-record", "--samples", "2"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_USAGE
+    assert "no worker kltui can check (worker types: decode, prefill)" in err
+    assert "prefill/decode-disaggregated: a request sent to this worker alone cannot" in err
