@@ -407,8 +407,8 @@ class Run:
         summary = self.book.summary(
             n_samples=len(self.ctx.prompts), n_skipped=self.skipped, threshold=self.ctx.threshold
         )
-        # the threshold went down once, in HelperStarted (`started`); the store puts it back
-        del summary["threshold"]
+        # the thresholds went down once, in HelperStarted (`started`); the store puts them back
+        del summary["threshold"], summary["tail_threshold"]
         summary.update(self.extra)
         summary.update(extra)
         if summary.get("status") is None:

@@ -63,8 +63,9 @@ class Summary:
         *,
         threshold: float | None = None,
         threshold_source: ThresholdSource | None = None,
+        tail_threshold: float | None = None,
     ) -> Summary:
-        """Read a HelperFinished summary; `threshold` and `threshold_source` (sent once, in
+        """Read a HelperFinished summary; the thresholds and their source (sent once, in
         HelperStarted) fill in what the summary itself does not hold."""
         d = d if isinstance(d, dict) else {}
         known = {k: d[k] for k in _NAMES if k in d and d[k] is not None}
@@ -73,6 +74,8 @@ class Summary:
             known["threshold_source"] = threshold_source
         if "threshold" not in known and threshold is not None:
             known["threshold"] = threshold
+        if "tail_threshold" not in known and tail_threshold is not None:
+            known["tail_threshold"] = tail_threshold
         known["passed"] = bool(d.get("passed"))
         known["live"] = bool(d.get("live"))
         if not isinstance(known.get("per_sample"), list):

@@ -243,6 +243,7 @@ class SessionStore:
                     # NaN: a recording that starts mid-helper never said
                     threshold=st.threshold if math.isfinite(st.threshold) else None,
                     threshold_source=st.threshold_source,
+                    tail_threshold=st.tail_threshold,
                 )
                 st.phase = "done"
                 st.finished = self._time_of(event)

@@ -209,7 +209,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
             # the JSON copies what the helper reported, key for key
             entry.update(v.reported(SUMMARY_FIELDS))
             # sent once, in HelperStarted (older recordings: in the summary too)
-            entry["threshold"] = v.threshold
+            entry["threshold"], entry["tail_threshold"] = v.threshold, v.tail_threshold
             src = v.threshold_source
             entry["threshold_source"] = src.label if src is not None else None
             entry["status"] = v.result  # older recordings: from `passed`
