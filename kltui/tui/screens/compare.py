@@ -8,12 +8,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui import fmt
 from kltui.session.compare import describe_first_dict
+from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 
 MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them all
@@ -76,24 +75,18 @@ def pair_group(pair: dict, vars_: dict) -> Group:
     return Group(*parts)
 
 
-class CompareScreen(ModalScreen):
+class CompareScreen(BoxModal):
     """The modal comparing servers of one run, bit for bit."""
 
     BINDINGS = [Binding("escape,q,c", "app.pop_screen", "Close", id="compare.close")]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    BOX_TITLE = "servers compared · same prompt ids, bit for bit"
 
     def __init__(self, pairs: list[dict], vars_: dict) -> None:
         super().__init__()
         self.pairs = list(pairs)
         self.vars_ = dict(vars_)
 
-    def compose(self) -> ComposeResult:
-        """The screen's scrolling box of server pairs."""
-        box = VerticalScroll()
-        box.border_title = "servers compared · same prompt ids, bit for bit"
-        box.border_subtitle = "esc closes"
-        with box:
-            yield Static(
-                Group(*(pair_group(p, self.vars_) for p in self.pairs)), id="compare-detail"
-            )
+    def body(self) -> ComposeResult:
+        """The server pairs."""
+        yield Static(Group(*(pair_group(p, self.vars_) for p in self.pairs)), id="compare-detail")

@@ -10,9 +10,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
+from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 
 READ_ONLY_NOTE = (
@@ -46,7 +46,7 @@ def question_text(server: str, reason: str, read_only: bool = False) -> Text:
     return t
 
 
-class ConfirmFlush(ModalScreen[bool]):
+class ConfirmFlush(BoxModal[bool]):
     """Dismissed with True (flush and run) or False (cancel the run). Read-only (a served
     dashboard a reviewer watches): only Cancel; the viewer must not act on the server."""
 
@@ -55,7 +55,7 @@ class ConfirmFlush(ModalScreen[bool]):
         Binding("n,escape", "answer(False)", "Cancel", id="flush.no"),
     ]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    BOX = Vertical
 
     def __init__(self, server: str, reason: str, *, read_only: bool = False) -> None:
         super().__init__()
@@ -63,20 +63,22 @@ class ConfirmFlush(ModalScreen[bool]):
         self.reason = reason
         self.read_only = read_only
 
-    def compose(self) -> ComposeResult:
+    def box_title(self) -> Text:
+        """Which server would be flushed."""
+        return Text.assemble("flush ", safe(self.server, limit=60), "?")
+
+    def box_subtitle(self) -> str:
+        """The keys that answer (read-only: only cancel)."""
+        return "n / esc cancel" if self.read_only else "y flush · n / esc cancel"
+
+    def body(self) -> ComposeResult:
         """The question and its two buttons."""
-        box = Vertical()
-        box.border_title = Text.assemble("flush ", safe(self.server, limit=60), "?")
-        box.border_subtitle = "n / esc cancel" if self.read_only else "y flush · n / esc cancel"
-        with box:
-            yield Static(
-                question_text(self.server, self.reason, self.read_only), id="flush-question"
+        yield Static(question_text(self.server, self.reason, self.read_only), id="flush-question")
+        with Horizontal(id="flush-buttons"):
+            yield Button(
+                "Flush and run", variant="warning", id="flush-yes", disabled=self.read_only
             )
-            with Horizontal(id="flush-buttons"):
-                yield Button(
-                    "Flush and run", variant="warning", id="flush-yes", disabled=self.read_only
-                )
-                yield Button("Cancel", variant="primary", id="flush-no")
+            yield Button("Cancel", variant="primary", id="flush-no")
 
     def on_mount(self) -> None:
         """Focus Cancel."""

@@ -11,12 +11,11 @@ from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.session.diagnosis import Diagnosis
+from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.diagnosis import BADGE_CLASSES, badge
 from kltui.untrusted import safe
 
@@ -43,7 +42,7 @@ def diagnosis_group(diagnoses: list[Diagnosis], node: DOMNode) -> Group:
     return Group(*parts)
 
 
-class DiagnosisScreen(ModalScreen):
+class DiagnosisScreen(BoxModal):
     """The modal showing the run's diagnosis in full."""
 
     BINDINGS = [
@@ -51,21 +50,17 @@ class DiagnosisScreen(ModalScreen):
         Binding("u", "dumps", "Dumper drill-down", id="diagnosis.dumps"),
     ]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
-
     COMPONENT_CLASSES = BADGE_CLASSES  # the condition badges, coloured in app.tcss
+
+    BOX_TITLE = "diagnosis"
 
     def __init__(self, diagnoses: list[Diagnosis]) -> None:
         super().__init__()
         self.diagnoses = list(diagnoses)
 
-    def compose(self) -> ComposeResult:
-        """The screen's scrolling box."""
-        box = VerticalScroll()
-        box.border_title = "diagnosis"
-        box.border_subtitle = "esc closes"
-        with box:
-            yield Static(id="diagnosis-detail")
+    def body(self) -> ComposeResult:
+        """The diagnosis, filled in once mounted."""
+        yield Static(id="diagnosis-detail")
 
     def on_mount(self) -> None:
         """Fill in the diagnosis once the screen is styled."""

@@ -8,12 +8,11 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.dumps.render import module_table, steps_table
+from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
@@ -47,22 +46,19 @@ def dumps_view(result: dict, node: DOMNode) -> Group:
     return Group(*parts)
 
 
-class DumpsScreen(ModalScreen):
+class DumpsScreen(BoxModal):
     """Modal module table; `result` is the analysis dict."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close", id="dumps.close")]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
     COMPONENT_CLASSES = {"dumps--identical", "dumps--differs"}
+
+    BOX_TITLE = "dumper drill-down: decode vs fresh prefill"
 
     def __init__(self, result: dict) -> None:
         super().__init__()
         self.result = result
 
-    def compose(self) -> ComposeResult:
-        """The screen's scrolling box."""
-        box = VerticalScroll()
-        box.border_title = "dumper drill-down: decode vs fresh prefill"
-        box.border_subtitle = "esc closes"
-        with box:
-            yield Static(dumps_view(self.result, self), id="dumps-table")
+    def body(self) -> ComposeResult:
+        """The module table."""
+        yield Static(dumps_view(self.result, self), id="dumps-table")

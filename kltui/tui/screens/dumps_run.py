@@ -14,10 +14,9 @@ from rich.console import Group
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import LoadingIndicator, Static
 
+from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 
 
@@ -34,12 +33,13 @@ class DumpsRequest:
     new_tokens: int = 8
 
 
-class DumpsRunScreen(ModalScreen):
+class DumpsRunScreen(BoxModal):
     """The modal running a dumper capture and analysis from the TUI."""
 
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close", id="dumps-run.close")]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    BOX_TITLE = "dumper drill-down"
+    BOX_SUBTITLE = "esc closes (a capture in progress is stopped)"
 
     def __init__(self, request: DumpsRequest) -> None:
         super().__init__()
@@ -47,14 +47,10 @@ class DumpsRunScreen(ModalScreen):
         self.steps: list[str] = []
         self.outcome = "running"  # running | hooks-missing | error | done
 
-    def compose(self) -> ComposeResult:
-        """The screen's scrolling box of steps and result."""
-        box = VerticalScroll()
-        box.border_title = "dumper drill-down"
-        box.border_subtitle = "esc closes (a capture in progress is stopped)"
-        with box:
-            yield Static(id="dumps-run-log")
-            yield LoadingIndicator()
+    def body(self) -> ComposeResult:
+        """The steps and result, with a spinner while the capture runs."""
+        yield Static(id="dumps-run-log")
+        yield LoadingIndicator()
 
     def on_mount(self) -> None:
         """Start the capture."""

@@ -8,11 +8,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import DataTable, Static
 
 from kltui.session.fleet import replica_cells
 from kltui.session.servers import text
+from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 
 # cell verdict -> theme variable of its colour (app.tcss's scale colours)
@@ -41,27 +41,25 @@ def fleet_head(f: dict, vars_: dict) -> Text:
     return out
 
 
-class FleetScreen(ModalScreen[str | None]):
+class FleetScreen(BoxModal[str | None]):
     """Every replica of a fleet run against the reference; dismissed with the chosen replica's
     URL (Enter) or None."""
 
     BINDINGS = [Binding("escape,q,c", "close", "Close", id="fleet.close")]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    BOX = Vertical  # the table scrolls itself
+    BOX_TITLE = "fleet · every replica against the reference, bit for bit"
+    BOX_SUBTITLE = "enter opens a replica's dashboard · esc closes"
 
     def __init__(self, fleet: dict, vars_: dict) -> None:
         super().__init__()
         self.fleet = fleet
         self.vars_ = dict(vars_)
 
-    def compose(self) -> ComposeResult:
+    def body(self) -> ComposeResult:
         """The summary above a replicas x helpers table."""
-        box = Vertical()
-        box.border_title = "fleet · every replica against the reference, bit for bit"
-        box.border_subtitle = "enter opens a replica's dashboard · esc closes"
-        with box:
-            yield Static(fleet_head(self.fleet, self.vars_), id="fleet-head")
-            yield DataTable(cursor_type="row", zebra_stripes=True, id="fleet-table")
+        yield Static(fleet_head(self.fleet, self.vars_), id="fleet-head")
+        yield DataTable(cursor_type="row", zebra_stripes=True, id="fleet-table")
 
     def on_mount(self) -> None:
         """Fill the table: one row per replica, one column per helper."""

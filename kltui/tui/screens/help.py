@@ -7,11 +7,10 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.metrics import scale
+from kltui.tui.screens.modal import BoxModal
 
 EXPLAIN = [
     (
@@ -61,33 +60,30 @@ def keys_table(
     return table
 
 
-class HelpScreen(ModalScreen):
+class HelpScreen(BoxModal):
     """The modal listing every key."""
 
     BINDINGS = [Binding("escape,question_mark,q", "app.pop_screen", "Close", id="help.close")]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
+    BOX_TITLE = "kltui help"
+    BOX_SUBTITLE = "esc closes · remap keys with `keymap:` in the config (binding ids)"
 
     def __init__(self, groups: list[tuple[str, list[Binding]]], keymap: dict[str, str]) -> None:
         super().__init__()
         self.groups, self.keymap = groups, keymap
 
-    def compose(self) -> ComposeResult:
-        """The screen's scrolling box of key tables."""
-        box = VerticalScroll()
-        box.border_title = "kltui help"
-        box.border_subtitle = "esc closes · remap keys with `keymap:` in the config (binding ids)"
-        with box:
-            explain = Table.grid(padding=(0, 2))
-            explain.add_column(style="bold", no_wrap=True)
-            explain.add_column()
-            for k, v in EXPLAIN:
-                explain.add_row(k, v)
-            yield Static(
-                Group(
-                    Text("Keys", style="bold"),
-                    keys_table(self.groups, self.keymap, self.app.get_key_display),
-                    Text("What the numbers mean", style="bold"),
-                    explain,
-                )
+    def body(self) -> ComposeResult:
+        """The key tables and what the numbers mean."""
+        explain = Table.grid(padding=(0, 2))
+        explain.add_column(style="bold", no_wrap=True)
+        explain.add_column()
+        for k, v in EXPLAIN:
+            explain.add_row(k, v)
+        yield Static(
+            Group(
+                Text("Keys", style="bold"),
+                keys_table(self.groups, self.keymap, self.app.get_key_display),
+                Text("What the numbers mean", style="bold"),
+                explain,
             )
+        )

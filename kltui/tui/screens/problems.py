@@ -6,12 +6,11 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.dom import DOMNode
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from kltui.session.events import Problem
+from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
@@ -39,22 +38,21 @@ def kind(p: Problem) -> str:
     return "fatal" if p.fatal else "warn"
 
 
-class ProblemsScreen(ModalScreen):
+class ProblemsScreen(BoxModal):
     """The modal listing the run's problems."""
 
     BINDINGS = [Binding("escape,q,e", "app.pop_screen", "Close", id="problems.close")]
 
-    DEFAULT_CLASSES = "modal"  # its look: `.modal` in app.tcss
     COMPONENT_CLASSES = {"problems--fatal", "problems--warn"}
 
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__()
         self.problems = list(problems)
 
-    def compose(self) -> ComposeResult:
-        """The screen's scrolling box."""
-        box = VerticalScroll()
-        box.border_title = f"problems ({len(self.problems)})"
-        box.border_subtitle = "esc closes"
-        with box:
-            yield Static(problems_table(self.problems, self), id="problems-table")
+    def box_title(self) -> str:
+        """The title, with how many problems."""
+        return f"problems ({len(self.problems)})"
+
+    def body(self) -> ComposeResult:
+        """The problems table."""
+        yield Static(problems_table(self.problems, self), id="problems-table")
