@@ -21,6 +21,7 @@ from rich.text import Text
 
 from kltui import fmt
 from kltui.console import make_console
+from kltui.engines.identity import ServerIdentity
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
@@ -42,7 +43,7 @@ from kltui.session.events import (
 )
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import ServerIdentity, server_facts
+from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
+from kltui.engines.identity import ServerIdentity
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
@@ -28,7 +29,7 @@ from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
-from kltui.session.servers import ServerIdentity, models_differ
+from kltui.session.servers import models_differ
 
 TOKENIZE_BATCH = 64
 # Asked once per server before its first flush (the TUI's question); False stops the run.

@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 import shlex
 
+from kltui.engines.identity import ServerIdentity
 from kltui.fmt import sci
 from kltui.helpers.registry import HELPERS, baseline_path, cache_helpers, path_of
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
-from kltui.session.servers import ServerIdentity
 from kltui.session.store import HelperState, SessionStore
 
 # at or below the stray-ulp level the gate cannot care, whatever threshold it has

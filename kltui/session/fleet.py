@@ -14,9 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kltui.engines.identity import ServerIdentity
 from kltui.helpers.registry import same_engine
 from kltui.session.compare import BookDiff, compare_books
-from kltui.session.servers import COMPARED, ServerIdentity
+from kltui.session.servers import COMPARED
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 SIDES_SHOWN = {

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kltui.engines.identity import ServerIdentity, identity_of
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
 from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
@@ -30,7 +31,6 @@ from kltui.session.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.session.servers import ServerIdentity, identity_of
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ what the pattern of differing helpers means."""
 
 import numpy as np
 
+from kltui.engines.identity import ServerIdentity
 from kltui.metrics.k3 import ScoreBook
 from kltui.session.cross_server import cross_server
 from kltui.session.events import (
@@ -14,7 +15,6 @@ from kltui.session.events import (
     SampleScored,
     SampleSkipped,
 )
-from kltui.session.servers import ServerIdentity
 from kltui.session.servers import models_differ as differ
 from kltui.session.store import SessionStore
 

@@ -139,7 +139,8 @@ def test_sample_config_for_rollout_servers_loads():
 
 
 def test_server_lines_and_settings_table_name_a_server_without_tokenizer():
-    from kltui.session.servers import ServerIdentity, server_facts, settings_rows
+    from kltui.engines.identity import ServerIdentity
+    from kltui.session.servers import server_facts, settings_rows
 
     base = ServerIdentity.of({"url": "http://127.0.0.1:1", "engine": "sglang", "version": "0.5.23"})
     assert "no tokenizer (--skip-tokenizer-init)" not in server_facts(base)

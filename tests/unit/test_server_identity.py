@@ -4,7 +4,7 @@ unknown rather than raising, and `get` answers every reported key as recorded.""
 
 from __future__ import annotations
 
-from kltui.session.servers import ServerIdentity, identity_of
+from kltui.engines.identity import ServerIdentity, identity_of
 
 URL = "http://127.0.0.1:30000"
 

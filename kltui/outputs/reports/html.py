@@ -9,6 +9,7 @@ palette PNGs embedded as data: URIs.
 from __future__ import annotations
 
 from kltui import __version__, fmt
+from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import (
     Origin,
     helper_names,
@@ -26,7 +27,7 @@ from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import Diagnosis, diagnose
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import ServerIdentity, settings_rows
+from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
 

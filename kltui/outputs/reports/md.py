@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
+from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import (
     Origin,
     cross_rows,
@@ -25,7 +26,7 @@ from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import ServerIdentity, server_summary
+from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
 
