@@ -13,10 +13,10 @@ from rich.console import Console
 
 from kltui.cli.commands import main
 from kltui.errors import UsageError
-from kltui.outputs import headless
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.md import md_report
 from kltui.reference import CHECKPOINT_DIR
+from kltui.run import driver
 from kltui.run.config import RunConfig, load_config_file
 from kltui.session.cross_server import cross_server
 from kltui.session.events import HelperFinished, HelperStarted
@@ -69,7 +69,7 @@ async def test_server_dying_after_match_leaves_the_rest_uncompared(
     a = reference_servers.url(deterministic=True)
     srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
     b = srv.url
-    real = headless.run_session
+    real = driver.run_session
 
     async def kill_b_after_match(cfg, *args, **kw):
         async for ev in real(cfg, *args, **kw):
@@ -77,7 +77,7 @@ async def test_server_dying_after_match_leaves_the_rest_uncompared(
             if isinstance(ev, HelperFinished) and (ev.helper, ev.server) == ("match", b):
                 srv.stop()
 
-    monkeypatch.setattr(headless, "run_session", kill_b_after_match)
+    monkeypatch.setattr(driver, "run_session", kill_b_after_match)
     try:
         rc, res, text = await check([a, b], tmp_path)
     finally:
