@@ -99,3 +99,20 @@ async def test_fleet_view_lists_every_replica_and_enter_opens_its_dashboard():
         await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
         assert app.selected == f"match@{url(23)}"
         assert url(23) in app.last_message
+
+
+async def test_dashboard_of_40_replicas_lists_one_replica_and_groups_the_servers():
+    app = replay_app(fleet_events())
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        app.select_helper(f"match@{url(7)}")
+        app.refresh_views()
+        await pilot.pause()
+        servers = " ".join(drawn_at(app.screen, "#servers").split())
+        assert "+ 37 more with these settings" in servers and "+ 1 more with" in servers
+        helpers = drawn_at(app.screen, "#progress")
+        assert helpers.count("@10.0.0.8:") == 3  # replica 7's three helpers, no other's
+        assert "@10.0.0.9:" not in helpers and "@10.0.0.1:" not in helpers
+        assert "+ 117 more on 39 servers (c)" in helpers
+        await pilot.press("right_square_bracket")  # ] still steps through every helper
+        assert app.selected == f"prefill_cache_hit@{url(7)}"

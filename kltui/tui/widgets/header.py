@@ -13,7 +13,7 @@ from rich.text import Text
 from textual.dom import DOMNode
 from textual.widgets import Static
 
-from kltui.session.servers import BY_KEY, NO_TOKENIZER, off_on, on_off
+from kltui.session.servers import BY_KEY, NO_TOKENIZER, SUMMARY_KEYS, off_on, on_off
 from kltui.session.store import SessionStore
 from kltui.tui.widgets.parts import badge_part, part
 from kltui.untrusted import safe
@@ -258,6 +258,25 @@ def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
     return flow(out, width)
 
 
+MANY_SERVERS = 4  # past this, servers with the same settings share one entry (a fleet)
+
+
+def server_groups(servers: list[dict]) -> list[list[dict]]:
+    """The servers to list, one entry each; past MANY_SERVERS, those reporting the same
+    settings share one (an unreachable one always has its own)."""
+    if len(servers) <= MANY_SERVERS:
+        return [[s] for s in servers]
+    groups: dict[tuple, list[dict]] = {}
+    for s in servers:
+        key = (
+            ("error", s.get("url"))
+            if s.get("error")
+            else tuple(repr(s.get(k)) for k in ("engine", *SUMMARY_KEYS))
+        )
+        groups.setdefault(key, []).append(s)
+    return list(groups.values())
+
+
 class ServersPanel(Static):
     """The panel naming each server of the run with the settings that matter."""
 
@@ -286,8 +305,15 @@ class ServersPanel(Static):
         run = store.run if store else None
         config = run.config if run else {}
         if run is not None:
-            for s in run.servers:
-                lines.append(server_text(s, config, self, width))
+            for members in server_groups(run.servers):
+                lines.append(server_text(members[0], config, self, width))
+                if len(members) > 1:  # a fleet's replicas: one line per distinct settings
+                    lines.append(
+                        Text(
+                            f"  + {len(members) - 1} more with these settings (c compares them)",
+                            style="dim",
+                        )
+                    )
             if run.prompt_set:
                 lines.append(prompt_text(run.prompt_set, config, width))
         elif status.message:

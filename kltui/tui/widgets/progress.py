@@ -97,6 +97,22 @@ def helper_label(st: HelperState, labels: dict[str, str]) -> str:
     return f"{st.helper}@{labels[st.server]}" if len(labels) > 1 else st.helper
 
 
+MANY_SERVERS = 4  # past this (a fleet), only the selected server's helpers get a row
+
+
+def shown_states(store: SessionStore, selected: str | None) -> tuple[list, tuple[int, int]]:
+    """The helper states that get a row, and (helpers, servers) left out: with many servers
+    only those of the selected helper's server (the first server's until one is selected)."""
+    states = list(store.helpers.values())
+    servers = list(dict.fromkeys(st.server for st in states))
+    if len(servers) <= MANY_SERVERS:
+        return states, (0, 0)
+    chosen = store.helpers.get(selected) if selected else None
+    server = chosen.server if chosen is not None else servers[0]
+    mine = [st for st in states if st.server == server]
+    return mine, (len(states) - len(mine), len(servers) - 1)
+
+
 class HelperProgress(Static):
     """Lines are clickable: a click selects that helper for the heatmap and table."""
 
@@ -172,13 +188,19 @@ class HelperProgress(Static):
             self.update(grid)
             return
         labels = server_labels(st.server for st in store.helpers.values())
-        for st in store.helpers.values():
+        states, hidden = shown_states(store, selected)
+        for st in states:
             self._keys.append(st.key)
             summary = summaries.get(st)
             row = self._row(st, st.key == selected, labels, summary, elapsed)
             if compact:
                 row = (row[0], row[1], row[2][:1], row[4], row[6], row[7])
             grid.add_row(*row)
+        if hidden[0]:
+            self._keys.append(None)
+            # ] and [ still step through every helper; c lists the servers side by side
+            more = Text(f"+ {hidden[0]} more on {hidden[1]} servers (c)", style="dim")
+            grid.add_row(" ", more)
         started = {st.helper for st in store.helpers.values()}
         if store.finished is None:
             for name in store.config.helpers:
