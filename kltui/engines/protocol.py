@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from kltui.engines.identity import ServerIdentity
+
 
 @runtime_checkable
 class Engine(Protocol):
@@ -20,8 +22,9 @@ class Engine(Protocol):
     async def wait_healthy(self) -> None:
         """Wait, with retries, until the server is healthy."""
 
-    async def identify(self) -> dict:
-        """The server's entry of RunStarted.servers (settings that decide what a number means)."""
+    async def identify(self) -> ServerIdentity:
+        """Who the server is: the settings that decide what a number means (its `record()` is
+        the server's entry of RunStarted.servers)."""
         ...
 
     async def aclose(self) -> None:

@@ -12,6 +12,7 @@ import orjson
 from kltui.engines.errors import EngineError, FlushBusy
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
 from kltui.engines.idcheck import check_ids
+from kltui.engines.identity import ServerIdentity
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
 from kltui.engines.sse import DONE, SSEError, iter_events, iter_lines
 from kltui.untrusted import one_line, sanitize
@@ -99,7 +100,7 @@ def _answer_cap(entries: int, top_k: int = 0) -> int:
 IDENTITY_KEYS = ("url", "engine", *SERVER_INFO_KEYS, "skip_tokenizer_init", "weight_version")
 
 
-def server_identity(url: str, info: dict, model: dict) -> dict:
+def server_identity(url: str, info: dict, model: dict) -> ServerIdentity:
     """The subset of /server_info and /model_info that decides what a result means."""
     out: dict[str, Any] = {"url": url, "engine": "sglang"}
     out.update({k: info.get(k) for k in SERVER_INFO_KEYS})  # null: this server did not say
@@ -108,7 +109,7 @@ def server_identity(url: str, info: dict, model: dict) -> dict:
     out["weight_version"] = model.get("weight_version")
     if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
         out["skip_tokenizer_init"] = True
-    return out
+    return ServerIdentity.of(out)
 
 
 class SGLangClient(HttpEngine):
@@ -171,12 +172,12 @@ class SGLangClient(HttpEngine):
         """The server's /server_info (or older /get_server_info), sanitized."""
         return await self._info("/server_info", "/get_server_info")
 
-    async def identify(self) -> dict:
-        """This server's entry of RunStarted.servers (`server_identity`)."""
+    async def identify(self) -> ServerIdentity:
+        """Who this server is (`server_identity`)."""
         identity, _info = await self.identify_with_info()
         return identity
 
-    async def identify_with_info(self) -> tuple[dict, dict]:
+    async def identify_with_info(self) -> tuple[ServerIdentity, dict]:
         """This server's identity and the whole /server_info it came from (what the helpers
         read); /model_info is optional (older servers answer 404)."""
         info = await self.server_info()

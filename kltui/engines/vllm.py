@@ -18,6 +18,7 @@ import orjson
 
 from kltui.engines.errors import EngineError
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
+from kltui.engines.identity import ServerIdentity
 from kltui.engines.vllm_parse import Completion, ParseError, parse_completions
 from kltui.untrusted import one_line, sanitize
 
@@ -227,7 +228,7 @@ class VLLMClient(HttpEngine):
             )
         return self._auth_hint(e)
 
-    async def identify(self) -> dict:
+    async def identify(self) -> ServerIdentity:
         """Identity and settings for RunStarted.servers and the alignment table.
 
         /version and /v1/models always; the full resolved config when the server runs with
@@ -255,7 +256,7 @@ class VLLMClient(HttpEngine):
                 out["enable_prefix_caching"] = _truthy(metric.get("enable_prefix_caching"))
                 out["kv_cache_dtype"] = metric.get("cache_dtype")
                 out["config_source"] = "v1/models+metrics"
-        return out
+        return ServerIdentity.of(out)
 
 
 def _get(d: Any, *path: str) -> Any:
@@ -294,13 +295,13 @@ def settings_from_server_info(info: dict) -> dict:
     return out
 
 
-async def identify_vllm(url: str, api_key: str | None, *, timeout: float = 60.0) -> dict:
-    """The identity dict of a vLLM baseline for RunStarted.servers; an unreachable or broken
-    server gives {"url", "engine", "error"} instead of raising."""
+async def identify_vllm(url: str, api_key: str | None, *, timeout: float = 60.0) -> ServerIdentity:
+    """The identity of a vLLM baseline for RunStarted.servers; an unreachable or broken server
+    gives one with its `error` (and `error_kind`) instead of raising."""
     client = VLLMClient(url, api_key, timeout=timeout)
     try:
         return await client.identify()
     except EngineError as e:
-        return {"url": client.url, "engine": "vllm", "error": e.message, "error_kind": e.kind}
+        return ServerIdentity.unreachable(client.url, "vllm", e.message, e.kind)
     finally:
         await client.aclose()

@@ -25,6 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from kltui.engines.errors import EngineError
+from kltui.engines.identity import ServerIdentity
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
@@ -76,7 +77,7 @@ class CrossRun(Run):
         # config entry); SGLang's CI values are for prefill vs decode, not engines.
         src = ctx.threshold_source
         self.kl_gate = src is not None and src.user_set
-        self.vllm_identity: dict = {}
+        self.vllm_identity = ServerIdentity()
         self.alignment: list[Row] = []
         self.cross: list[tuple[int, CrossPositions]] = []
         self.greedy: list[tuple[int, dict | None]] = []
@@ -333,7 +334,7 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
             raise _fail(run, e, "align") from None
         probe = await _probe_tokenizers(ctx.client, vllm)
         run.alignment = align(
-            ctx.server_info, run.vllm_identity, top_k=ctx.top_k, tokenizer_probe=probe
+            ctx.server_info, run.vllm_identity.record(), top_k=ctx.top_k, tokenizer_probe=probe
         )
         for row in mismatches(run.alignment):
             if row.severity != "refuse":

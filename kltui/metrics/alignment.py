@@ -2,7 +2,7 @@
 their logprobs are worth comparing (the vLLM-to-SGLang migration checklist, made mechanical).
 
 `align(sglang, vllm)` is a pure function over two identity dicts: SGLang's `/server_info` (plus
-`/model_info` keys) and the dict `kltui.engines.vllm.VLLMClient.identify` returns. Each row holds
+`/model_info` keys) and the `record()` of what `kltui.engines.vllm.VLLMClient.identify` returns. Each row holds
 both values, a status (`match`, `mismatch`, `unknown` when either side does not report it, or
 `info`), a severity (`refuse`: comparing would be meaningless; `warn`: numbers would partly
 measure the setting; `info`), and why it matters.

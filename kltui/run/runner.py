@@ -179,7 +179,7 @@ async def _servers_session(
             await c.aclose()
 
 
-async def _identify(client: SGLangClient, api_key: str | None) -> tuple[dict, dict]:
+async def _identify(client: SGLangClient, api_key: str | None) -> tuple[ServerIdentity, dict]:
     """A server's identity and /server_info once it is healthy; a router is refused."""
     await client.wait_healthy()
     identity, info = await client.identify_with_info()
@@ -210,10 +210,10 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     for c in clients:
         try:
             identity, found.infos[c.url] = await _identify(c, cfg.server_api_key())
-            found.servers.append(identity)
+            found.servers.append(identity.record())
         except EngineError as e:
             found.servers.append(
-                {"url": c.url, "engine": "sglang", "error": e.message, "error_kind": e.kind}
+                ServerIdentity.unreachable(c.url, "sglang", e.message, e.kind).record()
             )
             found.problems.append(
                 Problem(c.url, f"{e.message} (phase: connect)", fatal=True, phase="connect")
@@ -221,9 +221,11 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     if cfg.baseline:
         # the baseline's identity is recorded even when unreachable; cross_engine reports it
         found.servers.append(
-            await identify_vllm(
-                cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60)
-            )
+            (
+                await identify_vllm(
+                    cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60)
+                )
+            ).record()
         )
     found.live = [c for c in clients if c.url in found.infos]
     if not cfg.allow_different_models:

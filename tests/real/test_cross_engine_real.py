@@ -116,13 +116,13 @@ async def test_a_mismatch_is_flagged_before_numbers_and_recorded(sglang_url, vll
 
 
 async def test_identify_vllm_reads_the_dev_mode_config(vllm_url):
-    ident = await identify_vllm(vllm_url, None)
+    ident = (await identify_vllm(vllm_url, None)).record()
     assert ident["engine"] == "vllm" and ident["version"] == "0.32.0"
     assert ident["config_source"] == "server_info"
     assert ident["dtype"] in ("torch.float32", "float32") and ident["max_model_len"] == 512
     assert ident["max_logprobs"] == 20 and ident["logprobs_mode"] == "raw_logprobs"
     assert ident["enforce_eager"] is True and ident["tp_size"] == 1
-    gone = await identify_vllm("127.0.0.1:9", None, timeout=3)
+    gone = (await identify_vllm("127.0.0.1:9", None, timeout=3)).record()
     assert gone["error_kind"] == "unreachable" and "error" in gone
 
 

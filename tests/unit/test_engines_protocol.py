@@ -45,7 +45,7 @@ async def test_both_clients_are_engines():
 async def test_sglang_identity_is_the_recorded_subset():
     weights = {"served_model_name": "llama-8b", "weight_version": "v3"}
     async with SGLangClient("127.0.0.1:1", transport=mock(weights)) as c:
-        ident = await c.identify()
+        ident = (await c.identify()).record()
     assert ident["url"] == "http://127.0.0.1:1" and ident["engine"] == "sglang"
     # SGLang's own name only: no derived `cuda_graph` beside `disable_cuda_graph`
     assert ident["tp_size"] == 2 and ident["disable_cuda_graph"] is True
@@ -60,5 +60,5 @@ async def test_sglang_identity_is_the_recorded_subset():
 
 async def test_sglang_identity_without_model_info():
     async with SGLangClient("127.0.0.1:1", transport=mock(None)) as c:
-        ident = await c.identify()
+        ident = (await c.identify()).record()
     assert ident["model_path"] == "/models/llama" and ident["weight_version"] is None

@@ -232,7 +232,7 @@ async def test_identify_without_dev_mode_reads_metrics():
         return httpx.Response(404, json={"detail": "Not Found"})
 
     c = _client(handler)
-    ident = await c.identify()
+    ident = (await c.identify()).record()
     await c.aclose()
     assert ident["engine"] == "vllm" and ident["version"] == "0.32.0"
     assert ident["model_path"] == "/ckpt/tiny" and ident["max_model_len"] == 512
