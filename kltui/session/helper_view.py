@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState
+
+T = TypeVar("T")
+
+
+def _or(final: T | None, live: T) -> T:
+    """The summary's value when it has one, else the live one."""
+    return final if final is not None else live
 
 
 @dataclass(frozen=True)
@@ -39,44 +46,37 @@ class HelperView:
     @property
     def scored(self) -> int:
         """Samples scored."""
-        s = self.summary.scored
-        return s if s is not None else self.state.n_scored
+        return _or(self.summary.scored, self.state.n_scored)
 
     @property
     def samples(self) -> int:
         """Samples the helper was given."""
-        s = self.summary.samples
-        return s if s is not None else self.state.n_samples
+        return _or(self.summary.samples, self.state.n_samples)
 
     @property
     def skipped(self) -> int:
         """Samples not scored (each with its reason in `state.skipped`)."""
-        s = self.summary.skipped
-        return s if s is not None else len(self.state.skipped)
+        return _or(self.summary.skipped, len(self.state.skipped))
 
     @property
     def threshold(self) -> float:
         """The kl_div threshold avg_kl_div is gated on."""
-        t = self.summary.threshold
-        return t if t is not None else self.state.threshold
+        return _or(self.summary.threshold, self.state.threshold)
 
     @property
     def tail_threshold(self) -> float:
         """τ of the tail counts."""
-        t = self.summary.tail_threshold
-        return t if t is not None else self.state.tail_threshold
+        return _or(self.summary.tail_threshold, self.state.tail_threshold)
 
     @property
     def threshold_source(self) -> ThresholdSource | None:
         """Where the threshold came from (None: an older recording that did not say)."""
-        src = self.summary.threshold_source
-        return src if src is not None else self.state.threshold_source
+        return _or(self.summary.threshold_source, self.state.threshold_source)
 
     @property
     def status(self) -> str:
         """The summary's status, else the phase the helper is in (or stopped in)."""
-        s = self.summary.status
-        return s if s is not None else self.state.phase
+        return _or(self.summary.status, self.state.phase)
 
     @property
     def result(self) -> str:
