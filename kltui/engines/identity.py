@@ -13,15 +13,24 @@ from types import MappingProxyType
 from typing import Any
 
 
-def _int(v: object) -> int | None:
+# Readers of untrusted recorded values: a value of the wrong type reads as unknown (None).
+def as_int(v: object) -> int | None:
+    """`v` when it is an integer (not a bool), else None."""
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _bool(v: object) -> bool | None:
+def as_float(v: object) -> float | None:
+    """`v` as a float when it is a number (not a bool), else None."""
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def as_bool(v: object) -> bool | None:
+    """`v`'s truth, None when it is None."""
     return None if v is None else bool(v)
 
 
-def _str(v: object) -> str | None:
+def as_str(v: object) -> str | None:
+    """`v` as text, None when it is None."""
     return None if v is None else str(v)
 
 
@@ -50,18 +59,18 @@ class ServerIdentity:
         """Read a recorded identity (untrusted: a value of the wrong type reads as unknown)."""
         d = d if isinstance(d, dict) else {}
         return cls(
-            url=_str(d.get("url")),
+            url=as_str(d.get("url")),
             engine=str(d.get("engine") or "sglang"),
-            error=_str(d.get("error")),
-            version=_str(d.get("version")),
-            model_path=_str(d.get("model_path")),
-            tp_size=_int(d.get("tp_size")),
-            page_size=_int(d.get("page_size")),
-            chunked_prefill_size=_int(d.get("chunked_prefill_size")),
-            attention_backend=_str(d.get("attention_backend")),
-            enable_deterministic_inference=_bool(d.get("enable_deterministic_inference")),
-            disable_radix_cache=_bool(d.get("disable_radix_cache")),
-            disable_cuda_graph=_bool(d.get("disable_cuda_graph")),
+            error=as_str(d.get("error")),
+            version=as_str(d.get("version")),
+            model_path=as_str(d.get("model_path")),
+            tp_size=as_int(d.get("tp_size")),
+            page_size=as_int(d.get("page_size")),
+            chunked_prefill_size=as_int(d.get("chunked_prefill_size")),
+            attention_backend=as_str(d.get("attention_backend")),
+            enable_deterministic_inference=as_bool(d.get("enable_deterministic_inference")),
+            disable_radix_cache=as_bool(d.get("disable_radix_cache")),
+            disable_cuda_graph=as_bool(d.get("disable_cuda_graph")),
             skip_tokenizer_init=bool(d.get("skip_tokenizer_init")),
             reported=MappingProxyType(dict(d)),
         )

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kltui.engines.identity import ServerIdentity, identity_of
+from kltui.engines.identity import ServerIdentity, as_float, as_int, identity_of
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
 from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
@@ -53,10 +53,8 @@ class RecordedConfig:
         return cls(
             helpers=tuple(h for h in d.get("helpers") or () if isinstance(h, str)),
             servers=tuple(s for s in d.get("servers") or () if isinstance(s, str)),
-            temperature=float(temp)
-            if isinstance(temp, int | float) and not isinstance(temp, bool)
-            else None,
-            max_new_tokens=new if isinstance(new, int) and not isinstance(new, bool) else None,
+            temperature=as_float(temp),
+            max_new_tokens=as_int(new),
             fleet=fleet if isinstance(fleet, dict) else None,
             recorded=MappingProxyType(dict(d)),
         )
