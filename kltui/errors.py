@@ -27,6 +27,14 @@ class UsageError(Exception):
     """Bad command line, config or input file: exit code 2."""
 
 
+class FileLineError(UsageError):
+    """An input file that cannot be used, named with its line when known (`PATH[:LINE]: ...`)."""
+
+    def __init__(self, path: str, message: str, line: int | None = None) -> None:
+        where = f"{path}:{line}" if line else path
+        super().__init__(f"{where}: {message}")
+
+
 def exit_code(verdict: str | None) -> int:
     """The exit code for one run's verdict; no verdict (the run never finished) is an error."""
     return VERDICT_EXIT.get(verdict or "error", EXIT_SERVER)

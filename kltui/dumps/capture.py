@@ -20,8 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from kltui.dumps.files import DumpError
 from kltui.engines.errors import EngineError
 
@@ -66,12 +64,7 @@ class Capture:
 async def dumper_call(client, method: str, body: dict | None = None) -> list:
     """POST one /dumper/ method and return its answer."""
     try:
-        res = await client.request_json(
-            "POST",
-            f"/dumper/{method}",
-            content=orjson.dumps(body or {}),
-            headers={"Content-Type": "application/json"},
-        )
+        res = await client.post_json(f"/dumper/{method}", body or {})
     except EngineError as e:
         if e.kind in ("http-404", "http-405"):
             raise HooksMissing(
@@ -142,12 +135,7 @@ async def _generate(client, ids: list[int], max_new: int, rid: str) -> list[int]
         "sampling_params": {"temperature": 0.0, "max_new_tokens": max_new, "ignore_eos": True},
         "rid": rid,
     }
-    res = await client.request_json(
-        "POST",
-        "/generate",
-        content=orjson.dumps(body),
-        headers={"Content-Type": "application/json"},
-    )
+    res = await client.post_json("/generate", body)
     if isinstance(res, list) and len(res) == 1:
         res = res[0]
     out = res.get("output_ids") if isinstance(res, dict) else None

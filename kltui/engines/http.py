@@ -93,6 +93,9 @@ def _compact(value) -> str:
         return str(value)[:4096]
 
 
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
 class HttpEngine:
     """Base for engine clients: one AsyncClient, errors mapped to one-line EngineErrors."""
 
@@ -173,6 +176,12 @@ class HttpEngine:
             return self.fail(f"{route} answered HTTP {status} with an empty body", kind)
         return self.fail(
             f"{route} answered HTTP {resp.status_code}: {self.error_detail(resp)}", kind
+        )
+
+    async def post_json(self, route: str, body: object, *, max_bytes: int | None = None):
+        """POST `body` as JSON to `route`; its JSON answer decoded (`request_json`)."""
+        return await self.request_json(
+            "POST", route, content=orjson.dumps(body), headers=JSON_HEADERS, max_bytes=max_bytes
         )
 
     async def request_json(self, method: str, route: str, *, max_bytes: int | None = None, **kw):

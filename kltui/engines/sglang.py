@@ -10,7 +10,7 @@ import numpy as np
 import orjson
 
 from kltui.engines.errors import EngineError, FlushBusy
-from kltui.engines.http import HttpEngine, is_transient, with_backoff
+from kltui.engines.http import JSON_HEADERS, HttpEngine, is_transient, with_backoff
 from kltui.engines.idcheck import check_ids
 from kltui.engines.identity import ServerIdentity
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
@@ -312,11 +312,9 @@ class SGLangClient(HttpEngine):
         """One non-streamed batched /generate; results in input order, checked against the
         request. Never retried (see the class comment)."""
         entries = sum(len(x) for x in batch) + len(batch) * int(sp.get("max_new_tokens") or 0)
-        data = await self.request_json(
-            "POST",
+        data = await self.post_json(
             "/generate",
-            content=orjson.dumps(self._body(batch, sp, stream=False, **kw)),
-            headers={"Content-Type": "application/json"},
+            self._body(batch, sp, stream=False, **kw),
             max_bytes=_answer_cap(entries, kw.get("top_logprobs_num") or 0),
         )
         if isinstance(data, dict):
@@ -346,7 +344,7 @@ class SGLangClient(HttpEngine):
         route = "/generate stream"
         try:
             async with self._client.stream(
-                "POST", "/generate", content=body, headers={"Content-Type": "application/json"}
+                "POST", "/generate", content=body, headers=JSON_HEADERS
             ) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
@@ -395,11 +393,9 @@ class SGLangClient(HttpEngine):
             "logprob_start_len": 0,
         }
         try:
-            data = await self.request_json(
-                "POST",
+            data = await self.post_json(
                 "/generate",
-                content=orjson.dumps(body),
-                headers={"Content-Type": "application/json"},
+                body,
                 max_bytes=_answer_cap(sum(len(t.encode("utf-8")) + 8 for t in texts)),
             )
         except EngineError as e:

@@ -14,7 +14,6 @@ from typing import Any
 
 import httpx
 import numpy as np
-import orjson
 
 from kltui.engines.errors import EngineError
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
@@ -151,13 +150,7 @@ class VLLMClient(HttpEngine):
         if self.model_id:
             body["model"] = self.model_id
         try:
-            data = await self.request_json(
-                "POST",
-                "/tokenize",
-                content=orjson.dumps(body),
-                headers={"Content-Type": "application/json"},
-                max_bytes=BASE_ANSWER_BYTES,
-            )
+            data = await self.post_json("/tokenize", body, max_bytes=BASE_ANSWER_BYTES)
         except EngineError as e:
             if e.kind in ("http-404", "http-405"):
                 return None
@@ -202,11 +195,9 @@ class VLLMClient(HttpEngine):
         k = max(prompt_logprobs or 0, logprobs or 0)
         entries = sum(p.size for p in sent) + len(sent) * max_tokens
         try:
-            data = await self.request_json(
-                "POST",
+            data = await self.post_json(
                 "/v1/completions",
-                content=orjson.dumps(body),
-                headers={"Content-Type": "application/json"},
+                body,
                 max_bytes=BASE_ANSWER_BYTES + BYTES_PER_ENTRY * entries * (k + 2),
             )
         except EngineError as e:

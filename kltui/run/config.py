@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from kltui.errors import UsageError
+from kltui.errors import FileLineError, UsageError
 from kltui.helpers.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import (
@@ -26,12 +26,8 @@ STREAM_CHUNKS = 16
 DEFAULT_FLEET_CONCURRENCY = 4
 
 
-class ConfigError(UsageError):
+class ConfigError(FileLineError):
     """A config file that cannot be used, named with its line."""
-
-    def __init__(self, path: str, message: str, line: int | None = None) -> None:
-        where = f"{path}:{line}" if line else path
-        super().__init__(f"{where}: {message}")
 
 
 @dataclass

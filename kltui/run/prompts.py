@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from kltui.errors import UsageError
+from kltui.errors import FileLineError
 from kltui.run.builtin_prompts import PROMPTS
 
 DEFAULT_MAX_PROMPT_TOKENS = 3000  # kl_test_utils.DEFAULT_PROMPT_TOKENS
@@ -24,12 +24,8 @@ MAX_TOKEN_ID = 2**31 - 1  # beyond any vocabulary; larger ids would overflow num
 DEFAULT_SEED = 0
 
 
-class PromptFileError(UsageError):
+class PromptFileError(FileLineError):
     """A prompt file that cannot be used, named with its line."""
-
-    def __init__(self, path: str, message: str, line: int | None = None) -> None:
-        where = f"{path}:{line}" if line else path
-        super().__init__(f"{where}: {message}")
 
 
 @dataclass
