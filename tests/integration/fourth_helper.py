@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import numpy as np
+
 from kltui.engines.sglang_parse import GenResult
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
 from kltui.helpers.registry import Helper
-from kltui.session.events import Event, SampleSkipped
+from kltui.session.events import Event
 
 NAME = "half_prefix_hit"
 
@@ -34,7 +36,10 @@ ENTRY = Helper(
 @helper(NAME)
 async def half_prefix_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     """Decode each prompt on a radix hit of its first half; replay it as one fresh prefill."""
-    yield run.started({"max_new_tokens": ctx.max_new_tokens, "temperature": ctx.temperature})
+    async for ev in run.begin(
+        {"max_new_tokens": ctx.max_new_tokens, "temperature": ctx.temperature}
+    ):
+        yield ev
     samples = list(range(len(ctx.prompts)))
     async for ev in run.flush():
         yield ev
@@ -42,19 +47,15 @@ async def half_prefix_hit(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     warm: list[GenResult] = []
     async for ev in run.generate("warm", halves, samples, warm, max_new_tokens=0, logprobs=False):
         yield ev
-    out: list[GenResult] = []
-    async for ev in run.generate(
-        "decode", ctx.prompts, samples, out, max_new_tokens=ctx.max_new_tokens
-    ):
+    items: list[tuple[int, np.ndarray, GenResult]] = []
+    async for ev in run.decode(ctx.prompts, items, _missed):
         yield ev
-    items = []
-    for s, r in zip(samples, out, strict=True):
-        if r.cached_tokens > 0:
-            items.append((s, ctx.prompts[s], r))
-        else:
-            run.skipped += 1
-            yield SampleSkipped(run.helper, ctx.server, s, "no radix hit on the prompt's half")
     run.extra["hits"] = len(items)
     async for ev in run.replay_and_score(items):
         yield ev
     yield run.finished()
+
+
+def _missed(sample: int, r: GenResult) -> str | None:
+    """Why a decode missed the warmed half, or None on a hit."""
+    return None if r.cached_tokens > 0 else "no radix hit on the prompt's half"
