@@ -52,22 +52,22 @@ class ReferenceServer:
         env: dict[str, str] | None = None,
     ) -> None:
         args = ["--host", host, "--port", "0", "--fault", fault, "--page-size", str(page_size)]
-        if deterministic:
-            args.append("--deterministic")
-        if fault_window is not None:
-            args += ["--fault-window", str(fault_window)]
-        if checkpoint is not None:
-            args += ["--checkpoint", str(checkpoint)]
-        if incremental_streaming_output:
-            args.append("--incremental-streaming-output")
-        if api_key is not None:
-            args += ["--api-key", api_key]
-        if disable_radix_cache:
-            args.append("--disable-radix-cache")
-        if stream_interval is not None:
-            args += ["--stream-interval", str(stream_interval)]
-        if random_seed is not None:
-            args += ["--random-seed", str(random_seed)]
+        switches = {
+            "--deterministic": deterministic,
+            "--incremental-streaming-output": incremental_streaming_output,
+            "--disable-radix-cache": disable_radix_cache,
+        }
+        args += [flag for flag, on in switches.items() if on]
+        valued = {
+            "--fault-window": fault_window,
+            "--checkpoint": checkpoint,
+            "--api-key": api_key,
+            "--stream-interval": stream_interval,
+            "--random-seed": random_seed,
+        }
+        for flag, value in valued.items():
+            if value is not None:
+                args += [flag, str(value)]
         self.argv = [sys.executable, "-m", "kltui.reference", "serve", *args, *extra_args]
         self.startup_timeout = startup_timeout
         self._extra_env = dict(env or {})
