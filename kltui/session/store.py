@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from kltui.engines.identity import ServerIdentity, as_float, as_int, identity_of
+from kltui.engines.identity import ServerIdentity, as_bool, as_float, as_int, identity_of
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
 from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
@@ -42,6 +42,8 @@ class RecordedConfig:
     servers: tuple[str, ...] = ()
     temperature: float | None = None
     max_new_tokens: int | None = None
+    seed: int | None = None
+    stream: bool | None = None  # None: streamed where a view shows decodes live
     fleet: dict[str, Any] | None = None  # a --router run's router and workers (run/fleet.py)
     recorded: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -55,6 +57,8 @@ class RecordedConfig:
             servers=tuple(s for s in d.get("servers") or () if isinstance(s, str)),
             temperature=as_float(temp),
             max_new_tokens=as_int(new),
+            seed=as_int(d.get("seed")),
+            stream=as_bool(d.get("stream")),
             fleet=fleet if isinstance(fleet, dict) else None,
             recorded=MappingProxyType(dict(d)),
         )
@@ -169,6 +173,10 @@ class SessionStore:
     def identity(self, url: str) -> ServerIdentity:
         """What the server at `url` said about itself (empty when the run did not record it)."""
         return identity_of(self.run.servers if self.run else [], url)
+
+    def identities(self) -> list[ServerIdentity]:
+        """Every server the run recorded, typed, in the run's order (empty before RunStarted)."""
+        return [ServerIdentity.of(s) for s in (self.run.servers if self.run else [])]
 
     def by_server(self) -> list[HelperState]:
         """Every helper state grouped by server, the servers in the order the run names them

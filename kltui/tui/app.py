@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer
 from textual.worker import Worker
 
+from kltui.engines.identity import ServerIdentity
 from kltui.run.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.session.compare import describe_rerun
@@ -251,7 +252,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                     self.selected = key
             case RunStarted():
                 self.status.message = None
-                if any(not s.get("error") for s in ev.servers):
+                if any(not ServerIdentity.of(s).error for s in ev.servers):
                     self.status.error = None  # connected: the last attempt's error is history
             case Problem() if self.feed.mode == "live" and not self.exiting:
                 severity = "error" if ev.fatal else "warning"

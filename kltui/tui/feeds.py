@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Protocol
 
+from kltui.engines.identity import ServerIdentity
 from kltui.helpers.extras import for_opened
 from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
@@ -149,7 +150,7 @@ class ReplayFeed:
         """The servers of the recording's first run."""
         for ev in self.recording.events:
             if isinstance(ev, RunStarted):
-                return [str(s.get("url")) for s in ev.servers]
+                return [str(ServerIdentity.of(s).url) for s in ev.servers]
         return []
 
     async def fetch_opened(

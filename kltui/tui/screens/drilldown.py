@@ -130,11 +130,8 @@ class DrillDown(Screen):
 
     def _no_server_tokenizer(self) -> bool:
         """The server of this sample was started with --skip-tokenizer-init (ids only)."""
-        run = getattr(getattr(self.app, "store", None), "run", None)
-        servers = run.servers if run is not None else []
-        return any(
-            s.get("url") == self.state.server and s.get("skip_tokenizer_init") for s in servers
-        )
+        store = getattr(self.app, "store", None)
+        return store is not None and store.identity(self.state.server).skip_tokenizer_init
 
     def on_mount(self) -> None:
         """Fill in the heading, strip and table, and go to the asked position."""

@@ -13,8 +13,9 @@ from rich.text import Text
 from textual.dom import DOMNode
 from textual.widgets import Static
 
-from kltui.session.servers import BY_KEY, NO_TOKENIZER, SUMMARY_KEYS, off_on, on_off
-from kltui.session.store import SessionStore
+from kltui.engines.identity import ServerIdentity
+from kltui.session.servers import BY_KEY, NO_TOKENIZER, SUMMARY_KEYS, fault_of, off_on, on_off
+from kltui.session.store import RecordedConfig, SessionStore
 from kltui.tui.widgets.parts import badge_part, part
 from kltui.untrusted import safe
 
@@ -176,26 +177,26 @@ def flow(chunks: list[Text], width: int | None) -> Text:
     return Text("\n", no_wrap=True, overflow="ellipsis").join(lines)
 
 
-def server_settings(s: dict, config: dict, node: DOMNode) -> list[Text]:
+def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) -> list[Text]:
     """One server's identity as a list of settings; every string is untrusted (`safe`).
     Up, down and warnings are `node`'s component classes, coloured in app.tcss."""
     strong_ok = part(node, "servers--ok", "servers--strong")
     warn, strong_warn = part(node, "servers--warn"), part(node, "servers--warn", "servers--strong")
     bad, strong_bad = part(node, "servers--bad"), part(node, "servers--bad", "servers--strong")
     head = Text()
-    if s.get("error"):
+    if s.error:
         head.append("✗ ", style=strong_bad)
-        head.append_text(safe(s.get("url", "?"), style="bold"))
+        head.append_text(safe(s.url or "?", style="bold"))
         head.append("  down: ", style=bad)
-        head.append_text(safe(s["error"], limit=160))
+        head.append_text(safe(s.error, limit=160))
         return [head]
     head.append("✓ ", style=strong_ok)
-    head.append_text(safe(s.get("url", "?"), style="bold"))
+    head.append_text(safe(s.url or "?", style="bold"))
     head.append("  ")
-    engine = s.get("engine", "sglang")
+    engine = s.engine
     head.append_text(safe(f"{engine} {s.get('version', '?')}"))
     out = [head]
-    model = s.get("served_model_name") or s.get("model_path")
+    model = s.get("served_model_name") or s.model_path
     out.append(_setting("model", model, style="bold"))
     if engine == "vllm":
         # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
@@ -213,34 +214,36 @@ def server_settings(s: dict, config: dict, node: DOMNode) -> list[Text]:
     for key in ("tp_size", "dtype", "attention_backend", "page_size"):
         out.append(_setting(BY_KEY[key].short, s.get(key)))
     radix, det, cg = (BY_KEY[k] for k in RUN_FLAGS)
-    radix_off = bool(s.get(radix.key))
+    radix_off = bool(s.disable_radix_cache)
     out.append(Text(f"{radix.short} {off_on(radix_off)}", style=warn if radix_off else ""))
-    on = bool(s.get(det.key))
+    on = bool(s.enable_deterministic_inference)
     out.append(Text(f"{det.short} {on_off(on)}", style=strong_ok if on else ""))
-    if s.get(cg.key) is not None:
-        out.append(Text(f"{cg.short} {off_on(s.get(cg.key))}"))
-    if config.get("stream") is False:
+    if s.disable_cuda_graph is not None:
+        out.append(Text(f"{cg.short} {off_on(s.disable_cuda_graph)}"))
+    if config.stream is False:
         stream = "stream off"
     else:
         stream = "stream incremental" if s.get("incremental_streaming_output") else "stream cumul."
     out.append(Text(stream))
-    if s.get("skip_tokenizer_init"):
+    if s.skip_tokenizer_init:
         # ids only: token text in the drill-down comes from --tokenizer, if given
         out.append(Text(NO_TOKENIZER, style=warn))
-    fault = s.get("kltui_fault")
-    if fault not in (None, "none", ""):
+    fault = fault_of(s)
+    if fault is not None:
         t = Text("fault ", style=strong_bad)
         t.append_text(safe(fault, style=strong_bad, limit=40))
         out.append(t)
     return out
 
 
-def server_text(s: dict, config: dict, node: DOMNode, width: int | None = None) -> Text:
+def server_text(
+    s: ServerIdentity, config: RecordedConfig, node: DOMNode, width: int | None = None
+) -> Text:
     """A server's settings as text wrapped to a width."""
     return flow(server_settings(s, config, node), width)
 
 
-def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
+def prompt_text(ps: dict, config: RecordedConfig, width: int | None = None) -> Text:
     """The prompt set and run settings as text wrapped to a width."""
     head = Text("prompts ", style="dim")
     head.append_text(safe(ps.get("source", "?"), style="bold", limit=60))
@@ -248,29 +251,27 @@ def prompt_text(ps: dict, config: dict, width: int | None = None) -> Text:
     sha = str(ps.get("sha256", ""))
     if sha:
         out.append(_setting("sha256", sha[:16], style=""))
-    mnt = config.get("max_new_tokens")
-    if mnt is not None:
-        out.append(Text(f"{mnt} new tokens"))
-    temp = config.get("temperature")
-    if temp is not None:
-        out.append(Text(f"T={temp:g}"))
-    out.append(Text(f"seed {config.get('seed', '?')}", style="dim"))
+    if config.max_new_tokens is not None:
+        out.append(Text(f"{config.max_new_tokens} new tokens"))
+    if config.temperature is not None:
+        out.append(Text(f"T={config.temperature:g}"))
+    out.append(Text(f"seed {'?' if config.seed is None else config.seed}", style="dim"))
     return flow(out, width)
 
 
 MANY_SERVERS = 4  # past this, servers with the same settings share one entry (a fleet)
 
 
-def server_groups(servers: list[dict]) -> list[list[dict]]:
+def server_groups(servers: list[ServerIdentity]) -> list[list[ServerIdentity]]:
     """The servers to list, one entry each; past MANY_SERVERS, those reporting the same
     settings share one (an unreachable one always has its own)."""
     if len(servers) <= MANY_SERVERS:
         return [[s] for s in servers]
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[tuple, list[ServerIdentity]] = {}
     for s in servers:
         key = (
-            ("error", s.get("url"))
-            if s.get("error")
+            ("error", s.url)
+            if s.error
             else tuple(repr(s.get(k)) for k in ("engine", *SUMMARY_KEYS))
         )
         groups.setdefault(key, []).append(s)
@@ -303,9 +304,9 @@ class ServersPanel(Static):
         width = self.content_size.width or None
         lines: list[Text] = []
         run = store.run if store else None
-        config = run.config if run else {}
-        if run is not None:
-            for members in server_groups(run.servers):
+        config = store.config if store else RecordedConfig()
+        if store is not None and run is not None:
+            for members in server_groups(store.identities()):
                 lines.append(server_text(members[0], config, self, width))
                 if len(members) > 1:  # a fleet's replicas: one line per distinct settings
                     lines.append(
