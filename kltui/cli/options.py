@@ -71,6 +71,12 @@ def add_run_options(
             help="fleet mode: workers checked at once (4)",
         )
         p.add_argument(
+            "--fleet-require",
+            choices=("gate", "identical"),
+            help="fleet mode: what fails the run: gate (each replica's helpers, the default) or "
+            "identical (also replicas not all bit-identical to each other, or not all compared)",
+        )
+        p.add_argument(
             "--concurrency",
             type=pos_int,
             metavar="N",
@@ -301,6 +307,8 @@ def build_config(args: argparse.Namespace):
         cfg.router = args.router
     if getattr(args, "fleet_concurrency", None) is not None:
         cfg.fleet_concurrency = args.fleet_concurrency
+    if getattr(args, "fleet_require", None) is not None:
+        cfg.fleet_require = args.fleet_require
     if getattr(args, "concurrency", None) is not None:
         cfg.concurrency = args.concurrency
     if cfg.router:

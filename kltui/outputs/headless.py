@@ -148,7 +148,7 @@ class HeadlessView:
         if report:
             self.report()
         else:
-            self.console.print("run " + verdict_line(self.store))
+            self.console.print("run " + verdict_line(self.store), soft_wrap=True)
 
     def report(self) -> None:
         """The results table, the diagnosis, the servers compared and the verdict."""
@@ -179,7 +179,7 @@ class HeadlessView:
             for pair in cross_server(self.store):
                 for text in pair_lines(pair):
                     self.console.print(text, soft_wrap=True)
-        self.console.print(verdict_line(self.store))
+        self.console.print(verdict_line(self.store), soft_wrap=True)
 
 
 def verdict_line(store: SessionStore) -> str:
@@ -187,7 +187,11 @@ def verdict_line(store: SessionStore) -> str:
     fin = store.finished
     verdict = fin.verdict if fin else "interrupted"
     style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
-    return f"verdict: [{style}]{verdict}[/]"
+    line = f"verdict: [{style}]{verdict}[/]"
+    fl = fleet(store)
+    if fl is not None and fl["failure"] is not None:  # --fleet-require identical said why
+        line += console_markup(f" (fleet must be identical: {fl['failure']})")
+    return line
 
 
 def pair_lines(pair: dict) -> list[Text]:

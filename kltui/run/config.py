@@ -21,6 +21,7 @@ from kltui.metrics.presets import (
     ThresholdSource,
 )
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
+from kltui.session.fleet import DEFAULT_FLEET_REQUIRE, FLEET_REQUIRE
 
 STREAM_CHUNKS = 16
 DEFAULT_FLEET_CONCURRENCY = 4
@@ -105,6 +106,9 @@ class RunConfig:
     # and how many of them run at once
     router: str | None = None
     fleet_concurrency: int = DEFAULT_FLEET_CONCURRENCY
+    # what fails a fleet run: "gate" (each replica's helpers, as for --server) or "identical"
+    # (also replicas that are not all bit-identical, or not all compared)
+    fleet_require: str = DEFAULT_FLEET_REQUIRE
     # servers measured at once in one run (1: one after the other); each server's helpers still
     # run one after the other, and a server that fails does not stop the others
     concurrency: int = 1
@@ -182,7 +186,11 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
 }
 _LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
 _MAPS = {"keymap", "fleet"}
-_FLEET_KEYS = {"router": "a HOST:PORT string", "concurrency": "a positive integer"}
+_FLEET_KEYS = {
+    "router": "a HOST:PORT string",
+    "concurrency": "a positive integer",
+    "require": f"one of {', '.join(FLEET_REQUIRE)}",
+}
 _TOP_KEYS = set(_SCALARS) | _LISTS | _MAPS
 _ENTRY_KEYS = {f for f in ThresholdEntry.__dataclass_fields__}
 
@@ -276,7 +284,8 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
 
 
 def _fleet(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
-    """`fleet: {router: URL, concurrency: N}`: the router whose workers are checked."""
+    """`fleet: {router: URL, concurrency: N, require: gate|identical}`: the router whose workers
+    are checked, how many at once, and what fails the run."""
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise ConfigError(path, "'fleet' must be a mapping like {router: HOST:PORT}", _line(node))
     for k, v_node in _known_keys(path, node, set(_FLEET_KEYS), " in fleet"):
@@ -284,6 +293,13 @@ def _fleet(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
         if k == "router":
             _check_type(path, "fleet.router", v, v_node, (str,), _FLEET_KEYS[k])
             cfg.router = v
+        elif k == "require":
+            _check_type(path, "fleet.require", v, v_node, (str,), _FLEET_KEYS[k])
+            if v not in FLEET_REQUIRE:
+                raise ConfigError(
+                    path, f"'fleet.require' must be {_FLEET_KEYS[k]}, got {v!r}", _line(v_node)
+                )
+            cfg.fleet_require = v
         else:
             _check_type(path, "fleet.concurrency", v, v_node, (int,), _FLEET_KEYS[k])
             if v <= 0:

@@ -21,6 +21,8 @@ from kltui.engines.errors import EngineError
 from kltui.engines.router import PD_NOTE, RouterWorker, probe_router, router_refusal
 from kltui.errors import UsageError
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
+from kltui.session.fleet import fleet
+from kltui.session.store import SessionStore
 
 # run_session's shape, passed in (run/runner.py calls this module: no import cycle)
 Runner = Callable[..., AsyncIterator[Event]]
@@ -112,13 +114,29 @@ async def fleet_session(
         cfg, servers=[w.url for w in tested], concurrency=cfg.fleet_concurrency
     )
     record = fleet_record(cfg.router, workers)
+    # under --fleet-require identical the verdict needs the replicas' numbers: kept here as
+    # the views keep them, so the recording's verdict is the one every view shows
+    seen = SessionStore() if cfg.fleet_require == "identical" else None
     async for ev in run(sub, before_flush, live_view=live_view, keep=keep):
         if isinstance(ev, RunStarted):
             ev = dataclasses.replace(ev, config={**ev.config, "fleet": record})
         elif isinstance(ev, RunFinished):
             for note in await _recheck(cfg, workers):
                 yield Problem(cfg.router, note, fatal=False, phase="fleet")
+            if seen is not None:
+                ev = gated(ev, seen)
+        if seen is not None:
+            seen.apply(ev)
         yield ev
+
+
+def gated(ev: RunFinished, store: SessionStore) -> RunFinished:
+    """The run's end under `--fleet-require identical`: a passing run whose replicas are not
+    all bit-identical (or not all compared) fails; an error or interruption stays what it is."""
+    f = fleet(store)
+    if ev.verdict != "pass" or f is None or f["failure"] is None:
+        return ev
+    return dataclasses.replace(ev, verdict="fail")
 
 
 async def _recheck(cfg: Any, before: list[RouterWorker]) -> list[str]:
@@ -142,4 +160,4 @@ async def refuse_routers(urls: list[str], api_key: str | None) -> None:
             raise UsageError(router_refusal(url, workers))
 
 
-__all__ = ["fleet_record", "fleet_session", "list_fleet", "refuse_routers"]
+__all__ = ["fleet_record", "fleet_session", "gated", "list_fleet", "refuse_routers"]

@@ -20,6 +20,11 @@ from kltui.session.compare import BookDiff, compare_books
 from kltui.session.servers import COMPARED
 from kltui.session.store import HelperState, SessionStore, helper_key
 
+# what fails a fleet run (`--fleet-require`, `fleet: {require: ...}`): "gate", each replica's
+# helpers as for --server; "identical", also replicas not all bit-identical or not all compared
+FLEET_REQUIRE = ("gate", "identical")
+DEFAULT_FLEET_REQUIRE = "gate"
+
 SIDES_SHOWN = {
     "ids": "generated token ids differ",
     "prefill": "prefill side",
@@ -251,7 +256,36 @@ def fleet(store: SessionStore) -> dict | None:
         },
     }
     out["summary"] = summary_line(out)
+    require = store.config.get("fleet_require", DEFAULT_FLEET_REQUIRE)
+    out["require"] = require if require in FLEET_REQUIRE else DEFAULT_FLEET_REQUIRE
+    out["failure"] = not_identical(out) if out["require"] == "identical" else None
     return out
+
+
+def not_identical(f: dict) -> str | None:
+    """Why the fleet `f` is not proven bit-identical on every compared path (None when it is):
+    the groups and where the odd ones first differ, or "inconclusive" for replicas left
+    uncompared (a gate does not pass on missing evidence)."""
+    if f["identical"]:
+        return None
+    parts = []
+    groups = f["groups"]
+    if len(groups) > 1:
+        diffs = [f"replicas differ: {len(groups)} groups"]
+        for o in f["odd"]:
+            at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
+            who = f"odd one out {o['replica']}" if o["majority"] else o["replica"]
+            diffs.append(f"{who}, first difference from {o['against']} at {at}")
+        parts.append("; ".join(diffs))
+    left = f["uncompared"]
+    if left:
+        named = ", ".join(f"{u} ({why})" for u, why in left.items())
+        parts.append(f"inconclusive: not compared: {named}")
+    elif len(f["replicas"]) < 2:
+        parts.append(f"inconclusive: {len(f['replicas'])} replica(s) checked, none to compare")
+    elif not parts:
+        parts.append("inconclusive: no helper was compared on every replica")
+    return "; ".join(parts)
 
 
 def _why_alone(store: SessionStore, url: str, names: list[str]) -> str:

@@ -16,12 +16,14 @@ from kltui.outputs.reports.md import md_report
 from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted
+from kltui.session.fleet import describe_difference
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.screens.fleet import FleetScreen
 from tests.integration.checkrun import check_run
+from tests.json_contract import read_check
 from tests.router import Router
 from tests.tui.kit import until
 
@@ -112,6 +114,9 @@ async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_
     assert "settings: enable_deterministic_inference true vs false" in junit
     for url in same:
         assert f'<testcase classname="kltui.fleet" name="replica[{url}]" />' in junit
+    # the default gate: replicas that differ are no failed run, and no fleet case
+    assert (f["require"], f["failure"], res["verdict"]) == ("gate", None, "pass")
+    assert 'name="identical"' not in junit and "fleet must be identical" not in md + text
     # the workers ran at once (--fleet-concurrency 4 by default): each started its first
     # helper before any finished its last
     events = read_recording(str(tmp_path / "r.kltui.jsonl")).events
@@ -214,3 +219,66 @@ def test_a_prefill_decode_fleet_is_listed_and_refused_with_why(reference_servers
     assert rc == EXIT_USAGE
     assert "no worker kltui can check (worker types: decode, prefill)" in err
     assert "prefill/decode-disaggregated: a request sent to this worker alone cannot" in err
+
+
+async def test_identical_fleet_passes_when_every_replica_is_bit_identical(two_workers, tmp_path):
+    rc, res, text = await check_run(
+        [],
+        tmp_path,
+        width=400,
+        record="r.kltui.jsonl",
+        router=two_workers.url,
+        fleet_require="identical",
+        **SMALL,
+    )
+    assert rc == 0, text
+    f = res["fleet"]
+    assert (f["identical"], f["require"], f["failure"]) == (True, "identical", None)
+    assert res["verdict"] == "pass" and res["config"]["fleet_require"] == "identical"
+    assert "fleet must be identical" not in text
+    md, html, junit = reports(tmp_path)
+    assert "**Fleet must be identical** (`--fleet-require identical`): passed" in md
+    assert "(--fleet-require identical): passed" in html
+    assert '<testcase classname="kltui.fleet" name="identical" />' in junit
+
+
+def test_identical_fleet_with_an_odd_replica_fails_with_why(three_workers, tmp_path, capsys):
+    router, same, odd = three_workers
+    json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
+    argv = ["check", "--router", router.url, "--fleet-require", "identical"]
+    argv += ["--samples", "4", "--max-new-tokens", "12", "--max-prompt-tokens", "48"]
+    argv += ["--json", str(json_path), "--junit", str(junit_path), "--no-record"]
+    rc = main(argv)
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    res = read_check(json_path)
+    f = res["fleet"]
+    assert res["verdict"] == "fail" and f["require"] == "identical"
+    # each replica passes its own helpers: only the fleet gate fails the run
+    assert all(h["status"] == "pass" for h in res["helpers"].values())
+    (o,) = f["odd"]
+    at = describe_difference(o["first_difference"])
+    why = f"replicas differ: 2 groups; odd one out {odd}, first difference from {same[0]} at {at}"
+    assert f["failure"] == why
+    assert f"verdict: fail (fleet must be identical: {why})" in out.splitlines(), out
+    junit = junit_path.read_text()
+    assert '<testcase classname="kltui.fleet" name="identical">' in junit
+    assert f'<failure message="{why}" type="fleet-require"' in junit.replace("&gt;", ">")
+
+
+async def test_identical_fleet_of_one_replica_is_inconclusive(reference_servers, tmp_path):
+    with Router([reference_servers.url(deterministic=True)]) as router:
+        rc, res, text = await check_run(
+            [],
+            tmp_path,
+            width=400,
+            router=router.url,
+            fleet_require="identical",
+            helpers=["match"],
+            **SMALL,
+        )
+    assert rc == 1, text
+    f = res["fleet"]
+    assert f["identical"] is None and res["verdict"] == "fail"
+    assert f["failure"] == "inconclusive: 1 replica(s) checked, none to compare"
+    assert "verdict: fail (fleet must be identical: inconclusive:" in text

@@ -106,6 +106,13 @@ def test_fleet_section_sets_router_and_concurrency(tmp_path):
     cfg = load_config_file(write(tmp_path, "fleet: {router: 127.0.0.1:30000, concurrency: 8}\n"))
     assert (cfg.router, cfg.fleet_concurrency) == ("127.0.0.1:30000", 8)
     assert RunConfig().fleet_concurrency == 4
+    assert RunConfig().fleet_require == "gate"
+
+
+def test_fleet_section_sets_what_fails_the_fleet(tmp_path):
+    cfg = load_config_file(write(tmp_path, "fleet: {router: r:1, require: identical}\n"))
+    assert cfg.fleet_require == "identical"
+    assert cfg.to_record()["fleet_require"] == "identical"
 
 
 @pytest.mark.parametrize(
@@ -115,6 +122,8 @@ def test_fleet_section_sets_router_and_concurrency(tmp_path):
         ("fleet:\n  concurrency: 2\n", r"cfg.yaml:2: 'fleet' needs 'router'"),
         ("fleet:\n  router: r:1\n  routr: x\n", r"cfg.yaml:3: unknown key 'routr' in fleet"),
         ("fleet:\n  router: r:1\n  concurrency: 0\n", r"cfg.yaml:3: 'fleet.concurrency' must"),
+        ("fleet:\n  router: r:1\n  require: same\n", r"cfg.yaml:3: 'fleet.require' must be one"),
+        ("fleet:\n  router: r:1\n  require: 1\n", r"cfg.yaml:3: 'fleet.require'"),
     ],
 )
 def test_bad_fleet_section_names_file_and_line(tmp_path, text, message):

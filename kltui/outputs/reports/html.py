@@ -223,9 +223,21 @@ def fleet_html(f: dict) -> str:
     mats = "".join(_matrix_html(h, f["replicas"], m) for h, m in f["matrices"].items())
     return f"""<section><h2>Fleet</h2>
 <p>router <code>{esc(str(f["router"]))}</code></p><ul>{workers}</ul>
-<p>{esc(f["summary"])}</p>
+<p>{esc(f["summary"])}</p>{_gate_html(f)}
 <table class="results"><thead><tr><th>replica</th><th class="n">group</th>{head}</tr></thead>
 <tbody>{rows}</tbody></table>{mats}</section>"""
+
+
+def _gate_html(f: dict) -> str:
+    """`--fleet-require identical`'s outcome (nothing under the default `gate`)."""
+    if f["require"] != "identical":
+        return ""
+    if f["failure"] is None:
+        return "<p>fleet must be identical (--fleet-require identical): passed</p>"
+    return (
+        "<p><strong>fleet must be identical (--fleet-require identical): failed:</strong> "
+        f"{esc(f['failure'])}</p>"
+    )
 
 
 def _matrix_html(helper: str, urls: list[str], m: list[list[dict | None]]) -> str:

@@ -93,6 +93,11 @@ def notes(store: SessionStore) -> list[str]:
     return out
 
 
+def gate_text(f: dict) -> str:
+    """`--fleet-require identical`'s outcome in Markdown: passed, or failed and why."""
+    return "passed" if f["failure"] is None else f"**failed**: {md_text(f['failure'])}"
+
+
 def fleet_md(f: dict) -> list[str]:
     """A fleet run: the comparison's summary, the groups and a replica x helper table."""
     workers = f["workers"]
@@ -100,6 +105,8 @@ def fleet_md(f: dict) -> list[str]:
         f"- **Fleet** router {md_text(f['router'])}: {len(workers)} worker(s), "
         f"{sum(1 for w in workers if w.get('tested'))} checked directly: {md_text(f['summary'])}"
     ]
+    if f["require"] == "identical":
+        lines.append(f"- **Fleet must be identical** (`--fleet-require identical`): {gate_text(f)}")
     for w in workers:
         if not w.get("tested"):
             lines.append(
