@@ -87,8 +87,8 @@ class HeadlessView:
         match ev:
             case RunStarted():
                 ps = ev.prompt_set
-                for s in ev.servers:
-                    if not s.get("error"):  # a failed connect is reported by its Problem
+                for s in map(ServerIdentity.of, ev.servers):
+                    if not s.error:  # a failed connect is reported by its Problem
                         self.console.print(server_line(s), emoji=False)
                 if ps:
                     self.console.print(
@@ -234,12 +234,12 @@ def fleet_lines(f: dict) -> list[Text]:
     return out
 
 
-def server_line(s: dict) -> str:
+def server_line(s: ServerIdentity) -> str:
     """One server as `kltui check` prints it (the facts are session.servers')."""
     url = console_markup(s.get("url", "?"))
-    if s.get("error"):
-        return f"[red]✗[/] {url}: {console_markup(str(s['error']))}"
-    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(ServerIdentity.of(s))))
+    if s.error:
+        return f"[red]✗[/] {url}: {console_markup(s.error)}"
+    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(s)))
 
 
 def cross_line(s: Mapping[str, Any]) -> Text:

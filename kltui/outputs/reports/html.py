@@ -9,7 +9,6 @@ palette PNGs embedded as data: URIs.
 from __future__ import annotations
 
 from kltui import __version__, fmt
-from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import (
     Origin,
     helper_names,
@@ -55,7 +54,7 @@ def header_html(store: SessionStore, origin: Origin | None) -> str:
     for st in helpers:
         counts[helper_status(st)] = counts.get(helper_status(st), 0) + 1
     tally = ", ".join(f"{n} {esc(s)}" for s, n in counts.items()) or "no helper ran"
-    down = sum(1 for s in (run.servers if run else []) if s.get("error"))
+    down = sum(1 for s in store.identities() if s.error)
     if down:
         tally += f" · {down} server{'s' if down != 1 else ''} unreachable"
     return f"""<header class="top {v if v in STATUS_LABEL else "unknown"}">
@@ -269,15 +268,15 @@ def _matrix_html(helper: str, urls: list[str], m: list[list[dict | None]]) -> st
 
 def servers_html(store: SessionStore) -> str:
     """The servers' settings table (differences highlighted)."""
-    servers = store.run.servers if store.run else []
+    servers = store.identities()
     if not servers:
         return ""
     errors = "".join(
-        f'<p class="note err">{esc(s.get("url", "?"))} was not reachable: {esc(s["error"])}</p>'
+        f'<p class="note err">{esc(s.get("url", "?"))} was not reachable: {esc(s.error)}</p>'
         for s in servers
-        if s.get("error")
+        if s.error
     )
-    rows = settings_rows([ServerIdentity.of(s) for s in servers])
+    rows = settings_rows(servers)
     if len(servers) == 1:  # one column of values reads better as a grid of labelled cells
         cells = "".join(
             f"<div><dt>{esc(label)}</dt><dd>{esc(values[0])}</dd></div>" for label, values in rows
@@ -286,7 +285,7 @@ def servers_html(store: SessionStore) -> str:
         return f"""<section><h2>Server <code class="srv">{url}</code></h2>{errors}
 <dl class="grid">{cells}</dl></section>"""
     head = "".join(f"<th><code>{esc(s.get('url', '?'))}</code></th>" for s in servers)
-    live = [i for i, srv in enumerate(servers) if not srv.get("error")]
+    live = [i for i, srv in enumerate(servers) if not srv.error]
     body = "".join(
         # Settings that differ between the reachable servers are what a comparison hinges on.
         f"<tr{' class=differs' if len({values[i] for i in live}) > 1 else ''}>"
@@ -313,7 +312,7 @@ def prompts_html(store: SessionStore) -> str:
         return ""
     ps = store.run.prompt_set or {}
     sha = ps.get("sha256")
-    config = store.run.config or {}
+    config = store.config
     keys = (
         "helpers",
         "samples",

@@ -106,13 +106,12 @@ def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> st
 def setup_cases(suite: ET.Element, store: SessionStore) -> list[str]:
     """Faults before any helper ran: an unreachable server, a failed tokenization."""
     kinds = []
-    servers = store.run.servers if store.run else []
-    for s in servers:
-        if s.get("error"):
+    for s in store.identities():
+        if s.error:
             case = _sub(
                 suite, "testcase", classname=f"{SUITE}.setup", name=f"connect[{s.get('url')}]"
             )
-            _sub(case, "error", message=s["error"], type="connect")
+            _sub(case, "error", message=s.error, type="connect")
             kinds.append("errors")
     for p in store.problems:
         if p.fatal and p.helper is None and p.phase != "connect":

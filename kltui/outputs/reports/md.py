@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
-from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import (
     Origin,
     cross_rows,
@@ -173,8 +172,8 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         )
         for h, why in pair["uncompared"].items():
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
-    for s in run.servers if run else []:
-        lines.append(f"- **Server** {md_text(server_summary(ServerIdentity.of(s)))}")
+    for s in store.identities():
+        lines.append(f"- **Server** {md_text(server_summary(s))}")
     if run is not None and run.prompt_set:
         ps = run.prompt_set
         lines.append(
