@@ -15,7 +15,7 @@ from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
 from kltui.run import driver
 from kltui.run.config import RunConfig
-from kltui.session.events import HelperFinished, HelperStarted
+from kltui.session.events import HelperFinished, HelperStarted, RunStarted
 from kltui.session.fleet import describe_difference
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
@@ -282,3 +282,39 @@ async def test_identical_fleet_of_one_replica_is_inconclusive(reference_servers,
     assert f["identical"] is None and res["verdict"] == "fail"
     assert f["failure"] == "inconclusive: 1 replica(s) checked, none to compare"
     assert "verdict: fail (fleet must be identical: inconclusive:" in text
+
+
+async def test_identical_fleet_with_an_uncompared_replica_is_inconclusive(
+    reference_servers, tmp_path, monkeypatch
+):
+    a = reference_servers.url(deterministic=True)
+    b = reference_servers.url(deterministic=True, page_size=4)
+    srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
+    real = driver.run_session
+
+    async def kill_before_the_helpers(cfg, *args, **kw):
+        async for ev in real(cfg, *args, **kw):
+            yield ev
+            if isinstance(ev, RunStarted):  # identified, then gone before its first sample
+                srv.stop()
+
+    monkeypatch.setattr(driver, "run_session", kill_before_the_helpers)
+    try:
+        with Router([a, b, srv.url]) as router:
+            rc, res, text = await check_run(
+                [],
+                tmp_path,
+                width=400,
+                router=router.url,
+                fleet_require="identical",
+                helpers=["match"],
+                **SMALL,
+            )
+    finally:
+        srv.stop()
+    assert rc == 3, text  # the dead worker is an error, which stays the verdict
+    f = res["fleet"]
+    assert list(f["uncompared"]) == [srv.url] and f["identical"] is None
+    assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted([a, b])]
+    assert f["failure"] == f"inconclusive: not compared: {srv.url} ({f['uncompared'][srv.url]})"
+    assert f"verdict: error (fleet must be identical: inconclusive: not compared: {srv.url}" in text
