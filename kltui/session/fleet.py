@@ -24,6 +24,7 @@ from kltui.session.store import HelperState, SessionStore, helper_key
 # helpers as for --server; "identical", also replicas not all bit-identical or not all compared
 FLEET_REQUIRE = ("gate", "identical")
 DEFAULT_FLEET_REQUIRE = "gate"
+ODD_NAMED = 3  # replicas outside the first group that the gate's failure describes one by one
 
 SIDES_SHOWN = {
     "ids": "generated token ids differ",
@@ -272,10 +273,12 @@ def not_identical(f: dict) -> str | None:
     groups = f["groups"]
     if len(groups) > 1:
         diffs = [f"replicas differ: {len(groups)} groups"]
-        for o in f["odd"]:
+        for o in f["odd"][:ODD_NAMED]:
             at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
             who = f"odd one out {o['replica']}" if o["majority"] else o["replica"]
             diffs.append(f"{who}, first difference from {o['against']} at {at}")
+        if len(f["odd"]) > ODD_NAMED:  # a CI message stays one readable line at 40 replicas
+            diffs.append(f"+ {len(f['odd']) - ODD_NAMED} more outside group 1 (fleet.odd)")
         parts.append("; ".join(diffs))
     left = f["uncompared"]
     if left:

@@ -19,12 +19,13 @@ def url(i: int) -> str:
     return f"http://10.0.0.{i + 1}:30000"
 
 
-def fleet_events(n: int = 40) -> list:
-    """A fleet run over `n` replicas; replicas 7 and 23 run without deterministic inference,
-    and their numbers differ from the others' (another seed)."""
+def fleet_events(n: int = 40, require: str = "gate", odd: dict = ODD) -> list:
+    """A fleet run over `n` replicas; replicas 7 and 23 (or those of `odd`) run without
+    deterministic inference, and their numbers differ from the others' (another seed).
+    `require`: --fleet-require."""
     urls = [url(i) for i in range(n)]
     servers = [
-        synth.server(u, **{"enable_deterministic_inference": True, **ODD.get(i, {})})
+        synth.server(u, **{"enable_deterministic_inference": True, **odd.get(i, {})})
         for i, u in enumerate(urls)
     ]
     workers = [
@@ -49,6 +50,7 @@ def fleet_events(n: int = 40) -> list:
                 "max_new_tokens": 16,
                 "servers": urls,
                 "router": ROUTER,
+                "fleet_require": require,
                 "fleet": {"router": ROUTER, "workers": workers},
             },
             servers=servers,
@@ -58,9 +60,10 @@ def fleet_events(n: int = 40) -> list:
     ]
     for i, u in enumerate(urls):
         for k, h in enumerate(HELPERS):
-            seed = k + (100 if i in ODD else 0)
+            seed = k + (100 if i in odd else 0)
             ev.extend(synth.helper_events(h, url=u, n=4, length=16, seed=seed))
-    ev.append(RunFinished({"helpers": n * len(HELPERS)}, "pass"))
+    verdict = "fail" if require == "identical" else "pass"  # as run/fleet.gated decides
+    ev.append(RunFinished({"helpers": n * len(HELPERS)}, verdict))
     return ev
 
 
@@ -91,6 +94,7 @@ async def test_fleet_view_lists_every_replica_and_enter_opens_its_dashboard():
         for i in ODD:
             assert f"odd one out: {url(i)} (enable_deterministic_inference true vs false)" in head
         assert "group 2 (2): enable_deterministic_inference false" in head
+        assert "fleet must be identical" not in head  # the default gate
         row = [str(c) for c in table.get_row(url(23))]
         assert row[1] == "2" and row[2:] == ["≠ differs"] * 3
         assert [str(c) for c in table.get_row(url(5))][1:] == ["1", "= same", "= same", "= same"]
@@ -116,3 +120,24 @@ async def test_dashboard_of_40_replicas_lists_one_replica_and_groups_the_servers
         assert "+ 117 more on 39 servers (c)" in helpers
         await pilot.press("right_square_bracket")  # ] still steps through every helper
         assert app.selected == f"prefill_cache_hit@{url(7)}"
+
+
+async def test_fleet_view_says_why_an_identical_fleet_failed():
+    app = replay_app(fleet_events(require="identical"))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_fleet()(pilot)
+        head = " ".join(drawn_at(app.screen, "#fleet-head").split())
+        assert "fleet must be identical: failed: replicas differ: 2 groups; " in head
+        for i in ODD:
+            assert f"odd one out {url(i)}, first difference from {url(0)} at " in head
+
+
+async def test_an_identical_fleet_failure_names_three_odd_replicas_and_counts_the_rest():
+    odd = {i: {"enable_deterministic_inference": False} for i in range(30, 40)}
+    app = replay_app(fleet_events(require="identical", odd=odd))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_fleet()(pilot)
+        head = " ".join(drawn_at(app.screen, "#fleet-head").split())
+        why = head[head.index("fleet must be identical: failed:") :]
+        assert [url(i) in why for i in range(30, 40)] == [True] * 3 + [False] * 7
+        assert "+ 7 more outside group 1 (fleet.odd)" in why

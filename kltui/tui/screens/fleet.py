@@ -21,13 +21,18 @@ GLYPH = {"same": "= same", "reference": "● reference", "differs": "≠ differs
 
 
 def fleet_head(f: dict, vars_: dict) -> Text:
-    """The summary and the groups, above the table."""
+    """The summary (and, under `--fleet-require identical`, why the fleet failed it) and the
+    groups, above the table."""
     colour = {True: "kl-ok", False: "kl-warn"}.get(f["identical"], "")
     out = Text.assemble(("router ", "bold")).append_text(safe(str(f["router"])))
     workers = f["workers"]
     out.append(
         f" · {len(workers)} worker(s), {sum(1 for w in workers if w.get('tested'))} checked\n"
     )
+    if f["failure"] is not None:  # --fleet-require identical: why the run failed, first
+        why = f"fleet must be identical: failed: {f['failure']}"
+        out.append_text(safe(why, style=f"bold {vars_.get('kl-bad', '')}".strip()))
+        out.append("\n")
     out.append_text(safe(f["summary"], style=vars_.get(colour, "")))
     for gi, g in enumerate(f["groups"]):
         settings = ", ".join(f"{k} {text(v)}" for k, v in g["settings"].items())
