@@ -311,6 +311,11 @@ def build_config(args: argparse.Namespace):
         cfg.fleet_require = args.fleet_require
     if getattr(args, "concurrency", None) is not None:
         cfg.concurrency = args.concurrency
+    if cfg.fleet_require != "gate" and not cfg.router:
+        raise UsageError(
+            f"--fleet-require {cfg.fleet_require} needs a fleet: give --router HOST:PORT "
+            "(several --server are compared pair by pair, with no such gate)"
+        )
     if cfg.router:
         if getattr(args, "server", None) or cfg.servers:
             raise UsageError(

@@ -318,3 +318,10 @@ async def test_identical_fleet_with_an_uncompared_replica_is_inconclusive(
     assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted([a, b])]
     assert f["failure"] == f"inconclusive: not compared: {srv.url} ({f['uncompared'][srv.url]})"
     assert f"verdict: error (fleet must be identical: inconclusive: not compared: {srv.url}" in text
+
+
+def test_fleet_require_without_a_router_is_refused(capsys):
+    rc = main(["check", "--server", "127.0.0.1:9", "--fleet-require", "identical"])
+    err = capsys.readouterr().err
+    assert rc == EXIT_USAGE
+    assert "--fleet-require identical needs a fleet: give --router HOST:PORT" in err
