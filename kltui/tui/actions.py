@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
 
 from textual import work
 from textual.widgets import DataTable
@@ -20,8 +19,10 @@ from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import Problem
 from kltui.session.fleet import fleet
-from kltui.session.store import HelperState, SessionStore
+from kltui.session.store import HelperState
 from kltui.tui.bindings import binding_groups
+from kltui.tui.feeds import LiveFeed
+from kltui.tui.host import DashboardHost
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
@@ -34,14 +35,9 @@ from kltui.tui.widgets.samples import SampleTable
 from kltui.untrusted import escape_controls
 
 
-class DashboardActions:
-    """What the dashboard's keys do (a mixin of KltuiApp)."""
+class DashboardActions(DashboardHost):
+    """What the dashboard's keys do (a mixin of KltuiApp; its host's part: DashboardHost)."""
 
-    # set by KltuiApp
-    read_only: bool
-    feed: Any  # LiveFeed or ReplayFeed
-    store: SessionStore | None
-    selected: str | None
     DASHBOARD_ONLY = frozenset(
         {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
     )
@@ -133,7 +129,7 @@ class DashboardActions:
                 "top-k and token text are fetched once the run has finished (never during the "
                 "gate): open this sample again then"
             )
-        elif not replay and self.feed.cfg.top_k <= 0:
+        elif isinstance(self.feed, LiveFeed) and self.feed.cfg.top_k <= 0:
             drill.note("--top-k 0: no top-k or token text is fetched")
         else:
             where = "the recorded server" if replay else drill.state.server
@@ -349,6 +345,8 @@ class DashboardActions:
 
     @work(group="watch", exclusive=True, exit_on_error=False)
     async def _poll_servers(self) -> None:
+        if self._watch is None:  # the watch stopped while this poll was queued
+            return
         changed, down = await self._watch.poll()
         if self.status.running:
             return

@@ -16,6 +16,7 @@ from kltui.helpers.registry import same_engine
 from kltui.session.diagnosis import diagnose
 from kltui.session.labels import server_labels
 from kltui.session.store import HelperState
+from kltui.tui.host import DashboardHost
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
 from kltui.tui.widgets.header import ServersPanel, TitleBar
@@ -30,8 +31,8 @@ REFRESH_HZ = 15
 TABLE_HZ = 4
 
 
-class Redraw:
-    """How the dashboard redraws (a mixin of KltuiApp)."""
+class Redraw(DashboardHost):
+    """How the dashboard redraws (a mixin of KltuiApp; its host's part: DashboardHost)."""
 
     # ------------------------------------------------------------------ redraw
     def _mark_dirty(self) -> None:
@@ -106,7 +107,7 @@ class Redraw:
         finished = tuple(id(h.summary) for h in helpers.values())
         error = self.error_line()
         if self._changed("diagnosis", (run_sig, finished, error, verdict)):
-            diags = diagnose(store) if helpers else []
+            diags = diagnose(store) if store is not None and helpers else []
             multi = len({h.server for h in helpers.values()}) > 1
             pending = 0
             if store is not None and store.finished is None and store.run is not None:

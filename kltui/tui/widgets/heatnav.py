@@ -6,19 +6,77 @@ redraw; what a cell covers comes from the widget's `geometry` (`kltui.tui.heatge
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
 import numpy as np
 from textual import events
 
 from kltui.tui.heatgeometry import GUTTER
 
+if TYPE_CHECKING:
+    from textual.message import Message
+    from textual.reactive import reactive
+    from textual.scroll_view import ScrollView
 
-class HeatmapNavigation:
-    """The heatmap's cursor, scrolling and zoom (a mixin of Heatmap)."""
+    from kltui.session.store import HelperState
+    from kltui.tui.heatgeometry import Geometry
+
+    class HeatmapHost(ScrollView):
+        """Heatmap's state and methods as HeatmapNavigation sees them (for the type checker
+        only: mypy checks Heatmap's own definitions against these)."""
+
+        class Open(Message):
+            """Drill down into `sample` at `position` (heatmap.py)."""
+
+            def __init__(self, sample: int, position: int | None) -> None: ...
+
+        class ViewChanged(Message):
+            """Pan, zoom, cursor or data changed (heatmap.py)."""
+
+        glyphs: reactive[bool] = reactive(False)
+        state: HelperState | None
+        zoom: int | None  # tokens per cell; None fits the longest row
+        cursor_row: int
+        cursor_pos: int
+        _n_rows: int
+        _max_len: int
+
+        @property
+        def cell_area(self) -> int:
+            """Characters available for cells (heatmap.py)."""
+
+        @property
+        def geometry(self) -> Geometry:
+            """The cell layout (heatmap.py)."""
+
+        @property
+        def first_cell(self) -> int:
+            """The first cell in view (heatmap.py)."""
+
+        def _full_refresh(self) -> None:
+            """Repaint every row (heatmap.py)."""
+
+        def _update_virtual_size(self) -> None:
+            """Resize the scrollable area (heatmap.py)."""
+
+else:
+    HeatmapHost = object
+
+
+@runtime_checkable
+class SaysLast(Protocol):
+    """An app that keeps the last message it gave the user (KltuiApp)."""
+
+    last_message: str
+
+
+class HeatmapNavigation(HeatmapHost):
+    """The heatmap's cursor, scrolling and zoom (a mixin of Heatmap; its host's part:
+    HeatmapHost)."""
 
     # why the last +, - or 0 changed nothing; the panel's status line shows it until the
     # next move
     zoom_note: str | None = None
-    zoom: int | None  # tokens per cell; None fits the longest row (set by Heatmap)
 
     def _clamp_cursor(self) -> None:
         self.cursor_row = max(0, min(self.cursor_row, self._n_rows - 1))
@@ -130,7 +188,8 @@ class HeatmapNavigation:
         else:
             why = f"already fit: all {n} positions in {width} cells"
         self.zoom_note = f"{what}: {why}"
-        self.app.last_message = self.zoom_note
+        if isinstance(self.app, SaysLast):  # the dashboard (its tests read it)
+            self.app.last_message = self.zoom_note
         self.app.bell()
         self.post_message(self.ViewChanged())
 
@@ -158,7 +217,7 @@ class HeatmapNavigation:
 
     def on_click(self, event: events.Click) -> None:
         """Move the cursor to the clicked cell."""
-        offset = event.get_content_offset(self)  # type: ignore[arg-type]  # self is the Heatmap
+        offset = event.get_content_offset(self)
         if offset is None or self.state is None:
             return
         row = int(self.scroll_offset.y) + offset.y
