@@ -258,7 +258,9 @@ def test_identical_fleet_with_an_odd_replica_fails_with_why(three_workers, tmp_p
     assert all(h["status"] == "pass" for h in res["helpers"].values())
     (o,) = f["odd"]
     at = describe_difference(o["first_difference"])
-    why = f"replicas differ: 2 groups; odd one out {odd}, first difference from {same[0]} at {at}"
+    assert o["against"] in same  # the largest group's first replica, in the run's (URL) order
+    why = f"replicas differ: 2 groups; odd one out {odd}, first difference from {o['against']} "
+    why += f"at {at}"
     assert f["failure"] == why
     assert f"verdict: fail (fleet must be identical: {why})" in out.splitlines(), out
     junit = junit_path.read_text()
