@@ -27,8 +27,8 @@ from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals
-from kltui.session.compare import describe_first_dict, describe_rerun
-from kltui.session.cross_server import cross_server
+from kltui.session.compare import describe_first, describe_rerun
+from kltui.session.cross_server import ServerPair, cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
     Event,
@@ -194,15 +194,15 @@ def verdict_line(store: SessionStore) -> str:
     return line
 
 
-def pair_lines(pair: dict) -> list[Text]:
+def pair_lines(pair: ServerPair) -> list[Text]:
     """A cross-server comparison: the reading, each helper compared, each one left out and why."""
-    x, y = pair["servers"]
-    out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {pair['reading']}")]
-    for h, c in pair["helpers"].items():
-        if c["identical"] is not None:
-            same = f"{c['identical_samples']}/{c['comparable_samples']} samples identical"
-            out.append(Text(f"  · {h}: {same}, {describe_first_dict(c)}"))
-    for h, why in pair["uncompared"].items():
+    x, y = pair.servers
+    out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {pair.reading}")]
+    for h, c in pair.helpers.items():
+        if c.identical is not None:
+            same = f"{c.diff.identical_samples}/{c.diff.comparable} samples identical"
+            out.append(Text(f"  · {h}: {same}, {describe_first(c.diff)}"))
+    for h, why in pair.uncompared.items():
         out.append(Text(f"  · {h}: not compared: {why}"))
     return out
 

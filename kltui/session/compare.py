@@ -129,6 +129,11 @@ class BookDiff:
         return len(self.samples)
 
     @property
+    def identical_samples(self) -> int:
+        """The number of common samples that are bit-identical."""
+        return sum(1 for s in self.samples if s.identical)
+
+    @property
     def identical(self) -> bool | None:
         """True when every sample both scored is bit-identical; None when none is common."""
         if not self.samples:
@@ -152,7 +157,7 @@ class BookDiff:
         out: dict = {
             "identical": self.identical,
             "comparable_samples": self.comparable,
-            "identical_samples": sum(1 for s in self.samples if s.identical),
+            "identical_samples": self.identical_samples,
             "first_difference": None
             if first is None
             else {"sample": first.sample, "position": first.first, "side": first.side},

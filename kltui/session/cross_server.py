@@ -12,24 +12,67 @@ server's cache path; different models -> nothing about kernels or state at all.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 from kltui.helpers.registry import baseline_path, path_of, same_engine
-from kltui.session.compare import compare_books
+from kltui.session.compare import BookDiff, compare_books
 from kltui.session.servers import COMPARED, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 LABELS = ("A", "B")
 
 
+@dataclass(frozen=True)
+class HelperComparison:
+    """One helper compared between server A and server B, over the samples both scored."""
+
+    diff: BookDiff
+    avg_kl_div: tuple[float | None, float | None]  # A's, B's (None: no summary)
+    cached_tokens_differ_samples: int  # common samples whose cache hit covered other tokens
+
+    @property
+    def identical(self) -> bool | None:
+        """True when bit-identical on every common sample; None when none is common."""
+        return self.diff.identical
+
+    def to_json(self) -> dict[str, Any]:
+        """The comparison as the JSON result writes it (docs/JSON.md)."""
+        d = self.diff.to_dict()
+        d["avg_kl_div"] = list(self.avg_kl_div)
+        d["cached_tokens_differ_samples"] = self.cached_tokens_differ_samples
+        return d
+
+
+@dataclass(frozen=True)
+class ServerPair:
+    """Server A against server B, per helper, and what the pattern of differences means."""
+
+    servers: tuple[str, str]  # A, B
+    identical: bool | None  # see the module's docstring
+    same_model: bool | None  # None when either server's identity is unknown
+    settings_differ: dict[str, tuple[Any, Any]]  # compared setting -> (A's, B's)
+    uncompared: dict[str, str]  # helper -> why it was not compared
+    helpers: dict[str, HelperComparison]
+    reading: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The pair as the JSON result's `cross_server` entry (docs/JSON.md)."""
+        return {
+            "servers": list(self.servers),
+            "identical": self.identical,
+            "same_model": self.same_model,
+            "settings_differ": {k: list(v) for k, v in self.settings_differ.items()},
+            "uncompared": dict(self.uncompared),
+            "helpers": {h: c.to_json() for h, c in self.helpers.items()},
+            "reading": self.reading,
+        }
+
+
 def _servers(store: SessionStore) -> list[str]:
     """SGLang servers of the run in the order given (a server that never answered included),
     then any other server a helper ran on (recordings without identities)."""
-    urls = [
-        s["url"]
-        for s in (store.run.servers if store.run else [])
-        if s.get("engine", "sglang") == "sglang" and isinstance(s.get("url"), str)
-    ]
+    urls = [s.url for s in store.identities() if s.engine == "sglang" and s.url is not None]
     urls += [st.server for st in store.helpers.values() if same_engine(st.helper)]
     return list(dict.fromkeys(urls))
 
@@ -95,11 +138,11 @@ def _cached_differ(x: HelperState, y: HelperState, samples: list[int]) -> int:
     )
 
 
-def server_pair(store: SessionStore, x: str, y: str) -> dict:
+def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     """Server x (A) against server y (B), per helper, on the same prompt ids."""
     ix, iy = store.identity(x), store.identity(y)
-    differ = {k: [ix.get(k), iy.get(k)] for k in COMPARED if ix.get(k) != iy.get(k)}
-    helpers: dict[str, dict] = {}
+    differ = {k: (ix.get(k), iy.get(k)) for k in COMPARED if ix.get(k) != iy.get(k)}
+    helpers: dict[str, HelperComparison] = {}
     uncompared: dict[str, str] = {}
     for name in _expected(store, x, y):
         why = [_missing(store, name, s, lab) for s, lab in zip((x, y), LABELS, strict=True)]
@@ -108,16 +151,17 @@ def server_pair(store: SessionStore, x: str, y: str) -> dict:
             continue
         sx, sy = store.helpers[helper_key(name, x)], store.helpers[helper_key(name, y)]
         diff = compare_books(sx.book, sy.book)
-        d = diff.to_dict()
-        d["avg_kl_div"] = [
-            sx.summary.avg_kl_div if sx.summary else None,
-            sy.summary.avg_kl_div if sy.summary else None,
-        ]
-        d["cached_tokens_differ_samples"] = _cached_differ(sx, sy, [s.sample for s in diff.samples])
-        helpers[name] = d
+        helpers[name] = HelperComparison(
+            diff,
+            (
+                sx.summary.avg_kl_div if sx.summary else None,
+                sy.summary.avg_kl_div if sy.summary else None,
+            ),
+            _cached_differ(sx, sy, [s.sample for s in diff.samples]),
+        )
         if diff.identical is None:
             uncompared[name] = "no sample scored on both servers"
-    verdicts = [h["identical"] for h in helpers.values() if h["identical"] is not None]
+    verdicts = [h.identical for h in helpers.values() if h.identical is not None]
     if False in verdicts:
         identical = False
     elif verdicts and not uncompared:
@@ -125,25 +169,24 @@ def server_pair(store: SessionStore, x: str, y: str) -> dict:
     else:
         identical = None
     models = models_differ(ix, iy) if ix and iy else None
-    pair: dict[str, Any] = {
-        "servers": [x, y],
-        "identical": identical,
-        "same_model": None if not (ix and iy) else models is None,
-        "settings_differ": differ,
-        "uncompared": uncompared,
-        "helpers": helpers,
-    }
-    pair["reading"] = _reading(pair, models)
-    return pair
+    return ServerPair(
+        servers=(x, y),
+        identical=identical,
+        same_model=None if not (ix and iy) else models is None,
+        settings_differ=differ,
+        uncompared=uncompared,
+        helpers=helpers,
+        reading=_reading(helpers, uncompared, differ, identical, models),
+    )
 
 
 def _helper_list(names) -> str:
     return ", ".join(names)
 
 
-def _suspect(name: str, d: dict) -> str:
+def _suspect(name: str, c: HelperComparison) -> str:
     """Which server's `name` path holds the state bug: the one further from the other."""
-    a, b = d["avg_kl_div"]
+    a, b = c.avg_kl_div
     path = path_of(name)
     if isinstance(a, float) and isinstance(b, float) and a != b:
         label = "A" if a > b else "B"
@@ -154,16 +197,22 @@ def _suspect(name: str, d: dict) -> str:
     return f"{name} differs: a state bug on the {path} of one server (condition 2)"
 
 
-def _reading(pair: dict, models: str | None) -> str:
-    helpers, uncompared, differ = pair["helpers"], pair["uncompared"], pair["settings_differ"]
+def _reading(
+    helpers: dict[str, HelperComparison],
+    uncompared: dict[str, str],
+    differ: dict[str, tuple[Any, Any]],
+    identical: bool | None,
+    models: str | None,
+) -> str:
+    """What the pattern of differences between the two servers means."""
     changed = ", ".join(differ) if differ else "no reported setting"
     left = _helper_list(uncompared)
     skipped = f"; not compared: {left}" if uncompared else ""
-    compared = {h: d for h, d in helpers.items() if d["identical"] is not None}
+    compared = {h: c for h, c in helpers.items() if c.identical is not None}
     if models is not None:
         what = (
             "bit-identical, so the weights may be the same under two names"
-            if pair["identical"]
+            if identical
             else "a difference says nothing about kernels or cache state"
         )
         return (
@@ -172,7 +221,7 @@ def _reading(pair: dict, models: str | None) -> str:
         )
     if not compared:
         return f"nothing compared: no helper has a sample scored on both servers ({left})"
-    differing = [h for h, d in compared.items() if d["identical"] is False]
+    differing = [h for h, c in compared.items() if c.identical is False]
     if not differing:
         if uncompared:
             return (
@@ -193,9 +242,9 @@ def _reading(pair: dict, models: str | None) -> str:
             f"involved{also}" + skipped
         )
     if base in compared:
-        exact = all(v == 0.0 for v in compared[base]["avg_kl_div"])
+        exact = all(v == 0.0 for v in compared[base].avg_kl_div)
         parts = [_suspect(h, helpers[h]) for h in differing]
-        shapes = [h for h in differing if helpers[h]["cached_tokens_differ_samples"]]
+        shapes = [h for h in differing if helpers[h].cached_tokens_differ_samples]
         caveat = ""
         if shapes and not exact:
             caveat = (
@@ -215,11 +264,11 @@ def _reading(pair: dict, models: str | None) -> str:
     )
 
 
-def _all_identical(helpers: dict, differ: dict, changed: str) -> str:
+def _all_identical(
+    helpers: dict[str, HelperComparison], differ: dict[str, tuple[Any, Any]], changed: str
+) -> str:
     diverging = [
-        h
-        for h, d in helpers.items()
-        if any(isinstance(v, float) and v > 0 for v in d["avg_kl_div"])
+        h for h, c in helpers.items() if any(isinstance(v, float) and v > 0 for v in c.avg_kl_div)
     ]
     if not diverging:
         return f"bit-identical across servers (settings that differ: {changed}); every path exact"
@@ -250,7 +299,7 @@ def _all_identical(helpers: dict, differ: dict, changed: str) -> str:
     return f"{lead}; run {base} too, to tell a kernel (condition 1) from a logic fault"
 
 
-def cross_server(store: SessionStore) -> list[dict]:
+def cross_server(store: SessionStore) -> list[ServerPair]:
     """Every other server against the first one, per helper and per token."""
     servers = _servers(store)
     return [server_pair(store, servers[0], y) for y in servers[1:]]

@@ -65,7 +65,7 @@ async def test_compare_view_shows_a_against_b():
         screen = app.screen
         assert isinstance(screen, CompareScreen)
         (pair,) = screen.pairs
-        assert pair["identical"] is True and pair["settings_differ"] == {"page_size": [1, 16]}
+        assert pair.identical is True and pair.settings_differ == {"page_size": (1, 16)}
         assert "4/4 samples identical" in plain(pair_group(pair, {}))
 
 
@@ -75,7 +75,7 @@ async def test_compare_view_lists_where_servers_differ():
         await replayed(pilot, app)
         await pilot.press("c")
         (pair,) = app.screen.pairs
-        assert pair["identical"] is False and "kernels or races" in pair["reading"]
+        assert pair.identical is False and "kernels or races" in pair.reading
         text = plain(pair_group(pair, {}))
         assert "differs at sample 0 @ 0 (generated token ids differ" in text
 

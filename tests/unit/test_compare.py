@@ -104,7 +104,8 @@ def two_servers(noise_b: float, exact_match: bool = False, **settings_b) -> Sess
 def test_identical_across_configurations_with_match_diverging_is_a_kernel():
     # The H200 case (docs/FIELD_NOTES.md): every helper diverges, bit-identical with CUDA graphs
     # on and off; the dumps named the decode attention kernel, not a logic fault.
-    (pair,) = cross_server(two_servers(0.0, page_size=16))
+    (typed,) = cross_server(two_servers(0.0, page_size=16))
+    pair = typed.to_json()  # as the JSON result writes it
     assert pair["servers"] == [A, B] and pair["identical"] is True
     assert pair["settings_differ"] == {"page_size": [1, 16]}
     assert "does not depend on page_size" in pair["reading"]
@@ -115,17 +116,17 @@ def test_identical_across_configurations_with_match_diverging_is_a_kernel():
 
 def test_identical_across_configurations_with_match_exact_is_a_logic_fault():
     (pair,) = cross_server(two_servers(0.0, exact_match=True, page_size=16))
-    assert pair["identical"] is True
-    assert pair["helpers"]["match"]["avg_kl_div"] == [0.0, 0.0]
-    assert "deterministic logic fault" in pair["reading"] and "condition 2" in pair["reading"]
+    assert pair.identical is True
+    assert pair.helpers["match"].avg_kl_div == (0.0, 0.0)
+    assert "deterministic logic fault" in pair.reading and "condition 2" in pair.reading
 
 
 def test_different_values_point_at_kernels_or_races():
     (pair,) = cross_server(two_servers(1e-6, tp_size=2))
-    assert pair["identical"] is False and "kernels or races" in pair["reading"]
-    m = pair["helpers"]["match"]
-    assert m["first_difference"]["side"] == "prefill" and m["prefill_max_abs_delta"] > 0
-    assert m["decode_max_abs_delta"] == 0.0
+    assert pair.identical is False and "kernels or races" in pair.reading
+    m = pair.helpers["match"].diff
+    assert m.first is not None and m.first.side == "prefill" and m.max_abs("prefill") > 0
+    assert m.max_abs("decode") == 0.0
     doc = json_report(two_servers(1e-6))
     validate(doc, "check")
     assert doc["cross_server"][0]["identical"] is False
@@ -133,4 +134,4 @@ def test_different_values_point_at_kernels_or_races():
 
 def test_same_settings_say_little():
     (pair,) = cross_server(two_servers(0.0))
-    assert pair["identical"] is True and "report the same settings" in pair["reading"]
+    assert pair.identical is True and "report the same settings" in pair.reading

@@ -53,13 +53,13 @@ def test_every_sample_skipped_on_b_is_not_compared_and_not_identical():
     helper(store, "prefill_cache_hit", A, noise=1e-3)
     helper(store, "prefill_cache_hit", B, skip="prefill cache miss")
     (pair,) = cross_server(store)
-    assert pair["identical"] is None
-    assert pair["uncompared"] == {
+    assert pair.identical is None
+    assert pair.uncompared == {
         "prefill_cache_hit": "no scored samples on B (every sample skipped: prefill cache miss "
         "(sample 0: cached_tokens=0))"
     }
-    assert pair["reading"].startswith("bit-identical on match only")
-    assert "logic fault" not in pair["reading"]
+    assert pair.reading.startswith("bit-identical on match only")
+    assert "logic fault" not in pair.reading
 
 
 def test_b_unreachable_from_the_start_is_named_per_helper():
@@ -68,9 +68,9 @@ def test_b_unreachable_from_the_start_is_named_per_helper():
     store.apply(Problem(B, "connection refused (phase: connect)", fatal=True, phase="connect"))
     helper(store, "match", A)
     (pair,) = cross_server(store)
-    assert pair["identical"] is None and pair["helpers"] == {}
-    assert pair["uncompared"] == {"match": "B errored before match"}
-    assert pair["reading"].startswith("nothing compared")
+    assert pair.identical is None and pair.helpers == {}
+    assert pair.uncompared == {"match": "B errored before match"}
+    assert pair.reading.startswith("nothing compared")
 
 
 def test_match_differing_means_kernels():
@@ -79,9 +79,9 @@ def test_match_differing_means_kernels():
         helper(store, "match", url, noise)
         helper(store, "prefill_cache_hit", url, noise)
     (pair,) = cross_server(store)
-    assert pair["identical"] is False
-    assert pair["reading"].startswith("match differs between servers")
-    assert "kernels or races" in pair["reading"] and "state bug" not in pair["reading"]
+    assert pair.identical is False
+    assert pair.reading.startswith("match differs between servers")
+    assert "kernels or races" in pair.reading and "state bug" not in pair.reading
 
 
 def test_cache_helper_differing_with_match_exact_names_the_server():
@@ -91,9 +91,9 @@ def test_cache_helper_differing_with_match_exact_names_the_server():
     helper(store, "decode_cache_hit", A, noise=1e-2)
     helper(store, "decode_cache_hit", B)
     (pair,) = cross_server(store)
-    assert pair["identical"] is False
-    assert "state bug on A's reuse of decode-written KV" in pair["reading"]
-    assert "kernels or races" not in pair["reading"]
+    assert pair.identical is False
+    assert "state bug on A's reuse of decode-written KV" in pair.reading
+    assert "kernels or races" not in pair.reading
 
 
 def test_helpers_differing_without_match_cannot_tell_kernels_from_state():
@@ -101,8 +101,8 @@ def test_helpers_differing_without_match_cannot_tell_kernels_from_state():
     helper(store, "prefill_cache_hit", A, noise=1e-2)
     helper(store, "prefill_cache_hit", B)
     (pair,) = cross_server(store)
-    assert pair["identical"] is False
-    assert "match was not compared" in pair["reading"] and "state bug" not in pair["reading"]
+    assert pair.identical is False
+    assert "match was not compared" in pair.reading and "state bug" not in pair.reading
 
 
 def test_helper_not_asked_on_b_is_named():
@@ -111,11 +111,11 @@ def test_helper_not_asked_on_b_is_named():
     helper(store, "match", B)
     helper(store, "prefill_cache_hit", A)  # e.g. a recording cut short
     (pair,) = cross_server(store)
-    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit has not run on B yet"}
-    assert pair["identical"] is None
+    assert pair.uncompared == {"prefill_cache_hit": "prefill_cache_hit has not run on B yet"}
+    assert pair.identical is None
     store.apply(RunFinished({}, "fail"))
     (pair,) = cross_server(store)
-    assert pair["uncompared"] == {"prefill_cache_hit": "prefill_cache_hit did not run on B"}
+    assert pair.uncompared == {"prefill_cache_hit": "prefill_cache_hit did not run on B"}
 
 
 def test_a_run_still_going_says_so():
@@ -123,8 +123,8 @@ def test_a_run_still_going_says_so():
     helper(store, "match", A)
     store.apply(HelperStarted("match", B, N, 1e-3, 1e-3))
     (pair,) = cross_server(store)
-    assert pair["uncompared"] == {"match": "match is still running on B"}
-    assert pair["identical"] is None and pair["reading"].startswith("nothing compared")
+    assert pair.uncompared == {"match": "match is still running on B"}
+    assert pair.identical is None and pair.reading.startswith("nothing compared")
 
 
 def test_models_differ_by_path_name_or_weight_version():

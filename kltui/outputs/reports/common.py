@@ -287,7 +287,7 @@ def json_report(store: SessionStore) -> dict:
                 for p in store.problems
             ],
             "diagnosis": [d.to_dict() for d in diagnose(store)],
-            "cross_server": cross_server(store),
+            "cross_server": [pair.to_json() for pair in cross_server(store)],
             "fleet": fleet(store),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in

@@ -21,8 +21,8 @@ from kltui.outputs.reports.common import (
 )
 from kltui.outputs.reports.html_css import CSS
 from kltui.outputs.reports.html_helper import STATUS_LABEL, _badge, _max_at, _num, helper_html
-from kltui.session.compare import describe_first_dict
-from kltui.session.cross_server import cross_server
+from kltui.session.compare import describe_first
+from kltui.session.cross_server import ServerPair, cross_server
 from kltui.session.diagnosis import Diagnosis, diagnose
 from kltui.session.fleet import fleet, replica_cells
 from kltui.session.helper_view import HelperView
@@ -157,34 +157,34 @@ def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
     return f"<section><h2>Diagnosis</h2>{''.join(cards)}</section>"
 
 
-def cross_server_html(pairs: list[dict]) -> str:
+def cross_server_html(pairs: list[ServerPair]) -> str:
     """The server-vs-server comparison section."""
     if not pairs:
         return ""
     blocks = []
     for pair in pairs:
-        x, y = pair["servers"]
+        x, y = pair.servers
         rows = []
-        for h, c in pair["helpers"].items():
-            a, b = c["avg_kl_div"]
-            same = {True: "identical", False: "differ", None: "not compared"}[c["identical"]]
+        for h, c in pair.helpers.items():
+            a, b = c.avg_kl_div
+            same = {True: "identical", False: "differ", None: "not compared"}[c.identical]
             rows.append(
                 f"<tr><td>{esc(h)}</td><td>{esc(same)}</td>"
-                f'<td class="n">{c["identical_samples"]}/{c["comparable_samples"]}</td>'
-                f"<td>{esc(describe_first_dict(c))}</td>"
+                f'<td class="n">{c.diff.identical_samples}/{c.diff.comparable}</td>'
+                f"<td>{esc(describe_first(c.diff))}</td>"
                 f'<td class="n">{esc(fmt.sci(a))}</td><td class="n">{esc(fmt.sci(b))}</td></tr>'
             )
         settings = "".join(
             f"<li>{esc(k)}: {esc(str(v[0]))} vs {esc(str(v[1]))}</li>"
-            for k, v in pair["settings_differ"].items()
+            for k, v in pair.settings_differ.items()
         )
         left = "".join(
             f"<li><code>{esc(h)}</code> not compared: {esc(why)}</li>"
-            for h, why in pair["uncompared"].items()
+            for h, why in pair.uncompared.items()
         )
         blocks.append(
             f"""<h3>A <code>{esc(x)}</code> vs B <code>{esc(y)}</code></h3>
-<p>{esc(pair["reading"])}</p>{f"<ul>{settings}</ul>" if settings else ""}\
+<p>{esc(pair.reading)}</p>{f"<ul>{settings}</ul>" if settings else ""}\
 {f'<ul class="uncompared">{left}</ul>' if left else ""}
 <table class="results"><thead><tr><th>helper</th><th>values</th>
 <th class="n">identical samples</th><th>first difference</th>

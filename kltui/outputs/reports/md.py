@@ -20,7 +20,7 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
-from kltui.session.compare import describe_first_dict
+from kltui.session.compare import describe_first
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet, replica_cells
@@ -160,17 +160,17 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     fl = fleet(store)
     lines += fleet_md(fl) if fl is not None else []
     for pair in cross_server(store) if fl is None else ():
-        x, y = pair["servers"]
+        x, y = pair.servers
         where = "; ".join(
-            f"{md_text(h)} {md_text(describe_first_dict(c))}"
-            for h, c in pair["helpers"].items()
-            if c["identical"] is not None
+            f"{md_text(h)} {md_text(describe_first(c.diff))}"
+            for h, c in pair.helpers.items()
+            if c.identical is not None
         )
         lines.append(
             f"- **Servers compared** A {md_text(x)} vs B {md_text(y)}: "
-            f"{md_text(pair['reading'])}" + (f" ({where})" if where else "")
+            f"{md_text(pair.reading)}" + (f" ({where})" if where else "")
         )
-        for h, why in pair["uncompared"].items():
+        for h, why in pair.uncompared.items():
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in store.identities():
         lines.append(f"- **Server** {md_text(server_summary(s))}")

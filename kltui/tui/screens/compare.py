@@ -11,41 +11,42 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.session.compare import describe_first_dict
+from kltui.session.compare import describe_first
+from kltui.session.cross_server import ServerPair
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 
 MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them all
 
 
-def pair_group(pair: dict, vars_: dict) -> Group:
+def pair_group(pair: ServerPair, vars_: dict) -> Group:
     """One server pair's comparison as a renderable."""
-    x, y = pair["servers"]
+    x, y = pair.servers
     head = Text("A ", style="bold").append_text(safe(x))
     head.append("  vs  B ", style="bold")
     head.append_text(safe(y))
-    colour = {True: "kl-ok", False: "kl-warn"}.get(pair["identical"], "")
-    parts: list = [head, safe(pair["reading"], style=vars_.get(colour, ""))]
-    for k, (a, b) in pair["settings_differ"].items():
+    colour = {True: "kl-ok", False: "kl-warn", None: ""}[pair.identical]
+    parts: list = [head, safe(pair.reading, style=vars_.get(colour, ""))]
+    for k, (a, b) in pair.settings_differ.items():
         parts.append(safe(f"  {k}: {a} vs {b}", style="dim"))
-    for helper, why in pair.get("uncompared", {}).items():
+    for helper, why in pair.uncompared.items():
         parts.append(
             Text.assemble((f"{helper}: ", "bold"), "not compared: ").append_text(
                 safe(why, style=vars_.get("kl-warn", ""))
             )
         )
-    for helper, c in pair["helpers"].items():
-        if c["identical"] is None:
+    for helper, c in pair.helpers.items():
+        if c.identical is None:
             continue  # listed above, with why
-        a, b = c["avg_kl_div"]
+        a, b = c.avg_kl_div
         title = Text.assemble(
             (f"{helper}: ", "bold"),
-            f"{c['identical_samples']}/{c['comparable_samples']} samples identical · ",
-            describe_first_dict(c),
+            f"{c.diff.identical_samples}/{c.diff.comparable} samples identical · ",
+            describe_first(c.diff),
             f" · avg_kl_div A {fmt.sci(a)}, B {fmt.sci(b)}",
         )
         parts.append(title)
-        rows = [s for s in c.get("per_sample", []) if not s["identical"]]
+        rows = [s for s in c.diff.samples if not s.identical]
         if not rows:
             continue
         t = Table(box=None, header_style="bold", pad_edge=False)
@@ -59,14 +60,13 @@ def pair_group(pair: dict, vars_: dict) -> Group:
         ):
             t.add_column(col, justify="right" if col != "side" else "left")
         for s in rows[:MAX_ROWS]:
-            ids = s["ids_first_difference"]
             t.add_row(
-                str(s["sample"]),
-                str(s["first_position"]),
-                str(s["side"]),
-                "–" if ids is None else str(ids),
-                fmt.sci(s["prefill_max_abs_delta"]),
-                fmt.sci(s["decode_max_abs_delta"]),
+                str(s.sample),
+                str(s.first),
+                str(s.side),
+                "–" if s.ids_first is None else str(s.ids_first),
+                fmt.sci(s.prefill_max_abs),
+                fmt.sci(s.decode_max_abs),
             )
         parts.append(t)
         if len(rows) > MAX_ROWS:
@@ -82,7 +82,7 @@ class CompareScreen(BoxModal):
 
     BOX_TITLE = "servers compared · same prompt ids, bit for bit"
 
-    def __init__(self, pairs: list[dict], vars_: dict) -> None:
+    def __init__(self, pairs: list[ServerPair], vars_: dict) -> None:
         super().__init__()
         self.pairs = list(pairs)
         self.vars_ = dict(vars_)
