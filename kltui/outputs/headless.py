@@ -27,7 +27,7 @@ from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import write_json
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals
-from kltui.session.compare import describe_first, describe_rerun
+from kltui.session.compare import RerunEquality, describe_first, describe_rerun
 from kltui.session.cross_server import ServerPair, cross_server
 from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
@@ -369,7 +369,7 @@ def _after_runs(
     each re-run's comparison; then --json and the other reports."""
     store = runs[-1].store
     equality = [r.equality for r in runs if r.equality is not None]
-    reruns = tuple((rerun_line(eq, eq["run"]), eq["identical"]) for eq in equality)
+    reruns = tuple((rerun_line(eq, eq.run), eq.identical) for eq in equality)
     if repeat > 1:
         HeadlessView(store, console).report()
         for line, identical in reruns:
@@ -385,12 +385,14 @@ def _after_runs(
         extra_outputs(store, reruns)
 
 
-def rerun_line(eq: dict, run_no: int) -> str:
+def rerun_line(eq: RerunEquality, run_no: int) -> str:
     """`re-run 2 vs 1: bit-identical`, as the console and every report print it."""
     return f"re-run {run_no} vs {run_no - 1}: {describe_rerun(eq)}"
 
 
-def repeat_section(stores: list[SessionStore], equality: list[dict], requested: int) -> dict:
+def repeat_section(
+    stores: list[SessionStore], equality: list[RerunEquality], requested: int
+) -> dict:
     """The `repeat` section of the JSON result: each run's verdict and its equality with the one before."""
     return {
         "requested": requested,
@@ -405,8 +407,8 @@ def repeat_section(stores: list[SessionStore], equality: list[dict], requested: 
             }
             for i, s in enumerate(stores, 1)
         ],
-        "equality": equality,
+        "equality": [e.to_json() for e in equality],
         "all_identical": None
-        if not equality or any(e["identical"] is None for e in equality)
-        else all(e["identical"] for e in equality),
+        if not equality or any(e.identical is None for e in equality)
+        else all(e.identical for e in equality),
     }

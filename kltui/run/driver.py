@@ -30,7 +30,7 @@ from kltui.errors import session_exit
 from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
 from kltui.run.runner import BeforeFlush, run_session
-from kltui.session.compare import RerunChain
+from kltui.session.compare import RerunChain, RerunEquality
 from kltui.session.consume import pump
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
 from kltui.session.recording import Recorder
@@ -117,7 +117,7 @@ class RunOutcome:
     # a fault of kltui or of an input file that ended the run (re-raised by `session`)
     error: BaseException | None = None
     # bit equality with the session's previous run (session/compare.rerun_equality), if any
-    equality: dict | None = None
+    equality: RerunEquality | None = None
 
     @property
     def verdict(self) -> str | None:

@@ -10,7 +10,8 @@ reported instead).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -206,50 +207,81 @@ def describe_first_dict(d: dict) -> str:
 
 
 # --------------------------------------------------------------------------- whole runs
-def _where(key_helper: str, server: str, diff: BookDiff) -> dict | None:
+@dataclass(frozen=True)
+class FirstDifference:
+    """Where a re-run first differs from the run before: which helper, server, sample,
+    position and side."""
+
+    helper: str
+    server: str
+    sample: int
+    position: int
+    side: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The place as the JSON result writes it."""
+        return {
+            "helper": self.helper,
+            "server": self.server,
+            "sample": self.sample,
+            "position": self.position,
+            "side": self.side,
+        }
+
+
+@dataclass(frozen=True)
+class RerunEquality:
+    """Whether a run is bit-identical to the one before it (the same helpers re-run on the
+    same servers): None, with `reason`, when nothing honest can be said."""
+
+    identical: bool | None
+    reason: str | None = None  # why not comparable
+    first_difference: FirstDifference | None = None
+    helpers: dict[str, BookDiff] = field(default_factory=dict)  # helper key -> its comparison
+    run: int = 0  # this run's number in its session (RerunChain); 0: not numbered
+    previous: int = 0  # the number of the run it is compared with
+
+    def to_json(self) -> dict[str, Any]:
+        """The comparison as the JSON result's `repeat.equality` entries write it."""
+        numbered = {"run": self.run, "previous": self.previous} if self.run else {}
+        first = self.first_difference
+        return numbered | {
+            "identical": self.identical,
+            "reason": self.reason,
+            "first_difference": None if first is None else first.to_json(),
+            "helpers": {k: d.to_dict(per_sample=False) for k, d in self.helpers.items()},
+        }
+
+
+def _where(helper: str, server: str, diff: BookDiff) -> FirstDifference | None:
     first = diff.first
-    if first is None:
+    if first is None or first.first is None:
         return None
-    return {
-        "helper": key_helper,
-        "server": server,
-        "sample": first.sample,
-        "position": first.first,
-        "side": first.side,
-    }
+    return FirstDifference(helper, server, first.sample, first.first, first.side)
 
 
-def rerun_equality(prev: SessionStore, cur: SessionStore) -> dict:
+def rerun_equality(prev: SessionStore, cur: SessionStore) -> RerunEquality:
     """Is `cur` bit-identical to `prev` (the same helpers re-run on the same servers)?
-
-    {"identical": True | False | None, "reason": why not comparable, "first_difference":
-    {"helper", "server", "sample", "position", "side"}, "helpers": {key: BookDiff summary}}.
-    None when the runs hold different helpers or samples: nothing honest can be said."""
-    out: dict = {"identical": None, "reason": None, "first_difference": None, "helpers": {}}
+    Not comparable (None) when the runs hold different helpers or samples."""
     if set(prev.helpers) != set(cur.helpers):
-        out["reason"] = "the runs hold different helpers"
-        return out
+        return RerunEquality(None, "the runs hold different helpers")
     if not cur.helpers:
-        out["reason"] = "no helper ran"
-        return out
-    firsts = []
+        return RerunEquality(None, "no helper ran")
+    firsts: list[FirstDifference] = []
+    helpers: dict[str, BookDiff] = {}
     for key, st in cur.helpers.items():
         other = prev.helpers[key]
         diff = compare_books(other.book, st.book)
-        out["helpers"][key] = diff.to_dict(per_sample=False)
+        helpers[key] = diff
         if diff.only_x or diff.only_y:
-            out["reason"] = f"{key}: the runs scored different samples"
-            out["identical"] = None
-            return out
+            return RerunEquality(None, f"{key}: the runs scored different samples", None, helpers)
         where = _where(st.helper, st.server, diff)
         if where is not None:
             firsts.append(where)
     if firsts:
-        out["identical"] = False
-        out["first_difference"] = min(firsts, key=lambda w: (w["position"], w["sample"]))
-    else:
-        out["identical"] = True
-    return out
+        first = min(firsts, key=lambda w: (w.position, w.sample))
+        return RerunEquality(False, None, first, helpers)
+    return RerunEquality(True, None, None, helpers)
 
 
 class RerunChain:
@@ -260,26 +292,28 @@ class RerunChain:
         self.runs = 0  # runs counted so far
         self.previous: SessionStore | None = None
 
-    def add(self, store: SessionStore) -> dict | None:
+    def add(self, store: SessionStore) -> RerunEquality | None:
         """Counts a run that reached a server: its equality with the run before (both finished)
-        as `rerun_equality` plus its number and the previous one's, else None."""
+        as `rerun_equality`, numbered, else None."""
         if store.run is None:
             return None
         self.runs += 1
         eq = None
         if self.previous is not None and store.finished and self.previous.finished:
-            eq = {"run": self.runs, "previous": self.runs - 1}
-            eq.update(rerun_equality(self.previous, store))
+            eq = replace(
+                rerun_equality(self.previous, store), run=self.runs, previous=self.runs - 1
+            )
         self.previous = store
         return eq
 
 
-def describe_rerun(eq: dict) -> str:
+def describe_rerun(eq: RerunEquality) -> str:
     """A re-run's comparison with the run before it, as words."""
-    if eq["identical"] is None:
-        return f"not comparable ({eq['reason']})"
-    if eq["identical"]:
+    if eq.identical is None:
+        return f"not comparable ({eq.reason})"
+    if eq.identical:
         return "bit-identical (every token id and logprob)"
-    w = eq["first_difference"]
-    h = eq["helpers"][f"{w['helper']}@{w['server']}"]
-    return f"{w['helper']} {describe_first_dict(h)}"
+    w = eq.first_difference
+    if w is None:  # not made by rerun_equality, which names where a difference starts
+        return "differs"
+    return f"{w.helper} {describe_first(eq.helpers[f'{w.helper}@{w.server}'])}"

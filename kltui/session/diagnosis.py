@@ -370,4 +370,4 @@ def diagnose(store: SessionStore) -> list[Diagnosis]:
 def bit_identical(prev: SessionStore, cur: SessionStore) -> bool | None:
     """Whether every per-token value of this run equals the previous run's (None: not
     comparable, e.g. different helpers or samples). See `compare.rerun_equality`."""
-    return rerun_equality(prev, cur)["identical"]
+    return rerun_equality(prev, cur).identical

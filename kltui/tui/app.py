@@ -19,7 +19,7 @@ from textual.worker import Worker
 from kltui.engines.identity import ServerIdentity
 from kltui.run.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
-from kltui.session.compare import describe_rerun
+from kltui.session.compare import RerunEquality, describe_rerun
 from kltui.session.events import (
     Event,
     HelperStarted,
@@ -271,7 +271,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         *,
         counted: bool,
         recording: str | None,
-        equality: dict | None = None,
+        equality: RerunEquality | None = None,
     ) -> None:
         """The run ended: into the history, with its equality with the run before (computed
         where runs are counted: the run driver, or the replay feed)."""
@@ -280,7 +280,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         if counted and store.run is not None:
             identical, difference = None, None
             if equality is not None:
-                identical, difference = equality["identical"], describe_rerun(equality)
+                identical, difference = equality.identical, describe_rerun(equality)
                 self.notify(
                     escape_controls(
                         f"run {len(self.history) + 1} vs the one before: {difference}", 300

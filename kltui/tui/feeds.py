@@ -19,7 +19,7 @@ from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras
-from kltui.session.compare import RerunChain
+from kltui.session.compare import RerunChain, RerunEquality
 from kltui.session.consume import pump
 from kltui.session.events import Event, RunStarted
 from kltui.session.fold import RecordedRun, recorded_runs
@@ -44,7 +44,7 @@ class Sink(Protocol):
         *,
         counted: bool,
         recording: str | None,
-        equality: dict | None = None,
+        equality: RerunEquality | None = None,
     ) -> None:
         """The run ended (counted: it goes into the history), recorded at `recording`, with its
         bit equality with the run before (session/compare.RerunChain) if both finished."""

@@ -60,7 +60,7 @@ async def test_repeat_names_each_runs_recording_and_compares_it(reference_server
         assert isinstance(events[-1], RunFinished) and events[-1].verdict == r.verdict
     assert out.runs[0].equality is None
     # a deterministic server: each re-run is bit-identical to the one before
-    assert [(e["run"], e["previous"], e["identical"]) for e in
+    assert [(e.run, e.previous, e.identical) for e in
             (r.equality for r in out.runs[1:])] == [(2, 1, True), (3, 2, True)]  # fmt: skip
     assert out.exit_code == 0 and not out.interrupted
 

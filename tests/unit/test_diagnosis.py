@@ -217,7 +217,7 @@ def test_bit_identical_between_runs():
     assert bit_identical(a, b) is True
     assert bit_identical(a, c) is False
     eq = rerun_equality(a, c)
-    assert eq["first_difference"] == {
+    assert eq.first_difference is not None and eq.first_difference.to_json() == {
         "helper": "match",
         "server": S,
         "sample": 0,
@@ -227,4 +227,4 @@ def test_bit_identical_between_runs():
     d = SessionStore()
     feed(d, "prefill_cache_hit", 1e-5)
     assert bit_identical(a, d) is None
-    assert rerun_equality(a, d)["reason"] == "the runs hold different helpers"
+    assert rerun_equality(a, d).reason == "the runs hold different helpers"
