@@ -41,7 +41,7 @@ from kltui.session.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.session.fleet import fleet, replica_cells
+from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
@@ -189,8 +189,8 @@ def verdict_line(store: SessionStore) -> str:
     style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
     line = f"verdict: [{style}]{verdict}[/]"
     fl = fleet(store)
-    if fl is not None and fl["failure"] is not None:  # --fleet-require identical said why
-        line += console_markup(f" (fleet must be identical: {fl['failure']})")
+    if fl is not None and fl.failure is not None:  # --fleet-require identical said why
+        line += console_markup(f" (fleet must be identical: {fl.failure})")
     return line
 
 
@@ -207,14 +207,14 @@ def pair_lines(pair: ServerPair) -> list[Text]:
     return out
 
 
-def fleet_lines(f: dict) -> list[Text]:
+def fleet_lines(f: Fleet) -> list[Text]:
     """A fleet run: the router's workers, the comparison's summary, each replica's verdicts."""
-    workers = f["workers"]
+    workers = f.workers
     tested = [w for w in workers if w.get("tested")]
     out = [
         Text.assemble(
             ("fleet: ", "bold"),
-            f"router {f['router']}: {len(workers)} worker(s), {len(tested)} checked directly",
+            f"router {f.router}: {len(workers)} worker(s), {len(tested)} checked directly",
         )
     ]
     for w in workers:
@@ -223,13 +223,13 @@ def fleet_lines(f: dict) -> list[Text]:
         if not w.get("tested"):
             line += f": not checked: {w.get('note')}"
         out.append(Text(line))
-    out.append(Text.assemble(("fleet comparison: ", "bold"), f["summary"]))
-    group = {u: gi for gi, g in enumerate(f["groups"]) for u in g["replicas"]}
+    out.append(Text.assemble(("fleet comparison: ", "bold"), f.summary))
+    group = f.group_of()
     for url, row in replica_cells(f).items():
         cells = ", ".join(f"{h} {v}" for h, v in row.items())
         where = f"group {group[url] + 1}" if url in group else "not compared"
         out.append(Text(f"  · {url} ({where}): {cells}"))
-    for url, why in f["uncompared"].items():
+    for url, why in f.uncompared.items():
         out.append(Text(f"  · {url}: not compared: {why}"))
     return out
 

@@ -16,7 +16,7 @@ from kltui.outputs.reports.md import md_report
 from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted
-from kltui.session.fleet import describe_difference
+from kltui.session.fleet import FleetDifference, describe_difference
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
@@ -203,7 +203,7 @@ async def test_tui_on_a_router_runs_the_fleet_and_opens_a_replica(three_workers)
         await until(pilot, lambda: isinstance(app.screen, FleetScreen))
         table = app.screen.query_one("#fleet-table")
         assert table.row_count == 3 and str(table.get_row(odd)[2]) == "≠ differs"
-        table.move_cursor(row=app.screen.fleet["replicas"].index(odd))
+        table.move_cursor(row=app.screen.fleet.replicas.index(odd))
         await pilot.press("enter")
         await until(pilot, lambda: not isinstance(app.screen, FleetScreen))
         assert app.selected == f"match@{odd}"
@@ -257,7 +257,7 @@ def test_identical_fleet_with_an_odd_replica_fails_with_why(three_workers, tmp_p
     # each replica passes its own helpers: only the fleet gate fails the run
     assert all(h["status"] == "pass" for h in res["helpers"].values())
     (o,) = f["odd"]
-    at = describe_difference(o["first_difference"])
+    at = describe_difference(FleetDifference(**o["first_difference"]))
     assert o["against"] in same  # the largest group's first replica, in the run's (URL) order
     why = f"replicas differ: 2 groups; odd one out {odd}, first difference from {o['against']} "
     why += f"at {at}"

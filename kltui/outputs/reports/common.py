@@ -288,7 +288,7 @@ def json_report(store: SessionStore) -> dict:
             ],
             "diagnosis": [d.to_dict() for d in diagnose(store)],
             "cross_server": [pair.to_json() for pair in cross_server(store)],
-            "fleet": fleet(store),
+            "fleet": None if (fl := fleet(store)) is None else fl.to_json(),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
         }

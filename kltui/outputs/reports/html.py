@@ -24,7 +24,7 @@ from kltui.outputs.reports.html_helper import STATUS_LABEL, _badge, _max_at, _nu
 from kltui.session.compare import describe_first
 from kltui.session.cross_server import ServerPair, cross_server
 from kltui.session.diagnosis import Diagnosis, diagnose
-from kltui.session.fleet import fleet, replica_cells
+from kltui.session.fleet import Cell, Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
@@ -200,17 +200,17 @@ def fleet_or_pairs_html(store: SessionStore) -> str:
     return fleet_html(fl) if fl is not None else cross_server_html(cross_server(store))
 
 
-def fleet_html(f: dict) -> str:
+def fleet_html(f: Fleet) -> str:
     """The fleet: its workers, the summary, each replica's verdict per helper (first group's
     first replica is the reference) and every helper's replicas x replicas matrix."""
     workers = "".join(
         f"<li><code>{esc(w['url'])}</code> {esc(str(w.get('worker_type')))}"
         + ("" if w.get("tested") else f": not checked: {esc(str(w.get('note')))}")
         + "</li>"
-        for w in f["workers"]
+        for w in f.workers
     )
-    group = {u: gi for gi, g in enumerate(f["groups"]) for u in g["replicas"]}
-    helpers = list(f["matrices"])
+    group = f.group_of()
+    helpers = list(f.matrices)
     rows = "".join(
         f"<tr><td><code>{esc(url)}</code></td>"
         f"<td class='n'>{group[url] + 1 if url in group else '–'}</td>"
@@ -219,38 +219,38 @@ def fleet_html(f: dict) -> str:
         for url, row in replica_cells(f).items()
     )
     head = "".join(f"<th>{esc(h)}</th>" for h in helpers)
-    mats = "".join(_matrix_html(h, f["replicas"], m) for h, m in f["matrices"].items())
+    mats = "".join(_matrix_html(h, list(f.replicas), m) for h, m in f.matrices.items())
     return f"""<section><h2>Fleet</h2>
-<p>router <code>{esc(str(f["router"]))}</code></p><ul>{workers}</ul>
-<p>{esc(f["summary"])}</p>{_gate_html(f)}
+<p>router <code>{esc(str(f.router))}</code></p><ul>{workers}</ul>
+<p>{esc(f.summary)}</p>{_gate_html(f)}
 <table class="results"><thead><tr><th>replica</th><th class="n">group</th>{head}</tr></thead>
 <tbody>{rows}</tbody></table>{mats}</section>"""
 
 
-def _gate_html(f: dict) -> str:
+def _gate_html(f: Fleet) -> str:
     """`--fleet-require identical`'s outcome (nothing under the default `gate`)."""
-    if f["require"] != "identical":
+    if f.require != "identical":
         return ""
-    if f["failure"] is None:
+    if f.failure is None:
         return "<p>fleet must be identical (--fleet-require identical): passed</p>"
     return (
         "<p><strong>fleet must be identical (--fleet-require identical): failed:</strong> "
-        f"{esc(f['failure'])}</p>"
+        f"{esc(f.failure)}</p>"
     )
 
 
-def _matrix_html(helper: str, urls: list[str], m: list[list[dict | None]]) -> str:
+def _matrix_html(helper: str, urls: list[str], m: list[list[Cell | None]]) -> str:
     """One helper's replicas x replicas bit-equality matrix (numbered; the key lists URLs)."""
     if len(urls) > 16:  # a 40 x 40 table reads as noise: the per-replica table says it all
         return ""
 
-    def cell(c: dict | None) -> str:
-        if c is None or c["identical"] is None:
+    def cell(c: Cell | None) -> str:
+        if c is None or c.identical is None:
             return "<td>·</td>"
-        if c["identical"]:
+        if c.identical:
             return "<td>=</td>"
-        d = c["first_difference"]
-        at = f"s{d['sample']}@{d['position']}" if d else "≠"
+        d = c.first
+        at = f"s{d.sample}@{d.position}" if d else "≠"
         return f"<td title='{esc(at)}'>≠ {esc(at)}</td>"
 
     head = "".join(f"<th>{i + 1}</th>" for i in range(len(urls)))

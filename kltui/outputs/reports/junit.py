@@ -23,7 +23,7 @@ from kltui.outputs.reports.common import (
     verdict,
 )
 from kltui.session.diagnosis import diagnose
-from kltui.session.fleet import describe_difference, fleet
+from kltui.session.fleet import Fleet, describe_difference, fleet
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
@@ -122,34 +122,34 @@ def setup_cases(suite: ET.Element, store: SessionStore) -> list[str]:
     return kinds
 
 
-def replica_cases(suite: ET.Element, f: dict) -> list[str]:
+def replica_cases(suite: ET.Element, f: Fleet) -> list[str]:
     """A fleet run: one test case per replica, failed when it is not bit-identical to the
     largest agreement group; under `--fleet-require identical` also the fleet's own case."""
     kinds = []
-    if f["require"] == "identical":  # the fleet's own case: the gate CI asked for
+    if f.require == "identical":  # the fleet's own case: the gate CI asked for
         case = _sub(suite, "testcase", classname=f"{SUITE}.fleet", name="identical")
-        if f["failure"] is None:
+        if f.failure is None:
             kinds.append("passed")
         else:
-            _sub(case, "failure", message=f["failure"], type="fleet-require")
+            _sub(case, "failure", message=f.failure, type="fleet-require")
             kinds.append("failures")
-    groups = f["groups"]
-    main = set(groups[0]["replicas"]) if groups else set()
-    odd = {o["replica"]: o for o in f["odd"]}
-    for url in f["replicas"]:
+    groups = f.groups
+    main = set(groups[0].replicas) if groups else set()
+    odd = {o.replica: o for o in f.odd}
+    for url in f.replicas:
         case = _sub(suite, "testcase", classname=f"{SUITE}.fleet", name=f"replica[{url}]")
-        if url in f["uncompared"]:
-            _sub(case, "skipped", message=f"not compared: {f['uncompared'][url]}")
+        if url in f.uncompared:
+            _sub(case, "skipped", message=f"not compared: {f.uncompared[url]}")
             kinds.append("skipped")
         elif url in main:
             kinds.append("passed")
         else:
             o = odd[url]
-            why = ", ".join(f"{k} {_text(a)} vs {_text(b)}" for k, (a, b) in o["settings"].items())
-            at = describe_difference(o["first_difference"]) if o["first_difference"] else "?"
-            lead = "" if o["majority"] else "no majority group; "
+            why = ", ".join(f"{k} {_text(a)} vs {_text(b)}" for k, (a, b) in o.settings.items())
+            at = describe_difference(o.first_difference) if o.first_difference else "?"
+            lead = "" if o.majority else "no majority group; "
             msg = (
-                f"{lead}not bit-identical to {o['against']} (group {o['group'] + 1} of "
+                f"{lead}not bit-identical to {o.against} (group {o.group + 1} of "
                 f"{len(groups)}"
                 + (f"; settings: {why}" if why else "; no reported setting differs")
                 + f"); first difference at {at}"
@@ -234,7 +234,7 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
         f"{'error' if p.fatal else 'warning'}: {p.source}: {p.message}" for p in store.problems
     ]
     if fl is not None:
-        lines.append(f"fleet: {fl['summary']}")
+        lines.append(f"fleet: {fl.summary}")
     if lines:
         _sub(suite, "system-out", "\n".join(lines))
     ET.indent(root)

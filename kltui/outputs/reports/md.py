@@ -23,7 +23,7 @@ from kltui.outputs.reports.common import (
 from kltui.session.compare import describe_first
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
-from kltui.session.fleet import fleet, replica_cells
+from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
@@ -92,19 +92,19 @@ def notes(store: SessionStore) -> list[str]:
     return out
 
 
-def gate_text(f: dict) -> str:
+def gate_text(f: Fleet) -> str:
     """`--fleet-require identical`'s outcome in Markdown: passed, or failed and why."""
-    return "passed" if f["failure"] is None else f"**failed**: {md_text(f['failure'])}"
+    return "passed" if f.failure is None else f"**failed**: {md_text(f.failure)}"
 
 
-def fleet_md(f: dict) -> list[str]:
+def fleet_md(f: Fleet) -> list[str]:
     """A fleet run: the comparison's summary, the groups and a replica x helper table."""
-    workers = f["workers"]
+    workers = f.workers
     lines = [
-        f"- **Fleet** router {md_text(f['router'])}: {len(workers)} worker(s), "
-        f"{sum(1 for w in workers if w.get('tested'))} checked directly: {md_text(f['summary'])}"
+        f"- **Fleet** router {md_text(f.router)}: {len(workers)} worker(s), "
+        f"{sum(1 for w in workers if w.get('tested'))} checked directly: {md_text(f.summary)}"
     ]
-    if f["require"] == "identical":
+    if f.require == "identical":
         lines.append(f"- **Fleet must be identical** (`--fleet-require identical`): {gate_text(f)}")
     for w in workers:
         if not w.get("tested"):
@@ -115,8 +115,8 @@ def fleet_md(f: dict) -> list[str]:
     cells = replica_cells(f)
     if not cells:
         return lines
-    group = {u: gi for gi, g in enumerate(f["groups"]) for u in g["replicas"]}
-    helpers = list(f["matrices"])
+    group = f.group_of()
+    helpers = list(f.matrices)
     lines += [
         "",
         "| replica | group | " + " | ".join(md_text(h) for h in helpers) + " |",

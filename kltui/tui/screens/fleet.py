@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from kltui.session.fleet import replica_cells
+from kltui.session.fleet import Fleet, replica_cells
 from kltui.session.servers import text
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
@@ -20,23 +20,23 @@ VERDICT_COLOUR = {"same": "kl-ok", "reference": "kl-ok", "differs": "kl-warn"}
 GLYPH = {"same": "= same", "reference": "● reference", "differs": "≠ differs"}
 
 
-def fleet_head(f: dict, vars_: dict) -> Text:
+def fleet_head(f: Fleet, vars_: dict) -> Text:
     """The summary (and, under `--fleet-require identical`, why the fleet failed it) and the
     groups, above the table."""
-    colour = {True: "kl-ok", False: "kl-warn"}.get(f["identical"], "")
-    out = Text.assemble(("router ", "bold")).append_text(safe(str(f["router"])))
-    workers = f["workers"]
+    colour = {True: "kl-ok", False: "kl-warn", None: ""}[f.identical]
+    out = Text.assemble(("router ", "bold")).append_text(safe(str(f.router)))
+    workers = f.workers
     out.append(
         f" · {len(workers)} worker(s), {sum(1 for w in workers if w.get('tested'))} checked\n"
     )
-    if f["failure"] is not None:  # --fleet-require identical: why the run failed, first
-        why = f"fleet must be identical: failed: {f['failure']}"
+    if f.failure is not None:  # --fleet-require identical: why the run failed, first
+        why = f"fleet must be identical: failed: {f.failure}"
         out.append_text(safe(why, style=f"bold {vars_.get('kl-bad', '')}".strip()))
         out.append("\n")
-    out.append_text(safe(f["summary"], style=vars_.get(colour, "")))
-    for gi, g in enumerate(f["groups"]):
-        settings = ", ".join(f"{k} {text(v)}" for k, v in g["settings"].items())
-        line = f"group {gi + 1} ({len(g['replicas'])})" + (f": {settings}" if settings else "")
+    out.append_text(safe(f.summary, style=vars_.get(colour, "")))
+    for gi, g in enumerate(f.groups):
+        settings = ", ".join(f"{k} {text(v)}" for k, v in g.settings.items())
+        line = f"group {gi + 1} ({len(g.replicas)})" + (f": {settings}" if settings else "")
         out.append("\n")
         out.append_text(safe(line, style="bold" if gi == 0 else ""))
     for w in workers:
@@ -56,7 +56,7 @@ class FleetScreen(BoxModal[str | None]):
     BOX_TITLE = "fleet · every replica against the reference, bit for bit"
     BOX_SUBTITLE = "enter opens a replica's dashboard · esc closes"
 
-    def __init__(self, fleet: dict, vars_: dict) -> None:
+    def __init__(self, fleet: Fleet, vars_: dict) -> None:
         super().__init__()
         self.fleet = fleet
         self.vars_ = dict(vars_)
@@ -69,9 +69,9 @@ class FleetScreen(BoxModal[str | None]):
     def on_mount(self) -> None:
         """Fill the table: one row per replica, one column per helper."""
         table = self.query_one(DataTable)
-        helpers = list(self.fleet["matrices"])
+        helpers = list(self.fleet.matrices)
         table.add_columns("replica", "group", *helpers)
-        group = {u: gi for gi, g in enumerate(self.fleet["groups"]) for u in g["replicas"]}
+        group = self.fleet.group_of()
         for url, row in replica_cells(self.fleet).items():
             cells = [
                 Text(GLYPH.get(v, v), style=self.vars_.get(VERDICT_COLOUR.get(v, ""), "dim"))
