@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from kltui.engines.identity import ServerIdentity
 from kltui.errors import session_exit
 from kltui.helpers.phases import Run
 from kltui.run.config import RunConfig
@@ -58,7 +59,8 @@ def connect_failed(store: SessionStore) -> bool:
     run = store.run
     if run is None:
         return any(p.phase == "connect" for p in store.problems)
-    return bool(run.servers) and all(s.get("error") for s in run.servers)
+    servers = store.identities()
+    return bool(servers) and all(s.error for s in servers)
 
 
 class LazyRecorder:
@@ -89,7 +91,7 @@ class LazyRecorder:
             return
         self._buffer.append(ev)
         if isinstance(ev, RunStarted):
-            self._servers_ok = any(not s.get("error") for s in ev.servers)
+            self._servers_ok = any(not ServerIdentity.of(s).error for s in ev.servers)
         elif isinstance(ev, RunFinished):
             if self._servers_ok:
                 self._open()

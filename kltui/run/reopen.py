@@ -13,6 +13,7 @@ import dataclasses
 import numpy as np
 
 from kltui.engines.errors import EngineError
+from kltui.engines.identity import identity_of
 from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.helpers.extras import fetch_extras, opened_window
@@ -21,7 +22,7 @@ from kltui.helpers.registry import HELPERS
 from kltui.run.config import RunConfig
 from kltui.run.runner import build_prompt_set, helper_context
 from kltui.session.events import Event, RunStarted
-from kltui.session.store import HelperState
+from kltui.session.store import HelperState, RecordedConfig
 
 # what rebuilding the prompts and one prefill-only request need from the recorded config
 _KEYS = ("samples", "prompts", "max_prompt_tokens", "seed", "temperature", "top_k", "helpers")
@@ -33,7 +34,7 @@ class NotFetched(Exception):
 
 def config_of(run: RunStarted, server: str) -> RunConfig:
     """The recorded run's settings that decide its prompts and requests, aimed at `server`."""
-    rec = run.config or {}
+    rec = RecordedConfig.of(run.config).recorded
     try:
         cfg = RunConfig(servers=[server], **{k: rec[k] for k in _KEYS if k in rec})
         return dataclasses.replace(cfg, request_timeout=min(cfg.request_timeout, 60.0))
@@ -54,14 +55,14 @@ async def replay_extras(
     cfg = config_of(run, st.server)
     if cfg.top_k <= 0:
         raise NotFetched("top_k 0 in this run's config: no top-k or token text is fetched")
-    recorded = next((s for s in run.servers if s.get("url") == st.server), {})
+    recorded = identity_of(run.servers, st.server)
     client = SGLangClient(st.server, cfg.server_api_key(), timeout=cfg.request_timeout)
     try:
         try:
             info = await client.server_info()
         except EngineError as e:
             raise NotFetched(f"the recorded server does not answer: {e.message}") from None
-        model, was = info.get("model_path"), recorded.get("model_path")
+        model, was = info.get("model_path"), recorded.model_path
         if was and model != was:
             raise NotFetched(f"the server now serves {model!r}, the recording {was!r}")
         try:

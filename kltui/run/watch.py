@@ -3,14 +3,19 @@ re-run on the fresh server, as one does after rebuilding an engine with a fix.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from kltui.engines.errors import EngineError
+from kltui.engines.identity import ServerIdentity
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient
 
 POLL_INTERVAL_S = 3.0
 
 
-def identity(info: dict) -> tuple:
-    """What identifies a server process (changes when it restarts)."""
+def identity(info: Mapping[str, Any] | ServerIdentity) -> tuple:
+    """What identifies a server process (changes when it restarts): from its server_info or
+    its recorded identity."""
     return tuple(info.get(k) for k in PROCESS_IDENTITY)
 
 
@@ -24,9 +29,9 @@ class ServerWatch:
         self.clients = {c.url: c for c in clients}  # keyed like RunStarted.servers
         self.baseline: dict[str | None, tuple | None] = {}
 
-    def remember(self, servers: list[dict]) -> None:
+    def remember(self, servers: list[ServerIdentity]) -> None:
         """The identities the last run saw (None for a server that was down)."""
-        self.baseline = {s.get("url"): (None if s.get("error") else identity(s)) for s in servers}
+        self.baseline = {s.url: (None if s.error else identity(s)) for s in servers}
 
     async def poll(self) -> tuple[list[str], list[str]]:
         """(servers that restarted or came back, servers that are down now)."""

@@ -292,7 +292,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
             )
             self._last_finished = store
             if self._watch is not None:
-                self._watch.remember(store.run.servers)
+                self._watch.remember(store.identities())
         elif store.run is not None:
             self._last_finished = store
         if not counted:  # a connection that failed: keep its error while the next one runs
