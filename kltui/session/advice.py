@@ -10,6 +10,7 @@ from kltui.engines.identity import ServerIdentity
 from kltui.fmt import sci
 from kltui.helpers.registry import HELPERS, baseline_path, cache_helpers, path_of
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
+from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 
 # at or below the stray-ulp level the gate cannot care, whatever threshold it has
@@ -128,7 +129,7 @@ def rerun_command(server: str, samples: int) -> str:
 
 
 def _far_below_gate(st: HelperState) -> bool:
-    s = st.summary
+    s = HelperView.of(st).summary
     level, gate = s.avg_kl_div, s.threshold
     if s.result != "pass" or level is None or not math.isfinite(level):
         return False
@@ -142,7 +143,7 @@ def _condition1_advice(
     how large the noise is against the gate."""
     det = info.enable_deterministic_inference
     if _far_below_gate(noisy):
-        s = noisy.summary
+        s = HelperView.of(noisy).summary
         gate = f" of {sci(s.threshold)}" if s.threshold is not None else ""
         fix = (
             f"run `{dumps_command(server)}` to find the shape-variant kernel"

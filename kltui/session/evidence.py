@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.fmt import sci
+from kltui.session.helper_view import HelperView
 from kltui.session.paired import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -78,7 +79,7 @@ def _differs(sample) -> np.ndarray:
 
 def _exact(st: HelperState) -> bool:
     """No differing token, leaving out positions non-finite on both sides."""
-    if (st.summary.samples_with_difference or 0) == 0:
+    if (HelperView.of(st).summary.samples_with_difference or 0) == 0:
         return True
     if not st.book.order:  # a summary without per-token values: its own count decides
         return False
@@ -92,7 +93,7 @@ def _sample_mean(sample) -> float:
 
 
 def _count_line(st: HelperState) -> str:
-    s = st.summary
+    s = HelperView.of(st).summary
     fd = s.first_divergence
     where = f", first divergence sample {fd['sample']} @ {fd['position']}" if fd else ""
     return (
@@ -103,7 +104,7 @@ def _count_line(st: HelperState) -> str:
 
 def level_of(st: HelperState) -> float:
     """avg_kl_div over the positions that count (non-finite pairs left out)."""
-    v = st.summary.avg_kl_div
+    v = HelperView.of(st).summary.avg_kl_div
     if v is not None and np.isfinite(v):
         return float(v)
     means = [_sample_mean(st.book.samples[s]) for s in st.book.order]
@@ -122,7 +123,7 @@ def excess_over_match(st: HelperState, match: HelperState) -> Paired:
 
 def _shape(st: HelperState, page_size: int | None) -> list[str]:
     """Which sequences diverge and where in generation: the two questions the KL guide asks."""
-    s = st.summary
+    s = HelperView.of(st).summary
     helper = st.helper
     rows = [p for p in s.per_sample if p.get("n_nonzero")]
     scored = s.scored or 0

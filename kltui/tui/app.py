@@ -242,13 +242,16 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
     def feed_event(self, ev: Event) -> None:
         """One event: mark the dashboard dirty and follow the helper being measured."""
         self._dirty = True
-        if isinstance(ev, Problem) and len(self.store.problems) == 1:
+        store = self.store
+        if store is None:  # events come only once feed_start_run made the store
+            return
+        if isinstance(ev, Problem) and len(store.problems) == 1:
             self.refresh_bindings()  # the footer shows `e` from the first problem on
         match ev:
             case HelperStarted():
                 key = f"{ev.helper}@{ev.server}"
                 # Follow the helper that is running, until the user picks one.
-                if not self._user_selected or self.selected not in self.store.helpers:
+                if not self._user_selected or self.selected not in store.helpers:
                     self.selected = key
             case RunStarted():
                 self.status.message = None
@@ -260,7 +263,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                 self.notify(text, severity=severity, timeout=8 if ev.fatal else 5)
             case RunFinished() if not self._user_selected:
                 # Land on what needs looking at: the first helper that did not pass.
-                for key, st in self.store.helpers.items():
+                for key, st in store.helpers.items():
                     if st.summary is not None and st.summary.status not in (None, "pass"):
                         self.selected = key
                         break

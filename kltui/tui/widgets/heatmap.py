@@ -172,8 +172,9 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             self._full_refresh()
             return
         top = int(self.scroll_offset.y)
+        st = self.state
         for row, sig in list(self._painted.items()):
-            if row < self._n_rows and self._row_signature(row) != sig:
+            if st is not None and row < self._n_rows and self._row_signature(st, row) != sig:
                 self.refresh_lines(row, 1)
                 del self._painted[row]
         for row in range(top, min(self._n_rows, top + self.size.height)):
@@ -237,8 +238,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         return "pending"
 
     # ------------------------------------------------------------------ rendering
-    def _row_signature(self, sample: int) -> tuple:
-        st = self.state
+    def _row_signature(self, st: HelperState, sample: int) -> tuple:
         scored = st.book.samples.get(sample)
         if scored is not None:
             return ("s", id(scored))
@@ -246,18 +246,18 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             return ("k",)
         return ("d", st.decoded_len.get(sample, 0))
 
-    def _row_levels(self, sample: int, sig: tuple, g: Geometry) -> np.ndarray:
-        key = (self.run_gen, self.state.key, sample, self._geometry_key, sig)
+    def _row_levels(self, st: HelperState, sample: int, sig: tuple, g: Geometry) -> np.ndarray:
+        key = (self.run_gen, st.key, sample, self._geometry_key, sig)
         cached = self._levels.get(key)
         if cached is not None:
             return cached
-        scored = self.state.book.samples.get(sample)
+        scored = st.book.samples.get(sample)
         if scored is not None:
             # the worst level of each cell, zero meaning bit-equal logprobs (the scale's rule)
             starts = g.edges[g.edges < scored.k3.size]
             out = scale.bucket_levels(scored.k3, scored.lp_a, scored.lp_b, starts)
         else:
-            n = g.n_cells_for(self.state.decoded_len.get(sample, 0))
+            n = g.n_cells_for(st.decoded_len.get(sample, 0))
             out = np.full(n, scale.PENDING, dtype=np.int8)
         self._levels[key] = out
         return out
@@ -294,11 +294,12 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
     def _line_key(self, y: int, frame: tuple, base_key: tuple) -> tuple | None:
         """Cache key of visible line `y` (None for a blank line below the last row)."""
         row = frame[3] + y
-        if self.state is None or row >= self._n_rows:
+        st = self.state
+        if st is None or row >= self._n_rows:
             return None
         cursor_cell = frame[1].cell_of(self.cursor_pos) if row == self.cursor_row else -1
         focus = cursor_cell >= 0 and self.has_focus
-        return (base_key, row, self._row_signature(row), cursor_cell, focus)
+        return (base_key, row, self._row_signature(st, row), cursor_cell, focus)
 
     def _row_strip(self, key: tuple | None, frame: tuple, flt: Filtering | None) -> Strip:
         """One line of the frame's width; `flt` = (line filters, background) gives it already
@@ -414,6 +415,8 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
     ) -> Strip:
         width, g, first, _top, base = frame
         st = self.state
+        if st is None:  # a line key is made only with a helper shown: a blank line, as below rows
+            return Strip(self._filter([Segment(" " * width, base)], flt), width)
         status = self.row_status(row)
         if cursor_cell >= 0:
             label_style = base + Style(bold=True, reverse=self.has_focus)
@@ -431,7 +434,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             line = list(Strip(segments).adjust_cell_length(width, base))
             return Strip(self._filter(line, flt), width)
         segments = self._filter(segments, flt)
-        lv = self._row_levels(row, sig, g)
+        lv = self._row_levels(st, row, sig, g)
         vis = np.zeros(n_vis, dtype=np.int16)
         chunk = lv[first : first + n_vis]
         vis[: chunk.size] = chunk
