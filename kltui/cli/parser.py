@@ -28,8 +28,13 @@ from kltui.cli.options import (
 )
 
 
-def add_screenshot_dir(parser: argparse.ArgumentParser) -> None:
-    """Add --screenshot-dir to a parser."""
+def add_dashboard_options(parser: argparse.ArgumentParser, *, flush: bool = True) -> None:
+    """Add the options of a command that opens the dashboard: --theme, --yes-flush (`flush`:
+    where it runs helpers), --read-only and --screenshot-dir."""
+    parser.add_argument("--theme", help=THEME_HELP)
+    if flush:
+        parser.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
+    add_read_only(parser)
     parser.add_argument(
         "--screenshot-dir",
         metavar="DIR",
@@ -50,7 +55,6 @@ def make_parser() -> argparse.ArgumentParser:
 
     tui = sub.add_parser("tui", help="live dashboard (default command)")
     add_run_options(tui)
-    tui.add_argument("--theme", help=THEME_HELP)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
     tui.add_argument(
         "--dump-dir",
@@ -63,9 +67,7 @@ def make_parser() -> argparse.ArgumentParser:
         metavar="FILE.json",
         help="open a saved `kltui dumps --json` result (its module table); no --server needed",
     )
-    tui.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
-    add_read_only(tui)
-    add_screenshot_dir(tui)
+    add_dashboard_options(tui)
     tui.set_defaults(func=cmd_tui)
 
     from kltui.cli.report import add_arguments as add_report_arguments
@@ -109,10 +111,7 @@ def make_parser() -> argparse.ArgumentParser:
         help="the reference server's radix cache page size in tokens (1); a prefix hit is "
         "rounded down to whole pages, as in SGLang",
     )
-    demo.add_argument("--theme", help=THEME_HELP)
-    demo.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
-    add_read_only(demo)
-    add_screenshot_dir(demo)
+    add_dashboard_options(demo)
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
 
@@ -130,10 +129,12 @@ def make_parser() -> argparse.ArgumentParser:
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=number, help="replay at X times the recorded pace")
     pace.add_argument("--instant", action="store_true", help="load everything at once")
-    replay.add_argument("--theme", help=THEME_HELP)
-    add_read_only(replay)
-    add_screenshot_dir(replay)
-    replay.add_argument("--headless", action="store_true", help="print the results instead")
+    add_dashboard_options(replay, flush=False)
+    replay.add_argument(
+        "--headless",
+        action="store_true",
+        help="print the results instead; exit as `kltui check` did for the recorded verdicts",
+    )
     replay.set_defaults(func=cmd_replay)
 
     runs = sub.add_parser(
