@@ -6,6 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
+# Past this many servers (a fleet), the dashboard's panels stop giving every server its own
+# lines: the servers panel lists each distinct set of settings once, the helpers panel only the
+# selected server's helpers.
+MANY_SERVERS = 4
+
 
 def _parts(url: str) -> tuple[str, str, str]:
     """(host, port, rest) of a server URL; rest is whatever follows host:port."""

@@ -182,8 +182,7 @@ class SessionStore:
         """Every helper state grouped by server, the servers in the order the run names them
         (a server it does not name last), each server's helpers in the order they started."""
         # with --concurrency the servers' helpers start interleaved
-        named = [s.get("url") for s in (self.run.servers if self.run else [])]
-        rank = {url: i for i, url in enumerate(named)}
+        rank = {ident.url: i for i, ident in enumerate(self.identities())}
         order: dict[str, int] = {}
         for st in self.helpers.values():
             order.setdefault(st.server, rank.get(st.server, len(rank) + len(order)))

@@ -58,8 +58,8 @@ class DashboardActions(DashboardHost):
 
     # ------------------------------------------------------------------ selection
     def helper_keys(self) -> list[str]:
-        """The keys of every helper in the run shown."""
-        return list(self.store.helpers) if self.store else []
+        """The keys of every helper in the run shown, in the helpers panel's order."""
+        return [st.key for st in self.store.by_server()] if self.store else []
 
     def selected_state(self) -> HelperState | None:
         """The state of the selected helper, or None."""

@@ -131,6 +131,24 @@ def test_console_results_group_rows_by_server_in_the_order_given():
     assert rows == [st.key for st in store.by_server()]
 
 
+def test_tui_helpers_panel_groups_rows_by_server_as_the_console_does():
+    from kltui.session.store import SessionStore
+    from kltui.tui.widgets.progress import shown_states
+
+    specs = [HelperSpec(h, server=u) for h in ("match", "prefill_cache_hit") for u in (B, A)]
+    store = SessionStore()
+    for ev in run_events(specs, servers=[server(A), server(B)], verdict="pass"):
+        store.apply(ev)
+    states, hidden = shown_states(store, None)
+    assert [st.key for st in states] == [
+        f"match@{A}",
+        f"prefill_cache_hit@{A}",
+        f"match@{B}",
+        f"prefill_cache_hit@{B}",
+    ]
+    assert hidden == (0, 0)
+
+
 def test_replay_without_recordings_is_one_line_and_exit_2(folder, capsys):
     assert main(["replay", "--headless"]) == 2
     err = capsys.readouterr().err.strip()

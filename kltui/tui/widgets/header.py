@@ -14,6 +14,7 @@ from textual.dom import DOMNode
 from textual.widgets import Static
 
 from kltui.engines.identity import ServerIdentity
+from kltui.session.labels import MANY_SERVERS
 from kltui.session.servers import BY_KEY, NO_TOKENIZER, SUMMARY_KEYS, fault_of, off_on, on_off
 from kltui.session.store import RecordedConfig, SessionStore
 from kltui.tui.widgets.parts import badge_part, part
@@ -257,9 +258,6 @@ def prompt_text(ps: dict, config: RecordedConfig, width: int | None = None) -> T
         out.append(Text(f"T={config.temperature:g}"))
     out.append(Text(f"seed {'?' if config.seed is None else config.seed}", style="dim"))
     return flow(out, width)
-
-
-MANY_SERVERS = 4  # past this, servers with the same settings share one entry (a fleet)
 
 
 def server_groups(servers: list[ServerIdentity]) -> list[list[ServerIdentity]]:

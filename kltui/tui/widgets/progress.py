@@ -20,7 +20,7 @@ from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import within_threshold
 from kltui.metrics.summary import Summary
 from kltui.session.helper_view import HelperView
-from kltui.session.labels import server_labels
+from kltui.session.labels import MANY_SERVERS, server_labels
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
@@ -97,13 +97,10 @@ def helper_label(st: HelperState, labels: dict[str, str]) -> str:
     return f"{st.helper}@{labels[st.server]}" if len(labels) > 1 else st.helper
 
 
-MANY_SERVERS = 4  # past this (a fleet), only the selected server's helpers get a row
-
-
 def shown_states(store: SessionStore, selected: str | None) -> tuple[list, tuple[int, int]]:
     """The helper states that get a row, and (helpers, servers) left out: with many servers
     only those of the selected helper's server (the first server's until one is selected)."""
-    states = list(store.helpers.values())
+    states = store.by_server()  # with --concurrency, helpers start interleaved
     servers = list(dict.fromkeys(st.server for st in states))
     if len(servers) <= MANY_SERVERS:
         return states, (0, 0)
