@@ -156,28 +156,38 @@ async def test_fleet_concurrency_one_checks_the_workers_one_after_the_other(
     assert order == [(k, u) for u in urls for k in ("HelperStarted", "HelperFinished")]
 
 
-async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
-    reference_servers, tmp_path, monkeypatch
-):
+async def fleet_with_a_dying_worker(reference_servers, tmp_path, monkeypatch, kill_when, **kw):
+    """`check --router` over two live workers and a third stopped at the first event for which
+    kill_when(event, its url) holds; (a, b, the stopped server, check_run's result)."""
     a = reference_servers.url(deterministic=True)
     b = reference_servers.url(deterministic=True, page_size=4)
     srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
     real = driver.run_session
 
-    async def kill_after_match(cfg, *args, **kw):
-        async for ev in real(cfg, *args, **kw):
+    async def killing(cfg, *args, **kwargs):
+        async for ev in real(cfg, *args, **kwargs):
             yield ev
-            if isinstance(ev, HelperFinished) and (ev.helper, ev.server) == ("match", srv.url):
+            if kill_when(ev, srv.url):
                 srv.stop()
 
-    monkeypatch.setattr(driver, "run_session", kill_after_match)
+    monkeypatch.setattr(driver, "run_session", killing)
     try:
         with Router([a, b, srv.url]) as router:
-            rc, res, text = await check_run(
-                [], tmp_path, width=400, record="r.kltui.jsonl", router=router.url, **SMALL
-            )
+            result = await check_run([], tmp_path, width=400, router=router.url, **SMALL, **kw)
     finally:
         srv.stop()
+    return a, b, srv, result
+
+
+async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
+    reference_servers, tmp_path, monkeypatch
+):
+    def after_match(ev, url):
+        return isinstance(ev, HelperFinished) and (ev.helper, ev.server) == ("match", url)
+
+    a, b, srv, (rc, res, text) = await fleet_with_a_dying_worker(
+        reference_servers, tmp_path, monkeypatch, after_match, record="r.kltui.jsonl"
+    )
     assert rc == 3, text
     f = res["fleet"]
     for url in (a, b):  # both live workers ran every helper to the end
@@ -289,31 +299,17 @@ async def test_identical_fleet_of_one_replica_is_inconclusive(reference_servers,
 async def test_identical_fleet_with_an_uncompared_replica_is_inconclusive(
     reference_servers, tmp_path, monkeypatch
 ):
-    a = reference_servers.url(deterministic=True)
-    b = reference_servers.url(deterministic=True, page_size=4)
-    srv = reference_servers.own(deterministic=True)  # killed below, so not a shared one
-    real = driver.run_session
+    def identified(ev, url):  # identified, then gone before its first sample
+        return isinstance(ev, RunStarted)
 
-    async def kill_before_the_helpers(cfg, *args, **kw):
-        async for ev in real(cfg, *args, **kw):
-            yield ev
-            if isinstance(ev, RunStarted):  # identified, then gone before its first sample
-                srv.stop()
-
-    monkeypatch.setattr(driver, "run_session", kill_before_the_helpers)
-    try:
-        with Router([a, b, srv.url]) as router:
-            rc, res, text = await check_run(
-                [],
-                tmp_path,
-                width=400,
-                router=router.url,
-                fleet_require="identical",
-                helpers=["match"],
-                **SMALL,
-            )
-    finally:
-        srv.stop()
+    a, b, srv, (rc, res, text) = await fleet_with_a_dying_worker(
+        reference_servers,
+        tmp_path,
+        monkeypatch,
+        identified,
+        fleet_require="identical",
+        helpers=["match"],
+    )
     assert rc == 3, text  # the dead worker is an error, which stays the verdict
     f = res["fleet"]
     assert list(f["uncompared"]) == [srv.url] and f["identical"] is None
