@@ -38,17 +38,23 @@ def with_extras(sample: int, start: int, n: int, hostile: str):
     return events[:at] + [extra] + events[at:], extra
 
 
+async def open_drill(pilot, app, sample: int) -> DrillDown:
+    """Open match's sample in the drill-down and wait until its 40 rows are drawn."""
+    app.select_helper(f"match@{synth.URL}")
+    app.open_sample(sample, 0)
+    await until(pilot, lambda: isinstance(app.screen, DrillDown))
+    drill: DrillDown = app.screen
+    await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+    return drill
+
+
 async def test_drill_down_shows_the_separate_requests_top_k_and_text():
     hostile = "[bold]x[/]"
     events, extra = with_extras(1, 4, 6, hostile)
     app = replay_app(events)
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
-        app.select_helper(f"match@{synth.URL}")
-        app.open_sample(1, 0)
-        await until(pilot, lambda: isinstance(app.screen, DrillDown))
-        drill: DrillDown = app.screen
-        await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+        drill = await open_drill(pilot, app, 1)
         head = drawn(drill.query_one("#drill-head"))
         assert "separate request after the gate" in head
         assert "positions 4–9" in head and "bit for bit at 5/6" in head
@@ -68,11 +74,8 @@ async def test_drill_down_of_a_sample_without_extras_says_so():
     app = replay_app(events)
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
-        app.select_helper(f"match@{synth.URL}")
-        app.open_sample(2, 0)
-        await until(pilot, lambda: isinstance(app.screen, DrillDown))
-        await until(pilot, lambda: app.screen.is_mounted and app.screen.table.row_count == 40)
-        head = drawn(app.screen.query_one("#drill-head"))
+        drill = await open_drill(pilot, app, 2)
+        head = drawn(drill.query_one("#drill-head"))
         assert "top-k not recorded" in head
         # a replay asks no server, and says so (issue 21 item 4)
         assert "replay: top-k and token text only as recorded" in head
@@ -103,11 +106,7 @@ async def test_a_server_without_tokenizer_is_named_in_the_drill_down_and_header(
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
         assert "no tokenizer (--skip-tokenizer-init)" in drawn(app.query_one("#servers"))
-        app.select_helper(f"match@{synth.URL}")
-        app.open_sample(1, 0)
-        await until(pilot, lambda: isinstance(app.screen, DrillDown))
-        drill: DrillDown = app.screen
-        await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+        drill = await open_drill(pilot, app, 1)
         head = drawn(drill.query_one("#drill-head"))
         assert "no tokenizer (--skip-tokenizer-init)" in head and says in head
 
@@ -119,11 +118,7 @@ async def test_unknown_token_text_is_marked_not_blank():
     app = replay_app(events)
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
-        app.select_helper(f"match@{synth.URL}")
-        app.open_sample(1, 0)
-        await until(pilot, lambda: isinstance(app.screen, DrillDown))
-        drill: DrillDown = app.screen
-        await until(pilot, lambda: drill.is_mounted and drill.table.row_count == 40)
+        drill = await open_drill(pilot, app, 1)
         table = drill.table
         text_col = [str(c.label) for c in table.columns.values()].index("text")
         unknown = table.get_cell_at((3, text_col))  # before the window: never fetched
