@@ -8,6 +8,7 @@ import math
 import sys
 
 from kltui.argtypes import nonneg_int, number, pos_int
+from kltui.cli.report import REPORT_FORMATS
 from kltui.errors import UsageError
 from kltui.helpers.registry import BASELINE_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 
@@ -182,7 +183,7 @@ def check_numbers(args: argparse.Namespace) -> None:
             raise UsageError(f"{name} {v!r}: must be a positive finite number")
 
 
-OUTPUT_OPTIONS = ("json", "html", "md", "junit", "record")
+OUTPUT_OPTIONS = ("json", *REPORT_FORMATS, "record")
 
 
 def check_outputs(args: argparse.Namespace) -> None:

@@ -13,6 +13,7 @@ OUTPUTS = (
     ("md", "Markdown summary, short enough to paste into a pull request"),
     ("junit", "JUnit XML: one test case per helper and server"),
 )
+REPORT_FORMATS = tuple(name for name, _ in OUTPUTS)  # a new format is one OUTPUTS entry
 
 
 def add_report_options(parser: argparse.ArgumentParser) -> None:
@@ -89,7 +90,7 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
     from kltui.errors import UsageError
     from kltui.outputs.reports.common import Origin
 
-    outputs = {name: getattr(args, name, None) for name, _ in OUTPUTS}
+    outputs = {name: getattr(args, name, None) for name in REPORT_FORMATS}
     if not any(outputs.values()):
         return None
     for path in outputs.values():
@@ -106,7 +107,7 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
 def cmd_report(args: argparse.Namespace) -> int:
     """Run `kltui report`: write reports from a recording."""
     store, origin = load_store(args.recording)
-    outputs = {name: getattr(args, name, None) for name in ("html", "md", "junit", "json")}
+    outputs = {name: getattr(args, name, None) for name in (*REPORT_FORMATS, "json")}
     if not any(outputs.values()):
         outputs["md"] = "-"
     written = write_reports(store, origin=origin, **outputs)
