@@ -315,6 +315,16 @@ def describe_difference(d: FleetDifference) -> str:
     )
 
 
+def setting_contrast(o: OddReplica) -> str:
+    """The settings an odd replica reports otherwise, its own value first ("page_size 4 here, 1
+    in the largest group"); empty when no reported setting differs."""
+    there = "in the largest group" if o.majority else f"on {o.against}"
+    return ", ".join(
+        f"{k} {_value(mine)} here, {_value(theirs)} {there}"
+        for k, (theirs, mine) in o.settings.items()
+    )
+
+
 def _value(v: object) -> str:
     if isinstance(v, list):
         return "/".join(_value(x) for x in v)
@@ -444,7 +454,7 @@ def summary_line(f: Fleet) -> str:
         if not o.majority:  # no group is larger: none is "the odd one", each still differs
             line += f"; {o.replica} first differs from {o.against} at {at}"
             continue
-        why = ", ".join(f"{k} {_value(a)} vs {_value(b)}" for k, (a, b) in o.settings.items())
+        why = setting_contrast(o)
         line += f"; odd one out: {o.replica}" + (f" ({why})" if why else "")
         line += f", first differs from {o.against} at {at}"
     return line + tail

@@ -99,19 +99,25 @@ async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_
     assert m[i][i] is None and m[k][i] == m[i][k]
     at = f"sample {first['sample']} @ {first['position']}"
     summary = f["summary"]
-    assert f"odd one out: {odd} (enable_deterministic_inference true vs false)" in summary
+    assert (
+        f"odd one out: {odd} (enable_deterministic_inference false here, true in the largest group)"
+        in summary
+    )
     assert at in summary
     assert f"fleet comparison: {summary}" in text
     assert f"{odd} (group 2): match differs" in text
     assert "servers compared:" not in text  # the fleet replaces the pairs with the first
     md, html, junit = reports(tmp_path)
-    assert "enable\\_deterministic\\_inference true vs false" in md
+    assert "enable\\_deterministic\\_inference false here, true in the largest group" in md
     assert f"| {odd} | 2 | differs" in md and at.replace("@", "\\@") in md
-    assert "<h2>Fleet</h2>" in html and "enable_deterministic_inference true vs false" in html
+    assert (
+        "<h2>Fleet</h2>" in html
+        and "enable_deterministic_inference false here, true in the largest group" in html
+    )
     assert f"<code>{odd}</code>" in html and at in html
     assert f'name="replica[{odd}]"' in junit
     assert "not bit-identical to" in junit and at in junit
-    assert "settings: enable_deterministic_inference true vs false" in junit
+    assert "settings: enable_deterministic_inference false here, true in the largest group" in junit
     for url in same:
         assert f'<testcase classname="kltui.fleet" name="replica[{url}]" />' in junit
     # the default gate: replicas that differ are no failed run, and no fleet case

@@ -92,7 +92,10 @@ async def test_fleet_view_lists_every_replica_and_enter_opens_its_dashboard():
         head = " ".join(drawn_at(screen, "#fleet-head").split())
         assert "[38 replicas: http://10.0.0.1:30000, http://10.0.0.2:30000, " in head
         for i in ODD:
-            assert f"odd one out: {url(i)} (enable_deterministic_inference true vs false)" in head
+            assert (
+                f"odd one out: {url(i)} (enable_deterministic_inference false here, true in the largest group)"
+                in head
+            )
         assert "group 2 (2): enable_deterministic_inference false" in head
         assert "fleet must be identical" not in head  # the default gate
         row = [str(c) for c in table.get_row(url(23))]

@@ -23,7 +23,7 @@ from kltui.outputs.reports.common import (
     verdict,
 )
 from kltui.session.diagnosis import diagnose
-from kltui.session.fleet import Fleet, describe_difference, fleet
+from kltui.session.fleet import Fleet, describe_difference, fleet, setting_contrast
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
@@ -145,7 +145,7 @@ def replica_cases(suite: ET.Element, f: Fleet) -> list[str]:
             kinds.append("passed")
         else:
             o = odd[url]
-            why = ", ".join(f"{k} {_text(a)} vs {_text(b)}" for k, (a, b) in o.settings.items())
+            why = setting_contrast(o)
             at = describe_difference(o.first_difference) if o.first_difference else "?"
             lead = "" if o.majority else "no majority group; "
             msg = (
@@ -157,12 +157,6 @@ def replica_cases(suite: ET.Element, f: Fleet) -> list[str]:
             _sub(case, "failure", message=msg, type="fleet")
             kinds.append("failures")
     return kinds
-
-
-def _text(v: object) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return "–" if v is None else str(v)
 
 
 def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) -> None:
