@@ -44,11 +44,10 @@ async def open_drill(pilot, app: KltuiApp, sample: int) -> DrillDown:
     return drill
 
 
-async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
-    server_url, monkeypatch
-):
-    # --extras 0: nothing is fetched after the gate, so every sample opens without text
-    cfg = RunConfig(
+def small_run(server_url: str) -> RunConfig:
+    """A short match-only run with --extras 0: nothing is fetched after the gate, so every
+    sample opens without top-k or text."""
+    return RunConfig(
         servers=[server_url],
         samples=3,
         max_new_tokens=16,
@@ -56,6 +55,13 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
         helpers=["match"],
         extras=0,
     )
+
+
+async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
+    server_url, monkeypatch
+):
+    # --extras 0: nothing is fetched after the gate, so every sample opens without text
+    cfg = small_run(server_url)
     calls: list[dict] = []
     real = SGLangClient.generate
 
@@ -110,14 +116,7 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
 
 async def test_replay_asks_the_recorded_server_on_x_and_says_when_it_cannot(server_url, tmp_path):
     record = tmp_path / "run.kltui.jsonl"
-    cfg = RunConfig(
-        servers=[server_url],
-        samples=3,
-        max_new_tokens=16,
-        max_prompt_tokens=64,
-        helpers=["match"],
-        extras=0,
-    )
+    cfg = small_run(server_url)
     live = KltuiApp(LiveFeed(cfg, str(record)))
     async with live.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: finished(live), timeout=60)
