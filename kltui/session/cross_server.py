@@ -6,7 +6,9 @@ sample and each is bit-identical there; False as soon as one compared helper dif
 difference is evidence on its own); otherwise None, with every helper left uncompared named in
 `uncompared` with why. The reading follows from which helpers differ: match differs -> kernels
 (batch variance) or races; match bit-identical but a cache helper differs -> a state bug on one
-server's cache path; different models -> nothing about kernels or state at all.
+server's cache path, unless both servers' avg_kl_div on that helper stays at or below the
+1e-9 stray-ulp floor (then it is rounding on that path's shapes, never a state bug); different
+models -> nothing about kernels or state at all.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from kltui.fmt import sci
 from kltui.helpers.registry import baseline_path, path_of, same_engine
 from kltui.session.compare import BookDiff, compare_books
+from kltui.session.evidence import level_of
+from kltui.session.paired import STRAY_ULP_FLOOR
 from kltui.session.servers import COMPARED, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
 
@@ -30,6 +35,9 @@ class HelperComparison:
     diff: BookDiff
     avg_kl_div: tuple[float | None, float | None]  # A's, B's (None: no summary)
     cached_tokens_differ_samples: int  # common samples whose cache hit covered other tokens
+    # both servers' own level (avg_kl_div) on this helper at or below the stray-ulp floor: a
+    # difference between them is rounding, since no state bug sits that low
+    below_floor: bool = False
 
     @property
     def identical(self) -> bool | None:
@@ -158,6 +166,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
                 sy.summary.avg_kl_div if sy.summary else None,
             ),
             _cached_differ(sx, sy, [s.sample for s in diff.samples]),
+            max(level_of(sx), level_of(sy)) <= STRAY_ULP_FLOOR,
         )
         if diff.identical is None:
             uncompared[name] = "no sample scored on both servers"
@@ -184,8 +193,23 @@ def _helper_list(names) -> str:
     return ", ".join(names)
 
 
+def _levels(c: HelperComparison) -> str:
+    a, b = c.avg_kl_div
+    return f"avg_kl_div A {sci(a)}, B {sci(b)}"
+
+
+def _rounding(name: str, c: HelperComparison, verb: str = "differs") -> str:
+    """`name` at rounding level on both servers: what it is, and that it is no state bug."""
+    return (
+        f"{name} {verb} at rounding level (below the {STRAY_ULP_FLOOR:g} floor): not a state "
+        f"bug ({_levels(c)}: rounding on that path's shapes)"
+    )
+
+
 def _suspect(name: str, c: HelperComparison) -> str:
     """Which server's `name` path holds the state bug: the one further from the other."""
+    if c.below_floor:
+        return _rounding(name, c)
     a, b = c.avg_kl_div
     path = path_of(name)
     if isinstance(a, float) and isinstance(b, float) and a != b:
@@ -244,7 +268,11 @@ def _reading(
     if base in compared:
         exact = all(v == 0.0 for v in compared[base].avg_kl_div)
         parts = [_suspect(h, helpers[h]) for h in differing]
-        shapes = [h for h in differing if helpers[h].cached_tokens_differ_samples]
+        shapes = [
+            h
+            for h in differing
+            if helpers[h].cached_tokens_differ_samples and not helpers[h].below_floor
+        ]
         caveat = ""
         if shapes and not exact:
             caveat = (
@@ -292,9 +320,16 @@ def _all_identical(
             "with kltui dumps"
         )
     if base in helpers:
+        state = [h for h in diverging if not helpers[h].below_floor]
+        # the floor holds here as in every reading of condition 2
+        rounding = "; ".join(
+            _rounding(h, helpers[h], "diverges") for h in diverging if h not in state
+        )
+        if not state:
+            return f"{lead}; {base} is exact, so the kernels agree; {rounding}"
         return (
             f"{lead}; {base} is exact, so the kernels agree: a deterministic logic fault on "
-            "the cache path (condition 2)"
+            "the cache path (condition 2)" + f"; {rounding}" * bool(rounding)
         )
     return f"{lead}; run {base} too, to tell a kernel (condition 1) from a logic fault"
 
