@@ -5,16 +5,26 @@ decode step. Folder B is one fresh prefill of prompt + the decoded tokens (M = p
 Decode step k consumes the token at position prompt + k - 1, the same token B's row at that
 position consumes, so before any diff is read the input ids and the embedding output of those
 rows must be bit-identical; otherwise the rows are misaligned and every later number would be
-meaningless. The first module whose inputs are bit-identical and whose output differs is the
-op; every module after it that differs only inherits the difference."""
+meaningless. The first module whose output differs is the op only when its inputs are proven
+bit-identical (kltui.dumps.modules: here and in the earlier passes whose KV it reads); else no
+module is named, and the result says why. Every module after it that differs only inherits
+the difference."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from kltui.dumps.compare import EQUALITY
 from kltui.dumps.files import DumpError, Loader, index_folder
-from kltui.dumps.modules import compare_pass, merge_diffs, module_table
+from kltui.dumps.modules import (
+    FIRST,
+    compare_pass,
+    first_differing,
+    merge_diffs,
+    module_table,
+    unnamed_reason,
+)
 from kltui.dumps.passes import (
     Pass,
     build_passes,
@@ -134,6 +144,9 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
                 "hold different token ids at the prompt positions (not the same prompt?)"
             )
 
+    prefill, prefill_diffs = _prefill_invariance(loader, prompt, map_b, emb, plen, m)
+    # what a decode step reads from earlier passes (the KV cache) is written from their inputs
+    earlier: list[tuple[str, dict]] = [("prompt prefill", prefill_diffs)]
     steps, first, last_table = [], None, []
     for k, d, pos in aligned:
         diffs = compare_pass(loader, d, [pos], map_b)
@@ -144,22 +157,22 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
                 f"row at that position have different embedding outputs "
                 f"({d.entries[emb].label}), though the token ids match"
             )
-        table = module_table(d, diffs)
+        table = module_table(d, diffs, earlier)
+        earlier.append((f"decode step {k}", diffs))
         worst = max((r.max_abs_diff for r in table if r.output_identical is False), default=0.0)
-        culprit = next((r for r in table if r.status == "first-divergent"), None)
+        culprit = first_differing(table)
         steps.append(
             {
                 "decode_step": k,
                 "position": pos,
                 "identical": culprit is None,
                 "max_abs_diff": worst,
-                "first_divergent_module": culprit.module if culprit else None,
+                "first_divergent_module": _named(culprit),
             }
         )
         if culprit is not None and first is None:
             first = (k, pos, culprit, table)
         last_table = table
-    prefill = _prefill_invariance(loader, prompt, map_b, emb, plen, m)
 
     out: dict = {
         "rank": rank,
@@ -181,6 +194,8 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
         out |= {
             "identical": True,
             "first_divergent_module": None,
+            "unnamed_reason": None,
+            "first_differing_module": None,
             "max_abs_diff": 0.0,
             "inputs_identical": None,
             "differing_inputs": [],
@@ -193,7 +208,9 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
     k, pos, culprit, table = first
     out |= {
         "identical": False,
-        "first_divergent_module": culprit.module,
+        "first_divergent_module": _named(culprit),
+        "unnamed_reason": unnamed_reason(culprit, prefill["first_divergent_module"]),
+        "first_differing_module": culprit.module,
         "max_abs_diff": culprit.max_abs_diff,
         "inputs_identical": culprit.inputs_identical,
         "differing_inputs": culprit.differing_inputs,
@@ -205,7 +222,14 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
     return out
 
 
-def _prefill_invariance(loader, prompt: list[Pass], map_b: dict, emb, plen: int, m: int) -> dict:
+def _named(row) -> str | None:
+    return row.module if row is not None and row.status == "first-divergent" else None
+
+
+def _prefill_invariance(
+    loader, prompt: list[Pass], map_b: dict, emb, plen: int, m: int
+) -> tuple[dict, dict]:
+    """The prompt prefill's module table against the fresh prefill's rows, and its diffs."""
     diffs: dict = {}
     for p in prompt:
         for key, d in compare_pass(loader, p, p.positions.tolist(), map_b).items():
@@ -217,18 +241,20 @@ def _prefill_invariance(loader, prompt: list[Pass], map_b: dict, emb, plen: int,
             "embedding outputs at the prompt positions"
         )
     table = module_table(prompt[0], diffs)
-    culprit = next((r for r in table if r.status == "first-divergent"), None)
+    culprit = first_differing(table)
     return {
         "m_prompt": plen,
         "m_fresh": m,
         "identical": culprit is None,
-        "first_divergent_module": culprit.module if culprit else None,
+        "first_divergent_module": _named(culprit),
+        "unnamed_reason": unnamed_reason(culprit),
+        "first_differing_module": culprit.module if culprit else None,
         "max_abs_diff": culprit.max_abs_diff if culprit else 0.0,
         "position": culprit.position if culprit else None,
         "inputs_identical": culprit.inputs_identical if culprit else None,
         "inherited": [r.module for r in table if r.status == "inherited"],
         "modules": [r.as_dict() for r in table],
-    }
+    }, diffs
 
 
 def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
@@ -245,7 +271,7 @@ def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
     def earliest(res: dict) -> tuple:
         if res["identical"]:
             return (1, 0, 0)
-        order = next(i for i, m in enumerate(res["modules"]) if m["status"] == "first-divergent")
+        order = next(i for i, m in enumerate(res["modules"]) if m["status"] in FIRST)
         return (0, res["decode_step"], order)
 
     rank = min(per_rank, key=lambda r: (earliest(per_rank[r]), r))
@@ -271,35 +297,29 @@ def verdict(r: dict) -> str:
             f"prefill is M-invariant on the prompt rows (M={pre['m_prompt']} vs M={pre['m_fresh']})"
         )
     else:
-        pre_txt = (
-            f"prefill is NOT M-invariant (M={pre['m_prompt']} vs M={pre['m_fresh']}): first "
-            f"divergent module {pre['first_divergent_module']}, max |diff| "
-            f"{_num(pre['max_abs_diff'])}, position {pre['position']}"
+        pre_txt = f"prefill is NOT M-invariant (M={pre['m_prompt']} vs M={pre['m_fresh']}): " + (
+            f"first divergent module {pre['first_divergent_module']} (inputs bit-identical), "
+            f"max |diff| {_num(pre['max_abs_diff'])}, position {pre['position']}"
+            if pre["first_divergent_module"]
+            else f"{pre['unnamed_reason']} (max |diff| {_num(pre['max_abs_diff'])}, position "
+            f"{pre['position']})"
         )
     if r["identical"]:
         return (
-            f"decode and the fresh prefill are bit-identical at every aligned module over "
-            f"{r['aligned_steps']} decode steps; {pre_txt}"
+            f"decode and the fresh prefill are bit-identical ({EQUALITY}) at every aligned "
+            f"module over {r['aligned_steps']} decode steps; {pre_txt}"
         )
-    if r["inputs_identical"] is False:
-        how = (
-            f"its inputs already differ ({', '.join(r.get('differing_inputs', [])[:3])}) though "
-            "no earlier module's output does: the difference arises in code between hooks"
+    where = f"decode step {r['decode_step']} (position {r['position']})"
+    later = f"{len(r['inherited'])} later modules inherit it"
+    if r["first_divergent_module"] is None:
+        return (
+            f"at {where}, {r['unnamed_reason']} (max |diff| {_num(r['max_abs_diff'])}; {later}); "
+            f"{pre_txt}"
         )
-    else:
-        how = "inputs bit-identical, output differs"
-    ctx = (
-        ""
-        if r["context_identical"]
-        else (
-            "; the prompt's KV came from a prefill that is not M-invariant, so a module that reads "
-            "the KV cache (attention) may inherit that difference"
-        )
-    )
     return (
-        f"first divergent module: {r['first_divergent_module']} at decode step "
-        f"{r['decode_step']} (position {r['position']}): {how}, max |diff| "
-        f"{_num(r['max_abs_diff'])}; {len(r['inherited'])} later modules inherit it; {pre_txt}{ctx}"
+        f"first divergent module: {r['first_divergent_module']} at {where}: inputs "
+        f"bit-identical (here and in the passes before it), output differs, max |diff| "
+        f"{_num(r['max_abs_diff'])}; {later}; {pre_txt}"
     )
 
 

@@ -1,7 +1,7 @@
 """`kltui dumps` (capture on a live server, then analyze) and `kltui dumps analyze A B`.
 
 Exit codes: 0 decode and the fresh prefill are bit-identical at every aligned module; 1 a module
-diverges (named); 2 usage, no dumper hooks, misaligned rows or bad dump folders; 3 server
+differs (named when its inputs are proven identical); 2 usage, no dumper hooks, misaligned rows or bad dump folders; 3 server
 unreachable, HTTP error or busy (other requests ran while dumping); 130 interrupted."""
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from pathlib import Path
 from kltui.argtypes import pos_int
 from kltui.errors import EXIT_SERVER, EXIT_USAGE, UsageError, passed_exit
 
-EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module;
-1 a module diverges (the first one is named); 2 usage, no dumper hooks, misaligned rows or bad
-dump folders; 3 server unreachable, HTTP error or busy; 130 interrupted."""
+EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module
+(bit-equal, +0.0 and -0.0 counted equal); 1 a module's output differs (named when its inputs are
+proven identical, else the reason it cannot be); 2 usage, no dumper hooks, misaligned rows or
+bad dump folders; 3 server unreachable, HTTP error or busy; 130 interrupted."""
 
 
 # argparse would print the optional `analyze` subcommand as if every call needed it

@@ -1,10 +1,17 @@
-"""Bit equality and max |diff| of aligned rows. Equality is on the bits (a float's -0.0 is not
-0.0 and a NaN equals the same NaN), because the claim being checked is "bit-identical"."""
+"""Bit equality and max |diff| of aligned rows. Equality is on the bits, because the claim being
+checked is "bit-identical", with one exception: +0.0 and -0.0 count as equal (the same value;
+which sign a zero gets can follow the order of a sum without changing any later result). A NaN
+equals a NaN with the same bits (same payload) at the same place on both sides, since both paths
+then produced the same word; a NaN with another payload, or against a number, differs (max
+|diff| nan). DUMPS.md says so, and so does the printed analysis."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+# how equality is decided, as the printed analysis and its verdict say it
+EQUALITY = "bit-equal, +0.0 and -0.0 counted equal, a NaN equal only to the same NaN bits"
 
 _INT_OF_SIZE = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
 
@@ -21,14 +28,13 @@ class RowDiff:
 
 
 def _bits(torch, t):
+    return t.view(getattr(torch, _INT_OF_SIZE[t.element_size()]))
+
+
+def _real(torch, t):
+    """A float view of `t` (a complex tensor's real and imaginary parts as a last dim)."""
     t = t.contiguous()
-    if t.dtype.is_floating_point or t.is_complex():
-        size = t.element_size()
-        if t.is_complex():
-            t = torch.view_as_real(t).contiguous()
-            size = t.element_size()
-        return t.view(getattr(torch, _INT_OF_SIZE[size]))
-    return t
+    return torch.view_as_real(t).contiguous() if t.is_complex() else t
 
 
 def diff_rows(torch, a, b, positions: list[int], what: str) -> RowDiff:
@@ -43,20 +49,24 @@ def diff_rows(torch, a, b, positions: list[int], what: str) -> RowDiff:
     n = len(positions)
     if n == 0:
         return RowDiff(True, 0.0, None, None, 0)
-    eq = _bits(torch, a) == _bits(torch, b)
-    row_eq = eq.reshape(n, -1).all(dim=1) if a.dim() > 1 else eq
+    floating = a.dtype.is_floating_point or a.is_complex()
+    if floating:
+        a, b = _real(torch, a), _real(torch, b)
+        # same bits, or both zeros of either sign
+        eq = (_bits(torch, a) == _bits(torch, b)) | ((a == 0) & (b == 0))
+    else:
+        eq = a == b
+    row_eq = eq.reshape(n, -1).all(dim=1)
     if bool(row_eq.all()):
         return RowDiff(True, 0.0, None, None, n)
     first = positions[int((~row_eq).nonzero()[0, 0])]
-    if a.dtype.is_floating_point or a.is_complex():
-        d = (a.to(torch.float64) - b.to(torch.float64)).abs()
-        per_row = d.reshape(n, -1).amax(dim=1) if a.dim() > 1 else d
+    wide = torch.float64 if floating else torch.int64
+    # equal elements count 0 (a NaN equal to the same NaN is not a nan difference)
+    d = (a.to(wide) - b.to(wide)).abs().masked_fill(eq, 0)
+    per_row = d.reshape(n, -1).amax(dim=1)
+    if floating:
         nan = per_row.isnan()
         if bool(nan.any()):
             return RowDiff(False, math.nan, positions[int(nan.nonzero()[0, 0])], first, n)
-        worst = int(per_row.argmax())
-        return RowDiff(False, float(per_row[worst]), positions[worst], first, n)
-    d = (a.to(torch.int64) - b.to(torch.int64)).abs()
-    per_row = d.reshape(n, -1).amax(dim=1) if a.dim() > 1 else d
     worst = int(per_row.argmax())
     return RowDiff(False, float(per_row[worst]), positions[worst], first, n)

@@ -1,5 +1,11 @@
 """One pass, module by module: each module call's rows in A against the same rows in B, and
-the table the analysis reports (first module whose inputs agree and whose output differs)."""
+the table the analysis reports.
+
+A module is named as the op (`first-divergent`) only when it is the first whose output differs
+and its inputs are proven identical: every input tensor it was called with compared bit-equal on
+both sides, here and in every earlier pass of the table's context (what a module reads from
+earlier passes, the KV cache, is written from its inputs there). The first differing output
+whose inputs differ or were not compared is `first-differing`: no module is named."""
 
 from __future__ import annotations
 
@@ -26,6 +32,10 @@ class ModuleRow:
     max_abs_diff: float = 0.0
     position: int | None = None
     differing_inputs: list[str] = field(default_factory=list)
+    # inputs that could not be compared (not dumped, or not one row per token); not in the JSON
+    uncompared_inputs: list[str] = field(default_factory=list)
+    differing_earlier: list[str] = field(default_factory=list)  # in earlier passes, as labelled
+    dumped_inputs: int = 0
 
     def as_dict(self) -> dict:
         """The row as a JSON object."""
@@ -117,18 +127,32 @@ def _calls(pa: Pass) -> list[dict[str, list[Entry]]]:
     return calls
 
 
-def module_table(pa: Pass, diffs: dict) -> list[ModuleRow]:
-    """Modules in the order their outputs were written, each with its verdict."""
+def module_table(
+    pa: Pass, diffs: dict, earlier: list[tuple[str, dict]] | tuple = ()
+) -> list[ModuleRow]:
+    """Modules in the order their outputs were written, each with its verdict. `earlier` holds
+    (label, diffs) of the passes before `pa` whose state it may read (a decode step's prompt
+    prefill and earlier steps): a module's inputs there are its inputs too."""
     rows: list[ModuleRow] = []
     for g in _calls(pa):
         if not g["out"]:
             continue  # a call that returned nothing dumpable has no verdict
         row = ModuleRow(_call_label(g), g["out"][0].file.dump_index)
-        ins = [(e, diffs.get(e.key)) for e in g["in"]]
-        aligned_ins = [(e, d) for e, d in ins if d is not None]
-        if aligned_ins:
-            row.differing_inputs = [e.label for e, d in aligned_ins if not d.identical]
-            row.inputs_identical = not row.differing_inputs
+        row.dumped_inputs = len(g["in"])
+        for where, ds in [("", diffs), *earlier]:
+            for e in g["in"]:
+                d = ds.get(e.key)
+                label = f"{e.label} ({where})" if where else e.label
+                if d is None:
+                    row.uncompared_inputs.append(label)
+                elif not d.identical:
+                    row.differing_inputs.append(label)
+                    if where:
+                        row.differing_earlier.append(label)
+        if row.differing_inputs:
+            row.inputs_identical = False
+        elif g["in"] and not row.uncompared_inputs:
+            row.inputs_identical = True
         outs = [diffs.get(e.key) for e in g["out"]]
         merged = None
         for d in outs:
@@ -147,10 +171,66 @@ def module_table(pa: Pass, diffs: dict) -> list[ModuleRow]:
             r.status = "identical"
         elif culprit is None:
             culprit = r
-            r.status = "first-divergent"
+            r.status = "first-divergent" if r.inputs_identical else "first-differing"
         else:
             r.status = "inherited"
     return rows
+
+
+def first_differing(table: list[ModuleRow]) -> ModuleRow | None:
+    """The first module whose output differs (named as the op or not)."""
+    return next((r for r in table if r.status in FIRST), None)
+
+
+FIRST = ("first-divergent", "first-differing")
+
+
+def unnamed_reason(row: ModuleRow | None, prefill_op: str | None = None) -> str | None:
+    """Why the first differing module is not named as the op, and what would decide it; None
+    when it is named (or nothing differs). `prefill_op` is the prompt prefill's own first
+    divergent module, when the reason is what decode read from that prefill."""
+    if row is None or row.status != "first-differing":
+        return None
+    mod = row.module
+    head = f"the first divergent module cannot be named: {mod} is the first output that differs"
+    before = row.differing_earlier
+    here = [x for x in row.differing_inputs if x not in before]
+    if here:
+        return (
+            f"{head}, but its inputs differ already ({_few(here)}) though no earlier module's "
+            "output does: the difference arises in code between hooks, before it is called; "
+            f"what would decide it: dump the tensors in between (a dumper.dump call in the model "
+            f"code before {mod})"
+        )
+    if before:
+        fix = (
+            f"make the prompt's prefill M-invariant at {prefill_op} (`kltui probe-ops` shows "
+            "whether that kernel is M-variant) and capture again"
+            if prefill_op
+            else "a capture in which the prompt's prefill is M-invariant, so that what decode "
+            "reads is proven identical"
+        )
+        return (
+            f"{head}; its inputs at this step are bit-identical, but its inputs at earlier "
+            f"passes differ already ({_few(before)}): what it reads from them (the KV cache, "
+            "written from those inputs) differs, so it may only inherit that difference; what "
+            f"would decide it: {fix}"
+        )
+    if row.dumped_inputs == 0:
+        what = "its inputs were not dumped"
+    else:
+        what = f"inputs of it were not compared ({_few(row.uncompared_inputs)}: not dumped "
+        what += "one row per token)"
+    return (
+        f"{head}, but {what}, so they are not proven identical; what would decide it: dump its "
+        "input tensors (DUMPER_NON_INTRUSIVE_MODE=all hooks every module's tensor arguments; a "
+        "dumper.dump call in the model code for the others), or read the module before it"
+    )
+
+
+def _few(names: list[str], n: int = 3) -> str:
+    more = f" and {len(names) - n} more" if len(names) > n else ""
+    return ", ".join(names[:n]) + more
 
 
 def _call_label(g: dict) -> str:

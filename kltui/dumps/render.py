@@ -7,10 +7,12 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from kltui.dumps.compare import EQUALITY
 from kltui.untrusted import escape_controls
 
 STATUS_STYLE = {
     "first-divergent": "bold red",
+    "first-differing": "bold magenta",
     "inherited": "yellow",
     "identical": "green",
     "not-aligned": "dim",
@@ -63,9 +65,21 @@ def steps_table(steps: list[dict]) -> Table:
             str(s["position"]),
             _yn(s["identical"]),
             _fmt(s["max_abs_diff"]),
-            Text(escape_controls(str(s["first_divergent_module"] or "-"))),
+            Text(escape_controls(_step_module(s))),
         )
     return t
+
+
+def _step_module(s: dict) -> str:
+    if s["first_divergent_module"]:
+        return str(s["first_divergent_module"])
+    return "-" if s["identical"] else "(cannot be named: inputs not proven identical)"
+
+
+def _first(mods: list[dict]) -> int:
+    return next(
+        i for i, m in enumerate(mods) if m["status"] in ("first-divergent", "first-differing")
+    )
 
 
 def print_result(console, r: dict, *, full: bool = False) -> None:
@@ -77,6 +91,7 @@ def print_result(console, r: dict, *, full: bool = False) -> None:
         f"fresh prefill M={r['fresh_prefill_tokens']}, rank {r['rank']} of {r['ranks']}",
         f"alignment: input ids bit-identical, embedding output ({r['embedding_module']}) "
         "bit-identical",
+        f"compared: {EQUALITY}",
     ]
     console.print(Text("\n".join(escape_controls(line) for line in lines)))
     step = r["decode_step"]
@@ -89,16 +104,14 @@ def print_result(console, r: dict, *, full: bool = False) -> None:
     if not full and step is not None:
         # The identical prefix is long on real models; keep the first divergent module's
         # neighbourhood and everything after it.
-        first = next(i for i, m in enumerate(mods) if m["status"] == "first-divergent")
-        mods = mods[max(0, first - 3) :]
+        mods = mods[max(0, _first(mods) - 3) :]
     console.print(module_table(mods, title))
     console.print(steps_table(r["steps"]))
     pre = r["prefill"]
     if not pre["identical"]:
         pmods = pre["modules"]
         if not full:
-            first = next(i for i, m in enumerate(pmods) if m["status"] == "first-divergent")
-            pmods = pmods[max(0, first - 3) :]
+            pmods = pmods[max(0, _first(pmods) - 3) :]
         console.print(
             module_table(pmods, f"prompt prefill M={pre['m_prompt']} vs M={pre['m_fresh']}")
         )

@@ -54,14 +54,27 @@ def run_pass(
     extra_rid: str | None = None,
 ) -> int:
     """One forward pass; returns the greedy next token. `plant` = {"module", "eps"} adds eps
-    to that module's output in this pass."""
+    to that module's output in this pass; with "at": "input" it adds eps to what the module
+    receives, after the previous module's output was dumped (a difference that arises in code
+    between hooks; input_layernorm and attn only); {"module", "set": (row, x)} writes x into
+    element 0 of that row of the module's output instead (a -0.0 against a +0.0, a NaN)."""
     ni = "non_intrusive__"
     ids = torch.tensor(tokens, dtype=torch.int64)
     pos = torch.tensor(positions, dtype=torch.int64)
     rids = [rid] if extra_rid is None else [rid, extra_rid]
 
     def out(module: str, value: torch.Tensor) -> torch.Tensor:
-        if plant and plant["module"] == module:
+        if plant and plant["module"] == module and plant.get("at") != "input":
+            if "set" in plant:
+                row, x = plant["set"]
+                value = value.clone()
+                value[row, 0] = x
+            else:
+                value = value + plant["eps"]
+        return value
+
+    def inp(module: str, value: torch.Tensor) -> torch.Tensor:
+        if plant and plant["module"] == module and plant.get("at") == "input":
             value = value + plant["eps"]
         return value
 
@@ -80,10 +93,11 @@ def run_pass(
         lid = {"layer_id": layer}
         w.dump(f"{p}.inputs.0", pos, **lid)
         w.dump(f"{p}.inputs.1", h, **lid)
-        w.dump(f"{p}.input_layernorm.inputs.0", h, **lid)
+        h_in = inp(f"model.layers.{layer}.input_layernorm", h)
+        w.dump(f"{p}.input_layernorm.inputs.0", h_in, **lid)
         n = out(
             f"model.layers.{layer}.input_layernorm",
-            _rows(lambda r: r / (r.pow(2).mean() + 1e-6).sqrt(), h),
+            _rows(lambda r: r / (r.pow(2).mean() + 1e-6).sqrt(), h_in),
         )
         w.dump(f"{p}.input_layernorm.output", n, **lid)
         w.dump(f"{p}.self_attn.inputs.0", n, **lid)
@@ -91,6 +105,7 @@ def run_pass(
         wl = m.w[layer]
         v = out(f"model.layers.{layer}.self_attn.qkv_proj", _rows(lambda r, wl=wl: r @ wl, n))
         w.dump(f"{p}.self_attn.qkv_proj.output", v, **lid)
+        v = inp(f"model.layers.{layer}.self_attn.attn", v)
         w.dump(f"{p}.self_attn.attn.inputs.0", v, **lid)
         for i, q in enumerate(positions):
             cache[(layer, q)] = v[i]
@@ -127,9 +142,14 @@ def make_pair(
     ranks: tuple[int, ...] = (0,),
     ranks_b: tuple[int, ...] | None = None,
     overlap_extra: bool = False,
+    plant_both: dict | None = None,
 ) -> tuple[Path, Path]:
     """A (prompt prefill + k decode steps) and B (fresh prefill of prompt + k tokens).
-    plant_decode = {"step": k, "module": ..., "eps": ...}; plant_prompt = {"module", "eps"}."""
+    plant_decode = {"step": k, "module": ..., "eps": ...}; plant_prompt = {"module", "eps"}
+    (either with "at": "input", see run_pass). plant_both = {"step": k, "module", "a": x,
+    "b": y} writes x into element 0 of that module's output at decode step k and y into the
+    same element of the fresh prefill's row at that position (x = -0.0, y = +0.0: the same
+    value in other bits)."""
     prompt = prompt or [3, 14, 15, 9, 26, 5]
     m = Model()
     a, b = root / "exp_decode", root / "exp_prefill"
@@ -142,6 +162,8 @@ def make_pair(
             plant = None
             if plant_decode and plant_decode["step"] == step:
                 plant = plant_decode
+            if plant_both and plant_both["step"] == step:
+                plant = {"module": plant_both["module"], "set": (0, plant_both["a"])}
             p = len(prompt) + step - 1
             extra = "other" if busy_step == step else None
             out.append(run_pass(wa, m, [out[-1]], [p], cache, plant=plant, extra_rid=extra))
@@ -153,7 +175,13 @@ def make_pair(
         if tamper_tokens:
             fed = [(t + 1) % 40 for t in fed]
         cache_b: dict = {}
-        t = run_pass(wb, m, prompt + fed, list(range(len(prompt) + k)), cache_b, rid="rid-b")
+        plant_b = None
+        if plant_both:
+            row = len(prompt) + plant_both["step"] - 1
+            plant_b = {"module": plant_both["module"], "set": (row, plant_both["b"])}
+        t = run_pass(
+            wb, m, prompt + fed, list(range(len(prompt) + k)), cache_b, rid="rid-b", plant=plant_b
+        )
         if overlap_extra:
             # what an overlap scheduler does after the last token: one more decode pass
             run_pass(wb, m, [t], [len(prompt) + k], cache_b, rid="rid-b")

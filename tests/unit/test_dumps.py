@@ -20,6 +20,9 @@ from kltui.dumps.files import DumpError  # noqa: E402
 from tests.json_contract import read_dumps  # noqa: E402
 
 QKV1 = "model.layers.1.self_attn.qkv_proj"
+LN0 = "model.layers.0.input_layernorm"
+ATTN0 = "model.layers.0.self_attn.attn"
+ATTN1 = "model.layers.1.self_attn.attn"
 
 
 def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
@@ -77,20 +80,103 @@ def test_max_abs_diff_matches_the_files(tmp_path):
     assert r["max_abs_diff"] == want and want > 0
 
 
-def test_prompt_prefill_m_variance_is_reported_and_taints_context(tmp_path):
-    a, b = make_pair(
-        tmp_path, plant_prompt={"module": "model.layers.0.input_layernorm", "eps": 1e-5}
-    )
-    r = analyze(a, b)
+def test_prompt_prefill_m_variance_is_reported_and_decode_attention_is_not_named(tmp_path, capsys):
+    """Issue 28: a planted prompt-prefill difference was read as "first divergent module:
+    model.layers.0.self_attn.attn ... inputs bit-identical". Decode attention reads the KV the
+    M=6 prefill wrote from its own inputs at the prompt rows, and those differ: its inputs are
+    not identical, so no decode module is named; the prefill's own op is (its inputs agree)."""
+    a, b = make_pair(tmp_path, plant_prompt={"module": LN0, "eps": 1e-5})
+    js = tmp_path / "r.json"
+    code, out, _ = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
+    assert code == 1
+    r = read_dumps(js)
     pre = r["prefill"]
-    assert pre["identical"] is False
-    assert pre["first_divergent_module"] == "model.layers.0.input_layernorm"
-    assert pre["inputs_identical"] is True and pre["m_prompt"] == 6 and pre["m_fresh"] == 10
-    # decode reads the KV the M=6 prefill wrote: attention differs with identical inputs,
-    # and the result says the context was not identical
-    assert r["first_divergent_module"] == "model.layers.0.self_attn.attn"
+    assert pre["identical"] is False and pre["first_divergent_module"] == LN0
+    assert pre["inputs_identical"] is True and pre["unnamed_reason"] is None
+    assert pre["m_prompt"] == 6 and pre["m_fresh"] == 10
     assert r["context_identical"] is False
-    assert "not M-invariant" in r["verdict"]
+    assert r["identical"] is False and r["first_divergent_module"] is None
+    assert r["inputs_identical"] is False and r["decode_step"] == 1
+    row = next(m for m in r["modules"] if m["status"] == "first-differing")
+    assert row["module"] == ATTN0 and row["inputs_identical"] is False
+    assert not any(m["status"] == "first-divergent" for m in r["modules"])
+    assert f"{ATTN0}.inputs.0[layer_id=0] (prompt prefill)" in r["differing_inputs"]
+    reason = r["unnamed_reason"]
+    assert "cannot be named" in reason and ATTN0 in reason and LN0 in reason
+    assert "KV cache" in reason and "M-invariant" in reason  # why, and what decides it
+    assert "inputs bit-identical, output differs" not in r["verdict"]
+    assert "cannot be named" in r["verdict"] and "NOT M-invariant" in r["verdict"]
+    assert r["steps"][0]["first_divergent_module"] is None
+    assert "cannot be named" in out
+
+
+def test_decode_module_whose_inputs_differ_is_not_named(tmp_path):
+    """A difference that arises between hooks (attention receives something other than what
+    qkv_proj returned): its inputs differ, so attention is not the op and is not named."""
+    plant = {"step": 2, "module": ATTN1, "eps": 1e-3, "at": "input"}
+    a, b = make_pair(tmp_path, plant_decode=plant)
+    r = analyze(a, b)
+    assert r["prefill"]["identical"] is True and r["decode_step"] == 2
+    assert r["first_divergent_module"] is None and r["inputs_identical"] is False
+    assert r["differing_inputs"] == [f"{ATTN1}.inputs.0[layer_id=1]"]
+    reason = r["unnamed_reason"]
+    assert ATTN1 in reason and "differ already" in reason and "between hooks" in reason
+    assert "dumper.dump" in reason  # what would decide it
+
+
+@pytest.mark.parametrize("how", ["not dumped", "between hooks"])
+def test_prefill_module_is_named_only_when_its_inputs_are_compared_equal(how, tmp_path):
+    """The prompt-prefill-vs-fresh-prefill table names its first divergent module only when
+    that module's input tensors were compared bit-equal on both sides, never by assumption."""
+    plant = {"module": LN0, "eps": 1e-5} | ({"at": "input"} if how == "between hooks" else {})
+    a, b = make_pair(tmp_path, plant_prompt=plant)
+    if how == "not dumped":
+        gone = [f for d in (a, b) for f in d.glob(f"*name=non_intrusive__{LN0}.inputs.0___*")]
+        assert gone
+        for f in gone:
+            f.unlink()
+    pre = analyze(a, b)["prefill"]
+    assert pre["identical"] is False and pre["first_divergent_module"] is None
+    row = next(m for m in pre["modules"] if m["status"] == "first-differing")
+    assert row["module"] == LN0
+    reason = pre["unnamed_reason"]
+    assert "cannot be named" in reason and LN0 in reason
+    if how == "not dumped":
+        assert pre["inputs_identical"] is None and "were not dumped" in reason
+    else:
+        assert pre["inputs_identical"] is False and "differ already" in reason
+
+
+def test_signed_zeros_are_bit_equal(tmp_path, capsys):
+    """Issue 28: -0.0 against +0.0 read as a divergence with max |diff| 0 (exit 1)."""
+    plant = {"step": 2, "module": QKV1, "a": -0.0, "b": 0.0}
+    a, b = make_pair(tmp_path, plant_both=plant)
+    va = torch.load(next(a.glob(f"step=12___*{QKV1}.output*")), weights_only=True)["value"]
+    vb = torch.load(next(b.glob(f"*{QKV1}.output*")), weights_only=True)["value"]
+    assert va[0, 0] == 0 and vb[7, 0] == 0
+    assert bool(torch.signbit(va[0, 0])) and not bool(torch.signbit(vb[7, 0]))
+    r = analyze(a, b)
+    assert r["identical"] is True and r["first_divergent_module"] is None
+    assert "+0.0 and -0.0 counted equal" in r["verdict"]
+    code, out, _ = run_cli(["dumps", "analyze", str(a), str(b)], capsys)
+    assert code == 0 and "+0.0 and -0.0 counted equal" in out
+
+
+def test_nan_equals_only_the_same_nan_bits(tmp_path):
+    """The choice for NaN: the same NaN (same payload) at the same place on both sides is equal
+    bits; a NaN with another payload, or against a number, differs (max |diff| nan)."""
+    nan = float("nan")
+    other = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)[0]
+    same = make_pair(tmp_path / "same", plant_both={"step": 2, "module": QKV1, "a": nan, "b": nan})
+    assert analyze(*same)["identical"] is True
+    a, b = make_pair(
+        tmp_path / "other", plant_both={"step": 2, "module": QKV1, "a": nan, "b": other}
+    )
+    vb = torch.load(next(b.glob(f"*{QKV1}.output*")), weights_only=True)["value"]
+    assert bool(vb[7, 0].isnan()) and int(vb[7:8, 0].view(torch.int32)) == 0x7FC00001
+    r = analyze(a, b)
+    assert r["identical"] is False and r["first_divergent_module"] == QKV1
+    assert math.isnan(r["max_abs_diff"])
 
 
 def test_misaligned_rows_are_refused(tmp_path, capsys):
