@@ -228,9 +228,13 @@ def fleet_lines(f: Fleet) -> list[Text]:
     for url, row in replica_cells(f).items():
         cells = ", ".join(f"{h} {v}" for h, v in row.items())
         where = f"group {group[url] + 1}" if url in group else "not compared"
+        if url not in group and url in f.not_fully_compared:
+            where = "not fully compared"
         out.append(Text(f"  · {url} ({where}): {cells}"))
     for url, why in f.uncompared.items():
         out.append(Text(f"  · {url}: not compared: {why}"))
+    for url, why in f.not_fully_compared.items():
+        out.append(Text(f"  · {url}: not fully compared: {why}"))
     return out
 
 

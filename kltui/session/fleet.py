@@ -2,29 +2,40 @@
 generalised from a pair to every pair.
 
 Per helper, a replicas x replicas bit-equality matrix (identical, first differing position,
-max |delta|); the agreement groups (replicas bit-identical to each other on every helper both
-ran); and one summary: "all N replicas bit-identical on every path", or the groups with the
-server settings that differ between them, the odd one(s) out and where they first differ.
-Pure: it reads a SessionStore, does no I/O, and every view (console, reports, TUI) shows what
-it returns.
+max |delta|); the agreement groups; and one summary: "all N replicas bit-identical on every
+path", or the groups with the server settings that separate them, the odd one(s) out and where
+they first differ. Pure: it reads a SessionStore, does no I/O, and every view (console,
+reports, TUI) shows what it returns.
+
+A comparison counts only where it is evidence: a cell counts when both replicas tested that
+helper (session.coverage: not errored, not vacuous, at least half its samples scored) and share
+at least as many scored samples. The groups rest on the helpers that some pair of replicas
+compared that way; a replica missing one of them, or sharing too few samples with a group, is
+set aside as "not fully compared" (named, with why) instead of joining on a subset of paths:
+that is what keeps the groups transitive and keeps a half-compared replica from voting a healthy
+one out. "Identical" needs every replica compared on every helper asked.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kltui.engines.identity import ServerIdentity
 from kltui.helpers.registry import same_engine
 from kltui.session.compare import BookDiff, compare_books
+from kltui.session.coverage import min_scored, untested
+from kltui.session.helper_view import HelperView
 from kltui.session.servers import COMPARED
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 # what fails a fleet run (`--fleet-require`, `fleet: {require: ...}`): "gate", each replica's
 # helpers as for --server; "identical", also replicas not all bit-identical or not all compared
+# on every helper asked
 FLEET_REQUIRE = ("gate", "identical")
 DEFAULT_FLEET_REQUIRE = "gate"
 ODD_NAMED = 3  # replicas outside the first group that the gate's failure describes one by one
+SHORT_NAMED = 3  # replicas not fully compared that a summary or failure names with why
 
 SIDES_SHOWN = {
     "ids": "generated token ids differ",
@@ -57,9 +68,12 @@ class Cell:
     prefill_max_abs_delta: float
     decode_max_abs_delta: float
     comparable_samples: int
+    # both replicas tested this helper and share at least min_scored(samples) scored samples:
+    # only then does the cell take part in the grouping and in "identical"
+    counted: bool = False
 
     @classmethod
-    def of(cls, diff: BookDiff) -> Cell:
+    def of(cls, diff: BookDiff, counted: bool = False) -> Cell:
         """The cell of one compared pair."""
         first = diff.first  # a differing sample: its position and side are set
         at = None
@@ -71,6 +85,7 @@ class Cell:
             diff.max_abs("prefill"),
             diff.max_abs("decode"),
             diff.comparable,
+            counted and diff.identical is not None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -81,6 +96,7 @@ class Cell:
             "prefill_max_abs_delta": self.prefill_max_abs_delta,
             "decode_max_abs_delta": self.decode_max_abs_delta,
             "comparable_samples": self.comparable_samples,
+            "counted": self.counted,
         }
 
 
@@ -155,12 +171,17 @@ class Fleet:
     workers: list[Any]  # the router's workers as recorded (untrusted dicts)
     replicas: tuple[str, ...]
     helpers: tuple[str, ...]
-    identical: bool | None  # None: not all compared
+    identical: bool | None  # None: not all compared on every helper
     groups: tuple[Group, ...]  # largest first
     uncompared: dict[str, str]  # replica -> why it was compared with none
     settings_differ: dict[str, list]  # setting -> one value per group
     odd: tuple[OddReplica, ...]
     matrices: dict[str, Matrix]  # helper -> replicas x replicas
+    # the helpers the groups rest on: tested, with enough common samples, by some pair
+    grouped_on: tuple[str, ...] = ()
+    # replica -> why it was not compared on every helper asked (those outside every group were
+    # set aside: they miss a helper the groups rest on, or share too few samples with a group)
+    not_fully_compared: dict[str, str] = field(default_factory=dict)
     summary: str = ""
     require: str = DEFAULT_FLEET_REQUIRE
     failure: str | None = None  # why --fleet-require identical failed
@@ -176,9 +197,11 @@ class Fleet:
             "workers": self.workers,
             "replicas": list(self.replicas),
             "helpers": list(self.helpers),
+            "grouped_on": list(self.grouped_on),
             "identical": self.identical,
             "groups": [g.to_json() for g in self.groups],
             "uncompared": dict(self.uncompared),
+            "not_fully_compared": dict(self.not_fully_compared),
             "settings_differ": dict(self.settings_differ),
             "odd": [o.to_json() for o in self.odd],
             "matrices": {
@@ -220,9 +243,19 @@ def _state(store: SessionStore, helper: str, url: str) -> HelperState | None:
     return st if st is not None and st.book.samples else None
 
 
+def _tested(st: HelperState | None) -> bool:
+    return st is not None and untested(st) is None
+
+
+def _need(x: HelperState, y: HelperState) -> int:
+    """The fewest common scored samples that make two replicas' comparison of a helper count."""
+    return min_scored(max(HelperView.of(x).samples, HelperView.of(y).samples))
+
+
 def matrix(store: SessionStore, helper: str, urls: list[str]) -> Matrix:
     """Every replica against every other on `helper` (None on the diagonal and where either
-    has no scored sample); symmetric."""
+    has no scored sample); symmetric. A cell counts when both replicas tested the helper and
+    share at least min_scored(samples) scored samples."""
     n = len(urls)
     out: Matrix = [[None] * n for _ in range(n)]
     states = [_state(store, helper, u) for u in urls]
@@ -231,40 +264,69 @@ def matrix(store: SessionStore, helper: str, urls: list[str]) -> Matrix:
             x, y = states[i], states[j]
             if x is None or y is None:
                 continue
-            cell = Cell.of(compare_books(x.book, y.book))
-            out[i][j] = out[j][i] = cell
+            diff = compare_books(x.book, y.book)
+            enough = _tested(x) and _tested(y) and diff.comparable >= _need(x, y)
+            out[i][j] = out[j][i] = Cell.of(diff, enough)
     return out
 
 
-def _agree(mats: dict[str, Matrix], i: int, j: int) -> bool | None:
-    """Replicas i and j on every helper: True identical wherever both ran, False once one
-    differs, None when no helper was compared."""
-    cells = [m[i][j] for m in mats.values()]
-    verdicts = [c.identical for c in cells if c is not None and c.identical is not None]
-    if False in verdicts:
+def _agree(mats: dict[str, Matrix], on: tuple[str, ...], i: int, j: int) -> bool | None:
+    """Replicas i and j on the helpers `on`: False once a counted cell differs, True when every
+    one of them counted and is identical, None otherwise (not compared on all of them)."""
+    cells = [mats[h][i][j] for h in on]
+    if any(c is not None and c.counted and c.identical is False for c in cells):
         return False
-    return True if verdicts else None
+    if on and all(c is not None and c.counted and c.identical for c in cells):
+        return True
+    return None
 
 
-def groups_of(mats: dict[str, Matrix], n: int) -> tuple[list[list[int]], list[int]]:
-    """Agreement groups (lists of replica indices, largest first) and the replicas compared
-    with none (they errored or never answered)."""
+def _too_few(
+    store: SessionStore,
+    urls: list[str],
+    mats: dict[str, Matrix],
+    on: tuple[str, ...],
+    i: int,
+    j: int,
+) -> str:
+    """Why replicas i and j are not compared on every helper of `on` (both tested them)."""
+    for h in on:
+        c = mats[h][i][j]
+        if c is None or not c.counted:
+            x, y = _state(store, h, urls[i]), _state(store, h, urls[j])
+            need = _need(x, y) if x is not None and y is not None else 1
+            common = 0 if c is None else c.comparable_samples
+            return f"{h}: {common} samples in common with {urls[j]} (at least {need} needed)"
+    return f"not compared with {urls[j]}"
+
+
+def groups_of(
+    mats: dict[str, Matrix], on: tuple[str, ...], members: list[int]
+) -> tuple[list[list[int]], dict[int, tuple[int, int | None]]]:
+    """Agreement groups over the replicas `members` (lists of replica indices, largest first),
+    each a set of replicas compared with each other on every helper of `on` and bit-identical
+    there, every two groups differing; and the members that fit no group: index -> (the
+    replica it was not compared with, None), or (one it agrees with, one of that replica's
+    group it differs from)."""
     groups: list[list[int]] = []
-    alone: list[int] = []
-    for i in range(n):
-        if not any(_agree(mats, i, j) is not None for j in range(n) if j != i) and n > 1:
-            alone.append(i)
-            continue
-        for g in groups:
-            if all(_agree(mats, i, j) is not False for j in g) and any(
-                _agree(mats, i, j) for j in g
-            ):
-                g.append(i)
-                break
-        else:
+    aside: dict[int, tuple[int, int | None]] = {}
+    for i in members:
+        verdict = {j: _agree(mats, on, i, j) for g in groups for j in g}
+        fits = [g for g in groups if all(verdict[j] is True for j in g)]
+        if len(fits) == 1 and all(
+            verdict[j] is False for g in groups if g is not fits[0] for j in g
+        ):
+            fits[0].append(i)
+        elif all(v is False for v in verdict.values()):
             groups.append([i])
+        elif (few := next((j for j, v in verdict.items() if v is None), None)) is not None:
+            aside[i] = (few, None)
+        else:  # bit-identical to one replica and not to another of its group (other samples)
+            same = next(j for j, v in verdict.items() if v)
+            other = next(j for j, v in verdict.items() if v is False)
+            aside[i] = (same, other)
     groups.sort(key=lambda g: (-len(g), g[0]))
-    return groups, alone
+    return groups, aside
 
 
 def _identity(store: SessionStore, url: str) -> ServerIdentity:
@@ -273,21 +335,25 @@ def _identity(store: SessionStore, url: str) -> ServerIdentity:
 
 
 def _settings(store: SessionStore, urls: list[str], groups: list[list[int]]) -> dict[str, list]:
-    """The compared settings that separate the groups (no value shared by two groups): one
-    value per group. A setting that varies inside a group cannot explain the split."""
+    """The compared settings that separate the groups: known on every replica of every group,
+    one value within each group and no value shared by two groups; one value per group. A
+    setting that varies inside a group, or that a replica does not report, cannot explain the
+    split."""
     out: dict[str, list] = {}
     for key in COMPARED:
-        per_group = [
-            list(dict.fromkeys(repr(_identity(store, urls[i]).get(key)) for i in g)) for g in groups
-        ]
-        values = [v for vals in per_group for v in vals]
-        if len(values) == len(set(values)) and all(len(v) == 1 for v in per_group):
-            out[key] = [_identity(store, urls[g[0]]).get(key) for g in groups]
+        values = [[_identity(store, urls[i]).get(key) for i in g] for g in groups]
+        if any(v is None for vals in values for v in vals):
+            continue
+        per_group = [list(dict.fromkeys(repr(v) for v in vals)) for vals in values]
+        flat = [v for vals in per_group for v in vals]
+        if len(flat) == len(set(flat)) and all(len(v) == 1 for v in per_group):
+            out[key] = [vals[0] for vals in values]
     return out
 
 
 def _earliest(mats: dict[str, Matrix], i: int, j: int) -> FleetDifference | None:
-    """Where replicas i and j first differ, over every helper: the earliest position."""
+    """Where replicas i and j first differ, over every helper whose cell counts: the earliest
+    position."""
     found = [
         FleetDifference(
             name,
@@ -298,7 +364,7 @@ def _earliest(mats: dict[str, Matrix], i: int, j: int) -> FleetDifference | None
             c.decode_max_abs_delta,
         )
         for name, m in mats.items()
-        if (c := m[i][j]) is not None and c.identical is False and c.first is not None
+        if (c := m[i][j]) is not None and c.counted and c.identical is False and c.first is not None
     ]
     return min(found, key=lambda f: (f.position, f.sample)) if found else None
 
@@ -333,15 +399,71 @@ def _value(v: object) -> str:
     return "–" if v is None else str(v)
 
 
+def _fatal(store: SessionStore, url: str, helper: str | None = None):
+    for p in store.problems:
+        if p.fatal and p.source == url and (helper is None or p.helper == helper):
+            return p
+    return None
+
+
+def _short(store: SessionStore, url: str, helper: str) -> str | None:
+    """Why replica `url` did not test `helper` (None: it did)."""
+    st = store.helpers.get(helper_key(helper, url))
+    if st is None:
+        if (p := _fatal(store, url, helper)) is not None:
+            return "errored" + (f" (phase {p.phase})" if p.phase else "")
+        if _fatal(store, url) is not None:
+            return "not run: the replica errored before it"
+        return "has not run yet" if store.finished is None else "did not run"
+    if st.summary is None:
+        if (p := _fatal(store, url, helper)) is not None or st.phase == "error":
+            phase = p.phase if p is not None else None
+            return "errored" + (f" (phase {phase})" if phase else "")
+        return "still running" if store.finished is None else "did not finish"
+    return untested(st)
+
+
+def _shortfalls(store: SessionStore, url: str, names: list[str]) -> dict[str, str]:
+    """Each helper asked that replica `url` did not test, with why."""
+    return {h: why for h in names if (why := _short(store, url, h)) is not None}
+
+
+def _listed(short: dict[str, str]) -> str:
+    return "; ".join(f"{h}: {why}" for h, why in short.items())
+
+
 def fleet(store: SessionStore) -> Fleet | None:
     """The fleet comparison of a `--router` run (None for any other run)."""
     info = fleet_info(store)
     if info is None:
         return None
     urls = replicas(store)
+    n = len(urls)
     names = _helpers(store, urls)
     mats = {h: matrix(store, h, urls) for h in names}
-    groups, alone = groups_of(mats, len(urls))
+    short = {i: _shortfalls(store, u, names) for i, u in enumerate(urls)}
+    # a helper no two replicas tested separates nobody: the groups rest on the others
+    on = tuple(h for h in names if sum(1 for i in range(n) if h not in short[i]) >= 2)
+    counted = {
+        i: any(c is not None and c.counted for m in mats.values() for c in m[i]) for i in range(n)
+    }
+    alone = [i for i in range(n) if n > 1 and not counted[i]]
+    full = [i for i in range(n) if i not in alone and not any(h in short[i] for h in on)]
+    groups, misfits = groups_of(mats, on, full)
+    partial: dict[str, str] = {}
+    for i in range(n):
+        if i in alone:
+            continue
+        if i in misfits:
+            j, k = misfits[i]
+            partial[urls[i]] = (
+                _too_few(store, urls, mats, on, i, j)
+                if k is None
+                else f"bit-identical to {urls[j]} but not to {urls[k]} of its group, on other "
+                "samples: it fits no group"
+            )
+        elif short[i]:
+            partial[urls[i]] = _listed(short[i])
     differ = _settings(store, urls, groups) if len(groups) > 1 else {}
     odd: list[OddReplica] = []
     if len(groups) > 1:
@@ -359,10 +481,16 @@ def fleet(store: SessionStore) -> Fleet | None:
                         lone_majority,
                     )
                 )
+    found = any(
+        c is not None and c.counted and c.identical is False
+        for m in mats.values()
+        for row in m
+        for c in row
+    )
     identical = None
-    if len(groups) > 1:
-        identical = False
-    elif groups and not alone and len(urls) > 1:
+    if n > 1 and (len(groups) > 1 or found):
+        identical = False  # a counted difference is evidence on its own
+    elif n > 1 and len(groups) == 1 and not alone and not partial and on == tuple(names):
         identical = True
     f = Fleet(
         router=info.get("router"),
@@ -374,10 +502,12 @@ def fleet(store: SessionStore) -> Fleet | None:
             Group(tuple(urls[i] for i in g), {k: v[gi] for k, v in differ.items()})
             for gi, g in enumerate(groups)
         ),
-        uncompared={urls[i]: _why_alone(store, urls[i], names) for i in alone},
+        uncompared={urls[i]: _why_alone(store, urls[i], names, short[i]) for i in alone},
         settings_differ=differ,
         odd=tuple(odd),
         matrices=mats,
+        grouped_on=on,
+        not_fully_compared=partial,
     )
     require = store.config.get("fleet_require", DEFAULT_FLEET_REQUIRE)
     require = require if require in FLEET_REQUIRE else DEFAULT_FLEET_REQUIRE
@@ -389,10 +519,32 @@ def fleet(store: SessionStore) -> Fleet | None:
     )
 
 
+def _named(items: dict[str, str], key: str) -> str:
+    """`URL (why)` for the first few replicas of `items`, then how many more (in fleet.`key`)."""
+    shown = [f"{u} ({why})" for u, why in list(items.items())[:SHORT_NAMED]]
+    if len(items) > SHORT_NAMED:
+        shown.append(f"+ {len(items) - SHORT_NAMED} more (fleet.{key})")
+    return ", ".join(shown)
+
+
+def _differing_partial(f: Fleet) -> tuple[str, str, FleetDifference] | None:
+    """A replica set aside that still differs, on a counted cell, from a grouped one."""
+    grouped = [u for g in f.groups for u in g.replicas]
+    for u in f.not_fully_compared:
+        if u in grouped:
+            continue
+        i = f.replicas.index(u)
+        for v in grouped:
+            d = _earliest(f.matrices, i, f.replicas.index(v))
+            if d is not None:
+                return u, v, d
+    return None
+
+
 def not_identical(f: Fleet) -> str | None:
-    """Why the fleet `f` is not proven bit-identical on every compared path (None when it is):
-    the groups and where the odd ones first differ, or "inconclusive" for replicas left
-    uncompared (a gate does not pass on missing evidence)."""
+    """Why the fleet `f` is not proven bit-identical on every path (None when it is): the
+    groups and where the odd ones first differ, or "inconclusive" for replicas left uncompared
+    or not compared on every helper (a gate does not pass on missing evidence)."""
     if f.identical:
         return None
     parts = []
@@ -405,22 +557,30 @@ def not_identical(f: Fleet) -> str | None:
         if len(f.odd) > ODD_NAMED:  # a CI message stays one readable line at 40 replicas
             diffs.append(f"+ {len(f.odd) - ODD_NAMED} more outside group 1 (fleet.odd)")
         parts.append("; ".join(diffs))
+    elif (d := _differing_partial(f)) is not None:
+        u, v, where = d
+        parts.append(f"replicas differ: {u} first differs from {v} at {describe_difference(where)}")
     if f.uncompared:
-        named = ", ".join(f"{u} ({why})" for u, why in f.uncompared.items())
-        parts.append(f"inconclusive: not compared: {named}")
-    elif len(f.replicas) < 2:
+        parts.append(f"inconclusive: not compared: {_named(f.uncompared, 'uncompared')}")
+    if f.not_fully_compared:
+        named = _named(f.not_fully_compared, "not_fully_compared")
+        parts.append(f"inconclusive: not compared on every path: {named}")
+    if not parts and len(f.replicas) < 2:
         parts.append(f"inconclusive: {len(f.replicas)} replica(s) checked, none to compare")
     elif not parts:
         parts.append("inconclusive: no helper was compared on every replica")
     return "; ".join(parts)
 
 
-def _why_alone(store: SessionStore, url: str, names: list[str]) -> str:
-    for p in store.problems:
-        if p.fatal and p.source == url:
-            return p.message
+def _why_alone(store: SessionStore, url: str, names: list[str], short: dict[str, str]) -> str:
+    if (p := _fatal(store, url)) is not None:
+        return p.message
     ran = [h for h in names if _state(store, h, url) is not None]
-    return "no helper scored a sample on it" if not ran else "no other replica to compare with"
+    if not ran:
+        return "no helper scored a sample on it"
+    if short:
+        return _listed(short)
+    return "no other replica to compare with"
 
 
 def _members(urls: list[str], shown: int = 3) -> str:
@@ -430,25 +590,51 @@ def _members(urls: list[str], shown: int = 3) -> str:
     return f"[{len(urls)} replicas: {', '.join(urls[:shown])}, …]"
 
 
+def _paths(f: Fleet) -> str:
+    """The helpers the groups rest on: 'every path (...)' or the ones compared."""
+    if f.grouped_on == f.helpers:
+        return f"every path ({', '.join(f.helpers)})"
+    return ", ".join(f.grouped_on) + " only" if f.grouped_on else "no path"
+
+
 def summary_line(f: Fleet) -> str:
-    """One line: all replicas bit-identical, or the groups, what differs and where."""
+    """One line: all replicas bit-identical, or the groups, what separates them and where
+    they differ; replicas not (fully) compared named with why."""
     n = len(f.replicas)
-    left = f.uncompared
-    tail = f"; not compared: {', '.join(left)}" if left else ""
+    tail = ""
+    if f.uncompared:
+        tail += f"; not compared: {', '.join(f.uncompared)}"
+    if f.not_fully_compared:
+        tail += f"; not fully compared: {_named(f.not_fully_compared, 'not_fully_compared')}"
     if f.identical:
         return f"all {n} replicas bit-identical on every path ({', '.join(f.helpers)})"
     groups = f.groups
     if len(groups) <= 1:
-        what = "bit-identical where compared" if groups else "nothing compared"
+        if not groups:
+            return f"{n} replicas: nothing compared{tail}"
+        (g,) = groups
+        what = f"{_members(list(g.replicas))} bit-identical on {_paths(f)}"
+        if (d := _differing_partial(f)) is not None:
+            u, v, where = d
+            what += f"; {u} first differs from {v} at {describe_difference(where)}"
         return f"{n} replicas: {what}{tail}"
     differ = f.settings_differ
-    changed = ", ".join(differ) if differ else "no reported setting"
     parts = []
     for g in groups:
         s = ", ".join(f"{k} {_value(v)}" for k, v in g.settings.items())
         parts.append(_members(list(g.replicas)) + (f" ({s})" if s else ""))
-    line = f"{len(groups)} agreement groups among {n} replicas: " + " vs ".join(parts)
-    line += f"; settings that differ between groups: {changed}"
+    on = "" if f.grouped_on == f.helpers else f" (compared on {_paths(f)})"
+    line = f"{len(groups)} agreement groups among {n} replicas{on}: " + " vs ".join(parts)
+    if not differ:
+        line += "; no reported setting explains it"
+    else:
+        line += f"; settings that differ between groups: {', '.join(differ)}"
+        if all(len(g.replicas) == 1 for g in groups):
+            # one replica per group: everything about a replica differs with it, reported or not
+            line += (
+                " (one replica per group: anything that differs between the replicas coincides "
+                "with the split, so it is not shown to explain it)"
+            )
     for o in f.odd:
         at = describe_difference(o.first_difference) if o.first_difference else "?"
         if not o.majority:  # no group is larger: none is "the odd one", each still differs
@@ -462,7 +648,9 @@ def summary_line(f: Fleet) -> str:
 
 def replica_cells(f: Fleet) -> dict[str, dict[str, str]]:
     """Per replica and helper, the verdict a fleet view shows against the first replica of the
-    largest group (the reference): 'same', 'differs', 'reference' or 'not compared'."""
+    largest group (the reference): 'same', 'differs', 'reference' or 'not compared' (also where
+    the comparison does not count: a helper either replica did not test, or too few samples in
+    common)."""
     urls = f.replicas
     ref = urls.index(f.groups[0].replicas[0]) if f.groups else None
     out: dict[str, dict[str, str]] = {}
@@ -472,11 +660,11 @@ def replica_cells(f: Fleet) -> dict[str, dict[str, str]]:
             if ref is None:
                 row[h] = "not compared"
             elif i == ref:
-                ran = any(c is not None and c.identical is not None for c in m[i])
+                ran = any(c is not None and c.counted for c in m[i])
                 row[h] = "reference" if ran else "not compared"
             else:
                 c = m[i][ref]
-                if c is None or c.identical is None:
+                if c is None or not c.counted:
                     row[h] = "not compared"
                 else:
                     row[h] = "same" if c.identical else "differs"

@@ -1,0 +1,270 @@
+"""A fleet's verdicts rest on enough evidence (issue 28, item 6): replicas group only on helpers
+both tested with enough common samples; a replica compared on some paths only is put aside,
+never bridging two groups or voting a healthy replica out; `identical`, `--fleet-require
+identical` and the JUnit fleet case need every replica compared on every path; a setting is
+named as what separates the groups only when it is known and constant within every group."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+
+import numpy as np
+
+from kltui.metrics.k3 import ScoreBook
+from kltui.outputs.reports.junit import replica_cases
+from kltui.session.events import (
+    Event,
+    HelperFinished,
+    HelperStarted,
+    Problem,
+    RunFinished,
+    RunStarted,
+    SampleScored,
+    SampleSkipped,
+)
+from kltui.session.fleet import Fleet, fleet, replica_cells
+from kltui.session.store import SessionStore
+from tests.tui import synth
+
+HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
+ROUTER = "http://127.0.0.1:30000"
+N = 8
+
+
+def url(name: str) -> str:
+    return f"http://10.0.0.{ord(name) - ord('A') + 1}:30000"
+
+
+A, B, C, D = (url(x) for x in "ABCD")
+
+
+def started(servers: dict[str, dict], require: str = "identical") -> SessionStore:
+    """A fleet run over `servers` (url -> the settings its /server_info reports), in that order."""
+    store = SessionStore()
+    workers = [
+        {"url": u, "worker_type": "regular", "is_healthy": True, "tested": True, "note": None}
+        for u in servers
+    ]
+    config = {
+        "helpers": list(HELPERS),
+        "samples": N,
+        "router": ROUTER,
+        "fleet_require": require,
+        "fleet": {"router": ROUTER, "workers": workers},
+    }
+    identities = [synth.server(u, **over) for u, over in servers.items()]
+    store.apply(RunStarted("r", 0.0, config, identities, {}, "0"))
+    return store
+
+
+def helper_events(helper: str, u: str, seed: int, skip: tuple[int, ...] = ()) -> Iterator[Event]:
+    """`helper` on replica `u`: each sample's numbers depend on (seed, sample) only, so two
+    replicas with one seed agree bit for bit on every sample both scored."""
+    yield HelperStarted(helper, u, N, 2e-3, 1e-3)
+    book = ScoreBook()
+    cached = 0 if helper == "match" else 24
+    for s in range(N):
+        if s in skip:
+            yield SampleSkipped(helper, u, s, "prefill cache miss (cached_tokens=0)")
+            continue
+        rng = np.random.default_rng([seed, s])
+        ids = rng.integers(3, 500, size=16)
+        b = -np.abs(rng.normal(0.8, 0.6, size=16))
+        a = b + rng.normal(0, 1e-6, size=16)
+        book.add(s, ids, a, b, cached, 40)
+        yield SampleScored(helper, u, s, ids, a, b, cached, 40)
+    summary = book.summary(n_samples=N, n_skipped=len(skip), threshold=2e-3)
+    summary["status"] = "pass" if summary["passed"] else "fail"
+    yield HelperFinished(helper, u, summary)
+
+
+def ran(store: SessionStore, u: str, seeds: dict[str, int] | None = None, **skips) -> None:
+    """Every helper on replica `u`: the same numbers as any other replica's unless `seeds`
+    gives the helper another seed; `skips[helper]`: the samples that helper skipped."""
+    for k, h in enumerate(HELPERS):
+        for ev in helper_events(h, u, (seeds or {}).get(h, k), skips.get(h, ())):
+            store.apply(ev)
+
+
+def died_after_match(store: SessionStore, u: str) -> None:
+    for ev in helper_events("match", u, 0):
+        store.apply(ev)
+    store.apply(
+        Problem(u, "connection refused (phase: flush)", True, "prefill_cache_hit", phase="flush")
+    )
+
+
+def vacuous(store: SessionStore, u: str, helper: str) -> None:
+    why = f"{helper} is vacuous: the server runs with disable_radix_cache=true"
+    store.apply(HelperStarted(helper, u, N, 2e-3, 1e-3))
+    summary = {"status": "vacuous", "reason": why, "samples": N, "scored": 0, "skipped": 0}
+    store.apply(HelperFinished(helper, u, summary))
+
+
+def done(store: SessionStore) -> Fleet:
+    store.apply(RunFinished({}, "pass"))
+    f = fleet(store)
+    assert f is not None
+    return f
+
+
+def junit_cases(f: Fleet) -> dict[str, ET.Element]:
+    """The fleet's JUnit test cases (what junit_report writes for a fleet run), by name."""
+    suite = ET.Element("testsuite")
+    replica_cases(suite, f)
+    return {c.get("name", ""): c for c in suite.iter("testcase")}
+
+
+def test_every_replica_compared_on_every_path_is_identical():
+    store = started({A: {}, B: {}, C: {}})
+    for u in (A, B, C):
+        ran(store, u)
+    f = done(store)
+    assert f.identical is True and f.failure is None and f.not_fully_compared == {}
+    assert f.grouped_on == HELPERS
+    assert f.summary.startswith("all 3 replicas bit-identical on every path")
+    cases = junit_cases(f)
+    assert not list(cases["identical"])  # the fleet case passes
+    assert all(not list(cases[f"replica[{u}]"]) for u in (A, B, C))
+
+
+def test_a_replica_that_died_after_match_makes_identical_inconclusive():
+    store = started({A: {}, B: {}, C: {}})
+    ran(store, A)
+    ran(store, B)
+    died_after_match(store, C)
+    f = done(store)
+    assert f.identical is None
+    assert [list(g.replicas) for g in f.groups] == [[A, B]]  # C does not vote
+    why = f.not_fully_compared[C]
+    assert "prefill_cache_hit" in why and "decode_cache_hit" in why and "errored" in why
+    assert f.failure is not None and f.failure.startswith("inconclusive")
+    assert f"{C} ({why})" in f.failure
+    cases = junit_cases(f)
+    (failed,) = cases["identical"].findall("failure")  # the fleet case fails, and says why
+    assert failed.get("message") == f.failure
+    (skipped,) = cases[f"replica[{C}]"].findall("skipped")
+    assert skipped.get("message") == f"not fully compared: {why}"
+
+
+def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
+    store = started({A: {}, B: {}})
+    ran(store, A)
+    ran(store, B, decode_cache_hit=tuple(range(1, N)))  # SGLANG_TEST_SKIP_CACHE_HIT_ASSERT=1
+    f = done(store)
+    cell = f.matrices["decode_cache_hit"][0][1]
+    assert cell is not None and cell.identical is True and cell.comparable_samples == 1
+    assert cell.counted is False
+    assert f.identical is None
+    assert f.grouped_on == ("match", "prefill_cache_hit")
+    assert f.not_fully_compared[B].startswith("decode_cache_hit: only 1 of 8 samples scored")
+    assert replica_cells(f)[B]["decode_cache_hit"] == "not compared"
+    assert f.failure is not None and f"inconclusive: not compared on every path: {B}" in f.failure
+    assert "decode_cache_hit" in f.summary and "not fully compared" in f.summary
+    assert "every path" not in f.summary
+
+
+def test_null_cache_path_matrices_are_not_identical():
+    store = started({A: {}, B: {}, C: {}})
+    for u in (A, B, C):  # radix cache off: prefill_cache_hit compares nothing anywhere
+        for k, h in enumerate(HELPERS):
+            if h == "prefill_cache_hit":
+                vacuous(store, u, h)
+                continue
+            for ev in helper_events(h, u, k):
+                store.apply(ev)
+    f = done(store)
+    assert all(c is None for row in f.matrices["prefill_cache_hit"] for c in row)
+    assert f.identical is None and f.grouped_on == ("match", "decode_cache_hit")
+    assert set(f.not_fully_compared) == {A, B, C}
+    assert "ran but compared nothing" in f.not_fully_compared[A]
+    assert f.failure is not None and f.failure.startswith("inconclusive")
+    assert "bit-identical on match, decode_cache_hit" in f.summary
+
+
+def test_a_partially_compared_replica_neither_bridges_groups_nor_votes():
+    # B and A differ on decode_cache_hit only; C died after match, where it equals both
+    store = started({B: {}, A: {}, C: {}}, require="gate")
+    ran(store, B, seeds={"decode_cache_hit": 100})
+    ran(store, A)
+    died_after_match(store, C)
+    f = done(store)
+    assert sorted(list(g.replicas) for g in f.groups) == [[A], [B]]
+    assert C not in f.group_of() and C in f.not_fully_compared
+    assert f.identical is False  # A and B differ, on a path both compared fully
+    (o,) = f.odd
+    assert not o.majority  # 1 against 1: neither is "the odd one out"
+    assert "odd one out" not in f.summary
+    assert f"{C}" in f.summary and "not fully compared" in f.summary
+
+
+def test_replicas_that_share_too_few_samples_on_a_path_are_not_grouped_on_it():
+    # A and B scored disjoint halves of decode_cache_hit: each tested its path (4 of 8), but
+    # they share no sample there, so A-B is no evidence; C scored all and equals both
+    store = started({A: {}, B: {}, C: {}}, require="gate")
+    ran(store, A, decode_cache_hit=(4, 5, 6, 7))
+    ran(store, B, decode_cache_hit=(0, 1, 2, 3))
+    ran(store, C)
+    f = done(store)
+    ia, ib = f.replicas.index(A), f.replicas.index(B)
+    cell = f.matrices["decode_cache_hit"][ia][ib]
+    assert cell is not None and cell.identical is None and cell.counted is False
+    assert [list(g.replicas) for g in f.groups] == [[A, C]]  # transitive: B is set aside
+    assert f.not_fully_compared[B] == (
+        f"decode_cache_hit: 0 samples in common with {A} (at least 4 needed)"
+    )
+    assert f.identical is None and f.odd == ()
+
+
+def test_no_reported_setting_explains_a_split_that_no_setting_follows():
+    # page size varies inside the first group: it cannot be what sets the groups apart
+    servers = {A: {"page_size": 1}, B: {"page_size": 4}, C: {"page_size": 4}}
+    store = started(servers, require="gate")
+    ran(store, A)
+    ran(store, B)
+    ran(store, C, seeds={"match": 100})
+    f = done(store)
+    assert f.settings_differ == {}
+    assert "no reported setting explains it" in f.summary
+    (failed,) = junit_cases(f)[f"replica[{C}]"].findall("failure")
+    assert "no reported setting explains it" in failed.get("message", "")
+
+
+def test_a_setting_some_replicas_do_not_report_separates_nothing():
+    servers = {A: {"page_size": None}, B: {"page_size": None}, C: {"page_size": 4}}
+    store = started(servers, require="gate")
+    ran(store, A)
+    ran(store, B)
+    ran(store, C, seeds={"match": 100})
+    f = done(store)
+    assert "page_size" not in f.settings_differ
+    assert "no reported setting explains it" in f.summary
+
+
+def test_a_setting_that_separates_groups_of_one_replica_only_coincides():
+    # a jittering proxy in front of the page-4 replica: the page size is not the cause
+    store = started({A: {"page_size": 1}, B: {"page_size": 4}}, require="gate")
+    ran(store, A)
+    ran(store, B, seeds={"match": 100})
+    f = done(store)
+    assert f.settings_differ == {"page_size": [1, 4]}
+    assert "one replica per group" in f.summary and "not shown to explain" in f.summary
+
+
+def test_a_setting_constant_within_groups_of_several_replicas_is_named():
+    servers = {
+        A: {"enable_deterministic_inference": True, "page_size": 1},
+        B: {"enable_deterministic_inference": True, "page_size": 4},
+        C: {"enable_deterministic_inference": False, "page_size": 1},
+        D: {"enable_deterministic_inference": False, "page_size": 4},
+    }
+    store = started(servers, require="gate")
+    ran(store, A)
+    ran(store, B)
+    ran(store, C, seeds={"match": 100})
+    ran(store, D, seeds={"match": 100})
+    f = done(store)
+    assert f.settings_differ == {"enable_deterministic_inference": [True, False]}
+    assert "settings that differ between groups: enable_deterministic_inference" in f.summary
+    assert "not shown to explain" not in f.summary
