@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from kltui.untrusted import one_line
+
 
 # Readers of untrusted recorded values: a value of the wrong type reads as unknown (None).
 def as_int(v: object) -> int | None:
@@ -100,3 +102,66 @@ def identity_of(servers: list[dict[str, Any]], url: str) -> ServerIdentity:
         if isinstance(s, dict) and s.get("url") == url:
             return ServerIdentity.of(s)
     return ServerIdentity()
+
+
+# What one server process is: SGLang fixes these at launch, so a change between two reads of
+# /server_info (two runs of --repeat) means another process answers on that URL. Unlike the
+# engines' PROCESS_IDENTITY (a restart in the middle of a run), this also holds the settings
+# that change the numbers: a relaunch with deterministic inference off is not noise.
+RELAUNCH_KEYS = (
+    "startup_time",
+    "random_seed",
+    "enable_deterministic_inference",
+    "version",
+    "model_path",
+    "weights_sha256",
+    "weight_version",
+    "local_weights_sha256",
+    "tp_size",
+    "dp_size",
+    "dtype",
+    "attention_backend",
+    "page_size",
+    "chunked_prefill_size",
+    "disable_radix_cache",
+    "disable_cuda_graph",
+    "sampling_backend",
+    "speculative_algorithm",
+    "kltui_fault",
+)
+
+
+def process_changes(before: ServerIdentity, after: ServerIdentity) -> dict[str, tuple[Any, Any]]:
+    """{key: (before, after)} for each launch-time value that differs between two reads of one
+    URL's identity: empty when the same process (as far as it says) answered both times. A key
+    one of the reads lacks (an older recording) is no evidence of a change."""
+    if before.error or after.error:
+        return {}
+    return {
+        k: (before.get(k), after.get(k))
+        for k in RELAUNCH_KEYS
+        if k in before.reported and k in after.reported and before.get(k) != after.get(k)
+    }
+
+
+def shown_value(v: object, limit: int = 40) -> str:
+    """A launch-time value in a one-line finding (server text: controls spelled out, cut)."""
+    if isinstance(v, dict | list):  # SGLang 0.5.23's startup_time: per-stage seconds
+        return "{…}" if isinstance(v, dict) else "[…]"
+    if isinstance(v, bool):  # as the JSON and the settings table write it
+        return "true" if v else "false"
+    return one_line(v, limit)
+
+
+def same_process(a: ServerIdentity, b: ServerIdentity) -> str | None:
+    """Why two identities are one server process ("same startup_time 12.5 and port 30000 in
+    /server_info"), None unless /server_info says so: the same reported startup_time and
+    port, and no launch-time value differs. Without a startup_time nothing is claimed."""
+    if a.error or b.error:
+        return None
+    t, port = a.get("startup_time"), a.get("port")
+    if t is None or port is None or t != b.get("startup_time") or port != b.get("port"):
+        return None
+    if any(a.get(k) != b.get(k) for k in RELAUNCH_KEYS):
+        return None
+    return f"same startup_time {shown_value(t)} and port {shown_value(port)} in /server_info"

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from kltui.engines.identity import process_changes, shown_value
 from kltui.metrics.k3 import ScoreBook, ScoredSample
 from kltui.session.store import SessionStore
 
@@ -240,14 +241,18 @@ class RerunEquality:
     helpers: dict[str, BookDiff] = field(default_factory=dict)  # helper key -> its comparison
     run: int = 0  # this run's number in its session (RerunChain); 0: not numbered
     previous: int = 0  # the number of the run it is compared with
+    # url -> {launch-time key: (before, after)}: another process answered on that URL
+    replaced: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The comparison as the JSON result's `repeat.equality` entries write it."""
         numbered = {"run": self.run, "previous": self.previous} if self.run else {}
         first = self.first_difference
+        replaced = {u: {k: list(v) for k, v in ch.items()} for u, ch in self.replaced.items()}
         return numbered | {
             "identical": self.identical,
             "reason": self.reason,
+            "server_replaced": replaced or None,
             "first_difference": None if first is None else first.to_json(),
             "helpers": {k: d.to_dict(per_sample=False) for k, d in self.helpers.items()},
         }
@@ -260,9 +265,49 @@ def _where(helper: str, server: str, diff: BookDiff) -> FirstDifference | None:
     return FirstDifference(helper, server, first.sample, first.first, first.side)
 
 
-def rerun_equality(prev: SessionStore, cur: SessionStore) -> RerunEquality:
-    """Is `cur` bit-identical to `prev` (the same helpers re-run on the same servers)?
-    Not comparable (None) when the runs hold different helpers or samples."""
+def replaced_servers(
+    prev: SessionStore, cur: SessionStore
+) -> dict[str, dict[str, tuple[Any, Any]]]:
+    """The servers whose /server_info, read at the start of each run, says another process
+    answered in `cur` than in `prev` (engines.identity.process_changes), by URL."""
+    before = {s.url: s for s in prev.identities() if s.url is not None}
+    out = {}
+    for s in cur.identities():
+        old = before.get(s.url) if s.url is not None else None
+        if old is not None and s.url is not None and (changes := process_changes(old, s)):
+            out[s.url] = changes
+    return out
+
+
+def _replaced_reason(replaced: dict[str, dict[str, tuple[Any, Any]]], run: int) -> str:
+    between = f"run {run - 1} and {run}" if run > 1 else "the previous run and this one"
+    parts = []
+    for url, changes in replaced.items():
+        what = ", ".join(
+            f"{k} {shown_value(a)} → {shown_value(b)}"
+            if not isinstance(a, dict | list) and not isinstance(b, dict | list)
+            else f"{k} changed"
+            for k, (a, b) in changes.items()
+        )
+        parts.append(f"server {url} replaced between {between} ({what})")
+    return "; ".join(parts) + ": not comparable as run-to-run non-determinism"
+
+
+def rerun_equality(prev: SessionStore, cur: SessionStore, run: int = 0) -> RerunEquality:
+    """Is `cur` (run number `run`, 0: unnumbered) bit-identical to `prev` (the same helpers
+    re-run on the same servers)? Not comparable (None) when the runs hold different helpers or
+    samples, or when a server was replaced in between: a relaunch changes the seed, the
+    deterministic flag or the kernels' state, so a difference says nothing about
+    non-determinism (and an equality nothing about determinism)."""
+    if replaced := replaced_servers(prev, cur):
+        eq = _rerun_equality(prev, cur)
+        reason = _replaced_reason(replaced, run)
+        # the helpers' comparison stays in the JSON, but no difference is pointed at as news
+        return replace(eq, identical=None, reason=reason, first_difference=None, replaced=replaced)
+    return _rerun_equality(prev, cur)
+
+
+def _rerun_equality(prev: SessionStore, cur: SessionStore) -> RerunEquality:
     if set(prev.helpers) != set(cur.helpers):
         return RerunEquality(None, "the runs hold different helpers")
     if not cur.helpers:
@@ -301,7 +346,9 @@ class RerunChain:
         eq = None
         if self.previous is not None and store.finished and self.previous.finished:
             eq = replace(
-                rerun_equality(self.previous, store), run=self.runs, previous=self.runs - 1
+                rerun_equality(self.previous, store, self.runs),
+                run=self.runs,
+                previous=self.runs - 1,
             )
         self.previous = store
         return eq
@@ -310,7 +357,8 @@ class RerunChain:
 def describe_rerun(eq: RerunEquality) -> str:
     """A re-run's comparison with the run before it, as words."""
     if eq.identical is None:
-        return f"not comparable ({eq.reason})"
+        # a replaced server's reason is a finding of its own, not a "not comparable (...)" aside
+        return (eq.reason or "not comparable") if eq.replaced else f"not comparable ({eq.reason})"
     if eq.identical:
         return "bit-identical (every token id and logprob)"
     w = eq.first_difference
