@@ -73,8 +73,13 @@ SERVER_INFO_KEYS = (
     "speculative_algorithm",
     "context_length",
     "startup_time",
+    "port",  # with startup_time: one server under two URLs (engines.identity.same_process)
+    "weights_sha256",  # no SGLang reports one today; a server that does is believed
     "kltui_fault",
 )
+# what kltui found on this machine about a server's weights (engines/weights.py), filled in by
+# the runner when it compares servers; null otherwise
+LOCAL_WEIGHTS_KEYS = ("local_weights_sha256", "local_weights_note")
 
 
 def sampling_params(**kw) -> dict:
@@ -97,7 +102,14 @@ def _answer_cap(entries: int, top_k: int = 0) -> int:
 
 
 # every key of an SGLang server's identity (docs/JSON.md `servers`)
-IDENTITY_KEYS = ("url", "engine", *SERVER_INFO_KEYS, "skip_tokenizer_init", "weight_version")
+IDENTITY_KEYS = (
+    "url",
+    "engine",
+    *SERVER_INFO_KEYS,
+    "skip_tokenizer_init",
+    "weight_version",
+    *LOCAL_WEIGHTS_KEYS,
+)
 
 
 def server_identity(url: str, info: dict, model: dict) -> ServerIdentity:
@@ -107,6 +119,8 @@ def server_identity(url: str, info: dict, model: dict) -> ServerIdentity:
     out["model_path"] = info.get("model_path") or model.get("model_path")
     out["served_model_name"] = model.get("served_model_name") or info.get("served_model_name")
     out["weight_version"] = model.get("weight_version")
+    out["weights_sha256"] = info.get("weights_sha256") or model.get("weights_sha256")
+    out.update(dict.fromkeys(LOCAL_WEIGHTS_KEYS))
     if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
         out["skip_tokenizer_init"] = True
     return ServerIdentity.of(out)

@@ -43,7 +43,7 @@ from kltui.session.events import (
 )
 from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import server_facts
+from kltui.session.servers import model_check, server_facts
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup
 
@@ -177,7 +177,7 @@ class HeadlessView:
                 self.console.print(text, soft_wrap=True)
         else:
             for pair in cross_server(self.store):
-                for text in pair_lines(pair):
+                for text in pair_lines(pair, self.store):
                     self.console.print(text, soft_wrap=True)
         self.console.print(verdict_line(self.store), soft_wrap=True)
 
@@ -194,10 +194,14 @@ def verdict_line(store: SessionStore) -> str:
     return line
 
 
-def pair_lines(pair: ServerPair) -> list[Text]:
-    """A cross-server comparison: the reading, each helper compared, each one left out and why."""
+def pair_lines(pair: ServerPair, store: SessionStore | None = None) -> list[Text]:
+    """A cross-server comparison: the reading, whether both load the same weights (verified,
+    different or unverified), each helper compared, each one left out and why."""
     x, y = pair.servers
     out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {pair.reading}")]
+    ix, iy = (store.identity(x), store.identity(y)) if store is not None else (None, None)
+    if ix and iy:
+        out.append(Text(f"  · model: {model_check(ix, iy).line()}"))
     for h, c in pair.helpers.items():
         if c.identical is not None:
             same = f"{c.diff.identical_samples}/{c.diff.comparable} samples identical"

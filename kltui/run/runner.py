@@ -3,6 +3,7 @@ the event stream that every consumer (TUI, headless, recorder) reads."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 import uuid
@@ -13,10 +14,11 @@ import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.identity import ServerIdentity, same_process
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
+from kltui.engines.weights import local_weights
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.extras import after_gate
@@ -228,9 +230,38 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
             ).record()
         )
     found.live = [c for c in clients if c.url in found.infos]
+    live = [s for s in found.servers if s.get("url") in found.infos]
+    _refuse_same_server(live, fleet=bool(cfg.router))
+    if len(live) > 1:  # only a comparison needs the weights: one server is not read twice
+        await _hash_weights(live)
     if not cfg.allow_different_models:
-        _refuse_different_models([s for s in found.servers if s.get("url") in found.infos])
+        _refuse_different_models(live)
     return found
+
+
+async def _hash_weights(servers: list[dict]) -> None:
+    """Adds to each server's identity the hash of its weights folder on this machine, or why
+    there is none (engines/weights.py). One after the other: servers of one folder share the
+    cached hash instead of reading it at once."""
+    for s in servers:
+        weights = await asyncio.to_thread(local_weights, str(s.get("url")), s.get("model_path"))
+        s.update(weights.record())
+
+
+def _refuse_same_server(servers: list[dict], *, fleet: bool) -> None:
+    """Before anything is flushed: one server under two URLs (an SSH tunnel, a port forward, a
+    second host name) would be compared with itself, and agreeing with itself proves nothing."""
+    seen: list[ServerIdentity] = []
+    for s in servers:
+        ident = ServerIdentity.of(s)
+        for other in seen:
+            if (why := same_process(other, ident)) is not None:
+                fix = "the router lists it twice" if fleet else "name each server once"
+                raise UsageError(
+                    f"{other.url} and {ident.url} are the same server ({why}): comparing a "
+                    f"server with itself proves nothing; {fix}"
+                )
+        seen.append(ident)
 
 
 def _run_started(cfg: RunConfig, found: _Connected, live_view: bool) -> RunStarted:

@@ -205,6 +205,11 @@ async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
     assert f["matrices"]["match"][ia][dead]["identical"] is True
     assert f["matrices"]["decode_cache_hit"][ia][dead] is None
     assert f["matrices"]["decode_cache_hit"][ia][ib]["identical"] is True
+    # equal to both on match, compared on nothing else: set aside, never "identical" (issue 28)
+    assert f["identical"] is None
+    assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted([a, b])]
+    assert "decode_cache_hit" in f["not_fully_compared"][srv.url]
+    assert f"{srv.url}: not fully compared: " in text
 
 
 async def test_tui_on_a_router_runs_the_fleet_and_opens_a_replica(three_workers):

@@ -1,0 +1,157 @@
+"""Identity against real reference servers (issue 28): weights perturbed 1% in a folder of the
+same name are another model (refused before anything is flushed), an unchanged copy is verified
+as the same weights, and one server under two URLs is refused rather than compared with
+itself."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
+
+import pytest
+
+from kltui.cli.commands import main
+from kltui.engines import weights
+from kltui.errors import UsageError
+from kltui.reference import CHECKPOINT_DIR
+from kltui.session.events import HelperStarted
+from tests.integration.checkrun import check_run
+from tests.unit.test_same_weights import perturb
+
+SMALL = dict(samples=3, max_new_tokens=8, max_prompt_tokens=48, helpers=["match"])
+
+
+@pytest.fixture(autouse=True)
+def _own_weights_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    weights.forget()
+
+
+@pytest.fixture(scope="module")
+def perturbed(tmp_path_factory, reference_servers):
+    """A server of the shipped checkpoint's weights scaled by 1.01, in a folder of the same
+    name (`checkpoint`): only the bytes tell it from the shipped one."""
+    dst = tmp_path_factory.mktemp("perturbed") / CHECKPOINT_DIR.name
+    shutil.copytree(CHECKPOINT_DIR, dst)
+    perturb(dst)
+    srv = reference_servers.own(deterministic=True, checkpoint=dst)
+    yield srv.url
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory, reference_servers):
+    """A server of an unchanged copy of the shipped checkpoint, in a folder of the same name."""
+    dst = tmp_path_factory.mktemp("copied") / CHECKPOINT_DIR.name
+    shutil.copytree(CHECKPOINT_DIR, dst)
+    srv = reference_servers.own(deterministic=True, checkpoint=dst)
+    yield srv.url
+    srv.stop()
+
+
+async def test_perturbed_weights_in_a_folder_of_the_same_name_are_refused(
+    reference_servers, perturbed, tmp_path
+):
+    a = reference_servers.url(deterministic=True)
+    with pytest.raises(UsageError, match="serves another model") as e:
+        await check_run([a, perturbed], tmp_path, record="r.kltui.jsonl", **SMALL)
+    msg = str(e.value)
+    assert "\n" not in msg and "--allow-different-models" in msg
+    assert "config.json and *.safetensors differ" in msg and "sha256" in msg
+    lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
+    assert not any(HelperStarted.__name__ in line for line in lines)
+
+
+def test_perturbed_weights_exit_2_from_the_cli(reference_servers, perturbed, capsys):
+    a = reference_servers.url(deterministic=True)
+    argv = ["check", "--server", a, "--server", perturbed, "--no-record", "--samples", "2"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("kltui: error: ") and "serves another model" in err
+    assert len(err.splitlines()) == 1
+
+
+async def test_perturbed_weights_compared_anyway_read_as_different_models(
+    reference_servers, perturbed, tmp_path
+):
+    a = reference_servers.url(deterministic=True)
+    _, res, text = await check_run(
+        [a, perturbed], tmp_path, width=400, allow_different_models=True, **SMALL
+    )
+    (pair,) = res["cross_server"]
+    assert pair["same_model"] is False
+    assert pair["reading"].startswith("different models (the config.json and *.safetensors")
+    assert "  · model: different weights (" in text
+    for s in res["servers"]:
+        assert s["local_weights_sha256"] and s["local_weights_note"] is None
+
+
+async def test_an_unchanged_copy_is_verified_as_the_same_weights(
+    reference_servers, copied, tmp_path
+):
+    a = reference_servers.url(deterministic=True)
+    _, res, text = await check_run([a, copied], tmp_path, width=400, **SMALL)
+    (pair,) = res["cross_server"]
+    assert pair["same_model"] is True
+    assert "  · model: same weights (the same config.json and *.safetensors" in text
+    first, second = res["servers"]
+    assert first["local_weights_sha256"] == second["local_weights_sha256"]
+    assert first["port"] == int(a.rsplit(":", 1)[1])
+
+
+# ------------------------------------------------------------------ one server, two URLs
+@contextlib.asynccontextmanager
+async def tcp_proxy(target_port: int) -> AsyncIterator[str]:
+    """A loopback port that forwards every connection to `target_port`: a second URL for the
+    same server, as an SSH tunnel or a port forward gives one."""
+
+    async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        try:
+            while data := await r.read(65536):
+                w.write(data)
+                await w.drain()
+        except ConnectionError:
+            pass  # either side hung up: the other is closed below
+        finally:
+            w.close()
+
+    handlers: set[asyncio.Task] = set()
+    writers: list[asyncio.StreamWriter] = []
+
+    async def handle(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+        if (task := asyncio.current_task()) is not None:
+            handlers.add(task)
+        writers.append(w)
+        try:
+            ur, uw = await asyncio.open_connection("127.0.0.1", target_port)
+        except OSError:
+            w.close()
+            return
+        writers.append(uw)
+        await asyncio.gather(pipe(r, uw), pipe(ur, w))
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.close()
+        # kept-alive connections end by EOF: a cancelled handler is logged as an error
+        for w in writers:
+            w.close()
+        await asyncio.gather(*handlers, return_exceptions=True)
+
+
+async def test_the_same_server_under_two_urls_is_refused(reference_servers, tmp_path):
+    srv = reference_servers.server(deterministic=True)
+    async with tcp_proxy(srv.port) as other_url:
+        with pytest.raises(UsageError) as e:
+            await check_run([srv.url, other_url], tmp_path, record="r.kltui.jsonl", **SMALL)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith(f"{srv.url} and {other_url} are the same server (")
+    assert f"port {srv.port}" in msg and "startup_time" in msg
+    lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
+    assert not any(HelperStarted.__name__ in line for line in lines)
