@@ -1,9 +1,10 @@
-"""Print the calibration table of the condition-2 test (docs/DIAGNOSIS.md).
+"""Print the calibration table of the diagnosis's condition-2 reading (docs/DIAGNOSIS.md).
 
     python bench/calibrate_diagnosis.py [RUNS]
 
 Reads the real per-sample noise in tests/data/real_noise/*.json and simulates RUNS runs
-(default 10000) per scenario and sample count; see kltui/session/calibration.py.
+(default 10000) per family and sample count, each judged on both cache-hit helpers as
+`diagnose_server` judges them; see kltui/session/calibration.py.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from kltui.session.calibration import Noise, table
-from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO
+from kltui.session.calibration import FAULT_SIGMA, Noise, table
+from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, SUSPECT_P
 
 SIZES = (8, 32, 128)
 
@@ -26,15 +27,19 @@ def main() -> None:
     rows = table(noise, SIZES, runs=runs, seed=0)
     print(
         f"noise: {noise.scales.size} real per-sample scales, {noise.pairs.size} real paired "
-        f"ratios, level {noise.level:.3g}; test: signed-rank p < {EVIDENCE_P:g} and "
-        f"Hodges-Lehmann ratio >= x{MIN_RATIO:g}, n >= {MIN_COMMON}; {runs} runs per cell "
+        f"ratios, level {noise.level:.3g}; condition 2: p < {EVIDENCE_P:g} in the shift test "
+        f"(beyond x{MIN_RATIO:g}) or the minority sign test, n >= {MIN_COMMON}, or with match "
+        f"exact the one-path token test; suspicion: sign test p < {SUSPECT_P:g}; faults at "
+        f"sigma {FAULT_SIGMA:g} unless named; {runs} runs per cell "
         f"({time.perf_counter() - t0:.0f} s)\n"
     )
-    print("| | scenario | " + " | ".join(f"n = {n}" for n in SIZES) + " |")
+    print("| | family | " + " | ".join(f"n = {n}: condition 2 / unsure" for n in SIZES) + " |")
     print("|---|---|" + "---:|" * len(SIZES))
     for r in rows:
-        what = "false condition 2" if r["kind"] == "null" else "detected"
-        cells = " | ".join(f"{100 * r['rates'][n]:.2f} %" for n in SIZES)
+        what = "null" if r["kind"] == "null" else "fault"
+        cells = " | ".join(
+            f"{100 * c['state']:.2f} % / {100 * c['unsure']:.1f} %" for c in r["rates"].values()
+        )
         print(f"| {what} | {r['name']} | {cells} |")
 
 

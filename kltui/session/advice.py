@@ -137,12 +137,13 @@ def _far_below_gate(st: HelperState) -> bool:
 
 
 def _condition1_advice(
-    server: str, info: ServerIdentity, noisy: HelperState
+    server: str, info: ServerIdentity, noisy: HelperState, failing: list[str] | None = None
 ) -> tuple[str, str | None, str | None]:
     """(next step, exact command, TUI action) for kernel noise, from what the server runs and
-    how large the noise is against the gate."""
+    how large the noise is against the gate; "nothing to fix for the gate" only when no
+    helper in `failing` fails it."""
     det = info.enable_deterministic_inference
-    if _far_below_gate(noisy):
+    if not failing and _far_below_gate(noisy):
         s = HelperView.of(noisy).summary
         gate = f" of {sci(s.threshold)}" if s.threshold is not None else ""
         fix = (

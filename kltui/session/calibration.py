@@ -1,22 +1,26 @@
-"""How often the condition-2 test (`paired.paired`) is wrong, shown by simulation, not asserted.
+"""How often the diagnosis's condition-2 reading is wrong, shown by simulation, not asserted.
 
-Each simulated run is one cache-hit helper against match on n samples, at the level of what the
-test reads: each sample's mean k3. Under the null both come from the same noise process:
+Each simulated run is what `diagnose_server` reads of a server: match and both cache-hit
+helpers, each as a `path_test.PathSide` (per-sample mean k3, differing and compared tokens,
+level, gate), and the run counts as "condition 2" when `path_test.judge` finds a state bug on
+either cache path, exactly as the diagnosis does. Dense kernel noise per sample is
 
     mean = scale_i * jitter * gamma
 
-- scale_i, the sample's own noise scale, shared by both helpers (the same prompt): resampled
-  from real per-sample means (`tests/data/real_noise/*.json`, {"helper": [per-sample mean k3]}),
-  normalised to their geometric mean and set to `level`;
-- jitter = exp(sigma * z), drawn per helper and sample: heavy-tailed, and independent between
-  the two sides, the harder case for the test (the scales need not even match);
+- scale_i, the sample's own noise scale, shared by all three helpers (the same prompt):
+  resampled from real per-sample means (`tests/data/real_noise/*.json`,
+  {"helper": [per-sample mean k3]}), normalised to their geometric mean and set to `level`;
+- jitter = exp(sigma * z), drawn per helper and sample, independent between helpers (or
+  shared by the two cache helpers: "correlated helpers"; or Student-t: heavy tails);
 - gamma, mean 1 and variance 2 * CORR / L: the average of L token k3 values whose noise is
-  correlated over CORR tokens; L follows the real spread of generated lengths (16 to 512).
+  correlated over CORR tokens; L log-uniform over the real spread of generated lengths.
 
-Null variants add a systematic shift of the helper's scale (decode_cache_hit's longer contexts)
-or take the real paired ratios themselves. Planted faults add a state bug's excess to the
-helper's means: a stale prefix on every hit, window eviction (only requests whose context
-outgrows the window, in proportion to what was evicted) and a single wrong token per request.
+Sparse noise instead makes a token differ with a small probability on every path alike, so
+match is often exact by chance. Null variants add a systematic shift of both cache helpers,
+skip samples, spread the lengths or take the real paired ratios themselves. Planted faults
+put a state bug on decode_cache_hit only: a fraction of the samples (10 % to 100 %) at x3, x10
+or x30 their noise, a stale prefix, window eviction, a single wrong token, and a fault on a
+deterministic server where match is exact.
 """
 
 from __future__ import annotations
@@ -30,13 +34,15 @@ from pathlib import Path
 import numpy as np
 
 from kltui.helpers.registry import baseline_path
-from kltui.session.paired import paired
+from kltui.session.path_test import PathSide, judge
 
 # the H200 match level with deterministic inference on (docs/FIELD_NOTES.md)
 H200_LEVEL = 4.618e-4
 CORR = 4.0  # tokens over which kernel noise is correlated within a sample
 LENGTHS = (16, 512)  # generated tokens per request, log-uniform
 PROMPTS = (32, 184)  # prompt tokens, the built-in prompt set's spread
+GATE = 1e-3  # SGLang CI's default threshold, for the gate each helper reports
+CACHE = ("prefill_cache_hit", "decode_cache_hit")
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,9 @@ class Noise:
         for path in sorted(folder.glob("*.json")):
             data = json.loads(path.read_text())
             runs = {
-                k: np.asarray(v, dtype=np.float64) for k, v in data.items() if isinstance(v, list)
+                k: np.asarray([np.nan if x is None else x for x in v], dtype=np.float64)
+                for k, v in data.items()
+                if isinstance(v, list)
             }
             base = baseline_path()  # the registry's baseline path: what the others pair with
             match = runs.get(base)
@@ -81,13 +89,28 @@ class Noise:
 
 
 @dataclass(frozen=True)
-class Draw:
-    """One simulated run's per-sample quantities, before a scenario touches the helper."""
+class Shape:
+    """How one family draws its noise (the null's knobs)."""
 
-    match: np.ndarray
-    helper: np.ndarray
+    sigma: float = 0.5  # per-helper, per-sample lognormal jitter
+    shift: float = 1.0  # both cache helpers' noise this factor above match's
+    correlated: bool = False  # the two cache helpers share their jitter
+    heavy: bool = False  # Student-t (3 degrees of freedom) jitter instead of normal
+    lengths: tuple[int, int] = LENGTHS
+    keep: float = 1.0  # the share of samples each cache helper scores (the rest skipped)
+    sparse: float = 0.0  # > 0: a token differs with this probability on every path alike
+    real: bool = False  # cache helpers = match times a real paired ratio
+    exact_match: bool = False  # a deterministic server: no noise at all (faults alone show)
+
+
+@dataclass
+class Run:
+    """One simulated run: per helper its per-sample means and differing-token counts."""
+
     lengths: np.ndarray
     contexts: np.ndarray
+    means: dict[str, np.ndarray]
+    differing: dict[str, np.ndarray]
 
 
 def _gamma(rng: np.random.Generator, lengths: np.ndarray) -> np.ndarray:
@@ -95,100 +118,203 @@ def _gamma(rng: np.random.Generator, lengths: np.ndarray) -> np.ndarray:
     return rng.gamma(k, 1 / k)
 
 
-def draw(rng: np.random.Generator, noise: Noise, n: int, sigma: float) -> Draw:
-    """One simulated set of n samples: lengths, contexts and noise scales."""
-    lo, hi = np.log(LENGTHS)
+def _jitter(rng: np.random.Generator, shape: Shape, n: int) -> np.ndarray:
+    z = rng.standard_t(3, n) / math.sqrt(3) if shape.heavy else rng.standard_normal(n)
+    return np.exp(shape.sigma * z)
+
+
+def draw(rng: np.random.Generator, noise: Noise, n: int, shape: Shape) -> Run:
+    """One simulated run of n samples under `shape`'s noise, before any fault."""
+    lo, hi = np.log(shape.lengths)
     lengths = np.exp(rng.uniform(lo, hi, n)).astype(int)
     contexts = rng.integers(PROMPTS[0], PROMPTS[1] + 1, n) + lengths
+    means, differing = {}, {}
+    if shape.exact_match:
+        for h in ("match", *CACHE):
+            means[h], differing[h] = np.zeros(n), np.zeros(n, dtype=int)
+        return Run(lengths, contexts, means, differing)
+    if shape.sparse:
+        for h in ("match", *CACHE):
+            hits = rng.binomial(lengths, shape.sparse)
+            # each differing token's k3 lognormal about the level; the sample's mean over L
+            size = noise.level * np.exp(2.0 * rng.standard_normal(n)) * hits
+            means[h] = size * (shape.shift if h != "match" else 1.0) / lengths
+            differing[h] = hits
+        return Run(lengths, contexts, means, differing)
     scale = noise.level * rng.choice(noise.scales, n)
-    jit = np.exp(sigma * rng.standard_normal((2, n)))
-    return Draw(
-        scale * jit[0] * _gamma(rng, lengths),
-        scale * jit[1] * _gamma(rng, lengths),
-        lengths,
-        contexts,
-    )
+    means["match"] = scale * _jitter(rng, shape, n) * _gamma(rng, lengths)
+    shared = _jitter(rng, shape, n)
+    for h in CACHE:
+        if shape.real and noise.pairs.size:
+            means[h] = means["match"] * np.exp(rng.choice(noise.pairs, n))
+            continue
+        jit = shared if shape.correlated else _jitter(rng, shape, n)
+        means[h] = shape.shift * scale * jit * _gamma(rng, lengths)
+    for h in means:
+        differing[h] = lengths.copy()
+    return Run(lengths, contexts, means, differing)
 
 
-Scenario = Callable[[np.random.Generator, Draw, Noise], np.ndarray]
+Fault = Callable[[np.random.Generator, Run, Noise], None]
 
 
-def shifted(factor: float) -> Scenario:
-    """Null: the helper's noise a fixed factor above match's on every sample."""
-    return lambda rng, d, noise: d.helper * factor
+def fraction(share: float, factor: float) -> Fault:
+    """decode_cache_hit's noise `factor` times larger on each sample with chance `share`."""
+
+    def plant(rng, run, noise):
+        hit = rng.random(run.lengths.size) < share
+        run.means["decode_cache_hit"] = np.where(
+            hit, run.means["decode_cache_hit"] * factor, run.means["decode_cache_hit"]
+        )
+
+    return plant
 
 
-def real_pairs(rng: np.random.Generator, d: Draw, noise: Noise) -> np.ndarray:
-    """Null: match's draw times a real per-sample helper/match ratio (shift and all)."""
-    if not noise.pairs.size:
-        return d.helper
-    return d.match * np.exp(rng.choice(noise.pairs, d.match.size))
-
-
-def stale_prefix(size: float) -> Scenario:
+def stale_prefix(size: float) -> Fault:
     """Every request hits the corrupted prefix: excess `size` x the noise level (median)."""
 
-    def plant(rng, d, noise):
-        return d.helper + size * noise.level * np.exp(rng.standard_normal(d.helper.size))
+    def plant(rng, run, noise):
+        h = run.means["decode_cache_hit"]
+        run.means["decode_cache_hit"] = h + size * noise.level * np.exp(rng.standard_normal(h.size))
+        run.differing["decode_cache_hit"] = run.lengths.copy()
 
     return plant
 
 
-def window_evict(window: int, size: float) -> Scenario:
+def window_evict(window: int, size: float) -> Fault:
     """Requests whose context outgrows `window` lose the oldest part of it."""
 
-    def plant(rng, d, noise):
-        lost = np.clip((d.contexts - window) / d.contexts, 0, None)
-        kick = np.exp(rng.standard_normal(d.helper.size))
-        return d.helper + size * noise.level * lost * kick
+    def plant(rng, run, noise):
+        lost = np.clip((run.contexts - window) / run.contexts, 0, None)
+        kick = np.exp(rng.standard_normal(lost.size))
+        run.means["decode_cache_hit"] = run.means["decode_cache_hit"] + (
+            size * noise.level * lost * kick
+        )
+        run.differing["decode_cache_hit"] = np.where(
+            lost > 0, run.lengths, run.differing["decode_cache_hit"]
+        )
 
     return plant
 
 
-def blip(low: float, high: float) -> Scenario:
+def blip(low: float, high: float) -> Fault:
     """One token per request with k3 log-uniform in [low, high], the rest untouched."""
 
-    def plant(rng, d, noise):
-        k3 = np.exp(rng.uniform(math.log(low), math.log(high), d.helper.size))
-        return d.helper + k3 / d.lengths
+    def plant(rng, run, noise):
+        k3 = np.exp(rng.uniform(math.log(low), math.log(high), run.lengths.size))
+        run.means["decode_cache_hit"] = run.means["decode_cache_hit"] + k3 / run.lengths
+        run.differing["decode_cache_hit"] = np.maximum(run.differing["decode_cache_hit"], 1)
 
     return plant
 
 
-NULLS: dict[str, tuple[Scenario, float]] = {
-    "same process, scales lognormal sigma=1": (shifted(1.0), 1.0),
-    "same process, scales lognormal sigma=2": (shifted(1.0), 2.0),
-    "helper x1.3 systematic shift, sigma=0.3": (shifted(1.3), 0.3),
-    "helper x2 systematic shift, sigma=0.3": (shifted(2.0), 0.3),
-    "real paired ratios": (real_pairs, 0.0),
+def sides(run: Run, rng: np.random.Generator, keep: float) -> dict[str, PathSide]:
+    """What the diagnosis reads of each helper: skipped samples NaN, levels and gates."""
+    out = {}
+    n = run.lengths.size
+    for h, means in run.means.items():
+        scored = np.ones(n, dtype=bool) if h == "match" else rng.random(n) < keep
+        if not scored.any():
+            scored[rng.integers(n)] = True
+        m = np.where(scored, means, np.nan)
+        level = float(np.mean(means[scored]))
+        out[h] = PathSide(
+            m,
+            int(run.differing[h][scored].sum()),
+            int(run.lengths[scored].sum()),
+            level,
+            level <= GATE,
+        )
+    return out
+
+
+def verdicts(run: Run, rng: np.random.Generator, keep: float = 1.0) -> dict[str, str]:
+    """Each cache path's verdict kind, as `diagnose_server` reaches it."""
+    s = sides(run, rng, keep)
+    return {h: judge(h, s[h], s["match"]).kind for h in CACHE}
+
+
+Family = tuple[Shape, Fault | None]
+
+NULLS: dict[str, Family] = {
+    "same process, sigma 0.5": (Shape(0.5), None),
+    "same process, sigma 1": (Shape(1.0), None),
+    "same process, sigma 2": (Shape(2.0), None),
+    "both cache helpers x1.3, sigma 0.5": (Shape(0.5, 1.3), None),
+    "both cache helpers x1.3, sigma 2": (Shape(2.0, 1.3), None),
+    "both cache helpers x2, sigma 0.5": (Shape(0.5, 2.0), None),
+    "both cache helpers x2, sigma 1": (Shape(1.0, 2.0), None),
+    "both cache helpers x2, sigma 2": (Shape(2.0, 2.0), None),
+    "correlated cache helpers x2, sigma 1": (Shape(1.0, 2.0, correlated=True), None),
+    "heavy-tailed (Student-t 3) jitter, sigma 1": (Shape(1.0, heavy=True), None),
+    "heavy-tailed x2, sigma 2": (Shape(2.0, 2.0, heavy=True), None),
+    "sparse shared noise, 0.2 % of tokens, 16-64 tokens": (
+        Shape(sparse=0.002, lengths=(16, 64)),
+        None,
+    ),
+    "sparse shared noise, 1 % of tokens, 16-64 tokens": (
+        Shape(sparse=0.01, lengths=(16, 64)),
+        None,
+    ),
+    "sparse shared noise x2, 0.5 % of tokens": (Shape(shift=2.0, sparse=0.005), None),
+    "skipped samples (40 % per cache helper), sigma 1": (Shape(1.0, keep=0.6), None),
+    "unequal lengths 4-1024, sigma 0.5": (Shape(0.5, lengths=(4, 1024)), None),
+    "real paired ratios": (Shape(0.0, real=True), None),
 }
-FAULTS: dict[str, tuple[Scenario, float]] = {
-    "stale prefix, excess 30x noise": (stale_prefix(30.0), 1.0),
-    "window-evict, window 64": (window_evict(64, 300.0), 1.0),
-    "window-evict, window 128": (window_evict(128, 300.0), 1.0),
-    "window-evict, window 256": (window_evict(256, 300.0), 1.0),
-    "stale prefix, excess 10x noise": (stale_prefix(10.0), 1.0),
-    "single-token blip, k3 0.3..3": (blip(0.3, 3.0), 1.0),
+
+FAULT_SIGMA = 0.5  # the faults' own kernel noise: 5x the spread real H200 pairs show
+
+FAULTS: dict[str, Family] = {
+    **{
+        f"{int(share * 100)} % of samples x{factor:g}": (
+            Shape(FAULT_SIGMA),
+            fraction(share, factor),
+        )
+        for share in (0.1, 0.25, 0.5, 1.0)
+        for factor in (3.0, 10.0, 30.0)
+    },
+    "stale prefix, excess 10x noise": (Shape(1.0), stale_prefix(10.0)),
+    "window-evict, window 128": (Shape(1.0), window_evict(128, 300.0)),
+    "window-evict, window 256": (Shape(1.0), window_evict(256, 300.0)),
+    "single-token blip, k3 0.3..3": (Shape(1.0), blip(0.3, 3.0)),
+    "deterministic server, window-evict 256": (
+        Shape(exact_match=True),
+        window_evict(256, 300.0),
+    ),
 }
 
 
-def rate(scenario: Scenario, sigma: float, noise: Noise, n: int, runs: int, seed: int) -> float:
-    """Fraction of `runs` simulated runs of n samples that the test calls condition 2."""
+def rates(family: Family, noise: Noise, n: int, runs: int, seed: int) -> dict[str, float]:
+    """Of `runs` simulated runs of n samples: the share read as condition 2 ("state") and the
+    share left inconclusive or named as a suspicion ("unsure")."""
+    shape, fault = family
     rng = np.random.default_rng(seed)
-    hits = 0
+    state = unsure = 0
     for _ in range(runs):
-        d = draw(rng, noise, n, sigma)
-        helper = scenario(rng, d, noise)
-        level = float(np.mean(helper))
-        hits += paired("helper", helper, d.match, level).significant
-    return hits / runs
+        run = draw(rng, noise, n, shape)
+        if fault is not None:
+            fault(rng, run, noise)
+        kinds = verdicts(run, rng, shape.keep).values()
+        if "state" in kinds:
+            state += 1
+        elif any(k in ("suspect", "few", "unclear") for k in kinds):
+            unsure += 1
+    return {"state": state / runs, "unsure": unsure / runs}
+
+
+def rate(family: Family, noise: Noise, n: int, runs: int, seed: int) -> float:
+    """The share of runs read as condition 2."""
+    return rates(family, noise, n, runs, seed)["state"]
 
 
 def table(noise: Noise, sizes=(8, 32, 128), runs: int = 2000, seed: int = 0) -> list[dict]:
-    """One row per scenario: kind ("null" or "fault"), name, and the rate at each n."""
+    """One row per family: kind ("null" or "fault"), name, and the rates at each n."""
     rows = []
     for kind, group in (("null", NULLS), ("fault", FAULTS)):
-        for i, (name, (scenario, sigma)) in enumerate(group.items()):
-            rates = {n: rate(scenario, sigma, noise, n, runs, seed + 1000 * i + n) for n in sizes}
-            rows.append({"kind": kind, "name": name, "rates": rates})
+        for i, (name, family) in enumerate(group.items()):
+            cells = {n: rates(family, noise, n, runs, seed + 1000 * i + n) for n in sizes}
+            rows.append({"kind": kind, "name": name, "rates": cells})
     return rows
+
+
+__all__ = ["CACHE", "FAULTS", "NULLS", "Noise", "Shape", "rate", "rates", "table"]

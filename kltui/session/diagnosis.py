@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 
+from kltui.engines.identity import ServerIdentity
 from kltui.fmt import sci
 from kltui.helpers.registry import baseline_path, cache_helpers, path_of, same_engine
 from kltui.session.advice import (
@@ -33,7 +34,9 @@ from kltui.session.advice import (
     rerun_command,
 )
 from kltui.session.compare import rerun_equality
+from kltui.session.coverage import untested
 from kltui.session.evidence import (
+    EVIDENCE_P,
     MIN_COMMON,
     MIN_RATIO,
     PRIMARY_RATIO,
@@ -42,12 +45,15 @@ from kltui.session.evidence import (
     _exact,
     _shape,
     _usable,
-    excess_over_match,
+    affected_in_common,
     level_of,
     nonfinite_line,
     nonfinite_positions,
+    path_side,
 )
-from kltui.session.store import SessionStore
+from kltui.session.helper_view import HelperView
+from kltui.session.path_test import FEW, NOISE, STATE, STRAY, SUSPECT, UNCLEAR, PathVerdict, judge
+from kltui.session.store import HelperState, SessionStore
 
 
 @dataclass
@@ -110,29 +116,45 @@ def _temperature(store: SessionStore) -> float:
     return t if t is not None and math.isfinite(t) else 0.0
 
 
-def _coverage(states: dict) -> tuple[list[str], str]:
-    """(the notes on unusable helpers, a label tail naming what was not covered and why):
-    "not tested" only for helpers that did not run; vacuous and errored have their own words."""
-    notes, parts = [], []
-    not_run = [h for h in (baseline_path(), *cache_helpers()) if h not in states]
-    if not_run:
-        parts.append(f"not tested: {', '.join(not_run)}")
-    for word, statuses in (
-        ("ran but compared nothing (vacuous)", ("vacuous",)),
-        ("errored", ("error", "invalid")),
-    ):
-        hs = []
-        for h, st in states.items():
-            s = st.summary
-            if s is not None and s.status in statuses:
-                hs.append(h)
-                why = s.reason or s.error or ""
-                notes.append(
-                    f"{h}: {s.status}{': ' + why if why else ''} (says nothing about its path)"
-                )
-        if hs:
-            parts.append(f"{', '.join(hs)} {word}")
-    return notes, "; ".join(parts)
+def _coverage(states: dict) -> tuple[list[str], dict[str, str]]:
+    """(the notes on helpers that did not test their path, helper -> why) for every path the
+    diagnosis needs: match and each cache-hit helper. Only a tested helper is evidence."""
+    notes, why = [], {}
+    for h in (baseline_path(), *cache_helpers()):
+        st = states.get(h)
+        reason = "did not run" if st is None else untested(st)
+        if reason is not None:
+            why[h] = reason
+            if st is not None:
+                notes.append(f"{h}: not tested: {reason} (says nothing about its path)")
+    for h, st in states.items():  # a helper the registry gives no role still gets its note
+        if h not in why and h not in (baseline_path(), *cache_helpers()):
+            reason = untested(st)
+            if reason is not None:
+                why[h] = reason
+                notes.append(f"{h}: not tested: {reason} (says nothing about its path)")
+    return notes, why
+
+
+def _protocol_lines(states: dict) -> list[str]:
+    """Each protocol finding of a helper, as its own line: never read as numerics."""
+    out = []
+    for h, st in states.items():
+        for f in (st.summary.protocol or []) if st.summary is not None else []:
+            out.append(f"{h}: protocol fault, not numerics: {f['message']}")
+    return out
+
+
+def _rests_on(tested: dict) -> str:
+    """Which helpers and how many samples a verdict rests on."""
+    parts = [
+        f"{h} {HelperView.of(st).scored}/{HelperView.of(st).samples}" for h, st in tested.items()
+    ]
+    return f" [rests on {', '.join(parts)} samples scored]" if parts else ""
+
+
+def _untested_tail(why: dict[str, str]) -> str:
+    return "; ".join(f"{h} not tested ({w})" for h, w in why.items())
 
 
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
@@ -145,13 +167,23 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
         if st.server == server and same_engine(st.helper)
     }
     settings = _settings_line(info)
-    notes, uncovered = _coverage(states)
-    notes = ([settings] if settings else []) + notes
-    usable = {h: st for h, st in states.items() if _usable(st)}
+    notes, why = _coverage(states)
+    notes = ([settings] if settings else []) + _protocol_lines(states) + notes
+    usable = {h: st for h, st in states.items() if h not in why and _usable(st)}
+    rests = _rests_on(usable)
     if not usable:
         finished = any(st.summary is not None for st in states.values())
-        label = "no helper gave a usable result" if finished else "no helper finished yet"
-        return Diagnosis(server, None, [], label, notes)
+        if not finished:
+            return Diagnosis(server, None, [], "no helper finished yet", notes)
+        return Diagnosis(
+            server,
+            None,
+            [],
+            f"inconclusive: no helper tested its path ({_untested_tail(why)})",
+            notes,
+            [],
+            "read the evidence for why each helper compared nothing, fix that and re-run",
+        )
     evidence = [_count_line(st) for st in usable.values()] + notes
     temp = _temperature(store)
     if temp > 0:
@@ -169,28 +201,44 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     evidence += [nonfinite_line(h, w) for h, w in nonfinite.items()]
     exact = {h: _exact(st) for h, st in usable.items()}
     page = info.page_size
+    base, cache_names = baseline_path(), cache_helpers()
 
     if all(exact.values()):
-        label = (
-            "bit-identical: prefill and decode agree exactly in every helper run "
-            "(conditions 1 and 2 hold)"
+        prefix = (
+            f"non-finite logprobs at the same positions on both sides in "
+            f"{', '.join(nonfinite)} (a numeric fault, see evidence); otherwise "
+            if nonfinite
+            else ""
         )
-        if nonfinite:
-            label = (
-                f"non-finite logprobs at the same positions on both sides in "
-                f"{', '.join(nonfinite)} (a numeric fault, see evidence); otherwise " + label
+        if not why:
+            return Diagnosis(
+                server,
+                0,
+                [],
+                prefix + "bit-identical: prefill and decode agree exactly in every helper "
+                "(conditions 1 and 2 hold)" + rests,
+                evidence,
             )
-        step = None
-        if uncovered:
-            label += f"; {uncovered}"
-            step = (
-                "cover those paths: run the helpers not tested, and read the evidence for why "
-                "the others compared nothing or failed"
-            )
-        return Diagnosis(server, 0, [], label, evidence, [], step)
+        held = (
+            "condition 1 holds on match's shapes; condition 2 is not established: "
+            if base in usable
+            else "neither condition is established (match not tested): "
+        )
+        return Diagnosis(
+            server,
+            None,
+            [],
+            prefix
+            + f"inconclusive: bit-identical where tested ({', '.join(usable)}); "
+            + held
+            + _untested_tail(why)
+            + rests,
+            evidence,
+            [],
+            "cover those paths: run the helpers not tested, and read the evidence for why "
+            "the others compared nothing or failed",
+        )
 
-    # the registry's roles: the baseline path (match) and the paths that restore state
-    base, cache_names = baseline_path(), cache_helpers()
     match = usable.get(base)
     if match is None:
         dirty = [h for h in usable if not exact[h]]
@@ -198,86 +246,159 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             server,
             None,
             [],
-            f"{' and '.join(dirty)} diverge{'s' if len(dirty) == 1 else ''} but {base} did not "
-            "run: kernel noise and a state bug cannot be told apart",
+            f"inconclusive: {' and '.join(dirty)} diverge{'s' if len(dirty) == 1 else ''} but "
+            f"{base} was not tested ({why.get(base, 'did not run')}): kernel noise and a state "
+            "bug cannot be told apart" + rests,
             evidence,
             [],
-            f"run {base} too (`--helpers {','.join((base, *cache_names))}`)",
+            f"run {base} too, on a server that flushes (`--helpers {','.join((base, *cache_names))}`)",
         )
 
     cache = {h: st for h, st in usable.items() if h in cache_names}
     dirty = [h for h, st in cache.items() if not exact[h]]
+    sides = {h: path_side(st) for h, st in (*cache.items(), (base, match))}
+    verdicts = [judge(h, sides[h], sides[base]) for h in dirty]
+    ctx = _Ctx(store, server, info, match, cache, verdicts, evidence, page, why, rests)
     if exact[base]:
-        return _match_exact(server, info, cache, dirty, evidence, page)
-    return _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page)
+        return _match_exact(ctx)
+    return _match_noisy(ctx, exact)
 
 
-def _match_exact(server, info, cache, dirty, evidence, page) -> Diagnosis:
-    # kernels agree on match's shapes; a divergence that only a cache path shows is state,
-    # unless it stays at rounding level: the floor applies here as in every branch
-    state = [h for h in dirty if level_of(cache[h]) > STRAY_ULP_FLOOR]
-    below = [h for h in dirty if h not in state]
-    if below:
-        evidence.append(
-            f"{', '.join(below)} stays at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
+@dataclass
+class _Ctx:
+    """What both branches read."""
+
+    store: SessionStore
+    server: str
+    info: ServerIdentity
+    match: HelperState
+    cache: dict
+    verdicts: list[PathVerdict]
+    evidence: list[str]
+    page: int | None
+    why: dict[str, str]
+    rests: str
+
+    def of(self, kind: str) -> list[PathVerdict]:
+        return [v for v in self.verdicts if v.kind == kind]
+
+    def failing(self) -> list[str]:
+        """Tested helpers that fail their gate."""
+        return [
+            h
+            for h, st in (*self.cache.items(), (baseline_path(), self.match))
+            if st.summary is not None and st.summary.result == "fail"
+        ]
+
+    def tail(self) -> str:
+        """What was not tested, appended to a label."""
+        t = _untested_tail(self.why)
+        return (f"; {t}" if t else "") + self.rests
+
+
+def _match_exact(c: _Ctx) -> Diagnosis:
+    # kernels agree on match's shapes; a divergence only a cache path shows is state, when it
+    # is above the floor and more than noise shared by every path could put on one path alone
+    server, info = c.server, c.info
+    stray, unclear, state = c.of(STRAY), c.of(UNCLEAR), c.of(STATE)
+    mtok = path_side(c.match).tokens
+    for v in stray:
+        c.evidence.append(
+            f"{v.helper} stays at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
             "(avg_kl_div), where no state bug sits: rounding on that path's shapes"
         )
-    if not state:
-        step, cmd, action = _condition1_advice(server, info, cache[below[0]])
+    for v in (*state, *unclear):
+        side = path_side(c.cache[v.helper])
+        c.evidence.append(
+            f"{v.helper}: {side.differing} of {side.tokens} compared tokens differ, match's "
+            f"{mtok} none: were they noise shared by every path, all of them would miss match "
+            f"with chance p={v.p:.2g} (a state bug needs p<{EVIDENCE_P:g})"
+        )
+    if state:
+        names = [v.helper for v in state]
+        primary = next(h for h in cache_helpers() if h in names)  # prefill-written KV first
+        verb = "diverge" if len(names) > 1 else "diverges"
+        c.evidence += [x for h in names for x in _shape(c.cache[h], c.page)]
         return Diagnosis(
             server,
-            1,
-            [1],
-            f"stray ulps only: match is bit-identical and {' and '.join(below)} differs at "
-            f"rounding level ({sci(level_of(cache[below[0]]))}), below the "
-            f"{STRAY_ULP_FLOOR:g} floor where no state bug sits: not condition 2",
-            evidence,
-            [],
-            step,
-            cmd,
-            action,
+            2,
+            [2],
+            f"condition 2 (state bug): match is bit-identical but {' and '.join(names)} {verb} "
+            f"beyond chance, so the kernels agree and the fault is in {path_of(primary)}"
+            + c.tail(),
+            c.evidence,
+            _state_suspects(names, info),
+            CONDITION2_STEP,
+            cross_check_command(server, names),
         )
-    primary = next(h for h in cache_helpers() if h in state)  # prefill-written KV first
-    verb = "diverge" if len(state) > 1 else "diverges"
-    evidence += [x for h in state for x in _shape(cache[h], page)]
+    if unclear:
+        names = [v.helper for v in unclear]
+        c.evidence += [x for h in names for x in _shape(c.cache[h], c.page)]
+        return Diagnosis(
+            server,
+            None,
+            [],
+            f"inconclusive: match is bit-identical and {' and '.join(names)} differ"
+            f"{'s' if len(names) == 1 else ''} on too few tokens to tell a state bug from noise "
+            f"that every path shares and match missed by chance (p={min(v.p or 1 for v in unclear):.2g})"
+            + c.tail(),
+            c.evidence,
+            [],
+            "decide it with more tokens: re-run with more samples (`--samples 128`) or longer "
+            "generations (`--max-new-tokens`); noise shows on match too, a state bug does not",
+            rerun_command(server, 128),
+        )
+    below = [v.helper for v in stray]
+    step, cmd, action = _condition1_advice(server, info, c.cache[below[0]], c.failing())
     return Diagnosis(
         server,
-        2,
-        [2],
-        f"condition 2 (state bug): match is bit-identical but {' and '.join(state)} {verb}, "
-        f"so the kernels agree and the fault is in {path_of(primary)}",
-        evidence,
-        _state_suspects(state, info),
-        CONDITION2_STEP,
-        cross_check_command(server, state),
+        1,
+        [1],
+        f"stray ulps only: match is bit-identical and {' and '.join(below)} differs at "
+        f"rounding level ({sci(level_of(c.cache[below[0]]))}), below the "
+        f"{STRAY_ULP_FLOOR:g} floor where no state bug sits: not condition 2" + c.tail(),
+        c.evidence,
+        [],
+        step,
+        cmd,
+        action,
     )
 
 
-def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page) -> Diagnosis:
+def _match_noisy(c: _Ctx, exact: dict) -> Diagnosis:
     # match diverges: condition 1 on this server. Does a cache path add a state bug on top?
-    excess = [excess_over_match(cache[h], match) for h in dirty]
+    server, info, match, cache, evidence = c.server, c.info, c.match, c.cache, c.evidence
+    excess = [v.paired for v in c.verdicts if v.paired is not None]
     evidence += [e.line() for e in excess]
-    state = [e for e in excess if e.significant]
-    few = [e for e in excess if e.too_few and e.level > STRAY_ULP_FLOOR]
-    for e in excess:
-        if e.significant or e.too_few or not e.beyond_chance:
+    state = [v.paired for v in c.of(STATE) if v.paired is not None]
+    few = [v.paired for v in c.of(FEW) if v.paired is not None]
+    suspect = [v.paired for v in c.of(SUSPECT) if v.paired is not None]
+    for v in c.of(NOISE):
+        e = v.paired
+        if e is None or not e.beyond_chance:
             continue
         why = (
             f"its avg_kl_div {sci(e.level)} is below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
             "where no state bug sits"
             if e.level <= STRAY_ULP_FLOOR
-            else f"by x{e.ratio:.3g} per sample, a drift below the x{MIN_RATIO:g} a "
-            "state bug needs (longer or different contexts shift kernel noise)"
+            else f"by x{e.ratio:.3g} per sample, within the x{MIN_RATIO:g} drift that longer "
+            "or different contexts give kernel noise"
         )
         evidence.append(f"{e.helper} is above match beyond chance but {why}: kernel noise")
+    for e in suspect:
+        evidence.append(_affected_line(cache[e.helper], e))
     mlevel = level_of(match)
     level = sci(mlevel)
-    step, cmd, action = _condition1_advice(server, info, match)
-    suspects = _kernel_suspects(info, store)
-    gate_ok = match.summary.result == "pass"
+    failing = c.failing()
+    step, cmd, action = _condition1_advice(server, info, match, failing)
+    suspects = _kernel_suspects(info, c.store)
+    gate_ok = match.summary is not None and match.summary.result == "pass"
     if state:
         names = [e.helper for e in state]
-        evidence += [x for h in names for x in _shape(cache[h], page)]
+        for e in state:
+            if e.affected and e.up < e.n:
+                evidence.append(_affected_line(cache[e.helper], e))
+        evidence += [x for h in names for x in _shape(cache[h], c.page)]
         top = max(state, key=lambda e: e.level)
         if gate_ok and top.level >= PRIMARY_RATIO * max(mlevel, STRAY_ULP_FLOOR):
             return Diagnosis(
@@ -286,9 +407,9 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
                 [1, 2],
                 f"condition 2 first (state bug): {' and '.join(names)} "
                 f"{'are' if len(names) > 1 else 'is'} orders of magnitude above match "
-                f"({sci(top.level)} vs {level}, x{top.ratio:.3g} per sample) while "
-                f"match is within its gate: a state bug on {path_of(names[0])}; match's own "
-                "kernel noise (condition 1) is small beside it",
+                f"({sci(top.level)} vs {level}) while match is within its gate: a state bug "
+                f"on {path_of(names[0])}; match's own kernel noise (condition 1) is small "
+                "beside it" + c.tail(),
                 evidence,
                 _state_suspects(names, info) + suspects,
                 CONDITION2_STEP,
@@ -300,12 +421,35 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             [1, 2],
             f"conditions 1 and 2: kernel noise in every helper (match {level}) and "
             f"{' and '.join(names)} beyond it on the same prompts: a state bug on "
-            f"{path_of(names[0])}; fix condition 1 first, its noise hides the rest",
+            f"{path_of(names[0])}; fix condition 1 first, its noise hides the rest" + c.tail(),
             evidence,
             suspects + _state_suspects(names, info),
             step,
             cmd,
             action,
+        )
+    if suspect:
+        e = max(suspect, key=lambda e: e.up)
+        fails = [h for h in failing if h in (x.helper for x in suspect)]
+        gate = (
+            f"{' and '.join(fails)} fail{'s' if len(fails) == 1 else ''} {'its' if len(fails) == 1 else 'their'} gate; cause undetermined: "
+            if fails
+            else ""
+        )
+        need = max(MIN_COMMON, e.down + MIN_COMMON)
+        return Diagnosis(
+            server,
+            None,
+            [1],
+            f"inconclusive: {gate}match diverges ({level}) and {e.helper} is far above it on "
+            f"{e.up} sample{'s' if e.up != 1 else ''} and far below on {e.down} (sign test "
+            f"p={e.tail_p:.2g}): what a state bug in a few samples looks like, too few to tell "
+            "from chance" + c.tail(),
+            evidence,
+            suspects + _state_suspects([e.helper], info),
+            f"decide it with more prompts like the affected ones (see evidence): at least "
+            f"{need} samples far above match and none below reach p<{EVIDENCE_P:g}; then: {step}",
+            rerun_command(server, 4 * max(e.n, 32)),
         )
     if few:
         n = min(e.n for e in few)
@@ -315,13 +459,14 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             [1],
             f"inconclusive (n too small): match diverges ({level}), and whether "
             f"{' and '.join(e.helper for e in few)} add{'s' if len(few) == 1 else ''} a state "
-            f"bug cannot be told on {n} common samples (at least {MIN_COMMON} needed)",
+            f"bug cannot be told on {n} common samples (at least {MIN_COMMON} needed)" + c.tail(),
             evidence,
             suspects,
             f"re-run with more samples (`--samples 32`); then: {step}",
             rerun_command(server, 32),
         )
     clean = [h for h, st in cache.items() if exact[h]]
+    dirty = [h for h in cache if not exact[h]]
     det = info.enable_deterministic_inference
     if cache and len(clean) == len(cache):
         label = (
@@ -332,8 +477,8 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
         )
     elif not cache:
         label = (
-            f"condition 1: match diverges ({level}); run the cache-hit helpers to see whether "
-            "a state bug hides under this noise"
+            f"condition 1: match diverges ({level}); condition 2 not tested: run the cache-hit "
+            "helpers to see whether a state bug hides under this noise"
         )
     else:
         which = (
@@ -350,15 +495,40 @@ def _match_noisy(store, server, info, match, cache, dirty, exact, evidence, page
             f"{' and '.join(dirty)} {_no_more(excess)}: kernels give different results for "
             "prefill and decode shapes"
         )
-    return Diagnosis(server, 1, [1], label, evidence, suspects, step, cmd, action)
+    if failing:
+        label += f"; {' and '.join(failing)} fail{'s' if len(failing) == 1 else ''} the gate"
+    return Diagnosis(server, 1, [1], label + c.tail(), evidence, suspects, step, cmd, action)
+
+
+def _affected_line(st: HelperState, e) -> str:
+    """The samples far above match, and what they share that the others do not."""
+    s = HelperView.of(st).summary
+    common = [i for i in st.book.order]
+    rows = {p.get("index"): p for p in s.per_sample if isinstance(p, dict)}
+    ids = [common[i] for i in e.affected if i < len(common)]
+    listed = ", ".join(
+        f"#{i} (prompt {rows[i].get('prompt_len')}, cached {rows[i].get('cached_tokens')})"
+        if i in rows
+        else f"#{i}"
+        for i in ids[:8]
+    )
+    more = f" and {len(ids) - 8} more" if len(ids) > 8 else ""
+    line = f"{st.helper}: far above match on {listed}{more}"
+    shared = affected_in_common(st, ids, rows)
+    return line + (
+        f"; {shared}" if shared else "; no prompt length, context or cache figure sets them apart"
+    )
 
 
 def _no_more(excess: list) -> str:
     """What the cache-hit helpers showed against match, claiming no more than was tested."""
     verb = "stays" if len(excess) == 1 else "stay"
-    if any(e.too_few for e in excess):  # too few samples to test: only the floor speaks
+    if not excess or any(e.too_few for e in excess):  # too few to test: only the floor speaks
         return f"{verb} at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor"
-    return f"show{'s' if len(excess) == 1 else ''} no more than it on the same prompts"
+    return (
+        f"{'is' if len(excess) == 1 else 'are'} not above it on the same prompts beyond chance "
+        f"(p<{EVIDENCE_P:g}) nor beyond a x{MIN_RATIO:g} drift"
+    )
 
 
 def diagnose(store: SessionStore) -> list[Diagnosis]:

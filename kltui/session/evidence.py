@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.fmt import sci
+from kltui.helpers.registry import HELPERS
 from kltui.session.helper_view import HelperView
 from kltui.session.paired import (
     EVIDENCE_P,
@@ -18,6 +19,7 @@ from kltui.session.paired import (
     paired,
     signed_rank_p,
 )
+from kltui.session.path_test import PathSide
 from kltui.session.store import HelperState
 
 __all__ = [
@@ -121,6 +123,58 @@ def excess_over_match(st: HelperState, match: HelperState) -> Paired:
     return paired(st.helper, mine, theirs, level_of(st))
 
 
+def path_side(st: HelperState, order: list[int] | None = None) -> PathSide:
+    """What `path_test.judge` reads of a helper: per-sample means in `order` (NaN where it
+    did not score the sample; its own order when None), differing and compared tokens."""
+    samples = st.book.samples
+    ids = st.book.order if order is None else order
+    means = np.array(
+        [_sample_mean(samples[s]) if s in samples else np.nan for s in ids], dtype=np.float64
+    )
+    differing = sum(int(np.count_nonzero(_differs(samples[s]))) for s in st.book.order)
+    tokens = sum(int(np.count_nonzero(~_both_nonfinite(samples[s]))) for s in st.book.order)
+    if not st.book.order:  # a summary without per-token values: its own counts decide
+        s = HelperView.of(st).summary
+        differing = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
+        tokens = s.tokens or 0
+    passed = st.summary is None or st.summary.result != "fail"
+    return PathSide(means, differing, tokens, level_of(st), passed)
+
+
+def affected_in_common(st: HelperState, ids: list[int], rows: dict) -> str:
+    """What the affected samples share that the others do not: a prompt length, context
+    (prompt + generated) or cached_tokens threshold that separates them, or a page remainder."""
+    others = [i for i in st.book.order if i not in set(ids)]
+    if not ids or not others:
+        return ""
+
+    def figure(i: int, key: str) -> float | None:
+        p = rows.get(i) or {}
+        if key == "context":
+            plen, sample = p.get("prompt_len"), st.book.samples.get(i)
+            return None if plen is None or sample is None else float(plen + sample.k3.size)
+        v = p.get(key)
+        return float(v) if isinstance(v, int | float) else None
+
+    out = []
+    for key, name in (
+        ("context", "prompt + generated"),
+        ("prompt_len", "prompt length"),
+        ("cached_tokens", "cached_tokens"),
+    ):
+        fa = [figure(i, key) for i in ids]
+        fb = [figure(i, key) for i in others]
+        a = [v for v in fa if v is not None]
+        b = [v for v in fb if v is not None]
+        if len(a) < len(fa) or len(b) < len(fb):
+            continue
+        if min(a) > max(b):
+            out.append(f"every one has {name} >= {min(a):g} (the others <= {max(b):g})")
+        elif max(a) < min(b):
+            out.append(f"every one has {name} <= {max(a):g} (the others >= {min(b):g})")
+    return "; ".join(out[:2])
+
+
 def _shape(st: HelperState, page_size: int | None) -> list[str]:
     """Which sequences diverge and where in generation: the two questions the KL guide asks."""
     s = HelperView.of(st).summary
@@ -156,21 +210,38 @@ def _shape(st: HelperState, page_size: int | None) -> list[str]:
     firsts = np.array([p["first_divergence"] for p in rows])
     at_start = int(np.count_nonzero(firsts == 0))
     jumps = sum(1 for p in rows if p.get("first_above_tail") == 0)
+    # what the state the decode started from holds: the prompt's prefix, plus turn 1's
+    # decode-written KV for decode_cache_hit (registry: the path it restores)
+    restored = {"decode": "prompt and decode-written KV"}.get(
+        (HELPERS[helper].cache_path or "") if helper in HELPERS else "", "restored prefix"
+    )
     if at_start == len(rows) and jumps * 2 >= len(rows):
         out.append(
             f"{helper}: every divergent sample differs from the first generated token, above "
-            f"the tail threshold there in {jumps} of {len(rows)}: the state was already wrong "
-            "when generation began (prefix restore, not decode)"
+            f"the tail threshold there in {jumps} of {len(rows)}: the state the decode started "
+            f"from ({restored}, or attention over it) was already wrong when generation began"
+        )
+    elif at_start == len(rows) and jumps == 0:
+        out.append(
+            f"{helper}: every divergent sample differs from the first generated token, but at "
+            "rounding level there (below the tail threshold in every one), as kernel noise "
+            "does: where it starts says nothing about the state"
         )
     elif at_start == len(rows):
         out.append(
-            f"{helper}: every divergent sample differs from the first generated token, but at "
-            f"rounding level there (above the tail threshold at it in {jumps} of {len(rows)}), "
-            "as kernel noise does: where it starts says nothing about the state"
+            f"{helper}: every divergent sample differs from the first generated token, above "
+            f"the tail threshold there in {jumps} of {len(rows)} and below it in the rest: "
+            "a large first-token difference in some, rounding in others"
         )
     else:
+        later = firsts[firsts > 0]
         out.append(
-            f"{helper}: divergence starts mid-generation (median position "
+            f"{helper}: divergence starts at the first generated token in {at_start} of "
+            f"{len(rows)} divergent samples and later in {later.size} (median position "
+            f"{int(np.median(later))}, earliest {int(later.min())}): something during decode "
+            "in those (window hand-off, checkpoint rotation, batch composition)"
+            if at_start
+            else f"{helper}: divergence starts mid-generation (median position "
             f"{int(np.median(firsts))}, earliest {int(firsts.min())}): something during "
             "decode (window hand-off, checkpoint rotation, batch composition)"
         )

@@ -31,9 +31,9 @@ STRAY_ULP_FLOOR = DETERMINISTIC_KL_DIV
 # chance, under kernel noise alone, below which the helper's excess counts as evidence: half
 # the 0.1 % false condition-2 rate aimed at, since heavy-tailed samples can bring the rate
 # close to this bound (docs/DIAGNOSIS.md, calibration)
-EVIDENCE_P = 5e-4
-# the fewest common samples whose test can reach EVIDENCE_P at all (2**-11 < 5e-4)
-MIN_COMMON = 11
+EVIDENCE_P = 2.5e-4
+# the fewest common samples whose test can reach EVIDENCE_P at all (2**-12 < 2.5e-4)
+MIN_COMMON = 12
 # the median per-sample ratio against match that counts as a real excess, not a drift
 MIN_RATIO = 3.0
 # "orders of magnitude above match": the cache-hit fault is the one to fix first
@@ -83,6 +83,29 @@ def hodges_lehmann(r: np.ndarray) -> float:
     return float(np.median((r[i] + r[j]) / 2))
 
 
+def sign_p(up: int, down: int) -> float:
+    """One-sided chance of at least `up` of `up + down` fair coins landing up (exact)."""
+    m = up + down
+    if m == 0 or up == 0:
+        return 1.0
+    k = np.arange(up, m + 1)
+    logs = np.array([math.lgamma(m + 1) - math.lgamma(i + 1) - math.lgamma(m - i + 1) for i in k])
+    return float(min(1.0, np.exp(logs - m * math.log(2)).sum()))
+
+
+def one_path_p(differing: int, tokens: int, other_tokens: int) -> float:
+    """The chance that all `differing` tokens fall on a path of `tokens` compared tokens and none
+    on the other path's `other_tokens`, were each differing token as likely on either compared
+    token (hypergeometric): when match is exact, how surprising the cache path's differences are
+    under noise that every path shares."""
+    if differing <= 0:
+        return 1.0
+    if differing > tokens:
+        return 0.0
+    j = np.arange(differing, dtype=np.float64)
+    return float(np.exp(np.sum(np.log(tokens - j) - np.log(tokens + other_tokens - j))))
+
+
 @dataclass(frozen=True)
 class Paired:
     """A cache-hit helper's per-sample mean k3 against match's on the same sample ids."""
@@ -93,8 +116,13 @@ class Paired:
     lower: int
     equal: int
     ratio: float  # exp(Hodges-Lehmann of per-sample log ratios), means floored at the 1e-9
-    p: float  # one-sided Wilcoxon signed-rank test of the log ratios
+    p: float  # one-sided Wilcoxon signed-rank test of the log ratios (is it above at all)
     level: float  # the helper's avg_kl_div
+    shift_p: float = 1.0  # the same test against a tolerated drift of x MIN_RATIO
+    up: int = 0  # samples far above their typical ratio (a minority fault's samples)
+    down: int = 0  # samples as far below it
+    tail_p: float = 1.0  # exact sign test of up against down
+    affected: tuple[int, ...] = ()  # positions (in the common samples) counted in `up`
 
     @property
     def too_few(self) -> bool:
@@ -103,7 +131,7 @@ class Paired:
 
     @property
     def beyond_chance(self) -> bool:
-        """Whether the difference is beyond chance (p below the evidence level)."""
+        """Whether the helper is above match beyond chance at all (drift included)."""
         return self.p < EVIDENCE_P
 
     @property
@@ -112,21 +140,42 @@ class Paired:
         return self.ratio >= MIN_RATIO
 
     @property
+    def shifted(self) -> bool:
+        """Every sample's ratio sits above the tolerated drift beyond chance."""
+        return self.shift_p < EVIDENCE_P
+
+    @property
+    def minority(self) -> bool:
+        """More samples far above their typical ratio than far below it, beyond chance."""
+        return self.tail_p < EVIDENCE_P
+
+    @property
     def significant(self) -> bool:
-        """Condition 2 on this helper's path: beyond chance, large, and above the floor."""
-        return (
-            not self.too_few and self.beyond_chance and self.large and self.level > STRAY_ULP_FLOOR
-        )
+        """Condition 2 on this helper's path: a shift beyond the tolerated drift or a minority
+        of samples far above match, beyond chance, above the floor, on enough samples."""
+        return not self.too_few and self.level > STRAY_ULP_FLOOR and (self.shifted or self.minority)
+
+    @property
+    def suspect(self) -> bool:
+        """Samples far above match outnumber those far below without reaching evidence: what a
+        state bug in a few samples looks like, and what chance gives now and then."""
+        return not self.significant and self.up > self.down and self.tail_p < SUSPECT_P
 
     def line(self) -> str:
         """The paired comparison as one line of evidence."""
         return (
             f"{self.helper} vs match on {self.n} common samples: higher in {self.higher}, "
-            f"lower in {self.lower}, equal in {self.equal} (signed-rank test p={self.p:.2g}); "
-            f"typical per-sample ratio x{self.ratio:.3g} (a state bug needs both "
-            f"p<{EVIDENCE_P:g} and at least x{MIN_RATIO:g}"
-            + (f", and at least {MIN_COMMON} common samples)" if self.too_few else ")")
+            f"lower in {self.lower}, equal in {self.equal} (signed-rank p={self.p:.2g}); "
+            f"typical per-sample ratio x{self.ratio:.3g} (beyond a x{MIN_RATIO:g} drift: "
+            f"p={self.shift_p:.2g}); far above the typical ratio in {self.up}, far below in "
+            f"{self.down} (sign test p={self.tail_p:.2g}); a state bug needs p<{EVIDENCE_P:g} "
+            f"in one of the two tests"
+            + (f" and at least {MIN_COMMON} common samples" if self.too_few else "")
         )
+
+
+# below this, far-above samples that do not reach EVIDENCE_P are named as a suspicion
+SUSPECT_P = 0.01
 
 
 def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> Paired:
@@ -134,6 +183,7 @@ def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> P
     mine = np.asarray(mine, dtype=np.float64)
     theirs = np.asarray(theirs, dtype=np.float64)
     ok = np.isfinite(mine) & np.isfinite(theirs)
+    where = np.flatnonzero(ok)
     mine, theirs = mine[ok], theirs[ok]
     f = STRAY_ULP_FLOOR
     r = np.log(np.maximum(mine, 0.0) + f) - np.log(np.maximum(theirs, 0.0) + f)
@@ -141,6 +191,17 @@ def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> P
     r[(mine <= f) & (theirs <= f)] = 0.0
     higher = int(np.count_nonzero(r > 0))
     lower = int(np.count_nonzero(r < 0))
+    # a minority fault leaves the typical ratio alone and puts its samples far above it; under
+    # "same noise process" a sample is as likely far below its typical ratio as far above,
+    # whatever the drift, so the two counts are a fair coin's. The typical ratio is read where
+    # both sides are above the floor (a drift moves only those; equal samples stay at 1 and
+    # count on neither side)
+    both = (mine > f) & (theirs > f)
+    res = r - (float(np.median(r[both])) if both.any() else 0.0)
+    res[r == 0] = 0.0
+    far = math.log(MIN_RATIO)
+    up_mask = (res > far) & (r > 0)
+    up, down = int(np.count_nonzero(up_mask)), int(np.count_nonzero(res < -far))
     return Paired(
         helper,
         int(r.size),
@@ -150,4 +211,9 @@ def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> P
         float(np.exp(hodges_lehmann(r))),
         signed_rank_p(r),
         level if math.isfinite(level) else math.inf,
+        shift_p=signed_rank_p(r - far),
+        up=up,
+        down=down,
+        tail_p=sign_p(up, down),
+        affected=tuple(int(i) for i in where[up_mask]),
     )

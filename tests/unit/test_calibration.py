@@ -1,17 +1,17 @@
-"""The condition-2 test's error rates, simulated from the real per-sample noise in
-tests/data/real_noise with a fixed seed (the table in docs/DIAGNOSIS.md comes from
-bench/calibrate_diagnosis.py, the same code with more runs)."""
+"""The diagnosis's error rates, simulated from the real per-sample noise in tests/data/real_noise
+with fixed seeds: every family of docs/DIAGNOSIS.md's table, fewer runs (the table comes from
+bench/calibrate_diagnosis.py, the same code with 10000 runs per cell)."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kltui.session.calibration import FAULTS, NULLS, Noise, rate
+from kltui.session.calibration import FAULTS, NULLS, Noise, rate, rates
 from kltui.session.paired import MIN_COMMON, paired
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "real_noise"
-RUNS = 400
+RUNS = 300
 
 
 @pytest.fixture(scope="module")
@@ -25,24 +25,40 @@ def test_the_fixture_is_real_per_sample_noise(noise):
 
 
 @pytest.mark.parametrize("name", list(NULLS))
-def test_false_condition_2_at_most_one_in_a_thousand(noise, name):
-    scenario, sigma = NULLS[name]
+def test_no_null_family_reads_as_condition_2(noise, name):
+    """At most 0.1 % is the target; 300 runs per cell can only show that none of them is
+    wrong (the bench's 10000 runs give the published rates)."""
     for n in (8, 32, 128):
-        assert rate(scenario, sigma, noise, n, RUNS, seed=n) <= 1e-3, (name, n)
+        assert rate(NULLS[name], noise, n, RUNS, seed=n) == 0.0, (name, n)
 
 
-@pytest.mark.parametrize("name", [f for f in FAULTS if "window 256" not in f])
-def test_planted_faults_are_detected_at_n_32(noise, name):
-    scenario, sigma = FAULTS[name]
-    assert rate(scenario, sigma, noise, 32, RUNS, seed=1) >= 0.99, name
-    assert rate(scenario, sigma, noise, 8, 50, seed=1) == 0.0  # n too small: never claimed
+@pytest.mark.parametrize(
+    "name",
+    [
+        "100 % of samples x10",
+        "100 % of samples x30",
+        "stale prefix, excess 10x noise",
+        "window-evict, window 128",
+        "single-token blip, k3 0.3..3",
+        "deterministic server, window-evict 256",
+    ],
+)
+def test_faults_on_most_samples_are_detected_at_n_32(noise, name):
+    assert rate(FAULTS[name], noise, 32, RUNS, seed=1) >= 0.9, name
 
 
-def test_a_fault_in_a_minority_of_samples_is_the_documented_limit(noise):
-    """window 256 evicts in under half of the requests: detected in a minority of runs at
-    n = 32 (docs/DIAGNOSIS.md says so)."""
-    scenario, sigma = FAULTS["window-evict, window 256"]
-    assert 0.1 < rate(scenario, sigma, noise, 32, RUNS, seed=2) < 0.9
+def test_n_8_never_claims_a_state_bug_under_noise(noise):
+    for name in ("100 % of samples x30", "stale prefix, excess 10x noise"):
+        r = rates(FAULTS[name], noise, 8, 100, seed=1)
+        assert r["state"] == 0.0 and r["unsure"] == 1.0, name  # "inconclusive (n too small)"
+
+
+def test_a_fault_in_a_quarter_of_the_samples_is_the_documented_limit(noise):
+    """Under dense kernel noise 8 of 32 affected samples cannot reach p < 2.5e-4 when each
+    sample is its own evidence: docs/DIAGNOSIS.md publishes the low rates, this pins them."""
+    small = rate(FAULTS["25 % of samples x30"], noise, 32, RUNS, seed=2)
+    large = rate(FAULTS["25 % of samples x30"], noise, 128, RUNS, seed=2)
+    assert small < 0.05 and small <= large < 0.5, (small, large)
 
 
 def test_fewer_than_min_common_samples_never_count():
@@ -50,3 +66,13 @@ def test_fewer_than_min_common_samples_never_count():
     assert p.too_few and not p.significant and p.ratio > 1e5
     p = paired("h", np.full(MIN_COMMON, 1.0), np.full(MIN_COMMON, 1e-6), 1.0)
     assert p.significant
+
+
+def test_a_minority_at_rounding_level_elsewhere_counts_without_dilution():
+    """Issue 28 item 1: 12 samples far above, 20 equal at the floor: the equal ones neither
+    dilute the test nor count against it."""
+    mine, theirs = np.full(32, 1e-12), np.full(32, 1e-12)
+    mine[:12] = 1e-3
+    p = paired("h", mine, theirs, 1e-4)
+    assert p.up == 12 and p.down == 0 and p.minority and p.significant
+    assert p.affected == tuple(range(12))

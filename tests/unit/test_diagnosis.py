@@ -36,7 +36,7 @@ def feed(
     book = ScoreBook()
     rng = np.random.default_rng(len(helper) if seed is None else seed)
     for i in range(n):
-        b = -rng.random(length) * 4
+        b = -1 - rng.random(length) * 4
         a = b.copy()
         a[start:] += noise * rng.standard_normal(length - start)
         book.add(i, np.arange(length), a, b, 5, 30)
@@ -67,7 +67,9 @@ def test_exact_but_a_path_untested_says_so():
     st = SessionStore()
     feed(st, "match", 0.0)
     (d,) = diagnose(st)
-    assert d.condition == 0 and "not tested: prefill_cache_hit, decode_cache_hit" in d.label
+    assert d.condition is None and d.conditions == [], d.label
+    assert "condition 1 holds on match's shapes; condition 2 is not established" in d.label
+    assert "prefill_cache_hit not tested (did not run)" in d.label
 
 
 def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
@@ -181,7 +183,8 @@ def test_without_match_it_is_inconclusive():
     st = SessionStore()
     feed(st, "prefill_cache_hit", 0.3)
     (d,) = diagnose(st)
-    assert d.condition is None and d.conditions == [] and "match did not run" in d.label
+    assert d.condition is None and d.conditions == []
+    assert "match was not tested (did not run)" in d.label
 
 
 def test_vacuous_helper_is_named_not_counted():
@@ -196,8 +199,8 @@ def test_vacuous_helper_is_named_not_counted():
         )
     )
     (d,) = diagnose(st)
-    assert d.condition == 0
-    assert any("vacuous: radix cache disabled" in e for e in d.evidence)
+    assert d.condition is None and "prefill_cache_hit not tested" in d.label
+    assert any("compared nothing: radix cache disabled" in e for e in d.evidence)
 
 
 def test_evidence_statistics():

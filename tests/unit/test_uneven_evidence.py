@@ -1,0 +1,123 @@
+"""Verdicts on uneven evidence (issue 28): a state bug in a minority of samples, sparse noise
+that happens to miss match, a failing gate, and what the shape lines may claim. Each case was
+read wrongly before: condition 1 "no more than match" for a minority fault, condition 2 for
+one differing token with match exact, "nothing to fix" on a failing gate, "median position 0"
+for a mid-generation start."""
+
+import numpy as np
+
+from kltui.session.diagnosis import diagnose
+from kltui.session.store import SessionStore
+from tests.unit.test_diagnosis_verdicts import feed_rows, started
+
+N, LEN = 32, 24
+
+
+def _rows(rng, scale: float, n: int = N, length: int = LEN):
+    rows = []
+    for _ in range(n):
+        b = -1 - rng.random(length) * 4
+        rows.append((b + scale * rng.standard_normal(length), b))
+    return rows
+
+
+def _minority(affected: int, size: float = 0.05, seed: int = 0) -> SessionStore:
+    """Rounding-level kernel noise everywhere (the reference server's 1e-12), and a state bug
+    on decode_cache_hit in `affected` samples only (window-evict at a window few exceed)."""
+    rng = np.random.default_rng(seed)
+    st = SessionStore()
+    started(st, enable_deterministic_inference=False)
+    feed_rows(st, "match", _rows(rng, 1e-6))
+    feed_rows(st, "prefill_cache_hit", _rows(rng, 1e-6))
+    rows = _rows(rng, 1e-6)
+    for i in range(affected):
+        a, b = rows[i]
+        a = a.copy()
+        a[4:] = b[4:] + size * rng.standard_normal(LEN - 4)
+        rows[i] = (a, b)
+    feed_rows(st, "decode_cache_hit", rows)
+    return st
+
+
+def test_a_state_bug_in_a_minority_of_samples_is_condition_2():
+    (d,) = diagnose(_minority(12))
+    assert 2 in d.conditions, d.label
+    assert any("far above match on #0" in e for e in d.evidence), d.evidence
+
+
+def test_a_state_bug_in_three_samples_that_fails_the_gate_is_never_nothing_to_fix():
+    (d,) = diagnose(_minority(3, size=0.3))
+    summary = d.label + (d.next_step or "")
+    assert "nothing to fix" not in summary, summary
+    assert d.condition is None and "decode_cache_hit fails its gate; cause undetermined" in d.label
+    assert "far above it on 3 samples and far below on 0" in d.label
+    assert any("far above match on #0" in e for e in d.evidence), d.evidence
+
+
+def test_affected_samples_are_set_apart_by_what_they_share():
+    """The window-evict shape: only the longest prompts are affected, and the evidence says so."""
+    rng = np.random.default_rng(3)
+    st = SessionStore()
+    started(st)
+    feed_rows(st, "match", _rows(rng, 1e-6))
+    rows = _rows(rng, 1e-6)
+    for i in range(14):
+        a, b = rows[i]
+        rows[i] = (b + 0.05 * rng.standard_normal(LEN), b)
+    # feed_rows takes one prompt_len; give the affected samples longer prompts by feeding the
+    # helper in two parts would break its sample ids, so set prompt_len through the summary
+    feed_rows(st, "decode_cache_hit", rows)
+    s = st.helpers["decode_cache_hit@http://127.0.0.1:1"].summary
+    for p in s.per_sample:
+        p["prompt_len"] = 200 + p["index"] if p["index"] < 14 else 30 + p["index"]
+    (d,) = diagnose(st)
+    line = next(e for e in d.evidence if "far above match on" in e)
+    assert "every one has prompt length >= 200" in line, line
+
+
+def test_sparse_noise_that_misses_match_is_not_condition_2():
+    """Match exact by chance, one differing token on a cache path: no state bug claimed."""
+    rng = np.random.default_rng(1)
+    st = SessionStore()
+    started(st)
+    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(8))]
+    feed_rows(st, "match", exact)
+    rows = [(a.copy(), b) for a, b in exact]
+    rows[2][0][5] += 3e-3  # one token, k3 ~4.5e-6: per-sample mean far above the 1e-9 floor
+    feed_rows(st, "prefill_cache_hit", rows)
+    feed_rows(st, "decode_cache_hit", [(a.copy(), b) for a, b in exact])
+    (d,) = diagnose(st)
+    assert d.condition is None and 2 not in d.conditions, d.label
+    assert "inconclusive" in d.label and "p=0.5" in d.label
+    assert any("1 of 128 compared tokens differ" in e for e in d.evidence), d.evidence
+
+
+def test_a_real_state_bug_with_match_exact_is_still_condition_2():
+    rng = np.random.default_rng(2)
+    st = SessionStore()
+    started(st)
+    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(8))]
+    feed_rows(st, "match", exact)
+    feed_rows(st, "prefill_cache_hit", [(a + 0.01 * rng.standard_normal(16), b) for a, b in exact])
+    feed_rows(st, "decode_cache_hit", [(a.copy(), b) for a, b in exact])
+    (d,) = diagnose(st)
+    assert d.condition == 2 and d.conditions == [2], d.label
+
+
+def test_a_start_mostly_at_the_first_token_is_not_mid_generation_at_position_0():
+    rng = np.random.default_rng(5)
+    st = SessionStore()
+    started(st)
+    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(12))]
+    feed_rows(st, "match", exact)
+    rows = []
+    for i, (a, b) in enumerate(exact):
+        a = a.copy()
+        start = 0 if i < 9 else 6
+        a[start:] += 0.05 * rng.standard_normal(16 - start)
+        rows.append((a, b))
+    feed_rows(st, "prefill_cache_hit", rows)
+    (d,) = diagnose(st)
+    text = " ".join(d.evidence)
+    assert "median position 0" not in text, text
+    assert "at the first generated token in 9 of 12 divergent samples and later in 3" in text
