@@ -300,31 +300,37 @@ def _too_few(
     return f"not compared with {urls[j]}"
 
 
+# why a replica fits no group: ("few", j, -1) it was not compared with j on every helper;
+# ("split", j, k) it equals j and differs from k of j's group; ("both", j, k) it equals j and
+# k of two groups (which differ on samples it did not share)
+Misfit = tuple[str, int, int]
+
+
 def groups_of(
     mats: dict[str, Matrix], on: tuple[str, ...], members: list[int]
-) -> tuple[list[list[int]], dict[int, tuple[int, int | None]]]:
+) -> tuple[list[list[int]], dict[int, Misfit]]:
     """Agreement groups over the replicas `members` (lists of replica indices, largest first),
     each a set of replicas compared with each other on every helper of `on` and bit-identical
-    there, every two groups differing; and the members that fit no group: index -> (the
-    replica it was not compared with, None), or (one it agrees with, one of that replica's
-    group it differs from)."""
+    there, every two groups differing; and the members that fit no group, with why."""
     groups: list[list[int]] = []
-    aside: dict[int, tuple[int, int | None]] = {}
+    aside: dict[int, Misfit] = {}
     for i in members:
         verdict = {j: _agree(mats, on, i, j) for g in groups for j in g}
         fits = [g for g in groups if all(verdict[j] is True for j in g)]
-        if len(fits) == 1 and all(
-            verdict[j] is False for g in groups if g is not fits[0] for j in g
-        ):
+        others = [j for g in groups if not fits or g is not fits[0] for j in g]
+        if len(fits) == 1 and all(verdict[j] is False for j in others):
             fits[0].append(i)
         elif all(v is False for v in verdict.values()):
             groups.append([i])
         elif (few := next((j for j, v in verdict.items() if v is None), None)) is not None:
-            aside[i] = (few, None)
-        else:  # bit-identical to one replica and not to another of its group (other samples)
-            same = next(j for j, v in verdict.items() if v)
-            other = next(j for j, v in verdict.items() if v is False)
-            aside[i] = (same, other)
+            aside[i] = ("few", few, -1)
+        elif len(fits) > 1:
+            aside[i] = ("both", fits[0][0], fits[1][0])
+        else:  # a group it equals in part: equal to some members, not to others
+            group = next(g for g in groups if g not in fits and any(verdict[j] for j in g))
+            same = next(j for j in group if verdict[j])
+            other = next(j for j in group if verdict[j] is False)
+            aside[i] = ("split", same, other)
     groups.sort(key=lambda g: (-len(g), g[0]))
     return groups, aside
 
@@ -455,13 +461,19 @@ def fleet(store: SessionStore) -> Fleet | None:
         if i in alone:
             continue
         if i in misfits:
-            j, k = misfits[i]
-            partial[urls[i]] = (
-                _too_few(store, urls, mats, on, i, j)
-                if k is None
-                else f"bit-identical to {urls[j]} but not to {urls[k]} of its group, on other "
-                "samples: it fits no group"
-            )
+            kind, j, k = misfits[i]
+            if kind == "few":
+                partial[urls[i]] = _too_few(store, urls, mats, on, i, j)
+            elif kind == "both":
+                partial[urls[i]] = (
+                    f"bit-identical to {urls[j]} and to {urls[k]}, which differ from each "
+                    "other on samples it did not share: it fits no group"
+                )
+            else:
+                partial[urls[i]] = (
+                    f"bit-identical to {urls[j]} but not to {urls[k]} of the same group, on "
+                    "other samples: it fits no group"
+                )
         elif short[i]:
             partial[urls[i]] = _listed(short[i])
     differ = _settings(store, urls, groups) if len(groups) > 1 else {}
@@ -609,6 +621,8 @@ def summary_line(f: Fleet) -> str:
     if f.identical:
         return f"all {n} replicas bit-identical on every path ({', '.join(f.helpers)})"
     groups = f.groups
+    if n < 2:
+        return f"{n} replica checked: none to compare it with{tail}"
     if len(groups) <= 1:
         if not groups:
             return f"{n} replicas: nothing compared{tail}"

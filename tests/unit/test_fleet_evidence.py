@@ -58,9 +58,12 @@ def started(servers: dict[str, dict], require: str = "identical") -> SessionStor
     return store
 
 
-def helper_events(helper: str, u: str, seed: int, skip: tuple[int, ...] = ()) -> Iterator[Event]:
+def helper_events(
+    helper: str, u: str, seed: int, skip: tuple[int, ...] = (), changed: tuple[int, ...] = ()
+) -> Iterator[Event]:
     """`helper` on replica `u`: each sample's numbers depend on (seed, sample) only, so two
-    replicas with one seed agree bit for bit on every sample both scored."""
+    replicas with one seed agree bit for bit on every sample both scored (`changed`: samples
+    drawn from another seed)."""
     yield HelperStarted(helper, u, N, 2e-3, 1e-3)
     book = ScoreBook()
     cached = 0 if helper == "match" else 24
@@ -68,7 +71,7 @@ def helper_events(helper: str, u: str, seed: int, skip: tuple[int, ...] = ()) ->
         if s in skip:
             yield SampleSkipped(helper, u, s, "prefill cache miss (cached_tokens=0)")
             continue
-        rng = np.random.default_rng([seed, s])
+        rng = np.random.default_rng([seed + 100 * (s in changed), s])
         ids = rng.integers(3, 500, size=16)
         b = -np.abs(rng.normal(0.8, 0.6, size=16))
         a = b + rng.normal(0, 1e-6, size=16)
@@ -79,11 +82,19 @@ def helper_events(helper: str, u: str, seed: int, skip: tuple[int, ...] = ()) ->
     yield HelperFinished(helper, u, summary)
 
 
-def ran(store: SessionStore, u: str, seeds: dict[str, int] | None = None, **skips) -> None:
+def ran(
+    store: SessionStore,
+    u: str,
+    seeds: dict[str, int] | None = None,
+    changed: dict[str, tuple[int, ...]] | None = None,
+    **skips,
+) -> None:
     """Every helper on replica `u`: the same numbers as any other replica's unless `seeds`
-    gives the helper another seed; `skips[helper]`: the samples that helper skipped."""
+    gives the helper another seed (or `changed` other numbers on some samples);
+    `skips[helper]`: the samples that helper skipped."""
     for k, h in enumerate(HELPERS):
-        for ev in helper_events(h, u, (seeds or {}).get(h, k), skips.get(h, ())):
+        seed = (seeds or {}).get(h, k)
+        for ev in helper_events(h, u, seed, skips.get(h, ()), (changed or {}).get(h, ())):
             store.apply(ev)
 
 
@@ -217,6 +228,24 @@ def test_replicas_that_share_too_few_samples_on_a_path_are_not_grouped_on_it():
     assert f.identical is None and f.odd == ()
 
 
+def test_a_replica_equal_to_two_groups_on_fewer_samples_bridges_neither():
+    # A and B differ on sample 7 of decode_cache_hit only; C skipped that sample (7 of 8
+    # scored, enough to count) and so equals both: it must not join either and vote
+    store = started({A: {}, B: {}, C: {}}, require="gate")
+    ran(store, A)
+    ran(store, B, changed={"decode_cache_hit": (7,)})
+    ran(store, C, decode_cache_hit=(7,))
+    f = done(store)
+    assert [list(g.replicas) for g in f.groups] == [[A], [B]]
+    assert f.not_fully_compared == {
+        C: f"bit-identical to {A} and to {B}, which differ from each other on samples it did "
+        "not share: it fits no group"
+    }
+    (o,) = f.odd
+    assert o.replica == B and not o.majority and "odd one out" not in f.summary
+    assert f.identical is False
+
+
 def test_no_reported_setting_explains_a_split_that_no_setting_follows():
     # page size varies inside the first group: it cannot be what sets the groups apart
     servers = {A: {"page_size": 1}, B: {"page_size": 4}, C: {"page_size": 4}}
@@ -268,3 +297,12 @@ def test_a_setting_constant_within_groups_of_several_replicas_is_named():
     assert f.settings_differ == {"enable_deterministic_inference": [True, False]}
     assert "settings that differ between groups: enable_deterministic_inference" in f.summary
     assert "not shown to explain" not in f.summary
+
+
+def test_one_replica_is_compared_with_nothing():
+    store = started({A: {}})
+    ran(store, A)
+    f = done(store)
+    assert f.identical is None and f.grouped_on == ()
+    assert f.summary == "1 replica checked: none to compare it with"
+    assert f.failure == "inconclusive: 1 replica(s) checked, none to compare"
