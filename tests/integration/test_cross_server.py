@@ -108,6 +108,27 @@ async def test_cache_helper_differing_with_match_identical_names_the_state_bug(
     assert f"servers compared: A {a} vs B {b}: {reading}" in text
 
 
+async def test_a_page_size_difference_at_rounding_level_is_no_state_bug(
+    reference_servers, tmp_path
+):
+    # default kernels, page size 1 against 4: the cache paths restore other page-rounded
+    # prefixes, so their decode side differs by ulps (avg_kl_div ~1e-12 on each server, 1000x
+    # below the 1e-9 floor) while match is bit-identical (issue 28)
+    a = reference_servers.url(deterministic=False)
+    b = reference_servers.url(deterministic=False, page_size=4)
+    _, res, text = await check([a, b], tmp_path)
+    (pair,) = res["cross_server"]
+    reading = pair["reading"]
+    assert pair["helpers"]["match"]["identical"] is True, reading
+    differing = [h for h in CACHE_HELPERS if pair["helpers"][h]["identical"] is False]
+    assert differing, reading  # the bits differ between page sizes, and that stays said
+    for h in differing:
+        assert all(v is not None and v <= 1e-9 for v in pair["helpers"][h]["avg_kl_div"])
+        assert f"{h} differs at rounding level (below the 1e-09 floor): not a state bug" in reading
+    assert "a state bug on" not in reading and "condition 2" not in reading
+    assert f"servers compared: A {a} vs B {b}: {reading}" in text
+
+
 @pytest.fixture(scope="module")
 def other_model(tmp_path_factory, reference_servers):
     """The shipped checkpoint under another name: a server reporting another model_path."""
