@@ -12,6 +12,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from kltui.metrics.protocol import NO_FAULTS, SampleFaults, findings, sample_faults
+
 DEFAULT_TAIL_THRESHOLD = 1e-3
 MIN_SAMPLES_FOR_STABLE_MEAN = 32
 BOOTSTRAP_RESAMPLES = 2000
@@ -71,6 +73,8 @@ class SampleMetrics:
     first_divergence: int | None  # first position whose logprobs differ at all
     first_above_tail: int | None
     non_finite: int  # tokens whose k3 is NaN or inf (a protocol or numeric fault)
+    # positions left out of every figure above (one side NaN/inf: a protocol fault)
+    excluded: int = 0
 
     def to_dict(self) -> dict:
         """The metrics as a JSON object."""
@@ -83,27 +87,44 @@ def _first(mask: np.ndarray) -> int | None:
     return int(np.argmax(mask))
 
 
-def sample_metrics(kl: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray, tau: float) -> SampleMetrics:
-    """The k3 statistics of one sample from its per-token k3 and logprobs."""
+def sample_metrics(
+    kl: np.ndarray, lp_a: np.ndarray, lp_b: np.ndarray, tau: float, keep: np.ndarray | None = None
+) -> SampleMetrics:
+    """The k3 statistics of one sample from its per-token k3 and logprobs.
+
+    `keep`: the positions that count (None: all); the others (one side NaN/inf, a protocol
+    fault) are left out of every figure, and positions still index the whole sample."""
     n = int(kl.size)
-    if n == 0:
-        return SampleMetrics(0, float("nan"), float("nan"), -1, 0.0, 0, 0, None, None, 0)
+    if keep is not None and bool(keep.all()):
+        keep = None
+    kept = n if keep is None else int(np.count_nonzero(keep))
+    if kept == 0:
+        nan = float("nan")
+        return SampleMetrics(n, nan, nan, -1, 0.0, 0, 0, None, None, 0, excluded=n)
     differs = ~(np.asarray(lp_a) == np.asarray(lp_b))
     above = kl > tau
     finite = np.isfinite(kl)
     safe = np.where(np.isnan(kl), -np.inf, kl)
+    values = kl
+    if keep is not None:
+        differs &= keep
+        above &= keep
+        finite |= ~keep
+        safe[~keep] = -np.inf
+        values = kl[keep]
     argmax = int(np.argmax(safe))
     return SampleMetrics(
         n_tokens=n,
-        mean_k3=float(np.mean(kl)),
+        mean_k3=float(np.mean(values)),
         max_k3=float(kl[argmax]),
         argmax_k3=argmax,
-        tail_fraction=float(np.count_nonzero(above) / n),
+        tail_fraction=float(np.count_nonzero(above) / kept),
         n_tail=int(np.count_nonzero(above)),
         n_nonzero=int(np.count_nonzero(differs)),
         first_divergence=_first(differs),
         first_above_tail=_first(above),
         non_finite=int(n - np.count_nonzero(finite)),
+        excluded=n - kept,
     )
 
 
@@ -155,7 +176,8 @@ def helper_summary(
 ) -> dict:
     """Per-helper figures. `per_sample` is (sample index, metrics) in scoring order."""
     scored = len(per_sample)
-    means = [m.mean_k3 for _, m in per_sample]
+    # a sample whose every position is left out (one side NaN/inf) has no mean to average
+    means = [m.mean_k3 for _, m in per_sample if not 0 < m.n_tokens == m.excluded]
     all_k3 = np.concatenate(k3_arrays) if k3_arrays else np.zeros(0)
     tokens = int(all_k3.size)
     avg = avg_kl_div(means)
@@ -214,13 +236,28 @@ class ScoredSample:
     top_a: list | None = None
     top_b: list | None = None
     id_mismatch: list | None = None  # [[position, reported_id], ...]
+    faults: SampleFaults = NO_FAULTS  # protocol faults (kltui.metrics.protocol)
+
+    @property
+    def counted_k3(self) -> np.ndarray:
+        """Per-token k3 of the positions that count (one-sided NaN/inf left out)."""
+        if not self.faults.one_sided.size:
+            return self.k3
+        return np.delete(self.k3, self.faults.one_sided)
 
 
 class ScoreBook:
-    """Accumulates one helper's scored samples; the single place summaries are computed."""
+    """Accumulates one helper's scored samples; the single place summaries are computed.
 
-    def __init__(self, tail_threshold: float = DEFAULT_TAIL_THRESHOLD) -> None:
+    `sides` names side A and side B in protocol findings (for example prefill and decode)."""
+
+    def __init__(
+        self,
+        tail_threshold: float = DEFAULT_TAIL_THRESHOLD,
+        sides: tuple[str, str] = ("side A", "side B"),
+    ) -> None:
         self.tail_threshold = tail_threshold
+        self.sides = sides
         self.samples: dict[int, ScoredSample] = {}
         self.order: list[int] = []
 
@@ -238,7 +275,12 @@ class ScoreBook:
     ) -> ScoredSample:
         """Score one sample and keep it."""
         kl = k3(lp_a, lp_b)
-        sm = sample_metrics(kl, lp_a, lp_b, self.tail_threshold)
+        faults = sample_faults(lp_a, lp_b, top_a, top_b)
+        keep = None
+        if faults.one_sided.size:
+            keep = np.ones(kl.size, dtype=bool)
+            keep[faults.one_sided] = False
+        sm = sample_metrics(kl, lp_a, lp_b, self.tail_threshold, keep)
         scored = ScoredSample(
             sample,
             token_ids,
@@ -251,6 +293,7 @@ class ScoreBook:
             top_a,
             top_b,
             id_mismatch or None,
+            faults,
         )
         if sample not in self.samples:
             self.order.append(sample)
@@ -262,7 +305,7 @@ class ScoreBook:
         items = [self.samples[s] for s in self.order]
         summary = helper_summary(
             [(s.sample, s.metrics) for s in items],
-            [s.k3 for s in items],
+            [s.counted_k3 for s in items],
             n_samples=n_samples,
             n_skipped=n_skipped,
             threshold=threshold,
@@ -294,4 +337,20 @@ class ScoreBook:
         summary["id_mismatch_tokens"] = len(mism)
         if mism:
             summary["id_mismatches"] = mism[:MAX_LISTED_MISMATCHES]
+        # Values no correct server sends: never read as numerics, and never a pass.
+        found = findings(
+            [(s.sample, s.lp_a, s.lp_b, s.faults, s.top_a, s.top_b) for s in items], self.sides
+        )
+        summary["protocol"] = found
+        if found:
+            invalidate(summary, found)
         return summary
+
+
+def invalidate(summary: dict, found: list[dict]) -> None:
+    """Marks a helper summary with protocol findings `invalid` (never a pass), the first
+    finding its reason."""
+    summary["status"] = "invalid"
+    summary["passed"] = False
+    more = f" (and {len(found) - 1} more protocol finding(s))" if len(found) > 1 else ""
+    summary["reason"] = f"protocol fault: {found[0]['message']}{more}"

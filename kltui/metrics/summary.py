@@ -52,6 +52,10 @@ class Summary:
     separator_source: str | None = None  # --separator-ids, the server's or a local tokenizer
     id_mismatch_tokens: int | None = None
     id_mismatches: list | None = None
+    # protocol findings (kltui.metrics.protocol): [{"kind", "message", "samples", "positions",
+    # "count"}]; [] when checked and none found, None in recordings older than the check.
+    # A helper with any is status "invalid" (reason: the first), never pass, never numerics.
+    protocol: list | None = None
     per_sample: list = field(default_factory=list)
     live: bool = False  # computed from a running helper's ScoreBook, not its final result
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -80,6 +84,13 @@ class Summary:
         known["live"] = bool(d.get("live"))
         if not isinstance(known.get("per_sample"), list):
             known["per_sample"] = []
+        if "protocol" in known:  # a recording is untrusted: findings are objects with a message
+            found = known["protocol"]
+            known["protocol"] = (
+                [f for f in found if isinstance(f, dict) and isinstance(f.get("message"), str)]
+                if isinstance(found, list)
+                else None
+            )
         return cls(**known, raw=dict(d))
 
     @property

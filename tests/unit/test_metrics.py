@@ -13,6 +13,8 @@ from kltui.metrics.k3 import (
     sample_metrics,
     sglang_avg_kl_div,
 )
+from kltui.metrics.protocol import topk_over, topk_sums
+from kltui.metrics.summary import Summary
 
 
 def test_k3_zero_exactly_when_logprobs_equal():
@@ -112,13 +114,104 @@ def test_summary_fields_and_pass_rule():
 
 
 def test_summary_fails_when_avg_is_nan():
+    # NaN on both sides: a numeric fault of the model on both paths, k3 undefined there
     book = ScoreBook()
-    book.add(0, np.arange(2), np.array([np.nan, -1.0]), np.array([-1.0, -1.0]))
+    book.add(0, np.arange(2), np.array([np.nan, -1.0]), np.array([np.nan, -1.0]))
     s = book.summary(n_samples=1, n_skipped=0, threshold=1.0)
     assert s["passed"] is False and s["non_finite_tokens"] == 1
+    assert s["protocol"] == [] and "status" not in s
 
 
 def test_bootstrap_is_seeded_and_brackets_constant():
     x = np.array([0.1, 0.2, 0.3, 0.4])
     assert bootstrap_interval(x) == bootstrap_interval(x)
     assert bootstrap_interval(np.full(5, 0.5)) == (0.5, 0.5)
+
+
+# ---------------------------------------------------------------- protocol findings
+
+
+def _one(book: ScoreBook) -> dict:
+    return book.summary(n_samples=len(book.order), n_skipped=0, threshold=1.0)
+
+
+def test_one_sided_nan_is_a_protocol_finding_left_out_of_k3():
+    book = ScoreBook(sides=("prefill", "decode"))
+    a = np.array([-1.0, -1.0, -2.0, -1.0])
+    b = np.array([-1.0, np.nan, -2.0, -1.1])
+    book.add(0, np.arange(4), a, b)
+    book.add(1, np.arange(2), np.array([-0.5, -0.5]), np.array([-0.5, -0.5]))
+    s = _one(book)
+    (f,) = s["protocol"]
+    assert f["kind"] == "one-sided-non-finite"
+    assert f["samples"] == [0] and f["positions"] == [[0, 1]] and f["count"] == 1
+    assert "sample 0 position 1" in f["message"] and "decode NaN" in f["message"]
+    # left out, not inf: the figures are those of positions 0, 2 and 3
+    m = book.samples[0].metrics
+    expected = float(np.mean(k3(a[[0, 2, 3]], b[[0, 2, 3]])))
+    assert m.mean_k3 == expected and m.excluded == 1 and m.non_finite == 0
+    assert math.isfinite(s["avg_kl_div"]) and s["max_k3"] == pytest.approx(k3(a, b)[3])
+    assert s["max_k3_position"] == 3 and s["tokens"] == 5 and s["non_finite_tokens"] == 0
+    assert s["status"] == "invalid" and s["passed"] is False
+    assert s["reason"].startswith("protocol fault: NaN/inf logprobs on one side only")
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, -9999.0])
+def test_one_sided_inf_and_sentinel_are_protocol_findings(bad):
+    book = ScoreBook()
+    book.add(0, np.arange(3), np.array([-1.0, bad, -1.0]), np.array([-1.0, -1.0, -1.0]))
+    s = _one(book)
+    assert [f["kind"] for f in s["protocol"]] == ["one-sided-non-finite"]
+    assert s["avg_kl_div"] == 0.0 and s["max_k3"] == 0.0  # not inf
+    assert s["status"] == "invalid"
+
+
+def test_logprob_above_zero_is_a_protocol_finding_even_when_bit_identical():
+    book = ScoreBook()
+    lp = np.array([-1.0, 10.0, -0.5])
+    book.add(0, np.arange(3), lp, lp.copy())
+    s = _one(book)
+    assert s["avg_kl_div"] == 0.0 and s["samples_with_difference"] == 0
+    (f,) = s["protocol"]
+    assert f["kind"] == "logprob-above-zero" and f["positions"] == [[0, 1]]
+    assert "largest +10" in f["message"]
+    assert s["status"] == "invalid" and s["passed"] is False
+
+
+def test_rounding_above_zero_is_not_a_finding():
+    book = ScoreBook()
+    lp = np.array([-1.0, 1e-7, 0.0])
+    book.add(0, np.arange(3), lp, lp.copy())
+    s = _one(book)
+    assert s["protocol"] == [] and s["passed"] is True and "status" not in s
+
+
+def test_top_k_sum_above_one_is_a_protocol_finding():
+    book = ScoreBook(sides=("SGLang", "baseline engine"))
+    lp = np.array([-0.1, -0.2])
+    good = [[(5, -0.1), (6, -3.0)], [(7, -0.2), (8, -2.5)]]
+    bad = [[(5, -0.1), (6, -3.0)], [(7, -0.2), (8, -0.3)]]  # 0.82 + 0.74 > 1
+    book.add(0, np.array([5, 7]), lp, lp.copy(), top_a=good, top_b=bad)
+    s = _one(book)
+    (f,) = s["protocol"]
+    assert f["kind"] == "top-k-sum-above-one" and f["positions"] == [[0, 1]]
+    assert f["message"].startswith("baseline engine top-k probabilities sum above 1")
+    assert s["status"] == "invalid"
+
+
+def test_top_k_sums_are_vectorized_and_skip_empty_rows():
+    sums = topk_sums([[(1, 0.0)], None, [], [(2, np.log(0.25)), (3, np.log(0.5))]])
+    assert sums.tolist() == [1.0, 0.0, 0.0, 0.75]
+    assert topk_over([[(1, 0.0)], [(2, np.log(0.6)), (3, np.log(0.6))]]).tolist() == [1]
+
+
+def test_summary_of_reads_protocol_and_old_recordings_without_it():
+    book = ScoreBook()
+    book.add(0, np.arange(2), np.array([-1.0, 3.0]), np.array([-1.0, 3.0]))
+    s = Summary.of(_one(book))
+    assert s.status == "invalid" and s.protocol and s.protocol[0]["kind"] == "logprob-above-zero"
+    assert Summary.of({"status": "pass", "passed": True}).protocol is None
+    assert Summary.of({"protocol": "garbage"}).protocol is None
+    assert Summary.of({"protocol": [{"message": "m"}, 3, {"kind": "x"}]}).protocol == [
+        {"message": "m"}
+    ]
