@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
+from kltui.outputs.reports.html import fleet_html
 from kltui.outputs.reports.junit import replica_cases
 from kltui.session.events import (
     Event,
@@ -174,6 +175,10 @@ def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
     assert f.failure is not None and f"inconclusive: not compared on every path: {B}" in f.failure
     assert "decode_cache_hit" in f.summary and "not fully compared" in f.summary
     assert "every path" not in f.summary
+    html = fleet_html(f)
+    dch = html[html.index("<h3>decode_cache_hit: replicas x replicas</h3>") :]
+    assert "<td>=</td>" not in dch and "<td title='1 common samples" in dch
+    assert "<td>=</td>" in html[html.index("<h3>match: replicas x replicas</h3>") :]
 
 
 def test_null_cache_path_matrices_are_not_identical():

@@ -247,6 +247,9 @@ def _matrix_html(helper: str, urls: list[str], m: list[list[Cell | None]]) -> st
     def cell(c: Cell | None) -> str:
         if c is None or c.identical is None:
             return "<td>·</td>"
+        if not c.counted:  # a comparison that is no test of the path reads as none (issue 28)
+            why = f"{c.comparable_samples} common samples, or a helper one replica did not test"
+            return f"<td title='{esc(why)}'>·</td>"
         if c.identical:
             return "<td>=</td>"
         d = c.first
@@ -260,7 +263,8 @@ def _matrix_html(helper: str, urls: list[str], m: list[list[Cell | None]]) -> st
     key = ", ".join(f"{i + 1} <code>{esc(u)}</code>" for i, u in enumerate(urls))
     return (
         f"<h3>{esc(helper)}: replicas x replicas</h3><p>{key}; = bit-identical, ≠ "
-        f"s<i>sample</i>@<i>position</i> of the first difference, · not compared</p>"
+        f"s<i>sample</i>@<i>position</i> of the first difference, · not compared (or too few "
+        "samples to count)</p>"
         f'<table class="results"><thead><tr><th></th>{head}</tr></thead><tbody>{rows}</tbody>'
         "</table>"
     )
