@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -126,6 +127,13 @@ def server_identity(url: str, info: dict, model: dict) -> ServerIdentity:
     return ServerIdentity.of(out)
 
 
+def request_ids(n: int) -> list[str]:
+    """One fresh request id (SGLang's `rid`) per prompt of a batch: unique across requests, as
+    SGLang requires of the requests it holds at once."""
+    batch = uuid.uuid4().hex[:16]
+    return [f"kltui-{batch}-{i}" for i in range(n)]
+
+
 class SGLangClient(HttpEngine):
     """HTTP client of one SGLang server: health, identity, /generate with logprobs, cache flush."""
 
@@ -228,12 +236,22 @@ class SGLangClient(HttpEngine):
         )
 
     def _body(
-        self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, *, stream: bool, **kw
+        self,
+        batch: Sequence[Sequence[int] | np.ndarray],
+        sp: dict,
+        *,
+        stream: bool,
+        rids: list[str] | None = None,
+        **kw,
     ) -> dict:
         body: dict = {
             "input_ids": [np.asarray(x).tolist() for x in batch],
             "sampling_params": sp,
         }
+        if rids is not None:
+            # SGLang's own request field; it echoes each as meta_info.id, which ties an answer
+            # to its prompt where nothing else can (a decode answer has no input ids)
+            body["rid"] = rids
         if stream:  # SGLang's helpers leave the key out; not streaming is its default
             body["stream"] = True
         if kw.get("return_logprob"):
@@ -254,18 +272,23 @@ class SGLangClient(HttpEngine):
         batch: Sequence[Sequence[int] | np.ndarray],
         sp: dict,
         route: str,
+        rids: list[str] | None = None,
         **kw,
     ) -> None:
         """Verify before trusting: every answer must belong to its prompt and be complete.
 
-        Catches answers out of order (prompt_tokens, or the replayed ids, differ from what was
-        sent), a server that ignores max_new_tokens, aborted requests, and logprob arrays whose
-        length does not match the tokens they claim to score.
+        Catches answers out of order (prompt_tokens, the echoed request id, or the replayed ids
+        differ from what was sent), a server that ignores max_new_tokens, aborted requests, and
+        logprob arrays whose length does not match the tokens they claim to score. Each result
+        keeps the rid it was sent with (`GenResult.prompt_verified`).
         """
         max_new = sp.get("max_new_tokens")
         logprobs = bool(kw.get("return_logprob"))
         start = kw.get("logprob_start_len", -1)
+        owner = {rid: j for j, rid in enumerate(rids or ())}
         for i, (r, sent) in enumerate(zip(results, batch, strict=True)):
+            if rids is not None:
+                r.rid = rids[i]
             n_sent = len(sent)
             fr = r.finish_reason or {}
             if fr.get("type") == "abort":
@@ -277,6 +300,16 @@ class SGLangClient(HttpEngine):
                 raise self.fail(
                     f"{route}: answer {i} reports prompt_tokens={r.prompt_tokens} but prompt {i} "
                     f"has {n_sent} tokens (answers out of order, or for another request)",
+                    "wrong-order",
+                )
+            echoed = r.meta.get("id")
+            j = owner.get(echoed) if isinstance(echoed, str) else None
+            if j is not None and j != i:
+                # an id that is none of ours (a proxy's own) proves nothing either way
+                raise self.fail(
+                    f"{route}: answer {i} is the answer to prompt {j} (its meta_info.id "
+                    f"{one_line(echoed, 60)!r} is the rid prompt {j} was sent with): answers "
+                    "rotated or swapped between requests",
                     "wrong-order",
                 )
             if isinstance(max_new, int) and r.output_ids.size > max_new:
@@ -326,9 +359,10 @@ class SGLangClient(HttpEngine):
         """One non-streamed batched /generate; results in input order, checked against the
         request. Never retried (see the class comment)."""
         entries = sum(len(x) for x in batch) + len(batch) * int(sp.get("max_new_tokens") or 0)
+        rids = request_ids(len(batch))
         data = await self.post_json(
             "/generate",
-            self._body(batch, sp, stream=False, **kw),
+            self._body(batch, sp, stream=False, rids=rids, **kw),
             max_bytes=_answer_cap(entries, kw.get("top_logprobs_num") or 0),
         )
         if isinstance(data, dict):
@@ -342,14 +376,15 @@ class SGLangClient(HttpEngine):
             results = [parse_result(obj, i) for i, obj in enumerate(data)]
         except ParseError as e:
             raise self.fail(f"/generate: {e}", "malformed-answer") from None
-        self.check_results(results, batch, sp, "/generate", **kw)
+        self.check_results(results, batch, sp, "/generate", rids, **kw)
         return results
 
     async def generate_stream(
         self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, *, incremental: bool, **kw
     ) -> AsyncIterator[Delta | list[GenResult]]:
         """Yields a Delta per new run of tokens, then the list of final results."""
-        body = orjson.dumps(self._body(batch, sp, stream=True, **kw))
+        rids = request_ids(len(batch))
+        body = orjson.dumps(self._body(batch, sp, stream=True, rids=rids, **kw))
         max_new = sp.get("max_new_tokens")
         asm = StreamAssembler(
             len(batch), incremental, max_new if isinstance(max_new, int) else None
@@ -395,7 +430,7 @@ class SGLangClient(HttpEngine):
             results = asm.results()
         except ParseError as e:
             raise self.fail(f"{route}: {e}", "malformed-stream") from None
-        self.check_results(results, batch, sp, route, **kw)
+        self.check_results(results, batch, sp, route, rids, **kw)
         yield results
 
     async def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:

@@ -110,6 +110,20 @@ class GenResult:
     # positions of input_token_logprobs whose reported id differs from the id sent there, in a
     # way a per-id server quirk explains (kltui.engines.idcheck); None when all are equal
     id_mismatch: np.ndarray | None = None
+    # the request id (`rid`) this answer's request was sent with; SGLang echoes it as
+    # meta_info.id (tokenizer_manager), which ties the answer to its prompt
+    rid: str | None = None
+
+    @property
+    def echoed_rid(self) -> bool:
+        """The answer carries the request id it was sent with (meta_info.id == rid)."""
+        return self.rid is not None and self.meta.get("id") == self.rid
+
+    @property
+    def prompt_verified(self) -> bool:
+        """Something in the answer ties it to its prompt: the echoed request id, or a
+        prompt_tokens count (checked against the prompt by the client)."""
+        return self.echoed_rid or self.prompt_tokens > 0
 
 
 def _meta(obj: dict, what: str) -> dict:

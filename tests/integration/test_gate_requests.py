@@ -26,6 +26,9 @@ SGLANG_LOGPROB_KEYS = {
     "logprob_start_len",
 }
 SGLANG_SAMPLING = {"temperature", "max_new_tokens", "ignore_eos"}
+# beyond them, SGLang's own `rid` (one per prompt, echoed as meta_info.id): it ties each answer
+# to its prompt (answers swapped between prompts); it changes nothing the server computes
+RID = "rid"
 
 
 @pytest.fixture
@@ -62,12 +65,13 @@ async def test_gate_requests_are_sglangs_and_extras_come_after(
     for b in gate:
         assert "stream" not in b
         assert set(b["sampling_params"]) == SGLANG_SAMPLING
+        assert len(set(b[RID])) == len(b["input_ids"])
         if b.get("return_logprob"):
-            assert set(b) == SGLANG_LOGPROB_KEYS
+            assert set(b) == SGLANG_LOGPROB_KEYS | {RID}
             assert b["return_text_in_logprobs"] is False
             assert b["logprob_start_len"] in (-1, 0)
         else:  # prefill_cache_hit's warm-up: no logprob keys at all
-            assert set(b) == {"input_ids", "sampling_params"}
+            assert set(b) == {"input_ids", "sampling_params", RID}
     # one extras request for the whole server, after every gate request
     assert len(extras) == 1 and captured[-1] is extras[0]
     ex = extras[0]

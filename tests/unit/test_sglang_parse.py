@@ -133,3 +133,62 @@ def test_triples_maps_null_to_nan_and_rejects_garbage():
 def test_response_without_meta_info_is_not_sglang():
     with pytest.raises(ParseError, match="meta_info"):
         parse_result({"choices": []}, 0)
+
+
+# ---------------------------------------------------------------- whose answer is it
+
+
+def _rotated(objs: list[dict]) -> list[dict]:
+    """A proxy that swaps whole answers between concurrent requests (and strips the count)."""
+    out = [json.loads(json.dumps(o)) for o in objs[1:] + objs[:1]]
+    for o in out:
+        o["meta_info"].pop("prompt_tokens", None)
+    return out
+
+
+def test_real_answer_echoes_its_request_id():
+    # SGLang puts the request's rid into meta_info.id (the captured answer: a generated one)
+    obj = json.loads((SAMPLES / "sglang_generate_input_ids_top5.json").read_text())
+    r = parse_result(obj, 0)
+    assert r.meta["id"] == "2ef15251c2cd4f3e8b8c55bd234373c1" and r.prompt_tokens == 9
+    assert not r.echoed_rid and r.prompt_verified  # no rid sent: prompt_tokens ties it
+    r.rid = "2ef15251c2cd4f3e8b8c55bd234373c1"
+    assert r.echoed_rid
+    del obj["meta_info"]["prompt_tokens"]
+    bare = parse_result(obj, 0)
+    assert not bare.prompt_verified
+    bare.rid = "another-request"
+    assert not bare.prompt_verified
+
+
+def _answers(rids: list[str]) -> list[dict]:
+    obj = json.loads((SAMPLES / "sglang_generate_input_ids_top5.json").read_text())
+    out = []
+    for rid in rids:
+        o = json.loads(json.dumps(obj))
+        o["meta_info"]["id"] = rid
+        out.append(o)
+    return out
+
+
+def test_client_refuses_answers_rotated_between_prompts():
+    from kltui.engines.errors import EngineError
+    from kltui.engines.sglang import SGLangClient, request_ids
+
+    rids = request_ids(3)
+    assert len(set(rids)) == 3 and request_ids(3) != rids
+    batch = [[1] * 9, [2] * 9, [3] * 9]  # one length: prompt_tokens could not tell them apart
+    c = SGLangClient("127.0.0.1:1")
+    sp = {"max_new_tokens": 8}
+    good = [parse_result(o, i) for i, o in enumerate(_answers(rids))]
+    c.check_results(good, batch, sp, "/generate", rids)
+    assert all(r.rid == rid and r.echoed_rid for r, rid in zip(good, rids, strict=True))
+    bad = [parse_result(o, i) for i, o in enumerate(_rotated(_answers(rids)))]
+    with pytest.raises(EngineError) as e:
+        c.check_results(bad, batch, sp, "/generate", rids)
+    assert e.value.kind == "wrong-order"
+    assert "answer 0 is the answer to prompt 1" in e.value.message
+    # a proxy's own ids are none of ours: unverified, not an error
+    own = [parse_result(o, i) for i, o in enumerate(_rotated(_answers(["x", "y", "z"])))]
+    c.check_results(own, batch, sp, "/generate", rids)
+    assert not any(r.prompt_verified for r in own)
