@@ -18,13 +18,6 @@ from kltui.session.events import (
 )
 
 COMPARABLE_TEMPERATURES = (0.0, 1.0)
-# vLLM writes -inf as -9999.0 in JSON; a scored token at or below it means "impossible".
-LOGPROB_SENTINEL = -9999.0
-
-
-def all_finite(lps: np.ndarray) -> bool:
-    """Whether every logprob is finite and above the -inf sentinel."""
-    return bool(np.all(np.isfinite(lps) & (lps > LOGPROB_SENTINEL)))
 
 
 def describe_logprob(v: float) -> str:

@@ -227,7 +227,10 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
             fatal=False,
             helper=HELPER,
         )
-    yield run.finished()
+    fin = run.finished()
+    for p in run.protocol_problems(fin):  # each protocol finding is also a line of its own
+        yield p
+    yield fin
 
 
 def _score(ctx: HelperContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g) -> Event:

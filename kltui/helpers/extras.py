@@ -20,6 +20,7 @@ from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.helpers.phases import Run
 from kltui.metrics.k3 import SampleMetrics
+from kltui.metrics.protocol import above_zero, topk_over, topk_sums
 from kltui.session.events import Event, ExtrasFetched, Problem
 
 PAD = 8  # generated positions of context on either side of a point of interest
@@ -115,6 +116,9 @@ async def fetch_extras(
             [[int(t), float(lp)] for t, lp in pos] if pos else []
             for pos in (res.input_top or [])[1 : 1 + want.size]
         ]
+        if (fault := _impossible(top, lps, lo)) is not None:
+            yield _warning(run, f"protocol fault: sample {sample}: {fault}; its top-k is not shown")
+            continue
         texts = res.input_texts[1:] if res.input_texts else None
         alt_texts = {str(k): v for k, v in (res.input_top_texts or {}).items()}
         if texts is None and ctx.tokenizer is not None:
@@ -135,6 +139,27 @@ async def fetch_extras(
             alt_texts=alt_texts,
             reason=reason,
         )
+
+
+def _impossible(top: list, lps: np.ndarray, lo: int) -> str | None:
+    """What in an extras answer no correct server sends (top-k probabilities that sum above 1,
+    logprobs above 0), at generated positions from `lo`; None when nothing."""
+    found = []
+    sums = topk_sums(top)
+    over = topk_over(top)
+    if over.size:
+        found.append(
+            f"top-k probabilities sum above 1 (impossible) at position(s) "
+            f"{', '.join(str(lo + int(p)) for p in over[:6])}{' ...' if over.size > 6 else ''} "
+            f"(largest sum {float(sums[over].max()):.4g})"
+        )
+    pos = np.flatnonzero(above_zero(lps))
+    if pos.size:
+        found.append(
+            f"logprobs above 0 (impossible) at position(s) "
+            f"{', '.join(str(lo + int(p)) for p in pos[:6])}{' ...' if pos.size > 6 else ''}"
+        )
+    return "; ".join(found) or None
 
 
 def _local_texts(tokenizer, want: np.ndarray, top: list) -> tuple[list, dict[str, str]]:

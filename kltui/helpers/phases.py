@@ -16,13 +16,13 @@ from kltui.engines.sglang import PROCESS_IDENTITY
 from kltui.engines.sglang_parse import Delta, GenResult
 from kltui.helpers.context import (
     COMPARABLE_TEMPERATURES,
-    LOGPROB_SENTINEL,
     HelperContext,
     PhaseError,
-    all_finite,
     describe_logprob,
 )
-from kltui.metrics.k3 import ScoreBook
+from kltui.helpers.registry import HELPERS
+from kltui.metrics.k3 import ScoreBook, invalidate
+from kltui.metrics.protocol import UNVERIFIED, not_a_number, unverified
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -47,6 +47,10 @@ def helper(name: str) -> Callable:
             run = run or Run(ctx, name)
             try:
                 async for ev in fn(ctx, run):
+                    if isinstance(ev, HelperFinished) and ev.helper == run.helper:
+                        # each protocol finding is also a line of its own, before the result
+                        for p in run.protocol_problems(ev):
+                            yield p
                     yield ev
             except PhaseError as e:
                 if e.finished is None:
@@ -66,8 +70,11 @@ class Run:
     def __init__(self, ctx: HelperContext, helper: str) -> None:
         self.ctx, self.helper = ctx, helper
         self.phase = "starting"
-        self.book = ScoreBook(ctx.tail_threshold)
+        self.book = ScoreBook(ctx.tail_threshold, sides=_sides(helper))
         self.skipped = 0
+        # scored-decode samples whose answer nothing tied to its prompt (no echoed rid, no
+        # prompt_tokens): an answer swapped between prompts cannot be told from a divergence
+        self.unverified: set[int] = set()
         self.extra: dict = {}
         # sample -> the ids side A replayed (prompt + generated), for the extras pass
         self.scored_inputs: dict[int, np.ndarray] = {}
@@ -94,31 +101,35 @@ class Run:
         """A PhaseError for an engine error in the current phase."""
         return PhaseError(err, self.helper, self.phase)
 
-    def bad_logprobs(self, side: str, found: list[tuple[int, np.ndarray]]) -> Problem | None:
-        """One warning for the scored logprobs of a phase that are not finite numbers.
+    def both_sides_non_finite(self, scored: list[SampleScored]) -> Problem | None:
+        """One warning for positions whose logprobs are not numbers on both sides.
 
         NaN/inf cannot be scored (k3 is undefined), so the helper fails rather than averaging
         them in silently; the values stay in the recording for inspection. SGLang's JSON
-        encoder writes NaN and inf as null, which kltui reads as NaN.
+        encoder writes NaN and inf as null, which kltui reads as NaN. A value that is not a
+        number on one side only is a protocol finding instead (`metrics.protocol`).
         """
         where = []
-        for sample, lps in found:
-            bad = ~np.isfinite(lps) | (lps <= LOGPROB_SENTINEL)
-            for pos in np.flatnonzero(bad)[:2]:
-                what = describe_logprob(float(lps[pos]))
-                where.append(f"sample {sample} position {int(pos)} is {what}")
+        for ev in scored:
+            a, b = np.asarray(ev.lp_a), np.asarray(ev.lp_b)
+            for pos in np.flatnonzero(not_a_number(a) & not_a_number(b))[:2]:
+                where.append(
+                    f"sample {ev.sample} position {int(pos)} is "
+                    f"{describe_logprob(float(a[pos]))} (prefill) and "
+                    f"{describe_logprob(float(b[pos]))} (decode)"
+                )
         if not where:
             return None
         self.extra["status"] = "fail"
-        self.extra["reason"] = f"{side} logprobs that are not finite numbers"
+        self.extra["reason"] = "logprobs that are not finite numbers on both sides"
         return Problem(
             self.ctx.server,
-            f"[{self.helper}/{self.phase}] {side} logprobs that are not finite numbers: "
+            f"[{self.helper}/score] logprobs that are not finite numbers on both sides: "
             f"{'; '.join(where[:4])}{' ...' if len(where) > 4 else ''}; k3 is undefined there, "
             "so the helper fails",
             fatal=False,
             helper=self.helper,
-            phase=self.phase,
+            phase="score",
         )
 
     def temperature_warning(self) -> Problem | None:
@@ -239,14 +250,8 @@ class Run:
                 out.extend(results)
         except EngineError as e:
             raise self.error(e) from None
-        if logprobs and live:  # only the scored side's logprobs can fail the helper
-            found = [
-                (samples[r.index], r.output_logprobs)
-                for r in out
-                if not all_finite(r.output_logprobs)
-            ]
-            if (p := self.bad_logprobs("output (decode side)", found)) is not None:
-                yield p
+        if live:  # the scored answers: a prompt_tokens count or the echoed rid ties each
+            self.unverified.update(samples[r.index] for r in out if not r.prompt_verified)
         for r in out:
             if logprobs and r.output_logprobs.size != r.output_ids.size:
                 raise self.error(
@@ -280,17 +285,11 @@ class Run:
             await self.check_identity()
         except EngineError as e:
             raise self.error(e) from None
-        tails = [
-            (sample, res.input_logprobs[-gen.output_ids.size :])
-            for (sample, _, gen), res in zip(items, results, strict=True)
-        ]
-        found = [(s, lp) for s, lp in tails if not all_finite(lp)]
-        if (p := self.bad_logprobs("input (prefill side)", found)) is not None:
-            yield p
         yield self.enter("score")
         self.check_compared_ids(items, results)
         prompt_quirks: list = []
         compared: list = []
+        scored_now: list[SampleScored] = []
         for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
             n = gen.output_ids.size
             if res.input_logprobs.size != full.size:
@@ -340,7 +339,10 @@ class Run:
             )
             add_scored(self.book, scored)
             self.scored_inputs[sample] = full
+            scored_now.append(scored)
             yield scored
+        if (p := self.both_sides_non_finite(scored_now)) is not None:
+            yield p
         if prompt_quirks:
             yield self.prompt_id_warning(prompt_quirks)
         if compared:
@@ -411,11 +413,48 @@ class Run:
         del summary["threshold"], summary["tail_threshold"]
         summary.update(self.extra)
         summary.update(extra)
+        found = [dict(f) for f in summary.get("protocol") or ()]
+        if self.unverified:
+            found.append(
+                unverified(
+                    sorted(self.unverified),
+                    "the server reports neither prompt_tokens nor the request id (rid) it was "
+                    "sent as meta_info.id",
+                )
+            )
+        for f in found:  # one line that names the helper and the server
+            f["message"] = f"{self.helper} on {self.ctx.server}: {f['message']}"
+        summary["protocol"] = found
+        if found and summary.get("status") != "error":
+            invalidate(summary, found)
         if summary.get("status") is None:
             summary["status"] = "pass" if summary["passed"] else "fail"
         summary["passed"] = summary["status"] == "pass"
         return HelperFinished(self.helper, self.ctx.server, summary)
 
+    def protocol_problems(self, fin: HelperFinished) -> list[Problem]:
+        """A warning per protocol finding of `fin` (the data is its summary's `protocol`)."""
+        prefix = f"{self.helper} on {self.ctx.server}: "
+        return [
+            Problem(
+                self.ctx.server,
+                f"[{self.helper}/{phase}] protocol fault: {f['message'].removeprefix(prefix)}",
+                fatal=False,
+                helper=self.helper,
+                phase=phase,
+            )
+            for f in fin.summary.get("protocol") or ()
+            for phase in ["decode" if f.get("kind") == UNVERIFIED else "score"]
+        ]
+
     def partial(self, message: str) -> HelperFinished:
         """What was measured before a fatal fault, marked as an error (never averaged in)."""
         return self.finished(status="error", error=message)
+
+
+def _sides(helper: str) -> tuple[str, str]:
+    """What side A and side B are called in the helper's protocol findings."""
+    spec = HELPERS.get(helper)
+    if spec is None or not spec.same_engine:
+        return ("SGLang", spec.side_b if spec else "side B")
+    return ("prefill", spec.side_b)

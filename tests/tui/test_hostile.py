@@ -35,7 +35,7 @@ def done(app: KltuiApp) -> bool:
         ("malformed-sse", "decode", "error"),
         ("token-mismatch", "prefill", "error"),
         ("restart", "prefill", "invalid"),
-        ("logprob-nan", "decode", "fail"),
+        ("logprob-nan", "decode", "invalid"),  # one side only: a protocol finding
     ],
 )
 async def test_fault_is_shown_and_kept(hostile, tmp_path, fault, phase, helper_status):

@@ -53,6 +53,7 @@ SUMMARY_FIELDS = (
     "non_finite_tokens",
     "id_mismatch_tokens",
     "id_mismatches",
+    "protocol",
 )
 
 
