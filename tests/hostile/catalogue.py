@@ -25,6 +25,14 @@ class Case:
     cfg: dict = field(default_factory=dict)
     # the phase of the server whose requests are counted: a generate is never re-sent
     sent_once: str | None = None
+    # a protocol fault: a warning line (the run goes on), the helper `invalid` (exit 3) and
+    # the finding of this kind in its summary's `protocol`, never read as numerics
+    protocol: str | None = None
+
+    @property
+    def fatal(self) -> bool:
+        """The line is an error (the run stopped at the fault), not a warning."""
+        return self.exit == EXIT_SERVER and self.protocol is None
 
 
 def _stream(fault: str, what: str, message: str, **kw) -> Case:
@@ -340,20 +348,72 @@ PAYLOAD = [
 BAD_VALUES = [
     Case(
         f"{fault}@{phase}",
-        f"{label} as a scored {'output' if phase == 'decode' else 'input'} logprob",
+        f"{label} as a scored {'output' if phase == 'decode' else 'input'} logprob (one side "
+        "only: a protocol finding, left out of the k3 figures)",
         {"fault": fault, "phase": phase},
-        phase,
-        EXIT_FAIL,
-        rf"logprobs that are not finite numbers: sample 0 position {pos} is {shown}",
+        "score",
+        EXIT_SERVER,
+        rf"protocol fault: NaN/inf logprobs on one side only at 1 position\(s\) of 1 "
+        rf"sample\(s\): sample 0 position {pos} \(sample 0 position {pos}: "
+        + (rf"prefill -?[0-9.]+, decode {shown}\)" if phase == "decode" else rf"prefill {shown}, ")
+        + ".*left out of the k3 figures",
+        protocol="one-sided-non-finite",
     )
     for fault, label, shown in [
-        ("logprob-null", "null", "null or NaN"),
-        ("logprob-nan", "NaN", "null or NaN"),
+        ("logprob-null", "null", r"NaN \(null\)"),
+        ("logprob-nan", "NaN", r"NaN \(null\)"),
         ("logprob-inf", "+Infinity", r"\+inf"),
         ("logprob-neg-inf", "-Infinity", "-inf"),
-        ("logprob-9999", "-9999.0", r"-9999 \(an -inf sentinel\)"),
+        ("logprob-9999", "-9999.0", r"-9999 \(the -inf sentinel\)"),
     ]
     for phase, pos in [("decode", 1), ("prefill", 5)]
+]
+
+PROTOCOL = [
+    Case(
+        "rotate@decode",
+        "decode answers rotated between prompts, without prompt_tokens: the echoed request id "
+        "(meta_info.id) gives them away",
+        {"fault": "rotate", "phase": "decode", "prompt_tokens": False},
+        "decode",
+        EXIT_SERVER,
+        r"answer 0 is the answer to prompt 1 \(its meta_info.id 'kltui-[0-9a-f]+-1' is the rid "
+        r"prompt 1 was sent with\): answers rotated or swapped between requests",
+        sent_once="decode",
+    ),
+    Case(
+        "rotate@decode-nostream",
+        "the same, not streamed",
+        {"fault": "rotate", "phase": "decode", "prompt_tokens": False},
+        "decode",
+        EXIT_SERVER,
+        r"answer 0 is the answer to prompt 1 .*answers rotated or swapped between requests",
+        cfg={"stream": False},
+        sent_once="decode",
+    ),
+    Case(
+        "rotate-unverifiable@decode",
+        "decode answers rotated between prompts, with neither prompt_tokens nor the request id "
+        "echoed: nothing can tell, and kltui says so instead of reading a divergence",
+        {"fault": "rotate", "phase": "decode", "prompt_tokens": False, "echo_rid": False},
+        "decode",
+        EXIT_SERVER,
+        r"\[match/decode\] protocol fault: answers' prompts cannot be verified for 3 "
+        r"sample\(s\) \(0, 1, 2\): the server reports neither prompt_tokens nor the request "
+        r"id \(rid\) it was sent as meta_info.id",
+        protocol="prompt-unverified",
+    ),
+    Case(
+        "logprob-positive@all",
+        "+10 on every logprob of sample 0 in decode and replay alike (bit-identical, and "
+        "impossible)",
+        {"fault": "logprob-positive", "times": 0},
+        "score",
+        EXIT_SERVER,
+        r"\[match/score\] protocol fault: logprobs above 0 \(impossible: a logprob is log p <= "
+        r"0\) at 6 position\(s\) of 1 sample\(s\): sample 0 position 0, .* \(largest \+9\.",
+        protocol="logprob-above-zero",
+    ),
 ]
 
 RESTART = [
@@ -385,7 +445,20 @@ RESTART = [
     ),
 ]
 
-CHECK_CASES = TRANSPORT + HTTP + PAYLOAD + BAD_VALUES + RESTART
+# the drill-down's extras come after the gate (HelperFinished is out): a test of its own
+TOPK_EXTRAS = Case(
+    "topk-sum@extras",
+    "the drill-down's top-k alternatives sum above 1: a warning naming sample and positions, "
+    "that top-k not shown; the gate (a pass here) never reads top-k",
+    {"fault": "topk-sum", "phase": "prefill", "occurrence": 2, "drift": 1e-9},
+    "extras",
+    EXIT_PASS,
+    r"\[match/extras\] protocol fault: sample \d: top-k probabilities sum above 1 "
+    r"\(impossible\) at position\(s\) 0, 1, .*\(largest sum 4\.756\); its top-k is not shown",
+    cfg={"extras": 1},
+)
+
+CHECK_CASES = TRANSPORT + HTTP + PAYLOAD + BAD_VALUES + PROTOCOL + RESTART
 
 
 @dataclass(frozen=True)
@@ -657,6 +730,15 @@ NAMED = [
         "test_check_faults.py::test_restart_between_helpers_keeps_the_first_and_invalidates"
         "_the_second",
         "a restart between helpers: the finished helper stands, the next is marked invalid",
+    ),
+    Named(
+        "test_check_faults.py::test_topk_sum_above_one_in_the_extras_is_a_protocol_warning",
+        TOPK_EXTRAS.what,
+    ),
+    Named(
+        "test_check_faults.py::test_rid_ties_answers_to_prompts_without_prompt_tokens",
+        "a server without prompt_tokens that echoes the request id: answers verified, the run "
+        "passes",
     ),
     Named(
         "test_check_faults.py::test_generate_is_never_resent_even_on_a_transient_status",

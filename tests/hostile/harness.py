@@ -160,15 +160,18 @@ def fault_line(res: Result, url: str, phase: str, message: str, label: str = "er
     return line
 
 
-def assert_recording(res: Result, exit_code: int, phase: str | None, message: str) -> Problem:
-    """The recording holds every event up to the fault and ends with the verdict."""
+def assert_recording(
+    res: Result, exit_code: int, phase: str | None, message: str, fatal: bool | None = None
+) -> Problem:
+    """The recording holds every event up to the fault and ends with the verdict. `fatal`:
+    whether the fault's Problem is fatal (None: when the exit code is 3)."""
     rec = res.recording
     assert rec is not None and not rec.truncated
     ev = rec.events
     assert isinstance(ev[0], RunStarted), ev[:2]
     assert isinstance(ev[-1], RunFinished) and ev[-1].verdict == VERDICT_OF_EXIT[exit_code]
     assert sum(isinstance(e, RunFinished) for e in ev) == 1
-    label_fatal = exit_code == 3
+    label_fatal = exit_code == 3 if fatal is None else fatal
     probs = [e for e in ev if isinstance(e, Problem) and re.search(message, e.message)]
     assert len(probs) == 1, [e for e in ev if isinstance(e, Problem)]
     p = probs[0]

@@ -75,6 +75,12 @@ FAULTS: dict[str, str] = {
     "id-quirk": "replay: reports id 0 wherever the id of prompt position 1 or of the last "
     "generated token was sent (as real SGLang reports the last vocabulary id)",
     "wrong-order": "answers a batch in reverse order (streamed: with the indices reversed)",
+    "rotate": "answer i is the whole answer to prompt i+1, as a proxy that swaps answers "
+    "between concurrent requests (streamed: prompt i+1's chunks tagged with index i); with "
+    "prompt_tokens=False the count that would betray it is not sent",
+    "logprob-positive": "adds +10 to every logprob of sample 0 (decode and replay alike, so the "
+    "two sides stay bit-identical): logprobs above 0, which no model gives",
+    "topk-sum": "top-k alternatives whose probabilities sum above 1 (each logprob -0.05)",
     "missing-index": "drops `index` from the stream chunks of sample 1",
     "huge": "decodes 100k tokens for sample 0, whatever max_new_tokens says",
     "restart": "restarts: startup_time changes from this request on",
@@ -138,6 +144,9 @@ class HostileServer:
     stream_interval: tokens per stream event (more when coalescing a long answer).
     api_key: when set, every request without `Authorization: Bearer <api_key>` gets 401.
     shifted: how many last replay rows "tail-shift" shifts (the run's max_new_tokens).
+    prompt_tokens: report meta_info.prompt_tokens (SGLang does; a proxy may strip it).
+    echo_rid: answer with the request's `rid` as meta_info.id, as SGLang does (False: an id
+    of the server's own, as a proxy that re-issues requests would).
 
     After a run: `counts` (requests per phase), `paths` (per route), `requests` (each with its
     headers and body), `hits` (the requests the fault hit), `streamed` (tokens per sample that
@@ -161,6 +170,8 @@ class HostileServer:
     stream_interval: int = 1
     api_key: str | None = None
     shifted: int = 6
+    prompt_tokens: bool = True
+    echo_rid: bool = True
 
     def __post_init__(self) -> None:
         if self.fault not in FAULTS:
@@ -470,20 +481,49 @@ class HostileServer:
             ctx.append(tok)
         return out, lps
 
-    def _input_logprobs(self, ids: list[int]) -> list[list]:
-        rows: list[list] = [[None, ids[0], None]]
-        for k in range(1, len(ids)):
-            rows.append([logprob(k, ids[k - 1], ids[k]) + self.drift, ids[k], None])
+    def _input_logprobs(self, ids: list[int], start: int = 0, text: bool = False) -> list[list]:
+        """Rows from `start` (SGLang's logprob_start_len); the first row has no logprob."""
+
+        def txt(t: int) -> str | None:
+            return token_text(t) if text else None
+
+        rows: list[list] = [[None, ids[start], txt(ids[start])]]
+        for k in range(start + 1, len(ids)):
+            rows.append([logprob(k, ids[k - 1], ids[k]) + self.drift, ids[k], txt(ids[k])])
         return rows
 
+    @staticmethod
+    def _top_rows(rows: list[list], k: int, fault: str) -> list:
+        """Top-k alternatives per input row: the scored token and k-1 far less likely ones
+        (a sum below 1), or with "topk-sum" k alternatives of logprob -0.05 each."""
+        out: list = [None]
+        for lp, tok, text in rows[1:]:
+            alts = [3 + (tok - 3 + j) % 491 for j in range(1, k)]
+            if fault == "topk-sum":
+                out.append([[-0.05, t, text] for t in [tok, *alts]])
+            else:
+                out.append([[lp, tok, text]] + [[-20.0 - j, t, text] for j, t in enumerate(alts)])
+        return out
+
     def _meta(self, rid: str, prompt_len: int, out_len: int, done: bool) -> dict:
-        return {
+        meta = {
             "id": rid,
             "finish_reason": {"type": "length", "length": out_len} if done else None,
             "prompt_tokens": prompt_len,
             "weight_version": "default",
             "num_retractions": 0,
         }
+        if not self.prompt_tokens:
+            del meta["prompt_tokens"]
+        return meta
+
+    def _rid(self, body: dict, phase: str, i: int) -> str:
+        sent = body.get("rid")
+        if self.echo_rid and isinstance(sent, list) and i < len(sent):
+            return sent[i]
+        if self.echo_rid and isinstance(sent, str):
+            return sent
+        return f"{phase}-{i:04d}-{id(self) % 9973:04x}"
 
     async def _generate(self, req: Request, writer, hit: bool) -> None:
         body = req.body
@@ -496,32 +536,52 @@ class HostileServer:
         max_new = int(sp.get("max_new_tokens", 128))
         logprobs = bool(body.get("return_logprob"))
         start = body.get("logprob_start_len", -1) if logprobs else None
+        # the extras request sends one start per prompt
+        starts = start if isinstance(start, list) else [start] * len(batch)
         fault = self.fault if hit else "none"
         items = []
         for i, ids in enumerate(batch):
-            cached = self._cached(ids, start)
+            cached = self._cached(ids, starts[i])
             n = HUGE_TOKENS if fault == "huge" and i == 0 else max_new
             out, lps = self._decode(ids, n)
+            if fault == "logprob-positive" and i == 0:
+                lps = [lp + 10.0 for lp in lps]
             items.append((i, ids, out, lps, cached))
         for _, ids, out, _, _ in items:
             self._cache.append(ids + out)
         if body.get("stream"):
             await self._stream(req, writer, items, logprobs, fault)
         else:
-            answers = [self._answer(it, logprobs, start, fault, req.phase) for it in items]
+            answers = [self._answer(it, starts[it[0]], fault, req) for it in items]
             if fault == "wrong-order":
                 answers.reverse()
+            elif fault == "rotate":
+                answers = answers[1:] + answers[:1]
             await self._send_json(writer, answers)
 
-    def _answer(self, item, logprobs: bool, start, fault: str, phase: str) -> dict:
+    def _answer(self, item, start, fault: str, req: Request) -> dict:
         i, ids, out, lps, cached = item
-        rid = f"{phase}-{i:04d}-{id(self) % 9973:04x}"
-        meta = self._meta(rid, len(ids), len(out), True)
+        body, phase = req.body, req.phase
+        logprobs = bool(body.get("return_logprob"))
+        meta = self._meta(self._rid(body, phase, i), len(ids), len(out), True)
         if fault == "abort" and i == 0:
             meta["finish_reason"] = {"type": "abort", "message": "injected abort: out of memory"}
         if logprobs:
-            # kltui asks from position 0 (replay, tokenize) or not at all (-1, decode)
-            in_rows = self._input_logprobs(ids) if start == 0 else []
+            # kltui asks from position 0 (replay, tokenize), not at all (-1, decode), or from
+            # a window's start (the drill-down's extras)
+            text = bool(body.get("return_text_in_logprobs"))
+            in_rows = (
+                self._input_logprobs(ids, start, text)
+                if isinstance(start, int) and 0 <= start < len(ids)
+                else []
+            )
+            if fault == "logprob-positive" and i == 0:
+                for row in in_rows[1:]:
+                    row[0] += 10.0
+            if body.get("top_logprobs_num") and in_rows:
+                meta["input_top_logprobs"] = self._top_rows(
+                    in_rows, int(body["top_logprobs_num"]), fault
+                )
             out_rows = [[lp, t, None] for lp, t in zip(lps, out, strict=True)]
             if i == 0 and phase == "prefill" and fault == "token-mismatch":
                 ids = [r[1] for r in in_rows]
@@ -623,6 +683,8 @@ class HostileServer:
                 obj = self._chunk(req, i, ids, out, lps, cached, lo, have, logprobs, fault)
                 if fault == "wrong-order":
                     obj["index"] = n - 1 - i
+                elif fault == "rotate":
+                    obj["index"] = (i - 1) % n
                 if fault == "missing-index" and i == 1:
                     del obj["index"]
                 await event(obj)
@@ -636,8 +698,7 @@ class HostileServer:
 
     def _chunk(self, req, i, ids, out, lps, cached, lo, have, logprobs, fault) -> dict:
         done = have == len(out)
-        rid = f"{req.phase}-{i:04d}-{id(self) % 9973:04x}"
-        meta = self._meta(rid, len(ids), have, done)
+        meta = self._meta(self._rid(req.body, req.phase, i), len(ids), have, done)
         if done and fault == "abort" and i == 0:
             meta["finish_reason"] = {"type": "abort", "message": "injected abort: out of memory"}
         if logprobs:

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 from kltui.session.events import TokensDecoded
-from tests.hostile.catalogue import CHECK_CASES, EXIT_FAIL, EXIT_PASS, RETRIES, Case, Retry
+from tests.hostile.catalogue import (
+    CHECK_CASES,
+    EXIT_FAIL,
+    EXIT_PASS,
+    RETRIES,
+    TOPK_EXTRAS,
+    Case,
+    Retry,
+)
 from tests.hostile.harness import (
     assert_clean_output,
     assert_recording,
@@ -41,10 +49,20 @@ async def test_fault_in_check(case: Case, hostile, tmp_path):
 
     assert res.rc == case.exit, res.out
     assert_clean_output(res)
-    label = "error" if case.exit == 3 else "warning"
+    label = "error" if case.fatal else "warning"
     fault_line(res, url, case.phase, case.message, label)
-    p = assert_recording(res, case.exit, case.phase, case.message)
+    p = assert_recording(res, case.exit, case.phase, case.message, case.fatal)
     assert p.source == url
+    if case.protocol is not None:
+        # its own finding, as data: the helper is invalid (never pass, never numerics)
+        h = res.report["helpers"]["match"]
+        assert h["status"] == "invalid" and h["passed"] is False, h["status"]
+        assert [f["kind"] for f in h["protocol"]] == [case.protocol]
+        (found,) = h["protocol"]
+        assert found["message"].startswith(f"match on {url}: ")
+        assert found["samples"] and h["reason"].startswith("protocol fault: match on ")
+        (fin,) = [e for e in res.recording.events if type(e).__name__ == "HelperFinished"]
+        assert fin.summary["protocol"] == h["protocol"]
     if case.sent_once:
         # the failed request was not silently re-sent (it would measure a different batch)
         assert srv.counts[case.sent_once] == 1, dict(srv.counts)
@@ -57,6 +75,11 @@ async def test_fault_in_check(case: Case, hostile, tmp_path):
     if case.exit == EXIT_FAIL:
         h = res.report["helpers"]["match"]
         assert h["status"] == "fail" and h["scored"] == 3 and h["non_finite_tokens"] >= 0
+    if case.protocol == "one-sided-non-finite":
+        # left out of the k3 figures, not turned into inf
+        h = res.report["helpers"]["match"]
+        assert h["avg_kl_div"] == 0.0 and h["max_k3"] == 0.0 and h["non_finite_tokens"] == 0
+        assert h["protocol"][0]["positions"] == [[0, 1 if "decode" in case.id else 5]]
 
 
 async def test_restart_between_helpers_keeps_the_first_and_invalidates_the_second(
@@ -143,8 +166,8 @@ def test_fault_through_the_cli(case_id, hostile, tmp_path):
     res = check_cli(url.removeprefix("http://"), tmp_path, **case.cfg)
     assert res.rc == case.exit, res.out
     assert_clean_output(res)
-    fault_line(res, url, case.phase, case.message, "error" if case.exit == 3 else "warning")
-    assert_recording(res, case.exit, case.phase, case.message)
+    fault_line(res, url, case.phase, case.message, "error" if case.fatal else "warning")
+    assert_recording(res, case.exit, case.phase, case.message, case.fatal)
     assert res.out.rstrip().endswith(f"recording: {tmp_path / 'r.kltui.jsonl'}")
 
 
@@ -224,3 +247,33 @@ async def test_check_says_that_it_flushed(hostile, tmp_path):
     (line,) = [ln for ln in res.out.splitlines() if ln.startswith("flushed the radix cache")]
     assert f"of {srv.url} {srv.counts['flush']} time(s)" in line
     assert "every client of that server" in line
+
+
+async def test_topk_sum_above_one_in_the_extras_is_a_protocol_warning(hostile, tmp_path):
+    """Top-k alternatives of the drill-down's request that sum above 1: one warning naming
+    helper, server, sample and positions; that top-k is not shown. The gate is decided
+    before the extras (and never reads top-k), so its pass stands."""
+    case = TOPK_EXTRAS
+    srv = hostile(**case.server)
+    res = await check_inproc(srv.url, tmp_path, **case.cfg)
+    assert res.rc == case.exit, res.out
+    assert_clean_output(res)
+    assert srv.hits == ["prefill"]  # the extras request (the second prefill-only one)
+    fault_line(res, srv.url, case.phase, case.message, "warning")
+    (p,) = [q for q in res.report["problems"] if "protocol fault" in q["message"]]
+    assert not p["fatal"] and p["source"] == srv.url
+    assert not [e for e in res.recording.events if type(e).__name__ == "ExtrasFetched"]
+    h = res.report["helpers"]["match"]
+    assert h["status"] == "pass" and h["protocol"] == []
+
+
+async def test_rid_ties_answers_to_prompts_without_prompt_tokens(hostile, tmp_path):
+    """No prompt_tokens, but the request id echoed as meta_info.id (as SGLang does): every
+    answer is tied to its prompt, so nothing is flagged."""
+    srv = hostile(prompt_tokens=False)
+    res = await check_inproc(srv.url, tmp_path)
+    assert res.rc == EXIT_PASS, res.out
+    h = res.report["helpers"]["match"]
+    assert h["status"] == "pass" and h["protocol"] == []
+    decode = [r.body for r in srv.requests if r.phase == "decode"]
+    assert len(decode) == 1 and len(set(decode[0]["rid"])) == 3
