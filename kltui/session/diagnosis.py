@@ -256,8 +256,8 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
 
     cache = {h: st for h, st in usable.items() if h in cache_names}
     dirty = [h for h, st in cache.items() if not exact[h]]
-    sides = {h: path_side(st) for h, st in (*cache.items(), (base, match))}
-    verdicts = [judge(h, sides[h], sides[base]) for h in dirty]
+    # each cache path against match on the same sample ids, in the cache helper's order
+    verdicts = [judge(h, path_side(cache[h]), path_side(match, cache[h].book.order)) for h in dirty]
     ctx = _Ctx(store, server, info, match, cache, verdicts, evidence, page, why, rests)
     if exact[base]:
         return _match_exact(ctx)
