@@ -22,7 +22,7 @@ from kltui.helpers.registry import baseline_path, path_of, same_engine
 from kltui.session.compare import BookDiff, compare_books
 from kltui.session.evidence import level_of
 from kltui.session.paired import STRAY_ULP_FLOOR
-from kltui.session.servers import COMPARED, models_differ
+from kltui.session.servers import COMPARED, ModelCheck, model_check, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 LABELS = ("A", "B")
@@ -58,11 +58,12 @@ class ServerPair:
 
     servers: tuple[str, str]  # A, B
     identical: bool | None  # see the module's docstring
-    same_model: bool | None  # None when either server's identity is unknown
+    same_model: bool | None  # None when either server's identity is unknown or unverified
     settings_differ: dict[str, tuple[Any, Any]]  # compared setting -> (A's, B's)
     uncompared: dict[str, str]  # helper -> why it was not compared
     helpers: dict[str, HelperComparison]
     reading: str
+    model_check: ModelCheck | None = None  # same / different / unverified weights, with why
 
     def to_json(self) -> dict[str, Any]:
         """The pair as the JSON result's `cross_server` entry (docs/JSON.md)."""
@@ -70,6 +71,7 @@ class ServerPair:
             "servers": list(self.servers),
             "identical": self.identical,
             "same_model": self.same_model,
+            "model_check": self.model_check.to_json() if self.model_check else None,
             "settings_differ": {k: list(v) for k, v in self.settings_differ.items()},
             "uncompared": dict(self.uncompared),
             "helpers": {h: c.to_json() for h, c in self.helpers.items()},
@@ -178,14 +180,20 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     else:
         identical = None
     models = models_differ(ix, iy) if ix and iy else None
+    check = model_check(ix, iy) if ix and iy else None
+    reading = _reading(helpers, uncompared, differ, identical, models)
+    if check is not None and check.state == "unverified":
+        # the same name is not the same weights: every reading below holds only if they are
+        reading = f"{reading}; {check.why}: this reading holds only if they are the same"
     return ServerPair(
         servers=(x, y),
         identical=identical,
-        same_model=None if not (ix and iy) else models is None,
+        same_model=None if check is None else check.same,
         settings_differ=differ,
         uncompared=uncompared,
         helpers=helpers,
-        reading=_reading(helpers, uncompared, differ, identical, models),
+        reading=reading,
+        model_check=check,
     )
 
 

@@ -139,9 +139,9 @@ def _coverage(states: dict) -> tuple[list[str], dict[str, str]]:
 def _protocol_lines(states: dict) -> list[str]:
     """Each protocol finding of a helper, as its own line: never read as numerics."""
     out = []
-    for h, st in states.items():
+    for st in states.values():
         for f in (st.summary.protocol or []) if st.summary is not None else []:
-            out.append(f"{h}: protocol fault, not numerics: {f['message']}")
+            out.append(f"protocol fault, not numerics: {f['message']}")
     return out
 
 

@@ -143,3 +143,20 @@ def test_models_differ_by_path_name_or_weight_version():
     # a served name is an alias: two paths decide even when the aliases agree
     aliased = {"model_path": "/m/Qwen3-8B", "served_model_name": "llm"}
     assert models_differ({**local, "served_model_name": "llm"}, aliased) is not None
+
+
+def test_the_same_model_name_without_a_weights_check_is_unverified_not_the_same_model():
+    """Issue 28 item 8: two remote servers named alike whose weights nothing verifies."""
+    servers = [
+        {"url": A, "model_path": "/models/llama-8b", "weight_version": "default"},
+        {"url": B, "model_path": "/other/llama-8b", "weight_version": "default"},
+    ]
+    store = run(["match"], servers)
+    helper(store, "match", A)
+    helper(store, "match", B, noise=1e-2)
+    (pair,) = cross_server(store)
+    assert pair.same_model is None
+    assert pair.model_check is not None and pair.model_check.state == "unverified"
+    assert pair.reading.startswith("match differs between servers")
+    assert pair.reading.endswith("this reading holds only if they are the same"), pair.reading
+    assert pair.to_json()["model_check"]["state"] == "unverified"
