@@ -210,13 +210,23 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
             if nonfinite
             else ""
         )
-        if not why:
+        # a helper the run did not ask for is named, not held against it; one that was asked
+        # and tested nothing is; and condition 2 needs at least one cache path tested
+        asked = set(store.config.helpers) or {base, *cache_names}
+        blocking = {h: w for h, w in why.items() if h in asked}
+        unasked = [h for h in why if h not in asked]
+        if not blocking and base in usable and any(h in usable for h in cache_names):
+            more = (
+                f" on the paths tested; not run (not asked for): {', '.join(unasked)}"
+                if unasked
+                else ""
+            )
             return Diagnosis(
                 server,
                 0,
                 [],
                 prefix + "bit-identical: prefill and decode agree exactly in every helper "
-                "(conditions 1 and 2 hold)" + rests,
+                f"(conditions 1 and 2 hold{more})" + rests,
                 evidence,
             )
         held = (
