@@ -273,6 +273,14 @@ FAULTS: dict[str, Family] = {
         for share in (0.1, 0.25, 0.5, 1.0)
         for factor in (3.0, 10.0, 30.0)
     },
+    **{
+        f"{int(share * 100)} % of samples x{factor:g}, real H200 pair noise": (
+            Shape(0.0, real=True),
+            fraction(share, factor),
+        )
+        for share in (0.1, 0.25)
+        for factor in (10.0,)
+    },
     "stale prefix, excess 10x noise": (Shape(1.0), stale_prefix(10.0)),
     "window-evict, window 128": (Shape(1.0), window_evict(128, 300.0)),
     "window-evict, window 256": (Shape(1.0), window_evict(256, 300.0)),

@@ -141,8 +141,9 @@ async def test_helper_durations_come_from_event_times(reference_servers, tmp_pat
     started = next(e for e in rec.events if isinstance(e, HelperStarted))
     finished = next(e for e in rec.events if isinstance(e, HelperFinished))
     secs = finished.at - started.at
-    assert secs > 0.05  # a real decode and replay happened in between
     i0, i1 = rec.events.index(started), rec.events.index(finished)
+    # a real decode and replay happened in between (how long they take is the machine's)
+    assert secs > 0 and any(isinstance(e, SampleScored) for e in rec.events[i0:i1])
     assert secs == pytest.approx(rec.times[i1] - rec.times[i0], abs=0.05)
     # a replay applied in one go shows the same duration as the live run
     store = SessionStore()
