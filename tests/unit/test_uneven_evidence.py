@@ -75,13 +75,19 @@ def test_affected_samples_are_set_apart_by_what_they_share():
     assert "every one has prompt length >= 200" in line, line
 
 
-def test_sparse_noise_that_misses_match_is_not_condition_2():
-    """Match exact by chance, one differing token on a cache path: no state bug claimed."""
-    rng = np.random.default_rng(1)
+def _match_exact(seed: int, n: int = 8):
+    """A store whose match is bit-identical on n samples of 16 tokens, and those rows."""
+    rng = np.random.default_rng(seed)
     st = SessionStore()
     started(st)
-    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(8))]
+    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(n))]
     feed_rows(st, "match", exact)
+    return st, exact, rng
+
+
+def test_sparse_noise_that_misses_match_is_not_condition_2():
+    """Match exact by chance, one differing token on a cache path: no state bug claimed."""
+    st, exact, _ = _match_exact(1)
     rows = [(a.copy(), b) for a, b in exact]
     rows[2][0][5] += 3e-3  # one token, k3 ~4.5e-6: per-sample mean far above the 1e-9 floor
     feed_rows(st, "prefill_cache_hit", rows)
@@ -93,11 +99,7 @@ def test_sparse_noise_that_misses_match_is_not_condition_2():
 
 
 def test_a_real_state_bug_with_match_exact_is_still_condition_2():
-    rng = np.random.default_rng(2)
-    st = SessionStore()
-    started(st)
-    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(8))]
-    feed_rows(st, "match", exact)
+    st, exact, rng = _match_exact(2)
     feed_rows(st, "prefill_cache_hit", [(a + 0.01 * rng.standard_normal(16), b) for a, b in exact])
     feed_rows(st, "decode_cache_hit", [(a.copy(), b) for a, b in exact])
     (d,) = diagnose(st)
@@ -105,11 +107,7 @@ def test_a_real_state_bug_with_match_exact_is_still_condition_2():
 
 
 def test_a_start_mostly_at_the_first_token_is_not_mid_generation_at_position_0():
-    rng = np.random.default_rng(5)
-    st = SessionStore()
-    started(st)
-    exact = [(b, b.copy()) for b in (-1 - rng.random(16) * 4 for _ in range(12))]
-    feed_rows(st, "match", exact)
+    st, exact, rng = _match_exact(5, n=12)
     rows = []
     for i, (a, b) in enumerate(exact):
         a = a.copy()
