@@ -535,6 +535,11 @@ def _no_more(excess: list) -> str:
     verb = "stays" if len(excess) == 1 else "stay"
     if not excess or any(e.too_few for e in excess):  # too few to test: only the floor speaks
         return f"{verb} at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor"
+    if all(e.equal == e.n for e in excess):
+        return (
+            f"{verb} at rounding level with match on every sample (both below the "
+            f"{STRAY_ULP_FLOOR:g} floor)"
+        )
     return (
         f"{'is' if len(excess) == 1 else 'are'} not above it on the same prompts beyond chance "
         f"(p<{EVIDENCE_P:g}) nor beyond a x{MIN_RATIO:g} drift"
