@@ -25,8 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=30000, help="port; 0 picks a free one")
     parser.add_argument(
         "--deterministic",
+        "--enable-deterministic-inference",
+        dest="deterministic",
         action="store_true",
-        help="batch-invariant kernels: prefill and decode logprobs are bit-identical",
+        help="batch-invariant kernels: prefill and decode logprobs are bit-identical "
+        "(--enable-deterministic-inference is SGLang's name)",
     )
     parser.add_argument(
         "--fault",
@@ -39,7 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--page-size", type=int, default=1, help="radix cache page size")
     parser.add_argument(
-        "--checkpoint", default=str(CHECKPOINT_DIR), help="HF Llama folder to serve"
+        "--checkpoint",
+        "--model-path",
+        dest="checkpoint",
+        default=str(CHECKPOINT_DIR),
+        help="HF Llama folder to serve (--model-path is SGLang's name)",
     )
     parser.add_argument(
         "--incremental-streaming-output",
@@ -63,6 +70,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed of per-request sampling seeds when a request names none (random)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    # SGLang's CUDA-graph flags, accepted so that an SGLang command line runs here unchanged, and
+    # ignored: this server has no CUDA graphs (/server_info says disable_cuda_graph: true either
+    # way), which makes them the flags a test can show "did not take effect" with.
+    parser.add_argument(
+        "--disable-cuda-graph",
+        action="store_true",
+        help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
+    )
+    parser.add_argument(
+        "--cuda-graph-max-bs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
+    )
     parser.add_argument(
         "--skip-tokenizer-init",
         action="store_true",

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 
+import httpx
 import pytest
 
 from kltui.reference.cli_entry import add_arguments
@@ -94,3 +95,45 @@ def test_the_server_exits_when_its_parent_is_killed(from_thread: bool) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_sglang_flag_names_are_accepted_beside_kltuis() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        ["--enable-deterministic-inference", "--model-path", "/m", "--random-seed", "7"]
+        + ["--disable-radix-cache", "--page-size", "4", "--disable-cuda-graph"]
+        + ["--cuda-graph-max-bs", "8"]
+    )
+    assert args.deterministic and args.checkpoint == "/m" and args.random_seed == 7
+    assert args.disable_radix_cache and args.page_size == 4
+    assert not parser.parse_args([]).deterministic
+
+
+def test_serve_help_lists_the_sglang_flags() -> None:
+    """`kltui ablate` reads a launch command's --help to know which flags it may vary."""
+    out = subprocess.run(
+        [sys.executable, "-m", "kltui.reference", "serve", "--help"],
+        capture_output=True, text=True, cwd=PACKAGE_ROOT, check=True,
+    )  # fmt: skip
+    for flag in (
+        "--enable-deterministic-inference", "--deterministic", "--disable-radix-cache",
+        "--page-size", "--random-seed", "--model-path", "--fault", "--disable-cuda-graph",
+        "--cuda-graph-max-bs", "--port", "--host",
+    ):  # fmt: skip
+        assert flag in out.stdout, flag
+
+
+def test_sglang_cuda_graph_flags_are_accepted_and_change_nothing(reference_servers, det_server):
+    """A flag the server accepts and ignores: /server_info says what it said without it
+    (disable_cuda_graph is true either way: this server has no CUDA graphs)."""
+    ignored = ("--disable-cuda-graph", "--cuda-graph-max-bs", "8")
+    srv = reference_servers.own(random_seed=0, deterministic=True, page_size=4, extra_args=ignored)
+    volatile = {"port", "launch_command", "startup_time", "internal_states"}
+
+    def info(url: str) -> dict:
+        got = httpx.get(url + "/server_info", trust_env=False).json()
+        return {k: v for k, v in got.items() if k not in volatile}
+
+    with_flags, without = info(srv.url), info(det_server.url)
+    assert with_flags == without and with_flags["disable_cuda_graph"] is True
