@@ -9,7 +9,7 @@
 #   scripts/real_engines.sh status
 #   scripts/real_engines.sh exec sglang|vllm CMD...
 #
-# Each server runs under a watchdog (real_engines/supervisor.py) holding its process group: with
+# Each server runs under a watchdog (kltui/launch/supervisor.py) holding its process group: with
 # --owner PID (or KLTUI_ENGINES_OWNER=PID) the server and all its workers stop within seconds of
 # that process ending, however it ends; without, it runs until `stop`. `stop`/`status` find
 # servers (also an earlier run's) only from the pid + start-time records written at start.

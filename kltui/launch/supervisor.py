@@ -309,8 +309,9 @@ class _Watchdog:
         rec = self.args.record
         if rec is None:
             return
-        current = read_record(rec)
-        if current is None or (current.get("supervisor") or {}).get("pid") == os.getpid():
+        # a record another watchdog has taken over since is that one's to remove
+        owner = (read_record(rec) or {}).get("supervisor") or {}
+        if owner.get("pid") in (None, os.getpid()):
             rec.unlink(missing_ok=True)
 
 

@@ -11,9 +11,9 @@ itself never imports anything from here. Standard library only, so it runs with 
     scripts/real_engines.sh status                        built envs and running servers (JSON)
     scripts/real_engines.sh exec sglang|vllm CMD...       run CMD with that engine's environment
 
-Every server runs under a watchdog (supervisor.py) that holds its process group. With --owner PID
-(or KLTUI_ENGINES_OWNER=PID; the test tier passes its own pid), the server and all its workers are
-stopped within seconds of that process going away, however it ends (exit, Ctrl-C, SIGTERM,
+Every server runs under kltui's own watchdog (kltui/launch/supervisor.py, the one `kltui ablate`
+uses) that holds its process group. With --owner PID (or KLTUI_ENGINES_OWNER=PID; the test tier
+passes its own pid), the server and all its workers are stopped within seconds of that process going away, however it ends (exit, Ctrl-C, SIGTERM,
 SIGKILL); without an owner the server runs until `stop`. `stop` and `status` find servers,
 including ones left by an earlier run, only from the records written at start in
 $KLTUI_ENGINES_CACHE/run/*.json (pid, start time, process group of the watchdog, the server and
@@ -416,8 +416,10 @@ def start(name: str, extra: list[str], timeout: float, owner: int | None = None)
     procs.write_record(statefile, state)
     # -E -s: the watchdog runs on the standard library alone, untouched by the engine's
     # PYTHONPATH (which the server still gets through the environment).
-    sup = [sys.executable, "-E", "-s", str(HERE / "supervisor.py"), "--record", str(statefile)]
+    sup = [sys.executable, "-E", "-s", str(procs.WATCHDOG), "--record", str(statefile)]
     sup += ["--grace", str(STOP_GRACE)]
+    if "vllm_cache" in state:
+        sup += ["--remove", state["vllm_cache"]]
     if owner_ident:
         sup += ["--owner-pid", str(owner), "--owner-start", str(owner_ident["start"])]
     t0 = time.monotonic()

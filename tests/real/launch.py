@@ -1,6 +1,6 @@
 """How the real-engine tier starts and stops servers: `scripts/real_engines.sh`, with this
 process as each server's owner, so a server never outlives the test session that started it,
-however the session ends (the watchdog in scripts/real_engines/supervisor.py stops it)."""
+however the session ends (the watchdog in kltui/launch/supervisor.py stops it)."""
 
 from __future__ import annotations
 
