@@ -1,0 +1,446 @@
+"""kltui ablate's reading (issue 29): every verdict from synthetic stores built from events,
+and both traps (a flag that changed nothing, a knob that only turns a helper off) named and
+never counted as fixes."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from kltui.ablate.knobs import parse_vary
+from kltui.ablate.plan import Config, attach, pairs, plan
+from kltui.ablate.reading import (
+    INCONCLUSIVE,
+    LOCALIZED,
+    NO_SINGLE,
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    REDUCED,
+    REMOVED,
+    SAME,
+    num,
+    read,
+)
+from kltui.metrics.k3 import ScoreBook
+from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
+from kltui.session.store import SessionStore
+
+HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
+LAUNCH = "python -m sglang.launch_server --model-path M --attention-backend triton".split()
+INFO = {
+    "attention_backend": "triton",
+    "disable_cuda_graph": False,
+    "disable_radix_cache": False,
+    "enable_deterministic_inference": False,
+    "page_size": 1,
+}
+
+
+def rows_at(rng, levels, length: int = 16):
+    """(lp_a, lp_b) per sample whose mean k3 is about `level` (0: bit-identical)."""
+    out = []
+    for lv in levels:
+        b = -1 - rng.random(length) * 4
+        d = np.sqrt(2 * lv) * (1 + 0.2 * rng.standard_normal(length)) if lv else 0.0
+        out.append((b - d, b))  # below b: a logprob stays <= 0
+    return out
+
+
+def store(url: str, info: dict, helpers: dict) -> SessionStore:
+    """A finished run on one server: helper -> rows, or "vacuous" (radix cache off)."""
+    st = SessionStore()
+    server = {"url": url, "engine": "sglang", **info}
+    st.apply(RunStarted("r", 0.0, {"max_new_tokens": 16, "temperature": 0.0}, [server], {}, "0"))
+    for helper, rows in helpers.items():
+        n = 32 if isinstance(rows, str) else len(rows)
+        st.apply(HelperStarted(helper, url, n, 1e-3, 1e-3))
+        if rows == "vacuous":
+            st.apply(
+                HelperFinished(
+                    helper,
+                    url,
+                    {
+                        "status": "vacuous",
+                        "scored": 0,
+                        "reason": "the server runs with "
+                        "disable_radix_cache=true: no cache hit is possible",
+                    },
+                )
+            )
+            continue
+        book = ScoreBook()
+        for i, (a, b) in enumerate(rows):
+            ids = np.arange(a.size)
+            book.add(i, ids, a, b, 5, 30)
+            st.apply(SampleScored(helper, url, i, ids, a, b, 5, 30))
+        summary = book.summary(n_samples=len(rows), n_skipped=0, threshold=1e-3)
+        summary["status"] = "pass" if summary["passed"] else "fail"
+        st.apply(HelperFinished(helper, url, summary))
+    return st
+
+
+def noisy(seed: int, level: float = 5e-3, n: int = 32, helpers=HELPERS) -> dict:
+    rng = np.random.default_rng(seed)
+    return {h: rows_at(rng, [level] * n) for h in helpers}
+
+
+def sweep(*specs: str):
+    return plan(LAUNCH, [parse_vary(s) for s in specs])
+
+
+def url(i: int) -> str:
+    return f"http://127.0.0.1:{30000 + i}"
+
+
+def text(ab) -> str:
+    return json.dumps(ab.to_json()) + "\n".join(ab.lines())
+
+
+# --------------------------------------------------------------------------- verdicts
+def test_not_reproduced_when_the_base_passes_at_the_floor():
+    p = sweep("attention-backend=fa3")
+    stores = {
+        "base": store(url(0), INFO, noisy(0, 0.0)),
+        "attention-backend=fa3": store(url(1), INFO | {"attention_backend": "fa3"}, noisy(1)),
+    }
+    ab = read(p, stores)
+    assert ab.verdict.kind == NOT_REPRODUCED
+    assert ab.verdict.line.startswith("not reproduced: the base passes at the floor (match 0,")
+    assert ab.verdict.next_step is None and ab.diverging == ()
+
+
+def test_localized_lists_every_knob_sufficient_on_its_own():
+    p = sweep("attention-backend=fa3", "deterministic=on", "cuda-graph=off")
+    stores = {
+        "base": store(url(0), INFO, noisy(0)),
+        "attention-backend=fa3": store(url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 0.0)),
+        "deterministic=on": store(
+            url(2), INFO | {"enable_deterministic_inference": True}, noisy(2, 0.0)
+        ),
+        "cuda-graph=off": store(url(3), INFO | {"disable_cuda_graph": True}, noisy(3)),
+    }
+    ab = read(p, stores)
+    assert ab.verdict.kind == LOCALIZED, ab.verdict.line
+    match = ab.verdict.helpers[0]
+    assert match.helper == "match"
+    assert match.sufficient == ("attention-backend=fa3", "deterministic=on")
+    lv = num(ab.base.helper("match").level)  # type: ignore[union-attr]
+    assert f"attention-backend=fa3 ({lv} -> 0, 32/32 samples bit-identical)" in match.line
+    assert "each remove match's divergence" in match.line
+    fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
+    r = fa3.helper("match")
+    assert r is not None and r.effect == REMOVED and r.exact_samples == 32
+    assert r.lower is not None and r.lower.beyond_chance and r.identical_to_base == 0
+    assert fa3.took_effect is True and fa3.condition == 0
+    # the base's divergence is condition 1 (every helper noisy): the dumper chain applies
+    assert ab.base.condition == 1 and ab.verdict.chain
+    assert "kltui dumps" in (ab.verdict.next_step or "")
+    cg = next(c for c in ab.configs if c.name == "cuda-graph=off")
+    assert cg.trap is None and cg.helper("match").effect not in (REMOVED, REDUCED)  # type: ignore[union-attr]
+
+
+def test_one_knob_removing_it_reads_as_the_issue_says():
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0, 8.5e-3)),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 0.0)
+            ),
+        },
+    )
+    assert ab.verdict.helpers[0].line.startswith(
+        "localized: attention-backend=fa3 removes match's divergence (8."
+    )
+    assert "-> 0, 32/32 samples bit-identical)" in ab.verdict.helpers[0].line
+
+
+def test_reduced_at_least_tenfold_beyond_chance_but_not_at_the_floor():
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0, 5e-3)),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 2e-4)
+            ),
+        },
+    )
+    assert ab.verdict.kind == "reduced", ab.verdict.line
+    hv = ab.verdict.helpers[0]
+    assert hv.reducing == ("attention-backend=fa3",) and hv.sufficient == ()
+    assert "not to the floor" in hv.line
+    r = ab.configs[0].helper("match")
+    assert r is not None and r.effect == REDUCED and 0 < (r.change or 0) < 0.1
+
+
+def test_no_single_knob_then_pairs_localize_it_together():
+    p = sweep("cuda-graph=off", "deterministic=on", "tp=2")
+    stores = {
+        "base": store(url(0), INFO, noisy(0)),
+        "cuda-graph=off": store(url(1), INFO | {"disable_cuda_graph": True}, noisy(1)),
+        "deterministic=on": store(
+            url(2), INFO | {"enable_deterministic_inference": True}, noisy(2, 3e-3)
+        ),
+        "tp=2": store(url(3), INFO | {"tp_size": 2}, noisy(3, 6e-3)),
+    }
+    ab = read(p, stores)
+    assert ab.verdict.kind == NO_SINGLE, ab.verdict.line
+    assert ab.verdict.line.startswith("no single knob explains match's divergence")
+    assert "--pairs" in (ab.verdict.next_step or "")
+    moved = ab.movement()
+    assert set(moved) == {"cuda-graph=off", "deterministic=on", "tp=2"}
+    assert max(moved, key=moved.__getitem__) == "deterministic=on"
+    (pair,) = pairs(p, moved)
+    assert pair.name == "cuda-graph=off+deterministic=on"
+    stores[pair.name] = store(
+        url(4),
+        INFO | {"disable_cuda_graph": True, "enable_deterministic_inference": True},
+        noisy(4, 0.0),
+    )
+    ab2 = read([*p.configs, pair], stores)
+    assert ab2.verdict.kind == LOCALIZED
+    assert (
+        "no single knob explains match's divergence; together cuda-graph=off+deterministic=on"
+        in (ab2.verdict.helpers[0].line)
+    )
+
+
+def test_no_single_knob_after_pairs_points_elsewhere():
+    p = sweep("cuda-graph=off", "deterministic=on")
+    pair = p.combined({"cuda-graph": "off", "deterministic": "on"})
+    both = INFO | {"disable_cuda_graph": True, "enable_deterministic_inference": True}
+    stores = {
+        "base": store(url(0), INFO, noisy(0)),
+        "cuda-graph=off": store(url(1), INFO | {"disable_cuda_graph": True}, noisy(1)),
+        "deterministic=on": store(
+            url(2), INFO | {"enable_deterministic_inference": True}, noisy(2)
+        ),
+        pair.name: store(url(3), both, noisy(3)),
+    }
+    ab = read([*p.configs, pair], stores)
+    assert ab.verdict.kind == NO_SINGLE
+    assert "nor do cuda-graph=off+deterministic=on" in ab.verdict.line
+    assert "--pairs" not in (ab.verdict.next_step or "")
+
+
+def test_inconclusive_when_n_is_too_small():
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0, n=8)),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 0.0, n=8)
+            ),
+        },
+    )
+    assert ab.verdict.kind == "inconclusive", ab.verdict.line
+    r = ab.configs[0].helper("match")
+    assert r is not None and r.effect == INCONCLUSIVE and "n too small" in (r.why or "")
+    assert "--samples 32" in (ab.verdict.next_step or "")
+    assert "localized" not in ab.verdict.line
+
+
+def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
+    """One sample carries the base's level; the configuration is higher on every other one."""
+    rng = np.random.default_rng(5)
+    base_levels = [1e-6] * 15 + [1.0]
+    cfg_levels = [1e-5] * 15 + [1e-3]
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, {"match": rows_at(rng, base_levels)}),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, {"match": rows_at(rng, cfg_levels)}
+            ),
+        },
+    )
+    r = ab.configs[0].helper("match")
+    assert r is not None and (r.change or 1) < 0.1
+    assert r.effect == INCONCLUSIVE and "inside the noise" in (r.why or ""), r.line()
+    assert ab.verdict.kind == "inconclusive"
+
+
+# --------------------------------------------------------------------------- traps
+def test_a_flag_whose_server_info_reports_the_bases_value_is_never_a_fix():
+    """The flag is accepted and ignored: /server_info reports triton, the result is exact
+    by accident (or by another cause): 'did not take effect', not localized."""
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0)),
+            "attention-backend=fa3": store(url(1), INFO, noisy(1, 0.0)),
+        },
+    )
+    (cfg,) = ab.configs
+    assert cfg.took_effect is False
+    assert cfg.trap is not None and "the flag did not take effect" in cfg.trap
+    assert (
+        "attention_backend=triton, the base's value" in cfg.trap and "check its guard" in cfg.trap
+    )
+    assert ab.verdict.kind != LOCALIZED and cfg.trap in ab.verdict.traps
+    assert "attention-backend=fa3" not in ab.movement()
+
+
+def test_a_flag_that_changed_no_bit_is_named():
+    p = sweep("cuda-graph=off")
+    base = noisy(0)
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, base),
+            "cuda-graph=off": store(url(1), INFO | {"disable_cuda_graph": True}, base),
+        },
+    )
+    (cfg,) = ab.configs
+    assert cfg.identical_to_base is True and cfg.took_effect is True
+    assert all(h.effect == SAME for h in cfg.helpers)
+    assert cfg.trap is not None and cfg.trap.startswith(
+        "cuda-graph=off: changed nothing: every helper bit-identical to the base (match 32/32"
+    )
+    assert "although /server_info reports disable_cuda_graph=true" in cfg.trap
+    assert "the flag did not take effect: check its guard" in cfg.trap
+    assert ab.verdict.kind == NO_SINGLE and "no knob that took effect" in ab.verdict.line
+
+
+def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
+    """A planted cache fault on a deterministic base: match exact, decode_cache_hit diverges;
+    radix-cache=off leaves both cache helpers vacuous."""
+    rng = np.random.default_rng(7)
+    det = INFO | {"enable_deterministic_inference": True}
+    base = {
+        "match": rows_at(rng, [0.0] * 32),
+        "prefill_cache_hit": rows_at(rng, [0.0] * 32),
+        "decode_cache_hit": rows_at(rng, [0.5] * 32),
+    }
+    off = {
+        "match": rows_at(rng, [0.0] * 32),
+        "prefill_cache_hit": "vacuous",
+        "decode_cache_hit": "vacuous",
+    }
+    p = plan([*LAUNCH, "--enable-deterministic-inference"], [parse_vary("radix-cache=off")])
+    ab = read(
+        p,
+        {
+            "base": store(url(0), det, base),
+            "radix-cache=off": store(url(1), det | {"disable_radix_cache": True}, off),
+        },
+    )
+    assert ab.base.condition == 2 and ab.diverging == ("decode_cache_hit",)
+    (cfg,) = ab.configs
+    r = cfg.helper("decode_cache_hit")
+    assert (
+        r is not None
+        and r.effect == NOT_TESTED
+        and "ran but compared nothing" in (r.untested or "")
+    )
+    assert cfg.trap is None and cfg.took_effect is True
+    lines = cfg.untested_lines()
+    assert any(line.startswith("radix-cache=off: decode_cache_hit not tested (") for line in lines)
+    assert all(line in ab.verdict.traps for line in lines)
+    assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].sufficient == ()
+    assert "no configuration that took effect tested its path (not tested by radix-cache=off)" in (
+        ab.verdict.line
+    )
+    assert ab.verdict.helpers[0].untested_by == ("radix-cache=off",)
+    assert "radix-cache=off turned it off" in (ab.verdict.next_step or "")
+    out = text(ab)
+    assert "fixed" not in out and "removes" not in out
+    assert "radix-cache=off" not in ab.movement()
+
+
+# --------------------------------------------------------------------------- the rest
+def test_a_configuration_that_did_not_run_is_kept_and_named():
+    p = sweep("attention-backend=fa3", "cuda-graph=off")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0)),
+            "cuda-graph=off": store(url(2), INFO | {"disable_cuda_graph": True}, noisy(2, 0.0)),
+        },
+    )
+    fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
+    assert not fa3.measured and "did not run" in fa3.line()
+    assert ab.verdict.kind == LOCALIZED and ab.verdict.helpers[0].sufficient == ("cuda-graph=off",)
+    assert read(p, {}).verdict.line.startswith("inconclusive: the base did not run")
+
+
+def test_attach_mode_configurations_read_the_same_way():
+    fa3_info = INFO | {"attention_backend": "fa3"}
+    cfgs = attach(url(0), INFO, [(url(1), fa3_info)])
+    ab = read(
+        cfgs,
+        {
+            "base": store(url(0), INFO, noisy(0)),
+            "attention-backend=fa3": store(url(1), fa3_info, noisy(1, 0.0)),
+        },
+    )
+    assert ab.verdict.kind == LOCALIZED and ab.verdict.helpers[0].sufficient == (
+        "attention-backend=fa3",
+    )
+    assert ab.configs[0].took_effect is True
+
+
+def test_json_document_and_console_lines():
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0)),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 0.0)
+            ),
+        },
+    )
+    doc = json.loads(json.dumps(ab.to_json(), allow_nan=False))
+    assert doc["base"] == "base" and doc["verdict"]["kind"] == "localized"
+    base, fa3 = doc["configs"]
+    assert base["name"] == "base" and base["helpers"]["match"]["effect"] == "base"
+    assert fa3["changes"] == {"attention-backend": "fa3"} and fa3["took_effect"] is True
+    assert fa3["settings"] == {
+        "attention_backend": {"base": "triton", "reported": "fa3", "asked": "fa3"}
+    }
+    m = fa3["helpers"]["match"]
+    assert m["effect"] == "removed" and m["avg_kl_div"] == 0.0 and m["exact_samples"] == 32
+    assert m["paired"]["n"] == 32 and m["paired"]["p"] < 2.5e-4
+    assert fa3["movement"] > 5
+    lines = ab.lines()
+    assert all("\n" not in line for line in lines)
+    lv = num(ab.base.helper("match").level)  # type: ignore[union-attr]
+    assert lines[0].startswith(f"base: match {lv}, ") and lines[1].startswith(
+        "attention-backend=fa3: match 0 (removed)"
+    )
+    assert lines[-2].startswith("localized:") and lines[-1].startswith("next: find the module")
+
+
+def test_configs_given_as_a_list_need_a_base():
+    only = Config("base", {}, tuple(LAUNCH))
+    ab = read([only], {"base": store(url(0), INFO, noisy(0))})
+    assert ab.configs == () and ab.verdict.kind == NO_SINGLE
+
+
+def test_a_knob_removing_every_helpers_divergence_says_localized_once():
+    p = sweep("attention-backend=fa3", "deterministic=on")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, noisy(0)),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 0.0)
+            ),
+            # accepted and ignored: exact by accident, and shown without its effect
+            "deterministic=on": store(url(2), INFO, noisy(2, 0.0)),
+        },
+    )
+    assert ab.verdict.line.count("localized:") == 1
+    for h in HELPERS:
+        assert f"attention-backend=fa3 removes {h}'s divergence" in ab.verdict.line
+    det = next(c for c in ab.configs if c.name == "deterministic=on")
+    assert det.trap is not None and "(removed)" not in det.line()
+    assert det.to_json(ab.diverging)["counted"] is False
+    assert all(hv.sufficient == ("attention-backend=fa3",) for hv in ab.verdict.helpers)
