@@ -29,7 +29,6 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 import httpx
 
@@ -173,6 +172,7 @@ class LaunchedServer:
         self.startup_s: float | None = None
         self._sup: Supervised | None = None
         self._started = False
+        self._stopped = False
 
     # ---- what the caller reads ----
 
@@ -265,6 +265,7 @@ class LaunchedServer:
         """One launch: True when healthy, False when its port was taken (retry)."""
         if self._sup is not None:
             await self.stop()
+            self._stopped = False
         self.port = free_port(self.host)
         self.argv = with_address(self.base_argv, self.host, self.port)
         shown = f"[{self.host}]" if ":" in self.host else self.host
@@ -327,8 +328,10 @@ class LaunchedServer:
     def check_alive(self) -> None:
         """Raise `LaunchError` (kind "died") when the started server is no longer running."""
         sup = self._sup
-        if sup is None:
-            raise LaunchError(self.name, "the server is not running", kind="died")
+        if sup is None or self._stopped:
+            raise LaunchError(
+                self.name, "the server is not running (never started, or stopped)", kind="usage"
+            )
         if sup.server_running():
             return
         code = sup.exit_code
@@ -343,6 +346,7 @@ class LaunchedServer:
         sup = self._sup
         if sup is None:
             return
+        self._stopped = True
         sup.terminate()
         deadline = time.monotonic() + self.grace + HARD_S + 2.0
         while sup.watchdog_alive() and time.monotonic() < deadline:
@@ -357,10 +361,5 @@ class LaunchedServer:
         await self.start()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         await self.stop()
