@@ -219,12 +219,15 @@ class VLLMClient(HttpEngine):
             )
         return self._auth_hint(e)
 
-    async def identify(self) -> ServerIdentity:
+    async def identify(self, startup_log: str | None = None) -> ServerIdentity:
         """Identity and settings for RunStarted.servers and the alignment table.
 
         /version and /v1/models always; the full resolved config when the server runs with
-        VLLM_SERVER_DEV_MODE=1 (`/server_info`); prefix caching and cache dtype from /metrics
-        otherwise. A setting no endpoint reports stays absent (the table shows "unknown").
+        VLLM_SERVER_DEV_MODE=1 (`/server_info`); /metrics' `vllm:cache_config_info` for what
+        that does not say; and `startup_log`, the text vLLM printed while starting, when the
+        caller launched it (the only place that names the attention backend vLLM picked by
+        itself). A setting no source reports stays absent (the table shows "unknown");
+        `setting_sources` says where each one was read.
         """
         await self.wait_healthy()
         card = await self.model()
@@ -237,16 +240,30 @@ class VLLMClient(HttpEngine):
             "max_model_len": card.get("max_model_len"),
             "config_source": "v1/models",
         }
+        sources = {k: "/v1/models" for k in ("served_model_name", "model_path", "max_model_len")}
+        sources = {k: v for k, v in sources.items() if out.get(k) is not None}
+        layers: list[tuple[str, dict]] = []
         cfg = await self.server_config()
         if cfg is not None:
-            out.update(settings_from_server_info(cfg))
+            layers.append(("/server_info", settings_from_server_info(cfg)))
             out["config_source"] = "server_info"
-        else:
-            metric = await self.cache_config_metric()
-            if metric:
-                out["enable_prefix_caching"] = _truthy(metric.get("enable_prefix_caching"))
-                out["kv_cache_dtype"] = metric.get("cache_dtype")
+        metric = await self.cache_config_metric()
+        if metric:
+            layers.append(("/metrics cache_config_info", settings_from_cache_metric(metric)))
+            if cfg is None:
                 out["config_source"] = "v1/models+metrics"
+        if startup_log:
+            layers.append(("startup log", settings_from_startup_log(startup_log)))
+        for source, found in layers:
+            for key, value in found.items():
+                # a later source fills only what the earlier ones left unsaid
+                if out.get(key) is None and value is not None:
+                    out[key] = value
+                    sources[key] = source
+                elif key == "quantization" and key not in out:
+                    out[key] = value  # None here means "not quantized", which is a value
+                    sources[key] = source
+        out["setting_sources"] = sources
         return ServerIdentity.of(out)
 
 
@@ -259,7 +276,11 @@ def _get(d: Any, *path: str) -> Any:
 
 
 def settings_from_server_info(info: dict) -> dict:
-    """The alignment-relevant part of vLLM's `/server_info?config_format=json`."""
+    """The alignment-relevant part of vLLM's `/server_info?config_format=json`.
+
+    Its `attention_config.backend` is what was asked for: None when vLLM picks the backend
+    itself at load time (the default), which it then names only in its startup log.
+    """
     raw_cfg, raw_env = info.get("vllm_config"), info.get("vllm_env")
     cfg: dict = raw_cfg if isinstance(raw_cfg, dict) else {}
     env: dict = raw_env if isinstance(raw_env, dict) else {}
@@ -275,9 +296,15 @@ def settings_from_server_info(info: dict) -> dict:
         "tp_size": _get(cfg, "parallel_config", "tensor_parallel_size"),
         "enable_prefix_caching": _get(cfg, "cache_config", "enable_prefix_caching"),
         "kv_cache_dtype": _get(cfg, "cache_config", "cache_dtype"),
+        "block_size": _get(cfg, "cache_config", "block_size"),
         "cudagraph_mode": _get(cfg, "compilation_config", "cudagraph_mode"),
+        "max_num_seqs": _get(cfg, "scheduler_config", "max_num_seqs"),
+        "max_num_batched_tokens": _get(cfg, "scheduler_config", "max_num_batched_tokens"),
+        "enable_chunked_prefill": _get(cfg, "scheduler_config", "enable_chunked_prefill"),
         "attention_backend": _get(cfg, "attention_config", "backend")
         or env.get("VLLM_ATTENTION_BACKEND"),
+        "flash_attn_version": _get(cfg, "attention_config", "flash_attn_version")
+        or env.get("VLLM_FLASH_ATTN_VERSION"),
         "batch_invariant": _truthy(env.get("VLLM_BATCH_INVARIANT")) or False,
     }
     out = {k: v for k, v in out.items() if v is not None}
@@ -286,12 +313,61 @@ def settings_from_server_info(info: dict) -> dict:
     return out
 
 
-async def identify_vllm(url: str, api_key: str | None, *, timeout: float = 60.0) -> ServerIdentity:
+def settings_from_cache_metric(labels: dict) -> dict:
+    """The settings in the labels of /metrics' `vllm:cache_config_info` (no dev mode needed);
+    every label is a string there."""
+    out: dict = {
+        "enable_prefix_caching": _truthy(labels.get("enable_prefix_caching")),
+        "kv_cache_dtype": labels.get("cache_dtype") or None,
+    }
+    block = labels.get("block_size")
+    if isinstance(block, str) and block.isdigit():
+        out["block_size"] = int(block)
+    return {k: v for k, v in out.items() if v is not None}
+
+
+# What vLLM prints while it starts: the backend its selector picked ("Using FLASH_ATTN attention
+# backend out of potential backends: ...", older: "Using AttentionBackendEnum.FLASH_ATTN
+# backend.", "Using Flash Attention backend."), the FlashAttention version, and CUDA graphs.
+_LOG_BACKEND = re.compile(
+    r"Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]+) (?:attention )?backend", re.M
+)
+_LOG_OLD_BACKEND = re.compile(r"Using (Flash Attention|FlashInfer|Triton|Torch SDPA) backend")
+_LOG_FA_VERSION = re.compile(r"(?:FlashAttention|flash_attn|Flash Attention) version[:= ]+(\d)")
+_LOG_EAGER = re.compile(r"enforce_eager=(True|False)")
+_OLD_NAMES = {
+    "Flash Attention": "FLASH_ATTN",
+    "FlashInfer": "FLASHINFER",
+    "Triton": "TRITON_ATTN",
+    "Torch SDPA": "TORCH_SDPA",
+}
+
+
+def settings_from_startup_log(text: str) -> dict:
+    """The settings vLLM's own startup log states (when kltui launched it); the last mention
+    wins, as a restarted worker prints again."""
+    text = text[-8 * 2**20 :]
+    out: dict = {}
+    if found := _LOG_BACKEND.findall(text):
+        out["attention_backend"] = found[-1]
+    elif found := _LOG_OLD_BACKEND.findall(text):
+        out["attention_backend"] = _OLD_NAMES[found[-1]]
+    if found := _LOG_FA_VERSION.findall(text):
+        out["flash_attn_version"] = int(found[-1])
+    if found := _LOG_EAGER.findall(text):
+        out["enforce_eager"] = found[-1] == "True"
+    return {k: one_line(v, 80) if isinstance(v, str) else v for k, v in out.items()}
+
+
+async def identify_vllm(
+    url: str, api_key: str | None, *, timeout: float = 60.0, startup_log: str | None = None
+) -> ServerIdentity:
     """The identity of a vLLM baseline for RunStarted.servers; an unreachable or broken server
-    gives one with its `error` (and `error_kind`) instead of raising."""
+    gives one with its `error` (and `error_kind`) instead of raising. `startup_log`: what vLLM
+    printed while starting, when the caller launched it."""
     client = VLLMClient(url, api_key, timeout=timeout)
     try:
-        return await client.identify()
+        return await client.identify(startup_log)
     except EngineError as e:
         return ServerIdentity.unreachable(client.url, "vllm", e.message, e.kind)
     finally:

@@ -69,6 +69,9 @@ class HelperContext:
     # a helper that compares against another engine (scope "baseline" in the registry)
     baseline_url: str | None = None
     baseline_api_key: str | None = field(default=None, repr=False)
+    # the file vLLM's startup output went to, when kltui launched the baseline: the only
+    # place that names the attention backend vLLM picked by itself (None: not launched by kltui)
+    baseline_log: str | None = None
     request_timeout: float = 600.0
 
     @property

@@ -34,7 +34,7 @@ from kltui.helpers import cross_batches as batches
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
 from kltui.helpers.phases import Run
-from kltui.metrics.alignment import Row, align, describe, mismatches, refusals
+from kltui.metrics.alignment import WARN, Row, align, describe, mismatches, refusals, unknowns
 from kltui.metrics.cross import (
     CrossPositions,
     Side,
@@ -88,6 +88,7 @@ class CrossRun(Run):
         figures = cross_summary(self.cross, self.greedy, k=self.ctx.top_k)
         figures["alignment"] = [r.to_dict() for r in self.alignment]
         figures["config_mismatches"] = [r.key for r in mismatches(self.alignment)]
+        figures["config_unknown"] = [r.key for r in unknowns(self.alignment)]
         figures["baseline"] = self.vllm_identity.get("url")
         figures["kl_gate"] = self.kl_gate
         figures["cross_per_sample"] = self.per_sample
@@ -292,6 +293,20 @@ def _refusal(rows: list[Row]) -> str | None:
     return "refusing to compare: " + "; ".join(describe(r) for r in bad)
 
 
+def _startup_log(path: str | None) -> str | None:
+    """The tail of the launched baseline's startup output (None: kltui did not launch it, or
+    the file is gone: the settings only it names stay unknown)."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 8 * 2**20))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
 async def _probe_tokenizers(sglang: SGLangClient, vllm: VLLMClient) -> bool | None:
     try:
         (a,) = await sglang.tokenize([PROBE_TEXT])
@@ -332,7 +347,7 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
         )
         yield run.enter("align")
         try:
-            run.vllm_identity = await vllm.identify()
+            run.vllm_identity = await vllm.identify(_startup_log(ctx.baseline_log))
         except EngineError as e:
             raise _fail(run, e, "align") from None
         probe = await _probe_tokenizers(ctx.client, vllm)
@@ -340,8 +355,17 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
             ctx.server_info, run.vllm_identity.record(), top_k=ctx.top_k, tokenizer_probe=probe
         )
         for row in mismatches(run.alignment):
-            if row.severity != "refuse":
+            if row.severity == WARN:
                 yield Problem(vllm.url, describe(row), fatal=False, helper=HELPER, phase="align")
+        if unsaid := [r.key for r in unknowns(run.alignment) if r.severity == WARN]:
+            yield Problem(
+                vllm.url,
+                "not known to be the same on both engines (one side does not report them): "
+                + ", ".join(unsaid),
+                fatal=False,
+                helper=HELPER,
+                phase="align",
+            )
         if (reason := _refusal(run.alignment)) is not None:
             raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")
         async for ev in cross_engine(ctx, run):

@@ -5,12 +5,14 @@ their logprobs are worth comparing (the vLLM-to-SGLang migration checklist, made
 `/model_info` keys) and the `record()` of what `kltui.engines.vllm.VLLMClient.identify` returns. Each row holds
 both values, a status (`match`, `mismatch`, `unknown` when either side does not report it, or
 `info`), a severity (`refuse`: comparing would be meaningless; `warn`: numbers would partly
-measure the setting; `info`), and why it matters.
+measure the setting; `info`), why it matters, and `source`: where each side's value was read.
+A setting one side does not report is `unknown`, never a match: `unknowns` lists them beside
+`mismatches`, so that an empty mismatch list is never read as "the engines run the same".
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 MATCH, MISMATCH, UNKNOWN, INFO = "match", "mismatch", "unknown", "info"
@@ -29,6 +31,7 @@ class Row:
     severity: str
     why: str
     note: str = ""
+    source: str = ""
 
     def to_dict(self) -> dict:
         """The row as a JSON object."""
@@ -49,15 +52,18 @@ _DTYPES = {
     "torch.bfloat16": "bfloat16",
 }
 
-# Both engines' names for the same attention kernels.
+# Both engines' names for the same attention kernels: SGLang's --attention-backend values and
+# vLLM's AttentionBackendEnum names (FLASH_ATTN is FlashAttention 2 or 3, by GPU and setting).
 _ATTENTION = {
     "fa3": "flash-attention",
     "fa4": "flash-attention",
     "flash_attn": "flash-attention",
+    "triton_attn": "triton",
+    "cpu_attn": "cpu",
+    "intel_amx": "cpu",
     "flash_attention": "flash-attention",
     "flashinfer": "flashinfer",
     "triton": "triton",
-    "triton_attn": "triton",
     "torch_native": "torch-sdpa",
     "torch_sdpa": "torch-sdpa",
     "flex_attention": "flex-attention",
@@ -84,6 +90,30 @@ def norm_attention(v: Any) -> str | None:
     return _ATTENTION.get(s, s)
 
 
+_FA_VERSION = {"fa3": 3, "fa4": 4}
+
+
+def attention_kernel(v: Any, fa_version: Any = None) -> tuple[str | None, int | None]:
+    """(family, FlashAttention version) of a backend name: SGLang's "fa3" says 3 itself, vLLM's
+    FLASH_ATTN needs its flash_attn_version (None: not reported)."""
+    family = norm_attention(v)
+    if family != "flash-attention":
+        return family, None
+    s = str(v).strip().lower().split(".")[-1]
+    if s in _FA_VERSION:
+        return family, _FA_VERSION[s]
+    try:
+        return family, int(fa_version) if fa_version is not None else None
+    except (TypeError, ValueError):
+        return family, None
+
+
+def sglang_attention(info: dict) -> Any:
+    """The backend SGLang scores a prefill with: --prefill-attention-backend over
+    --attention-backend (both resolved at startup, so /server_info names the one it runs)."""
+    return info.get("prefill_attention_backend") or info.get("attention_backend")
+
+
 def model_names(path: Any, served: Any = None) -> set[str]:
     """Comparable names of a model: its path or hub id and served name, by their last part."""
     out = set()
@@ -99,6 +129,40 @@ def _bool(v: Any) -> bool | None:
     if isinstance(v, str):
         return v.strip().lower() in ("1", "true", "yes", "on")
     return bool(v)
+
+
+# Where each row's values come from: SGLang's /server_info (and /model_info) field, and the
+# key of kltui's vLLM identity, whose `setting_sources` says which endpoint reported it.
+_FIELDS: dict[str, tuple[str, str]] = {
+    "model": ("model_path", "model_path"),
+    "weights": ("weight_version", "weights_sha256"),
+    "dtype": ("dtype", "dtype"),
+    "max_model_len": ("context_length", "max_model_len"),
+    "vocabulary": ("tokenize probe", "/tokenize probe"),
+    "tp": ("tp_size", "tp_size"),
+    "cuda_graph": ("disable_cuda_graph, cuda_graph_backend_decode", "cudagraph_mode"),
+    "deterministic": ("enable_deterministic_inference", "batch_invariant"),
+    "prefix_caching": ("disable_radix_cache", "enable_prefix_caching"),
+    "kv_cache_dtype": ("kv_cache_dtype", "kv_cache_dtype"),
+    "quantization": ("quantization", "quantization"),
+    "chunked_prefill": ("chunked_prefill_size", "enable_chunked_prefill"),
+    "batch_limit": ("max_running_requests", "max_num_seqs"),
+    "page_size": ("page_size", "block_size"),
+    "seed": ("random_seed", "seed"),
+    "logprobs_mode": ("(SGLang source)", "logprobs_mode"),
+    "max_logprobs": ("top-k asked", "max_logprobs"),
+    "version": ("version", "version"),
+}
+
+
+def _source(s_field: str, vllm: dict, v_key: str) -> str:
+    where = vllm.get("setting_sources")
+    found = where.get(v_key) if isinstance(where, dict) else None
+    if v_key == "cudagraph_mode" and isinstance(where, dict) and not found:
+        found = where.get("enforce_eager")
+        v_key = "enforce_eager"
+    v_src = f"{found} {v_key}" if found else f"{v_key} (not reported)"
+    return f"SGLang {s_field}; vLLM {v_src}"
 
 
 def _compare(a: Any, b: Any) -> str:
@@ -237,17 +301,39 @@ def align(
         )
     )
 
-    s_att, v_att = sglang.get("attention_backend"), vllm.get("attention_backend")
+    s_att, v_att = sglang_attention(sglang), vllm.get("attention_backend")
+    s_fam, s_ver = attention_kernel(s_att)
+    v_fam, v_ver = attention_kernel(v_att, vllm.get("flash_attn_version"))
+    att_status = _compare(s_fam, v_fam)
+    att_note = ""
+    if v_att is None:
+        att_note = (
+            "vLLM picks its backend at load time and names it only in its startup log "
+            "('Using ... attention backend'); pass --attention-backend to vLLM, or let kltui "
+            "launch it, to know"
+        )
+    elif att_status == MATCH and s_fam == "flash-attention" and s_ver != v_ver:
+        # FA2 and FA3 are different kernels: the same family is not the same arithmetic
+        att_status = UNKNOWN if s_ver is None or v_ver is None else MISMATCH
+        att_note = f"FlashAttention version: SGLang {s_ver or '?'}, vLLM {v_ver or '?'}"
     rows.append(
         Row(
             "attention_backend",
             "attention backend",
             s_att,
-            v_att,
-            _compare(norm_attention(s_att), norm_attention(v_att)),
+            v_att if v_ver is None else f"{v_att} (FA{v_ver})",
+            att_status,
             WARN,
             "different attention kernels accumulate in a different order; pin the same family "
             "where both engines have it",
+            att_note,
+            _source(
+                "prefill_attention_backend"
+                if sglang.get("prefill_attention_backend")
+                else "attention_backend",
+                vllm,
+                "attention_backend",
+            ),
         )
     )
 
@@ -327,6 +413,67 @@ def align(
         )
     )
 
+    s_chunk = sglang.get("chunked_prefill_size")
+    s_chunked = None if s_chunk is None else (isinstance(s_chunk, int) and s_chunk > 0)
+    v_chunked = _bool(vllm.get("enable_chunked_prefill"))
+    rows.append(
+        Row(
+            "chunked_prefill",
+            "chunked prefill",
+            s_chunk,
+            v_chunked
+            if vllm.get("max_num_batched_tokens") is None
+            else f"{v_chunked} ({vllm.get('max_num_batched_tokens')} tokens a step)",
+            _compare(s_chunked, v_chunked),
+            WARN,
+            "a prompt longer than the chunk is scored in pieces: attention over the part "
+            "already cached runs another kernel path",
+            "SGLang: chunk size in tokens (-1 = off); vLLM: on/off and its token budget a step",
+        )
+    )
+
+    s_batch, v_batch = sglang.get("max_running_requests"), vllm.get("max_num_seqs")
+    rows.append(
+        Row(
+            "batch_limit",
+            "batch size limit (max running requests / max num seqs)",
+            s_batch,
+            v_batch,
+            _compare(s_batch, v_batch),
+            INFO,
+            "the guide: some kernels switch with the batch size; a request batch above one "
+            "engine's limit is split there only",
+            "kltui sends the same batches to both; the limits decide whether they stay whole",
+        )
+    )
+
+    s_page, v_block = sglang.get("page_size"), vllm.get("block_size")
+    rows.append(
+        Row(
+            "page_size",
+            "KV page / block size",
+            s_page,
+            v_block,
+            _compare(s_page, v_block),
+            INFO,
+            "the KV cache layout; paged attention kernels may split work by page",
+        )
+    )
+
+    s_seed, v_seed = sglang.get("random_seed"), vllm.get("seed")
+    rows.append(
+        Row(
+            "seed",
+            "random seed",
+            s_seed,
+            v_seed,
+            _compare(s_seed, v_seed),
+            INFO,
+            "the comparison is greedy (temperature 0), so the seed does not enter its numbers; "
+            "it matters for sampled generations",
+        )
+    )
+
     mode = vllm.get("logprobs_mode")
     if mode is None:
         mode_status = UNKNOWN
@@ -373,12 +520,22 @@ def align(
             "recorded so a result can be tied to the releases that produced it",
         )
     )
-    return rows
+    return [
+        r
+        if r.source or r.key not in _FIELDS
+        else replace(r, source=_source(_FIELDS[r.key][0], vllm, _FIELDS[r.key][1]))
+        for r in rows
+    ]
 
 
 def mismatches(rows: list[Row]) -> list[Row]:
     """The rows whose values differ."""
     return [r for r in rows if r.status == MISMATCH]
+
+
+def unknowns(rows: list[Row]) -> list[Row]:
+    """The rows that one side (or both) does not report: not known to be equal."""
+    return [r for r in rows if r.status == UNKNOWN]
 
 
 def refusals(rows: list[Row]) -> list[Row]:
