@@ -45,7 +45,7 @@ from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import model_check, server_facts
 from kltui.session.store import SessionStore, helper_key
-from kltui.untrusted import console_markup
+from kltui.untrusted import console_markup, one_line, safe
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -156,9 +156,10 @@ class HeadlessView:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
             if not same_engine(st.helper) and st.summary:
-                self.console.print(
-                    cross_line(HelperView.of(st).figures), soft_wrap=True, emoji=False
-                )
+                figures = HelperView.of(st).figures
+                self.console.print(cross_line(figures), soft_wrap=True, emoji=False)
+                if (table := alignment_table(figures)) is not None:
+                    self.console.print(table)
         diags = diagnose(self.store)
         for d in diags:
             if d.condition is None and not d.evidence:
@@ -268,7 +269,40 @@ def cross_line(s: Mapping[str, Any]) -> Text:
     )
     if s.get("config_mismatches"):
         out.append(f"; config mismatches: {', '.join(s['config_mismatches'])}", style="yellow")
+    if s.get("config_unknown"):
+        # never read an empty mismatch list as "the same": say what could not be compared
+        out.append(f"; not known on both: {', '.join(s['config_unknown'])}", style="magenta")
     return out
+
+
+_ROW_STYLE = {"match": "green", "mismatch": "yellow", "unknown": "magenta", "info": "dim"}
+
+
+def alignment_table(s: Mapping[str, Any]) -> Table | None:
+    """cross_engine's checklist: each setting as each engine reported it, and where from."""
+    rows = s.get("alignment")
+    if not isinstance(rows, list) or not rows:
+        return None
+    t = Table(title="engine settings (SGLang vs vLLM)", title_justify="left")
+    for col in ("setting", "SGLang", "vLLM", "status", "read from"):
+        t.add_column(col)
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        status = str(r.get("status"))
+        style = _ROW_STYLE.get(status, "")
+        if status == "mismatch" and r.get("severity") == "refuse":
+            style = "bold red"
+        elif status == "mismatch" and r.get("severity") == "info":
+            style = "dim yellow"
+        t.add_row(
+            safe(r.get("label") or r.get("key"), limit=60),
+            safe("–" if r.get("sglang") is None else one_line(r.get("sglang"), 60)),
+            safe("–" if r.get("vllm") is None else one_line(r.get("vllm"), 60)),
+            safe(status, style),
+            safe(r.get("source") or "", "dim", limit=80),
+        )
+    return t
 
 
 def results_table(store: SessionStore) -> Table:

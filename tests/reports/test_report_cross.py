@@ -69,6 +69,16 @@ def store() -> SessionStore:
         )
     )
     summary["config_mismatches"] = ["dtype", "attention_backend"]
+    summary["config_unknown"] = ["chunked_prefill"]
+    summary["alignment"] = [
+        {"key": "attention_backend", "label": "attention backend", "sglang": "triton",
+         "vllm": "FLASH_ATTN (FA3)", "status": "mismatch", "severity": "warn", "why": "w",
+         "note": "", "source": "SGLang attention_backend; vLLM startup log attention_backend"},
+        # a value that came from a server: escaped in every medium
+        {"key": "chunked_prefill", "label": "chunked prefill", "sglang": "<script>x</script>|",
+         "vllm": None, "status": "unknown", "severity": "warn", "why": "w", "note": "",
+         "source": "SGLang chunked_prefill_size; vLLM enable_chunked_prefill (not reported)"},
+    ]  # fmt: skip
     summary["status"] = "pass"
     events += [HelperFinished("cross_engine", URL, summary), RunFinished({}, "pass")]
     st = SessionStore()
@@ -110,3 +120,38 @@ def test_markdown_html_and_junit_show_them():
     assert float(props["cross_engine.max_abs_delta"]) > 0
     out = "".join(e.text or "" for e in root.iter("system-out"))
     assert "top-5 agreement" in out and "mean |Δ logprob|" in out
+
+
+def test_the_settings_table_is_in_every_report_and_unknowns_are_named():
+    st = store()
+    doc = json_report(st)
+    validate(doc, "check")
+    h = doc["helpers"]["cross_engine"]
+    assert h["config_unknown"] == ["chunked_prefill"]
+    assert [r["key"] for r in h["config_table"]] == ["attention_backend", "chunked_prefill"]
+    assert h["config_table"][0]["source"].endswith("startup log attention_backend")
+    md = md_report(st)
+    assert "not known on both chunked\\_prefill" in md
+    assert "| attention backend | triton | FLASH\\_ATTN (FA3) | mismatch |" in md
+    assert "<script>" not in md and "\\<script\\>" in md
+    html = html_report(st)
+    assert "Engine settings (SGLang vs vLLM)" in html and "FLASH_ATTN (FA3)" in html
+    assert "<script>x" not in html and "&lt;script&gt;x" in html
+    root = ET.fromstring(junit_report(st))
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["cross_engine.config_unknown"] == "chunked_prefill"
+
+
+def test_the_console_prints_the_table_and_what_is_unknown():
+    from rich.console import Console
+
+    from kltui.outputs.headless import alignment_table, cross_line
+
+    figures = store().helpers[next(iter(store().helpers))].summary.figures
+    console = Console(width=200, record=True, color_system=None)
+    console.print(cross_line(figures))
+    console.print(alignment_table(figures))
+    out = console.export_text()
+    assert "not known on both: chunked_prefill" in out
+    assert "triton" in out and "FLASH_ATTN (FA3)" in out and "<script>x</script>|" in out
+    assert "vLLM startup log attention_backend" in out

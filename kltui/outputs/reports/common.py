@@ -82,6 +82,11 @@ CROSS_FIELDS = {
     "union_topk_kl": "union_kl_mean",
     "first_greedy_mismatch": "first_token_mismatch",
     "config_mismatches": "config_mismatches",
+    "config_unknown": "config_unknown",
+}
+# cross_engine's objects in the JSON report (not JUnit properties): report name -> summary key
+CROSS_OBJECTS = {
+    "config_table": "alignment",
 }
 
 
@@ -119,7 +124,18 @@ def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
             else "none",
         ),
         ("config mismatches", ", ".join(map(str, f["config_mismatches"] or [])) or "none"),
+        # an empty mismatch list is not "the same": what one side does not report is listed
+        ("not known on both", ", ".join(map(str, f["config_unknown"] or [])) or "none"),
     ]
+
+
+def config_table(summary: Summary | None) -> list[dict]:
+    """cross_engine's settings table (rows of `kltui.metrics.alignment`), [] for other helpers
+    and older recordings; values came from servers: escape them for the medium."""
+    if summary is None or not summary.has("agreement_line"):
+        return []
+    rows = summary.figures.get("alignment")
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
 
 
 @dataclass(frozen=True)
@@ -205,6 +221,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
     for key, st in store.helpers.items():
         entry: dict = {"server": st.server, **dict.fromkeys(SUMMARY_FIELDS)}
         entry.update(dict.fromkeys(CROSS_FIELDS))
+        entry.update(dict.fromkeys(CROSS_OBJECTS))
         v = HelperView.of(st)
         if v.finished:
             # the JSON copies what the helper reported, key for key
@@ -215,6 +232,10 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
             entry["threshold_source"] = src.label if src is not None else None
             entry["status"] = v.result  # older recordings: from `passed`
             entry.update(cross_fields(v.summary) or {})
+            if cross_fields(v.summary) is not None:
+                entry.update(
+                    {name: v.summary.figures.get(key) for name, key in CROSS_OBJECTS.items()}
+                )
             entry["per_sample"] = [
                 {**dict.fromkeys(PER_SAMPLE_FIELDS), **s} if isinstance(s, dict) else s
                 for s in v.summary.per_sample

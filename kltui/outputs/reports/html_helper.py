@@ -10,6 +10,7 @@ from kltui.helpers.registry import HELPERS
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.metrics.summary import Summary
 from kltui.outputs.reports.common import (
+    config_table,
     cross_rows,
     helper_status,
     max_location,
@@ -196,6 +197,27 @@ def samples_html(st: HelperState) -> str:
 <th class="n">tokens &gt; τ</th></tr></thead><tbody>{"".join(rows)}</tbody></table></details>"""
 
 
+def config_html(rows: list[dict]) -> str:
+    """cross_engine's engine settings, side by side, with where each value was read."""
+    if not rows:
+        return ""
+
+    def cell(v) -> str:
+        return "–" if v is None else esc(v)
+
+    body = "".join(
+        f"<tr class='cfg-{esc(r.get('status'))}'><th>{cell(r.get('label'))}</th>"
+        f"<td>{cell(r.get('sglang'))}</td><td>{cell(r.get('vllm'))}</td>"
+        f"<td>{cell(r.get('status'))}</td><td class='muted'>{cell(r.get('source') or '')}</td></tr>"
+        for r in rows
+    )
+    return (
+        "<details open><summary>Engine settings (SGLang vs vLLM)</summary><table class='cross'>"
+        "<thead><tr><th>setting</th><th>SGLang</th><th>vLLM</th><th>status</th>"
+        f"<th>read from</th></tr></thead><tbody>{body}</tbody></table></details>"
+    )
+
+
 def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
     """One helper's section of the report."""
     server = f" <code class='srv'>{esc(st.server)}</code>" if show_server else ""
@@ -207,7 +229,11 @@ def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
     cross = cross_rows(st.summary)
     if cross:
         cells = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in cross)
-        body = f'<h4>Against the baseline</h4><table class="cross">{cells}</table>' + body
+        body = (
+            f'<h4>Against the baseline</h4><table class="cross">{cells}</table>'
+            + config_html(config_table(st.summary))
+            + body
+        )
     return f"""<section class="helper" id="h{i}">
 <div class="helper-head"><h2>{esc(name)}</h2>{_badge(helper_status(st))}{server}</div>
 {notes_html(st)}{body}{heat}{top_tokens_html(st)}{samples_html(st)}</section>"""

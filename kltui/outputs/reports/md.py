@@ -11,6 +11,7 @@ import re
 from kltui import __version__, fmt
 from kltui.outputs.reports.common import (
     Origin,
+    config_table,
     cross_rows,
     helper_names,
     helper_status,
@@ -41,6 +42,23 @@ ICON = {
     "incomplete": "⏸ incomplete",
     "interrupted": "⏸ interrupted",
 }
+
+
+def config_md(rows: list[dict]) -> list[str]:
+    """The engine settings table under cross_engine's line (values came from servers)."""
+    if not rows:
+        return []
+
+    def cell(v) -> str:
+        return "–" if v is None else md_text(v)
+
+    out = ["", "  | setting | SGLang | vLLM | status | read from |", "  |---|---|---|---|---|"]
+    for r in rows:
+        out.append(
+            f"  | {cell(r.get('label'))} | {cell(r.get('sglang'))} | {cell(r.get('vllm'))} "
+            f"| {cell(r.get('status'))} | {cell(r.get('source') or '')} |"
+        )
+    return out + [""]
 
 
 def _code(text: object) -> str:
@@ -153,6 +171,7 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
             name = md_text(helper_names(store)[key])
             shown = "; ".join(f"{md_text(label)} {md_text(value)}" for label, value in rows)
             lines.append(f"- **{name}** {shown}")
+            lines += config_md(config_table(st.summary))
     for d in diagnose(store):
         lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
         if d.next_step:
