@@ -104,9 +104,11 @@ class CrossRun(Run):
 
     def _status(self, fig: dict) -> str:
         """Pass: the migration guide's agreement line holds, every greedy divergence passes
-        vLLM's own rule, and avg_kl_div is under the threshold when one was set for this."""
+        vLLM's own rule, no top-1 flip crosses FLIP_MARGIN_LINE, and avg_kl_div is under the threshold when one was set for this."""
         ok = bool(self.cross) and fig["agreement_ok"] is not False
         ok = ok and fig["greedy_rule_failures"] == 0
+        # a top-1 flip across a wide margin is not rounding near a tie
+        ok = ok and not fig["flip_margins"]["across_line"]
         if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
             ok = ok and within_threshold(avg, self.ctx.threshold)
@@ -229,9 +231,26 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
             helper=HELPER,
         )
     fin = run.finished()
+    if (wide := fin.summary["flip_margins"])["across_line"]:
+        big = wide["largest"]
+        yield Problem(
+            vllm.url,
+            f"{wide['across_line']} of {wide['flips']} top-1 flip(s) cross a margin of "
+            f"{wide['line']:g} nats or more (widest: sample {big['sample']} position "
+            f"{big['position']}, SGLang {_nats(big['margin_a'])} / vLLM "
+            f"{_nats(big['margin_b'])} nats): not "
+            "rounding near a tie",
+            fatal=False,
+            helper=HELPER,
+            phase="score",
+        )
     for p in run.protocol_problems(fin):  # each protocol finding is also a line of its own
         yield p
     yield fin
+
+
+def _nats(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
 
 
 def _score(ctx: HelperContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g) -> Event:
@@ -275,6 +294,8 @@ def _score(ctx: HelperContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g
             "topk_overlap": one["topk_overlap"],
             "union_kl_mean": one["union_kl_mean"],
             "first_top1_disagreement": cross.first_top1_disagreement(),
+            "flips": one["flip_margins"]["flips"],
+            "large_margin_flips": one["flip_margins"]["across_line"],
             "greedy_first_mismatch": greedy,
         }
     )

@@ -23,6 +23,13 @@ Per position (all vectorized over positions; no per-token Python loops):
   engines' logprobs (a top set summing to 1 + 1e-7) cannot turn into a spurious infinity, and the
   result is clipped at 0 for the same reason. `union_known` / `union_size` count kept ids.
 
+**Flip margins**: at every top-1 disagreement (a "flip": both engines rank a token first, not the
+same one), each side's top-1/top-2 margin in nats (`top_lp[:, 0] - top_lp[:, 1]`). A flip where
+both margins are small (below `FLIP_MARGIN_LINE`, 0.7 nats) is what rounding noise does near a
+tie and is expected; a flip where either engine was sure of its first choice (margin at or above
+the line) cannot come from rounding-level differences and is counted as `across_line`, a failure.
+The flip's margin is the larger of the two sides', since each side ranks its own token first.
+
 For greedy generations, `first_token_mismatch` applies vLLM's own acceptance rule
 (`tests/models/utils.py::check_logprobs_close`): walk both generations in lockstep; at the first
 position where the ids differ, each side's token must be among the other side's logprobs at that
@@ -42,6 +49,10 @@ import numpy as np
 from kltui.metrics.k3 import k3, log_ratio
 
 AGREEMENT_LINE = 0.95  # the migration guide: top-1/top-5 agreement above 95% is acceptable
+# A top-1 flip between tokens closer than this (nats, top-1 minus top-2 on each side) is a near
+# tie that kernel rounding can tip; one across a wider margin is not noise.
+FLIP_MARGIN_LINE = 0.7
+MAX_LISTED_FLIPS = 64
 REST_FLOOR = 1e-6
 
 
@@ -122,6 +133,11 @@ class CrossPositions:
     union_kl: np.ndarray  # [P]
     union_known: np.ndarray  # int [P]
     union_size: np.ndarray  # int [P]
+    flip: np.ndarray | None = None  # bool [P]: both sides rank a token first, not the same one
+    margin_a: np.ndarray | None = None  # [P] top-1 minus top-2 logprob; NaN below K = 2
+    margin_b: np.ndarray | None = None
+    top1_a: np.ndarray | None = None  # int [P] each side's top-1 id (-1: none)
+    top1_b: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -132,6 +148,48 @@ class CrossPositions:
         """The first position whose top-1 tokens differ, or None."""
         bad = ~self.top1_agree
         return int(np.argmax(bad)) if bad.any() else None
+
+
+def top_margins(top_lp: np.ndarray) -> np.ndarray:
+    """Per position, top-1 minus top-2 logprob (>= 0); NaN where fewer than two are finite."""
+    top_lp = np.asarray(top_lp, dtype=np.float64)
+    if top_lp.ndim != 2 or top_lp.shape[1] < 2:
+        return np.full(top_lp.shape[0] if top_lp.ndim else 0, np.nan)
+    with np.errstate(invalid="ignore"):
+        m = top_lp[:, 0] - top_lp[:, 1]
+    return np.where(np.isfinite(m), m, np.nan)
+
+
+def flips(
+    top_ids_a: np.ndarray, top_lp_a: np.ndarray, top_ids_b: np.ndarray, top_lp_b: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(flip [P], margin_a [P], margin_b [P]) from two [P, K] top-k tables sorted by rank."""
+    ia = np.asarray(top_ids_a)
+    ib = np.asarray(top_ids_b)
+    if ia.ndim != 2 or ib.ndim != 2 or not ia.shape[1] or not ib.shape[1]:
+        p = ia.shape[0] if ia.ndim else 0
+        return np.zeros(p, dtype=bool), np.full(p, np.nan), np.full(p, np.nan)
+    flip = (ia[:, 0] >= 0) & (ib[:, 0] >= 0) & (ia[:, 0] != ib[:, 0])
+    return flip, top_margins(top_lp_a), top_margins(top_lp_b)
+
+
+def pairs_table(rows: list | None, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-position [(id, logprob), ...] lists (as events record top-k) as dense [p, K] ids and
+    logprobs sorted by descending logprob, padded with -1 / -inf."""
+    rows = list(rows or [])[:p]
+    n = np.array([len(r) if r else 0 for r in rows] + [0] * (p - len(rows)), dtype=np.int64)
+    k = int(n.max()) if n.size else 0
+    ids = np.full((p, k), -1, dtype=np.int64)
+    lp = np.full((p, k), -np.inf)
+    if not k:
+        return ids, lp
+    flat = [e for r in rows if r for e in r]
+    row = np.repeat(np.arange(p), n)
+    col = np.arange(row.size) - np.repeat(np.cumsum(n) - n, n)
+    ids[row, col] = [int(e[0]) for e in flat]
+    lp[row, col] = [float(e[1]) for e in flat]
+    order = np.argsort(-lp, axis=1, kind="stable")
+    return np.take_along_axis(ids, order, axis=1), np.take_along_axis(lp, order, axis=1)
 
 
 def cross_positions(a: Side, b: Side) -> CrossPositions:
@@ -163,6 +221,7 @@ def cross_positions(a: Side, b: Side) -> CrossPositions:
         rest_a = _rest(lp_a, use)
         rest_b = _rest(lp_b, use)
         kl = term.sum(axis=1) + rest_b * (np.log(rest_b) - np.log(rest_a))
+    flip, margin_a, margin_b, top1_a, top1_b = _flip_fields(a, b, k)
     return CrossPositions(
         lp_a=np.asarray(a.lp, dtype=np.float64),
         lp_b=np.asarray(b.lp, dtype=np.float64),
@@ -174,7 +233,79 @@ def cross_positions(a: Side, b: Side) -> CrossPositions:
         union_kl=np.maximum(kl, 0.0),
         union_known=use.sum(axis=1),
         union_size=fresh.sum(axis=1),
+        flip=flip,
+        margin_a=margin_a,
+        margin_b=margin_b,
+        top1_a=top1_a,
+        top1_b=top1_b,
     )
+
+
+def _flip_fields(a: Side, b: Side, k: int) -> tuple:
+    p = a.token_ids.size
+    if not k:
+        none = np.full(p, -1, dtype=np.int64)
+        return np.zeros(p, dtype=bool), np.full(p, np.nan), np.full(p, np.nan), none, none
+    flip, ma, mb = flips(a.top_ids, a.top_lp, b.top_ids, b.top_lp)
+    return flip, ma, mb, a.top_ids[:, 0].astype(np.int64), b.top_ids[:, 0].astype(np.int64)
+
+
+def flip_summary(
+    samples: list[tuple[int, CrossPositions]], *, line: float = FLIP_MARGIN_LINE
+) -> dict:
+    """Every top-1 flip of a run with both sides' margins, and how many fall inside `line`."""
+    out: dict = {
+        "line": line,
+        "flips": 0,
+        "within_line": 0,
+        "across_line": 0,
+        "margin_unknown": 0,
+        "max_margin": None,
+        "median_margin": None,
+        "largest": None,
+        "listed": [],
+    }
+    parts = [(s, c) for s, c in samples if c.flip is not None and c.n]
+    if not parts:
+        return out
+    flip = np.concatenate([c.flip for _, c in parts])
+    if not flip.any():
+        return out
+    ma = np.concatenate([c.margin_a for _, c in parts])[flip]
+    mb = np.concatenate([c.margin_b for _, c in parts])[flip]
+    ida = np.concatenate([c.top1_a for _, c in parts])[flip]
+    idb = np.concatenate([c.top1_b for _, c in parts])[flip]
+    sample = np.concatenate([np.full(c.n, s, dtype=np.int64) for s, c in parts])[flip]
+    pos = np.concatenate([np.arange(c.n, dtype=np.int64) for _, c in parts])[flip]
+    both = np.fmax(ma, mb)  # NaN only where neither side has a second token
+    known = ~np.isnan(both)
+    out["flips"] = int(flip.sum())
+    out["margin_unknown"] = int((~known).sum())
+    out["within_line"] = int((both[known] < line).sum())
+    out["across_line"] = int((both[known] >= line).sum())
+    if known.any():
+        j = int(np.nanargmax(both))
+        out["max_margin"] = float(both[j])
+        out["median_margin"] = float(np.median(both[known]))
+        out["largest"] = _flip(sample, pos, ida, idb, ma, mb, j)
+    # the widest first: those are the ones to look at
+    order = np.argsort(-np.where(known, both, -np.inf), kind="stable")[:MAX_LISTED_FLIPS]
+    out["listed"] = [_flip(sample, pos, ida, idb, ma, mb, int(j)) for j in order]
+    return out
+
+
+def _flip(sample, pos, ida, idb, ma, mb, j: int) -> dict:
+    def num(x) -> float | None:
+        return None if np.isnan(x) else float(x)
+
+    return {
+        "sample": int(sample[j]),
+        "position": int(pos[j]),
+        "id_a": int(ida[j]),
+        "id_b": int(idb[j]),
+        "margin_a": num(ma[j]),
+        "margin_b": num(mb[j]),
+    }
 
 
 def first_token_mismatch(
@@ -240,6 +371,7 @@ def cross_summary(
         "greedy_identical": 0,
         "greedy_rule_failures": 0,
         "agreement_ok": None,
+        "flip_margins": flip_summary(scored),
     }
     if scored:
         deltas = np.concatenate([c.abs_delta for _, c in scored])
