@@ -155,3 +155,25 @@ def test_the_console_prints_the_table_and_what_is_unknown():
     assert "not known on both: chunked_prefill" in out
     assert "triton" in out and "FLASH_ATTN (FA3)" in out and "<script>x</script>|" in out
     assert "vLLM startup log attention_backend" in out
+
+
+def test_flip_margins_in_json_markdown_html_and_junit():
+    st = store()
+    doc = json_report(st)
+    validate(doc, "check")
+    fm = doc["helpers"]["cross_engine"]["flip_margins"]
+    # sample 1 position 2: vLLM ranks id 7 first where SGLang ranks 0, both 0.92 nats clear
+    assert (fm["flips"], fm["within_line"], fm["across_line"]) == (1, 0, 1)
+    assert fm["largest"] == {"sample": 1, "position": 2, "id_a": 0, "id_b": 7,
+                             "margin_a": fm["max_margin"], "margin_b": fm["max_margin"]}  # fmt: skip
+    assert abs(fm["max_margin"] - np.log(0.5 / 0.2)) < 1e-12
+    md = md_report(st)
+    assert "top-1 flips 1: 0 inside 0.7 nats (expected near a tie), 1 across" in md
+    assert "widest 9.163e-01 nats at sample 1 \\@ 2" in md
+    assert "top-1 flips" in html_report(st)
+    root = ET.fromstring(junit_report(st))
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["cross_engine.flips"] == "1"
+    assert props["cross_engine.flips_across_margin_line"] == "1"
+    assert props["cross_engine.flip_margin_line"] == "0.7"
+    assert float(props["cross_engine.flip_max_margin"]) > 0.7

@@ -87,7 +87,41 @@ CROSS_FIELDS = {
 # cross_engine's objects in the JSON report (not JUnit properties): report name -> summary key
 CROSS_OBJECTS = {
     "config_table": "alignment",
+    "flip_margins": "flip_margins",
 }
+
+
+def flip_line(fm: object) -> str:
+    """One line on the top-1 flips and their margins (the same text in every view)."""
+    if not isinstance(fm, dict) or not fm.get("flips"):
+        return "none"
+    line = fm.get("line")
+    text = (
+        f"{fm.get('flips')}: {fm.get('within_line')} inside {line:g} nats (expected near a tie), "
+        f"{fm.get('across_line')} across (not rounding)"
+    )
+    if fm.get("margin_unknown"):
+        text += f", {fm['margin_unknown']} without a second token"
+    big = fm.get("largest")
+    if isinstance(big, dict) and fm.get("max_margin") is not None:
+        text += (
+            f"; widest {fmt.sci(fm['max_margin'])} nats at sample {big.get('sample')} @ "
+            f"{big.get('position')}, median {fmt.sci(fm.get('median_margin'))}"
+        )
+    return text
+
+
+def flip_properties(fm: object) -> list[tuple[str, object]]:
+    """The flip summary as flat JUnit properties (name suffix, value)."""
+    if not isinstance(fm, dict):
+        return []
+    return [
+        ("flips", fm.get("flips")),
+        ("flips_within_margin_line", fm.get("within_line")),
+        ("flips_across_margin_line", fm.get("across_line")),
+        ("flip_margin_line", fm.get("line")),
+        ("flip_max_margin", fm.get("max_margin")),
+    ]
 
 
 def cross_fields(summary: Summary | None) -> dict | None:
@@ -123,6 +157,7 @@ def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
             if isinstance(where, dict)
             else "none",
         ),
+        ("top-1 flips", flip_line(summary.figures.get("flip_margins"))),
         ("config mismatches", ", ".join(map(str, f["config_mismatches"] or [])) or "none"),
         # an empty mismatch list is not "the same": what one side does not report is listed
         ("not known on both", ", ".join(map(str, f["config_unknown"] or [])) or "none"),

@@ -16,6 +16,7 @@ from kltui.outputs.reports.common import (
     Origin,
     cross_fields,
     cross_rows,
+    flip_properties,
     helper_seconds,
     max_location,
     run_time,
@@ -183,6 +184,10 @@ def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) ->
             elif isinstance(v, list):
                 v = ",".join(map(str, v))
             items.append((f"{st.helper}.{k}", "none" if v is None or v == "" else v))
+        if cross_fields(st.summary) is not None:
+            fm = st.summary.figures.get("flip_margins") if st.summary else None
+            for k, v in flip_properties(fm):
+                items.append((f"{st.helper}.{k}", "none" if v is None else v))
     if origin is not None and origin.recording:
         items.append(("recording", origin.recording))
     for line, _ in origin.reruns if origin is not None else ():

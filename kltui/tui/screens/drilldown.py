@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Sparkline, Static
 
 from kltui import fmt
 from kltui.metrics import scale
+from kltui.metrics.cross import FLIP_MARGIN_LINE, flips, pairs_table
 from kltui.metrics.k3 import ScoredSample, log_ratio
 from kltui.session.servers import NO_TOKENIZER
 from kltui.session.store import HelperState
@@ -186,6 +187,30 @@ class DrillDown(Screen):
         self.goto(row)
         self._show_head()
 
+    def flip_margins(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(flip, margin A, margin B) per position from the recorded top-k, None without it."""
+        sc = self.scored
+        if not (sc.top_a and sc.top_b):
+            return None
+        n = sc.token_ids.size
+        ia, la = pairs_table(sc.top_a, n)
+        ib, lb = pairs_table(sc.top_b, n)
+        return flips(ia, la, ib, lb)
+
+    def _flip_note(self, t: Text) -> None:
+        fm = self.flip_margins()
+        if fm is None or not fm[0].any():
+            return
+        flip, ma, mb = fm
+        both = np.fmax(ma, mb)[flip]
+        wide = int((both >= FLIP_MARGIN_LINE).sum())
+        t.append(f"\ntop-1 flips {int(flip.sum())}", style="bold")
+        t.append(f" · inside {FLIP_MARGIN_LINE:g} nats {int((both < FLIP_MARGIN_LINE).sum())}")
+        t.append(" (near a tie: expected)", style="dim")
+        t.append(f" · across {wide}", style=part(self, "drill--bad") if wide else "")
+        if wide:
+            t.append(" (either side was sure: not rounding)", style="dim")
+
     def _show_head(self) -> None:
         sc, m = self.scored, self.scored.metrics
         t = Text()
@@ -207,6 +232,7 @@ class DrillDown(Screen):
             t.append_text(extras_note(self.extras, sc.lp_a))
         elif not (sc.top_a or sc.top_b):
             t.append("  top-k not recorded", style="dim")
+        self._flip_note(t)
         if self.fetch_note:
             t.append("\n")
             t.append(escape_controls(self.fetch_note), style="italic")
@@ -247,6 +273,10 @@ class DrillDown(Screen):
             *([("top_a", "top-k A"), ("top_b", "top-k B")] if has_top else []),
             *([("top_x", "top-k (separate request)")] if extra and not has_top else []),
         ]
+        fm = self.flip_margins()
+        flip = fm[0] if fm is not None and fm[0].any() else None
+        if flip is not None:
+            columns.append(("flip", "flip margin A / B"))
         for key, label in columns:
             table.add_column(label, key=key, width=30 if key.startswith("top") else None)
         r = log_ratio(sc.lp_a, sc.lp_b)
@@ -278,8 +308,24 @@ class DrillDown(Screen):
                 row.append(_topk(sc.top_b[i] if sc.top_b and i < len(sc.top_b) else None, tt))
             elif extra:
                 row.append(_topk(extra.get(i), tt))
+            if flip is not None and fm is not None:
+                row.append(self._flip_cell(bool(flip[i]), fm[1][i], fm[2][i]))
             rows.append(row)
         table.add_rows(rows)
+
+    def _flip_cell(self, flipped: bool, ma: float, mb: float) -> Text:
+        if not flipped:
+            return Text("")
+        wide = bool(np.fmax(ma, mb) >= FLIP_MARGIN_LINE)
+
+        def nats(x: float) -> str:
+            return "?" if np.isnan(x) else f"{x:.3g}"
+
+        return Text(
+            f"{nats(ma)} / {nats(mb)}",
+            style=part(self, "drill--bad") if wide else "",
+            no_wrap=True,
+        )
 
     @property
     def position(self) -> int:
