@@ -70,6 +70,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seed of per-request sampling seeds when a request names none (random)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument(
+        "--dtype",
+        default="float32",
+        choices=("auto", "float32", "float", "bfloat16", "float16", "half"),
+        help="weights, activations and KV cache (SGLang's flag; auto and the default: float32). "
+        "bfloat16 batched kernels round like a GPU server's, far above the 1e-9 floor",
+    )
     # SGLang's CUDA-graph flags, accepted so that an SGLang command line runs here unchanged, and
     # ignored: this server has no CUDA graphs (/server_info says disable_cuda_graph: true either
     # way), which makes them the flags a test can show "did not take effect" with.
@@ -118,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
         random_seed=args.random_seed,
         threads=args.threads,
         skip_tokenizer_init=args.skip_tokenizer_init,
+        dtype=args.dtype,
     )
     try:
         return serve(settings, _launch_command())

@@ -216,6 +216,8 @@ class Engine:
             logits = self.model.logits_rowwise(hidden)
         else:
             logits = self.model.logits_batched(hidden)
+        # SGLang samples and scores from float32 logits whatever the model's dtype
+        logits = logits.float()
         return logits, log_softmax_rows(logits, self.deterministic)
 
     def _restore(self, a: Active) -> None:

@@ -271,7 +271,12 @@ class LlamaForCausalLM(nn.Module):
     def new_kv(self, capacity: int) -> torch.Tensor:
         cfg = self.config
         return torch.zeros(
-            cfg.num_hidden_layers, 2, capacity, cfg.num_key_value_heads, cfg.head_dim
+            cfg.num_hidden_layers,
+            2,
+            capacity,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+            dtype=self.lm_head.weight.dtype,
         )
 
     @torch.inference_mode()
@@ -348,8 +353,24 @@ class LlamaForCausalLM(nn.Module):
         return torch.cat([self.lm_head(hidden[i : i + 1].clone()) for i in range(hidden.shape[0])])
 
 
-def load_model(checkpoint: str | Path) -> LlamaForCausalLM:
-    """Build the model from an HF Llama folder (config.json + model.safetensors)."""
+DTYPES = {
+    "auto": torch.float32,
+    "float32": torch.float32,
+    "float": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "half": torch.float16,
+}
+
+
+def dtype_name(name: str) -> str:
+    """SGLang's --dtype spelling as /server_info reports it ("half" -> "float16")."""
+    return str(DTYPES[name]).removeprefix("torch.")
+
+
+def load_model(checkpoint: str | Path, dtype: str = "float32") -> LlamaForCausalLM:
+    """Build the model from an HF Llama folder (config.json + model.safetensors), its weights,
+    activations and KV cache in `dtype` (a key of DTYPES; logits are float32 either way)."""
     from safetensors.torch import load_file
 
     folder = Path(checkpoint)
@@ -364,7 +385,9 @@ def load_model(checkpoint: str | Path) -> LlamaForCausalLM:
     if missing or unexpected:
         raise ValueError(f"checkpoint mismatch: missing {missing}, unexpected {unexpected}")
     model.eval()
-    return model
+    # weights, rope tables and (through new_kv) the KV cache in one precision, as a server
+    # launched with --dtype runs them
+    return model.to(DTYPES[dtype])
 
 
 def param_count(model: nn.Module) -> int:

@@ -32,7 +32,7 @@ from kltui.reference import CHECKPOINT_DIR
 from kltui.reference.cache import RadixCache
 from kltui.reference.engine import Engine, GenRequest, Progress, Sampling
 from kltui.reference.faults import Fault
-from kltui.reference.model import LlamaForCausalLM, load_model
+from kltui.reference.model import LlamaForCausalLM, dtype_name, load_model
 from kltui.reference.protocol import (
     ContractError,
     RequestError,
@@ -75,6 +75,7 @@ class ServerSettings:
     max_running_requests: int = 128
     chunked_prefill_size: int = 8192
     skip_tokenizer_init: bool = False
+    dtype: str = "float32"
 
 
 class ReferenceState:
@@ -88,7 +89,7 @@ class ReferenceState:
             settings.random_seed if settings.random_seed is not None else random.randrange(1 << 30)
         )
         torch.manual_seed(self.random_seed)
-        self.model: LlamaForCausalLM = load_model(settings.checkpoint)
+        self.model: LlamaForCausalLM = load_model(settings.checkpoint, settings.dtype)
         self.tokenizer = TextTokenizer(settings.checkpoint)
         cfg = self.model.config
         self.context_length = cfg.max_position_embeddings
@@ -145,7 +146,7 @@ class ReferenceState:
             "skip_tokenizer_init": s.skip_tokenizer_init,
             "load_format": "auto",
             "trust_remote_code": False,
-            "dtype": "float32",
+            "dtype": dtype_name(self.settings.dtype),
             "kv_cache_dtype": "auto",
             "context_length": self.context_length,
             "device": "cpu",
