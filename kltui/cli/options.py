@@ -13,7 +13,7 @@ from kltui.errors import UsageError
 from kltui.helpers.registry import BASELINE_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 
 SUBCOMMANDS = (
-    "tui", "check", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
+    "tui", "check", "ablate", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
     "probe-ops",
 )  # fmt: skip
 
@@ -21,6 +21,7 @@ DESCRIPTION = """Live numerical alignment for SGLang (and vLLM as a baseline).
 
   kltui --server localhost:30000            open the live dashboard
   kltui check --server localhost:30000      headless gate for CI (exit 0 pass, 1 fail)
+  kltui ablate --launch CMD --vary K=A,B    which setting causes a divergence
   kltui demo                                run everything on the embedded reference server
 """
 

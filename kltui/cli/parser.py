@@ -85,6 +85,10 @@ def make_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(func=cmd_check)
 
+    from kltui.cli.ablate import add_parser as add_ablate_parser
+
+    add_ablate_parser(sub)
+
     demo = sub.add_parser(
         "demo",
         help="start the embedded reference server and run on it",

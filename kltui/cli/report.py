@@ -24,7 +24,11 @@ def add_report_options(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of `kltui report` to its parser."""
-    parser.add_argument("recording", metavar="FILE", help="a kltui recording (.kltui.jsonl)")
+    parser.add_argument(
+        "recording",
+        metavar="FILE",
+        help="a kltui recording (.kltui.jsonl), or a `kltui ablate` sweep folder",
+    )
     add_report_options(parser)
     parser.add_argument("--json", metavar="OUT", help="the JSON result `check --json` writes")
     parser.epilog = (
@@ -105,7 +109,11 @@ def report_writer(args: argparse.Namespace, recording: str | None = None):
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Run `kltui report`: write reports from a recording."""
+    """Run `kltui report`: write reports from a recording (or a `kltui ablate` sweep folder)."""
+    from pathlib import Path
+
+    if Path(args.recording).is_dir():
+        return _sweep_report(args)
     store, origin = load_store(args.recording)
     outputs = {name: getattr(args, name, None) for name in (*REPORT_FORMATS, "json")}
     if not any(outputs.values()):
@@ -115,3 +123,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         if path != "-":
             print(f"kltui report: wrote {path}", file=sys.stderr)
     return 0
+
+
+def _sweep_report(args: argparse.Namespace) -> int:
+    """`kltui report FOLDER`: a `kltui ablate` sweep folder, as `kltui ablate --replay`."""
+    from kltui.errors import UsageError
+    from kltui.outputs.ablation import replay_folder
+
+    if args.html:
+        raise UsageError(f"--html {args.html}: no HTML report of an ablation yet (--md, --junit)")
+    return replay_folder(args.recording, md=args.md, junit=args.junit, json=args.json)

@@ -112,6 +112,9 @@ class RunConfig:
     # servers measured at once in one run (1: one after the other); each server's helpers still
     # run one after the other, and a server that fails does not stop the others
     concurrency: int = 1
+    # `kltui ablate`'s section of a config file; how a sweep is laid out, not what one run
+    # measures, so it is never recorded
+    ablate: AblateSection | None = field(default=None, repr=False)
 
     def server_api_key(self) -> str | None:
         """The SGLang servers' (and router's) key: --api-key, else KLTUI_API_KEY; never sent to
@@ -144,7 +147,7 @@ class RunConfig:
     @classmethod
     def record_keys(cls) -> tuple[str, ...]:
         """The keys of `to_record()`, in its order (the JSON report's `config`)."""
-        skip = ("api_key", "prompt_cut_asked", "yes_flush")
+        skip = ("api_key", "prompt_cut_asked", "yes_flush", "ablate")
         return (*(f.name for f in fields(cls) if f.name not in skip), "api_key_set")
 
     def to_record(self) -> dict:
@@ -153,6 +156,7 @@ class RunConfig:
         d.pop("api_key", None)
         d.pop("prompt_cut_asked", None)
         d.pop("yes_flush", None)  # how the TUI asks, not how the run measures
+        d.pop("ablate", None)
         # a key from KLTUI_API_KEY is used as well: say so
         d["api_key_set"] = bool(self.server_api_key())
         return d
@@ -185,7 +189,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "concurrency": ((int,), "a positive integer"),
 }
 _LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
-_MAPS = {"keymap", "fleet"}
+_MAPS = {"keymap", "fleet", "ablate"}
 _FLEET_KEYS = {
     "router": "a HOST:PORT string",
     "concurrency": "a positive integer",
@@ -280,7 +284,66 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
             cfg.keymap = value
         elif key == "fleet":
             _fleet(path_str, cfg, value, val_node)
+        elif key == "ablate":
+            cfg.ablate = _ablate(path_str, value, val_node)
     return cfg
+
+
+@dataclass
+class AblateSection:
+    """`ablate: {launch:, vary: [..], pairs:, servers: [..], start_timeout:, parallel:}` of a
+    config file: what `kltui ablate` takes from it when its command line does not say."""
+
+    launch: str | list[str] | None = None
+    vary: list[str] = field(default_factory=list)
+    pairs: bool | None = None
+    servers: list[str] = field(default_factory=list)
+    start_timeout: float | None = None
+    parallel: int | None = None
+
+
+_ABLATE_KEYS = {
+    "launch": "the server's launch command, a string or a list of words",
+    "vary": "a list of KNOB=V1,V2 strings",
+    "pairs": "true or false",
+    "servers": "a list of HOST:PORT strings (attach mode)",
+    "start_timeout": "a positive number of seconds",
+    "parallel": "a positive integer",
+}
+
+
+def _ablate(path: str, value: Any, node: yaml.Node) -> AblateSection:
+    """The `ablate:` section, every field checked; the knobs themselves are checked by
+    `kltui ablate` against the installed server's flags."""
+    if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
+        raise ConfigError(
+            path, "'ablate' must be a mapping like {launch: CMD, vary: [KNOB=V1,V2]}", _line(node)
+        )
+    out = AblateSection()
+    for k, v_node in _known_keys(path, node, set(_ABLATE_KEYS), " in ablate"):
+        v, want = value[k], _ABLATE_KEYS[k]
+        bad = False
+        if k == "launch":
+            words = isinstance(v, list) and v and all(isinstance(w, str) for w in v)
+            bad = not (isinstance(v, str) and v.strip()) and not words
+            out.launch = v
+        elif k in ("vary", "servers"):
+            if isinstance(v, str):
+                v = [v]
+            bad = not isinstance(v, list) or not all(isinstance(w, str) and w.strip() for w in v)
+            setattr(out, k, list(v) if not bad else [])
+        elif k == "pairs":
+            bad = not isinstance(v, bool)
+            out.pairs = v
+        elif k == "start_timeout":
+            bad = isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf
+            out.start_timeout = None if bad else float(v)
+        else:
+            bad = isinstance(v, bool) or not isinstance(v, int) or v <= 0
+            out.parallel = v
+        if bad:
+            raise ConfigError(path, f"'ablate.{k}' must be {want}, got {v!r}", _line(v_node))
+    return out
 
 
 def _fleet(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
@@ -428,6 +491,7 @@ def _preset(name: str) -> list[ThresholdEntry]:
 
 
 __all__ = [
+    "AblateSection",
     "ConfigError",
     "DETERMINISTIC_KL_DIV",
     "RunConfig",

@@ -1,0 +1,344 @@
+"""`kltui ablate`'s outputs: the live console of a sweep (`SweepConsole`, a `run/ablate.SweepView`),
+the table of configurations x helpers with the verdict after it, the JSON document (`document`,
+schema kltui/schemas/ablation.schema.json, docs/JSON.md) and the Markdown and JUnit reports.
+
+Every number and word of the verdict comes from `ablate/reading.Ablation`; everything a server
+wrote (log lines, failure lines, settings) is escaped for the medium it goes to.
+"""
+
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+
+from rich.console import Console
+from rich.status import Status
+from rich.table import Table
+from rich.text import Text
+
+from kltui import __version__
+from kltui.ablate.reading import Ablation, ConfigReading
+from kltui.console import make_console
+from kltui.outputs.headless import HeadlessView
+from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep, load
+from kltui.run.driver import RunOutcome, RunView
+from kltui.session import jsonfile
+from kltui.session.events import Event
+from kltui.session.store import SessionStore
+from kltui.untrusted import console_markup, md_text, one_line, safe, xml_text
+
+PROGRESS_LINE = 100  # characters of the log's last line shown beside the start progress
+
+
+class _Helpers:
+    """One configuration's helper run on the console: `kltui check`'s progress bars, then its
+    run verdict (the ablation table comes once, after every configuration)."""
+
+    def __init__(self, console: Console, live: bool) -> None:
+        self.console, self.live = console, live
+        self.view: HeadlessView | None = None
+
+    def start_run(self, run_no: int) -> SessionStore:
+        """A fresh store (and, one configuration at a time, its progress bars)."""
+        store = SessionStore()
+        self.view = HeadlessView(store, self.console) if self.live else None
+        return store
+
+    def event(self, ev: Event) -> None:
+        """One event, shown by the progress bars."""
+        if self.view is not None:
+            self.view(ev)
+
+    def run_ended(self, outcome: RunOutcome) -> None:
+        """The progress bars end with the run's own verdict."""
+        if self.view is not None:
+            self.view.finish(report=False)
+
+    def retrying(self, seconds: int | None, attempt: int) -> None:
+        """Never asked: the sweep's runs do not retry connecting."""
+
+
+class SweepConsole:
+    """The console while a sweep runs: a live line while each server starts (configuration
+    k/N, seconds, its log's last line), the helpers' progress, one line per configuration's
+    end. With several configurations at once, only the lines (progress bars cannot share a
+    terminal)."""
+
+    def __init__(self, console: Console, parallel: int = 1) -> None:
+        self.console, self.parallel = console, parallel
+        self.status: Status | None = None
+
+    def _head(self, k: int, n: int, run: ConfigRun) -> str:
+        return f"config {k}/{n} [bold]{console_markup(run.name)}[/]"
+
+    def starting(self, k: int, n: int, run: ConfigRun) -> None:
+        """The start of a server: a live line (on a terminal; one plain line elsewhere)."""
+        head = f"{self._head(k, n, run)}: starting"
+        if self.parallel > 1 or not self.console.is_terminal:
+            self.console.print(head, soft_wrap=True)
+            return
+        self.status = self.console.status(head)
+        self.status.start()
+
+    def progress(self, k: int, n: int, run: ConfigRun, seconds: float, line: str) -> None:
+        """The live line: seconds so far and the log's last line, escaped."""
+        if self.status is not None:
+            last = console_markup(one_line(line, PROGRESS_LINE)) if line else "…"
+            self.status.update(f"{self._head(k, n, run)}: starting {seconds:4.0f} s · {last}")
+
+    def _stop_status(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+
+    def started(self, k: int, n: int, run: ConfigRun) -> None:
+        """The server answers: where, after how long."""
+        self._stop_status()
+        took = f" in {run.start_s:.1f} s" if run.start_s is not None else ""
+        what = "up at" if run.start_s is not None else "attached to"
+        self.console.print(
+            f"{self._head(k, n, run)}: {what} {console_markup(run.url)}{took}", soft_wrap=True
+        )
+
+    def run_view(self, k: int, n: int, run: ConfigRun) -> RunView:
+        """Its helpers' view: progress bars one configuration at a time, quiet otherwise."""
+        return _Helpers(self.console, live=self.parallel == 1)
+
+    def ended(self, k: int, n: int, run: ConfigRun) -> None:
+        """Measured (with its run's verdict) or failed (its one line, escaped)."""
+        self._stop_status()
+        if run.status == FAILED:
+            self.console.print(
+                f"[red]failed:[/] {console_markup(run.error)}", soft_wrap=True, emoji=False
+            )
+        elif run.status == MEASURED:
+            took = f" in {run.run_s:.1f} s" if run.run_s is not None else ""
+            self.console.print(
+                f"{self._head(k, n, run)}: measured{took} (run verdict "
+                f"{console_markup(run.verdict)})",
+                soft_wrap=True,
+            )
+
+
+# --------------------------------------------------------------------------- the result
+def helper_names(ab: Ablation) -> list[str]:
+    """The helpers of the table's columns: the base's, then any other configuration ran."""
+    out = [h.helper for h in ab.base.helpers]
+    for c in ab.configs:
+        out += [h.helper for h in c.helpers if h.helper not in out]
+    return out
+
+
+def _by_name(sweep: Sweep) -> dict[str, ConfigRun]:
+    return {r.name: r for r in sweep.runs}
+
+
+def note(c: ConfigReading, run: ConfigRun | None) -> str:
+    """The table's last column: a trap, a failure or why it has no result (plain text)."""
+    if run is not None and run.status == FAILED:
+        return f"failed ({run.error_kind})"
+    if not c.measured:
+        return run.status if run is not None else "not measured"
+    if c.trap is not None:
+        return "the flag did not take effect"
+    untested = [
+        h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
+    ]
+    if untested:
+        return f"not tested: {', '.join(untested)}"
+    return ""
+
+
+def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
+    """(configuration, one cell per helper, condition, note) for every configuration, base
+    first, as plain text (each medium escapes it)."""
+    runs = _by_name(sweep)
+    names = helper_names(ab)
+    out = []
+    for c in (ab.base, *ab.configs):
+        cells = []
+        for h in names:
+            r = c.helper(h)
+            cells.append("–" if r is None else r.cell())
+        cond = (
+            "–" if not c.measured else "inconclusive" if c.condition is None else str(c.condition)
+        )
+        out.append((c.name, cells, cond, note(c, runs.get(c.name))))
+    return out
+
+
+def tail_lines(ab: Ablation) -> list[str]:
+    """What follows the table: the traps, the notes, the verdict and the next step
+    (`Ablation.lines` after its one line per configuration, which the table replaces)."""
+    return ab.lines()[len(ab.configs) + 1 :]
+
+
+def timing_line(sweep: Sweep) -> str:
+    """Where the sweep's time went."""
+    t = sweep.timing()
+
+    def s(x: float | None) -> str:
+        return "–" if x is None else f"{x:.1f} s"
+
+    share = t["kltui_share"]
+    pct = "" if share is None else f" ({share * 100:.1f}%)"
+    return (
+        f"time {s(t['total_s'])}: server starts {s(t['start_s'])}, helper runs {s(t['run_s'])}, "
+        f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui {s(t['kltui_s'])}{pct}"
+    )
+
+
+def table(sweep: Sweep, ab: Ablation) -> Table:
+    """The console table of configurations x helpers."""
+    t = Table(title="kltui ablate: configurations x helpers (avg_kl_div)", title_justify="left")
+    t.add_column("configuration")
+    for h in helper_names(ab):
+        t.add_column(h, justify="right")
+    t.add_column("condition", justify="right")
+    t.add_column("note")
+    for name, cells, cond, what in rows(sweep, ab):
+        style = "yellow" if what else ""
+        t.add_row(safe(name), *(safe(c) for c in cells), safe(cond), safe(what, style))
+    return t
+
+
+def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
+    """The table, each failure's line, the verdict with its traps and next step, the time
+    split and the sweep folder."""
+    console.print(table(sweep, ab))
+    for r in sweep.failures():
+        console.print(Text.assemble(("failed: ", "red"), safe(r.error)), soft_wrap=True)
+    for line in tail_lines(ab):
+        style = "bold" if line == ab.verdict.line else ""
+        console.print(safe(line, style), soft_wrap=True)
+    if sweep.interrupted:
+        console.print(Text("interrupted: the configurations above were measured", "yellow"))
+    console.print(safe(timing_line(sweep), "dim"), soft_wrap=True)
+    console.print(f"sweep folder: {console_markup(sweep.folder)}", soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- JSON and reports
+def document(sweep: Sweep, ab: Ablation) -> dict:
+    """The JSON document `kltui ablate --json` writes (docs/JSON.md, ablation.schema.json)."""
+    return {
+        "kltui_version": __version__,
+        "ablation": ab.to_json(),
+        "sweep": sweep.to_json(),
+        "exit_code": sweep.exit_code(ab),
+    }
+
+
+def write_json(sweep: Sweep, ab: Ablation, path: str) -> None:
+    """Write the JSON document ("-": stdout)."""
+    jsonfile.write_json_document(path, document(sweep, ab), "ablation")
+
+
+def md_report(sweep: Sweep, ab: Ablation) -> str:
+    """The Markdown report: the same table, the failures, the verdict, the time split."""
+    names = helper_names(ab)
+    out = [
+        "# kltui ablate",
+        "",
+        f"**{md_text(ab.verdict.line)}**",
+        "",
+        "| configuration | " + " | ".join(md_text(h) for h in names) + " | condition | note |",
+        "|---|" + "---:|" * len(names) + "---:|---|",
+    ]
+    for name, cells, cond, what in rows(sweep, ab):
+        row = [md_text(name), *(md_text(c) for c in cells), md_text(cond), md_text(what)]
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    for r in sweep.failures():
+        out.append(f"- failed: {md_text(r.error)}")
+    for line in tail_lines(ab):
+        if line != ab.verdict.line:
+            out.append(f"- {md_text(line)}")
+    if sweep.interrupted:
+        out.append("- interrupted: the configurations above were measured")
+    out += ["", md_text(timing_line(sweep)), "", f"Sweep folder: {md_text(sweep.folder)}", ""]
+    return "\n".join(out)
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: object) -> ET.Element:
+    el = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
+    if text:
+        el.text = xml_text(text)
+    return el
+
+
+def junit_report(sweep: Sweep, ab: Ablation) -> str:
+    """JUnit XML: one test case per configuration. A configuration that failed (its server
+    did not start or died) is an <error>, one not run or cut short is <skipped>; a measured
+    one passes, with its line (trap included) as its output. The verdict is a property."""
+    suite_name = "kltui.ablate"
+    root = ET.Element("testsuites", name=suite_name)
+    suite = _sub(root, "testsuite", name=suite_name)
+    props = _sub(suite, "properties")
+    _sub(props, "property", name="verdict", value=ab.verdict.kind)
+    _sub(props, "property", name="verdict.line", value=ab.verdict.line)
+    _sub(props, "property", name="exit_code", value=sweep.exit_code(ab))
+    _sub(props, "property", name="folder", value=sweep.folder)
+    runs = _by_name(sweep)
+    counts = {"errors": 0, "skipped": 0, "failures": 0}
+    total = 0.0
+    for c in (ab.base, *ab.configs):
+        run = runs.get(c.name)
+        secs = sum(x or 0.0 for x in (run.start_s, run.run_s)) if run else 0.0
+        total += secs
+        case = _sub(suite, "testcase", classname=suite_name, name=c.name, time=f"{secs:.3f}")
+        if run is not None and run.status == FAILED:
+            _sub(case, "error", run.error, message=one_line(run.error, 300), type=run.error_kind)
+            counts["errors"] += 1
+        elif not c.measured:
+            why = run.status if run is not None else c.missing
+            _sub(case, "skipped", message=f"not measured: {why}")
+            counts["skipped"] += 1
+        else:
+            _sub(case, "system-out", c.line())
+    attrs = {"tests": len(ab.configs) + 1, **counts, "time": f"{total:.3f}"}
+    for el in (root, suite):
+        for k, val in attrs.items():
+            el.set(k, str(val))
+    _sub(suite, "system-out", "\n".join([*tail_lines(ab), timing_line(sweep)]))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_reports(sweep: Sweep, ab: Ablation, *, md=None, junit=None, json=None) -> list[str]:
+    """Every report asked for; the paths written ("-": stdout)."""
+    written = []
+    if json:
+        write_json(sweep, ab, json)
+        written.append(json)
+    if md:
+        jsonfile.write_output(md, md_report(sweep, ab))
+        written.append(md)
+    if junit:
+        jsonfile.write_output(junit, junit_report(sweep, ab))
+        written.append(junit)
+    return written
+
+
+def finish(console: Console, sweep: Sweep, *, md=None, junit=None, json=None) -> int:
+    """A sweep that ended (live or read back): its result on the console, its reports
+    written; the exit code (`Sweep.exit_code`)."""
+    ab = sweep.reading()
+    if sweep.base.status == MEASURED:
+        print_result(console, sweep, ab)
+    else:
+        # nothing to compare with: the base's own line (with its log's last lines) says why
+        console.print(
+            f"[red]kltui ablate: the base did not start:[/] {console_markup(sweep.base.line())}",
+            soft_wrap=True,
+            emoji=False,
+        )
+    for path in write_reports(sweep, ab, md=md, junit=junit, json=json):
+        if path != "-":
+            print(f"kltui ablate: wrote {path}", file=sys.stderr)
+    return sweep.exit_code(ab)
+
+
+def replay_folder(folder: str, *, md=None, junit=None, json=None) -> int:
+    """`kltui ablate --replay FOLDER` and `kltui report FOLDER`: the sweep read back from its
+    recordings and manifest, shown and written as the live sweep was."""
+    return finish(make_console(), load(folder), md=md, junit=junit, json=json)

@@ -1,0 +1,644 @@
+"""`kltui ablate`'s sweep: every configuration started (or attached to), measured and stopped.
+
+Launch mode, for a base command and its `--vary` knobs:
+1. before anything starts, the command's own `--help` (`help_command`: the words up to the
+   module or script and its subcommands, then `--help`) lists the installed server's flags, and a
+   knob it does not list is refused (`knobs.check_known`, exit 2);
+2. `plan.plan` gives the base and one configuration per changed value; with `--parallel N` an
+   SGLang command gets `--mem-fraction-static` of 0.85/N unless it sets one;
+3. each configuration: its server started by `launch.LaunchedServer` (log `<name>.log` in the
+   sweep folder, live progress), the helpers run on it by `RunDriver` with the sweep's one
+   `RunConfig` (the same prompt set, seed and ids everywhere; recording `<name>.kltui.jsonl`),
+   its server stopped. A configuration that fails (never healthy, exits, port taken twice, dies
+   mid-run, a knob value the server rejects) is one line naming it and its log's last lines; the
+   configurations already measured are kept and the sweep goes on. Nothing measured is ever run
+   again;
+4. with `--pairs`, the knobs that moved the result most (`plan.pairs`) two at a time, after the
+   single-knob results.
+
+Attach mode: running servers (the first is the base) are told apart by their /server_info
+(`plan.attach`); nothing is launched.
+
+The sweep folder `ablate-<id>/` in the runs folder holds every log and recording and the
+manifest `ablation.json` (rewritten after each configuration, so a killed sweep keeps what it
+measured). `load` reads a folder back: the stores come from the recordings, so a replay reads
+exactly what the live sweep read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import subprocess
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+import orjson
+
+from kltui import __version__
+from kltui.ablate.knobs import Vary, apply, check_known, installed_flags, parse_vary
+from kltui.ablate.plan import Config, Plan, attach, pairs, plan
+from kltui.ablate.reading import Ablation, read
+from kltui.engines.errors import EngineError
+from kltui.engines.http import sglang_url
+from kltui.engines.sglang import SGLangClient
+from kltui.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_SERVER, UsageError
+from kltui.launch.server import LaunchedServer, LaunchError, read_tail
+from kltui.run.config import RunConfig
+from kltui.run.driver import RunDriver, RunOutcome, RunView
+from kltui.session.fold import fold
+from kltui.session.recording import default_runs_dir, read_recording
+from kltui.session.store import SessionStore
+from kltui.untrusted import one_line
+
+MANIFEST = "ablation.json"
+FORMAT = "kltui-ablation"
+FORMAT_VERSION = 1
+# SGLang's own default fraction of GPU memory for weights and KV cache is about this; N
+# servers on one GPU share it
+MEM_FRACTION_TOTAL = 0.85
+MEM_FLAG = "--mem-fraction-static"
+HELP_TIMEOUT_S = 300.0
+ALIVE_POLL_S = 0.25
+TAIL_LINES = 3
+
+MEASURED, FAILED, NOT_RUN, INTERRUPTED = "measured", "failed", "not run", "interrupted"
+# the verdicts that say what a setting does (exit 0); the others leave the question open (1)
+ANSWERED = ("not reproduced", "localized", "reduced")
+
+
+class SweepError(OSError):
+    """The sweep cannot go on: the base did not start, or a server to attach to does not
+    answer. One line; exit code 3 (`errors.exception_exit` of an OSError)."""
+
+
+# --------------------------------------------------------------------------- before starting
+def help_command(argv: list[str]) -> list[str]:
+    """The launch command's `--help`: the program, the module (`-m M`) or script (`*.py`) and
+    the subcommand words after it (`kltui.reference serve`), then `--help`; the server's
+    options are left out, so nothing of the sweep's settings can make --help fail."""
+    if not argv:
+        raise UsageError("--launch: the command is empty")
+    i = 1
+    if os.path.basename(argv[0]).startswith("python"):
+        while i < len(argv) and argv[i].startswith("-") and argv[i] != "-m":
+            i += 1  # interpreter options (-E, -u, -X dev is not supported here)
+        if i < len(argv) and argv[i] == "-m":
+            i += 2
+        elif i < len(argv):
+            i += 1  # the script
+    while i < len(argv) and not argv[i].startswith("-"):
+        i += 1  # subcommands: `serve`, `launch_server`
+    return [*argv[:i], "--help"]
+
+
+def is_sglang(argv: list[str]) -> bool:
+    """Whether a launch command starts SGLang (its module or program name says so)."""
+    return any("sglang" in os.path.basename(w) for w in help_command(argv)[:-1])
+
+
+def read_help(argv: list[str], timeout: float = HELP_TIMEOUT_S) -> str:
+    """The text of the launch command's --help (SweepError when it cannot be had)."""
+    cmd = help_command(argv)
+    shown = one_line(" ".join(cmd), 160)
+    try:
+        done = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise SweepError(f"base: command not found: {one_line(cmd[0], 120)}") from None
+    except PermissionError as e:
+        raise SweepError(f"base: cannot run {one_line(cmd[0], 120)}: {e.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise SweepError(f"base: {shown} did not answer within {timeout:g} s") from None
+    text = done.stdout if done.stdout.strip() else done.stderr
+    if done.returncode != 0 and not installed_flags(text):
+        tail = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        last = " | ".join(one_line(t, 200) for t in tail[-TAIL_LINES:])
+        raise SweepError(
+            f"base: {shown} exited with code {done.returncode}" + (f": {last}" if last else "")
+        )
+    return text
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What one sweep is asked to do: the run options every configuration shares, and either
+    a launch command with its varies or the servers to attach to."""
+
+    cfg: RunConfig
+    folder: Path
+    launch: tuple[str, ...] = ()
+    varies: tuple[str, ...] = ()
+    servers: tuple[str, ...] = ()
+    pairs: bool = False
+    start_timeout: float = 600.0
+    parallel: int = 1
+
+    @property
+    def mode(self) -> str:
+        """launch or attach."""
+        return "attach" if self.servers else "launch"
+
+
+def prepare(spec: SweepSpec, flags: set[str] | None = None) -> Plan:
+    """The launch plan, every knob checked against the installed server's flags (`flags`,
+    else read from its --help) before anything starts."""
+    varies = [parse_vary(v) for v in spec.varies]
+    if not varies:
+        raise UsageError("nothing to vary: give at least one --vary KNOB=V1,V2")
+    argv = list(spec.launch)
+    if flags is None:
+        flags = installed_flags(read_help(argv, min(spec.start_timeout, HELP_TIMEOUT_S)))
+    known: tuple[Vary, ...] = check_known(varies, flags)
+    if (
+        spec.parallel > 1
+        and is_sglang(argv)
+        and MEM_FLAG in flags
+        and not any(w.split("=", 1)[0] == MEM_FLAG for w in argv)
+    ):
+        # N servers share one GPU: each gets its part of what one would take
+        argv = apply(argv, MEM_FLAG, f"{MEM_FRACTION_TOTAL / spec.parallel:.3g}")
+    p = plan(argv, known)
+    if not p.singles:
+        said = "; ".join(s.line() for s in p.skipped)
+        raise UsageError(f"nothing to compare: {said}")
+    return p
+
+
+async def attach_plan(spec: SweepSpec) -> tuple[Config, ...]:
+    """Attach mode: each server's /server_info read, the base first (SweepError naming a
+    server that does not answer)."""
+    infos = []
+    for url in spec.servers:
+        client = SGLangClient(
+            url, spec.cfg.server_api_key(), timeout=min(60.0, spec.cfg.request_timeout)
+        )
+        try:
+            infos.append((url, await client.server_info()))
+        except EngineError as e:
+            raise SweepError(f"{url}: cannot read /server_info: {e}") from None
+        finally:
+            await client.aclose()
+    (base_url, base_info), *others = infos
+    return attach(base_url, base_info, others)
+
+
+# --------------------------------------------------------------------------- one configuration
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]+")
+
+
+def file_stem(name: str, taken: set[str]) -> str:
+    """A configuration's file name in the sweep folder: its name with anything a file name
+    should not hold replaced ("--flag=1" -> "flag=1"), unique in the folder."""
+    stem = _UNSAFE.sub("_", name).lstrip("-.") or "config"
+    out, n = stem, 1
+    while out in taken:
+        n += 1
+        out = f"{stem}-{n}"
+    taken.add(out)
+    return out
+
+
+@dataclass
+class ConfigRun:
+    """One configuration of the sweep: where its files are, how it ended, how long each part
+    took (seconds), and its store once measured."""
+
+    config: Config
+    stem: str
+    status: str = NOT_RUN
+    error: str | None = None
+    error_kind: str | None = None  # LaunchError.kind, or "run" (kltui could not run helpers)
+    url: str | None = None
+    verdict: str | None = None
+    start_s: float | None = None  # launch to healthy
+    run_s: float | None = None  # the helpers
+    stop_s: float | None = None
+    store: SessionStore | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        """The configuration's name."""
+        return self.config.name
+
+    @property
+    def log(self) -> str:
+        """Its server's log, in the sweep folder."""
+        return f"{self.stem}.log"
+
+    @property
+    def recording(self) -> str:
+        """Its recording, in the sweep folder."""
+        return f"{self.stem}.kltui.jsonl"
+
+    def failed(self, e: LaunchError | str, kind: str = "run") -> None:
+        """It did not give a result: `e` is its one line."""
+        self.status, self.store = FAILED, None
+        self.error = one_line(str(e), 1000)
+        self.error_kind = e.kind if isinstance(e, LaunchError) else kind
+
+    def line(self) -> str:
+        """How it ended, in one line (server text inside: escape it to show it)."""
+        if self.status == MEASURED:
+            return f"{self.name}: measured (run verdict {self.verdict})"
+        if self.error:
+            return self.error
+        return f"{self.name}: {self.status}"
+
+    def to_json(self) -> dict:
+        """Its entry in the manifest and in the JSON `sweep` section."""
+        return {
+            **self.config.to_json(),
+            "status": self.status,
+            "error": self.error,
+            "error_kind": self.error_kind,
+            "url": self.url,
+            "verdict": self.verdict,
+            "log": None if self.config.server else self.log,
+            "recording": self.recording,
+            "start_s": self.start_s,
+            "run_s": self.run_s,
+            "stop_s": self.stop_s,
+        }
+
+
+@dataclass
+class Sweep:
+    """A whole sweep: its folder, what was asked, every configuration, the time it took."""
+
+    folder: Path
+    mode: str
+    launch: tuple[str, ...] = ()
+    varies: tuple[str, ...] = ()
+    pairs_asked: bool = False
+    parallel: int = 1
+    skipped: tuple[str, ...] = ()
+    runs: list[ConfigRun] = field(default_factory=list)
+    pairs_run: bool = False
+    interrupted: bool = False
+    help_s: float = 0.0
+    total_s: float | None = None
+    created: float = field(default_factory=time.time)
+    _t0: float = field(default_factory=time.monotonic, repr=False)
+    _stems: set[str] = field(default_factory=set, repr=False)
+
+    def add(self, configs: tuple[Config, ...] | list[Config]) -> list[ConfigRun]:
+        """New configurations to run (a name already in the sweep is never added twice)."""
+        have = {r.name for r in self.runs}
+        new = [ConfigRun(c, file_stem(c.name, self._stems)) for c in configs if c.name not in have]
+        self.runs += new
+        return new
+
+    @property
+    def base(self) -> ConfigRun:
+        """The base configuration."""
+        return self.runs[0]
+
+    def stores(self) -> dict[str, SessionStore]:
+        """Configuration name -> store, for every configuration measured."""
+        return {r.name: r.store for r in self.runs if r.store is not None}
+
+    def reading(self) -> Ablation:
+        """What the measured configurations show (ablate/reading.read)."""
+        return read([r.config for r in self.runs], self.stores(), pairs_run=self.pairs_run)
+
+    def failures(self) -> list[ConfigRun]:
+        """The configurations that failed, in sweep order."""
+        return [r for r in self.runs if r.status == FAILED]
+
+    def timing(self) -> dict:
+        """The time split: server starts and stops, helper runs, --help, and kltui's own (the
+        rest of the sweep's wall time) with its share of the total."""
+
+        def total(key: str) -> float:
+            return sum(getattr(r, key) or 0.0 for r in self.runs)
+
+        start, run, stop = total("start_s"), total("run_s"), total("stop_s")
+        t = self.total_s
+        own = None if t is None else max(0.0, t - start - run - stop - self.help_s)
+        return {
+            "total_s": t,
+            "help_s": self.help_s,
+            "start_s": start,
+            "run_s": run,
+            "stop_s": stop,
+            "kltui_s": own,
+            "kltui_share": None if own is None or not t else own / t,
+        }
+
+    def exit_code(self, ablation: Ablation | None = None) -> int:
+        """0: the verdict answers the question (localized, reduced, not reproduced); 1: it does
+        not (no single knob, inconclusive); 3: the base did not start or no other configuration
+        was measured; 130: interrupted."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.base.status != MEASURED or not any(r.status == MEASURED for r in self.runs[1:]):
+            return EXIT_SERVER
+        ab = ablation or self.reading()
+        return EXIT_PASS if ab.verdict.kind in ANSWERED else EXIT_FAIL
+
+    def to_json(self) -> dict:
+        """The manifest (also the JSON result's `sweep` section)."""
+        return {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "kltui_version": __version__,
+            "created": self.created,
+            "folder": str(self.folder),
+            "mode": self.mode,
+            "launch": list(self.launch),
+            "varies": list(self.varies),
+            "pairs": self.pairs_asked,
+            "pairs_run": self.pairs_run,
+            "parallel": self.parallel,
+            "skipped": list(self.skipped),
+            "interrupted": self.interrupted,
+            "configs": [r.to_json() for r in self.runs],
+            "timing": self.timing(),
+        }
+
+    def write_manifest(self) -> None:
+        """`ablation.json` in the sweep folder, replaced whole (a reader never sees half)."""
+        path = self.folder / MANIFEST
+        tmp = path.with_name(f".{MANIFEST}.tmp")
+        tmp.write_bytes(orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        os.replace(tmp, path)
+
+    def finish(self) -> None:
+        """The sweep's wall time is known: written into the manifest."""
+        self.total_s = time.monotonic() - self._t0
+        self.write_manifest()
+
+
+# --------------------------------------------------------------------------- the view
+class SweepView(Protocol):
+    """What shows a sweep as it goes (the console of `kltui ablate`)."""
+
+    def starting(self, k: int, n: int, run: ConfigRun) -> None:
+        """Configuration k of n: its server is being started."""
+        ...
+
+    def progress(self, k: int, n: int, run: ConfigRun, seconds: float, line: str) -> None:
+        """Its server is not healthy yet after `seconds`; `line`: its log's last line (raw)."""
+        ...
+
+    def started(self, k: int, n: int, run: ConfigRun) -> None:
+        """Its server answers /health (or, in attach mode, its helpers begin)."""
+        ...
+
+    def run_view(self, k: int, n: int, run: ConfigRun) -> RunView:
+        """The view of its helpers' run (a fresh store)."""
+        ...
+
+    def ended(self, k: int, n: int, run: ConfigRun) -> None:
+        """It was measured, or failed (`run.error`), or was left out."""
+        ...
+
+
+def sweep_folder(parent: Path | None = None, now: float | None = None) -> Path:
+    """A fresh `ablate-<date>-<time>-<pid>` folder in the runs folder (or `parent`)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now or time.time()))
+    return (parent or default_runs_dir()) / f"ablate-{stamp}-{os.getpid()}"
+
+
+def make_folder(folder: Path) -> None:
+    """The sweep folder, new or empty (UsageError, one line, otherwise)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{folder}: cannot create the sweep folder ({e.strerror or e})") from None
+    if any(folder.iterdir()):
+        raise UsageError(f"{folder}: the sweep folder is not empty (a sweep is never overwritten)")
+
+
+async def _watched(
+    run: Callable[[], Awaitable[RunOutcome]], srv: LaunchedServer | None
+) -> RunOutcome:
+    """Run the helpers while watching their server: when it dies, the run is cancelled at once
+    and the server's LaunchError raised (the helpers would otherwise wait on a dead socket)."""
+    task = asyncio.ensure_future(run())
+    if srv is None:
+        return await task
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=ALIVE_POLL_S)
+            if done:
+                return task.result()
+            try:
+                srv.check_alive()
+            except LaunchError:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                raise
+    except asyncio.CancelledError:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        raise
+
+
+async def _one(spec: SweepSpec, sweep: Sweep, run: ConfigRun, k: int, n: int, view: SweepView):
+    """One configuration: started, measured, stopped; a failure is its one line."""
+    srv = None
+    if run.config.server is not None:
+        run.url = run.config.server
+    else:
+        srv = LaunchedServer(
+            list(run.config.argv),
+            name=run.name,
+            log_path=sweep.folder / run.log,
+            start_timeout=spec.start_timeout,
+        )
+        view.starting(k, n, run)
+        try:
+            run.url = await srv.start(progress=lambda s, line: view.progress(k, n, run, s, line))
+        except LaunchError as e:
+            run.start_s = None
+            run.failed(e)
+            view.ended(k, n, run)
+            return
+        run.start_s = srv.startup_s
+    view.started(k, n, run)
+    try:
+        cfg = replace(spec.cfg, servers=[run.url], helpers=list(spec.cfg.helpers), ablate=None)
+        driver = RunDriver(cfg, record=str(sweep.folder / run.recording))
+        t0 = time.monotonic()
+        outcome = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
+        run.run_s = time.monotonic() - t0
+        if srv is not None:
+            srv.check_alive()  # died as the run ended: not a result
+        if outcome.error is not None:
+            run.failed(
+                f"{run.name}: the helpers could not run: {one_line(str(outcome.error), 300)}"
+            )
+        else:
+            run.status, run.store, run.verdict = MEASURED, outcome.store, outcome.verdict
+    except LaunchError as e:
+        run.failed(e)
+    except asyncio.CancelledError:
+        run.status = INTERRUPTED
+        raise
+    finally:
+        if srv is not None:
+            t1 = time.monotonic()
+            await srv.stop()
+            run.stop_s = time.monotonic() - t1
+        view.ended(k, n, run)
+
+
+async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: SweepView) -> None:
+    """Each configuration of `runs`, `spec.parallel` at once; the base (when among them) must
+    start first: when it cannot, nothing else runs."""
+    n = len(sweep.runs)
+    order = {id(r): i + 1 for i, r in enumerate(sweep.runs)}
+    pending = list(runs)
+    if pending and pending[0] is sweep.base:
+        await _one(spec, sweep, pending.pop(0), 1, n, view)
+        sweep.write_manifest()
+        if sweep.base.status != MEASURED:
+            return
+    sem = asyncio.Semaphore(spec.parallel)
+
+    async def guarded(r: ConfigRun) -> None:
+        async with sem:
+            await _one(spec, sweep, r, order[id(r)], n, view)
+            sweep.write_manifest()
+
+    await asyncio.gather(*(guarded(r) for r in pending))
+
+
+async def run_sweep(
+    spec: SweepSpec,
+    view: SweepView,
+    configs: tuple[Config, ...] | None = None,
+    p: Plan | None = None,
+    help_s: float = 0.0,
+) -> Sweep:
+    """The whole sweep in `spec.folder` (which must be new or empty): `configs` in attach mode,
+    else `p` (the plan of `prepare`) and, with --pairs, its pairs. Cancellation (Ctrl-C)
+    stops every server and keeps what was measured (`interrupted`)."""
+    make_folder(spec.folder)
+    sweep = Sweep(
+        spec.folder,
+        spec.mode,
+        spec.launch,
+        spec.varies,
+        spec.pairs,
+        spec.parallel,
+        tuple(s.line() for s in p.skipped) if p is not None else (),
+        help_s=help_s,
+    )
+    first = configs if configs is not None else p.configs if p is not None else ()
+    if not first:
+        raise UsageError("nothing to run: no configuration")
+    sweep.add(first)
+    sweep.write_manifest()
+    try:
+        await _run_all(spec, sweep, list(sweep.runs), view)
+        if spec.pairs and p is not None and sweep.base.status == MEASURED:
+            combos = pairs(p, sweep.reading().movement())
+            sweep.pairs_run = True
+            new = sweep.add(combos)
+            sweep.write_manifest()
+            await _run_all(spec, sweep, new, view)
+    except asyncio.CancelledError:
+        sweep.interrupted = True
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+    finally:
+        sweep.finish()
+    return sweep
+
+
+# --------------------------------------------------------------------------- replay
+def _config_of(d: dict) -> Config:
+    return Config(
+        str(d["name"]),
+        {str(k): str(v) for k, v in (d.get("changes") or {}).items()},
+        tuple(str(w) for w in d.get("argv") or ()),
+        d.get("server"),
+        tuple(str(u) for u in d.get("unknown") or ()),
+    )
+
+
+def load(folder: str | Path) -> Sweep:
+    """A sweep folder read back: its manifest, and each measured configuration's store folded
+    from its recording (UsageError naming the file when one cannot be read)."""
+    root = Path(folder)
+    path = root / MANIFEST
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: no sweep manifest (is this a kltui ablate folder?)") from None
+    except (OSError, orjson.JSONDecodeError) as e:
+        raise UsageError(
+            f"{path}: cannot read the sweep manifest ({one_line(str(e), 200)})"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise UsageError(f"{path}: not a kltui ablate manifest")
+    if not isinstance(doc.get("version"), int) or doc["version"] > FORMAT_VERSION:
+        raise UsageError(f"{path}: written by a newer kltui (format {doc.get('version')!r})")
+    try:
+        sweep = Sweep(
+            Path(doc["folder"]),
+            str(doc["mode"]),
+            tuple(doc.get("launch") or ()),
+            tuple(doc.get("varies") or ()),
+            bool(doc.get("pairs")),
+            int(doc.get("parallel") or 1),
+            tuple(doc.get("skipped") or ()),
+            pairs_run=bool(doc.get("pairs_run")),
+            interrupted=bool(doc.get("interrupted")),
+            help_s=float(doc.get("timing", {}).get("help_s") or 0.0),
+            total_s=doc.get("timing", {}).get("total_s"),
+            created=float(doc.get("created") or 0.0),
+        )
+        for d in doc["configs"]:
+            r = ConfigRun(
+                _config_of(d), Path(str(d["recording"])).name.removesuffix(".kltui.jsonl")
+            )
+            for key in ("status", "error", "error_kind", "url", "verdict"):
+                setattr(r, key, d.get(key))
+            for key in ("start_s", "run_s", "stop_s"):
+                setattr(r, key, d.get(key))
+            sweep.runs.append(r)
+    except (KeyError, TypeError, ValueError) as e:
+        raise UsageError(f"{path}: a malformed sweep manifest ({one_line(repr(e), 200)})") from None
+    if not sweep.runs:
+        raise UsageError(f"{path}: the manifest names no configuration")
+    for r in sweep.runs:
+        if r.status == MEASURED:
+            stores = fold(read_recording(str(root / r.recording)))
+            r.store = stores[-1] if stores else None
+            if r.store is None:
+                raise UsageError(f"{root / r.recording}: the recording holds no run")
+    return sweep
+
+
+def log_tail(sweep: Sweep, run: ConfigRun, n: int = TAIL_LINES) -> list[str]:
+    """The last lines of a configuration's server log (raw server text)."""
+    return [] if run.config.server else read_tail(sweep.folder / run.log, n)
+
+
+def attach_urls(servers: list[str]) -> list[str]:
+    """The attach-mode servers as URLs (a bare HOST:PORT gets http://), at least two."""
+    if len(servers) < 2:
+        raise UsageError(
+            "attach mode needs at least two --server URLs: the base first, then the servers to "
+            "compare with it"
+        )
+    return [sglang_url(s)[0] for s in servers]
