@@ -35,6 +35,16 @@ from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
 from kltui.helpers.phases import Run
 from kltui.metrics.alignment import WARN, Row, align, describe, mismatches, refusals, unknowns
+from kltui.metrics.contract import (
+    Contract,
+    Verdict,
+    judge,
+    probe_kind,
+    probe_rows,
+    sglang_contract,
+    vllm_contract,
+    with_probe,
+)
 from kltui.metrics.cross import (
     CrossPositions,
     Side,
@@ -82,6 +92,7 @@ class CrossRun(Run):
         self.cross: list[tuple[int, CrossPositions]] = []
         self.greedy: list[tuple[int, dict | None]] = []
         self.per_sample: list[dict] = []
+        self.contract: dict | None = None
 
     def cross_figures(self) -> dict:
         """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment)."""
@@ -92,6 +103,7 @@ class CrossRun(Run):
         figures["baseline"] = self.vllm_identity.get("url")
         figures["kl_gate"] = self.kl_gate
         figures["cross_per_sample"] = self.per_sample
+        figures["contract"] = self.contract
         return figures
 
     def finished(self, **extra) -> HelperFinished:
@@ -314,6 +326,63 @@ def _refusal(rows: list[Row]) -> str | None:
     return "refusing to compare: " + "; ".join(describe(r) for r in bad)
 
 
+PROBE_TOKENS = 16
+
+
+async def _contracts(ctx: HelperContext, vllm: VLLMClient, run: CrossRun) -> Verdict:
+    """Both engines' logprob contracts at the positions compared (prompt positions: the
+    numbers; sampled positions: the greedy rule, which reads ids and ranks only), vLLM's checked
+    by a probe: one short prompt asked with prompt_logprobs=K and =1 (values that change with
+    the K asked are no contract at all). Recorded in run.contract; the prompt verdict returned.
+    """
+    ident = run.vllm_identity
+    mode = ident.get("logprobs_mode")
+    src = (ident.get("setting_sources") or {}).get("logprobs_mode")
+    declared = vllm_contract(
+        "prompt", mode, source=f"vLLM {src} logprobs_mode" if src else "vLLM logprobs_mode"
+    )
+    ids = next((np.asarray(p[:PROBE_TOKENS]) for p in ctx.prompts if len(p) >= 2), None)
+    probed: Contract = declared
+    k_note = None
+    if ids is not None:
+        k = max(ctx.top_k, 1)
+        (wide,) = await vllm.completions([ids], max_tokens=1, prompt_logprobs=k, temperature=0.0)
+        (one,) = await vllm.completions([ids], max_tokens=1, prompt_logprobs=1, temperature=0.0)
+        if wide.prompt is None or one.prompt is None:
+            raise vllm.fail("/v1/completions answered without the prompt_logprobs asked for")
+        top = wide.prompt.top
+        rows = probe_rows(top.ids[1:], top.lp[1:], ids[1:], wide.prompt.lp[1:])
+        probed = with_probe(declared, probe_kind(rows), f"{ids.size - 1} prompt positions at K={k}")
+        a, b = wide.prompt.lp[1:], one.prompt.lp[1:]
+        if k > 1 and not np.allclose(a, b, rtol=0, atol=1e-6, equal_nan=True):
+            j = int(np.argmax(~np.isclose(a, b, rtol=0, atol=1e-6, equal_nan=True)))
+            k_note = (
+                f"contract difference: vLLM's prompt logprob of a token changes with the "
+                f"number of top-k asked (position {j + 1}: {a[j]:.6g} at prompt_logprobs={k}, "
+                f"{b[j]:.6g} at 1); no value it returns is a fixed definition"
+            )
+    sg = sglang_contract("prompt")
+    verdict = judge(sg, probed)
+    if k_note is not None:
+        verdict = Verdict("difference", False, True, f"prompt_logprobs={ctx.top_k}", k_note)
+    sampled_v = vllm_contract("sampled", mode, temperature=0.0, source=declared.source)
+    sampled = judge(sglang_contract("sampled", 0.0), sampled_v)
+    run.contract = {
+        "status": verdict.status,
+        "setting": verdict.setting,
+        "message": verdict.message,
+        "prompt": {"sglang": sg.to_dict(), "vllm": probed.to_dict(), **verdict.to_dict()},
+        # the greedy comparison reads ids and ranks only, which every kind keeps
+        "sampled": {
+            "sglang": sglang_contract("sampled", 0.0).to_dict(),
+            "vllm": sampled_v.to_dict(),
+            **sampled.to_dict(),
+            "used_for": "ranks (the greedy rule's ids)",
+        },
+    }
+    return verdict
+
+
 def _startup_log(path: str | None) -> str | None:
     """The tail of the launched baseline's startup output (None: kltui did not launch it, or
     the file is gone: the settings only it names stay unknown)."""
@@ -389,6 +458,16 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
             )
         if (reason := _refusal(run.alignment)) is not None:
             raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")
+        yield run.enter("contract")
+        try:
+            verdict = await _contracts(ctx, vllm, run)
+        except EngineError as e:
+            raise _fail(run, e, "contract") from None
+        if not verdict.values:
+            # a definition gap must never read as drift: no number is measured
+            yield Problem(vllm.url, verdict.message, fatal=False, helper=HELPER, phase="contract")
+            yield run.finished(status="invalid", reason=verdict.message)
+            return
         async for ev in cross_engine(ctx, run):
             yield ev
     finally:
