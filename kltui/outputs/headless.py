@@ -24,7 +24,7 @@ from kltui.console import make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
-from kltui.outputs.reports.common import flip_line, write_json
+from kltui.outputs.reports.common import contract_line, flip_line, write_json
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals
 from kltui.session.compare import RerunEquality, describe_first, describe_rerun
@@ -267,6 +267,10 @@ def cross_line(s: Mapping[str, Any]) -> Text:
         f"mean {fmt.sci(s.get('mean_abs_delta'))}, union-top-k KL {fmt.sci(s.get('union_kl_mean'))}"
         f", first greedy token mismatch {where}",
     )
+    c = s.get("contract")
+    if isinstance(c, dict) and c.get("status") != "same":
+        style = "bold red" if c.get("status") == "difference" else "yellow"
+        out.append(f"; logprob contract {contract_line(c)}", style=style)
     fm = s.get("flip_margins")
     if isinstance(fm, dict) and fm.get("flips"):
         out.append(

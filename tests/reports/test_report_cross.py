@@ -26,7 +26,7 @@ from tests.json_contract import validate
 URL, BASE = "http://127.0.0.1:30000", "http://127.0.0.1:8000"
 
 
-def store() -> SessionStore:
+def store(contract: dict | None = None) -> SessionStore:
     rng = np.random.default_rng(3)
     lp_a = -rng.random((2, 6))
     lp_b = lp_a + rng.normal(0, 1e-3, (2, 6))
@@ -80,6 +80,8 @@ def store() -> SessionStore:
          "source": "SGLang chunked_prefill_size; vLLM enable_chunked_prefill (not reported)"},
     ]  # fmt: skip
     summary["status"] = "pass"
+    if contract is not None:
+        summary["contract"] = contract
     events += [HelperFinished("cross_engine", URL, summary), RunFinished({}, "pass")]
     st = SessionStore()
     for ev in events:
@@ -177,3 +179,25 @@ def test_flip_margins_in_json_markdown_html_and_junit():
     assert props["cross_engine.flips_across_margin_line"] == "1"
     assert props["cross_engine.flip_margin_line"] == "0.7"
     assert float(props["cross_engine.flip_max_margin"]) > 0.7
+
+
+def test_a_contract_difference_is_named_in_every_report():
+    from kltui.metrics.contract import judge, sglang_contract, vllm_contract
+
+    sg, v = sglang_contract("prompt"), vllm_contract("prompt", "raw_logits")
+    verdict = judge(sg, v)
+    side = {"sglang": sg.to_dict(), "vllm": v.to_dict(), **verdict.to_dict()}
+    st = store({"status": verdict.status, "setting": verdict.setting,
+                "message": verdict.message, "prompt": side,
+                "sampled": {**side, "used_for": "ranks"}})  # fmt: skip
+    doc = json_report(st)
+    validate(doc, "check")
+    c = doc["helpers"]["cross_engine"]["contract"]
+    assert c["status"] == "difference" and c["setting"] == "--logprobs-mode raw_logits"
+    assert "logprob contract contract difference: sglang's prompt values" in md_report(st)
+    assert "--logprobs-mode raw\\_logits" in md_report(st)
+    assert "contract difference" in html_report(st)
+    root = ET.fromstring(junit_report(st))
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["cross_engine.logprob_contract"] == "difference"
+    assert props["cross_engine.logprob_contract_setting"] == "--logprobs-mode raw_logits"

@@ -88,7 +88,18 @@ CROSS_FIELDS = {
 CROSS_OBJECTS = {
     "config_table": "alignment",
     "flip_margins": "flip_margins",
+    "contract": "contract",
 }
+
+
+def contract_line(c: object) -> str:
+    """The logprob contract verdict in one line ("not checked" for older recordings)."""
+    if not isinstance(c, dict):
+        return "not checked"
+    status = str(c.get("status"))
+    if status == "difference":
+        return str(c.get("message"))
+    return f"{status}: {c.get('message')}"
 
 
 def flip_line(fm: object) -> str:
@@ -158,6 +169,7 @@ def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
             else "none",
         ),
         ("top-1 flips", flip_line(summary.figures.get("flip_margins"))),
+        ("logprob contract", contract_line(summary.figures.get("contract"))),
         ("config mismatches", ", ".join(map(str, f["config_mismatches"] or [])) or "none"),
         # an empty mismatch list is not "the same": what one side does not report is listed
         ("not known on both", ", ".join(map(str, f["config_unknown"] or [])) or "none"),

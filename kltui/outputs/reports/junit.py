@@ -188,6 +188,10 @@ def properties(suite: ET.Element, store: SessionStore, origin: Origin | None) ->
             fm = st.summary.figures.get("flip_margins") if st.summary else None
             for k, v in flip_properties(fm):
                 items.append((f"{st.helper}.{k}", "none" if v is None else v))
+            c = st.summary.figures.get("contract") if st.summary else None
+            if isinstance(c, dict):
+                items.append((f"{st.helper}.logprob_contract", c.get("status")))
+                items.append((f"{st.helper}.logprob_contract_setting", c.get("setting") or "none"))
     if origin is not None and origin.recording:
         items.append(("recording", origin.recording))
     for line, _ in origin.reruns if origin is not None else ():
