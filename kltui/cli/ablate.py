@@ -240,7 +240,12 @@ def _run(args: argparse.Namespace, spec) -> int:
         view = SweepConsole(console, spec.parallel)
         with cancel_on_signals():
             return await sweep_mod.run_sweep(
-                spec, view, configs=None if plan is not None else configs, p=plan, help_s=help_s
+                spec,
+                view,
+                configs=None if plan is not None else configs,
+                p=plan,
+                help_s=help_s,
+                t0=t0,
             )
 
     sweep = asyncio.run(go())

@@ -526,10 +526,12 @@ async def run_sweep(
     configs: tuple[Config, ...] | None = None,
     p: Plan | None = None,
     help_s: float = 0.0,
+    t0: float | None = None,
 ) -> Sweep:
     """The whole sweep in `spec.folder` (which must be new or empty): `configs` in attach mode,
-    else `p` (the plan of `prepare`) and, with --pairs, its pairs. Cancellation (Ctrl-C)
-    stops every server and keeps what was measured (`interrupted`)."""
+    else `p` (the plan of `prepare`) and, with --pairs, its pairs. `t0`: when the command
+    began (time.monotonic; default now), so that the time split counts reading --help too.
+    Cancellation (Ctrl-C) stops every server and keeps what was measured (`interrupted`)."""
     make_folder(spec.folder)
     sweep = Sweep(
         spec.folder,
@@ -541,6 +543,8 @@ async def run_sweep(
         tuple(s.line() for s in p.skipped) if p is not None else (),
         help_s=help_s,
     )
+    if t0 is not None:
+        sweep._t0 = t0
     first = configs if configs is not None else p.configs if p is not None else ()
     if not first:
         raise UsageError("nothing to run: no configuration")

@@ -342,7 +342,13 @@ def _ablate(path: str, value: Any, node: yaml.Node) -> AblateSection:
             bad = isinstance(v, bool) or not isinstance(v, int) or v <= 0
             out.parallel = v
         if bad:
-            raise ConfigError(path, f"'ablate.{k}' must be {want}, got {v!r}", _line(v_node))
+            # [tp=1,2] in a YAML flow list is two items, 'tp=1' and 2
+            hint = (
+                '; quote a spec with commas: "tp=1,2"'
+                if k == "vary" and isinstance(v, list)
+                else ""
+            )
+            raise ConfigError(path, f"'ablate.{k}' must be {want}, got {v!r}{hint}", _line(v_node))
     return out
 
 

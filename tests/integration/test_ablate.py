@@ -1,0 +1,282 @@
+"""`kltui ablate` end to end on real reference servers (issue 29): kltui launches each
+configuration itself (`--launch`, the reference server under SGLang's flag names), measures it
+over HTTP and stops it; or attaches to servers that already run.
+
+Sweeps are small (12 samples x 8 tokens, prompts of ~48 tokens) so that a sweep of four
+configurations stays within seconds on a 2-core machine. The bfloat16 base is what makes a
+condition-1 divergence measurable here: float32 batch noise (~5e-13) is below the 1e-9 floor.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kltui.cli.commands import main
+from tests.json_contract import read_json
+from tests.real.lifecycle import running
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+REPO = Path(__file__).resolve().parents[2]
+SIZES = ["--samples", "12", "--max-new-tokens", "8", "--max-prompt-tokens", "48"]
+REFERENCE = f"{sys.executable} -m kltui.reference serve"
+
+
+def ablate(tmp_path: Path, *args: str, folder: str = "sweep") -> tuple[int, Path]:
+    """`kltui ablate` in this process; its exit code and sweep folder."""
+    out = tmp_path / folder
+    code = main(["ablate", *args, *SIZES, "--folder", str(out)])
+    return code, out
+
+
+def table_rows(text: str) -> dict[str, str]:
+    """The console table's rows, by configuration name (the cells as one string)."""
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("│"):
+            cells = [c.strip() for c in line.strip("│").split("│")]
+            rows[cells[0]] = " | ".join(cells[1:])
+    return rows
+
+
+@pytest.fixture(scope="module")
+def bf16_sweep(tmp_path_factory):
+    """One sweep for several cases: a non-deterministic bfloat16 base; deterministic=on (the
+    fix), cuda-graph=off (accepted and ignored by the reference server) and page-size=0 (a
+    value the server rejects at start)."""
+    tmp = tmp_path_factory.mktemp("ablate")
+    cap = pytest.MonkeyPatch()
+    buf = io.StringIO()
+    cap.setattr(sys, "stdout", buf)  # capsys is per test; this sweep serves five
+    try:
+        code, folder = ablate(
+            tmp,
+            "--launch",
+            f"{REFERENCE} --dtype bfloat16",
+            "--vary",
+            "deterministic=on",
+            "--vary",
+            "cuda-graph=off",
+            "--vary",
+            "page-size=0",
+            "--json",
+            str(tmp / "a.json"),
+            "--md",
+            str(tmp / "a.md"),
+            "--junit",
+            str(tmp / "a.xml"),
+        )
+    finally:
+        cap.undo()
+    return {"code": code, "folder": folder, "text": buf.getvalue(), "tmp": tmp}
+
+
+def test_a_nondeterministic_base_is_localized_by_deterministic_on(bf16_sweep):
+    doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    v = doc["ablation"]["verdict"]
+    assert v["kind"] == "localized", v["line"]
+    assert {tuple(h["sufficient"]) for h in v["helpers"]} == {("deterministic=on",)}
+    assert v["line"].startswith("localized: deterministic=on removes match's divergence (")
+    assert v["chain"] is True  # condition 1 in the base: the dumper drill-down comes next
+    det = next(c for c in doc["ablation"]["configs"] if c["name"] == "deterministic=on")
+    assert det["condition"] == 0 and det["took_effect"] is True
+    assert all(h["effect"] == "removed" for h in det["helpers"].values())
+    assert all(h["exact_samples"] == h["scored"] == 12 for h in det["helpers"].values())
+    base = doc["ablation"]["configs"][0]
+    assert base["condition"] == 1 and base["helpers"]["match"]["avg_kl_div"] > 1e-6
+    assert bf16_sweep["code"] == 0 and doc["exit_code"] == 0
+    rows = table_rows(bf16_sweep["text"])
+    assert rows["deterministic=on"].startswith("0 (removed) | 0 (removed) | 0 (removed) | 0")
+
+
+def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
+    doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    cg = next(c for c in doc["ablation"]["configs"] if c["name"] == "cuda-graph=off")
+    assert cg["identical_to_base"] is True and cg["counted"] is False
+    assert "the flag did not take effect: check its guard" in cg["trap"]
+    assert any(
+        t.startswith("cuda-graph=off: changed nothing") for t in doc["ablation"]["verdict"]["traps"]
+    )
+    assert "cuda-graph=off" not in json.dumps(doc["ablation"]["verdict"]["helpers"])
+    assert "the flag did not take effect" in table_rows(bf16_sweep["text"])["cuda-graph=off"]
+
+
+def test_a_configuration_that_cannot_start_is_one_line_and_the_others_are_kept(bf16_sweep):
+    text = bf16_sweep["text"]
+    failed = [ln for ln in text.splitlines() if ln.startswith("failed: page-size=0: ")]
+    # once as it happened, once under the table
+    assert len(failed) == 2, text
+    line = failed[0]
+    assert "exited with code 2 before it was healthy; log " in line
+    assert line.endswith("error: --page-size must be at least 1")
+    doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    ps = next(c for c in doc["sweep"]["configs"] if c["name"] == "page-size=0")
+    assert ps["status"] == "failed" and ps["error_kind"] == "exited"
+    assert [c["status"] for c in doc["sweep"]["configs"]] == [
+        "measured",
+        "measured",
+        "measured",
+        "failed",
+    ]
+    folder = bf16_sweep["folder"]
+    for name in ("base", "deterministic=on", "cuda-graph=off"):
+        assert (folder / f"{name}.kltui.jsonl").stat().st_size > 0
+        assert "kltui reference server ready at" in (folder / f"{name}.log").read_text()
+    assert "page-size must be at least 1" in (folder / "page-size=0.log").read_text()
+
+
+def test_the_json_follows_its_schema_and_a_replay_gives_the_same_json(bf16_sweep, tmp_path, capsys):
+    live = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    assert live["sweep"]["folder"] == str(bf16_sweep["folder"])
+    t = live["sweep"]["timing"]
+    assert t["start_s"] > 0 and t["run_s"] > 0 and 0 <= t["kltui_share"] < 1
+    code = main(
+        ["ablate", "--replay", str(bf16_sweep["folder"]), "--json", str(tmp_path / "r.json")]
+    )
+    assert code == live["exit_code"] == 0
+    assert read_json(tmp_path / "r.json", "ablation") == live
+    replayed = capsys.readouterr().out
+    assert table_rows(replayed) == table_rows(bf16_sweep["text"])
+    # kltui report FOLDER reads a sweep folder the same way
+    code = main(["report", str(bf16_sweep["folder"]), "--json", str(tmp_path / "p.json")])
+    assert code == 0 and read_json(tmp_path / "p.json", "ablation") == live
+
+
+def test_the_markdown_and_junit_reports_carry_the_table_and_one_case_per_configuration(
+    bf16_sweep,
+):
+    import xml.etree.ElementTree as ET
+
+    md = (bf16_sweep["tmp"] / "a.md").read_text()
+    assert "| deterministic=on | 0 (removed) |" in md
+    assert "**localized: deterministic=on removes match" in md
+    root = ET.parse(bf16_sweep["tmp"] / "a.xml").getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert list(cases) == ["base", "deterministic=on", "cuda-graph=off", "page-size=0"]
+    assert cases["page-size=0"].find("error") is not None
+    assert cases["base"].find("error") is None and root.get("errors") == "1"
+
+
+def test_a_planted_cache_fault_and_radix_cache_off_is_not_tested_never_fixed(tmp_path, capsys):
+    code, folder = ablate(
+        tmp_path,
+        "--launch",
+        f"{REFERENCE} --enable-deterministic-inference --fault stale-prefix",
+        "--vary",
+        "radix-cache=off",
+        "--json",
+        str(tmp_path / "f.json"),
+    )
+    text = capsys.readouterr().out
+    doc = read_json(tmp_path / "f.json", "ablation")
+    v = doc["ablation"]["verdict"]
+    base = doc["ablation"]["configs"][0]
+    assert base["condition"] == 2, base["diagnosis"]
+    off = doc["ablation"]["configs"][1]
+    cache = [h for h, r in off["helpers"].items() if r["effect"] == "not tested"]
+    assert "prefill_cache_hit" in cache
+    assert all(r["effect"] != "removed" for r in off["helpers"].values())
+    assert v["kind"] != "localized" and "removes" not in v["line"]
+    assert any("turning a helper off is not a fix" in t for t in v["traps"])
+    assert "not tested" in table_rows(text)["radix-cache=off"]
+    assert code == doc["exit_code"] == 1
+
+
+def test_an_unknown_knob_is_refused_before_anything_starts(tmp_path, capsys):
+    code, folder = ablate(tmp_path, "--launch", REFERENCE, "--vary", "attention-backend=fa3,triton")
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.startswith(
+        "kltui: error: --vary 'attention-backend=fa3,triton': the installed server has no "
+        "attention-backend (--attention-backend) flag"
+    )
+    assert not folder.exists()  # nothing started, nothing written
+
+
+def test_a_base_that_cannot_start_is_one_line_with_its_log_tail(tmp_path, capsys):
+    code, folder = ablate(
+        tmp_path, "--launch", f"{REFERENCE} --page-size 0", "--vary", "deterministic=on"
+    )
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "the base did not start" in ln]
+    assert code == 3 and len(lines) == 1
+    assert lines[0].startswith("kltui ablate: the base did not start: base: exited with code 2")
+    assert lines[0].endswith("error: --page-size must be at least 1")
+    manifest = json.loads((folder / "ablation.json").read_text())
+    assert [c["status"] for c in manifest["configs"]] == ["failed", "not run"]
+
+
+def test_attach_mode_tells_running_servers_apart_by_their_settings(
+    reference_servers, tmp_path, capsys
+):
+    base = reference_servers.url()
+    det = reference_servers.url(deterministic=True)
+    code, folder = ablate(
+        tmp_path, "--server", base, "--server", det, "--json", str(tmp_path / "t.json")
+    )
+    doc = read_json(tmp_path / "t.json", "ablation")
+    names = [c["name"] for c in doc["ablation"]["configs"]]
+    assert names == ["base", "deterministic=on"]
+    assert [c["server"] for c in doc["ablation"]["configs"]] == [base, det]
+    assert doc["sweep"]["mode"] == "attach" and doc["sweep"]["configs"][0]["log"] is None
+    # float32 batch noise is below the floor: nothing to localize, and said so
+    assert doc["ablation"]["verdict"]["kind"] == "not reproduced"
+    assert code == 0
+    assert "deterministic=on" in table_rows(capsys.readouterr().out)
+    assert not list(folder.glob("*.log"))  # nothing was launched
+
+
+def _with_marker(marker: str) -> list[int]:
+    """Pids whose command line holds `marker` (the servers of the sweep below, and their
+    watchdogs)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in cmd and running(int(d.name)):
+            out.append(int(d.name))
+    return out
+
+
+def test_no_server_outlives_a_sigkilled_sweep(tmp_path):
+    marker = str(900_000_000 + os.getpid())  # a --random-seed no other server uses
+    folder = tmp_path / "sweep"
+    launch = f"{REFERENCE} --random-seed {marker}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kltui", "ablate", "--launch", launch, "--vary",
+         "deterministic=on", *SIZES, "--folder", str(folder)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        log = folder / "base.log"
+        while not (log.exists() and "ready at" in log.read_text()):
+            assert proc.poll() is None, "kltui ablate ended before its server was up"
+            assert time.monotonic() < deadline, "the base server never came up"
+            time.sleep(0.05)
+        assert _with_marker(marker), "the running server was not found by its marker"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        t0 = time.monotonic()
+        while left := _with_marker(marker):
+            assert time.monotonic() - t0 < 10, f"still running after kltui was killed: {left}"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
