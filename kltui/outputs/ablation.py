@@ -181,10 +181,11 @@ def timing_line(sweep: Sweep) -> str:
         return "–" if x is None else f"{x:.1f} s"
 
     share = t["kltui_share"]
-    pct = "" if share is None else f" ({share * 100:.1f}%)"
+    pct = "" if share is None else f" ({share * 100:.2f}%)"
     return (
         f"time {s(t['total_s'])}: server starts {s(t['start_s'])}, helper runs {s(t['run_s'])}, "
-        f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui {s(t['kltui_s'])}{pct}"
+        f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui "
+        f"{'–' if t['kltui_s'] is None else format(t['kltui_s'], '.2f') + ' s'}{pct}"
     )
 
 
