@@ -345,7 +345,12 @@ async def _contracts(ctx: HelperContext, vllm: VLLMClient, run: CrossRun) -> Ver
     probed: Contract = declared
     k_note = None
     if ids is not None:
+        # within --max-logprobs when it is known, so that a K above it fails where it is used,
+        # with the fix named (the alignment row already flagged it)
+        cap = ident.get("max_logprobs")
         k = max(ctx.top_k, 1)
+        if isinstance(cap, int) and cap > 0:
+            k = min(k, cap)
         (wide,) = await vllm.completions([ids], max_tokens=1, prompt_logprobs=k, temperature=0.0)
         (one,) = await vllm.completions([ids], max_tokens=1, prompt_logprobs=1, temperature=0.0)
         if wide.prompt is None or one.prompt is None:

@@ -147,8 +147,9 @@ async def test_another_model_is_refused(sglang_url, vllm_url):
 async def test_baseline_going_away_keeps_what_was_measured(sglang_url, vllm_url, monkeypatch):
     monkeypatch.setattr(cross_batches, "MAX_CHUNK", 2)  # 6 samples -> 3 chunks
     port = urlsplit(vllm_url).port
-    # chunk 1 needs 2 completions (teacher-forced + greedy); the third request is cut off
-    async with DroppingProxy(port, allow=2) as proxy:
+    # the contract probe sends 2 completions and chunk 1 needs 2 (teacher-forced + greedy);
+    # the fifth request is cut off
+    async with DroppingProxy(port, allow=4) as proxy:
         events, err = await run(sglang_url, proxy.url, n=6)
     assert err is not None and err.phase == "baseline"
     assert err.err.kind in cross_module.GONE_KINDS

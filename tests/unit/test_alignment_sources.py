@@ -138,6 +138,9 @@ def test_checklist_rows_read_from_both_engines():
     assert rows["chunked_prefill"].status == MATCH  # 8192-token chunks vs chunked prefill on
     assert rows["batch_limit"].status == MISMATCH and rows["batch_limit"].severity == "info"
     assert (rows["batch_limit"].sglang, rows["batch_limit"].vllm) == (128, 256)
+    # info rows that differ between any two default servers stay in the table only
+    listed = [r.key for r in mismatches(list(rows.values()))]
+    assert "batch_limit" not in listed and "page_size" not in listed
     assert rows["page_size"].vllm == 16 and rows["seed"].vllm == 0
     assert rows["cuda_graph"].status == MATCH  # FULL_AND_PIECEWISE serialized as [2, 1]
     off = {r.key: r for r in align({**SGLANG, "chunked_prefill_size": -1}, _vllm())}
