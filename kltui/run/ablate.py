@@ -223,7 +223,7 @@ class ConfigRun:
     error_kind: str | None = None  # LaunchError.kind, or "run" (kltui could not run helpers)
     url: str | None = None
     verdict: str | None = None
-    start_s: float | None = None  # launch to healthy
+    start_s: float | None = None  # launch to healthy (or to the failure)
     run_s: float | None = None  # the helpers
     stop_s: float | None = None
     store: SessionStore | None = field(default=None, repr=False)
@@ -463,10 +463,12 @@ async def _one(spec: SweepSpec, sweep: Sweep, run: ConfigRun, k: int, n: int, vi
             start_timeout=spec.start_timeout,
         )
         view.starting(k, n, run)
+        t_start = time.monotonic()
         try:
             run.url = await srv.start(progress=lambda s, line: view.progress(k, n, run, s, line))
         except LaunchError as e:
-            run.start_s = None
+            # the server's own time to fail (a timeout above all) is start time, not kltui's
+            run.start_s = time.monotonic() - t_start
             run.failed(e)
             view.ended(k, n, run)
             return
