@@ -173,6 +173,16 @@ def tail_lines(ab: Ablation) -> list[str]:
     return ab.lines()[len(ab.configs) + 1 :]
 
 
+def pairs_line(sweep: Sweep) -> str | None:
+    """Why --pairs ran nothing (None when it ran, or was not asked for)."""
+    if not sweep.pairs_asked or sweep.pairs_run or sweep.base.status != MEASURED:
+        return None
+    return (
+        "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
+        "the base diverges on): no pairs to run"
+    )
+
+
 def timing_line(sweep: Sweep) -> str:
     """Where the sweep's time went."""
     t = sweep.timing()
@@ -214,6 +224,8 @@ def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
         console.print(safe(line, style), soft_wrap=True)
     if sweep.interrupted:
         console.print(Text("interrupted: the configurations above were measured", "yellow"))
+    elif (said := pairs_line(sweep)) is not None:
+        console.print(Text(said, "yellow"), soft_wrap=True)
     console.print(safe(timing_line(sweep), "dim"), soft_wrap=True)
     console.print(f"sweep folder: {console_markup(sweep.folder)}", soft_wrap=True)
 

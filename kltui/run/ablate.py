@@ -556,7 +556,7 @@ async def run_sweep(
         await _run_all(spec, sweep, list(sweep.runs), view)
         if spec.pairs and p is not None and sweep.base.status == MEASURED:
             combos = pairs(p, sweep.reading().movement())
-            sweep.pairs_run = True
+            sweep.pairs_run = bool(combos)
             new = sweep.add(combos)
             sweep.write_manifest()
             await _run_all(spec, sweep, new, view)

@@ -280,3 +280,117 @@ def test_no_server_outlives_a_sigkilled_sweep(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_pairs_combine_the_knobs_that_moved_it_after_the_singles(tmp_path, capsys):
+    code, folder = ablate(
+        tmp_path,
+        "--launch",
+        f"{REFERENCE} --dtype bfloat16",
+        "--vary",
+        "deterministic=on",
+        "--vary",
+        "dtype=float32",
+        "--pairs",
+        "--helpers",
+        "match",
+        "--json",
+        str(tmp_path / "p.json"),
+    )
+    doc = read_json(tmp_path / "p.json", "ablation")
+    names = [c["name"] for c in doc["sweep"]["configs"]]
+    assert names == ["base", "deterministic=on", "dtype=float32", "deterministic=on+dtype=float32"]
+    assert doc["sweep"]["pairs_run"] is True
+    assert all(c["status"] == "measured" for c in doc["sweep"]["configs"])
+    pair = doc["ablation"]["configs"][3]
+    assert pair["changes"] == {"deterministic": "on", "dtype": "float32"}
+    assert "--enable-deterministic-inference" in pair["argv"]
+    assert pair["argv"][pair["argv"].index("--dtype") + 1] == "float32"
+    # float32's batch noise (~5e-13) is under the floor too: both single knobs are named
+    sufficient = doc["ablation"]["verdict"]["helpers"][0]["sufficient"]
+    assert sufficient == ["deterministic=on", "dtype=float32"]
+    assert code == 0
+
+
+def test_pairs_with_fewer_than_two_knobs_that_count_say_so(tmp_path, capsys):
+    code, folder = ablate(
+        tmp_path,
+        "--launch",
+        f"{REFERENCE} --dtype bfloat16",
+        "--vary",
+        "deterministic=on",
+        "--vary",
+        "cuda-graph=off",
+        "--pairs",
+        "--helpers",
+        "match",
+    )
+    out = capsys.readouterr().out
+    assert "--pairs: fewer than two single knobs counted" in out
+    manifest = json.loads((folder / "ablation.json").read_text())
+    assert len(manifest["configs"]) == 3 and manifest["pairs_run"] is False
+
+
+def test_parallel_configurations_give_the_same_reading(tmp_path, capsys):
+    code, folder = ablate(
+        tmp_path,
+        "--launch",
+        f"{REFERENCE} --dtype bfloat16",
+        "--vary",
+        "deterministic=on",
+        "--vary",
+        "cuda-graph=off",
+        "--parallel",
+        "2",
+        "--helpers",
+        "match",
+        "--json",
+        str(tmp_path / "q.json"),
+    )
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "q.json", "ablation")
+    assert doc["sweep"]["parallel"] == 2 and code == 0
+    assert doc["ablation"]["verdict"]["kind"] == "localized"
+    # not an SGLang command: no memory fraction added
+    assert all("--mem-fraction-static" not in c["argv"] for c in doc["sweep"]["configs"])
+    # no progress bars when several configurations share the console
+    assert not [ln for ln in out.splitlines() if ln.startswith("match ") and "━" in ln]
+
+
+def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_path):
+    marker = str(800_000_000 + os.getpid())
+    folder = tmp_path / "sweep"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kltui", "ablate", "--launch", f"{REFERENCE} --random-seed {marker}",
+         "--vary", "deterministic=on", "--vary", "cuda-graph=off", *SIZES, "--folder", str(folder),
+         "--json", str(tmp_path / "i.json")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        log = folder / "deterministic=on.log"
+        while not (log.exists() and "ready at" in log.read_text()):
+            assert proc.poll() is None, "kltui ablate ended before its second server was up"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 130, out[-2000:]
+        doc = read_json(tmp_path / "i.json", "ablation")
+        assert doc["sweep"]["interrupted"] is True and doc["exit_code"] == 130
+        status = {c["name"]: c["status"] for c in doc["sweep"]["configs"]}
+        assert status["base"] == "measured" and status["cuda-graph=off"] == "not run"
+        assert "interrupted: the configurations above were measured" in out
+        # stopped by kltui itself: its last processes are gone moments after it exits (the
+        # launch tests' bound after stop() is 1 s)
+        t0 = time.monotonic()
+        while left := _with_marker(marker):
+            assert time.monotonic() - t0 < 5, f"still running after kltui exited: {left}"
+            time.sleep(0.05)
+    finally:
+        proc.kill()
+        proc.wait()
