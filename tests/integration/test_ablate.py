@@ -306,6 +306,13 @@ def test_pairs_combine_the_knobs_that_moved_it_after_the_singles(tmp_path, capsy
     assert pair["changes"] == {"deterministic": "on", "dtype": "float32"}
     assert "--enable-deterministic-inference" in pair["argv"]
     assert pair["argv"][pair["argv"].index("--dtype") + 1] == "float32"
+    dt = doc["ablation"]["configs"][2]
+    assert dt["took_effect"] is True
+    assert dt["settings"]["dtype"] == {
+        "base": "bfloat16",
+        "reported": "float32",
+        "asked": "float32",
+    }
     # float32's batch noise (~5e-13) is under the floor too: both single knobs are named
     sufficient = doc["ablation"]["verdict"]["helpers"][0]["sufficient"]
     assert sufficient == ["deterministic=on", "dtype=float32"]
