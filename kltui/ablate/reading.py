@@ -664,7 +664,19 @@ def _helper_verdict(
             f"effect tested its path (not tested by {', '.join(off)})"
         )
         return HelperVerdict(helper, INCONCLUSIVE_KIND, line, untested_by=off)
-    tried = ", ".join(c.name for c in singles) or "no knob that took effect"
+    if not singles and not combos:
+        # nothing but the base counts: "no knob explains it" would claim knobs were tried
+        missing = [c.name for c in configs if not c.measured]
+        trapped = [c.name for c in configs if c.measured and c.trap is not None]
+        parts = [f"not measured: {', '.join(missing)}"] * bool(missing) + [
+            f"did not take effect: {', '.join(trapped)}"
+        ] * bool(trapped)
+        line = (
+            f"inconclusive for {helper}'s divergence ({level}): no configuration besides the "
+            f"base counts ({'; '.join(parts) or 'none was planned'})"
+        )
+        return HelperVerdict(helper, INCONCLUSIVE_KIND, line)
+    tried = ", ".join(c.name for c in singles)
     also = f"; nor do {', '.join(c.name for c in combos)}" if combos else ""
     line = (
         f"no single knob explains {helper}'s divergence ({level}): none of {tried} removes "
@@ -803,13 +815,21 @@ def read(
     small = any(hv.kind == INCONCLUSIVE_KIND and "needed" in hv.line for hv in verdicts)
     step = _next_step(kind, chain, paired_run, small)
     blind = [
-        hv for hv in verdicts if hv.kind == INCONCLUSIVE_KIND and "no configuration" in hv.line
+        hv
+        for hv in verdicts
+        if hv.kind == INCONCLUSIVE_KIND and hv.untested_by and "no configuration" in hv.line
     ]
+    alone = [hv for hv in verdicts if "besides the base counts" in hv.line]
     if blind and kind == INCONCLUSIVE_KIND and not small:
         names = sorted({n for hv in blind for n in hv.untested_by})
         step = (
             f"vary knobs that leave {', '.join(hv.helper for hv in blind)} testing its path "
             f"({', '.join(names)} turned it off)"
+        )
+    if alone and kind == INCONCLUSIVE_KIND and not small:
+        step = (
+            "measure at least one other configuration: fix the failed ones (their lines say "
+            "why) or vary a knob that takes effect"
         )
     v = Verdict(kind, line, verdicts, traps, step, chain)
     return Ablation(base, rest, v, diverging, tuple(not_tested))

@@ -22,6 +22,9 @@ from kltui.ablate.reading import (
     num,
     read,
 )
+from kltui.ablate.reading import (
+    INCONCLUSIVE_KIND as INCONCLUSIVE_V,
+)
 from kltui.metrics.k3 import ScoreBook
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
@@ -305,7 +308,11 @@ def test_a_flag_that_changed_no_bit_is_named():
     )
     assert "although /server_info reports disable_cuda_graph=true" in cfg.trap
     assert "the flag did not take effect: check its guard" in cfg.trap
-    assert ab.verdict.kind == NO_SINGLE and "no knob that took effect" in ab.verdict.line
+    # the only knob did not take effect: nothing but the base counts, so nothing is claimed
+    assert ab.verdict.kind == INCONCLUSIVE_V, ab.verdict.line
+    assert "no configuration besides the base counts (did not take effect: cuda-graph=off)" in (
+        ab.verdict.line
+    )
 
 
 def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
@@ -421,7 +428,8 @@ def test_json_document_and_console_lines():
 def test_configs_given_as_a_list_need_a_base():
     only = Config("base", {}, tuple(LAUNCH))
     ab = read([only], {"base": store(url(0), INFO, noisy(0))})
-    assert ab.configs == () and ab.verdict.kind == NO_SINGLE
+    assert ab.configs == () and ab.verdict.kind == INCONCLUSIVE_V
+    assert "none was planned" in ab.verdict.line
 
 
 def test_a_knob_removing_every_helpers_divergence_says_localized_once():
@@ -444,3 +452,13 @@ def test_a_knob_removing_every_helpers_divergence_says_localized_once():
     assert det.trap is not None and "(removed)" not in det.line()
     assert det.to_json(ab.diverging)["counted"] is False
     assert all(hv.sufficient == ("attention-backend=fa3",) for hv in ab.verdict.helpers)
+
+
+def test_a_sweep_where_only_the_base_was_measured_claims_nothing():
+    """Seen on the H200: the base measured, one configuration failed to start, the other cut
+    off: 'no single knob explains it' and '--pairs' would claim knobs that were never tried."""
+    p = sweep("attention-backend=fa3", "cuda-graph=off")
+    ab = read(p, {"base": store(url(0), INFO, noisy(0))})
+    assert ab.verdict.kind == INCONCLUSIVE_V, ab.verdict.line
+    assert "not measured: attention-backend=fa3, cuda-graph=off" in ab.verdict.line
+    assert "no single knob" not in ab.verdict.line and "--pairs" not in (ab.verdict.next_step or "")
