@@ -5,7 +5,9 @@ Launch mode, for a base command and its `--vary` knobs:
    module or script and its subcommands, then `--help`) lists the installed server's flags, and a
    knob it does not list is refused (`knobs.check_known`, exit 2);
 2. `plan.plan` gives the base and one configuration per changed value; with `--parallel N` an
-   SGLang command gets `--mem-fraction-static` of 0.85/N unless it sets one;
+   SGLang command gets `--mem-fraction-static` of 0.85/N unless it sets one, and the servers
+   start one at a time (each sizes its cache from the memory free while it loads) while their
+   helper runs overlap;
 3. each configuration: its server started by `launch.LaunchedServer` (log `<name>.log` in the
    sweep folder, live progress), the helpers run on it by `RunDriver` with the sweep's one
    `RunConfig` (the same prompt set, seed and ids everywhere; recording `<name>.kltui.jsonl`),
@@ -450,32 +452,74 @@ async def _watched(
         raise
 
 
-async def _one(spec: SweepSpec, sweep: Sweep, run: ConfigRun, k: int, n: int, view: SweepView):
-    """One configuration: started, measured, stopped; a failure is its one line."""
+async def _one(
+    spec: SweepSpec,
+    sweep: Sweep,
+    run: ConfigRun,
+    k: int,
+    n: int,
+    view: SweepView,
+    starts: asyncio.Lock | None = None,
+):
+    """One configuration: started, measured, stopped; a failure is its one line. `starts`
+    serializes server starts between configurations run at once."""
     srv = None
     if run.config.server is not None:
         run.url = run.config.server
     else:
-        srv = LaunchedServer(
-            list(run.config.argv),
-            name=run.name,
-            log_path=sweep.folder / run.log,
-            start_timeout=spec.start_timeout,
-        )
-        view.starting(k, n, run)
-        t_start = time.monotonic()
-        try:
-            run.url = await srv.start(progress=lambda s, line: view.progress(k, n, run, s, line))
-        except LaunchError as e:
-            # the server's own time to fail (a timeout above all) is start time, not kltui's
-            run.start_s = time.monotonic() - t_start
-            run.failed(e)
-            view.ended(k, n, run)
-            return
-        run.start_s = srv.startup_s
+        async with starts or contextlib.nullcontext():
+            if not await _start(spec, sweep, run, k, n, view, srv := _server(spec, sweep, run)):
+                return
+    await _measure(spec, sweep, run, k, n, view, srv)
+
+
+def _server(spec: SweepSpec, sweep: Sweep, run: ConfigRun) -> LaunchedServer:
+    return LaunchedServer(
+        list(run.config.argv),
+        name=run.name,
+        log_path=sweep.folder / run.log,
+        start_timeout=spec.start_timeout,
+    )
+
+
+async def _start(
+    spec: SweepSpec,
+    sweep: Sweep,
+    run: ConfigRun,
+    k: int,
+    n: int,
+    view: SweepView,
+    srv: LaunchedServer,
+) -> bool:
+    """Start the configuration's server; False (and its failure recorded) when it did not."""
+    view.starting(k, n, run)
+    t_start = time.monotonic()
+    try:
+        run.url = await srv.start(progress=lambda s, line: view.progress(k, n, run, s, line))
+    except LaunchError as e:
+        # the server's own time to fail (a timeout above all) is start time, not kltui's
+        run.start_s = time.monotonic() - t_start
+        run.failed(e)
+        view.ended(k, n, run)
+        return False
+    run.start_s = srv.startup_s
+    return True
+
+
+async def _measure(
+    spec: SweepSpec,
+    sweep: Sweep,
+    run: ConfigRun,
+    k: int,
+    n: int,
+    view: SweepView,
+    srv: LaunchedServer | None,
+) -> None:
+    """Run the helpers on the configuration's server (its URL set by now), then stop it."""
+    url = run.url or ""
     view.started(k, n, run)
     try:
-        cfg = replace(spec.cfg, servers=[run.url], helpers=list(spec.cfg.helpers), ablate=None)
+        cfg = replace(spec.cfg, servers=[url], helpers=list(spec.cfg.helpers), ablate=None)
         driver = RunDriver(cfg, record=str(sweep.folder / run.recording))
         t0 = time.monotonic()
         outcome = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
@@ -513,10 +557,15 @@ async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: S
         if sweep.base.status != MEASURED:
             return
     sem = asyncio.Semaphore(spec.parallel)
+    # Servers start one at a time even when they run at once: an engine sizes its KV cache
+    # from the memory free while it loads, which a neighbour loading at the same moment takes
+    # (seen on the H200: SGLang 0.5.17 at --mem-fraction-static 0.283 refused to start beside
+    # another loading 8B server, "Raise --mem-fraction-static above 0.287").
+    starts = asyncio.Lock()
 
     async def guarded(r: ConfigRun) -> None:
         async with sem:
-            await _one(spec, sweep, r, order[id(r)], n, view)
+            await _one(spec, sweep, r, order[id(r)], n, view, starts)
             sweep.write_manifest()
 
     await asyncio.gather(*(guarded(r) for r in pending))

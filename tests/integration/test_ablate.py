@@ -362,6 +362,12 @@ def test_parallel_configurations_give_the_same_reading(tmp_path, capsys):
     assert all("--mem-fraction-static" not in c["argv"] for c in doc["sweep"]["configs"])
     # no progress bars when several configurations share the console
     assert not [ln for ln in out.splitlines() if ln.startswith("match ") and "━" in ln]
+    # the servers start one at a time (each sizes its cache from the memory free while it
+    # loads): between two "starting" lines the first one is up or failed
+    events = [ln for ln in out.splitlines() if ln.startswith(("config ", "failed: "))]
+    starting = [i for i, ln in enumerate(events) if ln.endswith(": starting")]
+    for a, b in zip(starting, starting[1:], strict=False):
+        assert any(" up at " in ln or ln.startswith("failed") for ln in events[a:b]), events
 
 
 def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_path):
