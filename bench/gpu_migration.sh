@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Issues 30 and 29 on the H200: vLLM beside SGLang on the 8B-shaped random checkpoint (the
+# migration check: cross_engine at 32 x 512 with graphs on and off on both sides), then
+# `kltui ablate` on a production-shaped SGLang base.
+#
+# After the setup calls of shared/gpu_sglang/README.md (stash c01, f01, f02, f03; stash c02 +
+# install + kltui) and shared/gpu_vllm/README.md (stash v01 + install), then
+# `bash bench/gpu_prod.sh model` (the checkpoint /root/llama3-8b and /root/ids.json), one device
+# call each, back to back, carry [".gpu/bin"]:
+#   bash bench/gpu_migration.sh ce1     one pair, graphs on both sides, `kltui check --baseline`
+#   bash bench/gpu_migration.sh ce      four servers at once (vLLM graphs / eager, SGLang FA3
+#                                       graphs / no graphs), `kltui check --baseline` on each pair
+#   bash bench/gpu_migration.sh ablate  kltui ablate: triton + deterministic base, vary
+#                                       attention-backend=fa3 and cuda-graph=off
+# Everything lands in $OUT (server logs, kltui JSON/Markdown/console, the sweep folder).
+set -uo pipefail
+PY=/opt/torch/.venv/bin/python3
+O=${OUT:-/tmp/gpu-migration}
+M=${MODEL:-/root/llama3-8b}
+IDS=/root/ids.json
+SAMPLES=${SAMPLES:-32}
+NEW=${NEW:-512}
+mkdir -p "$O"
+[ -f /root/carry/env.sh ] || { echo "FATAL: /root/carry/env.sh missing: run the setup calls first"; exit 1; }
+[ -f "$M/config.json" ] || { echo "FATAL: no model at $M: run bench/gpu_prod.sh model first"; exit 1; }
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$PWD
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -TERM -- -"$p" 2>/dev/null; done
+  sleep 3
+  for p in "${PIDS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done
+}
+trap cleanup EXIT
+
+vllm_start() { # PORT NAME ARGS...: vLLM in its own process group and env file, as the recipe's
+  # device.sh start runs it (that script keeps one pid file, so it runs one server at a time)
+  local port=$1 name=$2
+  shift 2
+  echo "$(date +%T) start vllm-$name on $port: $*"
+  # shellcheck disable=SC1091
+  ( source /root/carry/venv.sh; export VLLM_SERVER_DEV_MODE=1
+    exec setsid "$PY" -m vllm.entrypoints.cli.main serve "$M" --host 127.0.0.1 --port "$port" \
+      --dtype bfloat16 --max-model-len 4096 --max-logprobs 20 "$@" ) \
+    > "$O/server-vllm-$name.log" 2>&1 < /dev/null &
+  PIDS+=($!)
+}
+sglang_start() { # PORT NAME MEMFRAC ARGS...: SGLang in its own process group, its env file
+  local port=$1 name=$2 mem=$3
+  shift 3
+  echo "$(date +%T) start sglang-$name on $port: $*"
+  # shellcheck disable=SC1091
+  ( source /root/carry/env.sh
+    exec setsid "$PY" -m sglang.launch_server --model-path "$M" --sampling-backend pytorch \
+      --host 127.0.0.1 --port "$port" --mem-fraction-static "$mem" "$@" ) \
+    > "$O/server-sglang-$name.log" 2>&1 &
+  PIDS+=($!)
+}
+ready() { # PORT NAME: until /health answers; a server whose log says it died fails at once
+  local t0=$SECONDS
+  until curl -sf -m 2 "127.0.0.1:$1/health" >/dev/null; do
+    [ $((SECONDS - t0)) -lt 480 ] || { echo "$2 NOT READY"; return 1; }
+    if grep -q "Traceback\|kill_process_tree called\|Error: " "$O/server-$2.log" 2>/dev/null; then
+      echo "$2 DIED after $((SECONDS - t0)) s"
+      return 1
+    fi
+    sleep 1
+  done
+  echo "$(date +%T) $2 ready after $((SECONDS - t0)) s of waiting"
+  curl -s "127.0.0.1:$1/server_info" > "$O/server_info-$2.json"
+}
+kltui() { # kltui from this working tree, with SGLang's env file (it imports neither engine)
+  # shellcheck disable=SC1091
+  ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH KLTUI_RUNS_DIR=$O/runs
+    /usr/bin/time -f "kltui: %e s, peak RSS %M KB" "$PY" -m kltui "$@" )
+}
+
+case "${1:-}" in
+ce1)
+  # one pair, graphs on both sides, at the recipe's memory split (vLLM 0.3, SGLang 0.4)
+  vllm_start 8000 graphs --attention-backend FLASH_ATTN --gpu-memory-utilization 0.3
+  ready 8000 vllm-graphs || { tail -30 "$O/server-vllm-graphs.log"; exit 1; }
+  sglang_start 30001 graphs 0.4 --attention-backend fa3
+  ready 30001 sglang-graphs || { tail -30 "$O/server-sglang-graphs.log"; exit 1; }
+  echo "$(date +%T) kltui check --server sglang-graphs --baseline vllm-graphs"
+  kltui check --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 --prompts "$IDS" \
+    --samples "$SAMPLES" --max-new-tokens "$NEW" --top-k 5 \
+    --json "$O/ce-graphs.json" --md "$O/ce-graphs.md" > "$O/ce-graphs.txt" 2>&1
+  echo "rc=$?"
+  tail -45 "$O/ce-graphs.txt"
+  ;;
+ce)
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  # vLLM one at a time, before SGLang: vLLM sizes its KV cache from the memory it sees
+  # while it profiles, which another server allocating at that moment would corrupt
+  vllm_start 8000 graphs --attention-backend FLASH_ATTN --gpu-memory-utilization 0.22
+  ready 8000 vllm-graphs || { tail -30 "$O/server-vllm-graphs.log"; exit 1; }
+  vllm_start 8001 eager --attention-backend FLASH_ATTN --enforce-eager --gpu-memory-utilization 0.22
+  ready 8001 vllm-eager || { tail -30 "$O/server-vllm-eager.log"; exit 1; }
+  sglang_start 30001 graphs 0.22 --attention-backend fa3
+  sglang_start 30002 eager 0.22 --attention-backend fa3 --disable-cuda-graph
+  ready 30001 sglang-graphs || { tail -30 "$O/server-sglang-graphs.log"; exit 1; }
+  ready 30002 sglang-eager || { tail -30 "$O/server-sglang-eager.log"; exit 1; }
+  for v in graphs eager; do
+    port=$([ $v = graphs ] && echo 30001 || echo 30002)
+    vport=$([ $v = graphs ] && echo 8000 || echo 8001)
+    echo "$(date +%T) kltui check --server sglang-$v --baseline vllm-$v"
+    kltui check --server 127.0.0.1:$port --baseline 127.0.0.1:$vport --prompts "$IDS" \
+      --samples "$SAMPLES" --max-new-tokens "$NEW" --top-k 5 \
+      --json "$O/ce-$v.json" --md "$O/ce-$v.md" > "$O/ce-$v.txt" 2>&1
+    echo "rc=$?"
+    tail -40 "$O/ce-$v.txt"
+  done
+  ls "$O"
+  ;;
+ablate)
+  LAUNCH="$PY -m sglang.launch_server --model-path $M --sampling-backend pytorch --host 127.0.0.1 --attention-backend triton --enable-deterministic-inference"
+  echo "$(date +%T) kltui ablate"
+  # shellcheck disable=SC2086
+  kltui ablate --launch "$LAUNCH" ${VARY:---vary attention-backend=fa3 --vary cuda-graph=off} \
+    --parallel 3 --start-timeout 480 --prompts "$IDS" --samples "$SAMPLES" \
+    --max-new-tokens "$NEW" --json "$O/ablate.json" --md "$O/ablate.md" > "$O/ablate.txt" 2>&1
+  echo "rc=$?"
+  tail -60 "$O/ablate.txt"
+  ( cd "$O/runs" && tar czf "$O/ablate-sweep.tgz" ablate-* 2>/dev/null )
+  ;;
+*)
+  echo "usage: bash bench/gpu_migration.sh ce|ablate" >&2
+  exit 2
+  ;;
+esac
