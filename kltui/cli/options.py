@@ -323,16 +323,19 @@ def build_config(args: argparse.Namespace):
             raise UsageError(
                 "give --server (servers) or --router (fleet mode: the router's workers), not both"
             )
-        try:
-            cfg.router = normalize_url(cfg.router)
-        except UsageError as e:
-            raise UsageError(str(e).replace("--server", "--router", 1)) from None
-    cfg.servers = [_say(*sglang_url(s)) for s in cfg.servers]
+        from_file = getattr(args, "config", None) and not getattr(args, "router", None)
+        cfg.router = normalize_url(
+            cfg.router, f"{args.config}: fleet.router" if from_file else "--router"
+        )
     from_cli = bool(getattr(args, "server", None))
     where = "--server" if from_cli else f"{getattr(args, 'config', None)}: servers"
+    cfg.servers = [_say(*sglang_url(s, where)) for s in cfg.servers]
     check_duplicate_servers(cfg.servers, where)
     if cfg.baseline:
-        cfg.baseline = normalize_url(cfg.baseline)
+        from_file = getattr(args, "config", None) and not getattr(args, "baseline", None)
+        cfg.baseline = normalize_url(
+            cfg.baseline, f"{args.config}: baseline" if from_file else "--baseline"
+        )
         cfg.helpers += [h for h in BASELINE_HELPERS if h not in cfg.helpers]
     elif needs := [h for h in cfg.helpers if h in BASELINE_HELPERS]:
         raise UsageError(f"the {needs[0]} helper needs --baseline HOST:PORT (a vLLM server)")

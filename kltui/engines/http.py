@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -29,32 +30,47 @@ TRANSIENT_KINDS = frozenset(
 )
 
 
-def normalize_url(spec: str) -> str:
-    """'localhost:30000' -> 'http://localhost:30000'; rejects what cannot be a server address."""
+def normalize_url(spec: str, flag: str = "--server") -> str:
+    """'localhost:30000' -> 'http://localhost:30000'; rejects what cannot be a server address.
+
+    A server is its scheme, host and port: kltui adds /generate, /health, /v1/... itself, so
+    a path would be requested as a prefix of every endpoint and fail later as a 404 per retry.
+    """
     raw = spec.strip()
+    expected = "expected HOST:PORT or http(s)://HOST:PORT"
+    if (m := re.match(r"(?i)(https?)(//|:/(?!/))", raw)) is not None:
+        # 'http//h:p' would otherwise read as the host 'http' with the path '//h:p'
+        fixed = f"{m.group(1)}://{raw[m.end() :].lstrip('/')}"
+        raise UsageError(f"{flag} {spec!r}: {expected} (did you mean {fixed}?)")
     url = raw if "://" in raw else f"http://{raw}"
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--server {spec!r}: expected HOST:PORT or http(s)://HOST:PORT")
+        raise UsageError(f"{flag} {spec!r}: {expected}")
     try:
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError:
-        raise UsageError(f"--server {spec!r}: the port is not a number in 0-65535") from None
+        raise UsageError(f"{flag} {spec!r}: the port is not a number in 0-65535") from None
+    if parts.path.strip("/") or parts.query or parts.fragment:
+        extra = url[len(f"{parts.scheme}://{parts.netloc}") :]
+        raise UsageError(
+            f"{flag} {spec!r}: a path ({extra!r}) is not expected: give "
+            f"{parts.scheme}://{parts.netloc} (kltui adds /generate, /health, /v1/... itself)"
+        )
     return url.rstrip("/")
 
 
 SGLANG_DEFAULT_PORT = 30000  # SGLang's ServerArgs.port, what `--port` defaults to
 
 
-def sglang_url(spec: str) -> tuple[str, str | None]:
+def sglang_url(spec: str, flag: str = "--server") -> tuple[str, str | None]:
     """normalize_url for an SGLang server, where a bare HOST means SGLang's default port (not
     http's 80); the note, when that default was applied, says so."""
-    url = normalize_url(spec)
+    url = normalize_url(spec, flag)
     if "://" in spec or urlsplit(url).port is not None:
         return url, None
     parts = urlsplit(url)
     url = urlunsplit(parts._replace(netloc=f"{parts.netloc}:{SGLANG_DEFAULT_PORT}"))
-    return url, f"--server {spec.strip()}: no port given, using SGLang's default: {url}"
+    return url, f"{flag} {spec.strip()}: no port given, using SGLang's default: {url}"
 
 
 def resolve_api_key(explicit: str | None) -> str | None:
