@@ -103,6 +103,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
         if {"--record", "--no-record", "--baseline"} & set(action.option_strings):
             action.help = argparse.SUPPRESS
     g = p.add_argument_group("reports")
+    g.add_argument(
+        "--html",
+        metavar="OUT",
+        help="self-contained HTML report: the table, the verdict, failures with their log tails",
+    )
     g.add_argument("--md", metavar="OUT", help="Markdown report: the table and the verdict")
     g.add_argument("--junit", metavar="OUT", help="JUnit XML: one test case per configuration")
     p.set_defaults(func=cmd_ablate)
@@ -255,7 +260,9 @@ def _run(args: argparse.Namespace, spec) -> int:
 def _finish(args: argparse.Namespace, sweep, console) -> int:
     from kltui.outputs.ablation import finish
 
-    return finish(console, sweep, md=args.md, junit=args.junit, json=args.json)
+    return finish(
+        console, sweep, md=args.md, junit=args.junit, json=args.json, html=args.html
+    )
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -263,4 +270,6 @@ def replay(args: argparse.Namespace) -> int:
     folder, printed and written as the live sweep was."""
     from kltui.outputs.ablation import replay_folder
 
-    return replay_folder(args.replay, md=args.md, junit=args.junit, json=args.json)
+    return replay_folder(
+        args.replay, md=args.md, junit=args.junit, json=args.json, html=args.html
+    )

@@ -127,9 +127,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _sweep_report(args: argparse.Namespace) -> int:
     """`kltui report FOLDER`: a `kltui ablate` sweep folder, as `kltui ablate --replay`."""
-    from kltui.errors import UsageError
     from kltui.outputs.ablation import replay_folder
 
-    if args.html:
-        raise UsageError(f"--html {args.html}: no HTML report of an ablation yet (--md, --junit)")
-    return replay_folder(args.recording, md=args.md, junit=args.junit, json=args.json)
+    return replay_folder(
+        args.recording, md=args.md, junit=args.junit, json=args.json, html=args.html
+    )

@@ -1,6 +1,7 @@
 """`kltui ablate`'s outputs: the live console of a sweep (`SweepConsole`, a `run/ablate.SweepView`),
 the table of configurations x helpers with the verdict after it, the JSON document (`document`,
-schema kltui/schemas/ablation.schema.json, docs/JSON.md) and the Markdown and JUnit reports.
+schema kltui/schemas/ablation.schema.json, docs/JSON.md) and the Markdown, JUnit and HTML
+(`ablation_html.py`) reports.
 
 Every number and word of the verdict comes from `ablate/reading.Ablation`; everything a server
 wrote (log lines, failure lines, settings) is escaped for the medium it goes to.
@@ -17,8 +18,17 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import __version__
-from kltui.ablate.reading import Ablation, ConfigReading
+from kltui.ablate.reading import Ablation
 from kltui.console import make_console
+from kltui.outputs.ablation_html import html_report
+from kltui.outputs.ablation_rows import (
+    _by_name,
+    helper_names,
+    pairs_line,
+    rows,
+    tail_lines,
+    timing_line,
+)
 from kltui.outputs.headless import HeadlessView
 from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep, load
 from kltui.run.driver import RunOutcome, RunView
@@ -121,84 +131,6 @@ class SweepConsole:
 
 
 # --------------------------------------------------------------------------- the result
-def helper_names(ab: Ablation) -> list[str]:
-    """The helpers of the table's columns: the base's, then any other configuration ran."""
-    out = [h.helper for h in ab.base.helpers]
-    for c in ab.configs:
-        out += [h.helper for h in c.helpers if h.helper not in out]
-    return out
-
-
-def _by_name(sweep: Sweep) -> dict[str, ConfigRun]:
-    return {r.name: r for r in sweep.runs}
-
-
-def note(c: ConfigReading, run: ConfigRun | None) -> str:
-    """The table's last column: a trap, a failure or why it has no result (plain text)."""
-    if run is not None and run.status == FAILED:
-        return f"failed ({run.error_kind})"
-    if not c.measured:
-        return run.status if run is not None else "not measured"
-    if c.trap is not None:
-        return "the flag did not take effect"
-    untested = [
-        h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
-    ]
-    if untested:
-        return f"not tested: {', '.join(untested)}"
-    return ""
-
-
-def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
-    """(configuration, one cell per helper, condition, note) for every configuration, base
-    first, as plain text (each medium escapes it)."""
-    runs = _by_name(sweep)
-    names = helper_names(ab)
-    out = []
-    for c in (ab.base, *ab.configs):
-        cells = []
-        for h in names:
-            r = c.helper(h)
-            cells.append("–" if r is None else r.cell())
-        cond = (
-            "–" if not c.measured else "inconclusive" if c.condition is None else str(c.condition)
-        )
-        out.append((c.name, cells, cond, note(c, runs.get(c.name))))
-    return out
-
-
-def tail_lines(ab: Ablation) -> list[str]:
-    """What follows the table: the traps, the notes, the verdict and the next step
-    (`Ablation.lines` after its one line per configuration, which the table replaces)."""
-    return ab.lines()[len(ab.configs) + 1 :]
-
-
-def pairs_line(sweep: Sweep) -> str | None:
-    """Why --pairs ran nothing (None when it ran, or was not asked for)."""
-    if not sweep.pairs_asked or sweep.pairs_run or sweep.base.status != MEASURED:
-        return None
-    return (
-        "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
-        "the base diverges on): no pairs to run"
-    )
-
-
-def timing_line(sweep: Sweep) -> str:
-    """Where the sweep's time went."""
-    t = sweep.timing()
-
-    def s(x: float | None) -> str:
-        return "–" if x is None else f"{x:.1f} s"
-
-    share = t["kltui_share"]
-    pct = "" if share is None else f" ({share * 100:.2f}%)"
-    return (
-        f"time {s(t['total_s'])}: server starts {s(t['start_s'])}, helper runs {s(t['run_s'])}, "
-        f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui "
-        f"{'–' if t['kltui_s'] is None else format(t['kltui_s'], '.2f') + ' s'}{pct}"
-    )
-
-
 def table(sweep: Sweep, ab: Ablation) -> Table:
     """The console table of configurations x helpers."""
     t = Table(title="kltui ablate: configurations x helpers (avg_kl_div)", title_justify="left")
@@ -317,9 +249,14 @@ def junit_report(sweep: Sweep, ab: Ablation) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_reports(sweep: Sweep, ab: Ablation, *, md=None, junit=None, json=None) -> list[str]:
+def write_reports(
+    sweep: Sweep, ab: Ablation, *, md=None, junit=None, json=None, html=None
+) -> list[str]:
     """Every report asked for; the paths written ("-": stdout)."""
     written = []
+    if html:
+        jsonfile.write_output(html, html_report(sweep, ab))
+        written.append(html)
     if json:
         write_json(sweep, ab, json)
         written.append(json)
@@ -332,7 +269,7 @@ def write_reports(sweep: Sweep, ab: Ablation, *, md=None, junit=None, json=None)
     return written
 
 
-def finish(console: Console, sweep: Sweep, *, md=None, junit=None, json=None) -> int:
+def finish(console: Console, sweep: Sweep, *, md=None, junit=None, json=None, html=None) -> int:
     """A sweep that ended (live or read back): its result on the console, its reports
     written; the exit code (`Sweep.exit_code`)."""
     ab = sweep.reading()
@@ -345,13 +282,13 @@ def finish(console: Console, sweep: Sweep, *, md=None, junit=None, json=None) ->
             soft_wrap=True,
             emoji=False,
         )
-    for path in write_reports(sweep, ab, md=md, junit=junit, json=json):
+    for path in write_reports(sweep, ab, md=md, junit=junit, json=json, html=html):
         if path != "-":
             print(f"kltui ablate: wrote {path}", file=sys.stderr)
     return sweep.exit_code(ab)
 
 
-def replay_folder(folder: str, *, md=None, junit=None, json=None) -> int:
+def replay_folder(folder: str, *, md=None, junit=None, json=None, html=None) -> int:
     """`kltui ablate --replay FOLDER` and `kltui report FOLDER`: the sweep read back from its
     recordings and manifest, shown and written as the live sweep was."""
-    return finish(make_console(), load(folder), md=md, junit=junit, json=json)
+    return finish(make_console(), load(folder), md=md, junit=junit, json=json, html=html)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -74,6 +75,8 @@ def bf16_sweep(tmp_path_factory):
             str(tmp / "a.md"),
             "--junit",
             str(tmp / "a.xml"),
+            "--html",
+            str(tmp / "a.html"),
         )
     finally:
         cap.undo()
@@ -164,6 +167,25 @@ def test_the_markdown_and_junit_reports_carry_the_table_and_one_case_per_configu
     assert list(cases) == ["base", "deterministic=on", "cuda-graph=off", "page-size=0"]
     assert cases["page-size=0"].find("error") is not None
     assert cases["base"].find("error") is None and root.get("errors") == "1"
+
+
+def test_the_html_report_carries_the_table_the_verdict_and_the_failed_log_tail(
+    bf16_sweep, tmp_path
+):
+    page = (bf16_sweep["tmp"] / "a.html").read_text()
+    assert "<td>deterministic=on</td><td class=\"n\">0 (removed)</td>" in page
+    assert "<strong>localized: deterministic=on removes match" in page
+    failed = page.split("<h2>Failed configurations</h2>", 1)[1]
+    assert "<code>page-size=0</code>" in failed
+    assert "error: --page-size must be at least 1</pre>" in failed  # the log's last line
+    refs = re.findall(r'\b(?:src|href|action)="([^"]*)"', page)
+    assert all(r.startswith(("data:", "#")) for r in refs) and "<script" not in page
+    # kltui report FOLDER --html writes the same page from the recordings (no longer refused)
+    code = main(["report", str(bf16_sweep["folder"]), "--html", str(tmp_path / "r.html")])
+    replayed = (tmp_path / "r.html").read_text()
+    assert code == 0
+    strip = re.compile(r"time [^<]*")  # the only part a replay cannot know the same way
+    assert strip.sub("", replayed) == strip.sub("", page)
 
 
 def test_a_planted_cache_fault_and_radix_cache_off_is_not_tested_never_fixed(tmp_path, capsys):

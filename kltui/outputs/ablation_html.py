@@ -1,0 +1,128 @@
+"""`kltui ablate --html OUT` and `kltui report FOLDER --html OUT`: the sweep as one
+self-contained HTML page, built like the run report (outputs/reports/html.py): the same CSS, the
+same Content-Security-Policy (no script, nothing loaded from outside), every string that came
+from a server, a log or a recording through `esc` (`untrusted.html_text`).
+
+The page: the verdict, the table of configurations x helpers (the console's rows), the traps,
+notes and next step, each failed configuration with its server log's last lines, and the time split."""
+
+from __future__ import annotations
+
+from kltui import __version__
+from kltui.ablate.reading import Ablation
+from kltui.outputs.ablation_rows import (
+    helper_names,
+    pairs_line,
+    rows,
+    tail_lines,
+    timing_line,
+)
+from kltui.outputs.reports.html import CSP
+from kltui.outputs.reports.html_css import CSS
+from kltui.run.ablate import MEASURED, Sweep, log_tail
+from kltui.untrusted import html_text as esc
+
+LOG_TAIL_LINES = 8  # of a failed configuration's server log
+
+# the header's colour: a divergence found is a fail, none a pass, an open question neither
+_HEAD_CLASS = {"not reproduced": "pass", "inconclusive": "unknown"}
+
+
+def _header(sweep: Sweep, ab: Ablation) -> str:
+    kind = ab.verdict.kind if sweep.base.status == MEASURED else "the base did not start"
+    cls = _HEAD_CLASS.get(kind, "fail" if sweep.base.status == MEASURED else "invalid")
+    measured = sum(1 for r in sweep.runs if r.status == MEASURED)
+    meta = [
+        f"sweep folder <code>{esc(sweep.folder)}</code>",
+        f"{esc(sweep.mode)} mode",
+        f"{measured}/{len(sweep.runs)} configurations measured",
+    ]
+    if sweep.launch:
+        meta.append(f"base <code>{esc(' '.join(sweep.launch))}</code>")
+    return f"""<header class="top {cls}">
+<div class="brand">kltui<span>ablation report</span></div>
+<div class="verdict"><span class="verdict-label">verdict</span>
+<span class="verdict-value">{esc(kind)}</span>
+<span class="tally">{esc(ab.verdict.line if sweep.base.status == MEASURED else sweep.base.line())}</span>
+</div>
+<p class="meta">{" · ".join(meta)}</p>
+</header>"""
+
+
+def _banners(sweep: Sweep) -> str:
+    out = []
+    if sweep.interrupted:
+        out.append("The sweep was interrupted: the configurations below were measured.")
+    if sweep.base.status != MEASURED:
+        out.append(f"The base did not start, nothing to compare with: {sweep.base.line()}")
+    return "".join(f'<div class="banner">{esc(t)}</div>' for t in out)
+
+
+def _table(sweep: Sweep, ab: Ablation) -> str:
+    names = helper_names(ab)
+    head = "".join(f'<th class="n">{esc(h)}</th>' for h in names)
+    body = []
+    for name, cells, cond, what in rows(sweep, ab):
+        tds = "".join(f'<td class="n">{esc(c)}</td>' for c in cells)
+        cls = ' class="differs"' if what else ""
+        body.append(
+            f'<tr{cls}><td>{esc(name)}</td>{tds}<td class="n">{esc(cond)}</td>'
+            f"<td>{esc(what)}</td></tr>"
+        )
+    return f"""<section><h2>Configurations x helpers</h2>
+<p class="lede">avg_kl_div of each helper, and its change against the base (the paired
+per-sample test decides removed, reduced, lower, none; bit-identical samples are counted).</p>
+<table class="results"><thead><tr><th>configuration</th>{head}<th class="n">condition</th>
+<th>note</th></tr></thead><tbody>{"".join(body)}</tbody></table></section>"""
+
+
+def _reading(sweep: Sweep, ab: Ablation) -> str:
+    lines = [ln for ln in tail_lines(ab) if ln != ab.verdict.line]
+    if (said := pairs_line(sweep)) is not None:
+        lines.append(said)
+    items = "".join(f"<li>{esc(ln)}</li>" for ln in lines)
+    return f"""<section><h2>Verdict</h2><div class="diag"><p><strong>{esc(ab.verdict.line)}</strong></p>
+{f"<ul>{items}</ul>" if items else ""}</div></section>"""
+
+
+def _failures(sweep: Sweep) -> str:
+    failed = sweep.failures()
+    if not failed:
+        return ""
+    items = []
+    for r in failed:
+        tail = log_tail(sweep, r, LOG_TAIL_LINES)
+        log = (
+            f"<details><summary>the last {len(tail)} lines of <code>{esc(r.log)}</code>"
+            f"</summary><pre>{esc(chr(10).join(tail))}</pre></details>"
+            if tail
+            else ""
+        )
+        items.append(
+            f'<li class="err"><span class="kind">failed</span><code>{esc(r.name)}</code> '
+            f'<span class="muted">[{esc(r.error_kind)}]</span> {esc(r.error)}{log}</li>'
+        )
+    return (
+        "<section><h2>Failed configurations</h2>"
+        f"<ul class='problems'>{''.join(items)}</ul></section>"
+    )
+
+
+def html_report(sweep: Sweep, ab: Ablation) -> str:
+    """The self-contained HTML page of a sweep."""
+    title = f"kltui ablate · {ab.verdict.kind} · {sweep.folder.name}"
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="kltui {esc(__version__)}">
+<title>{esc(title)}</title><style>{CSS}</style></head>
+<body><main>
+{_header(sweep, ab)}{_banners(sweep)}
+{_table(sweep, ab) if sweep.base.status == MEASURED else ""}{_reading(sweep, ab)}
+{_failures(sweep)}
+<section><p class="meta">{esc(timing_line(sweep))}</p></section>
+<footer>Generated by kltui {esc(__version__)}. Each configuration is the base with the knobs
+in its name changed; every helper ran on the same prompts and sample ids.</footer>
+</main></body></html>
+"""

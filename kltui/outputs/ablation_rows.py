@@ -1,0 +1,86 @@
+"""`kltui ablate`'s result as plain text, the same for every medium (the console, Markdown,
+JUnit, HTML each escape it): the table's rows of configurations x helpers, the lines after it,
+why --pairs ran nothing, and the time split."""
+
+from __future__ import annotations
+
+from kltui.ablate.reading import Ablation, ConfigReading
+from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep
+
+
+def helper_names(ab: Ablation) -> list[str]:
+    """The helpers of the table's columns: the base's, then any other configuration ran."""
+    out = [h.helper for h in ab.base.helpers]
+    for c in ab.configs:
+        out += [h.helper for h in c.helpers if h.helper not in out]
+    return out
+
+
+def _by_name(sweep: Sweep) -> dict[str, ConfigRun]:
+    return {r.name: r for r in sweep.runs}
+
+
+def note(c: ConfigReading, run: ConfigRun | None) -> str:
+    """The table's last column: a trap, a failure or why it has no result (plain text)."""
+    if run is not None and run.status == FAILED:
+        return f"failed ({run.error_kind})"
+    if not c.measured:
+        return run.status if run is not None else "not measured"
+    if c.trap is not None:
+        return "the flag did not take effect"
+    untested = [
+        h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
+    ]
+    if untested:
+        return f"not tested: {', '.join(untested)}"
+    return ""
+
+
+def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
+    """(configuration, one cell per helper, condition, note) for every configuration, base
+    first, as plain text (each medium escapes it)."""
+    runs = _by_name(sweep)
+    names = helper_names(ab)
+    out = []
+    for c in (ab.base, *ab.configs):
+        cells = []
+        for h in names:
+            r = c.helper(h)
+            cells.append("–" if r is None else r.cell())
+        cond = (
+            "–" if not c.measured else "inconclusive" if c.condition is None else str(c.condition)
+        )
+        out.append((c.name, cells, cond, note(c, runs.get(c.name))))
+    return out
+
+
+def tail_lines(ab: Ablation) -> list[str]:
+    """What follows the table: the traps, the notes, the verdict and the next step
+    (`Ablation.lines` after its one line per configuration, which the table replaces)."""
+    return ab.lines()[len(ab.configs) + 1 :]
+
+
+def pairs_line(sweep: Sweep) -> str | None:
+    """Why --pairs ran nothing (None when it ran, or was not asked for)."""
+    if not sweep.pairs_asked or sweep.pairs_run or sweep.base.status != MEASURED:
+        return None
+    return (
+        "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
+        "the base diverges on): no pairs to run"
+    )
+
+
+def timing_line(sweep: Sweep) -> str:
+    """Where the sweep's time went."""
+    t = sweep.timing()
+
+    def s(x: float | None) -> str:
+        return "–" if x is None else f"{x:.1f} s"
+
+    share = t["kltui_share"]
+    pct = "" if share is None else f" ({share * 100:.2f}%)"
+    return (
+        f"time {s(t['total_s'])}: server starts {s(t['start_s'])}, helper runs {s(t['run_s'])}, "
+        f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui "
+        f"{'–' if t['kltui_s'] is None else format(t['kltui_s'], '.2f') + ' s'}{pct}"
+    )
