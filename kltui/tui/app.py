@@ -9,6 +9,7 @@ of TokensDecoded events costs one redraw, not thousands.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -94,6 +95,8 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         for t in loaded.themes:
             self.register_theme(t)
         self._startup_notes = list(loaded.errors)
+        # each toast's (text, title, severity) -> until when it shows: one toast per message
+        self._toasts: dict[tuple[str, str, str], float] = {}
         wanted = theme or themes.DEFAULT_THEME
         if wanted not in self.available_themes:
             valid = ", ".join(sorted(n for n in self.available_themes if "ansi" not in n))
@@ -166,10 +169,20 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         markup: bool = False,
     ) -> None:
         """Every toast is shown literally: its text carries server, file and recording strings,
-        and Textual would otherwise parse `[...]` as markup (and crash on a stray `[/]`)."""
+        and Textual would otherwise parse `[...]` as markup (and crash on a stray `[/]`).
+
+        A message already on screen is not shown again: a dead server's error comes once per
+        retry, and identical toasts would stack up over the sample table."""
+        text, head = escape_controls(message, 300), escape_controls(title, 80)
+        key = (text, head, str(severity))
+        now = time.monotonic()
+        self._toasts = {k: t for k, t in self._toasts.items() if t > now}
+        if key in self._toasts:
+            return
+        self._toasts[key] = now + (self.NOTIFICATION_TIMEOUT if timeout is None else timeout)
         super().notify(
-            escape_controls(message, 300),
-            title=escape_controls(title, 80),
+            text,
+            title=head,
             severity=severity,
             timeout=timeout,
             markup=False,

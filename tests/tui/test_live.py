@@ -6,9 +6,11 @@ import socket
 
 import pytest
 from textual.widgets import Footer
+from textual.widgets._toast import Toast
 
 from kltui.run import driver
 from kltui.run.config import RunConfig
+from kltui.session.events import Problem, RunFinished, RunStarted
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
 from kltui.tui import app as app_module
@@ -139,7 +141,34 @@ async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monk
     # and it is what the terminal shows after quit
     (printed,) = exit_lines(app)
     assert printed.startswith(line) and "All connection attempts failed" in printed, printed
-    assert not record.exists()  # nothing was measured, so nothing was recorded
+    # recorded as `kltui check` records the same dead server: the last attempt, in one file
+    events = read_recording(str(record)).events
+    assert isinstance(events[0], RunStarted) and events[0].servers[0]["error"]
+    assert isinstance(events[-1], RunFinished) and events[-1].verdict == "error"
+    assert [ev.phase for ev in events if isinstance(ev, Problem)] == ["connect"]
+    assert not list(tmp_path.glob("down-*"))
+
+
+async def test_a_dead_server_is_one_run_one_toast_one_recording(tmp_path):
+    url = f"http://127.0.0.1:{_free_port()}"
+    record = tmp_path / "dead.kltui.jsonl"
+    app = KltuiApp(LiveFeed(RunConfig(servers=[url], samples=2), str(record)))
+    run_ids = []
+
+    def seen() -> bool:
+        if app.store is not None and app.store.run is not None:
+            if app.store.run.run_id not in run_ids:
+                run_ids.append(app.store.run.run_id)
+        return app.status.retry_attempt >= 2 and app.status.retry_in is not None
+
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await until(pilot, seen, timeout=60)  # three attempts, 1 s and 2 s apart
+        toasts = [drawn(t) for t in app.screen.query(Toast)]
+        assert len(toasts) == 1 and "cannot connect" in toasts[0], toasts
+        await pilot.press("q")
+    assert len(run_ids) == 1, run_ids  # the retries of one run are that one run
+    (started,) = [ev for ev in read_recording(str(record)).events if isinstance(ev, RunStarted)]
+    assert started.run_id == run_ids[0]
 
 
 async def test_watch_reruns_when_the_server_identity_changes(server_url, monkeypatch):
