@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
@@ -64,8 +65,9 @@ def connect_failed(store: SessionStore) -> bool:
 
 
 class LazyRecorder:
-    """Opens the recording only once the run measured something or got past connecting, so a
-    server that stays down for an hour of retries does not leave hundreds of empty files."""
+    """Opens the recording only once the run measured something or got past connecting: an
+    attempt that is retried is dropped unwritten (`RunDriver.run` keeps the last one), so a
+    server that stays down for an hour of retries leaves one recording, not hundreds."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -99,8 +101,9 @@ class LazyRecorder:
             self._open()
 
     def close(self) -> None:
-        """Ends the recording (opening it first if a server answered)."""
-        if self._rec is None and self._servers_ok and self._buffer:
+        """Ends the recording, writing what was kept: the session's last attempt is recorded
+        even when it never reached a server, as `kltui check` records it."""
+        if self._rec is None and self._buffer:
             self._open()
         if self._rec is not None:
             self._rec.close()
@@ -204,6 +207,9 @@ class RunDriver:
         self.recorded = 0  # runs written to a recording so far (names the next one)
         self.reruns = RerunChain()  # the runs that reached a server so far, compared
         self._current: RunOutcome | None = None  # the run going on now (or the last one)
+        # the last attempt that failed to connect and is retried: recorded only if the session
+        # ends before the next attempt (so a dead server leaves the recording `check` leaves)
+        self._pending: LazyRecorder | None = None
         # the session going on now: what ran so far, also when a fault ends it
         self.outcome = SessionOutcome()
 
@@ -230,6 +236,7 @@ class RunDriver:
 
     async def _attempt(self, view: RunView, source: EventSource) -> RunOutcome:
         """One attempt at a run: pumped into the view's store, recorded, ended in the view."""
+        self._pending = None  # this attempt's recording takes its place
         recorder = self._recorder()  # an unwritable recording fails here, before the view
         store = view.start_run(self.runs + 1)
         outcome = self._current = RunOutcome(self.runs + 1, store)
@@ -248,8 +255,11 @@ class RunDriver:
             self._count(outcome)
             view.run_ended(outcome)
             return outcome
-        outcome.recording = self._close(recorder)
         outcome.counted = not (self.retry_connect and connect_failed(store))
+        if not outcome.counted and isinstance(recorder, LazyRecorder) and not recorder.opened:
+            self._pending = recorder  # retried: written only if the session ends first
+        else:
+            outcome.recording = self._close(recorder)
         self._count(outcome)
         view.run_ended(outcome)
         return outcome
@@ -269,13 +279,22 @@ class RunDriver:
         as interrupted and propagates."""
         source = events or self.events
         delay, attempt = RETRY_FIRST_S, 0
+        run_id: str | None = None  # a retried run keeps its first attempt's id
         while True:
-            outcome = await self._attempt(view, source)
+            outcome = await self._attempt(view, _with_run_id(source, run_id))
             if outcome.counted or outcome.error is not None or not self.retry_connect:
                 return outcome
-            for remaining in range(delay, 0, -1):
-                view.retrying(remaining, attempt)
-                await asyncio.sleep(1)
+            if run_id is None and outcome.store.run is not None:
+                run_id = outcome.store.run.run_id
+            try:
+                for remaining in range(delay, 0, -1):
+                    view.retrying(remaining, attempt)
+                    await asyncio.sleep(1)
+            except asyncio.CancelledError:
+                if self._pending is not None:
+                    outcome.recording = self._close(self._pending)
+                    self._pending = None
+                raise
             view.retrying(None, attempt)
             attempt += 1
             delay = min(RETRY_MAX_S, delay * 2)
@@ -300,6 +319,26 @@ class RunDriver:
             if outcome.error is not None:
                 raise outcome.error
         return out
+
+
+def _with_run_id(source: EventSource, run_id: str | None) -> EventSource:
+    """`source` with its RunStarted under `run_id` (None: as the runner made it), so that
+    the attempts of one retried run read as one run in the view and the recording."""
+    if run_id is None:
+        return source
+
+    async def events() -> AsyncIterator[Event]:
+        inner = source()
+        try:
+            async for ev in inner:
+                yield dataclasses.replace(ev, run_id=run_id) if isinstance(ev, RunStarted) else ev
+        finally:
+            # the runner closes its clients when its generator ends, not when it is dropped
+            close = getattr(inner, "aclose", None)
+            if close is not None:
+                await close()
+
+    return events
 
 
 @contextlib.contextmanager

@@ -88,13 +88,14 @@ def _down_run() -> list:
     ]
 
 
-def test_lazy_recorder_skips_attempts_that_never_connected(tmp_path):
+def test_lazy_recorder_holds_an_attempt_that_never_connected_until_closed(tmp_path):
     path = tmp_path / "r.kltui.jsonl"
     rec = LazyRecorder(str(path))
     for ev in _down_run():
         rec.write(ev)
-    rec.close()
-    assert not path.exists() and not rec.opened
+    assert not path.exists() and not rec.opened  # a retry drops it unwritten
+    rec.close()  # the session's last attempt: recorded, as `kltui check` records it
+    assert len(read_recording(str(path)).events) == len(_down_run())
     store = SessionStore()
     for ev in _down_run():
         store.apply(ev)
