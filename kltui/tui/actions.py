@@ -202,6 +202,12 @@ class DashboardActions(DashboardHost):
         """Show the problems screen."""
         self.push_screen(ProblemsScreen(self.store.problems if self.store else []))
 
+    def key_e(self) -> None:
+        """`e` while its binding is off (check_action keeps it out of the footer when there is
+        nothing to list): say so, instead of a key press that does nothing visible."""
+        if len(self.screen_stack) == 1 and not (self.store is not None and self.store.problems):
+            self.notify("no problems", timeout=3)
+
     def action_diagnosis(self) -> None:
         """Show the diagnosis screen."""
         diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
