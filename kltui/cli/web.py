@@ -12,14 +12,17 @@ import ipaddress
 import shlex
 import socket
 import sys
+from pathlib import Path
 
+import kltui
 from kltui.argtypes import KltuiParser
 from kltui.errors import UsageError
 
 SERVED = ("tui", "demo", "replay")
 DEFAULT_PORT = 8000
 
-USAGE = """kltui web [--host H] [--port P] [--public-url URL] [--read-only] [COMMAND ARGS...]
+USAGE = """kltui web [--host H] [--port P] [--public-url URL] [--read-only] [--verbose]
+                 [COMMAND ARGS...]
 
 Serves the dashboard in a browser: COMMAND is what each browser tab runs, with the options it
 takes in a terminal: `--server HOST:PORT ...` (the live dashboard, the default), `demo ...` or
@@ -49,6 +52,11 @@ def parser() -> argparse.ArgumentParser:
         "--read-only",
         action="store_true",
         help="reviewers' mode: keys that act on servers or files (r re-run, s screenshot) are off",
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print the web server's access log (a few lines per HTTP request; off by default)",
     )
     return p
 
@@ -115,15 +123,34 @@ def warning(host: str, url: str, read_only: bool) -> str | None:
     return f"kltui web: WARNING: {url} is reachable from other machines, with no login; {keys}"
 
 
+def checkout_root() -> Path | None:
+    """The source checkout kltui runs from (an editable install or PYTHONPATH), else None."""
+    root = Path(kltui.__file__).resolve().parent.parent
+    pyproject = root / "pyproject.toml"
+    try:
+        ours = 'name = "kltui"' in pyproject.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    return root if ours else None
+
+
+def web_install_hint() -> str:
+    """How to install the [web] extra: from a checkout, pip's editable form of that checkout
+    (`pip install 'kltui[web]'` would fetch another kltui from the index)."""
+    root = checkout_root()
+    if root is None:
+        return "pip install 'kltui[web]' (or textual-serve)"
+    where = "." if Path.cwd().resolve() == root else str(root)
+    return f"pip install -e '{where}[web]'"
+
+
 def main(argv: list[str]) -> int:
     """Run `kltui web`: serve the dashboard in a browser."""
     opts, rest = parser().parse_known_args(argv)
     try:
         from kltui.cli.web_serve import StoppingServer
     except ImportError:
-        raise UsageError(
-            "kltui web needs textual-serve: pip install 'kltui[web]' (or textual-serve)"
-        ) from None
+        raise UsageError(f"kltui web needs textual-serve: {web_install_hint()}") from None
     command = app_argv(rest, opts.read_only)
     if opts.public_url:
         url = opts.public_url.rstrip("/")
@@ -138,6 +165,13 @@ def main(argv: list[str]) -> int:
     print(f"kltui web: each browser tab runs: kltui {shlex.join(command)}", file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
-    server = StoppingServer(shell, host=opts.host, port=opts.port, title="kltui", public_url=url)
+    server = StoppingServer(
+        shell,
+        host=opts.host,
+        port=opts.port,
+        title="kltui",
+        public_url=url,
+        verbose=opts.verbose,
+    )
     server.serve()
     return 0

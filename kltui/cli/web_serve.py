@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 from typing import Any
 
@@ -22,9 +23,18 @@ STOP_GRACE_S = 5.0
 class StoppingServer(Server):
     """A Server that stops the dashboards of the tabs still open when it stops."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, verbose: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._open: dict[object, Any] = {}  # app service -> its tab's websocket
+        self.verbose = verbose
+
+    def initialize_logging(self) -> None:
+        """textual-serve's logging, without aiohttp's access log unless `verbose`: at INFO it
+        prints several lines per HTTP request (every asset of every tab), burying kltui's own
+        lines."""
+        super().initialize_logging()
+        level = logging.INFO if self.verbose else logging.WARNING
+        logging.getLogger("aiohttp.access").setLevel(level)
 
     async def _process_messages(self, websocket, app_service) -> None:
         self._open[app_service] = websocket

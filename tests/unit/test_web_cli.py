@@ -53,3 +53,41 @@ def test_exposing_it_warns_that_anyone_can_rerun():
     assert "--read-only" in note
     ro = warning("0.0.0.0", "http://box:8000", read_only=True)
     assert "r (re-run) and s (screenshot) are off" in ro
+
+
+def test_without_textual_serve_the_hint_names_this_checkout(monkeypatch, capsys):
+    import builtins
+    from pathlib import Path
+
+    import kltui
+
+    real_import = builtins.__import__
+
+    def no_web(name, *args, **kw):
+        if name == "kltui.cli.web_serve":
+            raise ImportError(name)
+        return real_import(name, *args, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_web)
+    root = Path(kltui.__file__).resolve().parent.parent
+    monkeypatch.chdir(root)
+    assert main(["web", "demo"]) == 2
+    assert "kltui web needs textual-serve: pip install -e '.[web]'" in capsys.readouterr().err
+    monkeypatch.chdir(root / "tests")
+    assert main(["web", "demo"]) == 2
+    assert f"pip install -e '{root}[web]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_the_access_log_is_quiet_unless_verbose(verbose):
+    import logging
+
+    from kltui.cli.web_serve import StoppingServer
+
+    access = logging.getLogger("aiohttp.access")
+    was = access.level
+    try:
+        StoppingServer("true", verbose=verbose).initialize_logging()
+        assert access.isEnabledFor(logging.INFO) is verbose
+    finally:
+        access.setLevel(was)
