@@ -24,3 +24,18 @@ async def test_e_without_problems_says_so():
         assert "no problems" in toasts(app)
         assert len(app.screen_stack) == 1
         await pilot.press("q")
+
+
+def test_condition_1_has_one_name_in_the_tui_and_the_html(tmp_path):
+    from kltui.cli.report import load_store
+    from kltui.outputs.reports.html import CONDITION_LABEL, html_report
+    from kltui.session.diagnosis import diagnose
+    from tests.reports.synth import HelperSpec, record, run_events
+
+    specs = [HelperSpec(h, noise=3e-2) for h in ("match", "prefill_cache_hit", "decode_cache_hit")]
+    store, origin = load_store(record(tmp_path / "c1.jsonl", run_events(specs, n_samples=24)))
+    (d,) = diagnose(store)
+    assert d.kind == "1", d.label
+    name = CONDITION_LABEL["1"].split(" · ", 1)[1]
+    assert d.label.startswith(f"condition 1 ({name}):"), (d.label, name)
+    assert f"condition 1 · {name}" in html_report(store, origin)

@@ -127,7 +127,7 @@ SGLang's definition) is below its threshold.</p>
 
 CONDITION_LABEL = {
     "exact": "bit-identical",
-    "1": "condition 1 · shape-variant kernels",
+    "1": "condition 1 · batch variance",
     "2": "condition 2 · state bug",
     "1+2": "conditions 1 + 2",
     "unknown": "inconclusive",
