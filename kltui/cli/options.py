@@ -46,6 +46,9 @@ def _prompt_cap(s: str) -> int:
 # What a run measures by default, and the demo's own sizes (small enough for a laptop CPU).
 RUN_SIZES = {"samples": 32, "max_new_tokens": DEFAULT_MAX_NEW_TOKENS, "max_prompt_tokens": 3000}
 DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
+# the reference tokenizer's lengths of the first 32 built-in prompts (what the demo sends):
+# measured by tests/unit/test_demo_help.py, which fails when the prompts change
+DEMO_PROMPT_TOKENS = (16, 96)
 THEME_HELP = "kltui-dark (default), kltui-light, kltui-cb (colour-blind-safe heat scale)"
 
 

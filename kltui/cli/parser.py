@@ -17,6 +17,7 @@ from kltui.cli.handlers import (
     cmd_tui,
 )
 from kltui.cli.options import (
+    DEMO_PROMPT_TOKENS,
     DEMO_SIZES,
     DESCRIPTION,
     EXIT_CODES,
@@ -94,8 +95,9 @@ def make_parser() -> argparse.ArgumentParser:
         help="start the embedded reference server and run on it",
         description="Start the embedded SGLang-compatible reference server (a tiny Llama in "
         "torch on CPU, on a free 127.0.0.1 port) and open the dashboard on it. Sized for a "
-        "laptop CPU: {samples} prompts of ~{max_prompt_tokens} tokens, {max_new_tokens} new "
-        "tokens each (the defaults below).".format(**DEMO_SIZES),
+        "laptop CPU: {samples} built-in prompts of {lo}-{hi} tokens (--max-prompt-tokens "
+        "{max_prompt_tokens} cuts none of them), {max_new_tokens} new tokens each (the "
+        "defaults below).".format(**DEMO_SIZES, lo=DEMO_PROMPT_TOKENS[0], hi=DEMO_PROMPT_TOKENS[1]),
     )
     add_run_options(demo, servers=False, sizes=DEMO_SIZES)
     demo.add_argument("--headless", action="store_true", help="print results instead of the TUI")
