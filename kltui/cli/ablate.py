@@ -66,6 +66,13 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="after the single knobs, the two knobs that moved the result most, together",
     )
     g.add_argument(
+        "--chain",
+        action="store_true",
+        help="launch mode, after a localized condition-1 verdict: relaunch the base with SGLang's "
+        "dumper and no CUDA graphs, check it still diverges, run kltui dumps and probe the "
+        "first divergent module's op (setting -> module -> op in one report)",
+    )
+    g.add_argument(
         "--server",
         action="append",
         default=[],
@@ -131,7 +138,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     if args.replay:
         _refuse(
             args,
-            ("launch", "vary", "server", "pairs", "folder", "parallel", "start-timeout"),
+            ("launch", "vary", "server", "pairs", "chain", "folder", "parallel", "start-timeout"),
             "--replay re-reads a sweep folder and runs nothing",
         )
         return replay(args)
@@ -150,6 +157,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
     servers = list(args.server or sec.servers)
     varies = list(args.vary or sec.vary)
     pairs = bool(args.pairs or sec.pairs)
+    chain = bool(args.chain or sec.chain)
     start_timeout = args.start_timeout or sec.start_timeout or 600.0
     if not start_timeout > 0:
         raise UsageError(f"--start-timeout {start_timeout!r}: must be a positive number of seconds")
@@ -168,9 +176,10 @@ def cmd_ablate(args: argparse.Namespace) -> int:
 
     folder = Path(args.folder) if args.folder else sweep_mod.sweep_folder()
     if servers:
-        if varies or pairs:
+        if varies or pairs or chain:
             raise UsageError(
-                "--vary and --pairs need --launch: attach mode reads each server's settings"
+                "--vary, --pairs and --chain need --launch: attach mode reads each server's "
+                "settings and launches nothing"
             )
         from kltui.cli.options import check_duplicate_servers
 
@@ -180,6 +189,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
             cfg, folder, servers=tuple(urls), start_timeout=start_timeout, parallel=parallel
         )
         return _run(args, spec)
+    args.chain = chain
     argv = _split(launch)
     for v in varies:  # a typo in a spec is refused before the server's --help is even read
         from kltui.ablate.knobs import parse_vary
@@ -244,7 +254,7 @@ def _run(args: argparse.Namespace, spec) -> int:
             console.print(console_markup(line), soft_wrap=True)
         view = SweepConsole(console, spec.parallel)
         with cancel_on_signals():
-            return await sweep_mod.run_sweep(
+            sweep = await sweep_mod.run_sweep(
                 spec,
                 view,
                 configs=None if plan is not None else configs,
@@ -252,17 +262,44 @@ def _run(args: argparse.Namespace, spec) -> int:
                 help_s=help_s,
                 t0=t0,
             )
+            if getattr(args, "chain", False) and not sweep.interrupted:
+                await _chain(spec, sweep, view, console)
+            return sweep
 
     sweep = asyncio.run(go())
     return _finish(args, sweep, console)
 
 
+async def _chain(spec, sweep, view, console) -> None:
+    """`--chain`: setting -> module -> op on the finished sweep, kept in its manifest."""
+    import asyncio
+
+    from kltui.dumps.chain import run_chain
+    from kltui.untrusted import console_markup
+
+    n = len(sweep.runs)
+    try:
+        ch = await run_chain(
+            spec,
+            sweep,
+            sweep.reading(),
+            view.run_view(n, n, sweep.base),
+            say=lambda line: console.print(console_markup(line), soft_wrap=True),
+        )
+    except asyncio.CancelledError:
+        sweep.interrupted = True
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return
+    sweep.chain = ch.to_json()
+    sweep.write_manifest()
+
+
 def _finish(args: argparse.Namespace, sweep, console) -> int:
     from kltui.outputs.ablation import finish
 
-    return finish(
-        console, sweep, md=args.md, junit=args.junit, json=args.json, html=args.html
-    )
+    return finish(console, sweep, md=args.md, junit=args.junit, json=args.json, html=args.html)
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -270,6 +307,4 @@ def replay(args: argparse.Namespace) -> int:
     folder, printed and written as the live sweep was."""
     from kltui.outputs.ablation import replay_folder
 
-    return replay_folder(
-        args.replay, md=args.md, junit=args.junit, json=args.json, html=args.html
-    )
+    return replay_folder(args.replay, md=args.md, junit=args.junit, json=args.json, html=args.html)

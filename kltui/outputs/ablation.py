@@ -23,6 +23,7 @@ from kltui.console import make_console
 from kltui.outputs.ablation_html import html_report
 from kltui.outputs.ablation_rows import (
     _by_name,
+    chain_lines,
     helper_names,
     pairs_line,
     rows,
@@ -158,6 +159,8 @@ def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
         console.print(Text("interrupted: the configurations above were measured", "yellow"))
     elif (said := pairs_line(sweep)) is not None:
         console.print(Text(said, "yellow"), soft_wrap=True)
+    for line in chain_lines(sweep):
+        console.print(safe(line, "bold" if line.startswith("chain:") else ""), soft_wrap=True)
     console.print(safe(timing_line(sweep), "dim"), soft_wrap=True)
     console.print(f"sweep folder: {console_markup(sweep.folder)}", soft_wrap=True)
 
@@ -169,6 +172,7 @@ def document(sweep: Sweep, ab: Ablation) -> dict:
         "kltui_version": __version__,
         "ablation": ab.to_json(),
         "sweep": sweep.to_json(),
+        "chain": sweep.chain,
         "exit_code": sweep.exit_code(ab),
     }
 
@@ -200,6 +204,9 @@ def md_report(sweep: Sweep, ab: Ablation) -> str:
             out.append(f"- {md_text(line)}")
     if sweep.interrupted:
         out.append("- interrupted: the configurations above were measured")
+    if chain := chain_lines(sweep):
+        out += ["", "## From the setting to the module and the op", ""]
+        out += [f"- {md_text(line)}" for line in chain]
     out += ["", md_text(timing_line(sweep)), "", f"Sweep folder: {md_text(sweep.folder)}", ""]
     return "\n".join(out)
 

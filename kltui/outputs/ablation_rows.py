@@ -84,3 +84,11 @@ def timing_line(sweep: Sweep) -> str:
         f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui "
         f"{'–' if t['kltui_s'] is None else format(t['kltui_s'], '.2f') + ' s'}{pct}"
     )
+
+
+def chain_lines(sweep: Sweep) -> list[str]:
+    """`--chain`'s lines: setting -> module -> op probe, then how it ended (none: not asked)."""
+    ch = sweep.chain
+    if not ch:
+        return []
+    return [str(x) for x in ch.get("steps") or ()] + [str(ch.get("line"))]

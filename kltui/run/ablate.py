@@ -292,6 +292,7 @@ class Sweep:
     interrupted: bool = False
     help_s: float = 0.0
     total_s: float | None = None
+    chain: dict | None = None  # `kltui ablate --chain`'s result (dumps/chain.Chain.to_json)
     created: float = field(default_factory=time.time)
     _t0: float = field(default_factory=time.monotonic, repr=False)
     _stems: set[str] = field(default_factory=set, repr=False)
@@ -375,7 +376,8 @@ class Sweep:
         """`ablation.json` in the sweep folder, replaced whole (a reader never sees half)."""
         path = self.folder / MANIFEST
         tmp = path.with_name(f".{MANIFEST}.tmp")
-        tmp.write_bytes(orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        doc = {**self.to_json(), "chain": self.chain}
+        tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         os.replace(tmp, path)
 
     def finish(self) -> None:
@@ -661,6 +663,7 @@ def load(folder: str | Path) -> Sweep:
             help_s=float(doc.get("timing", {}).get("help_s") or 0.0),
             total_s=doc.get("timing", {}).get("total_s"),
             created=float(doc.get("created") or 0.0),
+            chain=doc.get("chain") if isinstance(doc.get("chain"), dict) else None,
         )
         for d in doc["configs"]:
             r = ConfigRun(

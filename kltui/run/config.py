@@ -291,12 +291,13 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
 
 @dataclass
 class AblateSection:
-    """`ablate: {launch:, vary: [..], pairs:, servers: [..], start_timeout:, parallel:}` of a
+    """`ablate: {launch:, vary: [..], pairs:, chain:, servers: [..], start_timeout:, parallel:}` of a
     config file: what `kltui ablate` takes from it when its command line does not say."""
 
     launch: str | list[str] | None = None
     vary: list[str] = field(default_factory=list)
     pairs: bool | None = None
+    chain: bool | None = None
     servers: list[str] = field(default_factory=list)
     start_timeout: float | None = None
     parallel: int | None = None
@@ -306,6 +307,7 @@ _ABLATE_KEYS = {
     "launch": "the server's launch command, a string or a list of words",
     "vary": "a list of KNOB=V1,V2 strings",
     "pairs": "true or false",
+    "chain": "true or false",
     "servers": "a list of HOST:PORT strings (attach mode)",
     "start_timeout": "a positive number of seconds",
     "parallel": "a positive integer",
@@ -332,9 +334,9 @@ def _ablate(path: str, value: Any, node: yaml.Node) -> AblateSection:
                 v = [v]
             bad = not isinstance(v, list) or not all(isinstance(w, str) and w.strip() for w in v)
             setattr(out, k, list(v) if not bad else [])
-        elif k == "pairs":
+        elif k in ("pairs", "chain"):
             bad = not isinstance(v, bool)
-            out.pairs = v
+            setattr(out, k, v)
         elif k == "start_timeout":
             bad = isinstance(v, bool) or not isinstance(v, int | float) or not 0 < v < math.inf
             out.start_timeout = None if bad else float(v)

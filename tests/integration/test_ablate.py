@@ -77,6 +77,7 @@ def bf16_sweep(tmp_path_factory):
             str(tmp / "a.xml"),
             "--html",
             str(tmp / "a.html"),
+            "--chain",
         )
     finally:
         cap.undo()
@@ -173,7 +174,7 @@ def test_the_html_report_carries_the_table_the_verdict_and_the_failed_log_tail(
     bf16_sweep, tmp_path
 ):
     page = (bf16_sweep["tmp"] / "a.html").read_text()
-    assert "<td>deterministic=on</td><td class=\"n\">0 (removed)</td>" in page
+    assert '<td>deterministic=on</td><td class="n">0 (removed)</td>' in page
     assert "<strong>localized: deterministic=on removes match" in page
     failed = page.split("<h2>Failed configurations</h2>", 1)[1]
     assert "<code>page-size=0</code>" in failed
@@ -186,6 +187,36 @@ def test_the_html_report_carries_the_table_the_verdict_and_the_failed_log_tail(
     assert code == 0
     strip = re.compile(r"time [^<]*")  # the only part a replay cannot know the same way
     assert strip.sub("", replayed) == strip.sub("", page)
+
+
+def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf16_sweep):
+    # localized condition 1, so the chain runs; the reference server has no SGLang dumper
+    doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    ch = doc["chain"]
+    assert ch["status"] == "failed" and ch["step"] in ("relaunch", "dumps"), ch
+    assert ch["setting"] == "deterministic=on"
+    assert ch["line"].startswith(f"chain: {ch['step']} failed: ")
+    lines = [ln for ln in bf16_sweep["text"].splitlines() if ln.startswith("chain: ")]
+    assert ch["line"] in lines and "Traceback" not in bf16_sweep["text"]
+    # what was measured is kept: the verdict and its exit code
+    assert doc["ablation"]["verdict"]["kind"] == "localized" and bf16_sweep["code"] == 0
+    assert "From the setting to the module" in (bf16_sweep["tmp"] / "a.md").read_text()
+
+
+def test_chain_asked_for_a_verdict_that_is_not_localized_says_why_none_ran(tmp_path, capsys):
+    code, folder = ablate(
+        tmp_path, "--launch", REFERENCE, "--vary", "radix-cache=off", "--chain",
+        "--json", str(tmp_path / "c.json"),
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "c.json", "ablation")
+    assert doc["ablation"]["verdict"]["kind"] != "localized"
+    ch = doc["chain"]
+    assert ch["status"] == "refused" and ch["step"] is None
+    assert ch["line"].startswith("no chain: the verdict is ")
+    assert "localized condition-1 divergence" in ch["line"]
+    assert [ln for ln in out.splitlines() if ln.startswith("no chain: ")] == [ch["line"]]
+    assert not (folder / "base+dumper.log").exists()  # nothing was relaunched
 
 
 def test_a_planted_cache_fault_and_radix_cache_off_is_not_tested_never_fixed(tmp_path, capsys):

@@ -95,7 +95,7 @@ def test_file_names_in_the_sweep_folder_are_safe_and_unique():
         (["--launch", "x", "--server", "127.0.0.1:1"], "not both"),
         (["--server", "127.0.0.1:1"], "attach mode needs at least two --server URLs"),
         (["--server", "127.0.0.1:1", "--server", "127.0.0.1:2", "--vary", "tp=2"],
-         "--vary and --pairs need --launch"),
+         "--vary, --pairs and --chain need --launch"),
         (["--launch", "python -m x 'unclosed", "--vary", "tp=2"], "No closing quotation"),
         (["--launch", "python -m x", "--vary", "colour=red"], "unknown knob 'colour'"),
         (["--launch", "x", "--vary", "tp=2", "--no-record"], "--no-record: kltui ablate records"),

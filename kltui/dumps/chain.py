@@ -1,0 +1,363 @@
+"""`kltui ablate --chain`: from the setting to the module and the op, in one report.
+
+When a sweep localized a condition-1 divergence (`Ablation.verdict.chain`), in launch mode:
+1. relaunch the BASE with the dumper's environment (docs/DUMPS.md: `DUMPER_ENABLE=0
+   DUMPER_SERVER_PORT=reuse DUMPER_NON_INTRUSIVE_MODE=all DUMPER_DIR=...`) and
+   `--disable-cuda-graph --disable-prefill-cuda-graph` (the step "relaunch");
+2. run match on it (the sweep's own run options): if it no longer diverges, the divergence
+   needs CUDA graphs and the dumper cannot see it: stop there ("reproduce");
+3. the drill-down `kltui dumps` runs (`dumps/run.drill_down`) and the first divergent module
+   ("dumps");
+4. where `kltui probe-ops` covers that module's op, the op probed at the module's shapes, read
+   from its input tensors in the dump files ("probe").
+A failure at any step is one line naming the step (with the server log's last lines where a
+server was involved); what was measured before it is kept. The decisions (`refusal`,
+`reproduces`, `module_of`, `op_of`, `probe_shape`) are pure and unit-tested; the reference
+server has no dumper, so the steps after "relaunch" run only on SGLang.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import SimpleNamespace
+
+from kltui.ablate.reading import Ablation, read
+from kltui.launch.server import LaunchedServer, LaunchError, read_tail
+from kltui.run.ablate import MEASURED, TAIL_LINES, Sweep, SweepSpec
+from kltui.run.driver import RunDriver, RunView
+from kltui.session.paired import STRAY_ULP_FLOOR
+from kltui.untrusted import one_line
+
+NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")
+DUMPER_ENV = {
+    "DUMPER_ENABLE": "0",
+    "DUMPER_SERVER_PORT": "reuse",
+    "DUMPER_NON_INTRUSIVE_MODE": "all",
+}
+NAME = "base+dumper"
+NEEDS_GRAPHS = "the divergence needs CUDA graphs; the dumper cannot see it"
+PROMPT_TOKENS, NEW_TOKENS = 32, 8
+
+# a module's name (its last part) -> the probe-ops op that computes it
+_OPS = (
+    (re.compile(r"(^|\.)(qkv_proj|q_proj|k_proj|v_proj|o_proj|gate_up_proj|gate_proj|up_proj|"
+                r"down_proj|lm_head|dense|fc\d*)$"), "linear"),
+    (re.compile(r"(^|\.)[a-z_]*norm[a-z_]*$"), "rms_norm"),
+    (re.compile(r"(^|\.)(attn|attention)$"), "sdpa_decode"),
+    (re.compile(r"(^|\.)logits_processor$"), "log_softmax"),
+)  # fmt: skip
+
+
+@dataclass
+class Chain:
+    """The chain's result: how far it went and what each step found."""
+
+    status: str  # "refused", "failed", "needs cuda graphs", "module", "no module"
+    line: str  # the one line that says it (server text inside: escape it to show it)
+    step: str | None = None  # the step that failed: relaunch, reproduce, dumps, probe
+    setting: str | None = None  # the localized setting(s)
+    log: str | None = None  # the relaunched server's log, in the sweep folder
+    reproduced: bool | None = None
+    match_avg_kl_div: float | None = None
+    module: str | None = None
+    module_status: str | None = None  # first-divergent | first-differing | identical
+    dumps: dict | None = None  # the drill-down's summary
+    op: str | None = None
+    probe: dict | None = None  # the op probe at the module's shapes
+    steps: list[str] = field(default_factory=list)  # what each finished step said
+
+    def lines(self) -> list[str]:
+        """setting -> module -> op probe, one line each, then how it ended."""
+        return [*self.steps, self.line]
+
+    def to_json(self) -> dict:
+        """The `chain` section of the ablation JSON (docs/JSON.md)."""
+        return {
+            "status": self.status,
+            "line": self.line,
+            "step": self.step,
+            "setting": self.setting,
+            "log": self.log,
+            "reproduced": self.reproduced,
+            "match_avg_kl_div": self.match_avg_kl_div,
+            "module": self.module,
+            "module_status": self.module_status,
+            "dumps": self.dumps,
+            "op": self.op,
+            "probe": self.probe,
+            "steps": list(self.steps),
+        }
+
+
+# --------------------------------------------------------------------------- decisions
+def setting_of(ab: Ablation) -> str:
+    """The localized setting(s): every configuration sufficient on its own."""
+    names: list[str] = []
+    for hv in ab.verdict.helpers:
+        names += [n for n in hv.sufficient if n not in names]
+    return ", ".join(names) or "?"
+
+
+def refusal(sweep: Sweep, ab: Ablation) -> str | None:
+    """Why no chain runs (one line), or None when it does."""
+    if sweep.mode != "launch":
+        return (
+            "no chain: attach mode launches nothing; relaunch the base with the dumper "
+            "(docs/DUMPS.md) and run kltui dumps on it"
+        )
+    if sweep.base.status != MEASURED:
+        return "no chain: the base was not measured"
+    if not ab.verdict.chain:
+        cond = ab.base.condition
+        what = "inconclusive" if cond is None else f"condition {cond}"
+        return (
+            f"no chain: the verdict is {ab.verdict.kind} with {what} in the base; the dumper "
+            "drill-down follows only a localized condition-1 divergence"
+        )
+    return None
+
+
+def reproduces(ab: Ablation) -> tuple[bool, float | None]:
+    """Whether the relaunched base still diverges on match (a base-only reading), and its
+    avg_kl_div."""
+    h = ab.base.helper("match")
+    level = None if h is None else h.level
+    return (level or 0.0) > STRAY_ULP_FLOOR, level
+
+
+def module_of(result: dict) -> tuple[str | None, str]:
+    """The module the drill-down found and its status: the first divergent one (named), else
+    the first differing one (not named: its inputs are not proven identical), else none."""
+    if result.get("first_divergent_module"):
+        return str(result["first_divergent_module"]), "first-divergent"
+    if result.get("first_differing_module"):
+        return str(result["first_differing_module"]), "first-differing"
+    return None, "identical"
+
+
+def op_of(module: str) -> str | None:
+    """The probe-ops op that computes a module (None: probe-ops does not cover it)."""
+    for pattern, op in _OPS:
+        if pattern.search(module):
+            return op
+    return None
+
+
+def probe_shape(op: str, input_shapes: list[tuple[int, ...]], tokens: int) -> dict | None:
+    """probe-ops' size arguments at a module's shapes: its first input's last dimension as
+    the width (hidden, or vocab for log_softmax); attention's heads and head size from q
+    ([T, H, D], or [T, H*D] with D 128, else 64). N: 2 and the tokens the drill-down's fresh
+    prefill held. None when the shapes do not say."""
+    shapes = [s for s in input_shapes if s]
+    if not shapes:
+        return None
+    first = shapes[0]
+    sizes = sorted({2, max(2, tokens)})
+    out: dict = {"sizes": sizes, "hidden": 1024, "vocab": 32000, "heads": 8, "head_dim": 128}
+    if op == "sdpa_decode":
+        if len(first) >= 3:
+            out["heads"], out["head_dim"] = int(first[-2]), int(first[-1])
+        else:
+            d = 128 if first[-1] % 128 == 0 else 64
+            if first[-1] % d:
+                return None
+            out["heads"], out["head_dim"] = int(first[-1]) // d, d
+    elif op == "log_softmax":
+        out["vocab"] = int(first[-1])
+    else:
+        out["hidden"] = int(first[-1])
+    return out
+
+
+def input_shapes(folder: Path, module: str) -> list[tuple[int, ...]]:
+    """The shapes of a module's input tensors in one dump folder (torch loaded here)."""
+    from kltui.dumps.files import Loader, index_folder
+
+    cache = Loader()
+    prefix = f"non_intrusive__{module}."
+    out = []
+    for df in index_folder(folder):
+        if df.name.startswith(prefix) and not df.name.endswith(".output"):
+            value = cache.value(df)
+            if hasattr(value, "shape"):
+                out.append(tuple(int(x) for x in value.shape))
+    return out
+
+
+# --------------------------------------------------------------------------- the steps
+def _tail(path: Path) -> str:
+    tail = read_tail(path, TAIL_LINES)
+    return (": " + " | ".join(one_line(t, 200) for t in tail)) if tail else ""
+
+
+def _with_flags(argv: tuple[str, ...]) -> list[str]:
+    out = list(argv)
+    out += [f for f in NO_GRAPH_FLAGS if f not in out]
+    return out
+
+
+DrillDown = Callable[..., Awaitable[dict]]
+
+
+async def run_chain(
+    spec: SweepSpec,
+    sweep: Sweep,
+    ab: Ablation,
+    view: RunView,
+    say: Callable[[str], None] = lambda _line: None,
+    drill: DrillDown | None = None,
+    probe: Callable[[dict], dict] | None = None,
+) -> Chain:
+    """The chain on a finished sweep (`refusal` first). `view` shows match's run on the
+    relaunched base; `say` gets a line as each step begins; `drill` and `probe` default to
+    `dumps/run.drill_down` and `probe_ops.probe`."""
+    why = refusal(sweep, ab)
+    if why is not None:
+        return Chain("refused", why)
+    setting = setting_of(ab)
+    ch = Chain("failed", "", setting=setting, log=f"{NAME}.log")
+    ch.steps.append(f"setting: {setting} ({ab.verdict.kind}, condition 1 in the base)")
+    dump_dir = (sweep.folder / "dumps").resolve()
+    log_path = sweep.folder / f"{NAME}.log"
+    srv = LaunchedServer(
+        _with_flags(sweep.base.config.argv),
+        name=NAME,
+        log_path=log_path,
+        env={**DUMPER_ENV, "DUMPER_DIR": str(dump_dir)},
+        start_timeout=spec.start_timeout,
+    )
+
+    def fail(step: str, what: str) -> Chain:
+        ch.step, ch.status = step, "failed"
+        ch.line = f"chain: {step} failed: {one_line(what, 600)}"
+        return ch
+
+    say(f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}")
+    try:
+        url = await srv.start()
+    except LaunchError as e:
+        return fail("relaunch", str(e))
+    try:
+        say("chain: match on the relaunched base (does it still diverge without graphs?)")
+        try:
+            cfg = replace(spec.cfg, servers=[url], helpers=["match"], ablate=None)
+            driver = RunDriver(cfg, record=str(sweep.folder / f"{NAME}.kltui.jsonl"))
+            outcome = await driver.run(view)
+            srv.check_alive()
+        except LaunchError as e:
+            return fail("reproduce", str(e))
+        if outcome.error is not None or outcome.store is None:
+            return fail("reproduce", f"match could not run: {outcome.error}{_tail(log_path)}")
+        again = read([sweep.base.config], {sweep.base.name: outcome.store})
+        ch.reproduced, ch.match_avg_kl_div = reproduces(again)
+        if not ch.reproduced:
+            ch.status, ch.line = "needs cuda graphs", f"chain: {NEEDS_GRAPHS}"
+            return ch
+        ch.steps.append(
+            f"reproduced without CUDA graphs: match {ch.match_avg_kl_div:.3g} on the base"
+        )
+        say("chain: kltui dumps on the relaunched base")
+        try:
+            result = await _drill(drill, url, spec, dump_dir)
+            srv.check_alive()
+        except LaunchError as e:
+            return fail("dumps", str(e))
+        except Exception as e:  # DumpError, EngineError, UsageError: one line each
+            return fail("dumps", f"{e}{_tail(log_path)}")
+    finally:
+        await srv.stop()
+    return await _module_and_op(ch, result, probe)
+
+
+async def _drill(drill: DrillDown | None, url: str, spec: SweepSpec, dump_dir: Path) -> dict:
+    from kltui.dumps.run import client_for, drill_down
+
+    dump_dir.mkdir(parents=True, exist_ok=True)
+    fn = drill or drill_down
+    async with client_for(url, spec.cfg.server_api_key(), spec.cfg.request_timeout) as client:
+        return await fn(client, url, dump_dir, prompt_tokens=PROMPT_TOKENS, new_tokens=NEW_TOKENS)
+
+
+_DUMPS_KEYS = (
+    "verdict",
+    "first_divergent_module",
+    "first_differing_module",
+    "unnamed_reason",
+    "max_abs_diff",
+    "decode_step",
+    "position",
+    "inputs_identical",
+    "dir_a",
+    "dir_b",
+    "fresh_prefill_tokens",
+)
+
+
+async def _module_and_op(ch: Chain, result: dict, probe: Callable[[dict], dict] | None) -> Chain:
+    """Steps 3 and 4 once the drill-down's result is in."""
+    ch.dumps = {k: result.get(k) for k in _DUMPS_KEYS}
+    ch.module, ch.module_status = module_of(result)
+    if ch.module is None:
+        ch.status = "no module"
+        ch.line = (
+            f"chain: kltui dumps found decode and the fresh prefill bit-identical without CUDA "
+            f"graphs ({one_line(str(result.get('verdict')), 300)})"
+        )
+        return ch
+    diff = result.get("max_abs_diff")
+    shown = f", max |diff| {diff:.3g}" if isinstance(diff, float) else ""
+    if ch.module_status == "first-divergent":
+        ch.steps.append(f"module: {ch.module} (first divergent, inputs identical{shown})")
+    else:
+        ch.steps.append(
+            f"module: none named; first differing {ch.module}: "
+            f"{one_line(str(result.get('unnamed_reason')), 300)}"
+        )
+    ch.status = "module"
+    ch.op = op_of(ch.module) if ch.module_status == "first-divergent" else None
+    if ch.op is None:
+        ch.line = (
+            f"chain: {ch.setting} -> {ch.module}"
+            + ("" if ch.module_status == "first-divergent" else " (not proven)")
+            + "; probe-ops does not cover its op" * (ch.module_status == "first-divergent")
+        )
+        return ch
+    try:
+        shapes = await asyncio.to_thread(input_shapes, Path(str(result.get("dir_b"))), ch.module)
+        tokens = int(result.get("fresh_prefill_tokens") or 2)
+        size = probe_shape(ch.op, shapes, tokens)
+        if size is None:
+            ch.step, ch.line = "probe", f"chain: probe failed: no input shapes of {ch.module}"
+            return ch
+        res = await asyncio.to_thread(probe or _probe, {"op": ch.op, **size})
+    except Exception as e:  # torch, a file: one line
+        ch.step, ch.line = "probe", f"chain: probe failed: {one_line(str(e), 300)}"
+        return ch
+    ch.probe = res
+    same = "bit-identical" if res.get("identical") else "differs"
+    ch.line = (
+        f"chain: {ch.setting} -> {ch.module} -> {ch.op} {same} at M=1 vs M=N "
+        f"({res.get('shape')}, {res.get('dtype')}, {res.get('device')})"
+    )
+    return ch
+
+
+def _probe(size: dict) -> dict:
+    """probe-ops' one op at the module's shapes, on the default device and dtype."""
+    import torch
+
+    from kltui.dumps import probe_ops
+
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = "bfloat16" if dev == "cuda" else "float32"
+    a = SimpleNamespace(device=dev, dtypes=[dtype], seed=0, **size)
+    one = probe_ops.probe_dtype(a, dtype)
+    op = next(o for o in one["ops"] if o["op"] == size["op"])
+    with contextlib.suppress(Exception):
+        op["device"] = probe_ops.device_name(torch, torch.device(dev))
+    return {**op, "dtype": dtype, "sizes": size["sizes"]}
