@@ -9,6 +9,7 @@ of TokensDecoded events costs one redraw, not thousands.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from textual.app import App, ComposeResult
@@ -47,6 +48,9 @@ from kltui.tui.widgets.history import HistoryPanel, RunRecord, record_of
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
 from kltui.untrusted import escape_controls
+
+TOAST_LINGER_S = 1.0  # how long an expired toast may still be drawn
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 class KltuiApp(Redraw, DashboardActions, App[int]):
@@ -174,9 +178,13 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
         A message already on screen is not shown again: a dead server's error comes once per
         retry, and identical toasts would stack up over the sample table."""
         text, head = escape_controls(message, 300), escape_controls(title, 80)
-        key = (text, head, str(severity))
+        # the same message with other figures (a retry's "after 4 attempts over 1.9 s") is
+        # the same message
+        key = (_NUMBER.sub("#", text), head, str(severity))
         now = time.monotonic()
-        self._toasts = {k: t for k, t in self._toasts.items() if t > now}
+        # an expired toast's widget leaves the screen a moment after its timeout: until then
+        # the same message still counts as on screen (else two identical toasts, briefly)
+        self._toasts = {k: t for k, t in self._toasts.items() if t + TOAST_LINGER_S > now}
         if key in self._toasts:
             return
         self._toasts[key] = now + (self.NOTIFICATION_TIMEOUT if timeout is None else timeout)

@@ -304,25 +304,34 @@ def _with_marker(marker: str) -> list[int]:
     return out
 
 
-def test_no_server_outlives_a_sigkilled_sweep(tmp_path):
-    marker = str(900_000_000 + os.getpid())  # a --random-seed no other server uses
-    folder = tmp_path / "sweep"
-    launch = f"{REFERENCE} --random-seed {marker}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kltui", "ablate", "--launch", launch, "--vary",
-         "deterministic=on", *SIZES, "--folder", str(folder)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def _spawned(folder: Path, marker: str, *args: str, out=subprocess.DEVNULL) -> subprocess.Popen:
+    """`kltui ablate` as its own process: a reference-server base marked by `marker`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "kltui", "ablate", "--launch",
+         f"{REFERENCE} --random-seed {marker}", *args, *SIZES, "--folder", str(folder)],
+        stdout=out,
+        stderr=subprocess.STDOUT if out is subprocess.PIPE else subprocess.DEVNULL,
+        text=True,
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )  # fmt: skip
+
+
+def _until_ready(proc: subprocess.Popen, log: Path, seconds: float) -> None:
+    """Wait until the server writing `log` says it is ready, while kltui still runs."""
+    deadline = time.monotonic() + seconds
+    while not (log.exists() and "ready at" in log.read_text()):
+        assert proc.poll() is None, f"kltui ablate ended before {log.stem} was up"
+        assert time.monotonic() < deadline, f"{log.stem} never came up"
+        time.sleep(0.05)
+
+
+def test_no_server_outlives_a_sigkilled_sweep(tmp_path):
+    marker = str(900_000_000 + os.getpid())  # a --random-seed no other server uses
+    folder = tmp_path / "sweep"
+    proc = _spawned(folder, marker, "--vary", "deterministic=on")
     try:
-        deadline = time.monotonic() + 60
-        log = folder / "base.log"
-        while not (log.exists() and "ready at" in log.read_text()):
-            assert proc.poll() is None, "kltui ablate ended before its server was up"
-            assert time.monotonic() < deadline, "the base server never came up"
-            time.sleep(0.05)
+        _until_ready(proc, folder / "base.log", 60)
         assert _with_marker(marker), "the running server was not found by its marker"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
@@ -426,23 +435,15 @@ def test_parallel_configurations_give_the_same_reading(tmp_path, capsys):
 def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_path):
     marker = str(800_000_000 + os.getpid())
     folder = tmp_path / "sweep"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kltui", "ablate", "--launch", f"{REFERENCE} --random-seed {marker}",
-         "--vary", "deterministic=on", "--vary", "cuda-graph=off", *SIZES, "--folder", str(folder),
-         "--json", str(tmp_path / "i.json")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    proc = _spawned(
+        folder,
+        marker,
+        *("--vary", "deterministic=on", "--vary", "cuda-graph=off"),
+        *("--json", str(tmp_path / "i.json")),
+        out=subprocess.PIPE,
+    )
     try:
-        deadline = time.monotonic() + 90
-        log = folder / "deterministic=on.log"
-        while not (log.exists() and "ready at" in log.read_text()):
-            assert proc.poll() is None, "kltui ablate ended before its second server was up"
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        _until_ready(proc, folder / "deterministic=on.log", 90)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 130, out[-2000:]

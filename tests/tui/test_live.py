@@ -164,7 +164,9 @@ async def test_a_dead_server_is_one_run_one_toast_one_recording(tmp_path):
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await until(pilot, seen, timeout=60)  # three attempts, 1 s and 2 s apart
         toasts = [drawn(t) for t in app.screen.query(Toast)]
-        assert len(toasts) == 1 and "cannot connect" in toasts[0], toasts
+        assert len(toasts) == 1 and "cannot connect" in toasts[0], [
+            " ".join(t.split()) for t in toasts
+        ]
         await pilot.press("q")
     assert len(run_ids) == 1, run_ids  # the retries of one run are that one run
     (started,) = [ev for ev in read_recording(str(record)).events if isinstance(ev, RunStarted)]

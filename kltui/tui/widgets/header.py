@@ -73,8 +73,17 @@ class TitleBar(Static):
             on.add("-running")
         return on
 
+    _shown: tuple[SessionStore | None, RunStatus | None] | None = None
+
+    def on_resize(self) -> None:
+        # the line is laid out for one width (the verdict padded to the right edge): drawn
+        # again at the new one, or a narrower terminal cuts the verdict badge off
+        if self._shown is not None:
+            self.show(*self._shown)
+
     def show(self, store: SessionStore | None, status: RunStatus | None) -> None:
         """Show the run's state (live or replay, running, verdict, problems) in the title bar."""
+        self._shown = (store, status)
         status = status or RunStatus()
         on = self._state(store, status)
         problems = store.problems if store is not None else []
@@ -126,7 +135,9 @@ class TitleBar(Static):
         elif status.running:
             right.append(" RUNNING ", style=badge_part(self, "titlebar--verdict"))
         right.append(" ")
-        width = self.size.width or self.app.size.width  # full width, before its first layout too
+        # full width, before its first layout too; while a terminal shrinks the widget still
+        # has its old width, so the narrower of the two (on_resize draws it again)
+        width = min(self.size.width or self.app.size.width, self.app.size.width)
         room = width - t.cell_len - right.cell_len
         for _, dropped in sorted(extras, key=lambda e: e[0]):
             if sum(e.cell_len for _, e in extras) <= room:
