@@ -19,8 +19,7 @@ from kltui.outputs.ablation_rows import (
     tail_lines,
     timing_line,
 )
-from kltui.outputs.reports.html import CSP
-from kltui.outputs.reports.html_css import CSS
+from kltui.outputs.reports.html import page_head
 from kltui.run.ablate import MEASURED, Sweep, log_tail
 from kltui.untrusted import html_text as esc
 
@@ -122,13 +121,7 @@ def _chain(sweep: Sweep) -> str:
 def html_report(sweep: Sweep, ab: Ablation) -> str:
     """The self-contained HTML page of a sweep."""
     title = f"kltui ablate · {ab.verdict.kind} · {sweep.folder.name}"
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="kltui {esc(__version__)}">
-<title>{esc(title)}</title><style>{CSS}</style></head>
-<body><main>
+    return f"""{page_head(title)}
 {_header(sweep, ab)}{_banners(sweep)}
 {_table(sweep, ab) if sweep.base.status == MEASURED else ""}{_reading(sweep, ab)}
 {_failures(sweep)}{_chain(sweep)}

@@ -357,6 +357,18 @@ def problems_html(store: SessionStore) -> str:
     return f"<section><h2>Problems and warnings</h2><ul class='problems'>{''.join(items)}</ul></section>"
 
 
+def page_head(title: str) -> str:
+    """The opening of every self-contained kltui page: its CSP (nothing loaded from outside),
+    the shared CSS and the escaped title, up to the opened <main>."""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="kltui {esc(__version__)}">
+<title>{esc(title)}</title><style>{CSS}</style></head>
+<body><main>"""
+
+
 def html_report(store: SessionStore, origin: Origin | None = None) -> str:
     """The self-contained HTML report of a run."""
     run = store.run
@@ -367,13 +379,7 @@ def html_report(store: SessionStore, origin: Origin | None = None) -> str:
         for i, (key, st) in enumerate(store.helpers.items(), 1)
     )
     title = f"kltui report · {verdict(store)}" + (f" · {run.run_id}" if run else "")
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{CSP}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="kltui {esc(__version__)}">
-<title>{esc(title)}</title><style>{CSS}</style></head>
-<body><main>
+    return f"""{page_head(title)}
 {header_html(store, origin)}{banners_html(store, origin)}
 {summary_html(store)}{reruns_html(origin)}{diagnosis_html(diagnose(store))}{fleet_or_pairs_html(store)}
 {servers_html(store)}
