@@ -95,6 +95,12 @@ def add_run_options(
         )
     p.add_argument("--baseline", metavar="HOST:PORT", help="vLLM server for cross_engine")
     p.add_argument(
+        "--baseline-log",
+        metavar="FILE",
+        help="the vLLM baseline's startup log (`vllm serve ... 2>&1 | tee FILE`): the attention "
+        "backend and graph settings only the log names join the config table (else 'unknown')",
+    )
+    p.add_argument(
         "--helpers",
         metavar="LIST",
         help="comma list: " + ",".join(HELPERS),
@@ -246,6 +252,15 @@ def check_duplicate_servers(servers: list[str], where: str) -> None:
             seen[key] = url
 
 
+def _readable(path: str, where: str) -> None:
+    """A log the user named is read, or refused now: unread, its settings would say 'unknown'."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        raise UsageError(f"{where}: cannot read {path!r} ({e.strerror or e})") from None
+
+
 def _say(url: str, note: str | None) -> str:
     if note:
         print(f"kltui: {note}", file=sys.stderr)
@@ -266,6 +281,7 @@ def build_config(args: argparse.Namespace):
         cfg.servers = list(args.server)
     mapping = {
         "baseline": "baseline",
+        "baseline_log": "baseline_log",
         "samples": "samples",
         "max_new_tokens": "max_new_tokens",
         "prompts": "prompts",
@@ -340,6 +356,11 @@ def build_config(args: argparse.Namespace):
             cfg.baseline, f"{args.config}: baseline" if from_file else "--baseline"
         )
         cfg.helpers += [h for h in BASELINE_HELPERS if h not in cfg.helpers]
+        if cfg.baseline_log:
+            from_file = getattr(args, "config", None) and not getattr(args, "baseline_log", None)
+            _readable(
+                cfg.baseline_log, f"{args.config}: baseline_log" if from_file else "--baseline-log"
+            )
     elif needs := [h for h in cfg.helpers if h in BASELINE_HELPERS]:
         raise UsageError(f"the {needs[0]} helper needs --baseline HOST:PORT (a vLLM server)")
     if cfg.prompts:

@@ -66,6 +66,7 @@ class RunConfig:
 
     servers: list[str] = field(default_factory=list)
     baseline: str | None = None
+    baseline_log: str | None = None  # the baseline's startup log, for settings only it names
     helpers: list[str] = field(default_factory=lambda: list(DEFAULT_HELPERS))
     samples: int = 32
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
@@ -165,6 +166,7 @@ class RunConfig:
 # field name -> (accepted types, description for errors)
 _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "baseline": ((str,), "a HOST:PORT string"),
+    "baseline_log": ((str,), "a file path"),
     "samples": ((int,), "a positive integer"),
     "max_new_tokens": ((int,), "a positive integer"),
     "prompts": ((str,), "a file path"),

@@ -501,6 +501,7 @@ def helper_context(
         baseline_url=cfg.baseline if spec.scope == "baseline" else None,
         # the baseline's own key only: the SGLang servers' key never goes to it
         baseline_api_key=cfg.baseline_api_key() if spec.scope == "baseline" else None,
+        baseline_log=cfg.baseline_log if spec.scope == "baseline" else None,
         request_timeout=cfg.request_timeout,
         tokenizer=tok,
         comma_ids=np.asarray(cfg.separator_ids, dtype=np.int64) if cfg.separator_ids else None,

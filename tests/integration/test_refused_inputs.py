@@ -159,3 +159,17 @@ def test_an_output_into_a_read_only_folder(option, listener, tmp_path, capsys):
 def test_demo_refuses_before_starting_its_server(listener, tmp_path, capsys):
     path = tmp_path / "missing" / "r.json"
     refused(["demo", "--headless", "--json", str(path)], capsys, listener, "no such directory")
+
+
+def test_a_baseline_log_that_cannot_be_read(listener, tmp_path, capsys):
+    gone = tmp_path / "vllm.log"
+    argv = check(listener, tmp_path, "--baseline", "127.0.0.1:9", "--baseline-log", str(gone))
+    line = refused(argv, capsys, listener, "--baseline-log: cannot read")
+    assert str(gone) in line
+
+
+def test_a_baseline_log_in_a_config_file_that_cannot_be_read(listener, tmp_path, capsys):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"baseline: 127.0.0.1:9\nbaseline_log: {tmp_path / 'no.log'}\n")
+    line = refused(check(listener, tmp_path, "--config", str(cfg)), capsys, listener, "cannot read")
+    assert f"{cfg}: baseline_log" in line

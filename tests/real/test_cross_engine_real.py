@@ -4,11 +4,15 @@ bad inputs: K above vLLM's --max-logprobs, another model, a baseline that goes a
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
 
+from kltui.cli import main
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
 from kltui.helpers import cross_batches
@@ -160,3 +164,21 @@ async def test_baseline_going_away_keeps_what_was_measured(sglang_url, vllm_url,
     assert kept["status"] == "error" and kept["scored"] == 2
     assert kept["sglang_decoded"] == 6  # SGLang's continuations are all there
     assert np.isfinite(kept["max_abs_delta"])
+
+
+def test_the_baseline_log_fills_what_only_the_log_names(sglang_url, vllm_url, tmp_path, capsys):
+    # real_engines.sh writes each server's output to RUN_DIR/<name>-<port>.log
+    cache = os.environ.get("KLTUI_ENGINES_CACHE") or Path.home() / ".cache" / "kltui-engines"
+    log = Path(cache).expanduser() / "run" / f"vllm-{urlsplit(vllm_url).port}.log"
+    assert log.is_file(), log
+    out = tmp_path / "ce.json"
+    argv = ["check", "--server", sglang_url, "--baseline", vllm_url, "--baseline-log", str(log)]
+    argv += ["--helpers", "cross_engine", "--samples", "2", "--max-new-tokens", "4"]
+    rc = main([*argv, "--no-record", "--json", str(out)])
+    assert rc in (0, 1), capsys.readouterr()
+    rows = {
+        r["key"]: r for r in json.loads(out.read_text())["helpers"]["cross_engine"]["config_table"]
+    }
+    # vLLM picks its attention backend at load time; only its startup log names it
+    assert rows["attention_backend"]["vllm"] not in (None, ""), rows["attention_backend"]
+    assert "startup log" in rows["attention_backend"]["source"], rows["attention_backend"]
