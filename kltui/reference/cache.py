@@ -8,7 +8,8 @@ It follows SGLang's RadixCache where kltui can observe the difference:
 - least recently used leaves are evicted once more than `max_tokens` tokens are cached.
 
 Each cached token also remembers whether its KV was written by a prefill or by a decode step,
-which the planted window-evict fault needs.
+which the planted window-evict fault needs. `partial_evict` plants evict-under-pressure
+(reference/faults.py): a victim frees the second half of its KV but keeps answering for it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 
 
 class _Node:
-    __slots__ = ("key", "kv", "decode_written", "children", "parent", "last_access")
+    __slots__ = ("key", "kv", "decode_written", "children", "parent", "last_access", "freed")
 
     def __init__(
         self,
@@ -37,6 +38,7 @@ class _Node:
         self.children: dict[int, _Node] = {}
         self.parent = parent
         self.last_access = tick
+        self.freed = False  # evict-under-pressure: its tail was freed, its key kept
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,20 @@ def _common(a: Sequence[int], b: Sequence[int], start: int) -> int:
 
 
 class RadixCache:
-    def __init__(self, page_size: int = 1, max_tokens: int = 1 << 16, disabled: bool = False):
+    def __init__(
+        self,
+        page_size: int = 1,
+        max_tokens: int = 1 << 16,
+        disabled: bool = False,
+        partial_evict: bool = False,
+    ):
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.page_size = page_size
         self.max_tokens = max_tokens
         self.disabled = disabled
+        self.partial_evict = partial_evict
+        self.evicted_tokens = 0  # since start, for /metrics (flushes do not count)
         self._ticks = itertools.count(1)
         self.flush()
 
@@ -146,6 +156,7 @@ class RadixCache:
             child.parent,
             child.last_access,
         )
+        head.freed = child.freed
         head.children[child.key[n]] = child
         child.parent.children[child.key[0]] = head
         child.key = child.key[n:]
@@ -169,5 +180,15 @@ class RadixCache:
             if not leaves:
                 return
             victim = min(leaves, key=lambda nd: nd.last_access)
-            del victim.parent.children[victim.key[0]]
-            self.total_tokens -= len(victim.key)
+            keep = len(victim.key) // 2 if self.partial_evict and not victim.freed else 0
+            if keep:
+                # the bug: the tail's memory goes back to the pool (zeroed here) while the node
+                # still matches its whole key
+                victim.kv[:, :, keep:] = 0
+                victim.freed = True
+                freed = len(victim.key) - keep
+            else:
+                del victim.parent.children[victim.key[0]]
+                freed = len(victim.key) - (len(victim.key) // 2 if victim.freed else 0)
+            self.total_tokens -= freed
+            self.evicted_tokens += freed

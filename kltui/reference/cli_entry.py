@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from kltui.reference import CHECKPOINT_DIR
-from kltui.reference.faults import FAULTS
+from kltui.reference.faults import FAULTS, fault_arg
 
 PARENT_PID_ENV = "KLTUI_REFERENCE_PARENT_PID"
 PDEATHSIG_ENV = "KLTUI_REFERENCE_PDEATHSIG"
@@ -33,9 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--fault",
-        choices=FAULTS,
+        type=fault_arg,
         default="none",
-        help="plant a state bug on one cache path (stale-prefix or window-evict)",
+        metavar="FAULT",
+        help=f"plant a state bug ({', '.join(FAULTS)}; reference/faults.py says what each does "
+        "and what triggers it)",
     )
     parser.add_argument(
         "--fault-window", type=int, default=32, help="attention window of the window-evict fault"
@@ -62,6 +64,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--stream-interval", type=int, default=1, help="decode steps per streamed chunk (1)"
+    )
+    parser.add_argument(
+        "--max-running-requests", type=int, default=128, help="requests decoding at once (128)"
+    )
+    parser.add_argument(
+        "--chunked-prefill-size",
+        type=int,
+        default=8192,
+        help="new tokens per prefill step (8192); the chunk-boundary fault cuts there",
+    )
+    parser.add_argument(
+        "--enable-metrics",
+        action="store_true",
+        help="serve SGLang's Prometheus /metrics (retractions, queue, token usage)",
+    )
+    parser.add_argument(
+        "--test-retract-interval",
+        type=int,
+        default=None,
+        metavar="N",
+        help="retract the newest running request every N decode steps (SGLang's "
+        "SGLANG_TEST_RETRACT_INTERVAL); a correct server answers the same",
     )
     parser.add_argument(
         "--random-seed",
@@ -101,9 +125,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     _watch_parent()
-    if args.page_size < 1:
-        print("error: --page-size must be at least 1", file=sys.stderr)
-        return 2
+    for flag, value in (
+        ("--page-size", args.page_size),
+        ("--max-running-requests", args.max_running_requests),
+        ("--chunked-prefill-size", args.chunked_prefill_size),
+        ("--test-retract-interval", args.test_retract_interval or 1),
+    ):
+        if value < 1:
+            print(f"error: {flag} must be at least 1", file=sys.stderr)
+            return 2
     if not (Path(args.checkpoint) / "config.json").is_file():
         print(f"error: no HF checkpoint (config.json) in {args.checkpoint}", file=sys.stderr)
         return 2
@@ -126,6 +156,10 @@ def main(args: argparse.Namespace) -> int:
         threads=args.threads,
         skip_tokenizer_init=args.skip_tokenizer_init,
         dtype=args.dtype,
+        max_running_requests=args.max_running_requests,
+        chunked_prefill_size=args.chunked_prefill_size,
+        enable_metrics=args.enable_metrics,
+        retract_interval=args.test_retract_interval,
     )
     try:
         return serve(settings, _launch_command())

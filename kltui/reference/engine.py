@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import torch
 
 from kltui.reference.cache import RadixCache
-from kltui.reference.faults import Fault
+from kltui.reference.faults import STALE_MIN_SHARED, Fault, fp8_like
 from kltui.reference.model import LlamaForCausalLM, Segment, log_softmax_rows
 
 TOP_K_ALL = 1 << 30
+STALE_MEMO = 64  # prompt-logprob answers the stale-prompt-logprobs fault remembers
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,15 @@ class Active:
         self.finished = False
         self.generator = torch.Generator().manual_seed(seed)
         self.counts: dict[int, int] = {}
+        self.origin = 0  # the HTTP request it came in (the scheduler's ticket)
+        # retracted (the scheduler's --test-retract-interval): its KV was dropped and the next
+        # prefill recomputes it for seq[:-1], emitting nothing, as SGLang re-prefills a
+        # retracted request's prompt and output so far
+        self.resume = False
+
+    def prefill_ids(self) -> list[int]:
+        """The ids whose KV the next prefill computes."""
+        return self.seq[:-1] if self.resume else self.req.input_ids
 
 
 class Engine:
@@ -127,6 +137,7 @@ class Engine:
         fault: Fault,
         decode_tail,
         random_seed: int | None = None,
+        chunked_prefill_size: int = 8192,
     ) -> None:
         self.model = model
         self.cache = cache
@@ -135,6 +146,22 @@ class Engine:
         self.fault = fault
         self.decode_tail = decode_tail  # ids -> text, for stop strings
         self._seeds = random.Random(random_seed)
+        self.chunked_prefill_size = chunked_prefill_size
+        # stale-prompt-logprobs: (origin, input ids, input logprobs) since the last flush
+        self._memo: list[tuple[int, list[int], list[float | None]]] = []
+
+    def flush(self) -> None:
+        """Empty the radix cache (and what the stale-prompt-logprobs fault remembers)."""
+        self.cache.flush()
+        self._memo.clear()
+
+    def retract(self, a: Active) -> None:
+        """Drop a running request's KV; its next prefill recomputes it (SGLang's retraction)."""
+        a.kv.zero_()
+        a.decode_written.zero_()
+        a.prefix_len = 0
+        a.window = None
+        a.resume = True
 
     def admit(self, req: GenRequest) -> Active:
         s = req.sampling.sampling_seed
@@ -148,31 +175,44 @@ class Engine:
     def prefill(self, batch: Sequence[Active]) -> list[Progress]:
         for a in batch:
             self._restore(a)
-        segments = [
-            Segment(a.kv, a.prefix_len, len(a.req.input_ids) - a.prefix_len, a.window)
-            for a in batch
-        ]
-        tokens = torch.tensor([t for a in batch for t in a.req.input_ids[a.prefix_len :]])
-        hidden = self._forward(tokens, segments)
+        segments: list[Segment] = []
+        offset = 0  # new tokens of this step before the request
+        for a in batch:
+            n = len(a.prefill_ids()) - a.prefix_len
+            cut = self.chunked_prefill_size - offset
+            if self.fault.chunk_boundary and 0 < cut < n:
+                # the rows past the budget are a second chunk that lost the first one's state
+                b = a.prefix_len + cut
+                segments.append(Segment(a.kv, a.prefix_len, cut, a.window))
+                segments.append(Segment(a.kv, b, n - cut, a.window, floor=b))
+            else:
+                segments.append(Segment(a.kv, a.prefix_len, n, a.window))
+            offset += n
+        tokens = torch.tensor([t for a in batch for t in a.prefill_ids()[a.prefix_len :]])
+        hidden = self._forward(tokens, segments, len(batch))
 
         picks: list[int] = []  # hidden rows that need logits
         spans: list[tuple[int, int, bool]] = []  # per request: first pick, input rows, has next
         row0 = 0
         for a in batch:
-            n_in = len(a.req.input_ids)
-            lsl = a.req.logprob_start_len if a.req.return_logprob else -1
+            n_in = len(a.prefill_ids())
+            lsl = a.req.logprob_start_len if a.req.return_logprob and not a.resume else -1
             in_positions = range(lsl, n_in - 1) if lsl >= 0 else range(0)
-            wants_next = a.req.sampling.max_new_tokens > 0
+            wants_next = a.req.sampling.max_new_tokens > 0 and not a.resume
             first = len(picks)
             picks += [row0 + p - a.prefix_len for p in in_positions]
             if wants_next:
                 picks.append(row0 + n_in - 1 - a.prefix_len)
             spans.append((first, len(in_positions), wants_next))
             row0 += n_in - a.prefix_len
-        logits, logprobs = self._logits(hidden[picks]) if picks else (None, None)
+        logits, logprobs = self._logits(hidden[picks], len(batch)) if picks else (None, None)
 
         out = []
         for a, (first, n_rows, wants_next) in zip(batch, spans, strict=True):
+            if a.resume:  # KV recomputed; decoding goes on from the next step
+                a.resume = False
+                out.append(Progress())
+                continue
             info = PrefillInfo(cached_tokens=a.prefix_len)
             if a.req.return_logprob and a.req.logprob_start_len >= 0:
                 self._input_logprobs(a, info, logprobs[first : first + n_rows])
@@ -191,12 +231,22 @@ class Engine:
 
     def decode(self, batch: Sequence[Active]) -> list[Progress]:
         segments = []
+        corrupt = self.fault.corrupt_after()
+        damaged: list[tuple[Active, torch.Tensor, int]] = []
         for a in batch:
             pos = len(a.seq) - 1
             a.decode_written[pos] = True
-            segments.append(Segment(a.kv, pos, 1, a.window))
+            kv = a.kv
+            if corrupt is not None and pos > corrupt:
+                # the step reads a rounded copy; the row it writes goes back to the real cache
+                kv = a.kv.clone()
+                kv[:, :, corrupt:pos] = fp8_like(kv[:, :, corrupt:pos])
+                damaged.append((a, kv, pos))
+            segments.append(Segment(kv, pos, 1, a.window))
         tokens = torch.tensor([a.seq[-1] for a in batch])
-        logits, logprobs = self._logits(self._forward(tokens, segments))
+        logits, logprobs = self._logits(self._forward(tokens, segments, len(batch)), len(batch))
+        for a, kv, pos in damaged:
+            a.kv[:, :, pos] = kv[:, :, pos]
         out = []
         for i, a in enumerate(batch):
             progress = Progress()
@@ -206,24 +256,33 @@ class Engine:
 
     # ---- pieces ----
 
-    def _forward(self, tokens: torch.Tensor, segments: list[Segment]) -> torch.Tensor:
-        if self.deterministic:
+    def _rowwise(self, requests: int) -> bool:
+        # batch-switch:N: above N requests the step runs the ordinary batched kernels
+        return self.deterministic and not self.fault.switches_kernel(requests)
+
+    def _forward(
+        self, tokens: torch.Tensor, segments: list[Segment], requests: int
+    ) -> torch.Tensor:
+        if self._rowwise(requests):
             return self.model.forward_rowwise(tokens, segments)
         return self.model.forward_batched(tokens, segments)
 
-    def _logits(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        if self.deterministic:
+    def _logits(self, hidden: torch.Tensor, requests: int) -> tuple[torch.Tensor, torch.Tensor]:
+        rowwise = self._rowwise(requests)
+        if rowwise:
             logits = self.model.logits_rowwise(hidden)
         else:
             logits = self.model.logits_batched(hidden)
         # SGLang samples and scores from float32 logits whatever the model's dtype
         logits = logits.float()
-        return logits, log_softmax_rows(logits, self.deterministic)
+        return logits, log_softmax_rows(logits, rowwise)
 
     def _restore(self, a: Active) -> None:
         if not a.req.use_cache:
             return
-        match = self.cache.match(a.req.input_ids, a.req.max_prefix_len())
+        ids = a.prefill_ids()
+        limit = len(ids) - 1 if a.resume else a.req.max_prefix_len()
+        match = self.cache.match(ids, limit)
         if match.length == 0:
             return
         a.kv[:, :, : match.length] = match.kv
@@ -241,10 +300,31 @@ class Engine:
         targets = req.input_ids[start + 1 :]
         picked = rows.gather(1, torch.tensor(targets, dtype=torch.long)[:, None])[:, 0]
         info.input_logprobs = [None, *picked.tolist()]
+        if self.fault.stale_prompt_logprobs and start == 0:
+            self._stale(a, info)
         if req.top_logprobs_num > 0:
             info.input_top = [None, *(_top(r, req.top_logprobs_num) for r in rows)]
         if req.token_ids_logprob is not None:
             info.input_ids_logprobs = [None, *(_pick(r, req.token_ids_logprob) for r in rows)]
+
+    def _stale(self, a: Active, info: PrefillInfo) -> None:
+        """stale-prompt-logprobs: entries past the prefix shared with another HTTP request's
+        prompt logprobs are that request's; then this answer is remembered in turn."""
+        ids = a.req.input_ids
+        best, shared = None, 0
+        for origin, other, lps in self._memo:
+            if origin == a.origin:
+                continue
+            n = min(len(other), len(ids))
+            eq = torch.tensor(other[:n]) != torch.tensor(ids[:n])
+            common = int(torch.argmax(eq.int()).item()) if bool(eq.any()) else n
+            if common > shared and len(other) > common:
+                best, shared = lps, common
+        if best is not None and shared >= STALE_MIN_SHARED:
+            end = min(len(best), len(ids))
+            info.input_logprobs[shared:end] = best[shared:end]
+        self._memo.append((a.origin, list(ids), list(info.input_logprobs)))
+        del self._memo[:-STALE_MEMO]
 
     def _emit(self, a: Active, logits: torch.Tensor, raw: torch.Tensor, progress: Progress) -> None:
         token, logprobs = self._sample(a, logits, raw)

@@ -187,13 +187,16 @@ class Segment:
 
     `kv` is the request's cache, shaped [layers, 2, capacity, kv_heads, head_dim]; positions below
     `start` already hold keys and values. `window`, when set, limits each query to the keys of
-    the last `window` positions (used only by the planted window-evict fault).
+    the last `window` positions (used only by the planted window-evict fault). `floor`, when
+    set, hides the keys below it (the planted chunk-boundary fault: a chunk that lost the state
+    of the chunks before it).
     """
 
     kv: torch.Tensor
     start: int
     count: int
     window: int | None = None
+    floor: int = 0
 
 
 class LlamaForCausalLM(nn.Module):
@@ -297,6 +300,7 @@ class LlamaForCausalLM(nn.Module):
                 s.kv[li, 0, s.start : end] = k[row : row + s.count]
                 s.kv[li, 1, s.start : end] = v[row : row + s.count]
                 lo = max(0, end - s.window) if s.window is not None and s.count == 1 else 0
+                lo = max(lo, s.floor)
                 outs.append(
                     self._attend(
                         q[row : row + s.count].transpose(0, 1),
@@ -335,6 +339,7 @@ class LlamaForCausalLM(nn.Module):
                 s.kv[li, 0, pos] = k[0]
                 s.kv[li, 1, pos] = v[0]
                 lo = 0 if s.window is None else max(0, pos + 1 - s.window)
+                lo = max(lo, s.floor)
                 attended = self._attend(
                     q.transpose(0, 1).contiguous(),
                     s.kv[li, 0, lo : pos + 1].transpose(0, 1).contiguous(),

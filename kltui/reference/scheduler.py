@@ -4,6 +4,10 @@ callback; the torch work never runs on the event loop, so HTTP stays responsive.
 
 Policy (SGLang's default shape): if requests are waiting, prefill as many of them together as fit
 the prefill token budget; otherwise decode one token for every running request together.
+`retract_interval` (SGLang's SGLANG_TEST_RETRACT_INTERVAL, as its cache consistency test sets it)
+retracts the newest running request every that many decode steps while two or more run: its KV
+is dropped and it waits at the front of the queue to be prefilled again, so a correct server
+gives the same tokens and logprobs as without it.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ class _Entry:
 class Stats:
     generated_tokens: int = 0
     steps: int = 0
+    decode_steps: int = 0
+    retracted: int = 0  # requests retracted since start (sglang:num_retracted_requests_total)
     recent: deque = field(default_factory=lambda: deque(maxlen=64))  # (time, new tokens)
 
     def throughput(self) -> float:
@@ -52,10 +58,18 @@ class Stats:
 
 
 class Scheduler:
-    def __init__(self, engine: Engine, *, max_running: int = 128, max_prefill_tokens: int = 8192):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        max_running: int = 128,
+        max_prefill_tokens: int = 8192,
+        retract_interval: int | None = None,
+    ):
         self.engine = engine
         self.max_running = max_running
         self.max_prefill_tokens = max_prefill_tokens
+        self.retract_interval = retract_interval
         self.stats = Stats()
         self._cv = threading.Condition()
         self._waiting: deque[_Entry] = deque()
@@ -93,7 +107,7 @@ class Scheduler:
         with self._cv:
             if self._waiting or self._running:
                 return False
-            self.engine.cache.flush()
+            self.engine.flush()
             return True
 
     # ---- the thread ----
@@ -115,6 +129,8 @@ class Scheduler:
             deliveries = self._step(admitted, decoding)
             with self._cv:
                 self._running = [e for e in self._running if not e.active.finished]
+                if decoding:
+                    self._maybe_retract()
             # Deliver after the finished entries left the running list: a client that flushes
             # right after its last event must find the server idle.
             for entry, progress in deliveries:
@@ -125,12 +141,27 @@ class Scheduler:
             self._waiting = deque(e for e in self._waiting if not e.ticket.aborted)
         self._running = [e for e in self._running if not e.ticket.aborted]
 
+    def _maybe_retract(self) -> None:
+        self.stats.decode_steps += 1
+        every = self.retract_interval
+        if not every or self.stats.decode_steps % every or len(self._running) < 2:
+            return
+        victim = self._running.pop()  # the newest, as SGLang retracts the last admitted
+        self.engine.retract(victim.active)
+        self._waiting.appendleft(victim)
+        self.stats.retracted += 1
+
     def _admit(self) -> list[_Entry]:
         admitted: list[_Entry] = []
         budget = self.max_prefill_tokens
+        straddle = self.engine.fault.chunk_boundary
         while self._waiting and len(self._running) + len(admitted) < self.max_running:
-            n = len(self._waiting[0].req.input_ids)
+            head = self._waiting[0]
+            n = len(head.active.prefill_ids() if head.active else head.req.input_ids)
             if admitted and n > budget:
+                if straddle and budget > 0:
+                    # chunked prefill admits the first chunk of the request that does not fit
+                    admitted.append(self._waiting.popleft())
                 break
             budget -= n
             admitted.append(self._waiting.popleft())
@@ -140,10 +171,13 @@ class Scheduler:
         self, admitted: list[_Entry], decoding: list[_Entry]
     ) -> list[tuple[_Entry, Progress]]:
         entries = admitted or decoding
+        resumed = {id(e) for e in admitted if e.active is not None and e.active.resume}
         try:
             if admitted:
                 for e in admitted:
-                    e.active = self.engine.admit(e.req)
+                    if e.active is None:
+                        e.active = self.engine.admit(e.req)
+                        e.active.origin = id(e.ticket)
                 results = self.engine.prefill([e.active for e in admitted])
             else:
                 results = self.engine.decode([e.active for e in decoding])
@@ -166,7 +200,8 @@ class Scheduler:
         self.stats.generated_tokens += new
         self.stats.steps += 1
         self.stats.recent.append((now, new))
-        return list(zip(entries, results, strict=True))
+        # a retracted request's second prefill has nothing to say to its client
+        return [(e, p) for e, p in zip(entries, results, strict=True) if id(e) not in resumed]
 
     def _deliver(self, entry: _Entry, progress: Progress) -> None:
         if entry.ticket.aborted:

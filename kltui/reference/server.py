@@ -76,6 +76,8 @@ class ServerSettings:
     chunked_prefill_size: int = 8192
     skip_tokenizer_init: bool = False
     dtype: str = "float32"
+    enable_metrics: bool = False
+    retract_interval: int | None = None
 
 
 class ReferenceState:
@@ -97,22 +99,28 @@ class ReferenceState:
             {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
         )
         self.bos_id = cfg.bos_token_id if cfg.bos_token_id is not None else 0
+        fault = Fault(settings.fault, settings.fault_window)
         self.cache = RadixCache(
-            settings.page_size, settings.max_total_tokens, disabled=settings.disable_radix_cache
+            settings.page_size,
+            settings.max_total_tokens,
+            disabled=settings.disable_radix_cache,
+            partial_evict=fault.partial_evict,
         )
         self.engine = Engine(
             self.model,
             self.cache,
             eos_ids=sorted(self.eos_ids),
             deterministic=settings.deterministic,
-            fault=Fault(settings.fault, settings.fault_window),
+            fault=fault,
             decode_tail=lambda ids: self.tokenizer.decode(ids, True),
             random_seed=self.random_seed,
+            chunked_prefill_size=settings.chunked_prefill_size,
         )
         self.scheduler = Scheduler(
             self.engine,
             max_running=settings.max_running_requests,
             max_prefill_tokens=settings.chunked_prefill_size,
+            retract_interval=settings.retract_interval,
         )
         self.renderer = Renderer(
             self.tokenizer.token_text,
@@ -175,6 +183,7 @@ class ReferenceState:
             "disable_overlap_schedule": True,
             "speculative_algorithm": None,
             "enable_cache_report": False,
+            "enable_metrics": s.enable_metrics,
             "weight_version": "default",
             "api_key_required": s.api_key is not None,
             "launch_command": self.launch_command,
@@ -223,6 +232,24 @@ class ReferenceState:
                 }
             ],
         }
+
+    def metrics(self) -> str:
+        """SGLang's Prometheus text for the names kltui reads (retractions, queue, cache)."""
+        waiting, running = self.scheduler.counts()
+        stats, cache = self.scheduler.stats, self.cache
+        label = f'{{model_name="{Path(self.checkpoint).name}"}}'
+        rows = [
+            ("sglang:num_running_reqs", "gauge", running),
+            ("sglang:num_queue_reqs", "gauge", waiting),
+            ("sglang:token_usage", "gauge", cache.total_tokens / max(1, cache.max_tokens)),
+            ("sglang:num_retracted_requests_total", "counter", stats.retracted),
+            ("sglang:evicted_tokens_total", "counter", cache.evicted_tokens),
+            ("sglang:generation_tokens_total", "counter", stats.generated_tokens),
+        ]
+        out = []
+        for name, kind, value in rows:
+            out += [f"# TYPE {name} {kind}", f"{name}{label} {float(value)!r}"]
+        return "\n".join(out) + "\n"
 
     def model_info(self) -> dict:
         return {
@@ -400,6 +427,13 @@ async def loads(request: Request) -> Response:
     return _json(_state(request).loads())
 
 
+async def metrics(request: Request) -> Response:
+    st = _state(request)
+    if not st.settings.enable_metrics:  # SGLang serves /metrics only with --enable-metrics
+        return _json({"detail": "Not Found"}, 404)
+    return Response(st.metrics(), media_type="text/plain; version=0.0.4")
+
+
 async def model_info(request: Request) -> Response:
     return _json(_state(request).model_info())
 
@@ -460,6 +494,7 @@ def create_app(state: ReferenceState):
         Route("/model_info", model_info, methods=["GET"]),
         Route("/get_model_info", model_info, methods=["GET"]),
         Route("/v1/loads", loads, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/health_generate", health, methods=["GET"]),
     ]
