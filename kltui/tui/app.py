@@ -15,7 +15,6 @@ import time
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.widgets import Footer
 from textual.worker import Worker
 
 from kltui.engines.identity import ServerIdentity
@@ -41,6 +40,7 @@ from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.summaries import Summaries
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
+from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.header import RunStatus, ServersPanel, TitleBar
 from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.heatpanel import HeatmapPanel
@@ -161,7 +161,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
                 yield HeatmapPanel(id="heatpanel")
                 yield SampleTable(id="samples")
         yield DiagnosisBar(id="diagnosis")
-        yield Footer()
+        yield KltuiFooter()
 
     def notify(
         self,

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Sparkline, Static
+from textual.widgets import DataTable, Sparkline, Static
 
 from kltui import fmt
 from kltui.metrics import scale
@@ -17,6 +17,7 @@ from kltui.metrics.k3 import ScoredSample, log_ratio
 from kltui.session.servers import NO_TOKENIZER
 from kltui.session.store import HelperState
 from kltui.tui import heat
+from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.header import TitleBar
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import escape_controls, safe, token_repr
@@ -122,7 +123,7 @@ class DrillDown(Screen):
             with Vertical(id="drill-spark-box"):
                 yield Sparkline(sparkline_values(self.scored.k3), id="drill-spark")
             yield DataTable(id="drill-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KltuiFooter()
 
     @property
     def table(self) -> DataTable:

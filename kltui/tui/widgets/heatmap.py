@@ -38,6 +38,10 @@ Filtering = tuple[tuple[LineFilter, ...], Color]
 ROW_STATUS = {"scored": " ", "decoding": "…", "skipped": "⊘", "pending": " "}
 
 
+# the three zoom keys share one footer entry ("+-0 Zoom"): 80 columns must show every key
+ZOOM = Binding.Group("Zoom", compact=True)
+
+
 class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
     """One row per sample, one cell per group of tokens, coloured by k3."""
 
@@ -52,9 +56,16 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False, id="heatmap.page-down"),
         Binding("home", "row_edge(0)", "Row start", show=False, id="heatmap.home"),
         Binding("end", "row_edge(1)", "Row end", show=False, id="heatmap.end"),
-        Binding("plus,equals_sign", "zoom(-1)", "Zoom in", key_display="+", id="heatmap.zoom-in"),
-        Binding("minus", "zoom(1)", "Zoom out", key_display="-", id="heatmap.zoom-out"),
-        Binding("0", "zoom_fit", "Fit", id="heatmap.zoom-fit"),
+        Binding(
+            "plus,equals_sign",
+            "zoom(-1)",
+            "Zoom in",
+            key_display="+",
+            id="heatmap.zoom-in",
+            group=ZOOM,
+        ),
+        Binding("minus", "zoom(1)", "Zoom out", key_display="-", id="heatmap.zoom-out", group=ZOOM),
+        Binding("0", "zoom_fit", "Fit", id="heatmap.zoom-fit", group=ZOOM),
         Binding("g", "toggle_glyphs", "Glyphs", show=False, id="heatmap.glyphs"),
         Binding("enter", "open", "Drill down", id="heatmap.open"),
     ]

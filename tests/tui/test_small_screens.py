@@ -1,0 +1,55 @@
+"""What a user reads at 80x24 and 120x40 (issue 33 items 1-4): every key in the footer, the
+server's settings on one line, the legend, the diagnosis cut only where a clause ends."""
+
+from __future__ import annotations
+
+import pytest
+
+from kltui.tui.widgets.footer import KltuiFooter
+from tests.tui.kit import replayed
+from tests.tui.test_snapshots import FAULT, NOISE, replay
+
+
+def screen_text(app) -> str:
+    """The whole screen as a user reads it, one line per row."""
+    strips = app.screen._compositor.render_strips()
+    return "\n".join("".join(seg.text for seg in strip) for strip in strips)
+
+
+async def settle(pilot, app) -> None:
+    await replayed(pilot, app)
+    await pilot.pause(0.2)  # the footer folds after its first layout
+    app.refresh_views()
+    await pilot.pause(0.1)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_every_footer_key_is_on_screen(size):
+    app = replay(FAULT)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        footer = app.query_one(KltuiFooter)
+        bottom = screen_text(app).splitlines()[-1]
+        assert footer.max_scroll_x == 0, bottom
+        for key in ("+-0 Zoom", "⏎ ", "q Quit", "? Help", "] Next", "f ", "r Re-run", "s "):
+            assert key in bottom, (key, bottom)
+        assert ("1st div" in bottom) if footer.folded else ("First divergence" in bottom)
+        # the drill-down's footer too
+        await pilot.press("f", "enter")
+        await pilot.pause(0.3)
+        bottom = screen_text(app).splitlines()[-1]
+        for key in ("esc Back", "n Next tail", "p Prev tail", "m Max", "? Help", "s "):
+            assert key in bottom, (key, bottom)
+
+
+async def test_the_footer_unfolds_when_the_terminal_widens():
+    app = replay(NOISE)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        footer = app.query_one(KltuiFooter)
+        assert footer.folded
+        await pilot.resize_terminal(160, 50)
+        await pilot.pause(0.3)
+        assert not footer.folded
+        bottom = screen_text(app).splitlines()[-1]
+        assert "First divergence" in bottom and "Screenshot" in bottom and "^p" in bottom
