@@ -53,3 +53,43 @@ async def test_the_footer_unfolds_when_the_terminal_widens():
         assert not footer.folded
         bottom = screen_text(app).splitlines()[-1]
         assert "First divergence" in bottom and "Screenshot" in bottom and "^p" in bottom
+
+
+async def test_the_server_settings_fold_to_one_line_at_80x24():
+    # README: "the server settings fold to one line" (model, tp, dtype, radix, deterministic);
+    # the line showed only the URL and the version
+    app = replay(FAULT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        line = screen_text(app).splitlines()[1]
+        for setting in (
+            "127.0.0.1:",
+            "checkpoint",
+            "tp 1",
+            "float32",
+            "radix on",
+            "deterministic on",
+        ):
+            assert setting in line, (setting, line)
+        assert "…" not in line, line
+
+
+async def test_widening_back_from_80x24_restores_the_full_header():
+    # issue 33 item 3: the server panel kept the short terminal's one line after widening
+    app = replay(FAULT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        await pilot.resize_terminal(160, 50)
+        await pilot.pause(0.3)
+        rows = screen_text(app).splitlines()
+        assert "kltui 0.1.0" in rows[0] and rows[0].rstrip().endswith("FAIL"), rows[0]
+        panel = rows[1 : 1 + next(i for i, r in enumerate(rows[1:]) if r.startswith("╰")) + 1]
+        inside = [r.strip("│ ") for r in panel[1:-1]]
+        assert inside and all(inside), panel  # no blank line left from another width
+        text = " ".join(inside)
+        for setting in ("attn torch_native", "page 1", "cuda graph off", "fault window-evict"):
+            assert setting in text, (setting, inside)
+        assert inside[-1].startswith("prompts builtin"), inside
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause(0.3)
+        assert "deterministic on" in screen_text(app).splitlines()[1]

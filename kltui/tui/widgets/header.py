@@ -248,6 +248,82 @@ def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) ->
     return out
 
 
+def compact_settings(s: ServerIdentity, node: DOMNode) -> list[tuple[int, Text]]:
+    """A server as (priority, setting) for one line: the settings that decide what a number
+    means first (radix cache, deterministic inference: 1; model: 2; tp, dtype, a reference
+    server's fault: 3; version: 4),
+    the least important dropped first when the line is too narrow."""
+    strong_ok = part(node, "servers--ok", "servers--strong")
+    head = Text()
+    if s.error:
+        head.append("✗ ", style=part(node, "servers--bad", "servers--strong"))
+        head.append_text(safe(_hostport(s.url), style="bold"))
+        head.append(" down", style=part(node, "servers--bad"))
+        return [(0, head)]
+    head.append("✓ ", style=strong_ok)
+    head.append_text(safe(_hostport(s.url), style="bold"))
+    out = [(0, head)]
+    model = str(s.get("served_model_name") or s.model_path or "?").rstrip("/")
+    out.append((2, safe(model.rsplit("/", 1)[-1], style="bold", limit=32)))
+    engine = s.engine
+    if engine == "vllm":
+        out.append((1, Text("baseline", style=part(node, "servers--warn", "servers--strong"))))
+    out.append((3, _setting(BY_KEY["tp_size"].short, s.get("tp_size"))))
+    out.append((3, safe(s.get("dtype", "?"), limit=16)))
+    if engine != "vllm":
+        radix_off = bool(s.disable_radix_cache)
+        warn = part(node, "servers--warn")
+        out.append((1, Text(f"radix {off_on(radix_off)}", style=warn if radix_off else "")))
+        on = bool(s.enable_deterministic_inference)
+        out.append((1, Text(f"deterministic {on_off(on)}", style=strong_ok if on else "")))
+        fault = fault_of(s)
+        if fault is not None:
+            bad = part(node, "servers--bad", "servers--strong")
+            # the demo's planted bug: its own flag said so; it goes before tp and dtype
+            out.append((3, Text("fault ", style=bad).append_text(safe(fault, style=bad, limit=20))))
+    # the version without its local part ("0.5.23+kltui.reference" -> "0.5.23")
+    version = str(s.get("version", "?")).split("+", 1)[0]
+    out.append((4, safe(f"{engine} {version}", style="dim", limit=24)))
+    return out
+
+
+def _hostport(url: str | None) -> str:
+    return (url or "?").split("://", 1)[-1]
+
+
+def one_line(servers: list[list[tuple[int, Text]]], width: int | None) -> Text:
+    """Servers on one line: each setting whole or not at all, the least important dropped
+    first; what is left after that is cut at the edge."""
+    joint = "  │  "
+
+    def total(groups) -> int:
+        return sum(sum(t.cell_len for _, t in g) + len(SEP) * (len(g) - 1) for g in groups) + len(
+            joint
+        ) * (len(groups) - 1)
+
+    groups = [list(g) for g in servers]
+    while width is not None and total(groups) > width:
+        worst = max((p for g in groups for p, _ in g), default=0)
+        if worst == 0:
+            break
+        for g in groups:  # the last of the least important goes first
+            drop = [i for i, (p, _) in enumerate(g) if p == worst]
+            if drop:
+                del g[drop[-1]]
+                break
+    out = Text(no_wrap=True, overflow="ellipsis")
+    for i, g in enumerate(groups):
+        if i:
+            out.append(joint, style="dim")
+        for j, (_, t) in enumerate(g):
+            if j:
+                out.append(SEP, style="dim")
+            out.append_text(t)
+    if width is not None and out.cell_len > width:
+        out.truncate(width, overflow="ellipsis")
+    return out
+
+
 def server_text(
     s: ServerIdentity, config: RecordedConfig, node: DOMNode, width: int | None = None
 ) -> Text:
@@ -306,6 +382,9 @@ class ServersPanel(Static):
         # the settings are laid out for a width: lay them out again for the new one
         if self._shown is not None:
             self.show(*self._shown)
+            # an update made while the screen is being resized does not reach the auto height:
+            # widened from 80x24, the panel kept the one line of the short terminal
+            self.call_after_refresh(self.refresh, layout=True)
 
     def show(self, store: SessionStore | None, status: RunStatus) -> None:
         """Show the run's servers and prompt set."""
@@ -314,7 +393,11 @@ class ServersPanel(Static):
         lines: list[Text] = []
         run = store.run if store else None
         config = store.config if store else RecordedConfig()
-        if store is not None and run is not None:
+        if store is not None and run is not None and self.screen.has_class("-short"):
+            # a short terminal: the settings fold to one line (app.tcss shows one line)
+            groups = server_groups(store.identities())
+            lines.append(one_line([compact_settings(g[0], self) for g in groups], width))
+        elif store is not None and run is not None:
             for members in server_groups(store.identities()):
                 lines.append(server_text(members[0], config, self, width))
                 if len(members) > 1:  # a fleet's replicas: one line per distinct settings
