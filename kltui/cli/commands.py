@@ -19,7 +19,10 @@ __all__ = ["main", "make_parser"]
 def main(argv: list[str] | None = None) -> int:
     """Runs one `kltui` command line; returns its exit code (errors.py says what each means)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
+    if argv and _is_import_file(argv[0]):  # `kltui FILE`: the import in the dashboard
+        argv = ["import", argv[0], "--tui", *argv[1:]]
+    known = (*SUBCOMMANDS, "import", "-h", "--help", "--version")
+    if argv and argv[0] not in known:
         argv = ["tui", *argv]
     if argv and argv[0] == "web":
         return _web(argv[1:])
@@ -33,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     return _guarded(args.func, args, "kltui")
+
+
+def _is_import_file(arg: str) -> bool:
+    """A file `kltui import` reads (not a recording, which `kltui replay` opens)."""
+    if arg.startswith("-") or arg in SUBCOMMANDS or arg.endswith(".kltui.jsonl"):
+        return False
+    return arg.lower().endswith((".jsonl", ".parquet", ".pq", ".pt")) and os.path.isfile(arg)
 
 
 def _web(argv: list[str]) -> int:

@@ -90,6 +90,10 @@ def make_parser() -> argparse.ArgumentParser:
 
     add_ablate_parser(sub)
 
+    from kltui.cli.import_cmd import add_parser as add_import_parser
+
+    add_import_parser(sub)
+
     demo = sub.add_parser(
         "demo",
         help="start the embedded reference server and run on it",

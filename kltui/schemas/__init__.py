@@ -1,5 +1,5 @@
-"""JSON Schemas (draft 2020-12) of what `kltui check --json`, `kltui dumps --json` and
-`kltui ablate --json` write; docs/JSON.md describes every key. kltui itself never validates at
+"""JSON Schemas (draft 2020-12) of what `kltui check --json`, `kltui dumps --json`,
+`kltui ablate --json` and `kltui import --json` write; docs/JSON.md describes every key. kltui itself never validates at
 run time (no jsonschema dependency); the tests validate every document they write against these.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from importlib.resources import files
 
-NAMES = ("check", "dumps", "ablation")
+NAMES = ("check", "dumps", "ablation", "import")
 
 
 def load(name: str) -> dict:

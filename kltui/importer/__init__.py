@@ -1,0 +1,1 @@
+"""Import files of per-token logprob pairs (the kltui-rl schema, verl's and slime's dumps)."""

@@ -1,0 +1,107 @@
+"""`kltui import`'s console: the file, then kltui's k3 figures, verl's and slime's metrics,
+the gates, the reading and every bad record, read from the store (nothing computed here)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from kltui.console import make_console
+from kltui.fmt import sci
+from kltui.session.events import Event, HelperFinished, HelperStarted, Problem, RunStarted
+from kltui.untrusted import console_markup
+
+SHOWN_BAD = 20  # bad records printed (all are in the reports and the JSON)
+
+
+def rl_of(summary_raw: dict) -> dict:
+    """The summary's `rl` object ({} when it has none)."""
+    rl = summary_raw.get("rl")
+    return rl if isinstance(rl, dict) else {}
+
+
+def metric_rows(values: dict) -> list[tuple[str, str]]:
+    """(name, value) per metric, in the owner's order."""
+    return [(str(k), sci(v) if isinstance(v, int | float) else str(v)) for k, v in values.items()]
+
+
+class ImportConsole:
+    """A view of the import's events: a line when it starts, the tables when it ends."""
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or make_console()
+        self.bad_printed = 0
+
+    def __call__(self, ev: Event) -> None:
+        c = self.console
+        match ev:
+            case RunStarted():
+                ps = ev.prompt_set
+                if ps.get("source") == "import":
+                    n = ps.get("n")
+                    size = ps.get("bytes") or 0
+                    c.print(
+                        f"import [bold]{console_markup(ps.get('path'))}[/]: "
+                        f"{console_markup(ps.get('adapter'))} "
+                        f"(checked against {console_markup(ps.get('checked_against'))}), "
+                        f"{size / 1e6:.1f} MB" + (f", {n} records" if n is not None else "")
+                    )
+            case HelperStarted():
+                pass
+            case Problem():
+                if self.bad_printed < SHOWN_BAD:
+                    c.print(console_markup(ev.message), style="yellow", soft_wrap=True)
+                self.bad_printed += 1
+            case HelperFinished():
+                self.finished(ev.summary)
+
+    def finished(self, s: dict) -> None:
+        """The result tables of one finished import helper."""
+        c = self.console
+        rl = rl_of(s)
+        if not rl:
+            return
+        if self.bad_printed > SHOWN_BAD:
+            c.print(f"... {self.bad_printed - SHOWN_BAD} more problem(s) in the reports")
+        head = Table(title="trainer (A) vs rollout (B): k3 per token", title_justify="left")
+        for col in ("records", "usable", "tokens", "avg_kl_div", "p99 k3", "max k3", "tail"):
+            head.add_column(col, justify="right")
+        head.add_row(
+            str(rl.get("records")),
+            str(rl.get("usable")),
+            str(s.get("tokens")),
+            sci(s.get("avg_kl_div")),
+            sci(s.get("p99_k3")),
+            sci(s.get("max_k3")),
+            f"{s.get('n_tail')} (τ {sci(s.get('tail_threshold'))})",
+        )
+        c.print(head)
+        for title, key in (
+            ("verl 0.9.1 rollout_corr/*", "verl"),
+            (f"slime v0.3.1 mismatch (veto {sci(rl.get('slime_veto_threshold'))})", "slime"),
+        ):
+            values = rl.get(key)
+            if not isinstance(values, dict):
+                continue
+            t = Table(title=title, title_justify="left")
+            t.add_column("metric")
+            t.add_column("value", justify="right")
+            for name, value in metric_rows(values):
+                t.add_row(name, value)
+            c.print(t)
+        reading = rl.get("reading") or {}
+        c.print(f"[bold]reading:[/] {console_markup(reading.get('label'))}")
+        for line in reading.get("evidence") or []:
+            c.print(f"  · {console_markup(line)}")
+        if reading.get("next_step"):
+            c.print(f"  next: {console_markup(reading['next_step'])}")
+            if reading.get("next_command"):
+                c.print(f"        {console_markup(reading['next_command'])}")
+        for g in rl.get("gates") or []:
+            mark = "[green]PASS[/]" if g.get("passed") else "[red]FAIL[/]"
+            c.print(f"gate {console_markup(g.get('gate'))}: {sci(g.get('value'))} {mark}")
+        if rl.get("bad_records"):
+            c.print(
+                f"[red]{rl['bad_records']} record(s) could not be used[/] (exit 2); "
+                "every figure above covers the others"
+            )

@@ -1,0 +1,98 @@
+"""What an import file shows about the training-inference mismatch, and what it cannot show.
+
+A file of trainer and rollout logprobs knows nothing of how the rollout engine computed them
+(no cache paths, no batch composition), so kltui gives no condition-1 / condition-2 reading
+here: it says where the mismatch is (which samples, which positions, how concentrated), and
+names the measurement that would tell more (re-scoring on the rollout server).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from kltui.fmt import sci
+from kltui.metrics.rl import SequenceSums
+
+
+def _share_of_top(per_sample: np.ndarray, fraction: float) -> float:
+    """The share of the total that the top `fraction` of samples carry."""
+    total = float(per_sample.sum())
+    if total <= 0 or not per_sample.size:
+        return math.nan
+    k = max(1, int(math.ceil(per_sample.size * fraction)))
+    top = np.partition(per_sample, per_sample.size - k)[per_sample.size - k :]
+    return float(top.sum()) / total
+
+
+def reading(
+    s: SequenceSums,
+    samples: np.ndarray,
+    *,
+    bad: int,
+    veto: float,
+    catastrophic_seqs: int,
+    server_cmd: str,
+) -> dict:
+    """The import's diagnosis as JSON: label, evidence lines, next step and its command
+    (`samples`: the sample index of each sequence of `s`)."""
+    n = s.size
+    if n == 0:
+        return {
+            "label": "inconclusive: no record could be used",
+            "evidence": [f"{bad} record(s) could not be used (see the problems)"],
+            "next_step": "fix the records named in the problems and import again",
+            "next_command": None,
+        }
+    c = s.cols
+    mean_k3 = c["s_k3"] / np.maximum(c["n"], 1.0)
+    differ = int(np.count_nonzero(s.n_nonzero))
+    tokens = int(c["n"].sum())
+    diff_tokens = int(s.n_nonzero.sum())
+    evidence = [
+        f"{differ} of {n} samples differ between trainer and rollout "
+        f"({diff_tokens} of {tokens} counted tokens)",
+        "no condition-1/condition-2 reading: the file records neither the rollout engine's "
+        "cache paths nor its batches, so batch variance cannot be told from a state bug",
+    ]
+    if differ == 0:
+        label = "bit-identical: the trainer reproduces every rollout logprob exactly"
+        return {
+            "label": label,
+            "evidence": evidence,
+            "next_step": None,
+            "next_command": None,
+        }
+    share = _share_of_top(mean_k3, 0.01)
+    if math.isfinite(share):
+        evidence.append(
+            f"the worst 1% of samples carry {share:.0%} of the summed per-sample mean k3"
+        )
+    firsts = s.first_diff[s.first_diff >= 0]
+    if firsts.size:
+        evidence.append(
+            f"first differing position: median {int(np.median(firsts))}, earliest "
+            f"{int(firsts.min())} (positions count trained tokens only)"
+        )
+    if catastrophic_seqs:
+        evidence.append(
+            f"{catastrophic_seqs} sample(s) hold a token whose trainer/rollout probability "
+            f"ratio is below {veto:g} (slime's rs_veto_threshold: it would reject them)"
+        )
+    if bad:
+        evidence.append(f"{bad} record(s) could not be used and are left out (see the problems)")
+    at = int(np.argmax(mean_k3))
+    worst, worst_k3 = int(samples[at]), float(mean_k3[at])
+    label = (
+        f"training-inference mismatch in {differ} of {n} samples; worst sample "
+        f"{worst} (mean k3 {sci(worst_k3)}); cause not readable from the file"
+    )
+    return {
+        "label": label,
+        "evidence": evidence,
+        "next_step": "re-score the file on the rollout server: teacher-forced prefill shows "
+        "whether today's server reproduces the rollout's logprobs, and the match helper on "
+        "the same prompts whether its decode differs from its prefill",
+        "next_command": server_cmd,
+    }

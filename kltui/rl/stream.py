@@ -1,0 +1,377 @@
+"""An import file as a run of the one event stream (session/events.py): RunStarted, one helper
+`trainer_vs_rollout` (side A the trainer's logprobs, side B the rollout engine's), a
+SampleScored per shown sample, a SampleSkipped and a Problem per record that cannot be used,
+HelperFinished with the whole file's figures, RunFinished with the gate's verdict.
+
+The file is read once, a chunk of records at a time; every figure (kltui's k3 summary, verl's
+and slime's metrics) covers every usable record. The samples sent as SampleScored (what the
+heatmap and the drill-down show) are bounded: the first `keep // 2` as they are read, so the
+dashboard fills in at once, and at the end the `keep // 2` worst of the rest by mean k3. A
+file of any size is shown in bounded memory, and the summary says how many are shown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import heapq
+import math
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kltui import __version__
+from kltui.importer.reader import Source, open_source
+from kltui.importer.schema import BadRecord, Record
+from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN, bootstrap_interval, within_threshold
+from kltui.metrics.presets import DEFAULT_KL_DIV, ThresholdSource
+from kltui.metrics.rl import (
+    Accumulator,
+    SequenceSums,
+    by_step,
+    histogram_percentile,
+    slime_metrics,
+    verl_metrics,
+)
+from kltui.rl.gate import Gate, evaluate, metric_table
+from kltui.rl.reading import reading
+from kltui.session.events import (
+    Event,
+    HelperFinished,
+    HelperStarted,
+    PhaseChanged,
+    Problem,
+    RunFinished,
+    RunStarted,
+    SampleScored,
+    SampleSkipped,
+)
+
+HELPER = "trainer_vs_rollout"
+CHUNK = 256  # records per vectorized pass
+DEFAULT_KEEP = 2048  # samples sent as SampleScored
+MAX_PROBLEMS = 100  # bad records sent as Problem events (every one is a SampleSkipped)
+MAX_LISTED_BAD = 1000  # bad records listed in the summary (all are counted)
+BOOTSTRAP_MAX = 4096  # above this many samples the 95% interval is the normal one
+
+
+@dataclass
+class ImportOptions:
+    """How an import is read, gated and shown."""
+
+    adapter: str = "auto"
+    threshold: float | None = None  # avg_kl_div's gate (None: DEFAULT_KL_DIV)
+    tail_threshold: float = 1e-3
+    veto: float = 1e-4  # slime's rs_veto_threshold for the catastrophic fractions
+    gates: list[Gate] = field(default_factory=list)
+    keep: int = DEFAULT_KEEP
+    texts: Callable[[list[int]], list[str]] | None = None  # a local tokenizer's token texts
+    server_hint: str = "kltui import FILE --server URL"
+
+    @property
+    def gate_threshold(self) -> float:
+        """avg_kl_div's threshold."""
+        return DEFAULT_KL_DIV if self.threshold is None else self.threshold
+
+    def threshold_source(self) -> ThresholdSource:
+        """Where the threshold came from."""
+        return ThresholdSource("flag") if self.threshold is not None else ThresholdSource("default")
+
+
+def scan(path: str, jsonl: bool) -> tuple[int | None, str]:
+    """The file's SHA-256 and, for JSONL, its records (lines less the header; blank lines
+    count), in one pass of 16 MB reads, so the progress bar knows its end."""
+    lines, last = 0, b"\n"
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while buf := f.read(1 << 24):
+            digest.update(buf)
+            if jsonl:
+                lines += buf.count(b"\n")
+                last = buf[-1:]
+    count = max(0, lines + (last != b"\n") - 1) if jsonl else None
+    return count, digest.hexdigest()
+
+
+def label_of(path: str) -> str:
+    """The 'server' of an import: its file."""
+    return f"file:{os.path.basename(path)}"
+
+
+@dataclass
+class _Shown:
+    """The samples the dashboard gets: the first ones, then a heap of the worst others."""
+
+    first: int
+    worst: int
+    sent: int = 0
+    heap: list[tuple[float, int, Record]] = field(default_factory=list)
+
+    def offer(self, mean_k3: float, rec: Record) -> bool:
+        """True: send now (one of the first); else kept if among the worst so far."""
+        if self.sent < self.first:
+            self.sent += 1
+            return True
+        item = (mean_k3 if math.isfinite(mean_k3) else math.inf, rec.index, rec)
+        if len(self.heap) < self.worst:
+            heapq.heappush(self.heap, item)
+        elif item[:2] > self.heap[0][:2]:
+            heapq.heapreplace(self.heap, item)
+        return False
+
+    def rest(self) -> list[Record]:
+        """The worst of the rest, in file order."""
+        return [r for _, _, r in sorted(self.heap, key=lambda x: x[1])]
+
+
+def scored_event(rec: Record, server: str, texts) -> SampleScored:
+    """One record as the SampleScored of side A = trainer, side B = rollout (counted tokens
+    only: the loss mask decides what the trainer trains on, so what is compared)."""
+    m = rec.mask
+    ids = rec.response_ids if m.all() else rec.response_ids[m]
+    return SampleScored(
+        HELPER,
+        server,
+        rec.index - 1,
+        ids,
+        rec.trainer if m.all() else rec.trainer[m],
+        rec.rollout if m.all() else rec.rollout[m],
+        0,
+        int(rec.prompt_ids.size),
+        texts=texts(ids.tolist()) if texts is not None else None,
+    )
+
+
+def _chunks(items: Iterator[Record | BadRecord]) -> Iterator[list[Record | BadRecord]]:
+    chunk: list[Record | BadRecord] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= CHUNK:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+async def import_events(
+    path: str, opts: ImportOptions, source: Source | None = None
+) -> AsyncIterator[Event]:
+    """The import of `path` as events (FileLineError before the first one when the file cannot
+    be read at all)."""
+    src = source if source is not None else open_source(path, opts.adapter)
+    counted, sha = scan(path, src.total is None)
+    total = src.total if src.total is not None else counted
+    server = label_of(path)
+    started = time.time()
+    header = src.header
+    yield RunStarted(
+        run_id=uuid.uuid4().hex[:12],
+        started_at=started,
+        config={
+            "helpers": [HELPER],
+            "servers": [],
+            "source": "import",
+            "import": {"path": path, "adapter": header.adapter, "keep": opts.keep},
+            "temperature": None,
+        },
+        servers=[],
+        prompt_set={
+            "source": "import",
+            "n": total,
+            "tokens": "?",
+            "sha256": sha,
+            "path": path,
+            "bytes": src.size,
+            "adapter": header.adapter,
+            "schema_version": header.version,
+            "checked_against": header.source_version,
+            "meta": header.meta,
+        },
+        kltui_version=__version__,
+    )
+    yield HelperStarted(
+        HELPER,
+        server,
+        total or 0,
+        opts.gate_threshold,
+        opts.tail_threshold,
+        settings={
+            "source": "import",
+            "side_a": "trainer",
+            "side_b": "rollout",
+            "adapter": header.adapter,
+            "checked_against": header.source_version,
+            "veto_threshold": opts.veto,
+        },
+        threshold_source=opts.threshold_source().to_dict(),
+    )
+    yield PhaseChanged(HELPER, server, "read")
+    acc = Accumulator(veto=opts.veto, tail=opts.tail_threshold)
+    shown = _Shown(first=opts.keep - opts.keep // 2, worst=opts.keep // 2)
+    samples: list[np.ndarray] = []
+    bad: list[str] = []
+    n_bad = 0
+    for chunk in _chunks(src.items()):
+        recs = [r for r in chunk if isinstance(r, Record)]
+        part = acc.add(
+            [r.trainer for r in recs],
+            [r.rollout for r in recs],
+            [r.mask for r in recs],
+            [r.step for r in recs],
+        )
+        samples.append(np.fromiter((r.index - 1 for r in recs), dtype=np.int64, count=len(recs)))
+        means = part.cols["s_k3"] / np.maximum(part.cols["n"], 1.0)
+        for rec, mean in zip(recs, means.tolist(), strict=True):
+            if shown.offer(mean, rec):
+                yield scored_event(rec, server, opts.texts)
+        for item in chunk:
+            if isinstance(item, BadRecord):
+                n_bad += 1
+                line = str(item)
+                if len(bad) < MAX_LISTED_BAD:
+                    bad.append(line)
+                yield SampleSkipped(HELPER, server, item.index - 1, line)
+                if n_bad <= MAX_PROBLEMS:
+                    yield Problem(path, line, False, HELPER, "read")
+        await asyncio.sleep(0)  # let the dashboard draw what came in
+    if n_bad > MAX_PROBLEMS:
+        yield Problem(
+            path, f"{n_bad - MAX_PROBLEMS} more bad record(s), listed in the summary", False
+        )
+    yield PhaseChanged(HELPER, server, "score")
+    for rec in shown.rest():
+        yield scored_event(rec, server, opts.texts)
+    sums = acc.sums()
+    sample_ids = np.concatenate(samples) if samples else np.zeros(0, dtype=np.int64)
+    summary = build_summary(
+        sums,
+        sample_ids,
+        acc,
+        opts,
+        n_records=sums.size + n_bad,
+        bad=bad,
+        n_bad=n_bad,
+        shown=shown.sent + len(shown.heap),
+        src=src,
+    )
+    yield HelperFinished(HELPER, server, summary)
+    verdict = "pass" if summary["passed"] else "fail"
+    yield RunFinished({"verdict": verdict, "gates": summary["rl"]["gates"]}, verdict)
+
+
+def _interval(means: np.ndarray) -> tuple[list[float], str]:
+    if means.size <= BOOTSTRAP_MAX:
+        return list(bootstrap_interval(means)), "bootstrap"
+    half = 1.96 * float(np.std(means, ddof=1)) / math.sqrt(means.size)
+    mid = float(np.mean(means))
+    return [mid - half, mid + half], "normal"
+
+
+def build_summary(
+    sums: SequenceSums,
+    sample_ids: np.ndarray,
+    acc: Accumulator,
+    opts: ImportOptions,
+    *,
+    n_records: int,
+    bad: list[str],
+    n_bad: int,
+    shown: int,
+    src: Source,
+) -> dict:
+    """The HelperFinished summary: kltui's k3 figures (as every helper reports them), verl's
+    and slime's metrics, the gates, the reading and the bad records."""
+    c = sums.cols
+    n = sums.size
+    means = c["s_k3"] / np.maximum(c["n"], 1.0)
+    tokens = int(c["n"].sum())
+    avg = float(sum(np.float64(m) for m in means.tolist()) / n) if n else math.nan
+    interval, method = _interval(means) if n else ([math.nan, math.nan], "none")
+    n_tail = int(sums.n_tail.sum())
+    summary: dict = {
+        "samples": n_records,
+        "scored": n,
+        "skipped": n_bad,
+        "tokens": tokens,
+        "avg_kl_div": avg,
+        "threshold": opts.gate_threshold,
+        "tail_threshold": opts.tail_threshold,
+        "token_mean_k3": float(c["s_k3"].sum() / tokens) if tokens else math.nan,
+        "p50_k3": histogram_percentile(acc.hist, 50),
+        "p99_k3": histogram_percentile(acc.hist, 99),
+        "max_k3": math.nan,
+        "max_k3_sample": None,
+        "max_k3_position": None,
+        "n_tail": n_tail,
+        "tail_fraction": n_tail / tokens if tokens else math.nan,
+        "samples_with_difference": int(np.count_nonzero(sums.n_nonzero)),
+        "first_divergence": None,
+        "non_finite_tokens": 0,
+        "bootstrap_95": interval,
+        "low_sample_warning": n < MIN_SAMPLES_FOR_STABLE_MEAN,
+    }
+    if n:
+        at = int(np.argmax(np.where(np.isnan(sums.max_k3), -np.inf, sums.max_k3)))
+        summary["max_k3"] = float(sums.max_k3[at])
+        summary["max_k3_sample"] = int(sample_ids[at])
+        firsts = np.where(sums.first_diff >= 0, sums.first_diff, np.iinfo(np.int64).max)
+        if (sums.first_diff >= 0).any():
+            j = int(np.lexsort((sample_ids, firsts))[0])
+            summary["first_divergence"] = {
+                "sample": int(sample_ids[j]),
+                "position": int(sums.first_diff[j]),
+            }
+    verl, slime = verl_metrics(sums), slime_metrics(sums, opts.veto)
+    table = metric_table(summary, verl, slime)
+    gates = evaluate(opts.gates, table)
+    passed_kl = n > 0 and within_threshold(avg, opts.gate_threshold)
+    summary["passed"] = passed_kl and all(g["passed"] for g in gates) and n_bad == 0
+    if n_bad:
+        summary["status"] = "invalid"
+        summary["reason"] = f"{n_bad} record(s) could not be used; first: {bad[0]}"
+    else:
+        summary["status"] = "pass" if summary["passed"] else "fail"
+    catastrophic = int(np.count_nonzero(c["n_cat"])) if n else 0
+    summary["per_sample_note"] = f"{shown} of {n} samples shown (first and worst)"
+    summary["rl"] = {
+        "source": {
+            "path": src.path,
+            "bytes": src.size,
+            "adapter": src.header.adapter,
+            "schema_version": src.header.version,
+            "checked_against": src.header.source_version,
+        },
+        "records": n_records,
+        "usable": n,
+        "shown": shown,
+        "verl": verl,
+        "slime": slime,
+        "slime_veto_threshold": opts.veto,
+        "by_step": by_step(sums),
+        "gates": [
+            {
+                "gate": f"avg_kl_div<{opts.gate_threshold:g}",
+                "metric": "avg_kl_div",
+                "value": avg,
+                "passed": passed_kl,
+            },
+            *gates,
+        ],
+        "interval_method": method,
+        "percentiles": "from a histogram of 0.01-decade bins (within 1.2 %)",
+        "bad_records": n_bad,
+        "bad": bad,
+        "reading": reading(
+            sums,
+            sample_ids,
+            bad=n_bad,
+            veto=opts.veto,
+            catastrophic_seqs=catastrophic,
+            server_cmd=opts.server_hint,
+        ),
+    }
+    return summary
