@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from kltui.session.diagnosis import diagnose
+from kltui.tui.widgets.diagnosis import DiagnosisBar, clause_cuts
 from kltui.tui.widgets.footer import KltuiFooter
-from tests.tui.kit import replayed
+from tests.tui.kit import drawn, replayed
 from tests.tui.test_snapshots import FAULT, NOISE, replay
 
 
@@ -93,3 +95,39 @@ async def test_widening_back_from_80x24_restores_the_full_header():
         await pilot.resize_terminal(80, 24)
         await pilot.pause(0.3)
         assert "deterministic on" in screen_text(app).splitlines()[1]
+
+
+def diagnosis_rows(app) -> list[str]:
+    return [r.strip("│").strip() for r in drawn(app.query_one(DiagnosisBar)).splitlines()[1:-1]]
+
+
+async def test_the_diagnosis_line_at_80x24_ends_where_a_clause_ends():
+    # issue 33 item 1: "condition 2 (state bug): match is bit-identical but" (cut mid-sentence)
+    app = replay(FAULT)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, app)
+        (d,) = diagnose(app.store)
+        (row,) = diagnosis_rows(app)
+        assert row.startswith("COND 2 ") and row.endswith(" …"), row
+        shown = row.removeprefix("COND 2").strip().removesuffix("…").strip()
+        assert len(shown) in clause_cuts(d.label) and d.label.startswith(shown), (shown, d.label)
+        assert "d: in full" in drawn(app.query_one(DiagnosisBar)).splitlines()[-1]
+
+
+@pytest.mark.parametrize(("path", "size"), [(NOISE, (160, 50)), (FAULT, (120, 40))])
+async def test_the_next_step_is_shown_in_full_where_there_is_room(path, size):
+    # issue 33 item 4: the "next:" line was cut even at 160 columns
+    app = replay(path)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        (d,) = diagnose(app.store)
+        rows = diagnosis_rows(app)
+        at = next(i for i, r in enumerate(rows) if r.startswith("next: "))
+        step = " ".join(rows[at:]).removeprefix("next: ")
+        assert step.split() == d.next_step.split(), rows
+        label = " ".join(rows[:at])
+        if not label.endswith("…"):
+            assert label.split()[2:] == d.label.split(), rows  # after the badge, all of it
+        else:
+            shown = label.split(None, 2)[2].removesuffix("…").strip()
+            assert d.label.startswith(shown) and len(shown) in clause_cuts(d.label), rows

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.dom import DOMNode
 from textual.widgets import Static
@@ -40,11 +42,79 @@ def badge(d: Diagnosis, node: DOMNode) -> Text:
     return t
 
 
+# where a text may be cut: after a sentence (not "e.g."), a colon, semicolon or comma, and
+# before a label's "[rests on ...]"
+_CLAUSE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.:;,])\s|\s(?=\[)")
+MORE = " …"  # a label cut short; the panel's subtitle names the key with the rest
+
+
+def clause_cuts(label: str) -> list[int]:
+    """The lengths at which `label` may be cut and still end where a clause ends, outside
+    any parenthesis ("(radix hit past the prompt: …" would never close)."""
+    depth, inside = 0, []
+    for ch in label:
+        inside.append(depth > 0)
+        depth = max(0, depth + (ch in "([") - (ch in ")]"))
+    return [m.start() for m in _CLAUSE_END.finditer(label) if not inside[m.start()]]
+
+
 class DiagnosisBar(Static):
-    """The one-line-per-server diagnosis at the bottom of the dashboard."""
+    """The diagnosis at the bottom of the dashboard: one line per server, and the next step.
+
+    The panel has the lines app.tcss gives it (one on a short terminal); what does not fit is
+    cut where a clause ends, never mid-sentence, and the subtitle says `d` shows the rest. The
+    next step keeps its line whenever the panel has two."""
 
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = BADGE_CLASSES | {"diagnosis--error"}
+
+    _shown: tuple | None = None
+    cut = False  # the last show left something out
+
+    def on_resize(self) -> None:
+        """Lay the lines out again for the new width and height."""
+        if self._shown is not None:
+            self.show(*self._shown)
+
+    def _budget(self) -> tuple[int, int | None]:
+        """(width, lines) the panel has for its text; lines None: as many as it needs."""
+        width = self.content_size.width or max(20, self.app.size.width - 4)
+        cap = self.styles.max_height
+        if cap is None or cap.unit.name != "CELLS":
+            return width, None
+        border = 2 if self.styles.border_top[0] else 0
+        return width, max(1, int(cap.value) - border)
+
+    def _height(self, t: Text, width: int) -> int:
+        return len(t.wrap(self.app.console, width))
+
+    def _fit(self, head: Text, label: str, rest: Text | None, width: int, lines: int) -> Text:
+        """`head` + `label` (+ `rest`) in `lines` lines at `width`; else the label cut where a
+        clause ends (or, if even its first clause is too long, at a word), marked with MORE."""
+
+        def build(text: str, more: bool) -> Text:
+            t = head.copy()
+            t.append_text(safe(text, limit=400))
+            if more:
+                t.append(MORE, style="dim")
+            if rest is not None:
+                t.append_text(rest)
+            return t
+
+        whole = build(label, False)
+        if self._height(whole, width) <= lines:
+            return whole
+        self.cut = True
+        for n in reversed(clause_cuts(label)):
+            t = build(label[:n], True)
+            if self._height(t, width) <= lines:
+                return t
+        words = label.split(" ")
+        for k in range(len(words) - 1, 0, -1):
+            t = build(" ".join(words[:k]), True)
+            if self._height(t, width) <= lines:
+                return t
+        return build("", True)
 
     def show(
         self,
@@ -55,33 +125,58 @@ class DiagnosisBar(Static):
         ended: bool = False,
     ) -> None:
         """`error`: the run's error line (`kltui check`'s); `ended`: no helper will finish."""
+        self._shown = (diagnoses, multi, pending, error, ended)
         # Until every helper has finished, the comparison between helpers is incomplete.
         self.border_title = (
             "diagnosis"
             if not pending
             else (f"diagnosis · provisional, {pending} helper{'s' if pending > 1 else ''} to go")
         )
-        self.border_subtitle = "d: evidence and next step" if diagnoses else ""
-        lines = []
+        width, budget = self._budget()
+        left = budget if budget is not None else 1 << 16
+        self.cut = False
+        lines: list[Text] = []
         # the run's error is the one thing to read: a small terminal gives it its lines
         self.set_class(bool(error), "-error")
         if error:
-            lines.append(safe(error, style=part(self, "diagnosis--error"), limit=400))
+            err = safe(error, style=part(self, "diagnosis--error"), limit=400)
+            lines.append(err)
+            left -= self._height(err, width)
         if not diagnoses and not error:
             wait = (
                 "no diagnosis: no helper finished" if ended else "waiting for a helper to finish…"
             )
             lines.append(Text(wait, style="dim"))
-        for d in diagnoses:
-            t = badge(d, self)
-            t.append(" ")
+        step = diagnoses[0].next_step if len(diagnoses) == 1 else None
+        step_head = Text("next: ", style="bold")
+        # the next step keeps a share of the panel (when it has two lines), the verdict at least
+        # half of it: its "[rests on ...]" goes before the step's command
+        reserve = 0
+        if step:
+            need = self._height(step_head + safe(step, limit=400), width)
+            reserve = min(need, left - max(1, left // 2)) if left >= 2 else 0
+            self.cut = self.cut or reserve == 0
+        for i, d in enumerate(diagnoses):
+            head = badge(d, self)
+            head.append(" ")
             if multi:
-                t.append_text(safe(d.server, style="bold"))
-                t.append(": ")
-            t.append_text(safe(d.label, limit=400))
+                head.append_text(safe(d.server, style="bold"))
+                head.append(": ")
+            share = max(1, (left - reserve) // (len(diagnoses) - i))
+            t = self._fit(head, d.label, None, width, share)
+            left -= self._height(t, width)
             lines.append(t)
-        if len(diagnoses) == 1 and diagnoses[0].next_step:
-            nxt = Text("next: ", style="bold")
-            nxt.append_text(safe(diagnoses[0].next_step, limit=300))
+        nxt: Text | None = None
+        if step and reserve:
+            nxt = self._fit(
+                step_head, step, None, width, max(1, left)
+            )  # the verdict's leftover too
+        if nxt is not None:
             lines.append(nxt)
+        if not diagnoses:
+            self.border_subtitle = ""
+        elif self.cut:
+            self.border_subtitle = "… d: in full, with the evidence and next step"
+        else:
+            self.border_subtitle = "d: evidence and next step"
         self.update(Text("\n").join(lines))
