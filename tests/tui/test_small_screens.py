@@ -131,3 +131,18 @@ async def test_the_next_step_is_shown_in_full_where_there_is_room(path, size):
         else:
             shown = label.split(None, 2)[2].removesuffix("…").strip()
             assert d.label.startswith(shown) and len(shown) in clause_cuts(d.label), rows
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+async def test_the_heatmap_legend_is_whole_on_screen(size):
+    # issue 33: gone at 80x24, cut at 120x40 (and its "non-finite" at 160)
+    app = replay(FAULT)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        box = app.query_one("#heat-legend")
+        assert box.display and box.region.height == 1, box.region
+        row = screen_text(app).splitlines()[box.region.y]
+        text = row[box.region.x : box.region.right]
+        for part in ("k3 ", " 0 ", "<1e-12", "≥1e0", "decoded", "◆ 1st div"):
+            assert part in text, (part, text)
+        assert text.rstrip().endswith("non-finite" if size[0] >= 200 else "nan"), text

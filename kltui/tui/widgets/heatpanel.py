@@ -16,18 +16,39 @@ from kltui.tui.widgets.heatmap import Heatmap, ruler
 from kltui.untrusted import safe, token_repr
 
 
-def legend(palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: bool = False) -> Text:
-    """The heatmap's legend: the scale's levels, from zero to the tail."""
+def legend(
+    palette: heat.Palette,
+    glyphs: bool,
+    tau: float | None,
+    id_marks: bool = False,
+    width: int | None = None,
+) -> Text:
+    """The heatmap's legend: the scale's levels, from zero to the tail; within `width`, a
+    compact form (one cell per level, short words) where the full one does not fit, and
+    without the tail threshold where even that does not."""
+    full = _legend(palette, glyphs, tau, id_marks, compact=False)
+    if width is None or full.cell_len <= width:
+        return full
+    compact = _legend(palette, glyphs, tau, id_marks, compact=True)
+    if compact.cell_len <= width:
+        return compact
+    # the tail threshold is also on the cursor line and in the counters
+    return _legend(palette, glyphs, None, id_marks, compact=True)
 
-    def swatch(level: int, width: int = 2) -> Text:
+
+def _legend(
+    palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: bool, *, compact: bool
+) -> Text:
+    def swatch(level: int, width: int = 1 if compact else 2) -> Text:
         if glyphs:
             return Text(heat.GLYPHS[level] * width, style=palette.glyph[level])
         return Text(" " * width, style=palette.bg[level])
 
+    gap = "  " if compact else "   "
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append("k3 ", style="bold")
     t.append_text(swatch(scale.ZERO))
-    t.append(" 0   ", style="dim")
+    t.append(" 0 " if compact else " 0   ", style="dim")
     t.append(scale.bin_label(scale.FIRST_BIN) + " ", style="dim")
     for level in range(scale.FIRST_BIN, scale.NONFINITE):
         t.append_text(swatch(level))
@@ -35,16 +56,16 @@ def legend(palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: boo
     if id_marks:  # first, so a narrow panel never cuts it
         t.append("  ")
         t.append(heat.MARK_ID, style=palette.marker)
-        t.append(" other id reported", style="dim")
+        t.append(" other id" if compact else " other id reported", style="dim")
     if tau is not None:
         t.append(f"  tail > {fmt.sci(tau, 0)}", style="dim")
-    t.append("   ")
+    t.append(gap)
     t.append_text(swatch(scale.PENDING))
-    t.append(" decoded   ", style="dim")
+    t.append(" decoded" + gap, style="dim")
     t.append(heat.MARK_FIRST, style=palette.marker)
-    t.append(" 1st divergence   ", style="dim")
+    t.append((" 1st div" if compact else " 1st divergence") + gap, style="dim")
     t.append_text(swatch(scale.NONFINITE, 1))
-    t.append(" non-finite", style="dim")
+    t.append(" nan" if compact else " non-finite", style="dim")
     return t
 
 
@@ -105,6 +126,10 @@ class HeatmapPanel(Vertical):
         """The heatmap inside."""
         return self.query_one(Heatmap)
 
+    def on_resize(self) -> None:
+        """The legend is laid out for a width: again for the new one."""
+        self.update_chrome()
+
     def on_heatmap_view_changed(self, _msg: Heatmap.ViewChanged) -> None:
         """Redraw the ruler, cursor line and legend."""
         self.update_chrome()
@@ -128,7 +153,9 @@ class HeatmapPanel(Vertical):
         )
         tau = st.tail_threshold if st else None
         id_marks = st is not None and any(s.id_mismatch for s in st.book.samples.values())
-        self.query_one("#heat-legend", Static).update(legend(hm.palette, hm.glyphs, tau, id_marks))
+        box = self.query_one("#heat-legend", Static)
+        width = box.content_size.width or max(20, self.size.width - 4)
+        box.update(legend(hm.palette, hm.glyphs, tau, id_marks, width))
         g = view.geometry
         per = g.tokens_per_cell
         if per <= 1:
