@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from kltui.argtypes import number, pos_int
-from kltui.cli.options import add_run_options, build_config
+from kltui.cli.options import THEME_HELP, add_run_options, build_config
 from kltui.errors import UsageError
 
 ABLATE_EXIT_CODES = """exit codes: 0 the verdict answers the question (localized, reduced, or not reproduced:
@@ -28,6 +28,10 @@ compares each configuration with the base.
       --vary attention-backend=fa3,triton --vary cuda-graph=off
   kltui ablate --server base:30000 --server other:30000     attach to running servers
   kltui ablate --replay FOLDER                              re-read a sweep folder
+
+On a terminal the sweep opens in the TUI: a matrix of the configurations that fills in as they
+run (Enter opens one configuration's dashboard); the console's table follows when it closes.
+--headless (or output that is not a terminal, such as CI) prints the console as it goes.
 
 Knobs: attention-backend, sampling-backend, cuda-graph, radix-cache, page-size,
 chunked-prefill-size, deterministic, dtype, kv-cache-dtype, tp, torch-compile, or any raw flag
@@ -103,6 +107,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         metavar="FOLDER",
         help="re-read a sweep folder (its recordings and ablation.json) and print and write "
         "the same outputs; launches nothing",
+    )
+    g = p.add_argument_group("the TUI")
+    g.add_argument(
+        "--headless",
+        action="store_true",
+        help="print the sweep on the console instead of the TUI's matrix (the default when "
+        "stdin or stdout is not a terminal)",
+    )
+    g.add_argument("--theme", help=THEME_HELP)
+    g.add_argument(
+        "--screenshot-dir",
+        metavar="DIR",
+        help="where s saves its SVG screenshots (default: the runs folder)",
     )
     add_run_options(p, servers=False)
     for action in p._actions:
@@ -238,6 +255,20 @@ def _run(args: argparse.Namespace, spec) -> int:
         plan = sweep_mod.prepare(spec)  # reads --help: an unknown knob is refused here
         configs = plan.configs
     help_s = time.monotonic() - t0
+    if use_tui(args):
+        if spec.mode == "attach":  # a server that does not answer: one line, before the TUI
+            configs = asyncio.run(sweep_mod.attach_plan(spec))
+        from kltui.tui.sweep_feed import SweepFeed
+
+        feed = SweepFeed(
+            spec,
+            plan=plan,
+            configs=configs,
+            help_s=help_s,
+            t0=t0,
+            chain=bool(getattr(args, "chain", False)),
+        )
+        return _tui(args, feed, console)
 
     async def go():
         nonlocal configs
@@ -296,6 +327,30 @@ async def _chain(spec, sweep, view, console) -> None:
     sweep.write_manifest()
 
 
+def use_tui(args: argparse.Namespace) -> bool:
+    """The TUI, unless --headless, a report goes to stdout, or stdin or stdout is not a
+    terminal (CI, a pipe: the console)."""
+    import sys
+
+    if getattr(args, "headless", False):
+        return False
+    if "-" in (args.json, args.md, args.junit, args.html):
+        return False
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _tui(args: argparse.Namespace, feed, console) -> int:
+    """The sweep (or a sweep folder read back) in the TUI; once it closes, the console's table
+    and verdict, and the reports, as the headless command gives them."""
+    from kltui.errors import EXIT_INTERRUPTED
+    from kltui.tui.launch import run_sweep_app
+
+    run_sweep_app(feed, theme=args.theme, screenshot_dir=args.screenshot_dir)
+    if feed.sweep is None:  # closed before the sweep began
+        return EXIT_INTERRUPTED
+    return _finish(args, feed.sweep, console)
+
+
 def _finish(args: argparse.Namespace, sweep, console) -> int:
     from kltui.outputs.ablation import finish
 
@@ -307,4 +362,10 @@ def replay(args: argparse.Namespace) -> int:
     folder, printed and written as the live sweep was."""
     from kltui.outputs.ablation import replay_folder
 
+    if use_tui(args):
+        from kltui.console import make_console
+        from kltui.run.ablate import load
+        from kltui.tui.sweep_feed import SweepFeed
+
+        return _tui(args, SweepFeed.replay(load(args.replay)), make_console())
     return replay_folder(args.replay, md=args.md, junit=args.junit, json=args.json, html=args.html)

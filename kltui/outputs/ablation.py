@@ -79,6 +79,9 @@ class SweepConsole:
         self.console, self.parallel = console, parallel
         self.status: Status | None = None
 
+    def planned(self, sweep: Sweep) -> None:
+        """Nothing to show: the command printed the configurations before the sweep began."""
+
     def _head(self, k: int, n: int, run: ConfigRun) -> str:
         return f"config {k}/{n} [bold]{console_markup(run.name)}[/]"
 

@@ -388,7 +388,12 @@ class Sweep:
 
 # --------------------------------------------------------------------------- the view
 class SweepView(Protocol):
-    """What shows a sweep as it goes (the console of `kltui ablate`)."""
+    """What shows a sweep as it goes (the console of `kltui ablate`, the TUI's matrix)."""
+
+    def planned(self, sweep: Sweep) -> None:
+        """The sweep's configurations are known: at its start, and again when --pairs adds
+        some (they are in `sweep.runs`, not run yet)."""
+        ...
 
     def starting(self, k: int, n: int, run: ConfigRun) -> None:
         """Configuration k of n: its server is being started."""
@@ -603,6 +608,7 @@ async def run_sweep(
         raise UsageError("nothing to run: no configuration")
     sweep.add(first)
     sweep.write_manifest()
+    view.planned(sweep)
     try:
         await _run_all(spec, sweep, list(sweep.runs), view)
         if spec.pairs and p is not None and sweep.base.status == MEASURED:
@@ -610,6 +616,8 @@ async def run_sweep(
             sweep.pairs_run = bool(combos)
             new = sweep.add(combos)
             sweep.write_manifest()
+            if new:
+                view.planned(sweep)
             await _run_all(spec, sweep, new, view)
     except asyncio.CancelledError:
         sweep.interrupted = True

@@ -30,7 +30,6 @@ from kltui.session.events import (
 )
 from kltui.session.store import SessionStore
 from kltui.tui import themes
-from kltui.tui.actions import DashboardActions
 from kltui.tui.bindings import DASHBOARD_BINDINGS, all_binding_ids
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
@@ -38,6 +37,8 @@ from kltui.tui.redraw import REFRESH_HZ, Redraw
 from kltui.tui.screens.confirm_flush import ConfirmFlush
 from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.summaries import Summaries
+from kltui.tui.sweep_actions import SweepActions
+from kltui.tui.sweep_feed import SweepFeed
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar
 from kltui.tui.widgets.footer import KltuiFooter
@@ -53,7 +54,7 @@ TOAST_LINGER_S = 1.0  # how long an expired toast may still be drawn
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-class KltuiApp(Redraw, DashboardActions, App[int]):
+class KltuiApp(Redraw, SweepActions, App[int]):
     """The live dashboard (and replays): panels over one run's store."""
 
     CSS_PATH = "app.tcss"
@@ -71,7 +72,7 @@ class KltuiApp(Redraw, DashboardActions, App[int]):
 
     def __init__(
         self,
-        feed: LiveFeed | ReplayFeed,
+        feed: LiveFeed | ReplayFeed | SweepFeed,
         *,
         theme: str | None = None,
         keymap: dict[str, str] | None = None,

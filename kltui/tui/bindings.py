@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.binding import Binding, BindingType
 
+from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.fleet import FleetScreen
@@ -43,6 +44,8 @@ DASHBOARD_BINDINGS: list[BindingType] = [
     Binding(
         "c", "compare", "Compare servers (a fleet: its replicas)", show=False, id="app.compare"
     ),
+    # kltui ablate: the matrix of configurations (shown only in a sweep: SweepActions)
+    Binding("a", "sweep", "Sweep matrix", id="app.sweep"),
 ]
 
 
@@ -68,6 +71,10 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
         ("Diagnosis", own(DiagnosisScreen)),
         ("Servers compared", own(CompareScreen)),
         ("Fleet", own(FleetScreen) + [Binding("enter", "open", "Open the replica's dashboard")]),
+        (
+            "Sweep",
+            own(AblationScreen) + [Binding("enter", "open", "Open the configuration's dashboard")],
+        ),
         (
             "Anywhere",
             [

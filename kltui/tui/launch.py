@@ -1,5 +1,6 @@
-"""Entry points the CLI calls: run_app (live), run_replay, run_dumps_viewer (a saved dumps
-result without a server), and what is printed on the terminal after the app quits."""
+"""Entry points the CLI calls: run_app (live), run_replay, run_sweep_app (`kltui ablate`'s
+matrix), run_dumps_viewer (a saved dumps result without a server), and what is printed on the
+terminal after the app quits."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from kltui.tui import themes
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed, ReplayFeed
 from kltui.tui.screens.dumps import DumpsScreen
+from kltui.tui.sweep_feed import SweepFeed
 
 
 # ---------------------------------------------------------------------- entry points
@@ -52,6 +54,14 @@ def run_app(
             print(f"recording: {rec.recording}", file=sys.stderr)
     print_screenshots(app)
     return app.exit_code()
+
+
+def run_sweep_app(feed: SweepFeed, *, theme: str | None, screenshot_dir: str | None = None) -> None:
+    """`kltui ablate` on a terminal (and `--replay FOLDER`): the matrix of configurations over
+    each configuration's dashboard; the sweep's result stays in `feed.sweep`."""
+    app = KltuiApp(feed, theme=theme, screenshot_dir=screenshot_dir)
+    app.run()
+    print_screenshots(app)
 
 
 def print_screenshots(app: KltuiApp) -> None:

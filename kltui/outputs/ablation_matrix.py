@@ -1,0 +1,214 @@
+"""The live matrix of a sweep as plain text: one row per configuration, for one helper at a time
+(the TUI's sweep screen, `tui/screens/ablation.py`, shows these rows and computes nothing).
+
+A row's figures come from the sweep's reading (`ablate/reading.Ablation`, recomputed by the
+feed when a configuration ends) and the configuration's store (`session/helper_view.HelperView`:
+its tail fraction, its progress while it runs); its state from what the sweep said of it through
+`run/ablate.SweepView` (`Live`): waiting, starting (seconds, the log's last line), running
+(the helper and its samples), done, failed (its one line: what happened and the log's last
+lines), not run, interrupted.
+
+Everything here is plain text with server strings inside (log lines, failure lines): the view
+escapes it for the terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kltui import fmt
+from kltui.ablate.reading import BASE_EFFECT, Ablation, ConfigReading, HelperReading, num
+from kltui.helpers.registry import same_engine
+from kltui.outputs.ablation_rows import helper_names, note, pairs_line, tail_lines, timing_line
+from kltui.run.ablate import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
+from kltui.session.helper_view import HelperView
+from kltui.session.store import HelperState, SessionStore
+from kltui.untrusted import one_line
+
+# the states of a row, as the matrix colours them
+WAITING, STARTING, RUNNING, DONE = "waiting", "starting", "running", "done"
+LOG_LINE = 80  # characters of a starting server's last log line in its row
+
+
+@dataclass
+class Live:
+    """What the sweep said of one configuration so far (`run/ablate.SweepView`'s calls)."""
+
+    phase: str = WAITING  # waiting | starting | running | ended
+    seconds: float = 0.0  # how long its server has been starting
+    log_line: str = ""  # its log's last line while it starts (raw server text)
+    store: SessionStore | None = None  # its run's store, from the run's first event
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One configuration's row (plain text; `state_kind` picks its colour)."""
+
+    name: str
+    state_kind: str  # waiting | starting | running | done | failed | not run | interrupted
+    state: str  # the state in one line (a failure: its line with the log's last lines)
+    avg: str  # avg_kl_div of the helper shown
+    tail: str  # its tail fraction (tokens with k3 over tau)
+    bit_equal: str  # samples bit-identical to the base's, of those both scored
+    condition: str
+    verdict: str  # the helper's effect against the base, or the configuration's trap
+    detail: str  # the row in full, shown under the matrix while the cursor is on it
+
+
+def _helper_state(store: SessionStore | None, helper: str) -> HelperState | None:
+    """The helper's state on the store's one server (a sweep's run measures one server)."""
+    if store is None:
+        return None
+    ids = [i.url for i in store.identities() if i.url]
+    for st in store.helpers.values():
+        if st.helper == helper and (not ids or st.server == ids[0]):
+            return st
+    return None
+
+
+def _running(store: SessionStore | None) -> str:
+    """The helper being measured and how far it is, from the run's store."""
+    if store is None or not store.helpers:
+        return "running: connecting"
+    st = next(
+        (s for s in reversed(list(store.helpers.values())) if s.finished is None),
+        None,
+    )
+    if st is None:
+        return "running: finishing"
+    v = HelperView.of(st)
+    return f"running: {st.helper} {v.scored}/{v.samples} scored"
+
+
+def state_of(run: ConfigRun, live: Live | None, ended: bool) -> tuple[str, str]:
+    """(kind, line) of a configuration; `ended`: the sweep is over (a configuration still
+    waiting then was not run)."""
+    if run.status == MEASURED:
+        took = f" in {run.run_s:.1f} s" if run.run_s is not None else ""
+        return DONE, f"done{took}"
+    if run.status == FAILED:
+        return FAILED, f"failed: {run.error}"
+    if run.status == INTERRUPTED:
+        return INTERRUPTED, "interrupted: cut short, not a result"
+    phase = live.phase if live is not None else WAITING
+    if phase == STARTING and live is not None:
+        last = one_line(live.log_line, LOG_LINE) if live.log_line else "…"
+        return STARTING, f"starting {live.seconds:.0f} s · {last}"
+    if phase == RUNNING and live is not None:
+        return RUNNING, _running(live.store)
+    if ended or run.status != NOT_RUN:
+        return NOT_RUN, run.status
+    return WAITING, WAITING
+
+
+def _verdict(c: ConfigReading | None, h: HelperReading | None, run: ConfigRun) -> str:
+    if c is None or not c.measured:
+        return ""
+    said = note(c, run)
+    if said:
+        return said
+    if h is None:
+        return "–"
+    if h.effect == BASE_EFFECT:
+        return "base"
+    return f"{h.effect}: {h.why}" if h.why else h.effect
+
+
+def _bit_equal(h: HelperReading | None) -> str:
+    if h is None:
+        return "–"
+    if h.effect == BASE_EFFECT:
+        return "(base)"
+    if not h.common:
+        return "–"
+    return f"{h.identical_to_base}/{h.common}"
+
+
+def _condition(c: ConfigReading | None) -> str:
+    if c is None or not c.measured:
+        return ""
+    return "inconclusive" if c.condition is None else str(c.condition)
+
+
+def matrix_rows(
+    sweep: Sweep, ab: Ablation | None, helper: str, live: Mapping[str, Live]
+) -> list[MatrixRow]:
+    """Every configuration of the sweep, in sweep order, for `helper`; `ab`: the reading of
+    the configurations that ended so far (None before the base ended)."""
+    readings = {} if ab is None else {c.name: c for c in (ab.base, *ab.configs)}
+    ended = sweep.total_s is not None
+    out = []
+    for run in sweep.runs:
+        c = readings.get(run.name)
+        h = c.helper(helper) if c is not None and c.measured else None
+        kind, state = state_of(run, live.get(run.name), ended)
+        st = _helper_state(run.store, helper)
+        tail = HelperView.of(st).summary.tail_fraction if st is not None else None
+        avg = "–"
+        if h is not None:
+            avg = num(h.level) if h.level is not None else h.effect
+        detail = f"{run.name}: {state}"
+        if c is not None and c.measured:
+            detail = "; ".join(x for x in (h.line() if h else None, c.trap) if x)
+        elif run.status == FAILED and run.error:
+            detail = run.error
+        out.append(
+            MatrixRow(
+                run.name,
+                kind,
+                state,
+                avg,
+                fmt.pct(tail) if st is not None and tail is not None else "–",
+                _bit_equal(h),
+                _condition(c),
+                _verdict(c, h, run),
+                detail,
+            )
+        )
+    return out
+
+
+def head_line(sweep: Sweep) -> str:
+    """Above the matrix: the mode, how many configurations and how they stand, the folder."""
+    counts: dict[str, int] = {}
+    for r in sweep.runs:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    stand = ", ".join(f"{n} {s}" for s, n in counts.items())
+    state = (
+        "interrupted" if sweep.interrupted else "done" if sweep.total_s is not None else "running"
+    )
+    return (
+        f"{sweep.mode} mode · {len(sweep.runs)} configurations ({stand}) · sweep {state} · "
+        f"folder {sweep.folder}"
+    )
+
+
+def helpers_of(ab: Ablation | None, live: Mapping[str, Live]) -> list[str]:
+    """The helpers the matrix can show: the table's (the base's first), else those of the
+    runs measured so far (while the base runs)."""
+    if ab is not None and ab.base.measured:
+        return helper_names(ab)
+    out: list[str] = []
+    for lv in live.values():
+        for st in lv.store.helpers.values() if lv.store is not None else ():
+            if same_engine(st.helper) and st.helper not in out:
+                out.append(st.helper)
+    return out
+
+
+def verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
+    """Under the matrix: the verdict with its traps and next step once the sweep is over,
+    what is known so far until then."""
+    if ab is None or not ab.base.measured:
+        if sweep.total_s is not None and sweep.runs and sweep.base.status != MEASURED:
+            return [f"the base did not start: {sweep.base.line()}"]
+        return ["the verdict comes once the base and another configuration are measured"]
+    if sweep.total_s is None:
+        return [f"so far: {ab.verdict.line}"]
+    out = tail_lines(ab)
+    if sweep.interrupted:
+        out.append("interrupted: the configurations above were measured")
+    elif (said := pairs_line(sweep)) is not None:
+        out.append(said)
+    return [*out, timing_line(sweep)]

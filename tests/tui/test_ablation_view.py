@@ -1,0 +1,255 @@
+"""`kltui ablate` in the TUI (issue 29): the matrix of configurations fills in live as a real
+sweep runs (kltui launches each reference server itself), Enter opens a configuration's
+dashboard, a configuration whose server dies mid-run is one line in its row with the others
+kept; and a committed sweep folder read back, as a snapshot.
+
+Sweeps are small (12 samples x 8 tokens, prompts of ~48 tokens); the bfloat16 base diverges
+(condition 1) and deterministic=on removes it, as in tests/integration/test_ablate.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from kltui.cli.ablate import use_tui
+from kltui.cli.options import build_config
+from kltui.cli.parser import make_parser
+from kltui.outputs.ablation import document
+from kltui.run.ablate import SweepSpec, load, prepare
+from kltui.session.events import SampleScored
+from kltui.session.recording import read_recording
+from kltui.tui.app import KltuiApp
+from kltui.tui.screens.ablation import AblationScreen
+from kltui.tui.sweep_feed import SweepFeed
+from kltui.tui.widgets.ablation import SweepMatrix
+from tests.json_contract import validate
+from tests.real.lifecycle import running
+from tests.tui.kit import drawn_at, until
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+DATA = Path(__file__).parent / "data"
+SWEEP = DATA / "sweep"  # bfloat16 base; deterministic=on, cuda-graph=off, page-size=0
+SIZE = (140, 45)
+SIZES = ["--samples", "12", "--max-new-tokens", "8", "--max-prompt-tokens", "48"]
+REFERENCE = f"{sys.executable} -m kltui.reference serve --dtype bfloat16"
+
+
+def live_feed(tmp_path: Path, *args: str) -> SweepFeed:
+    """A sweep feed as `kltui ablate` builds it on a terminal (the launch's --help read here)."""
+    ns = make_parser().parse_args(["ablate", *args, *SIZES])
+    spec = SweepSpec(
+        build_config(ns),
+        tmp_path / "sweep",
+        launch=tuple(ns.launch.split()),
+        varies=tuple(ns.vary),
+    )
+    return SweepFeed(spec, plan=prepare(spec))
+
+
+def cell(app: KltuiApp, name: str, column: str) -> str:
+    """What the matrix shows in one cell now ("" while the row is not there)."""
+    screen = app.screen
+    if not isinstance(screen, AblationScreen):
+        return ""
+    table = screen.query_one(SweepMatrix)
+    if name not in table.names:
+        return ""
+    return str(table.get_cell(name, column))
+
+
+async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configuration(tmp_path):
+    feed = live_feed(
+        tmp_path,
+        *("--launch", REFERENCE, "--vary", "deterministic=on", "--vary", "page-size=0"),
+        *("--helpers", "match"),
+    )
+    app = KltuiApp(feed)
+    seen: dict[str, list[str]] = {}
+    followed = False
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AblationScreen), 30)
+        while not feed.finished:
+            for name in ("base", "deterministic=on", "page-size=0"):
+                state = cell(app, name, "state").split(" ", 1)[0].rstrip(":")
+                if state and (not seen.get(name) or seen[name][-1] != state):
+                    seen.setdefault(name, []).append(state)
+            # under the matrix the dashboard follows the configuration being measured
+            base = feed.live.get("base")
+            followed = followed or (base is not None and app.store is base.store is not None)
+            assert pilot.app.is_running
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)  # one more redraw of the matrix
+        # each row went through what the sweep said of it, in order
+        assert seen["base"][:3] == ["waiting", "starting", "running"] or seen["base"][:2] == [
+            "starting",
+            "running",
+        ], seen
+        assert seen["base"][-1] == "done" and seen["deterministic=on"][-1] == "done", seen
+        assert "running" in seen["deterministic=on"] and followed
+        assert cell(app, "page-size=0", "state").startswith(
+            "failed: page-size=0: exited with code 2 before it was healthy; log "
+        )
+        assert cell(app, "page-size=0", "state").endswith("error: --page-size must be at least 1")
+        # the figures are the reading's: removed, at the floor, not equal to the base
+        assert cell(app, "deterministic=on", "avg") == "0"
+        assert cell(app, "deterministic=on", "verdict") == "removed"
+        assert cell(app, "deterministic=on", "bit_equal") == "0/12"
+        # match at the floor alone says nothing of the cache paths it did not test
+        assert cell(app, "deterministic=on", "condition") == "inconclusive"
+        assert cell(app, "base", "condition") == "1"
+        assert cell(app, "base", "verdict") == "base"
+        assert float(cell(app, "base", "avg")) > 1e-6
+        verdict = drawn_at(app.screen, "#ablation-verdict")
+        assert "localized: deterministic=on removes match's divergence" in verdict
+        # Enter on a row: that configuration's dashboard, on its run
+        table = app.screen.query_one(SweepMatrix)
+        table.move_cursor(row=table.names.index("deterministic=on"))
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, AblationScreen))
+        assert app.store is feed.sweep.runs[1].store and app.store.finished is not None
+        assert app.selected is not None and app.selected.startswith("match@")
+        # `a` brings the matrix back, on the configuration shown
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, AblationScreen))
+        assert app.screen.query_one(SweepMatrix).cursor_row == 1
+        # a row with nothing measured says why and keeps the matrix up
+        table = app.screen.query_one(SweepMatrix)
+        table.move_cursor(row=2)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, AblationScreen)
+        assert app.last_message.startswith("page-size=0: nothing to show on the dashboard (")
+        await pilot.press("q")
+    assert feed.sweep is not None and feed.sweep.exit_code() == 0
+
+
+def _server_of(marker: str, flag: str) -> list[int]:
+    """Pids of the reference servers (not their watchdogs) whose command line holds `marker`
+    and `flag`."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = [w.decode() for w in (d / "cmdline").read_bytes().split(b"\0")]
+        except OSError:
+            continue
+        if marker in cmd and flag in cmd and not any("supervisor" in w for w in cmd):
+            if running(int(d.name)):
+                out.append(int(d.name))
+    return out
+
+
+async def test_a_server_that_dies_mid_run_is_its_rows_one_line_and_the_others_are_kept(tmp_path):
+    marker = str(700_000_000 + os.getpid())  # a --random-seed no other server uses
+    feed = live_feed(
+        tmp_path,
+        *("--launch", f"{REFERENCE} --random-seed {marker}"),
+        *("--vary", "deterministic=on", "--vary", "cuda-graph=off"),
+    )
+    app = KltuiApp(feed)
+    killed = None
+    scored_before = 0
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AblationScreen), 30)
+        while not feed.finished:
+            lv = feed.live.get("deterministic=on")
+            store = lv.store if lv is not None else None
+            done = [st for st in (store.helpers.values() if store else ()) if st.finished]
+            if killed is None and done:
+                # match is measured on it, the cache helpers are running: its server dies
+                pids = _server_of(marker, "--enable-deterministic-inference")
+                assert len(pids) == 1, pids
+                scored_before = sum(len(st.book.order) for st in done)
+                os.kill(pids[0], signal.SIGKILL)
+                killed = pids[0]
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+        assert killed is not None, "the configuration finished before its server was killed"
+        state = cell(app, "deterministic=on", "state")
+        assert state.startswith(
+            "failed: deterministic=on: the server exited with code -9 while kltui was using it"
+        ), state
+        assert "\n" not in state
+        assert cell(app, "cuda-graph=off", "state").startswith("done")  # the sweep went on
+        assert cell(app, "base", "state").startswith("done")
+        # Enter on the dead one: what it measured before it died, on the dashboard
+        table = app.screen.query_one(SweepMatrix)
+        table.move_cursor(row=table.names.index("deterministic=on"))
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, AblationScreen))
+        assert "measured so far, not a result" in app.last_message
+        assert app.store is feed.live["deterministic=on"].store
+        await pilot.press("q")
+    sweep = feed.sweep
+    doc = document(sweep, sweep.reading())
+    validate(doc, "ablation")
+    runs = {c["name"]: c for c in doc["sweep"]["configs"]}
+    assert runs["deterministic=on"]["status"] == "failed"
+    assert runs["deterministic=on"]["error_kind"] == "died"
+    assert runs["base"]["status"] == runs["cuda-graph=off"]["status"] == "measured"
+    reading = {c["name"]: c for c in doc["ablation"]["configs"]}
+    assert reading["deterministic=on"]["measured"] is False
+    assert reading["cuda-graph=off"]["measured"] is True
+    # nothing measured is lost: the dead configuration's recording holds what it scored, and
+    # the sweep folder read back gives the same document
+    rec = read_recording(str(sweep.folder / "deterministic=on.kltui.jsonl"))
+    assert sum(isinstance(ev, SampleScored) for ev in rec.events) >= scored_before > 0
+    assert document(load(sweep.folder), load(sweep.folder).reading())["ablation"] == doc["ablation"]
+    assert not _server_of(marker, REFERENCE.split()[-1])  # every server stopped
+
+
+async def test_a_sweep_folder_read_back_switches_helpers_and_opens_a_recording():
+    feed = SweepFeed.replay(load(SWEEP))
+    app = KltuiApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AblationScreen))
+        await pilot.pause(0.3)
+        head = drawn_at(app.screen, "#ablation-head")
+        assert "4 configurations (3 measured, 1 failed) · sweep done" in head
+        assert "helper match (1 of 3" in head
+        assert cell(app, "cuda-graph=off", "verdict") == "the flag did not take effect"
+        assert cell(app, "cuda-graph=off", "bit_equal") == "12/12"
+        await pilot.press("right_square_bracket")
+        await pilot.pause(0.3)
+        assert "helper prefill_cache_hit (2 of 3" in drawn_at(app.screen, "#ablation-head")
+        # the highlighted row in full under the matrix: its helper's reading
+        await pilot.press("down")
+        await pilot.pause(0.2)
+        detail = drawn_at(app.screen, "#ablation-detail")
+        assert detail.startswith("prefill_cache_hit: ") and "(removed;" in detail
+        await pilot.press("enter")
+        await until(pilot, lambda: not isinstance(app.screen, AblationScreen))
+        assert app.store is feed.sweep.runs[1].store
+        assert app.status.replay_label.endswith("· deterministic=on")
+        # a sweep is never re-run from the TUI
+        await pilot.press("r")
+        await pilot.press("escape")
+        assert feed.sweep.runs[1].store is app.store
+        await pilot.press("q")
+
+
+def test_the_tui_is_the_default_on_a_terminal_only(monkeypatch):
+    ns = make_parser().parse_args(["ablate", "--replay", str(SWEEP)])
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert use_tui(ns) is True
+    assert use_tui(make_parser().parse_args(["ablate", "--replay", "x", "--headless"])) is False
+    assert use_tui(make_parser().parse_args(["ablate", "--replay", "x", "--json", "-"])) is False
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert use_tui(ns) is False
+
+
+def test_snapshot_of_a_sweep_read_back(snap_compare):
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: isinstance(pilot.app.screen, AblationScreen))
+        await pilot.pause(0.3)
+
+    app = KltuiApp(SweepFeed.replay(load(SWEEP)))
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
