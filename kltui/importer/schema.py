@@ -76,11 +76,16 @@ class BadRecord:
     message: str
     line: int | None = None  # the file's line number where it has lines
 
-    def __str__(self) -> str:
+    @property
+    def detail(self) -> str:
+        """The line without the file's name (where the file is named already)."""
         where = f"record {self.index}" if self.index else "file"
         if self.line is not None and self.line != self.index:
             where += f" (line {self.line})"
-        return f"{self.path}: {where}: {self.field}: {self.message}"
+        return f"{where}: {self.field}: {self.message}"
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.detail}"
 
 
 class Invalid(Exception):

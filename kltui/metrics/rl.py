@@ -44,6 +44,7 @@ class SequenceSums:
     cols: dict[str, np.ndarray]
     step: np.ndarray  # int64, -1 where the record has none
     max_k3: np.ndarray
+    argmax_k3: np.ndarray  # int64: the first position of max_k3
     first_diff: np.ndarray  # int64, -1 where every counted position is equal
     first_tail: np.ndarray
     n_tail: np.ndarray
@@ -58,7 +59,15 @@ class SequenceSums:
             {c: np.concatenate([p.cols[c] for p in parts]) for c in COLUMNS},
             *(
                 np.concatenate([getattr(p, a) for p in parts])
-                for a in ("step", "max_k3", "first_diff", "first_tail", "n_tail", "n_nonzero")
+                for a in (
+                    "step",
+                    "max_k3",
+                    "argmax_k3",
+                    "first_diff",
+                    "first_tail",
+                    "n_tail",
+                    "n_nonzero",
+                )
             ),
         )
 
@@ -71,7 +80,7 @@ class SequenceSums:
 def empty_sums() -> SequenceSums:
     """No sequences."""
     f, i = np.zeros(0), np.zeros(0, dtype=np.int64)
-    return SequenceSums({c: f for c in COLUMNS}, i, f, i, i, i, i)
+    return SequenceSums({c: f for c in COLUMNS}, i, f, i, i, i, i, i)
 
 
 def sequence_sums(
@@ -121,10 +130,16 @@ def sequence_sums(
     first_tail = np.minimum.reduceat(np.where(above, local, big), starts)
     if hist is not None:
         add_histogram(hist, k3[m])
+    counted_k3 = np.where(m & ~np.isnan(k3), k3, -np.inf)
+    max_k3 = np.maximum.reduceat(counted_k3, starts)
+    at_max = np.minimum.reduceat(
+        np.where(counted_k3 == np.repeat(max_k3, lens), local, big), starts
+    )
     return SequenceSums(
         cols,
         np.asarray([-1 if s is None else s for s in steps], dtype=np.int64),
-        np.maximum.reduceat(np.where(m, k3, -np.inf), starts),
+        max_k3,
+        np.where(at_max == big, -1, at_max),
         np.where(first_diff == big, -1, first_diff),
         np.where(first_tail == big, -1, first_tail),
         np.add.reduceat(above.astype(np.int64), starts),
@@ -241,6 +256,7 @@ def by_step(s: SequenceSums) -> list[dict]:
             {c: v[keep] for c, v in s.cols.items()},
             s.step[keep],
             s.max_k3[keep],
+            s.argmax_k3[keep],
             s.first_diff[keep],
             s.first_tail[keep],
             s.n_tail[keep],

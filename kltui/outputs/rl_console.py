@@ -50,7 +50,9 @@ class ImportConsole:
                 pass
             case Problem():
                 if self.bad_printed < SHOWN_BAD:
-                    c.print(console_markup(ev.message), style="yellow", soft_wrap=True)
+                    c.print(
+                        console_markup(f"{ev.source}: {ev.message}"), style="yellow", soft_wrap=True
+                    )
                 self.bad_printed += 1
             case HelperFinished():
                 self.finished(ev.summary)

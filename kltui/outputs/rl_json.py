@@ -20,6 +20,7 @@ K3_KEYS = (
     "p99_k3",
     "max_k3",
     "max_k3_sample",
+    "max_k3_position",
     "n_tail",
     "tail_fraction",
     "samples_with_difference",

@@ -236,7 +236,7 @@ async def import_events(
                     bad.append(line)
                 yield SampleSkipped(HELPER, server, item.index - 1, line)
                 if n_bad <= MAX_PROBLEMS:
-                    yield Problem(path, line, False, HELPER, "read")
+                    yield Problem(path, item.detail, False, HELPER, "read")
         await asyncio.sleep(0)  # let the dashboard draw what came in
     if n_bad > MAX_PROBLEMS:
         yield Problem(
@@ -318,6 +318,7 @@ def build_summary(
         at = int(np.argmax(np.where(np.isnan(sums.max_k3), -np.inf, sums.max_k3)))
         summary["max_k3"] = float(sums.max_k3[at])
         summary["max_k3_sample"] = int(sample_ids[at])
+        summary["max_k3_position"] = int(sums.argmax_k3[at])
         firsts = np.where(sums.first_diff >= 0, sums.first_diff, np.iinfo(np.int64).max)
         if (sums.first_diff >= 0).any():
             j = int(np.lexsort((sample_ids, firsts))[0])

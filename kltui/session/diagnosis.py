@@ -157,8 +157,32 @@ def _untested_tail(why: dict[str, str]) -> str:
     return "; ".join(f"{h} not tested ({w})" for h, w in why.items())
 
 
+def _import_reading(store: SessionStore, server: str) -> Diagnosis:
+    """An imported file (`kltui import`): its reading as the import computed it (rl/reading.py),
+    never a condition: the file records no cache paths or batches."""
+    for st in store.helpers.values():
+        raw = st.summary.raw if st.server == server and st.summary is not None else {}
+        found = raw.get("rl", {}).get("reading") if isinstance(raw.get("rl"), dict) else None
+        if isinstance(found, dict) and isinstance(found.get("label"), str):
+            evidence = [str(e) for e in found.get("evidence") or []]
+            step, cmd = found.get("next_step"), found.get("next_command")
+            return Diagnosis(
+                server,
+                None,
+                [],
+                found["label"],
+                evidence,
+                [],
+                step if isinstance(step, str) else None,
+                cmd if isinstance(cmd, str) else None,
+            )
+    return Diagnosis(server, None, [], "the file is still being read")
+
+
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     """Condition 0, 1, 2 (or inconclusive) for one server, with evidence and the next step."""
+    if store.config.get("source") == "import":
+        return _import_reading(store, server)
     info = store.identity(server)
     # a helper comparing two engines, not two paths of one, says nothing about 1 vs 2
     states = {

@@ -21,6 +21,7 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
+from kltui.outputs.reports.rl_section import rl_markdown
 from kltui.session.compare import describe_first
 from kltui.session.cross_server import cross_server
 from kltui.session.diagnosis import diagnose
@@ -206,6 +207,7 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         lines.append(f"- **{kind}** {md_text(prob.source)}: {md_text(prob.message)}")
     if len(store.problems) > len(listed):
         lines.append(f"- … and {len(store.problems) - len(listed)} more problems in the recording")
+    lines += rl_markdown(store)
     run_id = f"run {md_text(run.run_id)} · " if run else ""
     lines += ["", f"<sub>{run_id}{timestamp(run_time(store, origin))} · kltui {__version__}</sub>"]
     return "\n".join(lines) + "\n"

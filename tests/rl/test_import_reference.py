@@ -1,0 +1,96 @@
+"""An import of the reference server's own logprobs (decode as the rollout, a fresh prefill as
+the trainer) with offsets planted at known places: kltui finds exactly those, and its figures
+are the owners' formulas on the planted values."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from kltui.cli import main
+from tests.rl.files import header, record, write_jsonl
+from tests.rl.reference_pairs import reference_pairs
+
+# (sample, position, offset added to the trainer's logprob)
+PLANTED = [(1, 7, -0.05), (3, 2, -0.4), (3, 15, 0.0), (4, 20, -0.01)]
+
+
+@pytest.fixture(scope="module")
+def pairs(reference_servers):
+    return reference_pairs(reference_servers.url(deterministic=True))
+
+
+def planted_file(tmp_path, pairs):
+    recs = []
+    for i, p in enumerate(pairs):
+        trainer = list(p["trainer"])
+        for s, pos, off in PLANTED:
+            if s == i:
+                trainer[pos] = min(trainer[pos] + off, 0.0)
+        recs.append(record(p["prompt"], p["ids"], p["rollout"], trainer, id=f"s{i}", step=1))
+    return write_jsonl(
+        tmp_path / "planted.jsonl", recs, first=header(model="kltui-tiny", engine="reference")
+    )
+
+
+def test_the_deterministic_server_agrees_with_itself(pairs):
+    # the fixture's premise: without planted offsets both sides are bit-identical
+    assert all(p["rollout"] == p["trainer"] for p in pairs)
+
+
+def test_the_planted_offsets_are_found_where_they_were_planted(tmp_path, capsys, pairs):
+    path = planted_file(tmp_path, pairs)
+    out = tmp_path / "r.json"
+    code = main(["import", str(path), "--json", str(out), "--gate", "mis_k3_kl<=1"])
+    printed, _ = capsys.readouterr()
+    doc = json.loads(out.read_text())
+    assert code == 0, printed
+    k3 = doc["k3"]
+    real = [(s, pos, off) for s, pos, off in PLANTED if off != 0.0]
+    assert k3["samples_with_difference"] == len({s for s, _, _ in real})
+    # the earliest position over all samples, as every kltui helper reports it
+    assert k3["first_divergence"] == {"sample": 3, "position": 2}
+    assert (k3["max_k3_sample"], k3["max_k3_position"]) == (3, 2)
+    # k3 of one planted token: d = offset, k3 = exp(d) - d - 1; verl's k3_kl is their sum over
+    # every token of the file
+    tokens = sum(len(p["ids"]) for p in pairs)
+    want = sum(math.exp(off) - off - 1 for _, _, off in real) / (tokens + 1e-8)
+    assert doc["verl"]["k3_kl"] == pytest.approx(want, rel=1e-9)
+    assert doc["verl"]["kl"] == pytest.approx(
+        -sum(off for *_, off in real) / (tokens + 1e-8), rel=1e-9
+    )
+    assert doc["reading"]["label"].startswith(
+        "training-inference mismatch in 3 of 6 samples; worst sample 3"
+    )
+    assert any("no condition-1/condition-2 reading" in e for e in doc["reading"]["evidence"])
+    assert doc["by_step"][0]["step"] == 1 and doc["by_step"][0]["samples"] == 6
+
+
+def test_a_failed_gate_exits_1_and_the_reports_say_why(tmp_path, capsys, pairs):
+    path = planted_file(tmp_path, pairs)
+    md, html, junit = tmp_path / "r.md", tmp_path / "r.html", tmp_path / "r.xml"
+    code = main(
+        [
+            "import",
+            str(path),
+            "--gate",
+            "k3_kl<=1e-6",
+            "--md",
+            str(md),
+            "--html",
+            str(html),
+            "--junit",
+            str(junit),
+        ]
+    )
+    printed, _ = capsys.readouterr()
+    assert code == 1
+    assert "gate k3_kl<=1e-06:" in printed and "FAIL" in printed
+    text = md.read_text()
+    assert "| k3\\_kl |" in text and "- gate k3\\_kl" in text and "❌" in text
+    assert "training-inference mismatch in 3 of 6 samples" in text
+    page = html.read_text()
+    assert "verl 0.9.1 rollout_corr/*" in page and "mis_rs_catastrophic_seq_fraction" in page
+    assert "trainer_vs_rollout" in junit.read_text()
