@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from pathlib import Path
 
 from kltui.cli.options import (
     DEMO_SIZES,
@@ -121,10 +122,13 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from kltui.session.recording import read_recording
 
     if args.file is None:
-        from kltui.session.runs import newest
+        from kltui.session.runs import newest_entry
 
-        args.file = str(newest())
-        print(f"kltui replay: newest recording {args.file}", file=sys.stderr)
+        args.file = str(newest_entry())
+        what = "sweep folder" if Path(args.file).is_dir() else "recording"
+        print(f"kltui replay: newest {what} {args.file}", file=sys.stderr)
+    if Path(args.file).is_dir():
+        return _replay_sweep(args)
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
     if args.headless:
         from kltui.console import make_console
@@ -157,10 +161,21 @@ def cmd_replay(args: argparse.Namespace) -> int:
     )
 
 
+def _replay_sweep(args: argparse.Namespace) -> int:
+    """`kltui replay FOLDER`: a `kltui ablate` sweep folder, as `kltui ablate --replay` shows
+    it (the matrix on a terminal, the console with --headless)."""
+    from kltui.cli.ablate import replay as replay_sweep
+
+    args.replay = args.file
+    for name in ("json", "md", "junit", "html"):
+        setattr(args, name, getattr(args, name, None))
+    return replay_sweep(args)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     """Run `kltui runs`: list (or prune) past recordings."""
     from kltui.session.recording import default_runs_dir
-    from kltui.session.runs import human_size, list_runs, prune, table
+    from kltui.session.runs import human_size, list_runs, list_sweeps, prune, sweep_table, table
     from kltui.untrusted import escape_controls
 
     folder = default_runs_dir()
@@ -179,13 +194,22 @@ def cmd_runs(args: argparse.Namespace) -> int:
             print(f"kltui: error: {err}", file=sys.stderr)
         return 1 if errors else 0
     runs = list_runs(folder)
-    if not runs:
+    sweeps = list_sweeps(folder)
+    if not runs and not sweeps:
         print(f"no recordings in {escape_controls(folder)}", file=sys.stderr)
         return 0
-    for line in table(runs, clean=escape_controls):
-        print(line)
-    total = human_size(sum(r.size for r in runs))
-    print(f"{len(runs)} recording(s), {total} in {escape_controls(folder)}", file=sys.stderr)
+    if runs:
+        for line in table(runs, clean=escape_controls):
+            print(line)
+    if sweeps:
+        if runs:
+            print()
+        print("sweep folders (kltui ablate; kltui replay FOLDER opens one):")
+        for line in sweep_table(sweeps, clean=escape_controls):
+            print(line)
+    total = human_size(sum(r.size for r in runs) + sum(s.size for s in sweeps))
+    also = f", {len(sweeps)} sweep folder(s)" if sweeps else ""
+    print(f"{len(runs)} recording(s){also}, {total} in {escape_controls(folder)}", file=sys.stderr)
     return 0
 
 

@@ -134,7 +134,8 @@ def make_parser() -> argparse.ArgumentParser:
         "file",
         metavar="FILE",
         nargs="?",
-        help="a .kltui.jsonl recording (default: the newest in the runs folder; see `kltui runs`)",
+        help="a .kltui.jsonl recording or a `kltui ablate` sweep folder (default: the newest "
+        "in the runs folder; see `kltui runs`)",
     )
     pace = replay.add_mutually_exclusive_group()
     pace.add_argument("--speed", type=number, help="replay at X times the recorded pace")

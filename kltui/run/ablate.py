@@ -293,6 +293,9 @@ class Sweep:
     help_s: float = 0.0
     total_s: float | None = None
     chain: dict | None = None  # `kltui ablate --chain`'s result (dumps/chain.Chain.to_json)
+    # the verdict once the sweep ended ({kind, line, exit_code}), for `kltui runs` to list
+    # without folding every recording
+    verdict: dict | None = None
     created: float = field(default_factory=time.time)
     _t0: float = field(default_factory=time.monotonic, repr=False)
     _stems: set[str] = field(default_factory=set, repr=False)
@@ -376,13 +379,19 @@ class Sweep:
         """`ablation.json` in the sweep folder, replaced whole (a reader never sees half)."""
         path = self.folder / MANIFEST
         tmp = path.with_name(f".{MANIFEST}.tmp")
-        doc = {**self.to_json(), "chain": self.chain}
+        doc = {**self.to_json(), "chain": self.chain, "verdict": self.verdict}
         tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         os.replace(tmp, path)
 
     def finish(self) -> None:
-        """The sweep's wall time is known: written into the manifest."""
+        """The sweep's wall time and verdict are known: written into the manifest."""
         self.total_s = time.monotonic() - self._t0
+        ab = self.reading()
+        self.verdict = {
+            "kind": ab.verdict.kind,
+            "line": ab.verdict.line,
+            "exit_code": self.exit_code(ab),
+        }
         self.write_manifest()
 
 
@@ -672,6 +681,7 @@ def load(folder: str | Path) -> Sweep:
             total_s=doc.get("timing", {}).get("total_s"),
             created=float(doc.get("created") or 0.0),
             chain=doc.get("chain") if isinstance(doc.get("chain"), dict) else None,
+            verdict=doc.get("verdict") if isinstance(doc.get("verdict"), dict) else None,
         )
         for d in doc["configs"]:
             r = ConfigRun(

@@ -1,8 +1,10 @@
-"""Past runs: the recordings in the runs folder, newest first, and their retention.
+"""Past runs: the recordings in the runs folder, newest first, and their retention; and the
+sweep folders of `kltui ablate` in it, each with its configurations.
 
 Listing reads only each file's head (header, RunStarted) and tail (RunFinished), so a folder of
-large recordings lists in milliseconds. Only files that carry a kltui recording header are ever
-listed as runs or pruned.
+large recordings lists in milliseconds; a sweep folder is read from its manifest alone
+(`ablation.json`), never from its recordings. Only files that carry a kltui recording header are
+ever listed as runs or pruned; sweep folders are listed, never pruned.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import orjson
 from kltui.session.recording import FORMAT, RUNS_DIR_ENV, RecordingError, default_runs_dir
 
 SUFFIX = ".kltui.jsonl"
+# a `kltui ablate` sweep folder: its manifest, as run/ablate.py writes it (session/ is below run/)
+SWEEP_MANIFEST = "ablation.json"
+SWEEP_FORMAT = "kltui-ablation"
 KEEP_ENV = "KLTUI_RUNS_KEEP"  # retention: keep only the newest N recordings of the runs folder
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 1 << 20
@@ -104,6 +109,97 @@ def newest(folder: Path | None = None) -> Path:
     raise RecordingError(
         f"no recordings in {folder} (${RUNS_DIR_ENV} moves it); run kltui first or give FILE"
     )
+
+
+@dataclass(frozen=True)
+class SweepFolder:
+    """A `kltui ablate` sweep folder in the runs folder: when, how big, its configurations."""
+
+    path: Path
+    created: float  # the manifest's `created`, else the folder's mtime
+    modified: float
+    size: int  # every file in it
+    mode: str  # launch | attach
+    configs: tuple[tuple[str, str, str | None], ...]  # (name, status, error kind)
+    # the verdict's kind once it ended; else interrupted, or unfinished (running or killed)
+    verdict: str
+
+
+def _text(x: object, default: str = "?") -> str:
+    return x if isinstance(x, str) else default
+
+
+def inspect_sweep(path: Path) -> SweepFolder | None:
+    """A sweep folder as its manifest says (None: not a sweep folder, or its manifest cannot
+    be read)."""
+    try:
+        doc = orjson.loads((path / SWEEP_MANIFEST).read_bytes())
+        st = path.stat()
+        size = sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != SWEEP_FORMAT:
+        return None
+    configs = tuple(
+        (_text(c.get("name")), _text(c.get("status")), c.get("error_kind") or None)
+        for c in doc.get("configs") or ()
+        if isinstance(c, dict)
+    )
+    timing = doc["timing"] if isinstance(doc.get("timing"), dict) else {}
+    said = doc["verdict"] if isinstance(doc.get("verdict"), dict) else {}
+    verdict = "interrupted" if doc.get("interrupted") else _text(said.get("kind"), "")
+    if not verdict:
+        verdict = "unfinished" if timing.get("total_s") is None else "done"
+    created = doc.get("created")
+    return SweepFolder(
+        path,
+        float(created) if isinstance(created, int | float) else st.st_mtime,
+        st.st_mtime,
+        size,
+        _text(doc.get("mode")),
+        configs,
+        verdict,
+    )
+
+
+def list_sweeps(folder: Path | None = None) -> list[SweepFolder]:
+    """The sweep folders in `folder` (default: the runs folder), newest first."""
+    folder = folder or default_runs_dir()
+    try:
+        dirs = [p for p in folder.iterdir() if p.is_dir() and (p / SWEEP_MANIFEST).is_file()]
+    except FileNotFoundError:
+        return []
+    except OSError as e:
+        raise RecordingError(f"{folder}: cannot list sweep folders ({e.strerror})") from None
+    sweeps = [s for p in dirs if (s := inspect_sweep(p)) is not None]
+    return sorted(sweeps, key=lambda s: (s.created, s.path.name), reverse=True)
+
+
+def newest_entry(folder: Path | None = None) -> Path:
+    """The newest valid recording or sweep folder in the runs folder (what `kltui replay`
+    opens without a FILE)."""
+    folder = folder or default_runs_dir()
+    runs = [r for r in list_runs(folder) if r.valid]
+    sweeps = list_sweeps(folder)
+    if sweeps and (not runs or sweeps[0].created >= runs[0].created):
+        return sweeps[0].path
+    return newest(folder)
+
+
+def sweep_table(sweeps: list[SweepFolder], clean=str) -> list[str]:
+    """A line per sweep folder (date, mode and configurations, verdict, size, path), then its
+    configurations and how each ended; `clean` makes manifest strings safe to print."""
+    out = []
+    for s in sweeps:
+        date = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created))
+        what = f"ablate {clean(s.mode)}, {len(s.configs)} configurations"
+        out.append("  ".join([date, what, clean(s.verdict), human_size(s.size), clean(s.path)]))
+        parts = [
+            f"{clean(name)} {clean(status)}" + (f" ({clean(kind)})" if kind else "")
+            for name, status, kind in s.configs
+        ]
+        out.append("    " + " · ".join(parts))
+    return out
 
 
 def to_prune(

@@ -1,0 +1,103 @@
+"""`kltui runs` lists the sweep folders of `kltui ablate` beside the recordings, each with its
+configurations and how they ended; `kltui replay` with no FILE opens the newest of either, and
+`kltui replay FOLDER` reads a sweep folder as `kltui ablate --replay` does (issue 29)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from kltui.ablate.plan import Config
+from kltui.cli import main
+from kltui.run.ablate import FAILED, Sweep
+from kltui.session import runs as runs_mod
+from tests.unit.test_runs import make_runs
+
+SWEEP = Path(__file__).parents[1] / "tui" / "data" / "sweep"  # a real reference-server sweep
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    d = tmp_path / "runs"
+    d.mkdir()
+    monkeypatch.setenv("KLTUI_RUNS_DIR", str(d))
+    monkeypatch.delenv("KLTUI_RUNS_KEEP", raising=False)
+    return d
+
+
+def copy_sweep(folder: Path, name: str, created: float, **manifest) -> Path:
+    """The committed sweep folder under `name`, its manifest's `created` (and more) set."""
+    out = folder / name
+    shutil.copytree(SWEEP, out)
+    doc = orjson.loads((out / "ablation.json").read_bytes())
+    doc.update(created=created, **manifest)
+    (out / "ablation.json").write_bytes(orjson.dumps(doc))
+    return out
+
+
+def test_runs_lists_sweep_folders_with_their_configurations(folder, capsys):
+    paths = make_runs(folder)  # recordings of 2026-01-01 .. 03
+    new = copy_sweep(folder, "ablate-new", 1767225600.0 + 5 * 86400, verdict={"kind": "localized"})
+    old = copy_sweep(folder, "ablate-old", 1767225600.0)  # written before manifests said it
+    (folder / "dumps").mkdir()  # a folder that is not a sweep is not listed
+    assert main(["runs"]) == 0
+    out = capsys.readouterr()
+    lines = out.out.splitlines()
+    assert [ln.rsplit(" ", 1)[1] for ln in lines[1:4]] == [paths[2], paths[1], paths[0]]
+    at = lines.index("sweep folders (kltui ablate; kltui replay FOLDER opens one):")
+    sweeps = lines[at + 1 :]
+    assert (
+        sweeps[0].endswith(str(new)) and "ablate launch, 4 configurations  localized" in sweeps[0]
+    )
+    assert sweeps[1] == (
+        "    base measured · deterministic=on measured · cuda-graph=off measured · "
+        "page-size=0 failed (exited)"
+    )
+    assert sweeps[2].endswith(str(old)) and "4 configurations  done  " in sweeps[2]
+    assert len(sweeps) == 4
+    assert "3 recording(s), 2 sweep folder(s)" in out.err
+
+
+def test_a_sweep_killed_mid_way_lists_as_unfinished_and_one_interrupted_says_so(folder):
+    copy_sweep(folder, "ablate-a", 10.0, timing={"total_s": None})
+    copy_sweep(folder, "ablate-b", 20.0, interrupted=True)
+    b, a = runs_mod.list_sweeps(folder)
+    assert (a.verdict, b.verdict) == ("unfinished", "interrupted")
+    (folder / "ablate-a" / "ablation.json").write_text("{ cut")  # half written: not listed
+    assert [s.path.name for s in runs_mod.list_sweeps(folder)] == ["ablate-b"]
+
+
+def test_a_finished_sweep_writes_its_verdict_into_the_manifest(tmp_path):
+    sweep = Sweep(tmp_path, "launch")
+    sweep.add([Config("base"), Config("tp=2", {"tp": "2"})])
+    sweep.runs[0].failed("base: exited with code 1 before it was healthy", "exited")
+    assert sweep.runs[0].status == FAILED
+    sweep.finish()
+    doc = orjson.loads((tmp_path / "ablation.json").read_bytes())
+    assert doc["verdict"]["kind"] == "inconclusive" and doc["verdict"]["exit_code"] == 3
+    assert runs_mod.inspect_sweep(tmp_path).verdict == "inconclusive"
+
+
+def test_replay_without_a_file_opens_the_newest_sweep_folder(folder, capsys):
+    make_runs(folder)
+    new = copy_sweep(folder, "ablate-new", 1767225600.0 + 5 * 86400)
+    assert main(["replay", "--headless"]) == 0  # localized: the sweep's own exit code
+    out = capsys.readouterr()
+    assert f"kltui replay: newest sweep folder {new}" in out.err
+    assert "localized: deterministic=on removes match's divergence" in out.out
+    # an older sweep than the newest recording: the recording is the newest
+    shutil.rmtree(new)
+    copy_sweep(folder, "ablate-old", 1.0)
+    assert main(["replay", "--headless"]) == 3
+    assert "newest recording " in capsys.readouterr().err
+
+
+def test_replay_of_a_folder_that_is_not_a_sweep_is_one_line(folder, capsys):
+    (folder / "empty").mkdir()
+    assert main(["replay", "--headless", str(folder / "empty")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("ablation.json: no sweep manifest (is this a kltui ablate folder?)")
+    assert "\n" not in err
