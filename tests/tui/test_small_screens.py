@@ -8,6 +8,7 @@ import pytest
 from kltui.session.diagnosis import diagnose
 from kltui.tui.widgets.diagnosis import DiagnosisBar, clause_cuts
 from kltui.tui.widgets.footer import KltuiFooter
+from kltui.tui.widgets.samples import SampleTable
 from tests.tui.kit import drawn, replayed
 from tests.tui.test_snapshots import FAULT, NOISE, replay
 
@@ -146,3 +147,22 @@ async def test_the_heatmap_legend_is_whole_on_screen(size):
         for part in ("k3 ", " 0 ", "<1e-12", "≥1e0", "decoded", "◆ 1st div"):
             assert part in text, (part, text)
         assert text.rstrip().endswith("non-finite" if size[0] >= 200 else "nan"), text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_every_sample_column_is_on_screen(size):
+    # issue 33 item 2: @pos, 1st div and tail were past the table's right edge at 120x40
+    app = replay(FAULT)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        table = app.query_one(SampleTable)
+        assert table.max_scroll_x == 0, table.virtual_size
+        rows = drawn(table).splitlines()
+        header = rows[1]
+        for label in ("sample", "tokens", "prompt", "cached", "mean k3", "max k3", "@pos"):
+            assert label in header, (label, header)
+        assert header.rstrip("│ ▁▂▃▄▅▆▇█").endswith("1st div tail"), header
+        st = app.selected_state()
+        m = st.book.samples[0].metrics
+        first = rows[2].strip("│ ▁▂▃▄▅▆▇█").split()
+        assert first[-3:] == [str(m.argmax_k3), str(m.first_divergence), str(m.n_tail)], rows[2]

@@ -15,16 +15,18 @@ from kltui.tui import heat
 
 # (key, label, width). Fixed widths: measuring a live column on every update costs the whole
 # column each time (quadratic over a run), and fixed columns do not jump while data arrives.
+# Each width has its one column of space between cells (the table has no cell padding): all
+# ten fit the 70 columns the table has beside the counters at 120x40 and within 80x24.
+# A sample being decoded or skipped says so in its mean k3 cell (it has no k3 yet).
 COLUMNS = (
-    ("sample", "sample", 6),
-    ("status", "status", 8),
-    ("length", "tokens", 6),
-    ("prompt", "prompt", 6),
-    ("cached", "cached", 6),
-    ("mean", "mean k3", 10),
-    ("max", "max k3", 10),
-    ("argmax", "@pos", 5),
-    ("first", "1st div", 7),
+    ("sample", "sample", 7),
+    ("length", "tokens", 7),
+    ("prompt", "prompt", 7),
+    ("cached", "cached", 7),
+    ("mean", "mean k3", 11),
+    ("max", "max k3", 11),
+    ("argmax", "@pos", 6),
+    ("first", "1st div", 8),
     ("tail", "tail", 5),
 )
 # sort id -> (label, descending); the cycle order of the sort key
@@ -56,7 +58,7 @@ class SampleTable(DataTable):
     ]
 
     def __init__(self, **kw) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=True, **kw)
+        super().__init__(cursor_type="row", zebra_stripes=True, cell_padding=0, **kw)
         self.state: HelperState | None = None
         self.run_gen = -1
         self.sort_by = "sample"
@@ -136,7 +138,7 @@ class SampleTable(DataTable):
             n = st.decoded_len.get(s, 0)
             values.update(length=n)
             self._values[s] = values
-            return [Text(str(s)), status, Text(str(n), style="dim"), "", "", "", "", "", "", ""]
+            return [Text(str(s)), Text(str(n), style="dim"), "", "", status, "", "", "", ""]
         m = scored.metrics
         values.update(
             mean=m.mean_k3,
@@ -150,7 +152,6 @@ class SampleTable(DataTable):
         tail = f"{m.n_tail}" if m.n_tail else "0"
         return [
             Text(str(s), style="bold"),
-            Text("scored"),
             Text(str(m.n_tokens)),
             Text(str(scored.prompt_len)),
             Text(str(scored.cached_tokens)),
