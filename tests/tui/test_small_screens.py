@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kltui.session.diagnosis import diagnose
+from kltui.session.helper_view import HelperView
+from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar, clause_cuts
 from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.samples import SampleTable
@@ -166,3 +168,16 @@ async def test_every_sample_column_is_on_screen(size):
         m = st.book.samples[0].metrics
         first = rows[2].strip("│ ▁▂▃▄▅▆▇█").split()
         assert first[-3:] == [str(m.argmax_k3), str(m.first_divergence), str(m.n_tail)], rows[2]
+
+
+async def test_the_gate_source_is_read_in_full_in_the_counters():
+    # issue 33 item 4: "gate from default 0.002 (SGLang CI…" was always cut
+    app = replay(NOISE)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, app)
+        st = app.selected_state()
+        label = HelperView.of(st, app.summaries.get(st)).threshold_source.label
+        rows = [r.strip("│").strip() for r in drawn(app.query_one(Counters)).splitlines()[1:-1]]
+        at = next(i for i, r in enumerate(rows) if r.startswith("gate from "))
+        text = " ".join(rows[at:]).removeprefix("gate from ")
+        assert text.startswith(label) and "…" not in text, (label, rows)

@@ -95,7 +95,8 @@ class Counters(Static):
             if note:
                 notes.append(safe(f"⚠ {note}", style=bad, limit=200))
         if v.threshold_source is not None:
-            source = safe(v.threshold_source.label, style="dim")
-            source.no_wrap, source.overflow = True, "ellipsis"
-            grid.add_row("gate from", source)
+            # wrapped under the figures: a grid cell cut it ("default 0.002 (SGLang CI…")
+            source = Text("gate from ", style="dim")
+            source.append_text(safe(v.threshold_source.label))
+            notes.insert(0, source)
         self.update(Group(grid, *notes))
