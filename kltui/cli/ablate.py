@@ -40,6 +40,28 @@ and the manifest ablation.json, go to one sweep folder (ablate-<id>/ in the runs
 --folder DIR). No server outlives kltui, however it ends."""
 
 
+def join_raw_varies(argv: list[str]) -> list[str]:
+    """`--vary "--flag=1,8"` as `--vary=--flag=1,8`: argparse reads a value that starts with
+    `--` as an option of its own ("expected one argument"), and a raw flag is such a value."""
+    out: list[str] = []
+    words = iter(argv)
+    for w in words:
+        if w == "--":
+            out += [w, *words]
+            break
+        if w == "--vary":
+            nxt = next(words, None)
+            if nxt is None:
+                out.append(w)
+            elif nxt.startswith("-") and "=" in nxt:
+                out.append(f"--vary={nxt}")
+            else:
+                out += [w, nxt]
+            continue
+        out.append(w)
+    return out
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
     """The `ablate` subcommand on `kltui`'s subparsers."""
     p = sub.add_parser(

@@ -26,6 +26,10 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["tui", *argv]
     if argv and argv[0] == "web":
         return _web(argv[1:])
+    if argv and argv[0] == "ablate":
+        from kltui.cli.ablate import join_raw_varies
+
+        argv = join_raw_varies(argv)  # --vary "--raw-flag=1,8": a value that looks like an option
     parser = make_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # name the subcommand they were given to, not bare `kltui`

@@ -1,0 +1,40 @@
+"""`kltui ablate --vary "--raw-flag=V1,V2"` (issue 29: any raw flag is a knob): the value starts
+with `--`, which argparse would read as an option of its own."""
+
+from __future__ import annotations
+
+from kltui.cli.ablate import join_raw_varies
+from kltui.cli.commands import main
+
+
+def test_a_raw_flag_after_vary_is_kept_as_its_value():
+    argv = ["ablate", "--vary", "--triton-attention-num-kv-splits=1,8", "--vary", "tp=2"]
+    assert join_raw_varies(argv) == [
+        "ablate",
+        "--vary=--triton-attention-num-kv-splits=1,8",
+        "--vary",
+        "tp=2",
+    ]
+    # an option after --vary without a value is left for argparse to refuse; after `--` nothing
+    assert join_raw_varies(["ablate", "--vary", "--pairs"]) == ["ablate", "--vary", "--pairs"]
+    assert join_raw_varies(["ablate", "--", "--vary", "--x=1"]) == [
+        "ablate",
+        "--",
+        "--vary",
+        "--x=1",
+    ]
+
+
+def test_a_raw_flag_the_server_does_not_have_is_refused_by_name(tmp_path, capsys):
+    # the reference server's own --help is read: it has no --triton-attention-num-kv-splits
+    code = main(
+        [
+            "ablate", "--headless", "--launch", "python -m kltui.reference serve",
+            "--vary", "--triton-attention-num-kv-splits=1,8", "--folder", str(tmp_path / "s"),
+        ]
+    )  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert err.startswith("kltui: error: --vary '--triton-attention-num-kv-splits=1,8': ")
+    assert "--triton-attention-num-kv-splits" in err and "no " in err
+    assert not (tmp_path / "s").exists()
