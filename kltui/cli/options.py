@@ -181,6 +181,43 @@ def add_run_options(
     )
     p.add_argument("--no-record", action="store_true", help="do not record this run")
     p.add_argument("--json", metavar="FILE", help="write the JSON result")
+    add_stress_options(p)
+
+
+def add_stress_options(p: argparse.ArgumentParser) -> None:
+    """--stress LEVEL and --batch-sizes (issue 32): state bugs that need load."""
+    from kltui.run.stress_levels import LEVELS
+
+    p.add_argument(
+        "--stress",
+        choices=tuple(LEVELS),
+        metavar="LEVEL",
+        help="run twice, quiet and then under bounded background traffic at the same server "
+        "(shared prefixes, pool-filling prompts, aborts, streams, more requests than it runs "
+        "at once), and compare per sample: bit for bit on a deterministic server, else the "
+        "paired test. Levels: " + "; ".join(f"{k}: {v.help}" for k, v in LEVELS.items()),
+    )
+    p.add_argument(
+        "--batch-sizes",
+        metavar="N,N,...",
+        help="after the helpers, score the same prompts at each of these concurrencies (e.g. "
+        "1,8,32) and report the smallest at which any token changes, per helper",
+    )
+
+
+def apply_stress_options(args: argparse.Namespace, cfg) -> None:
+    """--stress and --batch-sizes into the RunConfig, checked."""
+    if getattr(args, "stress", None):
+        cfg.stress = args.stress
+    spec = getattr(args, "batch_sizes", None)
+    if spec is not None:
+        try:
+            sizes = [int(x) for x in spec.split(",") if x.strip()]
+        except ValueError:
+            sizes = []
+        if not sizes or any(n < 1 for n in sizes):
+            raise UsageError(f"--batch-sizes {spec!r}: give positive integers like 1,8,32")
+        cfg.batch_sizes = sorted(set(sizes))
 
 
 def check_numbers(args: argparse.Namespace) -> None:
@@ -332,6 +369,7 @@ def build_config(args: argparse.Namespace):
         cfg.fleet_require = args.fleet_require
     if getattr(args, "concurrency", None) is not None:
         cfg.concurrency = args.concurrency
+    apply_stress_options(args, cfg)
     if cfg.fleet_require != "gate" and not cfg.router:
         raise UsageError(
             f"--fleet-require {cfg.fleet_require} needs a fleet: give --router HOST:PORT "

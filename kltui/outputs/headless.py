@@ -45,7 +45,8 @@ from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import model_check, server_facts
 from kltui.session.store import SessionStore, helper_key
-from kltui.untrusted import console_markup, one_line, safe
+from kltui.session.stress import StressReading
+from kltui.untrusted import console_markup, escape_controls, one_line, safe
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -360,13 +361,17 @@ class ConsoleRuns:
     """The console as a view of the run driver (`run/driver.RunView`): each run's progress and
     verdict as it goes (the whole report when there is one run), the recording's path after it."""
 
-    def __init__(self, console: Console, repeat: int = 1) -> None:
-        self.console, self.repeat = console, repeat
+    def __init__(self, console: Console, repeat: int = 1, stress: str | None = None) -> None:
+        self.console, self.repeat, self.stress = console, repeat, stress
         self.view: HeadlessView | None = None
 
     def start_run(self, run_no: int) -> SessionStore:
         """A fresh store, and its progress display."""
-        if self.repeat > 1:
+        if self.stress:
+            # --stress: runs alternate quiet, stressed (run/driver.RunDriver.stress_next)
+            what = "quiet" if run_no % 2 else f"under --stress {self.stress}"
+            self.console.print(f"[bold]run {run_no}: {what}[/]")
+        elif self.repeat > 1:
             self.console.print(f"[bold]run {run_no}/{self.repeat}[/]")
         store = SessionStore()
         self.view = HeadlessView(store, self.console)
@@ -383,6 +388,8 @@ class ConsoleRuns:
             self.view.finish(self.repeat == 1)
         if outcome.recording is not None:
             self.console.print(f"recording: {console_markup(outcome.recording)}")
+        if outcome.stress is not None:
+            print_stress(self.console, outcome.stress)
 
     def retrying(self, seconds: int | None, attempt: int) -> None:
         """`kltui check` does not retry a server that is down: it reports it (exit 3)."""
@@ -402,7 +409,7 @@ async def run_check(
     run, then each re-run's comparison; the JSON adds "repeat" with every run's verdict and
     equality. `extra_outputs(store, reruns)` writes the other reports."""
     console = console or make_console()
-    view = ConsoleRuns(console, repeat)
+    view = ConsoleRuns(console, repeat, cfg.stress)
     driver = RunDriver(cfg, record=record_path)
     try:
         with cancel_on_signals():
@@ -428,12 +435,25 @@ def _after_runs(
             head, _, tail = line.partition(": ")
             console.print(Text.assemble((head + ": ", "bold"), (tail, style)), soft_wrap=True)
     if json_path:
-        extra = None
+        extra: dict | None = None
         if repeat > 1:
             extra = {"repeat": repeat_section([r.store for r in runs], equality, repeat)}
+        readings = [r.stress for r in runs if r.stress is not None]
+        if readings:
+            extra = (extra or {}) | {"stress": readings[-1].to_json()}
         write_json(store, json_path, extra)
     if extra_outputs:
         extra_outputs(store, reruns)
+
+
+def print_stress(console: Console, reading: StressReading) -> None:
+    """The quiet-vs-stressed reading: its verdict, each helper, the traffic (all escaped: a
+    helper name or URL comes from a recording or a server)."""
+    style = {"state bug under load": "bold red", "clean": "green"}.get(reading.verdict, "yellow")
+    head, *rest = reading.lines()
+    console.print(Text(escape_controls(head), style=style), soft_wrap=True)
+    for line in rest:
+        console.print(Text("  · " + escape_controls(line)), soft_wrap=True)
 
 
 def rerun_line(eq: RerunEquality, run_no: int) -> str:

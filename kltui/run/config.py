@@ -21,10 +21,12 @@ from kltui.metrics.presets import (
     ThresholdSource,
 )
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
+from kltui.run.stress_levels import LEVELS as STRESS_LEVEL_TABLE
 from kltui.session.fleet import DEFAULT_FLEET_REQUIRE, FLEET_REQUIRE
 
 STREAM_CHUNKS = 16
 DEFAULT_FLEET_CONCURRENCY = 4
+STRESS_LEVELS = tuple(STRESS_LEVEL_TABLE)  # --stress (run/stress_levels.py)
 
 
 class ConfigError(FileLineError):
@@ -113,6 +115,12 @@ class RunConfig:
     # servers measured at once in one run (1: one after the other); each server's helpers still
     # run one after the other, and a server that fails does not stop the others
     concurrency: int = 1
+    # --stress LEVEL (run/stress.py): a session of two runs, quiet then under background
+    # traffic, compared per sample (session/stress.py); `stressed` marks the second
+    stress: str | None = None
+    stressed: bool = False
+    # --batch-sizes 1,8,32 (run/batch_probe.py): the same prompts scored at each concurrency
+    batch_sizes: list[int] | None = None
     # `kltui ablate`'s section of a config file; how a sweep is laid out, not what one run
     # measures, so it is never recorded
     ablate: AblateSection | None = field(default=None, repr=False)
@@ -189,6 +197,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "tokenizer": ((str,), "a tokenizer folder or a model name in the local Hugging Face cache"),
     "allow_different_models": ((bool,), "true or false"),
     "concurrency": ((int,), "a positive integer"),
+    "stress": ((str, type(None)), f"one of {', '.join(STRESS_LEVELS)} or null"),
 }
 _LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
 _MAPS = {"keymap", "fleet", "ablate"}
@@ -415,6 +424,7 @@ def _check_range(path: str, key: str, value: Any, node: yaml.Node) -> None:
         or (key in ("top_k", "extras") and value < 0)
         or (key == "stream_interval" and value is not None and value <= 0)
         or (key == "preset" and value not in PRESETS)
+        or (key == "stress" and value is not None and value not in STRESS_LEVELS)
     )
     if bad:
         raise ConfigError(path, f"'{key}' must be {_SCALARS[key][1]}, got {value!r}", _line(node))

@@ -37,6 +37,8 @@ from kltui.session.consume import pump
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
 from kltui.session.recording import Recorder
 from kltui.session.store import SessionStore
+from kltui.session.stress import StressReading, is_stressed
+from kltui.session.stress import read as read_stress
 
 RETRY_FIRST_S = 1
 RETRY_MAX_S = 30
@@ -123,6 +125,8 @@ class RunOutcome:
     error: BaseException | None = None
     # bit equality with the session's previous run (session/compare.rerun_equality), if any
     equality: RerunEquality | None = None
+    # --stress: the stressed run against the quiet one before it (session/stress.py)
+    stress: StressReading | None = None
 
     @property
     def verdict(self) -> str | None:
@@ -130,9 +134,15 @@ class RunOutcome:
         return self.store.finished.verdict if self.store.finished else None
 
     @property
+    def verdicts(self) -> list[str | None]:
+        """The run's verdict, and "fail" for a state bug under --stress (its quiet run and
+        its stressed run may both pass their gates)."""
+        return [self.verdict] + (["fail"] if self.stress and self.stress.state_bug else [])
+
+    @property
     def exit_code(self) -> int:
         """This run alone as a process exit code."""
-        return session_exit([self.verdict], interrupted=self.interrupted)
+        return session_exit(self.verdicts, interrupted=self.interrupted)
 
 
 @dataclass
@@ -145,7 +155,9 @@ class SessionOutcome:
     @property
     def exit_code(self) -> int:
         """The process exit code: 130 when interrupted, else the worst run's."""
-        return session_exit([r.verdict for r in self.runs], interrupted=self.interrupted)
+        return session_exit(
+            [v for r in self.runs for v in r.verdicts], interrupted=self.interrupted
+        )
 
     @property
     def last(self) -> RunOutcome | None:
@@ -212,11 +224,19 @@ class RunDriver:
         self._pending: LazyRecorder | None = None
         # the session going on now: what ran so far, also when a fault ends it
         self.outcome = SessionOutcome()
+        self._quiet: SessionStore | None = None  # --stress: the quiet run waiting for its pair
+
+    @property
+    def stress_next(self) -> bool:
+        """With --stress, whether the next run is the stressed one (runs alternate: quiet,
+        stressed, quiet, ...; each stressed run is read against the quiet one before it)."""
+        return bool(self.cfg.stress) and self._quiet is not None
 
     def events(self) -> AsyncIterator[Event]:
         """One run's event stream (run_session with this driver's settings)."""
         self.kept = [] if self.keep_runs else None
-        return run_session(self.cfg, self.before_flush, live_view=self.live_view, keep=self.kept)
+        cfg = dataclasses.replace(self.cfg, stressed=True) if self.stress_next else self.cfg
+        return run_session(cfg, self.before_flush, live_view=self.live_view, keep=self.kept)
 
     def _recorder(self) -> LazyRecorder | Recorder | None:
         path = nth_recording(self.record, self.recorded + 1)
@@ -273,6 +293,19 @@ class RunDriver:
         """A run that reached a server takes its number, compared with the one before."""
         if outcome.counted:
             outcome.equality = self.reruns.add(outcome.store)
+            self._pair(outcome)
+
+    def _pair(self, outcome: RunOutcome) -> None:
+        """--stress: a quiet run waits for its stressed one, which is read against it."""
+        if not self.cfg.stress:
+            return
+        store = outcome.store
+        if is_stressed(store):
+            if self._quiet is not None and store.finished and self._quiet.finished:
+                outcome.stress = read_stress(self._quiet, store, self.cfg.stress)
+            self._quiet = None
+        else:
+            self._quiet = store if store.finished else None
 
     async def run(self, view: RunView, events: EventSource | None = None) -> RunOutcome:
         """One run (with `retry_connect`: retried until a server answers); cancellation ends it
@@ -304,7 +337,8 @@ class RunDriver:
         the session as interrupted instead of propagating. A fault that broke a run is
         re-raised once the view has ended it."""
         out = self.outcome = SessionOutcome()
-        for _ in range(repeat):
+        # --stress: each repeat is a quiet run and a stressed one
+        for _ in range(repeat * (2 if self.cfg.stress else 1)):
             try:
                 outcome = await self.run(view)
             except asyncio.CancelledError:

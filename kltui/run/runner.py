@@ -396,7 +396,9 @@ async def _run(
             return helper_context(cfg, spec, c, info, pset, live_view, tok)
 
         # a server that breaks in an unforeseen way is one fatal Problem; the others go on
-        return lambda: guarded(c.url, _server_helpers(cfg, c, specs, ctx_of, tally))
+        return lambda: guarded(
+            c.url, _stressed(cfg, c, info, pset, _server_helpers(cfg, c, specs, ctx_of, tally))
+        )
 
     plan = _plan(cfg, found.live)
     # a fleet's workers run at once (at most --fleet-concurrency); the baseline's entry, which
@@ -413,6 +415,33 @@ async def _run(
             tally.fatal = tally.fatal or (isinstance(ev, Problem) and ev.fatal)
             yield ev
     yield RunFinished({"helpers": len(tally.summaries)}, verdict_of(tally.summaries, tally.fatal))
+
+
+def _stressed(
+    cfg: RunConfig,
+    c: SGLangClient,
+    info: dict,
+    pset: PromptSet,
+    inner: AsyncIterator[Event],
+) -> AsyncIterator[Event]:
+    """One server's helpers; in the stressed run of --stress, with its background traffic
+    (run/stress.py), seeded by the run's seed and the server's place."""
+    if not (cfg.stress and cfg.stressed):
+        return inner
+    from kltui.run.stress import Traffic, under_load
+    from kltui.run.stress_levels import LEVELS
+
+    traffic = Traffic(
+        c.url,
+        LEVELS[cfg.stress],
+        list(pset.ids),
+        info,
+        seed=cfg.seed + cfg.servers.index(c.url) if c.url in cfg.servers else cfg.seed,
+        max_new_tokens=cfg.max_new_tokens,
+        api_key=cfg.server_api_key(),
+        timeout=cfg.request_timeout,
+    )
+    return under_load(traffic, inner)
 
 
 def _needs_separator(cfg: RunConfig) -> list[str]:

@@ -145,6 +145,24 @@ class Problem:
 
 
 @dataclass(frozen=True, slots=True)
+class StressTick:
+    """`--stress` background traffic at one server, counted at one moment of its helpers.
+
+    `moment` is "start" (its `counts` carry the level's `plan` and bounds), "<helper>/<phase>"
+    when a helper enters a phase (the traffic pauses for "flush"), "<helper>/done", and "end"
+    (with `server`: the server's own counters since start, retractions and evicted tokens,
+    None where /metrics is not served). Counts are cumulative since start (run/stress.py), so
+    the difference of two ticks is what the traffic did in between.
+    """
+
+    server: str
+    level: str
+    moment: str
+    counts: dict[str, Any]
+    at: float | None = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The run ended, with its verdict."""
 
@@ -162,6 +180,7 @@ Event = (
     | HelperFinished
     | ExtrasFetched
     | Problem
+    | StressTick
     | RunFinished
 )
 
@@ -177,6 +196,7 @@ EVENT_TYPES: dict[str, type] = {
         HelperFinished,
         ExtrasFetched,
         Problem,
+        StressTick,
         RunFinished,
     )
 }

@@ -20,7 +20,8 @@ from kltui.session.events import Event
 
 FORMAT = "kltui-recording"
 # 2: ExtrasFetched events, `at` times, f4/i2 array codes (a version-1 reader refuses these)
-VERSION = 2
+# 3: StressTick events (--stress)
+VERSION = 3
 RUNS_DIR_ENV = "KLTUI_RUNS_DIR"
 
 

@@ -29,6 +29,7 @@ from kltui.session.events import (
     RunStarted,
     SampleScored,
     SampleSkipped,
+    StressTick,
     TokensDecoded,
 )
 
@@ -164,6 +165,8 @@ class SessionStore:
         self.replay = False
         # token id -> text, from samples scored with token text (for drill-downs)
         self.token_text: dict[int, str] = {}
+        # --stress background traffic, in order (session/stress.py reads them)
+        self.stress: list[StressTick] = []
 
     @property
     def config(self) -> RecordedConfig:
@@ -274,6 +277,8 @@ class SessionStore:
                     for st in self.helpers.values():
                         if st.helper == event.helper and st.summary is None:
                             st.phase = "error"
+            case StressTick():
+                self.stress.append(event)
             case RunFinished():
                 self.finished = event
         return None

@@ -360,6 +360,7 @@ def json_report(store: SessionStore) -> dict:
             "fleet": None if (fl := fleet(store)) is None else fl.to_json(),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
+            "stress": None,  # `check --stress LEVEL` fills it in (session/stress.py)
         }
     )
 

@@ -1,0 +1,401 @@
+"""`--stress LEVEL`: bounded background traffic at a server while its helpers run (issue 32).
+
+Many state bugs need load: an eviction under memory pressure, a retraction, a chunked prefill at
+its boundary, a prefix restored while other requests write the pool. While the helpers of a
+stressed run measure, `Traffic` sends requests of its own at the same server:
+- `shared`: a helper prompt's first half and other ids, with prompt logprobs (another request's
+  prompt logprobs on a shared prefix);
+- `reuse`: a helper prompt exactly, decoding a few tokens (a radix hit on the helper's prefix);
+  sent again later, a hit shorter than before is an eviction observed;
+- `long`: other ids sized to fill the KV pool (radix eviction) and cross the chunked-prefill
+  budget (a chunk boundary);
+- `abort`: a streamed decode closed after its first chunk (an abort mid-decode);
+- `stream`: a streamed decode read to its end.
+`concurrency` of them run at once; the heavy level goes above the server's
+max_running_requests, so the scheduler queues, and retracts where memory runs short.
+
+Bounded: at most `requests` requests and `seconds` of sending, then the helpers go on quiet (the
+counts say when it stopped). Flushes: a helper flushes between phases and SGLang refuses to
+flush a busy server, so traffic pauses (its requests aborted) when a helper enters `flush` and
+resumes, primed with requests in flight, when the next phase starts. Counted: every request by
+kind, completions, aborts, errors, evictions observed, and the server's own retraction and
+eviction counters from /metrics where it serves them (SGLang with --enable-metrics). Each count
+goes into the stream as a cumulative `StressTick` at every phase of the helpers, so a reading
+can say what the traffic did during the phase where a sample diverged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import numpy as np
+
+from kltui.helpers.registry import HELPERS
+from kltui.run.stress_levels import StressLevel
+from kltui.session.events import Event, HelperFinished, PhaseChanged, StressTick
+
+KINDS = ("shared", "reuse", "long", "abort", "stream")
+PRIME_S = 2.0  # at most this long to get the first requests of a phase in flight
+METRICS_TIMEOUT_S = 5.0
+
+
+def read_metrics(text: str) -> dict[str, float]:
+    """The counters a stressed run reports, from Prometheus text: retractions (SGLang names
+    its counter sglang:num_retracted_requests_total, older ones ..._reqs_total; like SGLang's
+    own cache consistency test, any `*retracted_req*_total` counts) and evicted tokens
+    (sglang:evicted_tokens_total)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, rest = line.partition("{") if "{" in line else line.partition(" ")
+        value = rest.rsplit(" ", 1)[-1] if rest else ""
+        try:
+            v = float(value)
+        except ValueError:
+            continue
+        if "retracted_req" in name and name.endswith("_total"):
+            out["retractions"] = out.get("retractions", 0.0) + v
+        elif name.endswith("evicted_tokens_total"):
+            out["evicted_tokens"] = out.get("evicted_tokens", 0.0) + v
+    return out
+
+
+@dataclass
+class _Counts:
+    sent: int = 0
+    completed: int = 0
+    aborted: int = 0  # closed by kltui on purpose (abort requests, pauses)
+    errors: int = 0
+    prompt_tokens: int = 0
+    by_kind: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
+    max_in_flight: int = 0
+    evictions_observed: int = 0
+    last_error: str | None = None
+
+
+class Traffic:
+    """The background traffic at one server during one stressed run."""
+
+    def __init__(
+        self,
+        url: str,
+        level: StressLevel,
+        prompts: list[np.ndarray],
+        info: dict,
+        *,
+        seed: int,
+        max_new_tokens: int,
+        api_key: str | None = None,
+        timeout: float = 600.0,
+    ) -> None:
+        self.url, self.level = url.rstrip("/"), level
+        self.prompts = [np.asarray(p, dtype=np.int64).tolist() for p in prompts if len(p)]
+        pool = [t for p in self.prompts for t in p]
+        self.vocab = sorted(set(pool)) or [0]
+        self.rng = random.Random(seed)
+        self.max_new = max_new_tokens
+        running = int(info.get("max_running_requests") or 0)
+        self.concurrency = level.concurrency or max(1, min(running or 64, 256) + 8)
+        ctx = int(info.get("context_length") or info.get("max_req_input_len") or 4096)
+        pool_tokens = int(info.get("max_total_tokens") or info.get("max_total_num_tokens") or 0)
+        chunk = int(info.get("chunked_prefill_size") or 0)
+        cap = max(16, min(ctx - 16, level.long_max))
+        want = int(level.long_pool * pool_tokens) if pool_tokens else cap
+        if chunk > 0:
+            want = max(want, int(chunk * 0.75))  # a waiting long prompt pushes a step past it
+        self.long_tokens = max(16, min(cap, want))
+        self.page = max(1, int(info.get("page_size") or 1))
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=30.0),
+            headers=headers,
+            limits=httpx.Limits(max_connections=self.concurrency + 4),
+        )
+        self.counts = _Counts()
+        self.in_flight = 0
+        self.stopped: str | None = None  # "requests" | "seconds" | "stopped"
+        self._sent_inputs: list[tuple[list[int], int]] = []  # reuse candidates: ids, cached
+        self._next = 0
+        self._open = asyncio.Event()
+        self._workers: list[asyncio.Task] = []
+        self._calls: set[asyncio.Task] = set()
+        self._admitted = 0
+        self._t0 = 0.0
+        self._metrics0: dict[str, float] | None = None
+        self.metrics_note: str | None = None
+        # while a helper's path must be cold (match's decode), no request shares its prompts
+        self.cold = False
+        self._firsts = {p[0] for p in self.prompts if p}
+
+    # ---- the plan, as the first tick says it ----
+
+    def plan(self) -> dict[str, Any]:
+        """What this level sends at this server, with its bounds."""
+        lvl = self.level
+        return {
+            "concurrency": self.concurrency,
+            "max_requests": lvl.requests,
+            "max_seconds": lvl.seconds,
+            "long_tokens": self.long_tokens,
+            "kinds": list(KINDS),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """The counts so far (cumulative), JSON-safe."""
+        c = self.counts
+        return {
+            "sent": c.sent,
+            "completed": c.completed,
+            "aborted": c.aborted,
+            "errors": c.errors,
+            "in_flight": self.in_flight,
+            "max_in_flight": c.max_in_flight,
+            "prompt_tokens": c.prompt_tokens,
+            "by_kind": dict(c.by_kind),
+            "evictions_observed": c.evictions_observed,
+            "stopped": self.stopped,
+            "last_error": c.last_error,
+            "elapsed_s": round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
+        }
+
+    def tick(self, moment: str, **extra: Any) -> StressTick:
+        """The counts now, as the event the stream carries."""
+        return StressTick(self.url, self.level.name, moment, self.snapshot() | extra)
+
+    # ---- lifecycle ----
+
+    async def start(self) -> StressTick:
+        """Reads the server's counters and starts the workers (paused until a phase)."""
+        self._t0 = time.monotonic()
+        self._metrics0 = await self._metrics()
+        self._workers = [asyncio.create_task(self._worker()) for _ in range(self.concurrency)]
+        return self.tick("start", plan=self.plan(), metrics=self._metrics0 is not None)
+
+    async def pause(self) -> None:
+        """No new requests; those in flight are closed (the server aborts them)."""
+        self._open.clear()
+        calls = list(self._calls)
+        for t in calls:
+            t.cancel()
+        for t in calls:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+        self._sent_inputs.clear()  # a helper flushes now: earlier hits say nothing
+
+    async def resume(self, cold: bool = False) -> None:
+        """Traffic again, returning once its first requests are in (or PRIME_S passed).
+        `cold`: the phase must find nothing of its prompts cached (match's decode, which
+        checks it), so no request shares them until the next phase."""
+        self.cold = cold
+        if self.stopped:
+            return
+        admitted = self._admitted
+        self._open.set()
+        want = min(self.concurrency, 4)
+        deadline = time.monotonic() + PRIME_S
+        while self._admitted - admitted < want and time.monotonic() < deadline:
+            if self.stopped:
+                break
+            await asyncio.sleep(0.01)
+
+    async def stop(self) -> StressTick:
+        """Ends the traffic; the last tick, with the server's counters since start."""
+        if self.stopped is None:
+            self.stopped = "stopped"
+        await self.pause()
+        for w in self._workers:
+            w.cancel()
+        for w in self._workers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await w
+        after = await self._metrics()
+        await self.http.aclose()
+        server: dict[str, float] | None = None
+        if self._metrics0 is not None and after is not None:
+            server = {k: after[k] - self._metrics0.get(k, 0.0) for k in after}
+        return self.tick("end", server=server, metrics_note=self.metrics_note)
+
+    async def _metrics(self) -> dict[str, float] | None:
+        try:
+            r = await self.http.get(f"{self.url}/metrics", timeout=METRICS_TIMEOUT_S)
+        except httpx.HTTPError as e:
+            self.metrics_note = f"/metrics unreachable ({type(e).__name__})"
+            return None
+        if r.status_code != 200:
+            self.metrics_note = (
+                f"/metrics answered HTTP {r.status_code} (SGLang serves it with --enable-metrics)"
+            )
+            return None
+        return read_metrics(r.text)
+
+    # ---- the requests ----
+
+    def _bounded(self) -> bool:
+        if self.counts.sent >= self.level.requests:
+            self.stopped = self.stopped or "requests"
+        elif time.monotonic() - self._t0 >= self.level.seconds:
+            self.stopped = self.stopped or "seconds"
+        return self.stopped is not None
+
+    async def _worker(self) -> None:
+        while True:
+            await self._open.wait()
+            if self._bounded():
+                return
+            kind = KINDS[self._next % len(KINDS)]
+            self._next += 1
+            body = self._body(kind)
+            self.counts.sent += 1
+            self.counts.by_kind[kind] += 1
+            self.counts.prompt_tokens += len(body["input_ids"])
+            call = asyncio.create_task(self._send(kind, body))
+            self._calls.add(call)
+            try:
+                await call
+            except asyncio.CancelledError:
+                if not call.cancelled():
+                    raise
+                self.counts.aborted += 1
+            finally:
+                self._calls.discard(call)
+
+    def _ids(self, n: int) -> list[int]:
+        return [self.rng.choice(self.vocab) for _ in range(max(0, n))]
+
+    def _foreign(self, n: int) -> list[int]:
+        """n ids that share no first token (so no radix prefix) with any helper prompt."""
+        starts = [t for t in self.vocab if t not in self._firsts] or self.vocab
+        return [self.rng.choice(starts), *self._ids(n - 1)]
+
+    def _body(self, kind: str) -> dict[str, Any]:
+        p = self.prompts[self.rng.randrange(len(self.prompts))] if self.prompts else [0]
+        if self.cold:
+            p = self._foreign(len(p))
+        sp: dict[str, Any] = {"temperature": 0.0, "ignore_eos": True, "max_new_tokens": 4}
+        body: dict[str, Any] = {"stream": True, "sampling_params": sp}
+        if kind == "shared":
+            k = max(1, len(p) // 2)
+            ids = p[:k] + self._ids(len(p) + self.max_new + 8 - k)
+            body |= {"return_logprob": True, "logprob_start_len": 0}
+        elif kind == "reuse":
+            if self._sent_inputs and self.rng.random() < 0.5 and not self.cold:
+                ids = list(self._sent_inputs[self.rng.randrange(len(self._sent_inputs))][0])
+            else:
+                ids = list(p)
+            sp["max_new_tokens"] = 2
+        elif kind == "long":
+            ids = self._foreign(self.long_tokens)
+            sp["max_new_tokens"] = 2
+        elif kind == "abort":
+            ids = list(p) + self._ids(16)
+            sp["max_new_tokens"] = max(16, self.max_new)
+        else:
+            ids = list(p)
+            sp["max_new_tokens"] = max(8, self.max_new)
+        body["input_ids"] = ids
+        return body
+
+    async def _send(self, kind: str, body: dict[str, Any]) -> None:
+        self.in_flight += 1
+        self.counts.max_in_flight = max(self.counts.max_in_flight, self.in_flight)
+        first = True
+        cached = 0
+        try:
+            async with self.http.stream("POST", f"{self.url}/generate", json=body) as r:
+                if r.status_code != 200:
+                    self._error(f"HTTP {r.status_code} on a {kind} request")
+                    return
+                async for line in r.aiter_lines():
+                    if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                        continue
+                    if '"error"' in line:
+                        self._error(f"an error chunk on a {kind} request")
+                        return
+                    cached = _cached_tokens(line, cached)
+                    if first:
+                        first = False
+                        self._admitted += 1
+                        if kind == "abort":
+                            self.counts.aborted += 1
+                            return
+            self.counts.completed += 1
+            if kind in ("reuse", "long"):
+                self._observe(body["input_ids"], cached)
+        except httpx.HTTPError as e:
+            self._error(f"{type(e).__name__} on a {kind} request")
+        finally:
+            self.in_flight -= 1
+
+    def _observe(self, ids: list[int], cached: int) -> None:
+        """A resent input whose hit is shorter than its earlier one: something was evicted."""
+        for i, (seen, before) in enumerate(self._sent_inputs):
+            if seen == ids:
+                if cached < before:
+                    self.counts.evictions_observed += 1
+                self._sent_inputs[i] = (seen, cached)
+                return
+        # a full hit is at most len - 1 tokens, page-rounded (SGLang computes one token)
+        full = (len(ids) - 1) // self.page * self.page
+        self._sent_inputs.append((ids, full))
+        del self._sent_inputs[:-64]
+
+    def _error(self, what: str) -> None:
+        self.counts.errors += 1
+        self.counts.last_error = what
+
+
+def _cold_path(helper: str) -> bool:
+    """The helpers whose decode must be cold: the baseline path every other is compared with
+    (match checks that nothing was reused after its flush)."""
+    spec = HELPERS.get(helper)
+    return spec is not None and spec.role == "baseline"
+
+
+def _cached_tokens(line: str, default: int) -> int:
+    key = '"cached_tokens":'
+    i = line.find(key)
+    if i < 0:
+        return default
+    j = i + len(key)
+    k = j
+    while k < len(line) and (line[k].isdigit() or line[k] == " "):
+        k += 1
+    try:
+        return int(line[j:k])
+    except ValueError:
+        return default
+
+
+async def under_load(traffic: Traffic, inner: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """One server's helper stream with the traffic running during its phases: paused for
+    each flush, resumed (primed) when the next phase starts, stopped when the stream ends;
+    a StressTick at the start, at every phase and at the end."""
+    yield await traffic.start()
+    try:
+        async for ev in inner:
+            if isinstance(ev, PhaseChanged):
+                if ev.phase == "flush":
+                    await traffic.pause()
+                    yield ev
+                    yield traffic.tick(f"{ev.helper}/flush")
+                    continue
+                await traffic.resume(cold=ev.phase == "decode" and _cold_path(ev.helper))
+                yield ev
+                yield traffic.tick(f"{ev.helper}/{ev.phase}")
+                continue
+            if isinstance(ev, HelperFinished):
+                yield ev
+                yield traffic.tick(f"{ev.helper}/done")
+                continue
+            yield ev
+    finally:
+        end = await traffic.stop()
+    yield end

@@ -1,0 +1,309 @@
+"""Quiet vs stressed: a `--stress` session's two runs on the same prompt set, read per helper.
+
+On a server that says it runs deterministic inference, the premise of SGLang's own cache
+consistency test holds: every token id and logprob of a sample must be the same with and without
+background traffic, so any difference is a state bug under load, named by helper, sample, first
+position and side (session/compare.py), with what the traffic did during the phase that computed
+that side (the StressTicks of run/stress.py). On any other server batch composition changes the
+rounding, so a difference proves nothing by itself: each helper's per-sample mean k3 under
+stress is tested against the quiet run's with the diagnosis' own paired test
+(session/paired.py), and only evidence beyond chance and above its drift tolerance is reported
+as worse under load; anything less is noise, or inconclusive when there are too few samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kltui.session.compare import SampleDiff, compare_books
+from kltui.session.events import StressTick
+from kltui.session.evidence import _sample_mean, level_of
+from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
+from kltui.session.store import HelperState, SessionStore
+
+# the helper phase that computed each side of a comparison (compare.SIDES): side A is the
+# fresh prefill, side B (and the generated ids) the decode
+PHASE_OF_SIDE = {"ids": "decode", "decode": "decode", "prefill": "prefill", "both": "decode"}
+
+
+@dataclass(frozen=True)
+class Activity:
+    """What the traffic did during one phase of one helper: the difference of two ticks."""
+
+    moment: str
+    seconds: float
+    sent: int
+    by_kind: dict[str, int]
+    aborted: int
+    errors: int
+    in_flight: int  # when the phase started
+    paused: bool
+
+    def line(self) -> str:
+        """The phase's traffic as words."""
+        if self.paused:
+            return f"during {self.moment} the traffic was paused (a flush needs an idle server)"
+        kinds = ", ".join(f"{n} {k}" for k, n in self.by_kind.items() if n) or "none"
+        return (
+            f"during {self.moment} ({self.seconds:.2g} s) the traffic sent {self.sent} "
+            f"requests ({kinds}), {self.in_flight} in flight when it began, {self.aborted} "
+            f"aborted, {self.errors} errors"
+        )
+
+
+def activity(ticks: list[StressTick], helper: str, phase: str) -> Activity | None:
+    """The traffic during `helper`'s last `phase` (the scored one), from its ticks."""
+    moment = f"{helper}/{phase}"
+    idx = [i for i, t in enumerate(ticks) if t.moment == moment]
+    if not idx:
+        return None
+    i = idx[-1]
+    a = ticks[i].counts
+    b = ticks[i + 1].counts if i + 1 < len(ticks) else a
+    kinds_a, kinds_b = a.get("by_kind") or {}, b.get("by_kind") or {}
+    return Activity(
+        moment,
+        float(b.get("elapsed_s", 0.0)) - float(a.get("elapsed_s", 0.0)),
+        int(b.get("sent", 0)) - int(a.get("sent", 0)),
+        {k: int(kinds_b.get(k, 0)) - int(kinds_a.get(k, 0)) for k in kinds_b},
+        int(b.get("aborted", 0)) - int(a.get("aborted", 0)),
+        int(b.get("errors", 0)) - int(a.get("errors", 0)),
+        int(a.get("in_flight", 0)),
+        phase == "flush",
+    )
+
+
+@dataclass(frozen=True)
+class HelperUnderLoad:
+    """One helper on one server, quiet against stressed."""
+
+    helper: str
+    server: str
+    compared: int  # samples scored in both runs
+    identical: int  # of those, bit-identical
+    deterministic: bool
+    first: SampleDiff | None = None  # the earliest difference (deterministic servers)
+    paired: Paired | None = None  # stressed above quiet? (other servers)
+    during: Activity | None = None  # the traffic in the phase of the first difference
+
+    @property
+    def state_bug(self) -> bool:
+        """A state bug under load: a bit difference on a deterministic server, or evidence
+        beyond chance and drift on another."""
+        if self.deterministic:
+            return self.first is not None
+        return self.paired is not None and self.paired.significant
+
+    @property
+    def verdict(self) -> str:
+        """identical | state bug under load | within noise | suspect | inconclusive."""
+        if self.compared == 0:
+            return "inconclusive"
+        if self.state_bug:
+            return "state bug under load"
+        if self.deterministic:
+            return "identical"
+        p = self.paired
+        if p is None or p.too_few:
+            return "inconclusive"
+        return "suspect" if p.suspect else "within noise"
+
+    def line(self) -> str:
+        """The helper's reading as one line."""
+        head = f"{self.helper}: quiet vs stressed on {self.compared} samples: "
+        if self.compared == 0:
+            return head + "no sample scored in both runs"
+        if self.deterministic:
+            if self.first is None:
+                return head + "bit-identical in every sample"
+            f = self.first
+            where = f"sample {f.sample}, first position {f.first} ({f.side} side)"
+            during = f"; {self.during.line()}" if self.during else ""
+            return (
+                head + f"{self.compared - self.identical} differ on a deterministic server: "
+                f"a state bug under load at {where}{during}"
+            )
+        p = self.paired
+        assert p is not None
+        test = (
+            f"higher under stress in {p.higher}, lower in {p.lower}, equal in {p.equal} "
+            f"(signed-rank p={p.p:.2g}; beyond a x{MIN_RATIO:g} drift p={p.shift_p:.2g}; "
+            f"minority sign test p={p.tail_p:.2g}; evidence needs p<{EVIDENCE_P:g})"
+        )
+        if self.state_bug:
+            return head + f"worse under load beyond noise: {test}"
+        if p.too_few:
+            return head + (
+                f"inconclusive: fewer than {MIN_COMMON} common samples (the paired test "
+                f"cannot reach p<{EVIDENCE_P:g}); re-run with --samples {MIN_COMMON * 2}"
+            )
+        return head + ("suspect, not evidence: " if p.suspect else "within noise: ") + test
+
+    def to_json(self) -> dict[str, Any]:
+        """The helper's reading as the JSON result writes it."""
+        p = self.paired
+        return {
+            "helper": self.helper,
+            "server": self.server,
+            "verdict": self.verdict,
+            "compared_samples": self.compared,
+            "identical_samples": self.identical,
+            "first_difference": None
+            if self.first is None
+            else {
+                "sample": self.first.sample,
+                "position": self.first.first,
+                "side": self.first.side,
+            },
+            "paired": None
+            if p is None
+            else {
+                "n": p.n,
+                "higher": p.higher,
+                "lower": p.lower,
+                "ratio": p.ratio,
+                "p": p.p,
+                "shift_p": p.shift_p,
+                "tail_p": p.tail_p,
+            },
+            "during": None if self.during is None else self.during.line(),
+        }
+
+
+@dataclass(frozen=True)
+class StressReading:
+    """A --stress session's result: every helper quiet against stressed, and the traffic."""
+
+    level: str
+    helpers: list[HelperUnderLoad] = field(default_factory=list)
+    traffic: dict[str, dict[str, Any]] = field(default_factory=dict)  # server -> last counts
+    server_counts: dict[str, dict[str, float] | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def state_bug(self) -> bool:
+        """Whether any helper shows a state bug under load."""
+        return any(h.state_bug for h in self.helpers)
+
+    @property
+    def verdict(self) -> str:
+        """state bug under load | clean | inconclusive (nothing compared, or no traffic)."""
+        if self.state_bug:
+            return "state bug under load"
+        sent = sum(int(c.get("sent", 0)) for c in self.traffic.values())
+        if not self.helpers or all(h.compared == 0 for h in self.helpers) or sent == 0:
+            return "inconclusive"
+        if any(h.verdict == "inconclusive" for h in self.helpers):
+            return "inconclusive"
+        return "clean"
+
+    def traffic_lines(self) -> list[str]:
+        """What the traffic was, per server."""
+        out = []
+        for url, c in self.traffic.items():
+            kinds = ", ".join(f"{n} {k}" for k, n in (c.get("by_kind") or {}).items() if n)
+            server = self.server_counts.get(url)
+            if server is None:
+                srv = "retractions and evictions not reported (no /metrics)"
+            else:
+                srv = f"server counted {int(server.get('retractions', 0))} retractions" + (
+                    f", {int(server['evicted_tokens'])} evicted tokens"
+                    if "evicted_tokens" in server
+                    else ""
+                )
+            stop = c.get("stopped")
+            bound = f", stopped by its {stop} bound" if stop in ("requests", "seconds") else ""
+            out.append(
+                f"{url}: {self.level} traffic sent {c.get('sent', 0)} requests ({kinds or 'none'})"
+                f" in {c.get('elapsed_s', 0):.3g} s, at most {c.get('max_in_flight', 0)} in "
+                f"flight, {c.get('completed', 0)} completed, {c.get('aborted', 0)} aborted, "
+                f"{c.get('errors', 0)} errors, {c.get('evictions_observed', 0)} evictions "
+                f"observed; {srv}{bound}"
+            )
+        return out
+
+    def lines(self) -> list[str]:
+        """The whole reading as lines: verdict, helpers, traffic."""
+        return [
+            f"stress ({self.level}): {self.verdict}",
+            *(h.line() for h in self.helpers),
+            *self.traffic_lines(),
+            *self.notes,
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        """The reading as the JSON result's `stress` entry."""
+        return {
+            "level": self.level,
+            "verdict": self.verdict,
+            "helpers": [h.to_json() for h in self.helpers],
+            "traffic": self.traffic,
+            "server_counts": self.server_counts,
+            "notes": self.notes,
+        }
+
+
+def _deterministic(store: SessionStore, url: str) -> bool:
+    return store.identity(url).enable_deterministic_inference is True
+
+
+def _paired(st: HelperState, quiet: HelperState) -> Paired:
+    """The stressed helper's per-sample means against the quiet run's (paired.paired)."""
+    common = [s for s in st.book.order if s in quiet.book.samples]
+    mine = np.array([_sample_mean(st.book.samples[s]) for s in common], dtype=np.float64)
+    theirs = np.array([_sample_mean(quiet.book.samples[s]) for s in common], dtype=np.float64)
+    return paired(st.helper, mine, theirs, level_of(st))
+
+
+def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) -> StressReading:
+    """The stressed run against the quiet one, helper by helper."""
+    ticks: dict[str, list[StressTick]] = {}
+    for t in stressed.stress:
+        ticks.setdefault(t.server, []).append(t)
+    level = level or next((t.level for t in stressed.stress), "?")
+    helpers: list[HelperUnderLoad] = []
+    notes: list[str] = []
+    for key, st in stressed.helpers.items():
+        q = quiet.helpers.get(key)
+        if q is None:
+            notes.append(f"{st.helper} on {st.server} did not run quiet: not compared")
+            continue
+        diff = compare_books(q.book, st.book)
+        det = _deterministic(stressed, st.server)
+        first = diff.first if det else None
+        during = None
+        if first is not None and first.side is not None:
+            during = activity(
+                ticks.get(st.server, []), st.helper, PHASE_OF_SIDE.get(first.side, "decode")
+            )
+        helpers.append(
+            HelperUnderLoad(
+                st.helper,
+                st.server,
+                diff.comparable,
+                diff.identical_samples,
+                det,
+                first,
+                None if det else _paired(st, q),
+                during,
+            )
+        )
+    traffic = {u: dict(ts[-1].counts) for u, ts in ticks.items()}
+    server_counts = {
+        u: next((t.counts.get("server") for t in reversed(ts) if t.moment == "end"), None)
+        for u, ts in ticks.items()
+    }
+    if not ticks:
+        notes.append("the stressed run recorded no traffic")
+    return StressReading(level, helpers, traffic, server_counts, notes)
+
+
+def is_stressed(store: SessionStore) -> bool:
+    """Whether a run is the stressed half of a --stress session (its recorded config)."""
+    return bool(store.config.get("stressed")) and bool(store.config.get("stress"))
+
+
+__all__ = ["PHASE_OF_SIDE", "Activity", "HelperUnderLoad", "StressReading", "activity", "read"]

@@ -1,0 +1,96 @@
+"""--stress pieces without a server: levels, /metrics reading, the options, the reading of two
+stores (issue 32)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kltui.cli.options import build_config
+from kltui.cli.parser import make_parser
+from kltui.errors import UsageError
+from kltui.run.config import STRESS_LEVELS
+from kltui.run.stress import read_metrics
+from kltui.run.stress_levels import LEVELS
+from kltui.session.events import HelperStarted, RunStarted, SampleScored, StressTick
+from kltui.session.store import SessionStore
+from kltui.session.stress import activity, read
+
+URL = "http://127.0.0.1:9"
+
+
+def test_levels_are_named_once():
+    assert tuple(LEVELS) == STRESS_LEVELS == ("light", "moderate", "heavy")
+    assert all(lvl.requests > 0 and lvl.seconds > 0 for lvl in LEVELS.values())
+
+
+def test_metrics_counters_of_either_sglang_name():
+    text = (
+        "# TYPE sglang:num_retracted_requests_total counter\n"
+        'sglang:num_retracted_requests_total{model_name="m"} 3.0\n'
+        'sglang:num_retracted_reqs{model_name="m"} 9.0\n'  # the gauge, not counted
+        'sglang:evicted_tokens_total{model_name="m"} 128.0\n'
+        "sglang:num_retracted_reqs_total 2\n"
+    )
+    assert read_metrics(text) == {"retractions": 5.0, "evicted_tokens": 128.0}
+    assert read_metrics("garbage\n{{ }}\n") == {}
+
+
+def _args(*argv):
+    return make_parser().parse_args(["check", "--server", "127.0.0.1:9", *argv])
+
+
+def test_options_reach_the_config():
+    cfg = build_config(_args("--stress", "heavy", "--batch-sizes", "32,1,8,8"))
+    assert cfg.stress == "heavy" and cfg.batch_sizes == [1, 8, 32]
+    assert cfg.to_record()["stress"] == "heavy" and cfg.to_record()["stressed"] is False
+    with pytest.raises(UsageError, match="--batch-sizes"):
+        build_config(_args("--batch-sizes", "1,x"))
+    with pytest.raises(SystemExit):
+        _args("--stress", "brutal")
+
+
+def _store(deterministic: bool, lp_b: list[list[float]], stressed: bool, ticks=()):
+    st = SessionStore()
+    server = {"url": URL, "engine": "sglang", "enable_deterministic_inference": deterministic}
+    config = {"stress": "light", "stressed": stressed}
+    st.apply(RunStarted("r", 0.0, config, [server], {}, "0"))
+    st.apply(HelperStarted("match", URL, len(lp_b), 1e-3, 1e-3))
+    for i, b in enumerate(lp_b):
+        ids = np.arange(len(b))
+        a = np.full(len(b), -1.0)
+        st.apply(SampleScored("match", URL, i, ids, a, np.asarray(b), 0, 4))
+    for t in ticks:
+        st.apply(t)
+    return st
+
+
+def _tick(moment, sent, at, kinds=None):
+    counts = {"sent": sent, "elapsed_s": at, "by_kind": kinds or {"long": sent}, "in_flight": 2}
+    return StressTick(URL, "light", moment, counts)
+
+
+def test_deterministic_reading_names_sample_position_and_traffic():
+    ticks = [_tick("start", 0, 0.0), _tick("match/decode", 4, 1.0), _tick("match/flush", 9, 3.0)]
+    quiet = _store(True, [[-1.0, -1.0], [-1.0, -1.0]], False)
+    loud = _store(True, [[-1.0, -1.0], [-1.0, -1.5]], True, ticks)
+    r = read(quiet, loud)
+    (h,) = r.helpers
+    assert r.state_bug and h.verdict == "state bug under load"
+    assert (h.first.sample, h.first.first, h.first.side) == (1, 1, "decode")
+    assert h.during is not None and h.during.sent == 5 and h.during.by_kind == {"long": 5}
+    assert "sample 1, first position 1 (decode side)" in h.line()
+    assert activity(ticks, "match", "prefill") is None
+    assert read(quiet, _store(True, [[-1.0, -1.0], [-1.0, -1.0]], True, ticks)).verdict == "clean"
+
+
+def test_other_servers_get_the_paired_test_never_a_bit_difference():
+    rng = np.random.default_rng(0)
+    noise = [list(-1.0 + rng.normal(0, 1e-3, 6)) for _ in range(16)]
+    louder = [list(-1.0 + rng.normal(0, 1e-3, 6)) for _ in range(16)]
+    ticks = [_tick("start", 0, 0.0), _tick("end", 4, 1.0)]
+    r = read(_store(False, noise, False), _store(False, louder, True, ticks))
+    (h,) = r.helpers
+    assert not r.state_bug and h.verdict in ("within noise", "suspect") and h.first is None
+    few = read(_store(False, noise[:4], False), _store(False, louder[:4], True, ticks))
+    assert few.helpers[0].verdict == "inconclusive" and few.verdict == "inconclusive"
