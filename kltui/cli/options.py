@@ -10,7 +10,12 @@ import sys
 from kltui.argtypes import nonneg_int, number, pos_int
 from kltui.cli.report import REPORT_FORMATS
 from kltui.errors import UsageError
-from kltui.helpers.registry import BASELINE_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
+from kltui.helpers.registry import (
+    BASELINE_HELPERS,
+    DEFAULT_MAX_NEW_TOKENS,
+    HELPERS,
+    REFERENCE_HELPERS,
+)
 
 SUBCOMMANDS = (
     "tui", "check", "ablate", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
@@ -93,7 +98,34 @@ def add_run_options(
             action="store_true",
             help="run and compare servers that report different models (refused otherwise)",
         )
-    p.add_argument("--baseline", metavar="HOST:PORT", help="vLLM server for cross_engine")
+    p.add_argument(
+        "--baseline",
+        action="append",
+        metavar="[vllm:]HOST:PORT|hf:PATH",
+        help="a vLLM server for cross_engine, or hf:PATH, a local model folder with the "
+        "server's weights that Hugging Face transformers runs as the reference (hf_reference, "
+        "in a worker process; needs the [hf] extra); give both for the three-way table",
+    )
+    p.add_argument(
+        "--hf-dtype",
+        choices=("auto", "float32", "bfloat16", "float16"),
+        help="the hf: reference's dtype (default: the server's reported dtype)",
+    )
+    p.add_argument(
+        "--hf-device", metavar="DEV", help="the hf: reference's device (cuda when available)"
+    )
+    p.add_argument(
+        "--hf-attn",
+        metavar="IMPL",
+        help="the hf: reference's attn_implementation (sdpa, eager, flash_attention_2, ...)",
+    )
+    p.add_argument(
+        "--hf-batch-size",
+        type=pos_int,
+        metavar="N",
+        help="sequences per reference forward (1: no padding, no batch effects; more pads to "
+        "the longest of each batch, which changes the reference's own rounding)",
+    )
     p.add_argument(
         "--baseline-log",
         metavar="FILE",
@@ -304,6 +336,32 @@ def _say(url: str, note: str | None) -> str:
     return url
 
 
+HF_OPTIONS = {
+    "hf_dtype": "dtype",
+    "hf_device": "device",
+    "hf_attn": "attn_implementation",
+    "hf_batch_size": "batch_size",
+}
+
+
+def _baselines(args: argparse.Namespace, cfg) -> None:
+    """--baseline (repeatable: one vLLM, one hf:) over the config file's, then --hf-*."""
+    from kltui.run.config import set_baseline
+
+    if getattr(args, "baseline", None):
+        cfg.baseline, cfg.hf_baseline = None, None
+        for spec in args.baseline:
+            set_baseline(cfg, spec, "--baseline")
+    for opt, key in HF_OPTIONS.items():
+        v = getattr(args, opt, None)
+        if v is None:
+            continue
+        if cfg.hf_baseline is None:
+            flag = "--" + opt.replace("_", "-")
+            raise UsageError(f"{flag}: there is no hf: reference (--baseline hf:PATH)")
+        cfg.hf_baseline[key] = v
+
+
 def build_config(args: argparse.Namespace):
     """The RunConfig of parsed run options (and of --config), checked."""
     from kltui.engines.http import normalize_url, sglang_url
@@ -316,8 +374,8 @@ def build_config(args: argparse.Namespace):
         cfg = load_config_file(args.config, cfg)
     if getattr(args, "server", None):
         cfg.servers = list(args.server)
+    _baselines(args, cfg)
     mapping = {
-        "baseline": "baseline",
         "baseline_log": "baseline_log",
         "samples": "samples",
         "max_new_tokens": "max_new_tokens",
@@ -401,6 +459,15 @@ def build_config(args: argparse.Namespace):
             )
     elif needs := [h for h in cfg.helpers if h in BASELINE_HELPERS]:
         raise UsageError(f"the {needs[0]} helper needs --baseline HOST:PORT (a vLLM server)")
+    if cfg.hf_baseline:
+        from kltui.engines.hf import check_folder
+
+        from_file = getattr(args, "config", None) and not getattr(args, "baseline", None)
+        check_folder(cfg.hf_baseline["hf"], f"{args.config}: baseline hf:" if from_file else
+                     "--baseline hf:")  # fmt: skip
+        cfg.helpers += [h for h in REFERENCE_HELPERS if h not in cfg.helpers]
+    elif needs := [h for h in cfg.helpers if h in REFERENCE_HELPERS]:
+        raise UsageError(f"the {needs[0]} helper needs --baseline hf:PATH (a model folder)")
     if cfg.prompts:
         from kltui.run.prompts import load_file
 

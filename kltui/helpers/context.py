@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from kltui.engines.errors import EngineError
+from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
 from kltui.helpers.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
@@ -42,6 +43,19 @@ class PhaseError(Exception):
         return f"{self.err.server} [{self.helper}/{self.phase}]: {self.err.message}"
 
 
+@dataclass(frozen=True)
+class ReferencePlan:
+    """What hf_reference needs from the run: the reference's settings and recorded identity,
+    each compared engine's recorded identity by URL, and the vLLM baseline (None: SGLang only)."""
+
+    settings: HFSettings
+    identity: dict
+    engines: dict[str, dict]
+    vllm_url: str | None = None
+    vllm_api_key: str | None = field(default=None, repr=False)
+    allow_different_models: bool = False
+
+
 @dataclass
 class HelperContext:
     """Everything a helper needs from the run: client, prompts, settings, gate."""
@@ -73,6 +87,10 @@ class HelperContext:
     # place that names the attention backend vLLM picked by itself (None: not launched by kltui)
     baseline_log: str | None = None
     request_timeout: float = 600.0
+    # hf_reference: the transformers reference and the engines it is compared with
+    reference: ReferencePlan | None = None
+    # side A's engine when it is not `client` (hf_reference's vLLM row): the events' server
+    server_url: str | None = None
 
     @property
     def server_tokenizes(self) -> bool:
@@ -86,8 +104,8 @@ class HelperContext:
 
     @property
     def server(self) -> str:
-        """The server's URL."""
-        return self.client.url
+        """The server's URL (side A's engine's)."""
+        return self.server_url or self.client.url
 
     def sampling(self, max_new_tokens: int, *, streamed: bool = False) -> dict:
         """The sampling_params of a helper's requests."""

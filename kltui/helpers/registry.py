@@ -32,7 +32,8 @@ class Helper:
     # "module:function" of `start(ctx: HelperContext, run: Run)`, an async iterator of events
     # that raises PhaseError (with `.finished`, what was measured) on a fatal fault
     start: str
-    # "server": runs on every --server; "baseline": once, the first server against --baseline
+    # "server": runs on every --server; "baseline": once, the first server against --baseline;
+    # "reference": once, the first server (and the vLLM baseline) against --baseline hf:PATH
     scope: str = "server"
     # how many generations of max_new_tokens one prompt's requests hold (for context fitting)
     turns: int = 1
@@ -105,11 +106,23 @@ HELPERS: dict[str, Helper] = {
             extras=False,
             role="engines",
         ),
+        Helper(
+            "hf_reference",
+            threshold_field="kl_div",
+            side_b="HF reference",
+            path=None,
+            start="kltui.helpers.hf_reference:run_hf_reference",
+            scope="reference",
+            default=False,
+            extras=False,
+            role="engines",
+        ),
     )
 }
 DEFAULT_HELPERS = tuple(n for n, h in HELPERS.items() if h.default)
 SERVER_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "server")
 BASELINE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "baseline")
+REFERENCE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "reference")
 
 
 # Read at call time, so an entry added to HELPERS (a test's fourth helper) takes its role.

@@ -62,7 +62,9 @@ class Side:
 
     `top_ids`/`top_lp` are [P, K], sorted by descending logprob, padded with -1 / -inf.
     `extra_ids` [M] (sorted, unique) with `extra_lp` [P, M] are ids whose logprob the engine
-    returned at every position (SGLang's `token_ids_logprob`).
+    returned at every position (SGLang's `token_ids_logprob`); `pos_ids` [P, N] with `pos_lp`
+    [P, N] are ids asked position by position (-1: none), which a reference that holds the
+    whole vocabulary answers for the other side's top-k (`kltui.engines.hf`).
     """
 
     token_ids: np.ndarray
@@ -71,6 +73,8 @@ class Side:
     top_lp: np.ndarray
     extra_ids: np.ndarray | None = None
     extra_lp: np.ndarray | None = None
+    pos_ids: np.ndarray | None = None
+    pos_lp: np.ndarray | None = None
 
     @property
     def k(self) -> int:
@@ -87,6 +91,12 @@ def lookup(side: Side, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         j = np.clip(np.searchsorted(side.extra_ids, ids), 0, side.extra_ids.size - 1)
         hit = side.extra_ids[j] == ids
         lp = np.where(hit, np.take_along_axis(side.extra_lp, j, axis=1), lp)
+        known |= hit
+    if side.pos_ids is not None and side.pos_ids.size:
+        eq = (ids[:, :, None] == side.pos_ids[:, None, :]) & (side.pos_ids[:, None, :] >= 0)
+        hit = eq.any(axis=2)
+        vals = np.take_along_axis(side.pos_lp, eq.argmax(axis=2), axis=1)
+        lp = np.where(hit, vals, lp)
         known |= hit
     if side.k:
         eq = ids[:, :, None] == side.top_ids[:, None, :]

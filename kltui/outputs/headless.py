@@ -24,6 +24,7 @@ from kltui.console import make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
+from kltui.outputs.reference_console import is_reference, print_reference
 from kltui.outputs.reports.common import contract_line, flip_line, write_json
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals
@@ -156,11 +157,12 @@ class HeadlessView:
         if self.store.helpers:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
-            if not same_engine(st.helper) and st.summary:
+            if not same_engine(st.helper) and st.summary and not is_reference(st):
                 figures = HelperView.of(st).figures
                 self.console.print(cross_line(figures), soft_wrap=True, emoji=False)
                 if (table := alignment_table(figures)) is not None:
                     self.console.print(table)
+        print_reference(self.console, self.store)
         diags = diagnose(self.store)
         for d in diags:
             if d.condition is None and not d.evidence:

@@ -67,7 +67,9 @@ class RunConfig:
     """Everything one run is asked to do, from the options and the config file."""
 
     servers: list[str] = field(default_factory=list)
-    baseline: str | None = None
+    baseline: str | None = None  # the vLLM baseline's URL (--baseline [vllm:]HOST:PORT)
+    # the Hugging Face transformers reference (--baseline hf:PATH): HFSettings.to_dict()
+    hf_baseline: dict | None = None
     baseline_log: str | None = None  # the baseline's startup log, for settings only it names
     helpers: list[str] = field(default_factory=lambda: list(DEFAULT_HELPERS))
     samples: int = 32
@@ -173,7 +175,6 @@ class RunConfig:
 
 # field name -> (accepted types, description for errors)
 _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
-    "baseline": ((str,), "a HOST:PORT string"),
     "baseline_log": ((str,), "a file path"),
     "samples": ((int,), "a positive integer"),
     "max_new_tokens": ((int,), "a positive integer"),
@@ -200,7 +201,7 @@ _SCALARS: dict[str, tuple[tuple[type, ...], str]] = {
     "stress": ((str, type(None)), f"one of {', '.join(STRESS_LEVELS)} or null"),
 }
 _LISTS = {"servers", "helpers", "thresholds", "separator_ids"}
-_MAPS = {"keymap", "fleet", "ablate"}
+_MAPS = {"keymap", "fleet", "ablate", "baseline"}
 _FLEET_KEYS = {
     "router": "a HOST:PORT string",
     "concurrency": "a positive integer",
@@ -293,11 +294,83 @@ def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
                     path_str, "'keymap' must map binding ids to keys", _line(val_node)
                 )
             cfg.keymap = value
+        elif key == "baseline":
+            _baselines(path_str, cfg, value, val_node)
         elif key == "fleet":
             _fleet(path_str, cfg, value, val_node)
         elif key == "ablate":
             cfg.ablate = _ablate(path_str, value, val_node)
     return cfg
+
+
+HF_KEYS = {
+    "hf": "a model folder path",
+    "dtype": "auto, float32, bfloat16 or float16",
+    "device": "a torch device name (cpu, cuda, cuda:1)",
+    "attn_implementation": "a transformers attention implementation (sdpa, eager, ...)",
+    "batch_size": "a positive integer",
+}
+BASELINE_FORM = "'vllm:HOST:PORT', 'hf:PATH', {vllm: HOST:PORT}, {hf: PATH, dtype: ...} or a list"
+
+
+def split_baseline(spec: str) -> tuple[str, str]:
+    """('vllm', URL) or ('hf', PATH) of a --baseline value (a bare HOST:PORT is vLLM)."""
+    raw = spec.strip()
+    low = raw.lower()
+    if low.startswith("hf:"):
+        return "hf", raw[3:].strip()
+    if low.startswith("vllm:"):
+        return "vllm", raw[5:].strip()
+    return "vllm", raw
+
+
+def set_baseline(cfg: RunConfig, spec: str, where: str) -> None:
+    """One --baseline value into `cfg`; a second baseline of the same engine is refused."""
+    engine, value = split_baseline(spec)
+    if not value:
+        raise UsageError(f"{where} {spec!r}: expected {BASELINE_FORM}")
+    if engine == "hf":
+        if cfg.hf_baseline is not None:
+            raise UsageError(f"{where}: one hf: reference at a time")
+        cfg.hf_baseline = {"hf": value}
+    else:
+        if cfg.baseline is not None:
+            raise UsageError(f"{where}: one vLLM baseline at a time")
+        cfg.baseline = value
+
+
+def _baselines(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
+    """`baseline:` as a string, a mapping ({vllm: URL} or {hf: PATH, dtype:, device:,
+    attn_implementation:, batch_size:}) or a list of those."""
+    items = (
+        list(zip(value, node.value, strict=True)) if isinstance(value, list) else [(value, node)]
+    )
+    cfg.baseline, cfg.hf_baseline = None, None
+    for v, n in items:
+        where = f"{path}:{_line(n)}: baseline"
+        if isinstance(v, str):
+            set_baseline(cfg, v, where)
+        elif isinstance(v, dict) and list(v) == ["vllm"] and isinstance(v["vllm"], str):
+            set_baseline(cfg, "vllm:" + v["vllm"], where)
+        elif isinstance(v, dict) and "hf" in v and isinstance(n, yaml.MappingNode):
+            for k, v_node in _known_keys(path, n, set(HF_KEYS), " in baseline"):
+                x = v[k]
+                ok = isinstance(x, str) and bool(x.strip())
+                if k == "batch_size":
+                    ok = isinstance(x, int) and not isinstance(x, bool) and x > 0
+                elif k == "dtype":
+                    ok = x in ("auto", "float32", "bfloat16", "float16")
+                if not ok and not (x is None and k != "hf"):
+                    raise ConfigError(
+                        path, f"'baseline.{k}' must be {HF_KEYS[k]}, got {x!r}", _line(v_node)
+                    )
+            set_baseline(cfg, "hf:" + v["hf"], where)
+            cfg.hf_baseline = {
+                "hf": v["hf"],
+                **{k: v.get(k) for k in HF_KEYS if k != "hf" and v.get(k) is not None},
+            }
+        else:
+            raise ConfigError(path, f"'baseline' must be {BASELINE_FORM}, got {v!r}", _line(n))
 
 
 @dataclass

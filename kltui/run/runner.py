@@ -29,6 +29,7 @@ from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompts import PromptSet, builtin, finalize, load_file
+from kltui.run.reference import connect_reference, reference_plan
 from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 from kltui.session.servers import models_differ
@@ -203,6 +204,7 @@ class _Connected:
     live: list[SGLangClient] = field(default_factory=list)
     pset: PromptSet | None = None
     problems: list[Problem] = field(default_factory=list)
+    reference: dict | None = None  # the hf: reference's identity (run/reference.py)
 
 
 async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
@@ -236,6 +238,7 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
         await _hash_weights(live)
     if not cfg.allow_different_models:
         _refuse_different_models(live)
+    found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
     return found
 
 
@@ -393,7 +396,10 @@ async def _run(
         info = found.infos[c.url]
 
         def ctx_of(spec: Helper) -> HelperContext:
-            return helper_context(cfg, spec, c, info, pset, live_view, tok)
+            ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
+            if spec.scope == "reference":
+                ctx.reference = reference_plan(cfg, found.servers, found.reference)
+            return ctx
 
         # a server that breaks in an unforeseen way is one fatal Problem; the others go on
         return lambda: guarded(
@@ -490,6 +496,9 @@ def _plan(cfg: RunConfig, live: list[SGLangClient]) -> list[tuple[SGLangClient, 
     baseline = [h for h in chosen if h.scope == "baseline"]
     if cfg.baseline and live and baseline:
         plan.append((live[0], baseline))
+    reference = [h for h in chosen if h.scope == "reference"]
+    if cfg.hf_baseline and live and reference:
+        plan.append((live[0], reference))
     return plan
 
 

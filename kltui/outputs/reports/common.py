@@ -19,6 +19,7 @@ from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
+from kltui.session.three_way import three_way
 
 SUMMARY_FIELDS = (
     "status",
@@ -90,6 +91,27 @@ CROSS_OBJECTS = {
     "flip_margins": "flip_margins",
     "contract": "contract",
 }
+
+# hf_reference's object in the JSON report (`reference`): report name -> summary key
+REFERENCE_FIELDS = {
+    "engine": "engine",
+    "reference": "reference",
+    "union_exact": "union_exact",
+    "union_coverage": "union_coverage",
+    "reference_flips": "reference_flips",
+    "across_dtypes": "across_dtypes",
+    "config_diff": "reference_alignment",
+    "loaded": "reference_loaded",
+    "per_sample": "reference_per_sample",
+    "engines_pair": "engines_pair",
+}
+
+
+def reference_fields(summary: Summary | None) -> dict | None:
+    """hf_reference's figures against the reference (None for every other helper)."""
+    if summary is None or not summary.has("reference_flips"):
+        return None
+    return {name: summary.figures.get(key) for name, key in REFERENCE_FIELDS.items()}
 
 
 def contract_line(c: object) -> str:
@@ -269,6 +291,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
         entry: dict = {"server": st.server, **dict.fromkeys(SUMMARY_FIELDS)}
         entry.update(dict.fromkeys(CROSS_FIELDS))
         entry.update(dict.fromkeys(CROSS_OBJECTS))
+        entry["reference"] = None
         v = HelperView.of(st)
         if v.finished:
             # the JSON copies what the helper reported, key for key
@@ -283,6 +306,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
                 entry.update(
                     {name: v.summary.figures.get(key) for name, key in CROSS_OBJECTS.items()}
                 )
+            entry["reference"] = reference_fields(v.summary)
             entry["per_sample"] = [
                 {**dict.fromkeys(PER_SAMPLE_FIELDS), **s} if isinstance(s, dict) else s
                 for s in v.summary.per_sample
@@ -358,6 +382,7 @@ def json_report(store: SessionStore) -> dict:
             "diagnosis": [d.to_dict() for d in diagnose(store)],
             "cross_server": [pair.to_json() for pair in cross_server(store)],
             "fleet": None if (fl := fleet(store)) is None else fl.to_json(),
+            "three_way": None if (tw := three_way(store)) is None else tw.to_json(),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
             "stress": None,  # `check --stress LEVEL` fills it in (session/stress.py)

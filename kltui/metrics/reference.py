@@ -1,0 +1,299 @@
+"""An engine against the Hugging Face transformers reference (`hf_reference`): what must match
+before the numbers mean anything, and what the reference's margins say about each top-1 flip.
+
+The per-position figures are `kltui.metrics.cross`'s, with the engine as side A and the
+reference as side B (so union_kl is KL(reference || engine)). The reference holds the whole
+vocabulary: kltui asks it for the engine's top-k at every position and asks the engine (SGLang's
+`token_ids_logprob`) for the reference's, so every id of the union is kept on both sides and
+the union KL is the exact KL of the two distributions over that partition, not the lower bound
+that two top-k lists give (`union_exact`; vLLM cannot be asked for chosen ids at prompt
+positions, so its union KL against the reference stays a lower bound).
+
+Flips: at a top-1 disagreement, the reference's own top-1/top-2 margin says how close to a tie
+the model as written is. Under `FLIP_MARGIN_LINE` (0.7 nats) a rounding-level difference can
+tip the argmax: expected noise. At or above it no rounding can: the engine computes another
+function there (a bug, or another dtype). `reference_flips` counts both and the share of flips
+that are near a tie.
+
+`align_reference(engine, ref)` is the config diff: the engine's reported settings beside the
+reference's (dtype, attention implementation, device, weights), each row with a status and a
+severity as in `kltui.metrics.alignment`; `weights_state` is the same-weights check that the
+runner refuses on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from kltui.metrics.alignment import (
+    INFO,
+    MATCH,
+    MISMATCH,
+    REFUSE,
+    UNKNOWN,
+    WARN,
+    model_names,
+    norm_dtype,
+    sglang_attention,
+)
+from kltui.metrics.cross import FLIP_MARGIN_LINE, CrossPositions
+
+PLACEHOLDER_VERSIONS = ("", "default")
+
+
+def reference_flips(
+    samples: list[tuple[int, CrossPositions]], *, line: float = FLIP_MARGIN_LINE
+) -> dict:
+    """Every top-1 flip judged by the reference's margin (side B): how many are near a tie
+    (margin < line), how many are not (>= line: not rounding), and the share near a tie."""
+    out: dict = {
+        "line": line,
+        "flips": 0,
+        "near_tie": 0,
+        "wide": 0,
+        "margin_unknown": 0,
+        "near_tie_share": None,
+        "widest": None,
+    }
+    parts = [(s, c) for s, c in samples if c.flip is not None and c.n]
+    if not parts:
+        return out
+    flip = np.concatenate([c.flip for _, c in parts])
+    if not flip.any():
+        return out
+    mb = np.concatenate([c.margin_b for _, c in parts])[flip]
+    sample = np.concatenate([np.full(c.n, s, dtype=np.int64) for s, c in parts])[flip]
+    pos = np.concatenate([np.arange(c.n, dtype=np.int64) for _, c in parts])[flip]
+    known = ~np.isnan(mb)
+    out["flips"] = int(flip.sum())
+    out["margin_unknown"] = int((~known).sum())
+    out["near_tie"] = int((mb[known] < line).sum())
+    out["wide"] = int((mb[known] >= line).sum())
+    if known.any():
+        out["near_tie_share"] = out["near_tie"] / int(known.sum())
+        j = int(np.nanargmax(mb))
+        out["widest"] = {"sample": int(sample[j]), "position": int(pos[j]), "margin": float(mb[j])}
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class RefRow:
+    """One setting of the engine beside the reference's."""
+
+    key: str
+    label: str
+    engine: Any
+    reference: Any
+    status: str
+    severity: str
+    why: str
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        """The row as a JSON object."""
+        return asdict(self)
+
+
+def _short(h: object) -> str:
+    return f"{str(h)[:12]}…"
+
+
+def weights_state(engine: dict, ref: dict) -> tuple[str, str]:
+    """("same" | "different" | "unverified", why) for the engine's weights against the
+    reference folder's: a hash the engine reports, else the hash kltui took of the engine's
+    folder on this machine, against the reference folder's; without either, the names (a
+    different name is another model; the same name is unverified)."""
+    rh = ref.get("local_weights_sha256")
+    for key, what in (
+        ("weights_sha256", "reported by the server"),
+        ("local_weights_sha256", "of its folder on this machine"),
+    ):
+        eh = engine.get(key)
+        if eh is not None and rh is not None:
+            if eh != rh:
+                return (
+                    "different",
+                    f"the config.json and *.safetensors differ: sha256 {_short(eh)} ({what}) vs "
+                    f"{_short(rh)} (the reference folder)",
+                )
+            return "same", f"the same config.json and *.safetensors, sha256 {_short(rh)}"
+    en = model_names(engine.get("model_path"), engine.get("served_model_name"))
+    rn = model_names(ref.get("model_path"))
+    if en and rn and not en & rn:
+        return (
+            "different",
+            f"model_path {engine.get('model_path')} vs the reference folder {ref.get('model_path')}"
+            " (and no weights hash to show they are the same files)",
+        )
+    why = engine.get("local_weights_note") or "no weights hash"
+    if rh is None:
+        why = ref.get("local_weights_note") or "the reference folder was not hashed"
+    return "unverified", f"same model name, weights not verified: {why}"
+
+
+def _cmp(a: Any, b: Any) -> str:
+    if a is None or b is None:
+        return UNKNOWN
+    return MATCH if a == b else MISMATCH
+
+
+def engine_dtype(engine: dict) -> str | None:
+    """The dtype an engine reports, in one spelling (None: unknown or 'auto')."""
+    return norm_dtype(engine.get("dtype"))
+
+
+def align_reference(engine: dict, ref: dict, *, engine_name: str = "SGLang") -> list[RefRow]:
+    """The config diff of an engine (its identity record) against the reference's."""
+    rows: list[RefRow] = []
+    state, why = weights_state(engine, ref)
+    rows.append(
+        RefRow(
+            "weights",
+            "weights (config.json + *.safetensors)",
+            engine.get("local_weights_sha256")
+            or engine.get("weights_sha256")
+            or engine.get("model_path"),
+            ref.get("local_weights_sha256") or ref.get("model_path"),
+            {"same": MATCH, "different": MISMATCH}.get(state, UNKNOWN),
+            REFUSE,
+            "a reference with other weights computes another function",
+            why,
+        )
+    )
+    e_dt, r_dt = engine_dtype(engine), norm_dtype(ref.get("dtype"))
+    rows.append(
+        RefRow(
+            "dtype",
+            "dtype",
+            engine.get("dtype"),
+            ref.get("dtype"),
+            _cmp(e_dt, r_dt),
+            WARN,
+            "the numbers then compare dtypes as much as engines: bf16 rounds every op at 8 bits "
+            "of mantissa, fp32 at 24",
+            "the engine's 'auto' is resolved from the checkpoint" if e_dt is None else "",
+        )
+    )
+    ev, rv = engine.get("vocab_size"), ref.get("vocab_size")
+    if ev is not None:
+        rows.append(
+            RefRow(
+                "vocab_size",
+                "vocabulary size",
+                ev,
+                rv,
+                _cmp(ev, rv),
+                REFUSE,
+                "teacher forcing sends ids: another vocabulary makes them other tokens",
+            )
+        )
+    att = sglang_attention(engine) if engine_name == "SGLang" else engine.get("attention_backend")
+    rows.append(
+        RefRow(
+            "attention",
+            "attention implementation",
+            att,
+            ref.get("attn_implementation"),
+            INFO,
+            INFO,
+            "never the same kernel: the engine's paged attention against transformers' "
+            "(sdpa, eager or flash); their accumulation order differs",
+        )
+    )
+    e_tp = engine.get("tp_size")
+    rows.append(
+        RefRow(
+            "tp",
+            "tensor parallel size",
+            e_tp,
+            1,
+            _cmp(e_tp, 1),
+            WARN,
+            "the reference runs on one device; tp > 1 adds all-reduce rounding on the engine",
+        )
+    )
+    e_q = engine.get("quantization")
+    rows.append(
+        RefRow(
+            "quantization",
+            "quantization",
+            e_q,
+            None,
+            MISMATCH if e_q else (MATCH if "quantization" in engine else UNKNOWN),
+            WARN,
+            "quantized weights on the engine are other weights than the reference's",
+        )
+    )
+    kv = engine.get("kv_cache_dtype")
+    kv_dt = norm_dtype(kv)
+    rows.append(
+        RefRow(
+            "kv_cache_dtype",
+            "KV cache dtype",
+            kv,
+            "model dtype",
+            UNKNOWN if kv is None else (MATCH if kv_dt in (None, e_dt) else MISMATCH),
+            WARN,
+            "a quantized KV cache changes every attention output",
+            "'auto' means the model dtype",
+        )
+    )
+    rows.append(
+        RefRow(
+            "device",
+            "device",
+            engine.get("device"),
+            ref.get("device"),
+            INFO,
+            INFO,
+            "recorded: CPU and GPU kernels round differently",
+        )
+    )
+    rows.append(
+        RefRow(
+            "batch",
+            "sequences per forward",
+            "the engine's own batching",
+            ref.get("batch_size"),
+            INFO,
+            INFO,
+            "1: every reference forward holds one sequence, no padding, no batch effects",
+        )
+    )
+    rows.append(
+        RefRow(
+            "version",
+            "version",
+            engine.get("version"),
+            ref.get("version"),
+            INFO,
+            INFO,
+            "recorded so a result can be tied to the releases that produced it",
+        )
+    )
+    return rows
+
+
+def dtype_pair(rows: list[RefRow]) -> tuple[Any, Any] | None:
+    """(engine dtype, reference dtype) when the config diff shows them different, else None."""
+    for r in rows:
+        if r.key == "dtype" and r.status == MISMATCH:
+            return r.engine, r.reference
+    return None
+
+
+def ref_mismatches(rows: list[RefRow]) -> list[RefRow]:
+    """Rows that differ, info rows left out."""
+    return [r for r in rows if r.status == MISMATCH and r.severity != INFO]
+
+
+def describe_ref(row: RefRow, engine_name: str = "SGLang") -> str:
+    """One line for a Problem."""
+    note = f" ({row.note})" if row.note else ""
+    return (
+        f"{row.label} differs: {engine_name} {row.engine!r} vs the HF reference "
+        f"{row.reference!r}; {row.why}{note}"
+    )

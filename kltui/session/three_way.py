@@ -1,0 +1,252 @@
+"""Which engine is closer to the model as written: SGLang vs the HF reference, vLLM vs the HF
+reference, and SGLang vs vLLM, all three on the same token ids (one `hf_reference` run), read
+from a session's store, so a replay reads the same as the live run.
+
+The verdict is the diagnosis's paired per-sample test (`session/paired.py`): per sample, the
+log ratio of SGLang's and vLLM's mean k3 against the reference (floored at the 1e-9 stray-ulp
+level), a Wilcoxon signed-rank test each way (two-sided: the smaller one-sided chance, doubled)
+and its Hodges-Lehmann ratio. An engine is named closer only when that chance is below the
+diagnosis's EVIDENCE_P over at least MIN_COMMON common samples and the union-KL test does not
+point the other way beyond chance; anything else is "inconclusive", with what would decide it.
+A comparison across dtypes (an engine's reported dtype differs from the reference's) says so in
+its line: its distances then include the dtype's rounding.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from kltui import fmt
+from kltui.session.helper_view import HelperView
+from kltui.session.paired import (
+    EVIDENCE_P,
+    MIN_COMMON,
+    STRAY_ULP_FLOOR,
+    hodges_lehmann,
+    signed_rank_p,
+)
+from kltui.session.store import SessionStore
+
+HELPER = "hf_reference"
+UNION_FLOOR = 1e-12  # union KL is exact to float32 rounding of the logprobs, not 1e-9
+
+
+@dataclass(frozen=True)
+class Leg:
+    """One pair of the table, on the same ids as the others."""
+
+    name: str  # "SGLang vs HF", "vLLM vs HF", "SGLang vs vLLM"
+    samples: int
+    positions: int
+    avg_kl_div: float | None
+    mean_abs_delta: float | None
+    max_abs_delta: float | None
+    top1_agreement: float | None
+    union_kl_mean: float | None
+    union_exact: bool | None
+    flips: int | None
+    near_tie_flips: int | None  # judged by the reference's margin (None for SGLang vs vLLM)
+    wide_flips: int | None
+    across_dtypes: dict | None = None
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """The paired test of SGLang's and vLLM's distances to the reference on one metric."""
+
+    metric: str
+    n: int
+    p: float | None  # two-sided
+    ratio: float | None  # vLLM's distance / SGLang's (HL): above 1, SGLang is closer
+    closer: str | None  # "SGLang" | "vLLM" | None
+
+
+@dataclass(frozen=True)
+class ThreeWay:
+    """The table, its verdict ("SGLang" | "vLLM" | "inconclusive" | None with one engine) and
+    the verdict's line."""
+
+    reference: str | None
+    legs: list[Leg]
+    verdict: str | None
+    line: str
+    rankings: list[Ranking] = field(default_factory=list)
+    across_dtypes: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON result's `three_way` entry (docs/JSON.md)."""
+        return {
+            "reference": self.reference,
+            "legs": [asdict(leg) for leg in self.legs],
+            "verdict": self.verdict,
+            "line": self.line,
+            "rankings": [asdict(r) for r in self.rankings],
+            "across_dtypes": self.across_dtypes,
+        }
+
+
+def _rows(fig: Any) -> dict[int, dict]:
+    rows = fig.get("reference_per_sample") if hasattr(fig, "get") else None
+    if not isinstance(rows, list):
+        return {}
+    return {r["index"]: r for r in rows if isinstance(r, dict) and isinstance(r.get("index"), int)}
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _leg(name: str, fig: Any, avg: float | None, scored: int) -> Leg:
+    rf = fig.get("reference_flips")
+    rf = rf if isinstance(rf, dict) else {}
+    dt = fig.get("across_dtypes")
+    return Leg(
+        name=name,
+        samples=scored,
+        positions=_int(fig.get("positions")) or 0,
+        avg_kl_div=avg,
+        mean_abs_delta=_num(fig.get("mean_abs_delta")),
+        max_abs_delta=_num(fig.get("max_abs_delta")),
+        top1_agreement=_num(fig.get("top1_agreement")),
+        union_kl_mean=_num(fig.get("union_kl_mean")),
+        union_exact=fig.get("union_exact") if isinstance(fig.get("union_exact"), bool) else None,
+        flips=_int(rf.get("flips")),
+        near_tie_flips=_int(rf.get("near_tie")),
+        wide_flips=_int(rf.get("wide")),
+        across_dtypes=dt if isinstance(dt, dict) else None,
+    )
+
+
+def _pair_leg(pair: dict) -> Leg:
+    fm = pair.get("flip_margins")
+    fm = fm if isinstance(fm, dict) else {}
+    rows = pair.get("per_sample")
+    means = [_num(r.get("mean_k3")) for r in rows or [] if isinstance(r, dict)]
+    vals = [m for m in means if m is not None]
+    cov = _num(pair.get("union_coverage"))
+    return Leg(
+        name="SGLang vs vLLM",
+        samples=len(vals),
+        positions=_int(pair.get("positions")) or 0,
+        avg_kl_div=float(np.mean(vals)) if vals else None,
+        mean_abs_delta=_num(pair.get("mean_abs_delta")),
+        max_abs_delta=_num(pair.get("max_abs_delta")),
+        top1_agreement=_num(pair.get("top1_agreement")),
+        union_kl_mean=_num(pair.get("union_kl_mean")),
+        union_exact=None if cov is None else cov >= 1.0,
+        flips=_int(fm.get("flips")),
+        near_tie_flips=None,
+        wide_flips=None,
+    )
+
+
+def rank(a: dict[int, dict], b: dict[int, dict], key: str, floor: float) -> Ranking:
+    """The paired test of per-sample `key` (a distance to the reference) of SGLang (`a`) and
+    vLLM (`b`) on their common samples."""
+    common = sorted(set(a) & set(b))
+    pairs = [(_num(a[i].get(key)), _num(b[i].get(key))) for i in common]
+    ok = [(x, y) for x, y in pairs if x is not None and y is not None]
+    ok = [(x, y) for x, y in ok if math.isfinite(x) and math.isfinite(y)]
+    n = len(ok)
+    if n == 0:
+        return Ranking(key, 0, None, None, None)
+    x = np.maximum(np.array([p[0] for p in ok]), floor)
+    y = np.maximum(np.array([p[1] for p in ok]), floor)
+    r = np.log(y) - np.log(x)  # > 0: vLLM farther from the reference than SGLang
+    p_sg, p_vl = signed_rank_p(r), signed_rank_p(-r)
+    p = min(1.0, 2 * min(p_sg, p_vl))
+    ratio = float(np.exp(hodges_lehmann(r)))
+    closer = None
+    if n >= MIN_COMMON and p < EVIDENCE_P:
+        closer = "SGLang" if p_sg < p_vl else "vLLM"
+    return Ranking(key, n, p, ratio, closer)
+
+
+def _dtypes(legs: list[Leg]) -> str:
+    parts = [
+        f"{leg.name.split(' vs ')[0]} {leg.across_dtypes.get('engine')} vs reference "
+        f"{leg.across_dtypes.get('reference')}"
+        for leg in legs
+        if leg.across_dtypes
+    ]
+    return (
+        f"; across dtypes ({', '.join(parts)}): the distances include the dtype's rounding"
+        if parts
+        else ""
+    )
+
+
+def _p(p: float | None) -> str:
+    return "?" if p is None else f"{p:.2g}"
+
+
+def three_way(store: SessionStore) -> ThreeWay | None:
+    """The reading of a run with an hf: reference (None without one)."""
+    views: dict[str, HelperView] = {}
+    for st in store.helpers.values():
+        if st.helper != HELPER or st.summary is None:
+            continue
+        v = HelperView.of(st)
+        engine = v.figures.get("engine")
+        if engine in ("SGLang", "vLLM") and engine not in views:
+            views[str(engine)] = v
+    if not views:
+        return None
+    legs = [
+        _leg(f"{e} vs HF", views[e].figures, views[e].summary.avg_kl_div, views[e].scored)
+        for e in ("SGLang", "vLLM")
+        if e in views
+    ]
+    ref = next(iter(views.values())).figures.get("reference")
+    pair = views["vLLM"].figures.get("engines_pair") if "vLLM" in views else None
+    if isinstance(pair, dict):
+        legs.append(_pair_leg(pair))
+    across = _dtypes(legs)
+    if len(views) < 2:
+        leg = legs[0]
+        line = (
+            f"{leg.name}: avg_kl_div {fmt.sci(leg.avg_kl_div)}, top-1 agreement "
+            f"{fmt.pct(leg.top1_agreement)}; no second engine to rank (give --baseline vllm:URL "
+            "too for the three-way table)" + across
+        )
+        return ThreeWay(ref, legs, None, line, [], bool(across))
+    a, b = _rows(views["SGLang"].figures), _rows(views["vLLM"].figures)
+    k3 = rank(a, b, "mean_k3", STRAY_ULP_FLOOR)
+    ukl = rank(a, b, "union_kl_mean", UNION_FLOOR)
+    verdict, line = _verdict(k3, ukl)
+    return ThreeWay(ref, legs, verdict, line + across, [k3, ukl], bool(across))
+
+
+def _verdict(k3: Ranking, ukl: Ranking) -> tuple[str, str]:
+    if k3.n < MIN_COMMON:
+        return "inconclusive", (
+            f"inconclusive: {k3.n} sample(s) compared on both engines; the paired test needs at "
+            f"least {MIN_COMMON} (--samples)"
+        )
+    if k3.closer is None:
+        return "inconclusive", (
+            f"inconclusive: neither engine is closer to the reference beyond chance on "
+            f"per-sample mean k3 (vLLM/SGLang ratio {k3.ratio:.3g}, p {_p(k3.p)} over {k3.n} "
+            f"samples, needs < {EVIDENCE_P:g}); more samples or longer continuations would decide"
+        )
+    if ukl.closer is not None and ukl.closer != k3.closer:
+        return "inconclusive", (
+            f"inconclusive: {k3.closer} is closer on per-sample mean k3 (p {_p(k3.p)}) but "
+            f"{ukl.closer} on union KL (p {_p(ukl.p)}): the two metrics disagree"
+        )
+    far = "vLLM" if k3.closer == "SGLang" else "SGLang"
+    ratio = k3.ratio if k3.closer == "SGLang" else 1 / (k3.ratio or 1.0)
+    also = " and on union KL" if ukl.closer == k3.closer else ""
+    return k3.closer, (
+        f"{k3.closer} is closer to the reference on per-sample mean k3{also}: {far}'s is "
+        f"{ratio:.3g}x {k3.closer}'s (Hodges-Lehmann), paired signed-rank p {_p(k3.p)} over "
+        f"{k3.n} samples"
+    )

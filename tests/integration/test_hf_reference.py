@@ -1,0 +1,175 @@
+"""`--baseline hf:PATH`: the shipped checkpoint in Hugging Face transformers (CPU, a worker
+process) against the embedded reference server, which loads the same folder. Both compute the
+same Llama in float32 with different kernels, so the comparison must find them close but not
+bit-identical, with every union id known on both sides (the exact union KL). A copy of the
+folder with one tensor perturbed is refused as other weights (exit 2), and a server in another
+dtype than the reference shows in the config diff and in the verdict's line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kltui.cli import main
+from kltui.reference import CHECKPOINT_DIR
+from tests.integration.checkrun import check_run
+from tests.json_contract import read_check
+
+pytest.importorskip("transformers", reason="the hf: reference needs the [hf] extra")
+
+CKPT = str(CHECKPOINT_DIR)
+SMALL = {"samples": 4, "max_new_tokens": 12, "top_k": 5}
+
+
+async def test_the_reference_scores_what_the_server_scores(reference_servers, tmp_path):
+    url = reference_servers.url()
+    rc, doc, out = await check_run(
+        url, tmp_path, helpers=["hf_reference"], hf_baseline={"hf": CKPT}, **SMALL
+    )
+    assert rc == 0, out
+    h = doc["helpers"]["hf_reference"]
+    assert h["status"] == "pass" and h["scored"] == 4
+    # the same function in the same dtype: far below any gate, and not bit-identical either
+    # (the reference server's batched matmuls are not transformers' sdpa)
+    assert 0 < h["avg_kl_div"] < 1e-8
+    ref = h["reference"]
+    assert ref["engine"] == "SGLang" and ref["reference"] == "hf:" + str(Path(CKPT).resolve())
+    assert ref["union_exact"] is True and ref["union_coverage"] == 1.0
+    assert ref["loaded"]["dtype"] == "float32" and ref["loaded"]["attn_implementation"] == "sdpa"
+    assert ref["loaded"]["device"] == "cpu"
+    assert h["top1_agreement"] == 1.0
+    rows = {r["key"]: r for r in ref["config_diff"]}
+    assert rows["weights"]["status"] == "match"  # the same folder, hashed on both sides
+    assert rows["dtype"]["status"] == "match"
+    assert rows["attention"]["engine"] == "torch_native"
+    assert rows["attention"]["reference"] == "sdpa"
+    # the reference is recorded among the run's servers, labelled as such
+    (hf,) = [s for s in doc["servers"] if s["engine"] == "hf"]
+    assert hf["local_weights_sha256"] == rows["weights"]["reference"]
+    tw = doc["three_way"]
+    assert tw["verdict"] is None and "no second engine" in tw["line"]
+    assert [leg["name"] for leg in tw["legs"]] == ["SGLang vs HF"]
+    assert "reference" in out and "hf_reference" in out
+
+    # the recording read back gives the same reading
+    assert main(["report", str(tmp_path / "r.jsonl"), "--json", str(tmp_path / "again.json")]) == 0
+    again = read_check(tmp_path / "again.json")
+    assert again["three_way"] == tw
+    assert again["helpers"]["hf_reference"]["reference"] == ref
+
+
+def _perturbed_copy(tmp_path: Path) -> Path:
+    """The checkpoint copied under the same folder name, one tensor nudged by 1%."""
+    from safetensors.numpy import load_file, save_file
+
+    dst = tmp_path / "copy" / Path(CKPT).name
+    shutil.copytree(CKPT, dst)
+    tensors = load_file(str(dst / "model.safetensors"))
+    name = sorted(tensors)[0]
+    tensors[name] = (tensors[name] * np.float32(1.01)).astype(tensors[name].dtype)
+    save_file(tensors, str(dst / "model.safetensors"), metadata={"format": "pt"})
+    return dst
+
+
+def test_a_planted_wrong_weight_is_refused(reference_servers, tmp_path, capsys):
+    url = reference_servers.url()
+    bad = _perturbed_copy(tmp_path)
+    argv = ["check", "--server", url, "--baseline", f"hf:{bad}", "--no-record", *_small()]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0]
+    assert f"--baseline hf:{bad}" in err[0] and "differ" in err[0]
+    assert "--allow-different-models" in err[0]
+
+
+def test_other_weights_run_when_allowed_and_the_diff_says_so(reference_servers, tmp_path):
+    url = reference_servers.url()
+    bad = _perturbed_copy(tmp_path)
+    out = tmp_path / "r.json"
+    argv = ["check", "--server", url, "--baseline", f"hf:{bad}", "--allow-different-models",
+            "--no-record", "--json", str(out), *_small()]  # fmt: skip
+    main(argv)
+    doc = read_check(out)
+    rows = {r["key"]: r for r in doc["helpers"]["hf_reference"]["reference"]["config_diff"]}
+    assert rows["weights"]["status"] == "mismatch"
+    assert "differ" in rows["weights"]["note"]
+    # a 1% nudge of one tensor moves the numbers far beyond the same-weights run's
+    assert doc["helpers"]["hf_reference"]["avg_kl_div"] > 1e-6
+
+
+def test_a_server_in_another_dtype_is_compared_across_dtypes(reference_servers, tmp_path):
+    url = reference_servers.url(extra_args=("--dtype", "bfloat16"))
+    out = tmp_path / "r.json"
+    argv = ["check", "--server", url, "--baseline", f"hf:{CKPT}", "--hf-dtype", "float32",
+            "--no-record", "--json", str(out), *_small()]  # fmt: skip
+    main(argv)
+    doc = read_check(out)
+    ref = doc["helpers"]["hf_reference"]["reference"]
+    rows = {r["key"]: r for r in ref["config_diff"]}
+    assert rows["dtype"]["status"] == "mismatch"
+    assert (rows["dtype"]["engine"], rows["dtype"]["reference"]) == ("bfloat16", "float32")
+    assert ref["across_dtypes"] == {"engine": "bfloat16", "reference": "float32"}
+    tw = doc["three_way"]
+    assert tw["across_dtypes"] is True
+    assert "across dtypes (SGLang bfloat16 vs reference float32)" in tw["line"]
+    # bf16 rounding against fp32: far above the same-dtype run
+    assert doc["helpers"]["hf_reference"]["avg_kl_div"] > 1e-6
+    assert any("dtype differs" in p["message"] for p in doc["problems"])
+
+
+def test_the_reference_takes_the_servers_dtype_unless_told(reference_servers, tmp_path):
+    url = reference_servers.url(extra_args=("--dtype", "bfloat16"))
+    out = tmp_path / "r.json"
+    argv = ["check", "--server", url, "--baseline", f"hf:{CKPT}", "--no-record",
+            "--json", str(out), *_small()]  # fmt: skip
+    main(argv)
+    doc = read_check(out)
+    (hf,) = [s for s in doc["servers"] if s["engine"] == "hf"]
+    assert hf["dtype"] == "bfloat16"
+    ref = doc["helpers"]["hf_reference"]["reference"]
+    assert ref["loaded"]["dtype"] == "bfloat16" and ref["across_dtypes"] is None
+
+
+@pytest.mark.parametrize(
+    "argv, must",
+    [
+        (["--baseline", "hf:/nonexistent/model"], "--baseline hf: /nonexistent/model: no such"),
+        (["--hf-dtype", "float32"], "--hf-dtype: there is no hf: reference"),
+        (["--helpers", "hf_reference"], "needs --baseline hf:PATH"),
+        (["--baseline", f"hf:{CKPT}", "--baseline", "hf:/x"], "one hf: reference at a time"),
+    ],
+)
+def test_bad_reference_options_are_one_line(argv, must, tmp_path, capsys):
+    assert main(["check", "--server", "127.0.0.1:9", "--no-record", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and must in err[0], err
+
+
+def test_a_config_file_names_the_reference(tmp_path):
+    from kltui.run.config import load_config_file
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        json.dumps(
+            {
+                "baseline": [
+                    {"hf": CKPT, "dtype": "bfloat16", "batch_size": 2},
+                    "vllm:127.0.0.1:8000",
+                ]
+            }
+        )
+    )
+    cfg = load_config_file(str(path))
+    assert cfg.baseline == "127.0.0.1:8000"
+    assert cfg.hf_baseline == {"hf": CKPT, "dtype": "bfloat16", "batch_size": 2}
+    path.write_text(json.dumps({"baseline": {"hf": CKPT, "dtype": "int8"}}))
+    with pytest.raises(Exception, match="'baseline.dtype' must be"):
+        load_config_file(str(path))
+
+
+def _small() -> list[str]:
+    return ["--samples", "4", "--max-new-tokens", "12"]
