@@ -285,8 +285,41 @@ def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
         if len(per_rank) > 1
         else None
     )
+    result["ranks_agree"] = ranks_agree(per_rank) if len(per_rank) > 1 else None
     result["verdict"] = verdict(result)
+    if len(per_rank) > 1:
+        result["verdict"] += "; " + ranks_reading(per_rank, rank)
     return result
+
+
+def _where(res: dict) -> tuple:
+    """What a rank's analysis names: the first divergent module and where (None: identical)."""
+    if res["identical"]:
+        return ("identical",)
+    return (res["first_divergent_module"], res["decode_step"], res["position"])
+
+
+def ranks_agree(per_rank: dict[int, dict]) -> bool:
+    """Every rank names the same first divergence (module, decode step, position), or none."""
+    return len({_where(res) for res in per_rank.values()}) == 1
+
+
+def ranks_reading(per_rank: dict[int, dict], shown: int) -> str:
+    """One clause on the ranks: under TP each holds a shard, and a divergence on one rank alone
+    (or at another module) points at that rank's shard or at the collective between them."""
+    n = len(per_rank)
+    if ranks_agree(per_rank):
+        return f"all {n} ranks agree" + (
+            "" if per_rank[shown]["identical"] else " on the first divergent module and step"
+        )
+    parts = []
+    for r, res in sorted(per_rank.items()):
+        if res["identical"]:
+            parts.append(f"rank {r} bit-identical")
+        else:
+            mod = res["first_divergent_module"] or "no module named"
+            parts.append(f"rank {r} {mod} at decode step {res['decode_step']}")
+    return f"the {n} ranks disagree ({', '.join(parts)}); shown: rank {shown}, the earliest"
 
 
 def verdict(r: dict) -> str:

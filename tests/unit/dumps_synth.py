@@ -143,13 +143,15 @@ def make_pair(
     ranks_b: tuple[int, ...] | None = None,
     overlap_extra: bool = False,
     plant_both: dict | None = None,
+    plant_rank: int | None = None,
 ) -> tuple[Path, Path]:
     """A (prompt prefill + k decode steps) and B (fresh prefill of prompt + k tokens).
     plant_decode = {"step": k, "module": ..., "eps": ...}; plant_prompt = {"module", "eps"}
     (either with "at": "input", see run_pass). plant_both = {"step": k, "module", "a": x,
     "b": y} writes x into element 0 of that module's output at decode step k and y into the
     same element of the fresh prefill's row at that position (x = -0.0, y = +0.0: the same
-    value in other bits)."""
+    value in other bits). plant_rank: plant_decode on that rank only (a two-rank run whose
+    ranks disagree)."""
     prompt = prompt or [3, 14, 15, 9, 26, 5]
     m = Model()
     a, b = root / "exp_decode", root / "exp_prefill"
@@ -160,7 +162,8 @@ def make_pair(
         out = [nxt]
         for step in range(1, k + 1):
             plant = None
-            if plant_decode and plant_decode["step"] == step:
+            on_rank = plant_rank is None or plant_rank == rank
+            if plant_decode and plant_decode["step"] == step and on_rank:
                 plant = plant_decode
             if plant_both and plant_both["step"] == step:
                 plant = {"module": plant_both["module"], "set": (0, plant_both["a"])}

@@ -263,6 +263,28 @@ def test_two_ranks_analysed(tmp_path):
     a, b = make_pair(tmp_path, ranks=(0, 1))
     r = analyze(a, b)
     assert r["ranks"] == [0, 1] and set(r["per_rank"]) == {"0", "1"} and r["identical"]
+    assert r["ranks_agree"] is True and r["verdict"].endswith("all 2 ranks agree")
+
+
+def test_two_ranks_that_disagree_are_named_each(tmp_path):
+    # a divergence on rank 1 only: TP's shard or collective on that rank, not the model
+    plant = {"step": 2, "module": QKV1, "eps": 1e-3}
+    a, b = make_pair(tmp_path, ranks=(0, 1), plant_decode=plant, plant_rank=1)
+    r = analyze(a, b)
+    assert r["ranks_agree"] is False and r["rank"] == 1 and not r["identical"]
+    assert r["per_rank"]["0"]["identical"] and not r["per_rank"]["1"]["identical"]
+    assert r["first_divergent_module"] == QKV1 and r["decode_step"] == 2
+    assert r["verdict"].endswith(
+        f"; the 2 ranks disagree (rank 0 bit-identical, rank 1 {QKV1} at decode step 2); "
+        "shown: rank 1, the earliest"
+    ), r["verdict"]
+
+
+def test_two_ranks_that_diverge_alike_agree(tmp_path):
+    plant = {"step": 2, "module": QKV1, "eps": 1e-3}
+    r = analyze(*make_pair(tmp_path, ranks=(0, 1), plant_decode=plant))
+    assert r["ranks_agree"] is True and r["rank"] == 0
+    assert r["verdict"].endswith("all 2 ranks agree on the first divergent module and step")
 
 
 def test_foreign_pt_name_is_refused(tmp_path, capsys):
