@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from kltui import fmt
 from kltui.ablate.reading import BASE_EFFECT, Ablation, ConfigReading, HelperReading, num
 from kltui.helpers.registry import same_engine
-from kltui.outputs.ablation_rows import helper_names, note, pairs_line, tail_lines, timing_line
+from kltui.outputs.ablation_rows import (
+    chain_lines,
+    helper_names,
+    note,
+    pairs_line,
+    tail_lines,
+    timing_line,
+)
 from kltui.run.ablate import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
@@ -197,9 +204,15 @@ def helpers_of(ab: Ablation | None, live: Mapping[str, Live]) -> list[str]:
     return out
 
 
-def verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
+def verdict_lines(sweep: Sweep, ab: Ablation | None, notes: list[str] | None = None) -> list[str]:
     """Under the matrix: the verdict with its traps and next step once the sweep is over,
-    what is known so far until then."""
+    what is known so far until then; then --chain's steps (`notes`, what it said as each step
+    began) until its result is in, and its result after."""
+    chain = chain_lines(sweep) if sweep.chain else list(notes or ())
+    return [*_verdict_lines(sweep, ab), *chain]
+
+
+def _verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
     if ab is None or not ab.base.measured:
         if sweep.total_s is not None and sweep.runs and sweep.base.status != MEASURED:
             return [f"the base did not start: {sweep.base.line()}"]

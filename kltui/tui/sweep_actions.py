@@ -86,6 +86,8 @@ class SweepActions(DashboardActions):
         if isinstance(feed, SweepFeed):
             feed.shown = name
             run = feed.run_of(name)
+            if feed.sweep is not None and run is not None:
+                self.status.run_no = feed.sweep.runs.index(run) + 1  # configuration k of N
             self.status.recording = (
                 str(feed.sweep.folder / run.recording) if feed.sweep and run else None
             )

@@ -40,7 +40,7 @@ SIZES = ["--samples", "12", "--max-new-tokens", "8", "--max-prompt-tokens", "48"
 REFERENCE = f"{sys.executable} -m kltui.reference serve --dtype bfloat16"
 
 
-def live_feed(tmp_path: Path, *args: str) -> SweepFeed:
+def live_feed(tmp_path: Path, *args: str, chain: bool = False) -> SweepFeed:
     """A sweep feed as `kltui ablate` builds it on a terminal (the launch's --help read here)."""
     ns = make_parser().parse_args(["ablate", *args, *SIZES])
     spec = SweepSpec(
@@ -49,7 +49,7 @@ def live_feed(tmp_path: Path, *args: str) -> SweepFeed:
         launch=tuple(ns.launch.split()),
         varies=tuple(ns.vary),
     )
-    return SweepFeed(spec, plan=prepare(spec))
+    return SweepFeed(spec, plan=prepare(spec), chain=chain)
 
 
 def cell(app: KltuiApp, name: str, column: str) -> str:
@@ -68,6 +68,7 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         tmp_path,
         *("--launch", REFERENCE, "--vary", "deterministic=on", "--vary", "page-size=0"),
         *("--helpers", "match"),
+        chain=True,
     )
     app = KltuiApp(feed)
     seen: dict[str, list[str]] = {}
@@ -107,6 +108,12 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         assert float(cell(app, "base", "avg")) > 1e-6
         verdict = drawn_at(app.screen, "#ablation-verdict")
         assert "localized: deterministic=on removes match's divergence" in verdict
+        # --chain ran after it (localized condition 1); the reference server has no dumper, so
+        # it stops at a step it names, under the matrix
+        chain = feed.sweep.chain
+        assert chain is not None and chain["status"] == "failed", chain
+        assert chain["line"].startswith(f"chain: {chain['step']} failed: ")
+        assert feed.notes and "chain: " in verdict
         # Enter on a row: that configuration's dashboard, on its run
         table = app.screen.query_one(SweepMatrix)
         table.move_cursor(row=table.names.index("deterministic=on"))

@@ -111,7 +111,7 @@ class AblationScreen(BoxModal[str | None]):
         head = Text.assemble(safe(head_line(src.sweep)), "\n", (which, "bold"))
         self.query_one("#ablation-head", Static).update(head)
         self._detail(rows)
-        lines = [*verdict_lines(src.sweep, src.ab), *src.notes]
+        lines = verdict_lines(src.sweep, src.ab, src.notes)
         out = Text()
         for i, line in enumerate(lines):
             if i:
