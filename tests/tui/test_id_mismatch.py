@@ -45,6 +45,8 @@ async def test_mismatched_id_is_marked_and_explained():
         assert "at 1 position(s) the server reported another token id" in drawn(
             app.screen.query_one("#drill-head")
         )
-        cell = str(app.screen.table.get_cell_at((4, 2)))
+        table = app.screen.table
+        col = [c.label.plain for c in table.columns.values()].index("token id")
+        cell = str(table.get_cell_at((4, col)))
         assert cell == f"{sent} {heat.MARK_ID} 0"
         await pilot.press("escape", "q")

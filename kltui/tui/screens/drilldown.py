@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Static
 
 from kltui import fmt
 from kltui.metrics import scale
@@ -19,38 +19,52 @@ from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.header import TitleBar
+from kltui.tui.widgets.kstrip import K3Strip
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import escape_controls, safe, token_repr
 
-TOPK_SHOWN = 3
+TOPK_MIN_WIDTH = 14  # a top-k column narrower than one entry ("␣which -0.834") says nothing
+MORE = "  +{}"  # entries a top-k cell has no room for: the line under the table lists them
 
 
-def sparkline_values(k3: np.ndarray) -> list[float]:
-    """log10 k3 for the sparkline; exact zero sits just below the fixed scale's floor."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = np.log10(k3)
-    v = np.where(k3 == 0, scale.LOW_EXP - 1, v)
-    v = np.where(np.isnan(k3) | np.isinf(v), scale.HIGH_EXP, v)
-    return np.clip(v, scale.LOW_EXP - 1, scale.HIGH_EXP).tolist()
-
-
-def _topk(entries, token_text) -> Text:
-    t = Text(no_wrap=True, overflow="ellipsis")
-    if not entries:
-        return t
-    for i, item in enumerate(entries[:TOPK_SHOWN]):
+def topk_entries(entries, token_text) -> list[Text]:
+    """Each top-k alternative as "text logprob" (the id where no text is known)."""
+    out: list[Text] = []
+    for item in entries or ():
         try:
             tid, lp = int(item[0]), float(item[1])
         except (TypeError, ValueError, IndexError):
             continue
-        if i:
-            t.append("  ")
+        t = Text(no_wrap=True)
         if token_text and tid in token_text:
             t.append_text(token_repr(token_text[tid]))
         else:
             t.append(str(tid), style="bold")
         t.append(f" {lp:.3f}", style="dim")
+        out.append(t)
+    return out
+
+
+def topk_cell(entries: list[Text], width: int | None) -> Text:
+    """As many whole entries as fit `width` (None: all), then "+N" for the N left out."""
+    t = Text(no_wrap=True)
+    for i, entry in enumerate(entries):
+        rest = len(entries) - i - 1
+        need = (
+            t.cell_len + (2 if i else 0) + entry.cell_len + (len(MORE.format(rest)) if rest else 0)
+        )
+        if width is not None and need > width:
+            t.append(MORE.format(len(entries) - i), style="dim")
+            break
+        if i:
+            t.append("  ")
+        t.append_text(entry)
     return t
+
+
+def _span(entries: list[Text]) -> int:
+    """The width of a top-k cell showing every entry."""
+    return sum(e.cell_len for e in entries) + 2 * max(0, len(entries) - 1)
 
 
 def extras_note(extras: list, lp_a: np.ndarray) -> Text:
@@ -121,8 +135,11 @@ class DrillDown(Screen):
         with Vertical():
             yield Static(id="drill-head")
             with Vertical(id="drill-spark-box"):
-                yield Sparkline(sparkline_values(self.scored.k3), id="drill-spark")
+                sc = self.scored
+                yield K3Strip(sc.k3, sc.lp_a, sc.lp_b, self.palette, id="drill-spark")
             yield DataTable(id="drill-table", cursor_type="row", zebra_stripes=True)
+            # the row under the cursor in full: its text and every top-k entry the columns cut
+            yield Static(id="drill-detail")
         yield KltuiFooter()
 
     @property
@@ -149,7 +166,7 @@ class DrillDown(Screen):
         self._show_head()
         box = self.query_one("#drill-spark-box")
         box.border_title = "log10 k3 along the sequence"
-        box.border_subtitle = f"floor {scale.LOW_EXP - 1} = exact 0 · max of each column"
+        box.border_subtitle = "the heatmap's scale and colours · · bit-identical · max per column"
         self._fill_table()
         table = self.table
         table.focus()
@@ -262,24 +279,23 @@ class DrillDown(Screen):
         tt = self.token_text
         has_top = bool(sc.top_a or sc.top_b)
         extra = self.extra_top
+        # k3 and the logprobs first: an 80-column terminal shows them; the top-k columns share
+        # whatever room is left, and the line under the table lists the cursor row in full
         columns = [
             ("pos", "pos"),
-            ("abs", "abs pos"),
-            ("id", "token id"),
-            *([("text", "text")] if tt else []),
+            ("k3", "k3"),
             ("lp_a", "lp A (prefill)"),
             ("lp_b", "lp B (decode)"),
             ("r", "r = A−B"),
-            ("k3", "k3"),
-            *([("top_a", "top-k A"), ("top_b", "top-k B")] if has_top else []),
-            *([("top_x", "top-k (separate request)")] if extra and not has_top else []),
+            ("id", "token id"),
+            ("abs", "abs pos"),
+            *([("text", "text")] if tt else []),
         ]
+        tops = [("top_a", "top-k A"), ("top_b", "top-k B")] if has_top else []
+        if extra and not has_top:
+            tops = [("top_x", "top-k (separate request)")]
         fm = self.flip_margins()
         flip = fm[0] if fm is not None and fm[0].any() else None
-        if flip is not None:
-            columns.append(("flip", "flip margin A / B"))
-        for key, label in columns:
-            table.add_column(label, key=key, width=30 if key.startswith("top") else None)
         r = log_ratio(sc.lp_a, sc.lp_b)
         first = sc.metrics.first_divergence
         ids = sc.token_ids.tolist()
@@ -287,7 +303,7 @@ class DrillDown(Screen):
         levels = scale.token_levels(sc.k3, sc.lp_a, sc.lp_b).tolist()
         pal = self.palette
         reported = dict(sc.id_mismatch or ())
-        rows = []
+        rows, top_cells = [], []
         for i, tid in enumerate(ids):
             mark = heat.MARK_FIRST if i == first else " "
             k = k3[i]
@@ -296,23 +312,67 @@ class DrillDown(Screen):
             kt.append(fmt.sci(k), style="bold" if not (k <= self.tau) else "")
             row = [
                 Text(f"{mark}{i}", style="bold" if i == first else ""),
-                str(sc.prompt_len + i),
+                kt,
+                f"{lp_a[i]:.6f}",
+                f"{lp_b[i]:.6f}",
+                "0" if r[i] == 0 else f"{r[i]:+.3e}",
                 str(tid)
                 if i not in reported
                 else Text(f"{tid} {heat.MARK_ID} {reported[i]}", style="bold"),
+                str(sc.prompt_len + i),
             ]
             if tt:
                 row.append(token_repr(tt.get(tid)))
-            row += [f"{lp_a[i]:.6f}", f"{lp_b[i]:.6f}", "0" if r[i] == 0 else f"{r[i]:+.3e}", kt]
-            if has_top:
-                row.append(_topk(sc.top_a[i] if sc.top_a and i < len(sc.top_a) else None, tt))
-                row.append(_topk(sc.top_b[i] if sc.top_b and i < len(sc.top_b) else None, tt))
-            elif extra:
-                row.append(_topk(extra.get(i), tt))
-            if flip is not None and fm is not None:
-                row.append(self._flip_cell(bool(flip[i]), fm[1][i], fm[2][i]))
             rows.append(row)
+            top_cells.append([topk_entries(self._top_of(key, i), tt) for key, _ in tops])
+        flip_cells = (
+            [self._flip_cell(bool(flip[i]), fm[1][i], fm[2][i]) for i in range(len(ids))]
+            if flip is not None and fm is not None
+            else []
+        )
+        width = self._top_width(columns, rows, tops, top_cells, flip_cells)
+        self.top_cut = False
+        for key, label in columns:
+            table.add_column(label, key=key)
+        for key, label in tops:
+            table.add_column(label, key=key, width=width)
+        if flip_cells:
+            table.add_column("flip margin A / B", key="flip")
+        for i, row in enumerate(rows):
+            for entries in top_cells[i]:
+                row.append(topk_cell(entries, width))
+                self.top_cut = self.top_cut or (width is not None and _span(entries) > width)
+            if flip_cells:
+                row.append(flip_cells[i])
         table.add_rows(rows)
+        self._laid_out_at = self.app.size.width
+
+    def _top_of(self, key: str, i: int):
+        sc = self.scored
+        if key == "top_a":
+            return sc.top_a[i] if sc.top_a and i < len(sc.top_a) else None
+        if key == "top_b":
+            return sc.top_b[i] if sc.top_b and i < len(sc.top_b) else None
+        return self.extra_top.get(i)
+
+    def _top_width(self, columns, rows, tops, top_cells, flip_cells) -> int | None:
+        """Each top-k column's width: the room the other columns leave, shared; None where
+        every entry fits (or there is no top-k)."""
+        if not tops:
+            return None
+
+        def width(values, label: str) -> int:
+            cells = [v.cell_len if isinstance(v, Text) else len(v) for v in values]
+            return max([len(label), *cells]) + 2  # DataTable's cell padding
+
+        fixed = sum(width([row[j] for row in rows], label) for j, (_, label) in enumerate(columns))
+        if flip_cells:
+            fixed += width(flip_cells, "flip margin A / B")
+        room = (self.app.size.width - 1 - fixed) // len(tops) - 2  # a 1-column scrollbar
+        need = max((_span(entries) for cells in top_cells for entries in cells), default=0)
+        if need <= room:
+            return None if need <= 0 else need
+        return max(TOPK_MIN_WIDTH, room)
 
     def _flip_cell(self, flipped: bool, ma: float, mb: float) -> Text:
         if not flipped:
@@ -327,6 +387,53 @@ class DrillDown(Screen):
             style=part(self, "drill--bad") if wide else "",
             no_wrap=True,
         )
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The line under the table follows the cursor."""
+        self._show_detail(event.cursor_row)
+
+    def on_resize(self) -> None:
+        """The top-k columns share the room there is: laid out again for a new width."""
+        if self.query("#drill-table") and getattr(self, "_laid_out_at", None) not in (
+            None,
+            self.app.size.width,
+        ):
+            self.reload()
+
+    def _show_detail(self, i: int) -> None:
+        """The row under the cursor in full: its token's text and every top-k entry (the
+        columns show what fits, "+N" for the rest)."""
+        box = self.query_one("#drill-detail", Static)
+        sc, tt = self.scored, self.token_text
+        keys = (
+            [("top_a", "top-k A"), ("top_b", "top-k B")]
+            if sc.top_a or sc.top_b
+            else [("top_x", "top-k")]
+            if self.extra_top
+            else []
+        )
+        box.display = bool(keys or tt)
+        if not box.display or not 0 <= i < sc.token_ids.size:
+            return
+        tid = int(sc.token_ids[i])
+        t = Text()
+        t.append(f"pos {i}", style="bold")
+        if self.top_cut:
+            t.append(" in full (↑/↓ another row)", style="dim")
+        t.append(f" · token {tid}")
+        if tt:
+            t.append(" ")
+            t.append_text(token_repr(tt.get(tid)))
+        for key, label in keys:
+            entries = topk_entries(self._top_of(key, i), tt)
+            t.append(f" · {label} ", style="dim")
+            if not entries:
+                t.append("–", style="dim")
+            for j, entry in enumerate(entries):
+                if j:
+                    t.append("  ")
+                t.append_text(entry)
+        box.update(t)
 
     @property
     def position(self) -> int:

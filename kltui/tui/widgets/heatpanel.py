@@ -29,15 +29,22 @@ def legend(
     full = _legend(palette, glyphs, tau, id_marks, compact=False)
     if width is None or full.cell_len <= width:
         return full
-    compact = _legend(palette, glyphs, tau, id_marks, compact=True)
-    if compact.cell_len <= width:
-        return compact
-    # the tail threshold is also on the cursor line and in the counters
-    return _legend(palette, glyphs, None, id_marks, compact=True)
+    # then the tail threshold (also on the cursor line and in the counters), then words
+    for t, short_id in ((tau, False), (None, False), (None, True)):
+        compact = _legend(palette, glyphs, t, id_marks, compact=True, short_id=short_id)
+        if compact.cell_len <= width:
+            break
+    return compact
 
 
 def _legend(
-    palette: heat.Palette, glyphs: bool, tau: float | None, id_marks: bool, *, compact: bool
+    palette: heat.Palette,
+    glyphs: bool,
+    tau: float | None,
+    id_marks: bool,
+    *,
+    compact: bool,
+    short_id: bool = False,
 ) -> Text:
     def swatch(level: int, width: int = 1 if compact else 2) -> Text:
         if glyphs:
@@ -56,7 +63,7 @@ def _legend(
     if id_marks:  # first, so a narrow panel never cuts it
         t.append("  ")
         t.append(heat.MARK_ID, style=palette.marker)
-        t.append(" other id" if compact else " other id reported", style="dim")
+        t.append(" other id" if short_id else " other id reported", style="dim")
     if tau is not None:
         t.append(f"  tail > {fmt.sci(tau, 0)}", style="dim")
     t.append(gap)
