@@ -138,7 +138,12 @@ def make_parser() -> argparse.ArgumentParser:
         "in the runs folder; see `kltui runs`)",
     )
     pace = replay.add_mutually_exclusive_group()
-    pace.add_argument("--speed", type=number, help="replay at X times the recorded pace")
+    pace.add_argument(
+        "--speed",
+        type=number,
+        help="replay at X times the recorded pace (default 1: real time, as slowly as the run "
+        "went; --speed 10 is ten times faster, --instant loads it all at once)",
+    )
     pace.add_argument("--instant", action="store_true", help="load everything at once")
     add_dashboard_options(replay, flush=False)
     replay.add_argument(

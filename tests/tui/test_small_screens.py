@@ -4,6 +4,7 @@ server's settings on one line, the legend, the diagnosis cut only where a clause
 from __future__ import annotations
 
 import pytest
+from textual.widgets._toast import Toast
 
 from kltui.session.diagnosis import diagnose
 from kltui.session.helper_view import HelperView
@@ -11,7 +12,7 @@ from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar, clause_cuts
 from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.samples import SampleTable
-from tests.tui.kit import drawn, replayed
+from tests.tui.kit import drawn, replayed, until
 from tests.tui.test_snapshots import FAULT, NOISE, replay
 
 
@@ -181,3 +182,34 @@ async def test_the_gate_source_is_read_in_full_in_the_counters():
         at = next(i for i, r in enumerate(rows) if r.startswith("gate from "))
         text = " ".join(rows[at:]).removeprefix("gate from ")
         assert text.startswith(label) and "…" not in text, (label, rows)
+
+
+async def test_a_real_time_replay_says_how_to_go_faster():
+    # issue 33 item 7: replay defaults to the recorded pace and did not say so
+    from kltui.session.recording import read_recording
+    from kltui.tui.app import KltuiApp
+    from kltui.tui.feeds import ReplayFeed
+    from kltui.tui.widgets.header import TitleBar
+
+    app = KltuiApp(ReplayFeed(read_recording(str(NOISE)), speed=None, instant=False))
+    async with app.run_test(size=(160, 50), notifications=True) as pilot:
+        await pilot.pause(0.3)
+        title = drawn(app.query_one(TitleBar))
+        assert "×1 real time (--speed N or --instant: faster)" in title, title
+
+        def toasts() -> str:
+            return " ".join(" ".join(drawn(t).split()) for t in app.screen.query(Toast))
+
+        await until(pilot, lambda: "--speed 10" in toasts(), timeout=5)
+        assert "--instant" in toasts(), toasts()
+    fast = KltuiApp(ReplayFeed(read_recording(str(NOISE)), speed=10, instant=False))
+    assert fast.feed.pace_hint() is None and "×10" in fast.feed.label()
+
+
+def test_replay_help_says_the_default_pace_and_how_to_go_faster(capsys):
+    from kltui.cli.parser import make_parser
+
+    with pytest.raises(SystemExit):
+        make_parser().parse_args(["replay", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "default 1: real time" in text and "--speed 10 is ten times faster" in text, text
