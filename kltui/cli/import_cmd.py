@@ -82,6 +82,8 @@ def add_parser(sub) -> None:
     p.add_argument("--record", metavar="OUT", help="also write the run as a .kltui.jsonl recording")
     p.add_argument("--json", metavar="OUT", help="the JSON result (docs/JSON.md)")
     add_report_options(p)
+    p.add_argument("--tui", action="store_true", help="open the dashboard (as `kltui FILE` does)")
+    p.add_argument("--theme", help="the dashboard's theme")
     p.set_defaults(func=cmd_import)
 
 
@@ -118,6 +120,10 @@ def cmd_import(args: argparse.Namespace) -> int:
     opts = options(args)
     source = open_source(args.file, opts.adapter)  # an unreadable file fails here, in one line
     write = report_writer(args, args.record)
+    if args.tui:
+        from kltui.tui.import_launch import run_import_app
+
+        return run_import_app(args.file, opts, source, theme=args.theme)
     from kltui.outputs.rl_console import ImportConsole
     from kltui.rl.headless import run_import
 

@@ -34,14 +34,13 @@ K3_KEYS = (
 
 def import_document(store: SessionStore) -> dict:
     """The JSON document of an imported file (its one helper, and any re-scoring after it)."""
-    helpers = [st for st in store.helpers.values() if st.summary is not None]
-    main = next((st for st in helpers if "rl" in st.summary.raw), None) if helpers else None
-    raw = dict(main.summary.raw) if main is not None and main.summary is not None else {}
-    rl = raw.get("rl") if isinstance(raw.get("rl"), dict) else {}
+    finished = [(st, dict(st.summary.raw)) for st in store.helpers.values() if st.summary]
+    main = next((st for st, raw in finished if isinstance(raw.get("rl"), dict)), None)
+    raw: dict = next((r for st, r in finished if st is main), {})
+    found = raw.get("rl")
+    rl: dict = found if isinstance(found, dict) else {}
     rescored = [
-        {"helper": st.helper, "server": st.server, **_k3(dict(st.summary.raw))}
-        for st in helpers
-        if st is not main and st.summary is not None
+        {"helper": st.helper, "server": st.server, **_k3(r)} for st, r in finished if st is not main
     ]
     return {
         "schema": "kltui-import/1",

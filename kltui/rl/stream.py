@@ -18,7 +18,6 @@ import heapq
 import math
 import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -71,6 +70,7 @@ class ImportOptions:
     keep: int = DEFAULT_KEEP
     texts: Callable[[list[int]], list[str]] | None = None  # a local tokenizer's token texts
     server_hint: str = "kltui import FILE --server URL"
+    clock: Callable[[], float] = time.time  # the events' times (a test fixes it)
 
     @property
     def gate_threshold(self) -> float:
@@ -166,10 +166,10 @@ async def import_events(
     counted, sha = scan(path, src.total is None)
     total = src.total if src.total is not None else counted
     server = label_of(path)
-    started = time.time()
+    started = opts.clock()
     header = src.header
     yield RunStarted(
-        run_id=uuid.uuid4().hex[:12],
+        run_id=sha[:12],  # the same file is the same run
         started_at=started,
         config={
             "helpers": [HELPER],
@@ -208,8 +208,9 @@ async def import_events(
             "veto_threshold": opts.veto,
         },
         threshold_source=opts.threshold_source().to_dict(),
+        at=started,
     )
-    yield PhaseChanged(HELPER, server, "read")
+    yield PhaseChanged(HELPER, server, "read", at=opts.clock())
     acc = Accumulator(veto=opts.veto, tail=opts.tail_threshold)
     shown = _Shown(first=opts.keep - opts.keep // 2, worst=opts.keep // 2)
     samples: list[np.ndarray] = []
@@ -242,7 +243,7 @@ async def import_events(
         yield Problem(
             path, f"{n_bad - MAX_PROBLEMS} more bad record(s), listed in the summary", False
         )
-    yield PhaseChanged(HELPER, server, "score")
+    yield PhaseChanged(HELPER, server, "score", at=opts.clock())
     for rec in shown.rest():
         yield scored_event(rec, server, opts.texts)
     sums = acc.sums()
@@ -258,7 +259,7 @@ async def import_events(
         shown=shown.sent + len(shown.heap),
         src=src,
     )
-    yield HelperFinished(HELPER, server, summary)
+    yield HelperFinished(HELPER, server, summary, at=opts.clock())
     verdict = "pass" if summary["passed"] else "fail"
     yield RunFinished({"verdict": verdict, "gates": summary["rl"]["gates"]}, verdict)
 

@@ -129,3 +129,23 @@ def test_verl_rows_with_a_short_logprob_tensor(tmp_path, capsys):
         f"{path}: record 1: old_log_probs: has {len(ids) + 2} entries for {len(ids) + 3} responses"
         in out
     )
+
+
+def test_kltui_file_opens_an_import_and_a_recording_is_left_to_replay(tmp_path, monkeypatch):
+    import kltui.cli.commands as commands
+
+    seen = {}
+    monkeypatch.setattr(
+        commands, "_guarded", lambda func, args, prog: seen.setdefault("args", args) and 0
+    )
+    path = write_jsonl(tmp_path / "f.jsonl", [record([1], [2], [-0.1], [-0.1])], first=header())
+    commands.main([str(path), "--theme", "kltui-light"])
+    args = seen.pop("args")
+    assert (args.command, args.file, args.tui, args.theme) == (
+        "import",
+        str(path),
+        True,
+        "kltui-light",
+    )
+    assert not commands._is_import_file(str(tmp_path / "run.kltui.jsonl"))
+    assert not commands._is_import_file(str(tmp_path / "missing.jsonl"))
