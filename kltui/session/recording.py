@@ -7,6 +7,7 @@ complete line. See docs/RECORDING.md for the format.
 from __future__ import annotations
 
 import os
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,25 @@ class RecordingError(UsageError):
     """A recording that cannot be read, named with its path."""
 
     pass
+
+
+def current_user() -> str:
+    """This process's user name (the password database's, else $USER), "?" if neither."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError, OSError):
+        return os.environ.get("USER") or os.environ.get("USERNAME") or "?"
+
+
+def origin() -> dict[str, str]:
+    """Who recorded, on which machine, from which folder: the header's user, host and cwd."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = "?"
+    return {"user": current_user(), "host": socket.gethostname(), "cwd": cwd}
 
 
 def default_runs_dir() -> Path:
@@ -62,6 +82,9 @@ class Recorder:
                 "version": VERSION,
                 "kltui_version": __version__,
                 "created": time.time(),
+                # whose run it is: a runs folder may be shared ($KLTUI_RUNS_DIR), and `kltui
+                # runs` and "the newest recording" tell one user's runs from another's
+                **origin(),
             }
             self._write(header)
         self.t0 = time.monotonic()

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import orjson
 
-from kltui.session.recording import FORMAT, RUNS_DIR_ENV, RecordingError, default_runs_dir
+from kltui.session.recording import (
+    FORMAT,
+    RUNS_DIR_ENV,
+    RecordingError,
+    current_user,
+    default_runs_dir,
+)
 
 SUFFIX = ".kltui.jsonl"
 # a `kltui ablate` sweep folder: its manifest, as run/ablate.py writes it (session/ is below run/)
@@ -38,6 +44,15 @@ class RunFile:
     servers: tuple[str, ...]
     verdict: str  # pass | fail | error | interrupted | unfinished (cut short or still running)
     valid: bool  # carries a kltui recording header
+    # whose run: the header's user, host and cwd ("" where a recording from before kltui wrote
+    # them says nothing; its file's owner then stands for the user)
+    user: str = ""
+    host: str = ""
+    cwd: str = ""
+
+    def mine(self, user: str | None = None) -> bool:
+        """Recorded by `user` (default: this process's user)."""
+        return self.user == (user or current_user())
 
 
 def _lines(chunk: bytes) -> list[bytes]:
@@ -64,7 +79,7 @@ def inspect(path: Path) -> RunFile:
     lines = _lines(head)
     header = _loads(lines[0]) if lines else None
     if not header or header.get("format") != FORMAT:
-        return RunFile(path, st.st_mtime, st.st_mtime, st.st_size, (), "?", False)
+        return RunFile(path, st.st_mtime, st.st_mtime, st.st_size, (), "?", False, _owner(st))
     created = header.get("created")
     created = float(created) if isinstance(created, int | float) else st.st_mtime
     servers: tuple[str, ...] = ()
@@ -78,7 +93,36 @@ def inspect(path: Path) -> RunFile:
         if b'"RunFinished"' in line and (obj := _loads(line)) and obj.get("type") == "RunFinished":
             verdict = str(obj.get("verdict", "?"))
             break
-    return RunFile(path, created, st.st_mtime, st.st_size, servers, verdict, True)
+    user, host, cwd = (header.get(k) for k in ("user", "host", "cwd"))
+    return RunFile(
+        path,
+        created,
+        st.st_mtime,
+        st.st_size,
+        servers,
+        verdict,
+        True,
+        user if isinstance(user, str) and user else _owner(st),
+        host if isinstance(host, str) else "",
+        cwd if isinstance(cwd, str) else "",
+    )
+
+
+def _folder_owner(path: Path) -> str:
+    try:
+        return _owner(path.stat())
+    except OSError:
+        return "?"
+
+
+def _owner(st: os.stat_result) -> str:
+    """The name of a file's owner (its uid where the password database has none)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(st.st_uid).pw_name
+    except (ImportError, KeyError):
+        return str(st.st_uid)
 
 
 def list_runs(folder: Path | None = None) -> list[RunFile]:
@@ -101,13 +145,19 @@ def list_runs(folder: Path | None = None) -> list[RunFile]:
 
 
 def newest(folder: Path | None = None) -> Path:
-    """The newest valid recording in the runs folder."""
+    """This user's newest valid recording in the runs folder (a shared folder holds other
+    users' runs too: those are never "the newest")."""
     folder = folder or default_runs_dir()
-    for run in list_runs(folder):
-        if run.valid:
+    runs = [r for r in list_runs(folder) if r.valid]
+    me = current_user()
+    for run in runs:
+        if run.mine(me):
             return run.path
+    whose = f" of {me}" if runs else ""
+    others = f"; {len(runs)} of other users (kltui runs lists them)" if runs else ""
     raise RecordingError(
-        f"no recordings in {folder} (${RUNS_DIR_ENV} moves it); run kltui first or give FILE"
+        f"no recordings{whose} in {folder}{others} (${RUNS_DIR_ENV} moves it); run kltui "
+        "first or give FILE"
     )
 
 
@@ -179,8 +229,9 @@ def newest_entry(folder: Path | None = None) -> Path:
     """The newest valid recording or sweep folder in the runs folder (what `kltui replay`
     opens without a FILE)."""
     folder = folder or default_runs_dir()
-    runs = [r for r in list_runs(folder) if r.valid]
-    sweeps = list_sweeps(folder)
+    me = current_user()
+    runs = [r for r in list_runs(folder) if r.valid and r.mine(me)]
+    sweeps = [s for s in list_sweeps(folder) if _folder_owner(s.path) == me]
     if sweeps and (not runs or sweeps[0].created >= runs[0].created):
         return sweeps[0].path
     return newest(folder)
@@ -267,19 +318,27 @@ def human_size(n: int) -> str:
     return f"{n} B"
 
 
+def whose(r: RunFile) -> str:
+    """ "user@host:cwd" of a run, with what its header leaves out as "?"."""
+    home = os.path.expanduser("~")
+    cwd = r.cwd
+    if cwd and r.mine() and (cwd == home or cwd.startswith(home + os.sep)):
+        cwd = "~" + cwd[len(home) :]
+    return f"{r.user or '?'}@{r.host or '?'}:{cwd or '?'}"
+
+
 def table(runs: list[RunFile], clean=str) -> list[str]:
-    """Aligned text rows; `clean` makes the untrusted server URLs safe to print."""
-    rows = [("date", "servers", "verdict", "size", "path")]
+    """Aligned text rows; `clean` makes the untrusted strings (server URLs, the header's user,
+    host and folder) safe to print."""
+    rows = [("date", "by (user@host:folder)", "servers", "verdict", "size", "path")]
     for r in runs:
         date = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created))
         servers = clean(", ".join(r.servers)) or "-"
         verdict = r.verdict if r.valid else "not a recording"
-        rows.append((date, servers, clean(verdict), human_size(r.size), clean(r.path)))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        by = clean(whose(r))
+        rows.append((date, by, servers, clean(verdict), human_size(r.size), clean(r.path)))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
     return [
-        "  ".join(
-            [row[0].ljust(widths[0]), row[1].ljust(widths[1]), row[2].ljust(widths[2])]
-            + [row[3].rjust(widths[3]), row[4]]
-        )
+        "  ".join([row[i].ljust(widths[i]) for i in range(4)] + [row[4].rjust(widths[4]), row[5]])
         for row in rows
     ]

@@ -66,7 +66,15 @@ def test_runs_lists_newest_first_with_servers_verdict_and_size(folder, capsys, m
     assert main(["runs"]) == 0
     out = capsys.readouterr()
     lines = out.out.splitlines()
-    assert lines[0].split() == ["date", "servers", "verdict", "size", "path"]
+    assert lines[0].split() == [
+        "date",
+        "by",
+        "(user@host:folder)",
+        "servers",
+        "verdict",
+        "size",
+        "path",
+    ]
     body = lines[1:]
     assert [ln.rsplit(" ", 1)[1] for ln in body[:3]] == [paths[2], paths[1], paths[0]]
     assert B in body[0] and "unfinished" in body[0]
