@@ -12,6 +12,13 @@
 #                                       graphs / no graphs), `kltui check --baseline` on each pair
 #   bash bench/gpu_migration.sh ablate  kltui ablate: triton + deterministic base, vary
 #                                       attention-backend=fa3 and cuda-graph=off
+# Or split over calls, each well under the per-call limit (servers stay up between calls, in
+# their own process groups; logs under /root/mig, copied into $OUT by every call):
+#   bash bench/gpu_migration.sh up graphs|eager   start vLLM (8000) then SGLang FA3 (30001);
+#                                                 eager: --enforce-eager / --disable-cuda-graph
+#   bash bench/gpu_migration.sh run graphs|eager  kltui check --baseline (with --baseline-log)
+#                                                 and bench/bench_cross_engine.py on the pair
+#   bash bench/gpu_migration.sh down              stop the pair
 # Everything lands in $OUT (server logs, kltui JSON/Markdown/console, the sweep folder).
 set -uo pipefail
 PY=/opt/torch/.venv/bin/python3
@@ -75,7 +82,53 @@ kltui() { # kltui from this working tree, with SGLang's env file (it imports nei
     /usr/bin/time -f "kltui: %e s, peak RSS %M KB" "$PY" -m kltui "$@" )
 }
 
+P=/root/mig
+keep() { # copy the persistent logs and results into this call's $OUT
+  mkdir -p "$P"
+  cp -r "$P"/. "$O"/ 2>/dev/null
+}
+
 case "${1:-}" in
+up)
+  # left running for the next calls: no cleanup on exit
+  trap - EXIT
+  mkdir -p "$P"
+  O=$P
+  if [ "${2:-graphs}" = eager ]; then vx=(--enforce-eager); sx=(--disable-cuda-graph); else vx=(); sx=(); fi
+  vllm_start 8000 "${2:-graphs}" --attention-backend FLASH_ATTN --gpu-memory-utilization 0.3 "${vx[@]}"
+  ready 8000 "vllm-${2:-graphs}" || { tail -30 "$O/server-vllm-${2:-graphs}.log"; exit 1; }
+  sglang_start 30001 "${2:-graphs}" 0.4 --attention-backend fa3 "${sx[@]}"
+  ready 30001 "sglang-${2:-graphs}" || { tail -30 "$O/server-sglang-${2:-graphs}.log"; exit 1; }
+  printf '%s\n' "${PIDS[@]}" > "$P/pids"
+  O=${OUT:-/tmp/gpu-migration}
+  keep
+  ;;
+run)
+  trap - EXIT
+  v=${2:-graphs}
+  echo "$(date +%T) kltui check --server sglang-$v --baseline vllm-$v"
+  kltui check --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
+    --baseline-log "$P/server-vllm-$v.log" --prompts "$IDS" \
+    --samples "$SAMPLES" --max-new-tokens "$NEW" --top-k 5 \
+    --json "$P/ce-$v.json" --md "$P/ce-$v.md" > "$P/ce-$v.txt" 2>&1
+  echo "rc=$?"
+  tail -50 "$P/ce-$v.txt"
+  echo "$(date +%T) bench_cross_engine ($v)"
+  ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH
+    "$PY" bench/bench_cross_engine.py --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
+      --prompts "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats "${REPEATS:-2}" ) \
+    2>&1 | tee "$P/cost-$v.txt" | tail -5
+  keep
+  ;;
+down)
+  trap - EXIT
+  while read -r p; do kill -TERM -- -"$p" 2>/dev/null; done < "$P/pids"
+  sleep 5
+  while read -r p; do kill -KILL -- -"$p" 2>/dev/null; done < "$P/pids"
+  sleep 2
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader
+  keep
+  ;;
 ce1)
   # one pair, graphs on both sides, at the recipe's memory split (vLLM 0.3, SGLang 0.4)
   vllm_start 8000 graphs --attention-backend FLASH_ATTN --gpu-memory-utilization 0.3
@@ -125,7 +178,7 @@ ablate)
   ( cd "$O/runs" && tar czf "$O/ablate-sweep.tgz" ablate-* 2>/dev/null )
   ;;
 *)
-  echo "usage: bash bench/gpu_migration.sh ce|ablate" >&2
+  echo "usage: bash bench/gpu_migration.sh up|run|down [graphs|eager] | ce1|ce|ablate" >&2
   exit 2
   ;;
 esac
