@@ -227,7 +227,9 @@ def add_stress_options(p: argparse.ArgumentParser) -> None:
         help="run twice, quiet and then under bounded background traffic at the same server "
         "(shared prefixes, pool-filling prompts, aborts, streams, more requests than it runs "
         "at once), and compare per sample: bit for bit on a deterministic server, else the "
-        "paired test. Levels: " + "; ".join(f"{k}: {v.help}" for k, v in LEVELS.items()),
+        "paired test. Levels: "
+        # argparse %-formats help strings: the levels' "10% of the pool" must stay literal
+        + "; ".join(f"{k}: {v.help}" for k, v in LEVELS.items()).replace("%", "%%"),
     )
     p.add_argument(
         "--batch-sizes",

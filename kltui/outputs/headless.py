@@ -46,7 +46,7 @@ from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import model_check, server_facts
 from kltui.session.store import SessionStore, helper_key
-from kltui.session.stress import StressReading
+from kltui.session.stress import StressReading, probe_lines
 from kltui.untrusted import console_markup, escape_controls, one_line, safe
 
 
@@ -390,6 +390,8 @@ class ConsoleRuns:
             self.view.finish(self.repeat == 1)
         if outcome.recording is not None:
             self.console.print(f"recording: {console_markup(outcome.recording)}")
+        for line in probe_lines(outcome.store):
+            self.console.print(Text("batch sizes: " + escape_controls(line)), soft_wrap=True)
         if outcome.stress is not None:
             print_stress(self.console, outcome.stress)
 

@@ -344,6 +344,11 @@ async def _server_helpers(
                 yield e.finished
             if e.err.kind in ("unreachable", "server-restarted"):
                 break  # the next helper would only repeat the same fault
+    if cfg.batch_sizes and not cfg.stressed and not faulted:
+        from kltui.run.batch_probe import batch_probe
+
+        async for ev in batch_probe(cfg.batch_sizes, specs, ctx_of):
+            yield ev
     # The gate is decided; now the drill-down's extras, from requests of their own.
     # (not after a fault of this server: the gate's error is the news, not the extras)
     if gated and not faulted:

@@ -44,6 +44,7 @@ from kltui.session.events import Event, HelperFinished, PhaseChanged, StressTick
 KINDS = ("shared", "reuse", "long", "abort", "stream")
 PRIME_S = 2.0  # at most this long to get the first requests of a phase in flight
 METRICS_TIMEOUT_S = 5.0
+STOP_S = 10.0  # at most this long for the workers to end
 
 
 def read_metrics(text: str) -> dict[str, float]:
@@ -213,9 +214,8 @@ class Traffic:
         await self.pause()
         for w in self._workers:
             w.cancel()
-        for w in self._workers:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await w
+        if self._workers:
+            await asyncio.wait(self._workers, timeout=STOP_S)
         after = await self._metrics()
         await self.http.aclose()
         server: dict[str, float] | None = None
@@ -261,7 +261,9 @@ class Traffic:
             try:
                 await call
             except asyncio.CancelledError:
-                if not call.cancelled():
+                me = asyncio.current_task()
+                # the worker's own cancellation (stop) must end it; a paused call's must not
+                if not call.cancelled() or (me is not None and me.cancelling()):
                     raise
                 self.counts.aborted += 1
             finally:

@@ -163,6 +163,23 @@ class StressTick:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchProbed:
+    """`--batch-sizes`: one helper run again at each batch size on the first `samples`
+    prompts (run/batch_probe.py). `changed_at` is the smallest size whose token ids or
+    logprobs differ from the smallest size's (None: none), `first` where (sample, position,
+    side), `error` why the probe stopped."""
+
+    helper: str
+    server: str
+    sizes: list[int]
+    samples: int
+    changed_at: int | None = None
+    first: dict[str, Any] | None = None
+    error: str | None = None
+    at: float | None = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished:
     """The run ended, with its verdict."""
 
@@ -181,6 +198,7 @@ Event = (
     | ExtrasFetched
     | Problem
     | StressTick
+    | BatchProbed
     | RunFinished
 )
 
@@ -197,6 +215,7 @@ EVENT_TYPES: dict[str, type] = {
         ExtrasFetched,
         Problem,
         StressTick,
+        BatchProbed,
         RunFinished,
     )
 }

@@ -21,7 +21,7 @@ from kltui.session.events import Event
 
 FORMAT = "kltui-recording"
 # 2: ExtrasFetched events, `at` times, f4/i2 array codes (a version-1 reader refuses these)
-# 3: StressTick events (--stress)
+# 3: StressTick (--stress) and BatchProbed (--batch-sizes) events
 VERSION = 3
 RUNS_DIR_ENV = "KLTUI_RUNS_DIR"
 

@@ -19,6 +19,7 @@ from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD, ScoreBook
 from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
 from kltui.session.events import (
+    BatchProbed,
     Event,
     ExtrasFetched,
     HelperFinished,
@@ -167,6 +168,7 @@ class SessionStore:
         self.token_text: dict[int, str] = {}
         # --stress background traffic, in order (session/stress.py reads them)
         self.stress: list[StressTick] = []
+        self.batch_probes: list[BatchProbed] = []  # --batch-sizes, per helper
 
     @property
     def config(self) -> RecordedConfig:
@@ -279,6 +281,8 @@ class SessionStore:
                             st.phase = "error"
             case StressTick():
                 self.stress.append(event)
+            case BatchProbed():
+                self.batch_probes.append(event)
             case RunFinished():
                 self.finished = event
         return None

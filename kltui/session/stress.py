@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kltui.session.compare import SampleDiff, compare_books
-from kltui.session.events import StressTick
+from kltui.session.events import BatchProbed, StressTick
 from kltui.session.evidence import _sample_mean, level_of
 from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
 from kltui.session.store import HelperState, SessionStore
@@ -299,6 +299,46 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
     if not ticks:
         notes.append("the stressed run recorded no traffic")
     return StressReading(level, helpers, traffic, server_counts, notes)
+
+
+def probe_line(ev: BatchProbed, deterministic: bool) -> str:
+    """One helper's --batch-sizes result as words."""
+    sizes = ",".join(str(b) for b in ev.sizes)
+    head = f"{ev.helper} at batch sizes {sizes} ({ev.samples} samples): "
+    if ev.error:
+        return head + f"probe stopped: {ev.error}"
+    if ev.changed_at is None:
+        return head + "bit-identical at every batch size"
+    f = ev.first or {}
+    below = [b for b in ev.sizes if b < ev.changed_at]
+    where = f"sample {f.get('sample')} @ {f.get('position')} ({f.get('side')} side)"
+    what = (
+        "a batch-invariance gap on a deterministic server (what 'deterministic mode diverges "
+        f"above batch {below[-1]}' reports)"
+        if deterministic and below
+        else "expected of batch-variant kernels"
+        if not deterministic
+        else "a batch-invariance gap"
+    )
+    return head + f"tokens change first at batch {ev.changed_at}, {where}: {what}"
+
+
+def probe_json(ev: BatchProbed) -> dict[str, Any]:
+    """One helper's --batch-sizes result as the JSON result's `batch_probe` entry."""
+    return {
+        "helper": ev.helper,
+        "server": ev.server,
+        "sizes": list(ev.sizes),
+        "samples": ev.samples,
+        "changed_at": ev.changed_at,
+        "first": ev.first,
+        "error": ev.error,
+    }
+
+
+def probe_lines(store: SessionStore) -> list[str]:
+    """Every --batch-sizes result of a run, as words."""
+    return [probe_line(ev, _deterministic(store, ev.server)) for ev in store.batch_probes]
 
 
 def is_stressed(store: SessionStore) -> bool:

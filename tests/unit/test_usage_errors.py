@@ -44,3 +44,21 @@ def test_help_still_prints_every_option(capsys):
         main(["check", "--help"])
     out = capsys.readouterr().out
     assert out.startswith("usage: kltui check") and "--max-new-tokens" in out
+
+
+def _subcommands() -> list[str]:
+    import argparse
+
+    from kltui.cli.parser import make_parser
+
+    (sub,) = [a for a in make_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return sorted(sub.choices)
+
+
+@pytest.mark.parametrize("command", _subcommands())
+def test_every_subcommand_prints_its_help(command, capsys):
+    # argparse %-formats every help string: one stray "%" breaks --help with a traceback
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: kltui {command}")

@@ -19,6 +19,7 @@ from kltui.session.diagnosis import diagnose
 from kltui.session.fleet import fleet
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
+from kltui.session.stress import probe_json
 from kltui.session.three_way import three_way
 
 SUMMARY_FIELDS = (
@@ -386,6 +387,7 @@ def json_report(store: SessionStore) -> dict:
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
             "stress": None,  # `check --stress LEVEL` fills it in (session/stress.py)
+            "batch_probe": [probe_json(ev) for ev in store.batch_probes] or None,
         }
     )
 
