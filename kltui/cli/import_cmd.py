@@ -81,6 +81,21 @@ def add_parser(sub) -> None:
     p.add_argument("--tokenizer", metavar="PATH", help="a local tokenizer for token text")
     p.add_argument("--record", metavar="OUT", help="also write the run as a .kltui.jsonl recording")
     p.add_argument("--json", metavar="OUT", help="the JSON result (docs/JSON.md)")
+    p.add_argument(
+        "--server",
+        metavar="URL",
+        help="re-score the worst shown samples on this SGLang server now: a teacher-forced "
+        "prefill (trainer / rollout as recorded / server now) and the match helper on their "
+        "prompts (the server's decode against its prefill)",
+    )
+    p.add_argument(
+        "--rescore",
+        type=pos_int,
+        default=64,
+        metavar="N",
+        help="with --server: how many of the worst shown samples (64)",
+    )
+    p.add_argument("--api-key", metavar="KEY", help="the --server's API key (or KLTUI_API_KEY)")
     add_report_options(p)
     p.add_argument("--tui", action="store_true", help="open the dashboard (as `kltui FILE` does)")
     p.add_argument("--theme", help="the dashboard's theme")
@@ -109,6 +124,7 @@ def options(args: argparse.Namespace):
         keep=args.show,
         texts=texts,
         server_hint=hint,
+        rescore=args.rescore,
     )
 
 
@@ -120,6 +136,14 @@ def cmd_import(args: argparse.Namespace) -> int:
     opts = options(args)
     source = open_source(args.file, opts.adapter)  # an unreadable file fails here, in one line
     write = report_writer(args, args.record)
+    api_key = None
+    if args.server:
+        from kltui.engines.http import normalize_url, resolve_api_key
+        from kltui.rl.headless import with_server
+
+        args.server = normalize_url(args.server)  # a bad address is one line before the file
+        api_key = resolve_api_key(args.api_key)
+        with_server(opts, args.server, api_key)
     if args.tui:
         from kltui.tui.import_launch import run_import_app
 

@@ -8,10 +8,21 @@ from rich.table import Table
 
 from kltui.console import make_console
 from kltui.fmt import sci
-from kltui.session.events import Event, HelperFinished, HelperStarted, Problem, RunStarted
+from kltui.rl.reading import rescore_reading
+from kltui.rl.rescore import SERVER_VS_ROLLOUT, TRAINER_VS_SERVER
+from kltui.session.events import (
+    Event,
+    HelperFinished,
+    HelperStarted,
+    Problem,
+    RunFinished,
+    RunStarted,
+    SampleScored,
+)
 from kltui.untrusted import console_markup
 
 SHOWN_BAD = 20  # bad records printed (all are in the reports and the JSON)
+SHOWN_TOKENS = 8  # rows of the three-column table
 
 
 def rl_of(summary_raw: dict) -> dict:
@@ -31,6 +42,10 @@ class ImportConsole:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or make_console()
         self.bad_printed = 0
+        self.rescored: dict[str, dict] = {}  # helper -> summary, of the --server helpers
+        # sample -> (token ids, trainer, server now) and (server now, rollout): the 3 columns
+        self.trainer_server: dict[int, SampleScored] = {}
+        self.server_rollout: dict[int, SampleScored] = {}
 
     def __call__(self, ev: Event) -> None:
         c = self.console
@@ -54,8 +69,23 @@ class ImportConsole:
                         console_markup(f"{ev.source}: {ev.message}"), style="yellow", soft_wrap=True
                     )
                 self.bad_printed += 1
-            case HelperFinished():
+            case SampleScored() if ev.helper == TRAINER_VS_SERVER:
+                self.trainer_server[ev.sample] = ev
+            case SampleScored() if ev.helper == SERVER_VS_ROLLOUT:
+                self.server_rollout[ev.sample] = ev
+            case HelperFinished() if "rl" in ev.summary:
                 self.finished(ev.summary)
+            case HelperFinished():
+                self.rescored[ev.helper] = ev.summary
+                s = ev.summary
+                c.print(
+                    f"server now · {console_markup(ev.helper)} on {console_markup(ev.server)}: "
+                    f"avg_kl_div {sci(s.get('avg_kl_div'))}, {s.get('samples_with_difference')} "
+                    f"of {s.get('scored')} samples differ",
+                    soft_wrap=True,
+                )
+            case RunFinished() if self.rescored:
+                self.three_columns()
 
     def finished(self, s: dict) -> None:
         """The result tables of one finished import helper."""
@@ -107,3 +137,38 @@ class ImportConsole:
                 f"[red]{rl['bad_records']} record(s) could not be used[/] (exit 2); "
                 "every figure above covers the others"
             )
+
+    def three_columns(self) -> None:
+        """After --server: the reading, and the tokens where the three numbers differ most."""
+        c = self.console
+        r = self.rescored
+        for line in rescore_reading(
+            r.get(SERVER_VS_ROLLOUT), r.get(TRAINER_VS_SERVER), r.get("match")
+        ):
+            c.print(f"[bold]server now:[/] {console_markup(line)}", soft_wrap=True)
+        rows = []
+        for sample, ts in self.trainer_server.items():
+            sr = self.server_rollout.get(sample)
+            if sr is None:
+                continue
+            spread = abs(ts.lp_a - sr.lp_b) + abs(ts.lp_a - ts.lp_b) + abs(sr.lp_a - sr.lp_b)
+            for pos in spread.argsort()[::-1][:SHOWN_TOKENS]:
+                if spread[pos] > 0:
+                    rows.append((float(spread[pos]), sample, int(pos), ts, sr))
+        if not rows:
+            return
+        t = Table(
+            title="per token: trainer / rollout as recorded / server now", title_justify="left"
+        )
+        for col in ("sample", "pos", "token", "trainer", "rollout", "server now"):
+            t.add_column(col, justify="right")
+        for _, sample, pos, ts, sr in sorted(rows, key=lambda x: -x[0])[:SHOWN_TOKENS]:
+            t.add_row(
+                str(sample),
+                str(pos),
+                str(int(ts.token_ids[pos])),
+                f"{ts.lp_a[pos]:.6f}",
+                f"{sr.lp_b[pos]:.6f}",
+                f"{ts.lp_b[pos]:.6f}",
+            )
+        c.print(t)

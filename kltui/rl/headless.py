@@ -14,6 +14,22 @@ from kltui.session.recording import Recorder
 from kltui.session.store import SessionStore
 
 
+def with_server(opts: ImportOptions, server: str, api_key: str | None) -> None:
+    """Re-score the worst shown samples on `server` after the file (opts.after)."""
+    from kltui.rl.rescore import rescore_events
+
+    def after(recs):
+        return rescore_events(
+            recs,
+            server,
+            api_key,
+            threshold=opts.gate_threshold,
+            tail_threshold=opts.tail_threshold,
+        )
+
+    opts.after = after
+
+
 def import_exit(store: SessionStore) -> int:
     """2 when records could not be used (bad input, errors.py), else the verdict's code."""
     for st in store.helpers.values():
@@ -33,19 +49,17 @@ async def run_import(
     api_key: str | None = None,
     view: Callable[[Event], None] | None = None,
 ) -> tuple[SessionStore, int]:
-    """The import as a folded store, and the process's exit code; with `server`, the shown
-    samples re-scored on it afterwards (rescore.py), as more events of the same run."""
+    """The import as a folded store, and the process's exit code; with `server`, the worst
+    shown samples re-scored on it (rescore.py), as more helpers of the same run."""
+    if server:
+        with_server(opts, server, api_key)
     store = SessionStore()
     recorder = Recorder(record) if record else None
     try:
         await pump(import_events(path, opts, source), store, recorder, view)
         code = import_exit(store)
-        if server:
-            from kltui.rl.rescore import rescore_events
-
-            await pump(rescore_events(store, server, api_key), store, recorder, view)
-            if any(p.fatal for p in store.problems):
-                code = max(code, EXIT_SERVER)
+        if any(p.fatal for p in store.problems):
+            code = max(code, EXIT_SERVER)
     finally:
         if recorder is not None:
             recorder.close()

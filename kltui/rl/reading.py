@@ -96,3 +96,50 @@ def reading(
         "the same prompts whether its decode differs from its prefill",
         "next_command": server_cmd,
     }
+
+
+def _differs(summary: dict | None) -> int | None:
+    if not isinstance(summary, dict) or not summary.get("scored"):
+        return None
+    return int(summary.get("samples_with_difference") or 0)
+
+
+def rescore_reading(
+    server_vs_rollout: dict | None, trainer_vs_server: dict | None, match: dict | None
+) -> list[str]:
+    """What re-scoring on the server says (the summaries of rescore.py's helpers), one line
+    each: where the three numbers per token agree and where they do not."""
+    svr, tvs, m = _differs(server_vs_rollout), _differs(trainer_vs_server), _differs(match)
+    lines = []
+    if svr is not None and tvs is not None:
+        n = int((server_vs_rollout or {}).get("scored") or 0)
+        if svr == 0 and tvs == 0:
+            lines.append(
+                f"trainer, rollout and the server's prefill now agree bit for bit on {n} samples"
+            )
+        elif svr == 0:
+            lines.append(
+                f"the server's prefill now reproduces the rollout's logprobs exactly ({n} "
+                f"samples), and the trainer differs from it in {tvs}: the mismatch is between "
+                "the trainer and the inference engine, not in the server's decode path"
+            )
+        elif tvs == 0:
+            lines.append(
+                f"the trainer equals the server's prefill now on all {n} samples, and the "
+                f"recorded rollout differs from it in {svr}: the mismatch is on the rollout side "
+                "(its decode path, or a server that changed since the rollout)"
+            )
+        else:
+            lines.append(
+                f"the server's prefill now differs from the recorded rollout in {svr} of {n} "
+                f"samples and from the trainer in {tvs}: both sides differ from today's prefill"
+            )
+    if m is not None:
+        lines.append(
+            "match on the same prompts: the server's decode equals its prefill bit for bit"
+            if m == 0
+            else f"match on the same prompts: the server's decode differs from its prefill in {m} "
+            f"samples (avg_kl_div {sci((match or {}).get('avg_kl_div'))}): decode is not "
+            "batch-invariant on today's server"
+        )
+    return lines

@@ -71,6 +71,10 @@ class ImportOptions:
     texts: Callable[[list[int]], list[str]] | None = None  # a local tokenizer's token texts
     server_hint: str = "kltui import FILE --server URL"
     clock: Callable[[], float] = time.time  # the events' times (a test fixes it)
+    # after the file's helper, before RunFinished: more helpers on the shown records (the worst
+    # `rescore` of them), e.g. rescore.py's re-scoring on a live server
+    after: Callable[[list[Record]], AsyncIterator[Event]] | None = None
+    rescore: int = 64
 
     @property
     def gate_threshold(self) -> float:
@@ -108,15 +112,19 @@ class _Shown:
 
     first: int
     worst: int
+    keep_first: bool = False  # hold on to the first ones too (for `after`)
     sent: int = 0
     heap: list[tuple[float, int, Record]] = field(default_factory=list)
+    kept: list[tuple[float, int, Record]] = field(default_factory=list)
 
     def offer(self, mean_k3: float, rec: Record) -> bool:
         """True: send now (one of the first); else kept if among the worst so far."""
+        item = (mean_k3 if math.isfinite(mean_k3) else math.inf, rec.index, rec)
         if self.sent < self.first:
             self.sent += 1
+            if self.keep_first:
+                self.kept.append(item)
             return True
-        item = (mean_k3 if math.isfinite(mean_k3) else math.inf, rec.index, rec)
         if len(self.heap) < self.worst:
             heapq.heappush(self.heap, item)
         elif item[:2] > self.heap[0][:2]:
@@ -126,6 +134,10 @@ class _Shown:
     def rest(self) -> list[Record]:
         """The worst of the rest, in file order."""
         return [r for _, _, r in sorted(self.heap, key=lambda x: x[1])]
+
+    def worst_shown(self, n: int) -> list[Record]:
+        """The `n` worst of every shown record (the first ones too when kept), worst first."""
+        return [r for _, _, r in sorted(self.kept + self.heap, key=lambda x: (-x[0], x[1]))[:n]]
 
 
 def scored_event(rec: Record, server: str, texts) -> SampleScored:
@@ -212,7 +224,9 @@ async def import_events(
     )
     yield PhaseChanged(HELPER, server, "read", at=opts.clock())
     acc = Accumulator(veto=opts.veto, tail=opts.tail_threshold)
-    shown = _Shown(first=opts.keep - opts.keep // 2, worst=opts.keep // 2)
+    shown = _Shown(
+        first=opts.keep - opts.keep // 2, worst=opts.keep // 2, keep_first=opts.after is not None
+    )
     samples: list[np.ndarray] = []
     bad: list[str] = []
     n_bad = 0
@@ -261,6 +275,11 @@ async def import_events(
     )
     yield HelperFinished(HELPER, server, summary, at=opts.clock())
     verdict = "pass" if summary["passed"] else "fail"
+    if opts.after is not None:
+        async for ev in opts.after(shown.worst_shown(opts.rescore)):
+            if isinstance(ev, Problem) and ev.fatal:
+                verdict = "error"
+            yield ev
     yield RunFinished({"verdict": verdict, "gates": summary["rl"]["gates"]}, verdict)
 
 

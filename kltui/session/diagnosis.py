@@ -157,9 +157,13 @@ def _untested_tail(why: dict[str, str]) -> str:
     return "; ".join(f"{h} not tested ({w})" for h, w in why.items())
 
 
-def _import_reading(store: SessionStore, server: str) -> Diagnosis:
+def _import_reading(store: SessionStore, server: str) -> Diagnosis | None:
     """An imported file (`kltui import`): its reading as the import computed it (rl/reading.py),
-    never a condition: the file records no cache paths or batches."""
+    never a condition: the file records no cache paths or batches. None for a live server the
+    import re-scored on (`--server`): its match helper is diagnosed as any run's."""
+    mine = [st for st in store.helpers.values() if st.server == server]
+    if not any(st.settings.get("source") == "import" for st in mine):
+        return None
     for st in store.helpers.values():
         raw = st.summary.raw if st.server == server and st.summary is not None else {}
         found = raw.get("rl", {}).get("reading") if isinstance(raw.get("rl"), dict) else None
@@ -181,8 +185,8 @@ def _import_reading(store: SessionStore, server: str) -> Diagnosis:
 
 def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     """Condition 0, 1, 2 (or inconclusive) for one server, with evidence and the next step."""
-    if store.config.get("source") == "import":
-        return _import_reading(store, server)
+    if store.config.get("source") == "import" and (found := _import_reading(store, server)):
+        return found
     info = store.identity(server)
     # a helper comparing two engines, not two paths of one, says nothing about 1 vs 2
     states = {
