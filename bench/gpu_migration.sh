@@ -19,6 +19,10 @@
 #   bash bench/gpu_migration.sh run graphs|eager  kltui check --baseline (with --baseline-log)
 #                                                 and bench/bench_cross_engine.py on the pair
 #   bash bench/gpu_migration.sh down              stop the pair
+#   [LEVEL=light] [BATCH=1,8,32] bash bench/gpu_migration.sh stress   (issue 32) SGLang FA3
+#                 deterministic, graphs on: kltui check --stress (and --batch-sizes)
+# `run` takes HF=1 (the transformers reference as well: the three-way table, issue 31) and
+# COST=0 (no cost bench).
 # Everything lands in $OUT (server logs, kltui JSON/Markdown/console, the sweep folder).
 set -uo pipefail
 PY=/opt/torch/.venv/bin/python3
@@ -107,18 +111,33 @@ run)
   trap - EXIT
   v=${2:-graphs}
   echo "$(date +%T) kltui check --server sglang-$v --baseline vllm-$v"
-  kltui check --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
+  # HF=1: the transformers reference too (bf16, sdpa): the three-way table
+  hf=()
+  [ "${HF:-0}" = 1 ] && hf=(--baseline "hf:$M" --hf-attn sdpa)
+  kltui check --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 "${hf[@]}" \
     --baseline-log "$P/server-vllm-$v.log" --prompts "$IDS" \
     --samples "$SAMPLES" --max-new-tokens "$NEW" --top-k 5 \
     --json "$P/ce-$v.json" --md "$P/ce-$v.md" > "$P/ce-$v.txt" 2>&1
   echo "rc=$?"
-  tail -50 "$P/ce-$v.txt"
+  tail -70 "$P/ce-$v.txt"
+  [ "${COST:-1}" = 1 ] || { keep; exit 0; }
   echo "$(date +%T) bench_cross_engine ($v)"
   ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH
     "$PY" bench/bench_cross_engine.py --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
       --prompts "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats "${REPEATS:-2}" ) \
     2>&1 | tee "$P/cost-$v.txt" | tail -5
   keep
+  ;;
+stress)
+  # issue 32: FA3, deterministic inference, graphs on; quiet then under --stress LEVEL
+  sglang_start 30002 det 0.85 --attention-backend fa3 --enable-deterministic-inference
+  ready 30002 sglang-det || { tail -30 "$O/server-sglang-det.log"; exit 1; }
+  echo "$(date +%T) kltui check --stress ${LEVEL:-light}"
+  kltui check --server 127.0.0.1:30002 --prompts "$IDS" --samples "$SAMPLES" \
+    --max-new-tokens "$NEW" --stress "${LEVEL:-light}" ${BATCH:+--batch-sizes "$BATCH"} \
+    --json "$O/stress.json" --md "$O/stress.md" > "$O/stress.txt" 2>&1
+  echo "rc=$?"
+  tail -60 "$O/stress.txt"
   ;;
 down)
   trap - EXIT
