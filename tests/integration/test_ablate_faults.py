@@ -1,6 +1,6 @@
-"""`kltui ablate` with a configuration that never becomes healthy (issue 29, bad input and
-faults): one line naming it with its log's last lines, its server stopped, the configurations
-before and after it measured. The base and the stalling server are the reference server behind
+"""`kltui ablate` with a configuration that never becomes healthy, and one whose port is taken
+between the check and the launch, twice (issue 29, bad input and faults): one line naming it
+with its log's last lines, its server stopped, the configurations before and after it measured. The base and the stalling server are the reference server behind
 `stalling_reference.py` (its `--stall-s` flag, listed in its --help, makes it hang)."""
 
 from __future__ import annotations
@@ -50,3 +50,49 @@ def test_a_configuration_that_never_becomes_healthy_is_one_line_and_the_sweep_go
     assert stalled["start_s"] >= float(START_TIMEOUT)
     assert doc["ablation"]["verdict"]["kind"] == "localized" and code == 0
     assert not _with_marker(marker)  # the stalled server was stopped with the others
+
+
+def test_a_port_taken_between_the_check_and_the_launch_twice_is_one_line(
+    tmp_path, capsys, monkeypatch
+):
+    import itertools
+    import socket
+
+    from kltui.launch import server as launch_server
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    real = launch_server.free_port
+    calls = itertools.count(1)
+    # the base gets a free port; the second configuration is handed the taken one at both of
+    # its attempts (the check said free, then something else bound it); the third a free one
+    monkeypatch.setattr(
+        launch_server,
+        "free_port",
+        lambda host="127.0.0.1": port if next(calls) in (2, 3) else real(host),
+    )
+    try:
+        code = main(
+            [
+                "ablate", "--headless", "--launch", f"{sys.executable} -m kltui.reference serve "
+                "--dtype bfloat16", "--vary", "cuda-graph=off", "--vary", "deterministic=on",
+                "--helpers", "match", "--json", str(tmp_path / "p.json"), *SIZES,
+                "--folder", str(tmp_path / "sweep"),
+            ]
+        )  # fmt: skip
+    finally:
+        taken.close()
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "p.json", "ablation")
+    runs = doc["sweep"]["configs"]
+    assert [r["status"] for r in runs] == ["measured", "failed", "measured"], out[-2000:]
+    assert runs[1]["error_kind"] == "port"
+    line = runs[1]["error"]
+    assert line.startswith(
+        f"cuda-graph=off: port {port} was taken before the server could bind it, twice; log "
+    ), line
+    assert "address already in use" in line.lower()  # the server's own words, from its log
+    assert f"failed: {line}" in out.splitlines()
+    assert doc["ablation"]["verdict"]["kind"] == "localized" and code == 0
