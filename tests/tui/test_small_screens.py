@@ -24,7 +24,9 @@ def screen_text(app) -> str:
 
 async def settle(pilot, app) -> None:
     await replayed(pilot, app)
-    await pilot.pause(0.2)  # the footer folds after its first layout
+    footer = app.query_one(KltuiFooter)
+    # the footer folds after its first layout: wait until its keys are laid out and fit
+    await until(pilot, lambda: footer.query("FooterKey") and footer.max_scroll_x == 0, 10)
     app.refresh_views()
     await pilot.pause(0.1)
 
@@ -42,7 +44,7 @@ async def test_every_footer_key_is_on_screen(size):
         assert ("1st div" in bottom) if footer.folded else ("First divergence" in bottom)
         # the drill-down's footer too
         await pilot.press("f", "enter")
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "esc Back" in screen_text(app).splitlines()[-1], 10)
         bottom = screen_text(app).splitlines()[-1]
         for key in ("esc Back", "n Next tail", "p Prev tail", "m Max", "? Help", "s "):
             assert key in bottom, (key, bottom)
@@ -55,8 +57,7 @@ async def test_the_footer_unfolds_when_the_terminal_widens():
         footer = app.query_one(KltuiFooter)
         assert footer.folded
         await pilot.resize_terminal(160, 50)
-        await pilot.pause(0.3)
-        assert not footer.folded
+        await until(pilot, lambda: not footer.folded and "^p" in screen_text(app), 10)
         bottom = screen_text(app).splitlines()[-1]
         assert "First divergence" in bottom and "Screenshot" in bottom and "^p" in bottom
 
@@ -86,7 +87,8 @@ async def test_widening_back_from_80x24_restores_the_full_header():
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot, app)
         await pilot.resize_terminal(160, 50)
-        await pilot.pause(0.3)
+        await until(pilot, lambda: "prompts builtin" in screen_text(app), 10)
+        await pilot.pause(0.2)
         rows = screen_text(app).splitlines()
         assert "kltui 0.1.0" in rows[0] and rows[0].rstrip().endswith("FAIL"), rows[0]
         panel = rows[1 : 1 + next(i for i, r in enumerate(rows[1:]) if r.startswith("╰")) + 1]
@@ -97,8 +99,7 @@ async def test_widening_back_from_80x24_restores_the_full_header():
             assert setting in text, (setting, inside)
         assert inside[-1].startswith("prompts builtin"), inside
         await pilot.resize_terminal(80, 24)
-        await pilot.pause(0.3)
-        assert "deterministic on" in screen_text(app).splitlines()[1]
+        await until(pilot, lambda: "deterministic on" in screen_text(app).splitlines()[1], 10)
 
 
 def diagnosis_rows(app) -> list[str]:
