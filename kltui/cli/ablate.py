@@ -40,6 +40,13 @@ and the manifest ablation.json, go to one sweep folder (ablate-<id>/ in the runs
 --folder DIR). No server outlives kltui, however it ends."""
 
 
+# check's run options kltui ablate refuses (cmd_ablate says why): the baseline's, and the
+# stress and batch-size runs, which a sweep does not carry into its reading
+BASELINE_OPTIONS = ("baseline", "baseline-log", "hf-dtype", "hf-device", "hf-attn", "hf-batch-size")
+EXTRA_RUNS = ("stress", "batch-sizes")
+NOT_OFFERED = ("record", "no-record", *BASELINE_OPTIONS, *EXTRA_RUNS)
+
+
 def join_raw_varies(argv: list[str]) -> list[str]:
     """`--vary "--flag=1,8"` as `--vary=--flag=1,8`: argparse reads a value that starts with
     `--` as an option of its own ("expected one argument"), and a raw flag is such a value."""
@@ -146,7 +153,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
     add_run_options(p, servers=False)
     for action in p._actions:
         # check's options that have no meaning here are refused by cmd_ablate: not offered
-        if {"--record", "--no-record", "--baseline"} & set(action.option_strings):
+        if set(NOT_OFFERED) & {o.removeprefix("--") for o in action.option_strings}:
             action.help = argparse.SUPPRESS
     g = p.add_argument_group("reports")
     g.add_argument(
@@ -183,8 +190,14 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         return replay(args)
     _refuse(
         args,
-        ("baseline",),
+        BASELINE_OPTIONS,
         "kltui ablate compares configurations of one SGLang server (cross_engine is not a knob)",
+    )
+    _refuse(
+        args,
+        EXTRA_RUNS,
+        "kltui ablate reads each configuration's helpers against the base; run kltui check "
+        "with it on the configuration's server",
     )
     from pathlib import Path
 

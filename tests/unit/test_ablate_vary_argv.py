@@ -3,6 +3,8 @@ with `--`, which argparse would read as an option of its own."""
 
 from __future__ import annotations
 
+import pytest
+
 from kltui.cli.ablate import join_raw_varies
 from kltui.cli.commands import main
 
@@ -38,3 +40,20 @@ def test_a_raw_flag_the_server_does_not_have_is_refused_by_name(tmp_path, capsys
     assert err.startswith("kltui: error: --vary '--triton-attention-num-kv-splits=1,8': ")
     assert "--triton-attention-num-kv-splits" in err and "no " in err
     assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["--baseline-log", "v.log"], "--baseline-log: kltui ablate compares configurations"),
+        (["--hf-dtype", "float32"], "--hf-dtype: kltui ablate compares configurations"),
+        (["--stress", "light"], "--stress: kltui ablate reads each configuration's helpers"),
+        (["--batch-sizes", "1,8"], "--batch-sizes: kltui ablate reads each configuration's"),
+    ],
+)
+def test_check_options_a_sweep_does_not_carry_are_refused_in_one_line(
+    tmp_path, capsys, option, said
+):
+    code = main(["ablate", "--launch", "x", "--vary", "tp=2", *option, "--folder", str(tmp_path)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.startswith(f"kltui: error: {said}") and "\n" not in err
