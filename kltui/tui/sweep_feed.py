@@ -69,7 +69,9 @@ class _ConfigView:
         return self.store
 
     def event(self, ev: Event) -> None:
-        """One event: to the dashboard while it shows this configuration."""
+        """One event: to the dashboard while it shows this configuration; the matrix's row
+        shows its progress (redrawn a few times a second at most, whatever the event rate)."""
+        self.feed.changed()
         sink = self.feed.sink
         if sink is not None and self.store is not None and sink.store is self.store:
             sink.feed_event(ev)

@@ -72,10 +72,12 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
     )
     app = KltuiApp(feed)
     seen: dict[str, list[str]] = {}
+    texts: set[str] = set()  # every state line of deterministic=on
     followed = False
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: isinstance(app.screen, AblationScreen), 30)
         while not feed.finished:
+            texts.add(cell(app, "deterministic=on", "state"))
             for name in ("base", "deterministic=on", "page-size=0"):
                 state = cell(app, name, "state").split(" ", 1)[0].rstrip(":")
                 if state and (not seen.get(name) or seen[name][-1] != state):
@@ -93,6 +95,9 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         ], seen
         assert seen["base"][-1] == "done" and seen["deterministic=on"][-1] == "done", seen
         assert "running" in seen["deterministic=on"] and followed
+        # while it starts: its seconds and log line; while it runs: its helper's progress
+        assert any(t.startswith("starting ") and " s · " in t for t in texts), texts
+        assert any(t.startswith("running: match ") and t.endswith("/12 scored") for t in texts)
         assert cell(app, "page-size=0", "state").startswith(
             "failed: page-size=0: exited with code 2 before it was healthy; log "
         )
