@@ -29,6 +29,7 @@ from kltui.importer.schema import FIELDS, FORMAT, BadRecord, Header, Invalid, Re
 
 ADAPTER_NAMES = ("auto", *ADAPTERS)
 PARQUET_BATCH = 512  # rows per pyarrow batch: ~10 MB of a 2k-token file
+MAX_ROW_GROUP = 4096  # row groups up to this many rows are read whole (~80 MB at 2k tokens)
 PARQUET_META_KEY = b"kltui-rl"
 
 Item = Record | BadRecord
@@ -221,11 +222,23 @@ def _column(col: Any) -> tuple[np.ndarray, np.ndarray] | list:
     return col.to_pylist()
 
 
+def _batches(pf: Any) -> Iterator[Any]:
+    """The file's rows a bounded batch at a time: whole row groups where they are small (pyarrow
+    decodes a row group's columns in parallel, ~1.7x faster here than iter_batches), else
+    PARQUET_BATCH rows at a time."""
+    meta = pf.metadata
+    if all(meta.row_group(i).num_rows <= MAX_ROW_GROUP for i in range(meta.num_row_groups)):
+        for i in range(meta.num_row_groups):
+            yield from pf.read_row_group(i).to_batches()
+    else:
+        yield from pf.iter_batches(batch_size=PARQUET_BATCH)
+
+
 def _parquet_items(src: Source, pf: Any, use: str) -> Iterator[Item]:
     convert = ADAPTERS[use]
     index = 0
     try:
-        for batch in pf.iter_batches(batch_size=PARQUET_BATCH):
+        for batch in _batches(pf):
             cols = {name: _column(batch.column(name)) for name in batch.schema.names}
             for row in range(batch.num_rows):
                 index += 1

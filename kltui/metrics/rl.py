@@ -26,12 +26,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 SAFETY_BOUND = 20.0  # verl's and slime's clamp of log ratios before exp
+_EXP_HI, _EXP_LO = math.exp(SAFETY_BOUND), math.exp(-SAFETY_BOUND)
 VERL_EPS = 1e-8  # verl_F.masked_mean: sum / (mask.sum() + 1e-8)
 SLIME_VETO_THRESHOLD = 1e-4  # rs_veto_threshold of slime's examples/.../mis.yaml
 MAX_STEPS_LISTED = 500
 
-# k3 histogram for the percentiles of a file too big to hold: 0.01-decade bins
-HIST_LO, HIST_HI, HIST_BINS = -20.0, 5.0, 2500
+# k3 histogram for the percentiles of a file too big to hold: bins of the float64 bit pattern
+# (exponent and the top HIST_BITS mantissa bits: a ratio of 2^(1/64) per bin, 1.1 %), from
+# 2^HIST_LO2 to 2^HIST_HI2; no logarithm per token
+HIST_BITS = 6
+HIST_LO2, HIST_HI2 = -70, 20
+_SHIFT = 52 - HIST_BITS
+_KEY_LO = (1023 + HIST_LO2) << HIST_BITS
+_KEY_HI = (1023 + HIST_HI2) << HIST_BITS
+HIST_BINS = _KEY_HI - _KEY_LO
 
 COLUMNS = ("n", "s_lt", "s_lr", "s_d", "s_k3", "s_rho2", "s_abs", "n_cat")
 
@@ -105,12 +113,17 @@ def sequence_sums(
     mf = m.astype(np.float64)
     d = lt - lr
     with np.errstate(over="ignore", invalid="ignore"):
-        k3 = np.exp(d) - d - 1  # verl's and slime's order of the k3 terms
-        rho2 = np.square(np.exp(np.clip(d, -SAFETY_BOUND, SAFETY_BOUND)))
+        e = np.exp(d)
+        k3 = e - d - 1  # verl's and slime's order of the k3 terms
+        # exp(clip(d, -20, 20)) is exp(d) inside the bounds (bit for bit): one exp, not two
+        rho = np.where(d > SAFETY_BOUND, _EXP_HI, np.where(d < -SAFETY_BOUND, _EXP_LO, e))
+        rho2 = rho * rho
+
+    every = bool(m.all())  # the common case: no masked-out token, no where() per column
 
     def seg(x: np.ndarray) -> np.ndarray:
         # where(): outside the mask trainers pad with anything (verl's masked_sum does the same)
-        return np.add.reduceat(np.where(m, x, 0.0), starts)
+        return np.add.reduceat(x if every else np.where(m, x, 0.0), starts)
 
     cols = {
         "n": np.add.reduceat(mf, starts),
@@ -122,63 +135,78 @@ def sequence_sums(
         "s_abs": seg(np.abs(d)),
         "n_cat": np.add.reduceat((m & (d < math.log(veto))).astype(np.float64), starts),
     }
-    local = np.arange(lt.size, dtype=np.int64) - np.repeat(starts, lens)
-    big = np.int64(np.iinfo(np.int64).max)
+    ends = starts + lens
     differs = m & (lt != lr)
     above = m & (k3 > tail)
-    first_diff = np.minimum.reduceat(np.where(differs, local, big), starts)
-    first_tail = np.minimum.reduceat(np.where(above, local, big), starts)
+    first_diff = _first_per_segment(differs, starts, ends)
+    first_tail = _first_per_segment(above, starts, ends)
     if hist is not None:
-        add_histogram(hist, k3[m])
-    counted_k3 = np.where(m & ~np.isnan(k3), k3, -np.inf)
+        add_histogram(hist, k3 if every else k3[m])
+    counted_k3 = k3 if every else np.where(m, k3, -np.inf)
+    counted_k3 = np.where(np.isnan(counted_k3), -np.inf, counted_k3)
     max_k3 = np.maximum.reduceat(counted_k3, starts)
-    at_max = np.minimum.reduceat(
-        np.where(counted_k3 == np.repeat(max_k3, lens), local, big), starts
-    )
+    at_max = _first_per_segment(counted_k3 == np.repeat(max_k3, lens), starts, ends)
     return SequenceSums(
         cols,
         np.asarray([-1 if s is None else s for s in steps], dtype=np.int64),
         max_k3,
-        np.where(at_max == big, -1, at_max),
-        np.where(first_diff == big, -1, first_diff),
-        np.where(first_tail == big, -1, first_tail),
+        at_max,
+        first_diff,
+        first_tail,
         np.add.reduceat(above.astype(np.int64), starts),
         np.add.reduceat(differs.astype(np.int64), starts),
     )
 
 
+def _first_per_segment(flags: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per segment [start, end): the first flagged position relative to its start, -1 if none
+    (O(flagged), not a pass per segment)."""
+    hits = np.flatnonzero(flags)
+    at = np.searchsorted(hits, starts)
+    found = (
+        np.where(at < hits.size, hits[np.minimum(at, max(hits.size - 1, 0))], -1)
+        if hits.size
+        else np.full(starts.size, -1)
+    )
+    ok = (found >= starts) & (found < ends)
+    return np.where(ok, found - starts, -1).astype(np.int64)
+
+
 def new_histogram() -> np.ndarray:
-    """Counts: [exactly 0, below 10^HIST_LO, the bins..., at or above 10^HIST_HI]."""
+    """Counts: [exactly 0, below 2^HIST_LO2, the bins..., at or above 2^HIST_HI2]."""
     return np.zeros(HIST_BINS + 3, dtype=np.int64)
 
 
 def add_histogram(hist: np.ndarray, k3: np.ndarray) -> None:
-    """Counts each k3 (>= 0) into its 0.01-decade bin."""
+    """Counts each k3 (>= 0) into its bin (a positive double's bit pattern grows with it)."""
+    k3 = np.ascontiguousarray(k3, dtype=np.float64)
     zero = k3 <= 0
     hist[0] += int(np.count_nonzero(zero))
-    pos = k3[~zero]
+    pos = k3[~zero & ~np.isnan(k3)]
     if not pos.size:
         return
-    idx = np.floor((np.log10(pos) - HIST_LO) * (HIST_BINS / (HIST_HI - HIST_LO))).astype(np.int64)
-    hist[1:] += np.bincount(np.clip(idx + 1, 0, HIST_BINS + 1), minlength=HIST_BINS + 2)
+    key = (pos.view(np.int64) >> _SHIFT) - _KEY_LO
+    hist[1:] += np.bincount(np.clip(key + 1, 0, HIST_BINS + 1), minlength=HIST_BINS + 2)
 
 
 def histogram_percentile(hist: np.ndarray, q: float) -> float:
-    """The q-th percentile of the counted k3: 0, or the geometric middle of its bin (within
-    1.2 % of the exact value)."""
+    """The q-th percentile of the counted k3 (the value at rank q/100 * (count - 1), rounded
+    down): 0, or the geometric middle of its bin (within 1.1 % of the exact value)."""
     total = int(hist.sum())
     if total == 0:
         return math.nan
     rank = q / 100.0 * (total - 1)
     at = int(np.searchsorted(np.cumsum(hist), rank, side="right"))
-    width = (HIST_HI - HIST_LO) / HIST_BINS
     if at == 0:
         return 0.0
     if at == 1:  # below the first bin
-        return float(10**HIST_LO)
+        return float(2.0**HIST_LO2)
     if at >= HIST_BINS + 2:  # above the last
-        return float(10**HIST_HI)
-    return float(10 ** (HIST_LO + (at - 2 + 0.5) * width))
+        return float(2.0**HIST_HI2)
+    key = np.int64(at - 2 + _KEY_LO)
+    lo = float((key << _SHIFT).view(np.float64))
+    hi = float(((key + 1) << _SHIFT).view(np.float64))
+    return math.sqrt(lo * hi)
 
 
 def _mean(x: np.ndarray) -> float:
