@@ -99,12 +99,17 @@ def state_of(run: ConfigRun, live: Live | None, ended: bool) -> tuple[str, str]:
     if run.status == INTERRUPTED:
         return INTERRUPTED, "interrupted: cut short, not a result"
     phase = live.phase if live is not None else WAITING
+    if ended:
+        # cut short (Ctrl-C, q) while its server started or its helpers ran: never a result
+        if phase in (STARTING, RUNNING):
+            return INTERRUPTED, f"interrupted while {phase}: not a result"
+        return NOT_RUN, run.status
     if phase == STARTING and live is not None:
         last = one_line(live.log_line, LOG_LINE) if live.log_line else "…"
         return STARTING, f"starting {live.seconds:.0f} s · {last}"
     if phase == RUNNING and live is not None:
         return RUNNING, _running(live.store)
-    if ended or run.status != NOT_RUN:
+    if run.status != NOT_RUN:
         return NOT_RUN, run.status
     return WAITING, WAITING
 

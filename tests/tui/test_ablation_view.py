@@ -265,3 +265,20 @@ def test_snapshot_of_a_sweep_read_back(snap_compare):
 
     app = KltuiApp(SweepFeed.replay(load(SWEEP)))
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_a_row_cut_short_while_its_server_started_reads_interrupted_once_the_sweep_ended():
+    from kltui.outputs.ablation_matrix import STARTING, Live, matrix_rows
+
+    sweep = load(SWEEP)
+    run = sweep.runs[3]
+    run.status, run.error = "not run", None  # as a sweep quit while page-size=0 started
+    live = {run.name: Live(phase=STARTING, seconds=3.0, log_line="loading")}
+    row = matrix_rows(sweep, sweep.reading(), "match", live)[3]
+    assert (row.state_kind, row.state) == (
+        "interrupted",
+        "interrupted while starting: not a result",
+    )
+    sweep.total_s = None  # still going: its start progress
+    row = matrix_rows(sweep, sweep.reading(), "match", live)[3]
+    assert (row.state_kind, row.state) == ("starting", "starting 3 s · loading")
