@@ -40,11 +40,9 @@ and the manifest ablation.json, go to one sweep folder (ablate-<id>/ in the runs
 --folder DIR). No server outlives kltui, however it ends."""
 
 
-# check's run options kltui ablate refuses (cmd_ablate says why): the baseline's, and the
-# stress and batch-size runs, which a sweep does not carry into its reading
+# check's run options kltui ablate refuses (cmd_ablate says why): the baseline's
 BASELINE_OPTIONS = ("baseline", "baseline-log", "hf-dtype", "hf-device", "hf-attn", "hf-batch-size")
-EXTRA_RUNS = ("stress", "batch-sizes")
-NOT_OFFERED = ("record", "no-record", *BASELINE_OPTIONS, *EXTRA_RUNS)
+NOT_OFFERED = ("record", "no-record", *BASELINE_OPTIONS)
 
 
 def join_raw_varies(argv: list[str]) -> list[str]:
@@ -192,12 +190,6 @@ def cmd_ablate(args: argparse.Namespace) -> int:
         args,
         BASELINE_OPTIONS,
         "kltui ablate compares configurations of one SGLang server (cross_engine is not a knob)",
-    )
-    _refuse(
-        args,
-        EXTRA_RUNS,
-        "kltui ablate reads each configuration's helpers against the base; run kltui check "
-        "with it on the configuration's server",
     )
     from pathlib import Path
 

@@ -47,8 +47,6 @@ def test_a_raw_flag_the_server_does_not_have_is_refused_by_name(tmp_path, capsys
     [
         (["--baseline-log", "v.log"], "--baseline-log: kltui ablate compares configurations"),
         (["--hf-dtype", "float32"], "--hf-dtype: kltui ablate compares configurations"),
-        (["--stress", "light"], "--stress: kltui ablate reads each configuration's helpers"),
-        (["--batch-sizes", "1,8"], "--batch-sizes: kltui ablate reads each configuration's"),
     ],
 )
 def test_check_options_a_sweep_does_not_carry_are_refused_in_one_line(
