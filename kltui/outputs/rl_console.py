@@ -122,13 +122,13 @@ class ImportConsole:
                 t.add_row(name, value)
             c.print(t)
         reading = rl.get("reading") or {}
-        c.print(f"[bold]reading:[/] {console_markup(reading.get('label'))}")
+        c.print(f"[bold]reading:[/] {console_markup(reading.get('label'))}", soft_wrap=True)
         for line in reading.get("evidence") or []:
-            c.print(f"  · {console_markup(line)}")
+            c.print(f"  · {console_markup(line)}", soft_wrap=True)
         if reading.get("next_step"):
-            c.print(f"  next: {console_markup(reading['next_step'])}")
+            c.print(f"  next: {console_markup(reading['next_step'])}", soft_wrap=True)
             if reading.get("next_command"):
-                c.print(f"        {console_markup(reading['next_command'])}")
+                c.print(f"        {console_markup(reading['next_command'])}", soft_wrap=True)
         for g in rl.get("gates") or []:
             mark = "[green]PASS[/]" if g.get("passed") else "[red]FAIL[/]"
             c.print(f"gate {console_markup(g.get('gate'))}: {sci(g.get('value'))} {mark}")

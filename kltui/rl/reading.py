@@ -66,8 +66,10 @@ def reading(
         }
     share = _share_of_top(mean_k3, 0.01)
     if math.isfinite(share):
+        k = max(1, int(math.ceil(n * 0.01)))
         evidence.append(
-            f"the worst 1% of samples carry {share:.0%} of the summed per-sample mean k3"
+            f"the worst 1% of samples ({k} of {n}) carry {share:.0%} of the summed per-sample "
+            "mean k3"
         )
     firsts = s.first_diff[s.first_diff >= 0]
     if firsts.size:

@@ -57,3 +57,32 @@ def reference_pairs(url: str, new_tokens: int = 24) -> list[dict]:
             {"prompt": p, "ids": o, "rollout": rollout, "trainer": [float(e[0]) for e in entries]}
         )
     return pairs
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tests.rl.reference_pairs --server URL --out FILE`: the README's fixture, the
+    server's own decode (rollout) and prefill (trainer) logprobs with planted trainer offsets."""
+    import argparse
+    from pathlib import Path
+
+    from tests.rl.files import header, record, write_jsonl
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    url = args.server if "://" in args.server else f"http://{args.server}"
+    planted = {1: [(7, -0.05)], 3: [(2, -0.4)], 4: [(20, -0.01)]}  # sample: [(position, offset)]
+    recs = []
+    for i, p in enumerate(reference_pairs(url)):
+        trainer = list(p["trainer"])
+        for pos, off in planted.get(i, []):
+            trainer[pos] = min(trainer[pos] + off, 0.0)
+        recs.append(record(p["prompt"], p["ids"], p["rollout"], trainer, id=f"s{i}", step=1))
+    write_jsonl(Path(args.out), recs, first=header(model="kltui-tiny", engine="kltui reference"))
+    print(f"wrote {args.out}: {len(recs)} samples, offsets planted in samples {sorted(planted)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
