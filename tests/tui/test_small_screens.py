@@ -214,3 +214,18 @@ def test_replay_help_says_the_default_pace_and_how_to_go_faster(capsys):
         make_parser().parse_args(["replay", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "default 1: real time" in text and "--speed 10 is ten times faster" in text, text
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (160, 50)])
+async def test_the_cursor_line_drops_whole_parts_never_cuts_one(size):
+    # the heatmap's cursor line was cut mid-number ("lp_a -5.2263 lp_b" at 80x24)
+    app = replay(FAULT)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        line = " ".join(drawn(app.query_one("#heat-cursor")).split())
+        sc = app.selected_state().book.samples[0]
+        a, b = f"{float(sc.lp_a[0]):.6g}", f"{float(sc.lp_b[0]):.6g}"
+        assert "…" not in line, line
+        assert line.startswith("sample 0 · pos 0") and "k3 2.805e+00" in line, line
+        assert f"{a} lp_b {b}" in line or f"lp {a} / {b}" in line, line
+        assert line.endswith((b, "(k3 > 1e-03)")), line

@@ -77,9 +77,17 @@ def _legend(
 
 
 def cursor_line(
-    st: HelperState | None, sample: int, pos: int, geometry, token_text, tau: float | None = None
+    st: HelperState | None,
+    sample: int,
+    pos: int,
+    geometry,
+    token_text,
+    tau: float | None = None,
+    width: int | None = None,
 ) -> Text:
-    """The line describing the token under the cursor."""
+    """The line describing the token under the cursor; within `width`, the least telling
+    parts go first, whole (the absolute position, the tail mark, the logprobs, the cell's
+    span); the sample, position and k3 always stay."""
     t = Text(no_wrap=True, overflow="ellipsis")
     if st is None:
         t.append("no helper yet", style="dim")
@@ -100,21 +108,41 @@ def cursor_line(
         t.append(" · no generated tokens", style="dim")
         return t
     pos = min(pos, n - 1)
+    # (priority, part): the highest priority number goes first when the line is too long
+    parts: list[tuple[float, Text]] = []
     lo, hi = geometry.span(geometry.cell_of(pos)) if geometry.n_cells else (pos, pos + 1)
     if hi - lo > 1:
-        t.append(f" · cell {lo}–{min(hi, n) - 1} (max of {hi - lo} shown)", style="dim")
-    t.append(f" · pos {pos}", style="bold")
-    t.append(f" (abs {scored.prompt_len + pos})", style="dim")
+        parts.append((2, Text(f" · cell {lo}–{min(hi, n) - 1} (max of {hi - lo} shown)", "dim")))
+    parts.append((0, Text(f" · pos {pos}", style="bold")))
+    parts.append((5, Text(f" (abs {scored.prompt_len + pos})", style="dim")))
     tid = int(scored.token_ids[pos])
-    t.append(f" · token {tid}")
+    token = Text(f" · token {tid}")
     if token_text and tid in token_text:
-        t.append(" ")
-        t.append_text(token_repr(token_text[tid]))
-    t.append(" · k3 ")
-    t.append(fmt.sci(float(scored.k3[pos])), style="bold")
-    t.append(f" · lp_a {float(scored.lp_a[pos]):.6g} lp_b {float(scored.lp_b[pos]):.6g}")
+        token.append(" ")
+        token.append_text(token_repr(token_text[tid]))
+    parts.append((1, token))
+    k3 = Text(" · k3 ")
+    k3.append(fmt.sci(float(scored.k3[pos])), style="bold")
+    parts.append((0, k3))
+    a, b = float(scored.lp_a[pos]), float(scored.lp_b[pos])
+    parts.append((3, Text(f" · lp_a {a:.6g} lp_b {b:.6g}")))
+    short_lp = Text(f" · lp {a:.6g} / {b:.6g}")  # the same two numbers in 7 fewer cells
     if tau is not None and not float(scored.k3[pos]) <= tau:
-        t.append(f" · tail (k3 > {fmt.sci(tau, 0)})", style="bold")
+        # the k3 beside it says as much; the legend and counters give the threshold
+        parts.append((4, Text(f" · tail (k3 > {fmt.sci(tau, 0)})", style="bold")))
+    while width is not None and t.cell_len + sum(p.cell_len for _, p in parts) > width:
+        worst = max(prio for prio, _ in parts)
+        if worst == 0:
+            break
+        if worst == 3 and short_lp is not None:  # first the short form of the logprobs
+            parts = [
+                (2.5 if prio == 3 else prio, short_lp if prio == 3 else p) for prio, p in parts
+            ]
+            short_lp = None
+            continue
+        parts = [(prio, p) for prio, p in parts if prio != worst]
+    for _, part in parts:
+        t.append_text(part)
     return t
 
 
@@ -148,7 +176,8 @@ class HeatmapPanel(Vertical):
         view = hm.view()
         self.query_one("#heat-ruler", Static).update(ruler(view, GUTTER))
         token_text = getattr(self.app, "token_text", None)
-        self.query_one("#heat-cursor", Static).update(
+        line = self.query_one("#heat-cursor", Static)
+        line.update(
             cursor_line(
                 st,
                 hm.cursor_row,
@@ -156,6 +185,7 @@ class HeatmapPanel(Vertical):
                 view.geometry,
                 token_text,
                 st.tail_threshold if st else None,
+                line.content_size.width or max(20, self.size.width - 4),
             )
         )
         tau = st.tail_threshold if st else None
