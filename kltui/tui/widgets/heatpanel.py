@@ -126,7 +126,7 @@ def cursor_line(
     parts.append((0, k3))
     a, b = float(scored.lp_a[pos]), float(scored.lp_b[pos])
     parts.append((3, Text(f" · lp_a {a:.6g} lp_b {b:.6g}")))
-    short_lp = Text(f" · lp {a:.6g} / {b:.6g}")  # the same two numbers in 7 fewer cells
+    short_lp: Text | None = Text(f" · lp {a:.6g} / {b:.6g}")  # the same numbers, 7 cells less
     if tau is not None and not float(scored.k3[pos]) <= tau:
         # the k3 beside it says as much; the legend and counters give the threshold
         parts.append((4, Text(f" · tail (k3 > {fmt.sci(tau, 0)})", style="bold")))
