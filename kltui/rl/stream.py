@@ -86,19 +86,35 @@ class ImportOptions:
         return ThresholdSource("flag") if self.threshold is not None else ThresholdSource("default")
 
 
-def scan(path: str, jsonl: bool) -> tuple[int | None, str]:
-    """The file's SHA-256 and, for JSONL, its records (lines less the header; blank lines
-    count), in one pass of 16 MB reads, so the progress bar knows its end."""
+HASH_WHOLE = 256 << 20  # files up to this size are hashed whole; bigger ones by their ends
+HASH_ENDS = 8 << 20
+
+
+def scan(path: str, jsonl: bool) -> tuple[int | None, str, str]:
+    """For JSONL its records (lines less the header; blank lines count), so the progress bar
+    knows its end, in one pass of 16 MB reads; and the file's SHA-256 with what it covers: the
+    whole file up to HASH_WHOLE, else its size and first and last HASH_ENDS bytes (so a big
+    Parquet file is not read twice before the dashboard fills in)."""
+    size = os.path.getsize(path)
+    whole = size <= HASH_WHOLE
     lines, last = 0, b"\n"
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        while buf := f.read(1 << 24):
-            digest.update(buf)
-            if jsonl:
-                lines += buf.count(b"\n")
-                last = buf[-1:]
+        if not whole:
+            digest.update(str(size).encode() + b"\0" + f.read(HASH_ENDS))
+            f.seek(size - HASH_ENDS)
+            digest.update(f.read(HASH_ENDS))
+            f.seek(0)
+        if whole or jsonl:
+            while buf := f.read(1 << 24):
+                if whole:
+                    digest.update(buf)
+                if jsonl:
+                    lines += buf.count(b"\n")
+                    last = buf[-1:]
     count = max(0, lines + (last != b"\n") - 1) if jsonl else None
-    return count, digest.hexdigest()
+    covers = "the whole file" if whole else f"the size and the first and last {HASH_ENDS >> 20} MB"
+    return count, digest.hexdigest(), covers
 
 
 def label_of(path: str) -> str:
@@ -175,7 +191,7 @@ async def import_events(
     """The import of `path` as events (FileLineError before the first one when the file cannot
     be read at all)."""
     src = source if source is not None else open_source(path, opts.adapter)
-    counted, sha = scan(path, src.total is None)
+    counted, sha, covers = scan(path, src.total is None)
     total = src.total if src.total is not None else counted
     server = label_of(path)
     started = opts.clock()
@@ -196,6 +212,7 @@ async def import_events(
             "n": total,
             "tokens": "?",
             "sha256": sha,
+            "sha256_covers": covers,
             "path": path,
             "bytes": src.size,
             "adapter": header.adapter,
@@ -230,7 +247,14 @@ async def import_events(
     samples: list[np.ndarray] = []
     bad: list[str] = []
     n_bad = 0
+    done, step = 0, 5  # the phase says how far the read got, every 5 % of the records
     for chunk in _chunks(src.items()):
+        done += len(chunk)
+        if total and done * 100 // total >= step:
+            step = done * 100 // total // 5 * 5 + 5
+            yield PhaseChanged(
+                HELPER, server, f"read {min(100, done * 100 // total)}%", at=opts.clock()
+            )
         recs = [r for r in chunk if isinstance(r, Record)]
         part = acc.add(
             [r.trainer for r in recs],

@@ -229,6 +229,8 @@ class ConfigRun:
     run_s: float | None = None  # the helpers
     stop_s: float | None = None
     store: SessionStore | None = field(default=None, repr=False)
+    # --stress: its stressed run read against its quiet one (StressReading.to_json())
+    stress: dict | None = None
 
     @property
     def name(self) -> str:
@@ -254,7 +256,8 @@ class ConfigRun:
     def line(self) -> str:
         """How it ended, in one line (server text inside: escape it to show it)."""
         if self.status == MEASURED:
-            return f"{self.name}: measured (run verdict {self.verdict})"
+            loud = f"; under --stress: {self.stress['verdict']}" if self.stress else ""
+            return f"{self.name}: measured (run verdict {self.verdict}{loud})"
         if self.error:
             return self.error
         return f"{self.name}: {self.status}"
@@ -273,6 +276,7 @@ class ConfigRun:
             "start_s": self.start_s,
             "run_s": self.run_s,
             "stop_s": self.stop_s,
+            "stress": self.stress,
         }
 
 
@@ -539,6 +543,11 @@ async def _measure(
         driver = RunDriver(cfg, record=str(sweep.folder / run.recording))
         t0 = time.monotonic()
         outcome = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
+        if outcome.error is None and driver.stress_next:
+            # --stress: the same helpers again under background traffic; the quiet run stays
+            # the configuration's result, the pair's reading goes beside it
+            loud = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
+            run.stress = loud.stress.to_json() if loud.stress is not None else None
         run.run_s = time.monotonic() - t0
         if srv is not None:
             srv.check_alive()  # died as the run ended: not a result

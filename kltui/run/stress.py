@@ -389,9 +389,11 @@ async def under_load(traffic: Traffic, inner: AsyncIterator[Event]) -> AsyncIter
                     yield ev
                     yield traffic.tick(f"{ev.helper}/flush")
                     continue
+                # counted before priming: the phase's requests include the first ones
+                tick = traffic.tick(f"{ev.helper}/{ev.phase}")
                 await traffic.resume(cold=ev.phase == "decode" and _cold_path(ev.helper))
                 yield ev
-                yield traffic.tick(f"{ev.helper}/{ev.phase}")
+                yield tick
                 continue
             if isinstance(ev, HelperFinished):
                 yield ev

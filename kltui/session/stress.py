@@ -21,6 +21,7 @@ import numpy as np
 from kltui.session.compare import SampleDiff, compare_books
 from kltui.session.events import BatchProbed, StressTick
 from kltui.session.evidence import _sample_mean, level_of
+from kltui.session.helper_view import HelperView
 from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
 from kltui.session.store import HelperState, SessionStore
 
@@ -88,6 +89,9 @@ class HelperUnderLoad:
     first: SampleDiff | None = None  # the earliest difference (deterministic servers)
     paired: Paired | None = None  # stressed above quiet? (other servers)
     during: Activity | None = None  # the traffic in the phase of the first difference
+    # each run's own result (HelperView): avg_kl_div and status, quiet then stressed
+    levels: tuple[float | None, float | None] = (None, None)
+    statuses: tuple[str, str] = ("", "")
 
     @property
     def state_bug(self) -> bool:
@@ -170,6 +174,8 @@ class HelperUnderLoad:
                 "tail_p": p.tail_p,
             },
             "during": None if self.during is None else self.during.line(),
+            "avg_kl_div": {"quiet": self.levels[0], "stressed": self.levels[1]},
+            "status": {"quiet": self.statuses[0], "stressed": self.statuses[1]},
         }
 
 
@@ -289,6 +295,8 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
                 first,
                 None if det else _paired(st, q),
                 during,
+                (HelperView.of(q).summary.avg_kl_div, HelperView.of(st).summary.avg_kl_div),
+                (str(HelperView.of(q).status), str(HelperView.of(st).status)),
             )
         )
     traffic = {u: dict(ts[-1].counts) for u, ts in ticks.items()}

@@ -84,6 +84,12 @@ class SinkView:
             recording=outcome.recording,
             equality=outcome.equality,
         )
+        if outcome.stress is not None:  # --stress: the pair is complete, side by side
+            from kltui.tui.screens.stress import StressScreen
+
+            push = getattr(self.sink, "push_screen", None)
+            if push is not None:
+                push(StressScreen(outcome.stress, getattr(self.sink, "theme_variables", {})))
 
     def retrying(self, seconds: int | None, attempt: int) -> None:
         """The countdown to the next connection attempt."""
@@ -111,6 +117,8 @@ class LiveFeed:
         """One run; while no server answers, retry after 1, 2, 4 ... 30 s with a countdown."""
         self.driver.before_flush = getattr(sink, "confirm_flush", None)
         await self.driver.run(SinkView(sink))
+        if self.driver.stress_next:  # --stress: the quiet run's stressed pair follows it
+            await self.driver.run(SinkView(sink))
 
     @property
     def runs(self) -> list[Run]:
