@@ -146,3 +146,17 @@ def test_a_gate_on_an_unknown_metric_fails_before_reading(tmp_path, capsys):
     assert code == 2 and "no metric 'k4_kl'" in err
     code, _, err = run(capsys, path, "--gate", "k3_kl=1")
     assert code == 2 and "write NAME<=VALUE" in err
+
+
+def test_the_recording_of_an_import_reads_back_as_any_run(tmp_path, capsys):
+    # the import is one event stream: recorded, it is reported and replayed as a run is
+    path = write_jsonl(tmp_path / "f.jsonl", [*GOOD, b"{cut"], first=header())
+    rec = tmp_path / "imp.kltui.jsonl"
+    code, printed, _ = run(capsys, path, "--record", rec)
+    assert code == 2
+    assert main(["report", str(rec), "--md", str(tmp_path / "r.md")]) == 0
+    text = (tmp_path / "r.md").read_text()
+    assert "trainer\\_vs\\_rollout" in text and "truncated: the file ends inside it" in text
+    assert "Imported file" in text and "4 of 5 records usable" in text
+    assert main(["replay", "--headless", str(rec)]) == 1  # the recorded verdict: fail (invalid)
+    capsys.readouterr()
