@@ -577,7 +577,7 @@ async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: S
     order = {id(r): i + 1 for i, r in enumerate(sweep.runs)}
     pending = list(runs)
     if pending and pending[0] is sweep.base:
-        await _one(spec, sweep, pending.pop(0), 1, n, view)
+        await _settled([_one(spec, sweep, pending.pop(0), 1, n, view)])
         sweep.write_manifest()
         if sweep.base.status != MEASURED:
             return
@@ -593,7 +593,26 @@ async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: S
             await _one(spec, sweep, r, order[id(r)], n, view, starts)
             sweep.write_manifest()
 
-    await asyncio.gather(*(guarded(r) for r in pending))
+    await _settled([guarded(r) for r in pending])
+
+
+async def _settled(coros: list) -> None:
+    """Run `coros` as tasks until each has ended. Cancelled (Ctrl-C, the TUI's q), each is
+    cancelled once and waited for, however often the caller is cancelled meanwhile: a second
+    cancellation must not cut a configuration's cleanup short (its server stopped, its status
+    set to interrupted), as asyncio.gather would pass it on to them."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.wait(tasks)
+    except asyncio.CancelledError:
+        for t in tasks:
+            t.cancel()
+        while not all(t.done() for t in tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait(tasks)
+        raise
+    for t in tasks:
+        t.result()  # a configuration's own error surfaces as before
 
 
 async def run_sweep(

@@ -8,6 +8,8 @@ It is the `tui/sweep_feed.SweepSink` the feed drives; nothing here computes a fi
 
 from __future__ import annotations
 
+from textual.worker import WorkerState
+
 from kltui.outputs.ablation_matrix import RUNNING
 from kltui.run.ablate import NOT_RUN
 from kltui.session.store import SessionStore
@@ -17,6 +19,9 @@ from kltui.tui.sweep_feed import SweepFeed
 from kltui.untrusted import escape_controls
 
 SWEEP_ACTIONS = frozenset({"sweep"})
+# how long q waits for a running sweep to stop its servers (LaunchedServer.stop: SIGTERM, then
+# SIGKILL after a grace of seconds)
+STOP_WAIT_S = 30.0
 
 
 class SweepActions(DashboardActions):
@@ -39,6 +44,18 @@ class SweepActions(DashboardActions):
             self._say("a sweep is not re-run from the TUI: run kltui ablate again")
             return
         await super().action_rerun()
+
+    async def action_quit(self) -> None:
+        """Quit; a sweep still running is stopped first and waited for (its servers stopped,
+        the configuration cut short marked interrupted), so nothing outlives the TUI."""
+        feed, worker = self.feed, self._feed_worker
+        running = worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        if isinstance(feed, SweepFeed) and not feed.finished and running and worker is not None:
+            self.notify("stopping the sweep: its servers are stopped, what was measured is kept")
+            worker.cancel()
+            if not await feed.settled(STOP_WAIT_S):
+                self.notify(f"the sweep did not stop within {STOP_WAIT_S:g} s", severity="error")
+        await super().action_quit()
 
     def action_sweep(self) -> None:
         """The matrix of configurations, back on top."""

@@ -112,6 +112,7 @@ class SweepFeed:
         self.shown: str | None = None  # the configuration the dashboard shows
         self.follow = True  # the dashboard follows the configuration being measured
         self._begun = False  # the feed runs once: a sweep is never re-run from the TUI
+        self._done: asyncio.Event | None = None  # set once a live sweep has unwound
         self.finished = loaded is not None
         self.version = 0  # moves on every change the matrix shows
 
@@ -176,6 +177,7 @@ class SweepFeed:
         spec = self.spec
         if spec is None:
             return
+        self._done = asyncio.Event()
         sink.open_matrix()
         try:
             sweep = await run_sweep(
@@ -193,6 +195,19 @@ class SweepFeed:
             if self.sweep is not None:
                 self.ab = self.sweep.reading()
             self.changed()
+            self._done.set()
+
+    async def settled(self, timeout: float) -> bool:
+        """Wait until the sweep has unwound (after its worker was cancelled: every server
+        stopped, every configuration's status set); False when it took longer than
+        `timeout` seconds."""
+        if self._done is None or self._done.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._done.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
 
     async def _chain(self, spec: SweepSpec, sweep: Sweep) -> None:
         """`--chain` after the sweep: setting -> module -> op, its lines under the matrix."""

@@ -9,6 +9,7 @@ Sweeps are small (12 samples x 8 tokens, prompts of ~48 tokens); the bfloat16 ba
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sys
@@ -282,3 +283,31 @@ def test_a_row_cut_short_while_its_server_started_reads_interrupted_once_the_swe
     sweep.total_s = None  # still going: its start progress
     row = matrix_rows(sweep, sweep.reading(), "match", live)[3]
     assert (row.state_kind, row.state) == ("starting", "starting 3 s · loading")
+
+
+async def test_quitting_mid_sweep_stops_every_server_and_keeps_what_was_measured(tmp_path):
+    import time
+
+    marker = str(710_000_000 + os.getpid())
+    feed = live_feed(
+        tmp_path,
+        *("--launch", f"{REFERENCE} --random-seed {marker}", "--helpers", "match"),
+        *("--vary", "deterministic=on", "--vary", "cuda-graph=off"),
+    )
+    app = KltuiApp(feed)
+    async with app.run_test(size=SIZE) as pilot:
+        # the base measured, the next one running: q
+        await until(pilot, lambda: feed.live.get("deterministic=on", None) is not None
+                    and feed.live["deterministic=on"].phase == "running", 120)  # fmt: skip
+        assert _server_of(marker, "--enable-deterministic-inference")
+        await pilot.press("q")
+    sweep = feed.sweep
+    assert sweep is not None and sweep.interrupted and sweep.exit_code() == 130
+    assert [r.status for r in sweep.runs] == ["measured", "interrupted", "not run"]
+    t0 = time.monotonic()
+    while left := _server_of(marker, "--random-seed"):
+        assert time.monotonic() - t0 < 5, f"still running after the TUI quit: {left}"
+        await asyncio.sleep(0.05)
+    # the manifest says so, and the base's recording reads back as measured
+    again = load(sweep.folder)
+    assert again.interrupted and again.runs[0].store is not None

@@ -43,6 +43,8 @@ class AblationScreen(BoxModal[str | None]):
 
     BINDINGS = [
         Binding("escape", "close", "Dashboard", id="ablation.close"),
+        # the sweep's home screen: q quits from here too (a modal screen's keys come first)
+        Binding("q", "app.quit", "Quit", id="ablation.quit"),
         Binding(
             "right_square_bracket",
             "helper(1)",
