@@ -24,7 +24,8 @@ from kltui.console import make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
-from kltui.outputs.reference_console import is_reference, print_reference
+from kltui.outputs.reference_console import print_reference
+from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import contract_line, flip_line, write_json
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals

@@ -14,21 +14,17 @@ from kltui.outputs.reference_rows import (
     REFERENCE_LABEL,
     THREE_WAY_COLUMNS,
     diff_rows,
+    is_reference,
     reference_line,
     three_way_rows,
 )
 from kltui.session.helper_view import HelperView
-from kltui.session.store import HelperState, SessionStore
+from kltui.session.store import SessionStore
 from kltui.session.three_way import three_way
 from kltui.untrusted import safe
 
 _STATUS = {"match": "green", "mismatch": "yellow", "unknown": "magenta", "info": "dim"}
 _VERDICT = {"SGLang": "bold green", "vLLM": "bold green", "inconclusive": "bold yellow"}
-
-
-def is_reference(st: HelperState) -> bool:
-    """Whether this helper state is an engine against the HF reference."""
-    return st.summary is not None and HelperView.of(st).summary.has("reference_flips")
 
 
 def diff_table(figures) -> Table | None:

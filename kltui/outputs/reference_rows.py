@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kltui import fmt
+from kltui.session.helper_view import HelperView
+from kltui.session.store import HelperState
 from kltui.session.three_way import Leg, ThreeWay
 
 THREE_WAY_COLUMNS = (
@@ -23,6 +25,11 @@ THREE_WAY_COLUMNS = (
 )
 DIFF_COLUMNS = ("setting", "engine", "HF reference", "status", "why")
 REFERENCE_LABEL = "HF reference"
+
+
+def is_reference(st: HelperState) -> bool:
+    """An engine against the HF reference (its figures are this module's, not the cross rows)."""
+    return st.summary is not None and HelperView.of(st).summary.has("reference_flips")
 
 
 def _flips(leg: Leg) -> str:

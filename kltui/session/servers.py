@@ -133,6 +133,15 @@ def server_facts(s: ServerIdentity) -> list[str]:
     if engine == "vllm":
         facts[0] += " (baseline)"
         return facts + [f"{k} {s.get(k)}" for k in VLLM_KEYS if s.get(k) is not None]
+    if engine == "hf":
+        # the reference is known before its worker loads: what was asked, not what ran (the
+        # helper's summary has that)
+        facts[0] = "HF transformers (the reference)"
+        for key in ("dtype", "device", "attn_implementation", "batch_size"):
+            facts.append(f"{key} {s.get(key) if s.get(key) is not None else 'default'}")
+        sha = s.get("local_weights_sha256")
+        facts.append(f"weights sha256 {str(sha)[:12]}…" if sha else "weights not hashed")
+        return facts
     for st in SETTINGS:
         if st.line and st.key not in ("engine", "version", "model_path"):
             value = s.get(st.key, "?") if st.show is text else st.show(s.get(st.key))

@@ -60,6 +60,29 @@ async def test_the_reference_scores_what_the_server_scores(reference_servers, tm
     again = read_check(tmp_path / "again.json")
     assert again["three_way"] == tw
     assert again["helpers"]["hf_reference"]["reference"] == ref
+    # and so do the Markdown and HTML reports and the TUI's replay, the reference labelled
+    md, html = tmp_path / "r.md", tmp_path / "r.html"
+    assert main(["report", str(tmp_path / "r.jsonl"), "--md", str(md), "--html", str(html)]) == 0
+    for text in (md.read_text(), html.read_text()):
+        assert "Against the HF reference (Hugging Face transformers)" in text
+        assert "exact: every union id known on both sides" in text
+        assert "no second engine to rank" in text
+    await _replayed_in_the_tui(tmp_path / "r.jsonl")
+
+
+async def _replayed_in_the_tui(path: Path) -> None:
+    from kltui.session.recording import read_recording
+    from kltui.tui.app import KltuiApp
+    from kltui.tui.feeds import ReplayFeed
+    from kltui.tui.widgets.header import ServersPanel
+    from kltui.tui.widgets.progress import HelperProgress
+    from tests.tui.kit import drawn, replayed
+
+    app = KltuiApp(ReplayFeed(read_recording(str(path)), speed=None, instant=True))
+    async with app.run_test(size=(200, 50)) as pilot:
+        await replayed(pilot, app)
+        assert "HF reference" in drawn(app.query_one(ServersPanel))
+        assert "hf_reference" in drawn(app.query_one(HelperProgress))
 
 
 def _perturbed_copy(tmp_path: Path) -> Path:

@@ -9,6 +9,7 @@ from kltui import fmt
 from kltui.helpers.registry import HELPERS
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.metrics.summary import Summary
+from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import (
     config_table,
     cross_rows,
@@ -226,7 +227,8 @@ def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
     else:
         body = '<p class="muted">No sample was scored, so this helper has no figures.</p>'
     heat = f"<h4>Heatmap</h4>{heatmap_html(st)}" if st.n_scored or st.decoded_len else ""
-    cross = cross_rows(st.summary)
+    # the HF reference has a section of its own (reports/reference_section.py)
+    cross = [] if is_reference(st) else cross_rows(st.summary)
     if cross:
         cells = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in cross)
         body = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
+from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import (
     Origin,
     config_table,
@@ -21,6 +22,7 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
+from kltui.outputs.reports.reference_section import reference_markdown
 from kltui.outputs.reports.rl_section import rl_markdown
 from kltui.session.compare import describe_first
 from kltui.session.cross_server import cross_server
@@ -167,12 +169,13 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     for line, _ in origin.reruns if origin is not None else ():
         lines.append(f"- **Repeat** {md_text(line)}")
     for key, st in store.helpers.items():
-        rows = cross_rows(st.summary)
+        rows = [] if is_reference(st) else cross_rows(st.summary)
         if rows:
             name = md_text(helper_names(store)[key])
             shown = "; ".join(f"{md_text(label)} {md_text(value)}" for label, value in rows)
             lines.append(f"- **{name}** {shown}")
             lines += config_md(config_table(st.summary))
+    lines += reference_markdown(store)
     for d in diagnose(store):
         lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
         if d.next_step:

@@ -210,6 +210,17 @@ def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) ->
     out = [head]
     model = s.get("served_model_name") or s.model_path
     out.append(_setting("model", model, style="bold"))
+    if engine == "hf":
+        # the reference: transformers in a worker process, labelled as the reference
+        out.append(Text("HF reference", style=strong_warn))
+        for label, key in (
+            ("dtype", "dtype"),
+            ("device", "device"),
+            ("attn", "attn_implementation"),
+        ):
+            if s.get(key) is not None:
+                out.append(_setting(label, s.get(key)))
+        return out
     if engine == "vllm":
         # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
         out.append(Text("baseline", style=strong_warn))
@@ -266,11 +277,12 @@ def compact_settings(s: ServerIdentity, node: DOMNode) -> list[tuple[int, Text]]
     model = str(s.get("served_model_name") or s.model_path or "?").rstrip("/")
     out.append((2, safe(model.rsplit("/", 1)[-1], style="bold", limit=32)))
     engine = s.engine
-    if engine == "vllm":
-        out.append((1, Text("baseline", style=part(node, "servers--warn", "servers--strong"))))
+    if engine in ("vllm", "hf"):
+        label = "HF reference" if engine == "hf" else "baseline"
+        out.append((1, Text(label, style=part(node, "servers--warn", "servers--strong"))))
     out.append((3, _setting(BY_KEY["tp_size"].short, s.get("tp_size"))))
     out.append((3, safe(s.get("dtype", "?"), limit=16)))
-    if engine != "vllm":
+    if engine not in ("vllm", "hf"):
         radix_off = bool(s.disable_radix_cache)
         warn = part(node, "servers--warn")
         out.append((1, Text(f"radix {off_on(radix_off)}", style=warn if radix_off else "")))

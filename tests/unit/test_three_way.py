@@ -1,0 +1,143 @@
+"""The three-way reading (session/three_way.py) and the reference's flip summary
+(metrics/reference.py) on hand-built data: which engine is closer only beyond chance over enough
+samples, "inconclusive" with the reason otherwise, and flips judged by the reference's margin."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kltui.metrics.cross import Side, cross_positions
+from kltui.metrics.reference import align_reference, reference_flips, weights_state
+from kltui.session.events import HelperFinished, HelperStarted
+from kltui.session.store import SessionStore
+from kltui.session.three_way import three_way
+
+SG, VL, REF = "http://127.0.0.1:30000", "http://127.0.0.1:8000", "hf:/models/m"
+
+
+def _summary(engine: str, k3: np.ndarray, ukl: np.ndarray, **extra) -> dict:
+    rows = [
+        {"index": i, "positions": 8, "mean_k3": float(a), "union_kl_mean": float(b),
+         "flips": 0, "wide_flips": 0}
+        for i, (a, b) in enumerate(zip(k3, ukl, strict=True))
+    ]  # fmt: skip
+    return {
+        "status": "pass",
+        "samples": len(rows),
+        "scored": len(rows),
+        "avg_kl_div": float(np.mean(k3)),
+        "engine": engine,
+        "reference": REF,
+        "positions": 8 * len(rows),
+        "top1_agreement": 1.0,
+        "union_kl_mean": float(np.mean(ukl)),
+        "union_exact": engine == "SGLang",
+        "reference_flips": {"line": 0.7, "flips": 0, "near_tie": 0, "wide": 0,
+                            "margin_unknown": 0, "near_tie_share": None, "widest": None},
+        "reference_per_sample": rows,
+        "across_dtypes": None,
+        **extra,
+    }  # fmt: skip
+
+
+def _store(sg_k3, vl_k3, sg_u=None, vl_u=None, **extra) -> SessionStore:
+    st = SessionStore()
+    for url, engine, k3, u in (
+        (SG, "SGLang", sg_k3, sg_u if sg_u is not None else sg_k3),
+        (VL, "vLLM", vl_k3, vl_u if vl_u is not None else vl_k3),
+    ):
+        st.apply(HelperStarted("hf_reference", url, len(k3), 2e-3, 1e-3))
+        ex = extra if engine == "SGLang" else {}
+        st.apply(HelperFinished("hf_reference", url, _summary(engine, k3, u, **ex)))
+    return st
+
+
+def test_an_engine_closer_beyond_chance_is_named():
+    rng = np.random.default_rng(0)
+    sg = 1e-7 * rng.lognormal(0, 0.5, 20)
+    vl = 3e-6 * rng.lognormal(0, 0.5, 20)
+    tw = three_way(_store(sg, vl))
+    assert tw is not None and tw.verdict == "SGLang"
+    k3 = tw.rankings[0]
+    assert k3.n == 20 and k3.p < 2.5e-4 and k3.ratio > 10
+    assert tw.line.startswith("SGLang is closer to the reference on per-sample mean k3")
+    assert "over 20 samples" in tw.line
+    # and the mirror image names vLLM
+    assert three_way(_store(vl, sg)).verdict == "vLLM"
+
+
+def test_the_same_noise_on_both_engines_is_inconclusive():
+    rng = np.random.default_rng(1)
+    sg = 1e-6 * rng.lognormal(0, 1.0, 30)
+    vl = 1e-6 * rng.lognormal(0, 1.0, 30)
+    tw = three_way(_store(sg, vl))
+    assert tw.verdict == "inconclusive"
+    assert "beyond chance" in tw.line and "more samples" in tw.line
+
+
+def test_too_few_samples_are_inconclusive_whatever_the_gap():
+    tw = three_way(_store(np.full(8, 1e-9), np.full(8, 1e-3)))
+    assert tw.verdict == "inconclusive" and "needs at least 12" in tw.line
+
+
+def test_metrics_that_disagree_are_inconclusive():
+    rng = np.random.default_rng(2)
+    lo, hi = 1e-7 * rng.lognormal(0, 0.3, 20), 1e-5 * rng.lognormal(0, 0.3, 20)
+    tw = three_way(_store(lo, hi, sg_u=hi, vl_u=lo))
+    assert tw.verdict == "inconclusive" and "disagree" in tw.line
+
+
+def test_across_dtypes_is_said_in_the_line():
+    rng = np.random.default_rng(3)
+    st = _store(
+        1e-7 * rng.lognormal(0, 0.5, 20),
+        3e-6 * rng.lognormal(0, 0.5, 20),
+        across_dtypes={"engine": "bfloat16", "reference": "float32"},
+    )
+    tw = three_way(st)
+    assert tw.across_dtypes and "across dtypes (SGLang bfloat16 vs reference float32)" in tw.line
+
+
+def test_flips_are_judged_by_the_references_margin():
+    p, k = 4, 3
+    ids = np.arange(p, dtype=np.int64)
+    # engine (A) top-1 is id 10 everywhere; the reference (B) ranks 11 first
+    top_a = np.tile([10, 11, 12], (p, 1))
+    lp_a = np.tile([-0.5, -1.0, -3.0], (p, 1))
+    top_b = np.tile([11, 10, 12], (p, 1))
+    # reference margins: 0.1 (near a tie) at 0-1, 2.0 (sure) at 2-3
+    lp_b = np.array([[-0.6, -0.7, -3.0], [-0.6, -0.7, -3.0], [-0.1, -2.1, -4.0], [-0.1, -2.1, -4]])
+    a = Side(ids, np.full(p, -1.0), top_a, lp_a)
+    b = Side(ids, np.full(p, -1.0), top_b, lp_b)
+    fl = reference_flips([(0, cross_positions(a, b))])
+    assert (fl["flips"], fl["near_tie"], fl["wide"]) == (4, 2, 2)
+    assert fl["near_tie_share"] == 0.5 and fl["widest"]["position"] == 2
+    assert k == top_a.shape[1]
+
+
+def test_the_union_is_exact_when_each_side_knows_the_others_top_k():
+    p = 3
+    ids = np.array([5, 6, 7])
+    top_a = np.tile([1, 2], (p, 1))
+    top_b = np.tile([3, 4], (p, 1))
+    lp = np.tile([-1.0, -2.0], (p, 1))
+    # the engine also reports the reference's top ids; the reference every asked id
+    a = Side(ids, np.full(p, -3.0), top_a, lp, np.array([3, 4]), np.tile([-1.5, -2.5], (p, 1)))
+    b = Side(ids, np.full(p, -3.1), top_b, lp, pos_ids=top_a, pos_lp=np.tile([-1.4, -2.2], (p, 1)))
+    c = cross_positions(a, b)
+    assert (c.union_known == c.union_size).all()
+    folded = cross_positions(Side(ids, np.full(p, -3.0), top_a, lp), Side(ids, a.lp, top_b, lp))
+    assert (folded.union_known < folded.union_size).all()
+
+
+def test_other_weights_are_different_and_a_rename_alone_is_not_proof():
+    ref = {"model_path": "/m/llama", "local_weights_sha256": "a" * 64}
+    assert weights_state({"local_weights_sha256": "a" * 64, "model_path": "/x/other"}, ref)[0] == (
+        "same"
+    )
+    state, why = weights_state({"local_weights_sha256": "b" * 64, "model_path": "/m/llama"}, ref)
+    assert state == "different" and "differ" in why
+    assert weights_state({"model_path": "/srv/llama"}, ref)[0] == "unverified"
+    assert weights_state({"model_path": "/srv/mistral"}, ref)[0] == "different"
+    rows = {r.key: r for r in align_reference({"dtype": "bfloat16"}, {"dtype": "float32"})}
+    assert rows["dtype"].status == "mismatch"
