@@ -16,18 +16,20 @@ from kltui.tui import heat
 # (key, label, width). Fixed widths: measuring a live column on every update costs the whole
 # column each time (quadratic over a run), and fixed columns do not jump while data arrives.
 # Each width has its one column of space between cells (the table has no cell padding): all
-# ten fit the 70 columns the table has beside the counters at 120x40 and within 80x24.
+# of them fit the 70 columns the table has beside the counters at 120x40 and within 80x24, and
+# the columns that point at a culprit come first, so a narrower table (100-119 columns, beside
+# the counters) cuts the sample's lengths, never them.
 # A sample being decoded or skipped says so in its mean k3 cell (it has no k3 yet).
 COLUMNS = (
     ("sample", "sample", 7),
-    ("length", "tokens", 7),
-    ("prompt", "prompt", 7),
-    ("cached", "cached", 7),
     ("mean", "mean k3", 11),
     ("max", "max k3", 11),
     ("argmax", "@pos", 6),
     ("first", "1st div", 8),
-    ("tail", "tail", 5),
+    ("tail", "tail", 6),
+    ("length", "tokens", 7),
+    ("prompt", "prompt", 7),
+    ("cached", "cached", 6),
 )
 # sort id -> (label, descending); the cycle order of the sort key
 SORTS = {
@@ -138,7 +140,7 @@ class SampleTable(DataTable):
             n = st.decoded_len.get(s, 0)
             values.update(length=n)
             self._values[s] = values
-            return [Text(str(s)), Text(str(n), style="dim"), "", "", status, "", "", "", ""]
+            return [Text(str(s)), status, "", "", "", "", Text(str(n), style="dim"), "", ""]
         m = scored.metrics
         values.update(
             mean=m.mean_k3,
@@ -152,14 +154,14 @@ class SampleTable(DataTable):
         tail = f"{m.n_tail}" if m.n_tail else "0"
         return [
             Text(str(s), style="bold"),
-            Text(str(m.n_tokens)),
-            Text(str(scored.prompt_len)),
-            Text(str(scored.cached_tokens)),
             self._swatch_value(m.mean_k3),
             self._swatch_value(m.max_k3),
             Text(str(m.argmax_k3) if m.argmax_k3 >= 0 else "–"),
             Text(first),
             Text(tail, style="bold" if m.n_tail else "dim"),
+            Text(str(m.n_tokens)),
+            Text(str(scored.prompt_len)),
+            Text(str(scored.cached_tokens)),
         ]
 
     def _sort_key(self, cell: Text):
