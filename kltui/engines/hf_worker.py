@@ -23,6 +23,9 @@ which the client imports from here without importing torch).
 Every failure is {"event": "error", "kind": "oom" | "load" | "bad-request" | "error",
 "message"}; after an "oom" the retained logits are dropped and the worker keeps serving.
 
+KLTUI_HF_THREADS=N sets torch's CPU threads (on a CPU shared with the engine under test, one
+thread can be ten times faster than spinning threads that wait for cores).
+
 With batch_size 1 (the default) every sequence is its own forward: no padding, no batch
 effects. A larger batch right-pads sequences to the longest of each batch under an attention
 mask, which changes the kernels' shapes and so the reference's own rounding.
@@ -103,6 +106,9 @@ class Worker:
         import torch
         import transformers
 
+        threads = os.environ.get("KLTUI_HF_THREADS", "").strip()
+        if threads.isdigit() and int(threads) > 0:
+            torch.set_num_threads(int(threads))
         path = str(req.get("path"))
         with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
             config = json.load(f)
