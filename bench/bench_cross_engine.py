@@ -107,6 +107,10 @@ async def main() -> None:
     ap.add_argument("--top-k", type=int, default=5)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    # the same HOST:PORT forms kltui takes
+    args.server, args.baseline = (
+        u if "://" in u else f"http://{u}" for u in (args.server, args.baseline)
+    )
     with open(args.prompts) as f:
         prompts = [list(map(int, p)) for p in json.load(f)][: args.samples]
     cfg = RunConfig(

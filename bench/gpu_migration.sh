@@ -71,7 +71,8 @@ ready() { # PORT NAME: until /health answers; a server whose log says it died fa
   local t0=$SECONDS
   until curl -sf -m 2 "127.0.0.1:$1/health" >/dev/null; do
     [ $((SECONDS - t0)) -lt 480 ] || { echo "$2 NOT READY"; return 1; }
-    if grep -q "Traceback\|kill_process_tree called\|Error: " "$O/server-$2.log" 2>/dev/null; then
+    # a line that starts so: vLLM's ulimit warning quotes "OSError: [Errno 24]" mid-line
+    if grep -q "^Traceback\|kill_process_tree called\|^[A-Za-z.]*Error: " "$O/server-$2.log" 2>/dev/null; then
       echo "$2 DIED after $((SECONDS - t0)) s"
       return 1
     fi
