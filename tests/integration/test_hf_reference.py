@@ -8,7 +8,9 @@ dtype than the reference shows in the config diff and in the verdict's line."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -196,3 +198,46 @@ def test_a_config_file_names_the_reference(tmp_path):
 
 def _small() -> list[str]:
     return ["--samples", "4", "--max-new-tokens", "12"]
+
+
+def _worker_pids() -> list[int]:
+    """The hf_worker.py processes this test process started."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            cmd = (d / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == os.getpid() and any(c.endswith(b"hf_worker.py") for c in cmd):
+            out.append(int(d.name))
+    return out
+
+
+async def test_a_worker_that_dies_is_one_line_and_what_was_measured_is_kept(reference_servers):
+    from kltui.run.config import RunConfig
+    from kltui.run.runner import run_session
+    from kltui.session.events import HelperFinished, Problem, SampleScored
+
+    cfg = RunConfig(servers=[reference_servers.url()], helpers=["hf_reference"],
+                    hf_baseline={"hf": CKPT}, samples=24, max_new_tokens=4, top_k=5)  # fmt: skip
+    scored, killed, events = 0, [], []
+    async for ev in run_session(cfg):
+        events.append(ev)
+        if isinstance(ev, SampleScored):
+            scored += 1
+            if not killed:  # the first chunk is in: the next one needs the worker again
+                killed = _worker_pids()
+                for pid in killed:
+                    os.kill(pid, signal.SIGKILL)
+    assert killed, "no worker process found"
+    (fatal,) = [e for e in events if isinstance(e, Problem) and e.fatal]
+    assert "the reference worker was killed by signal 9" in fatal.message
+    assert fatal.helper == "hf_reference" and "\n" not in fatal.message
+    assert "sample(s) compared before are kept" in fatal.message
+    (fin,) = [e for e in events if isinstance(e, HelperFinished)]
+    assert fin.summary["status"] == "error" and 0 < fin.summary["scored"] == scored < 24
+    assert not _worker_pids()
