@@ -9,8 +9,9 @@ hold) is the format a file of this size is written in; `--format jsonl` writes t
 records as kltui-rl JSONL (6 decimals), about 13 bytes per token more.
 
 Each round runs the whole command in a subprocess (`python -m kltui import FILE --json OUT`)
-and reads its wall time and peak RSS (`ru_maxrss` of the child, which counts the interpreter,
-numpy and pyarrow). The TUI part: `--tui-first` times, in process, how long the import stream
+and reads its wall time, its CPU time (user + sys: on a shared machine the wall time is the
+load's as much as kltui's) and its peak RSS (`ru_maxrss` of the child, which counts the
+interpreter, numpy and pyarrow). The TUI part: `--tui-first` times, in process, how long the import stream
 takes to yield its first SampleScored (the dashboard draws from then on).
 
     python bench/bench_import.py [--samples 100000] [--format parquet|jsonl] [--rounds 1]
@@ -108,16 +109,22 @@ def write_jsonl(path: Path, samples: int) -> None:
 
 def one_round(path: Path, out: Path) -> dict:
     cmd = [sys.executable, "-m", "kltui", "import", str(path), "--json", str(out)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
     wall = time.monotonic() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, peak = ru0.ru_maxrss, ru.ru_maxrss
+    cpu = (ru.ru_utime + ru.ru_stime) - (ru0.ru_utime + ru0.ru_stime)
+    load = os.getloadavg()[0]
     if proc.returncode not in (0, 1):
         raise SystemExit(f"kltui import exited {proc.returncode}: {proc.stderr[-2000:]}")
     doc = json.loads(out.read_text())
     return {
         "wall_s": round(wall, 2),
+        # CPU seconds of the child (user + sys): what the machine's load does not change
+        "cpu_s": round(cpu, 2),
+        "load_1min_after": round(load, 1),
         # ru_maxrss of all children so far (KiB on Linux): this child's when it is the largest
         "peak_rss_mb": round(max(peak, before) / 1024, 1),
         "records": doc["records"],

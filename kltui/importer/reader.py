@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,11 +228,19 @@ def _batches(pf: Any) -> Iterator[Any]:
     decodes a row group's columns in parallel, ~1.7x faster here than iter_batches), else
     PARQUET_BATCH rows at a time."""
     meta = pf.metadata
-    if all(meta.row_group(i).num_rows <= MAX_ROW_GROUP for i in range(meta.num_row_groups)):
-        for i in range(meta.num_row_groups):
-            yield from pf.read_row_group(i).to_batches()
-    else:
+    groups = meta.num_row_groups
+    if not all(meta.row_group(i).num_rows <= MAX_ROW_GROUP for i in range(groups)):
         yield from pf.iter_batches(batch_size=PARQUET_BATCH)
+        return
+    # the next row group is decoded in a thread while this one is scored (pyarrow and numpy
+    # both release the GIL): two cores overlap reading and arithmetic; at most two groups held
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kltui-parquet") as pool:
+        ahead = pool.submit(pf.read_row_group, 0) if groups else None
+        for i in range(groups):
+            assert ahead is not None
+            table = ahead.result()
+            ahead = pool.submit(pf.read_row_group, i + 1) if i + 1 < groups else None
+            yield from table.to_batches()
 
 
 def _parquet_items(src: Source, pf: Any, use: str) -> Iterator[Item]:

@@ -52,10 +52,10 @@ class Record:
     """One checked sample: arrays of equal length n, the mask covering at least one token."""
 
     index: int  # record number in the file, 1-based
-    prompt_ids: np.ndarray  # int64
-    response_ids: np.ndarray  # int64, n
-    rollout: np.ndarray  # float64, n
-    trainer: np.ndarray  # float64, n
+    prompt_ids: np.ndarray  # integers
+    response_ids: np.ndarray  # integers, n
+    rollout: np.ndarray  # floats (float64, or a Parquet file's float32), n
+    trainer: np.ndarray  # floats, n
     mask: np.ndarray  # bool, n
     sample_id: str | None = None
     step: int | None = None
@@ -114,12 +114,15 @@ def header_of(path: str, obj: dict[str, Any]) -> Header:
 
 def int_array(value: Any, name: str) -> np.ndarray:
     """A list of token ids as int64; Invalid when it is not one."""
-    if not isinstance(value, list | np.ndarray):
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        arr = value  # a Parquet column's slice: kept in its own integer type, not copied
+    elif not isinstance(value, list | np.ndarray):
         raise Invalid(name, f"must be a list of token ids, got {type(value).__name__}")
-    try:
-        arr = np.asarray(value, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        raise Invalid(name, "must hold integer token ids only") from None
+    else:
+        try:
+            arr = np.asarray(value, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise Invalid(name, "must hold integer token ids only") from None
     if arr.ndim != 1:
         raise Invalid(name, "must be a flat list")
     if arr.size and int(arr.min()) < 0:
@@ -128,7 +131,10 @@ def int_array(value: Any, name: str) -> np.ndarray:
 
 
 def float_array(value: Any, name: str) -> np.ndarray:
-    """A list of logprobs as float64 (JSON null reads as NaN); Invalid when it is not one."""
+    """A list of logprobs as floats (JSON null reads as NaN; a float32 column stays float32,
+    converted where the metrics concatenate); Invalid when it is not one."""
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.ndim == 1:
+        return value
     if not isinstance(value, list | np.ndarray):
         raise Invalid(name, f"must be a list of logprobs, got {type(value).__name__}")
     try:

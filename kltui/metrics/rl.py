@@ -101,8 +101,9 @@ def sequence_sums(
     tail: float = 1e-3,
     hist: np.ndarray | None = None,
 ) -> SequenceSums:
-    """The per-sequence sums of a chunk of sequences (each of length >= 1), in one vectorized
-    pass over their concatenated tokens; adds each counted token's k3 to `hist` when given."""
+    """The per-sequence sums of a chunk of sequences (each of length >= 1, counted logprobs
+    finite, as importer/schema.check guarantees), in one vectorized pass over their
+    concatenated tokens; adds each counted token's k3 to `hist` when given."""
     if not trainer:
         return empty_sums()
     lens = np.fromiter((a.size for a in trainer), dtype=np.int64, count=len(trainer))
@@ -110,7 +111,7 @@ def sequence_sums(
     lt = np.concatenate(trainer).astype(np.float64, copy=False)
     lr = np.concatenate(rollout).astype(np.float64, copy=False)
     m = np.concatenate(mask).astype(bool, copy=False)
-    mf = m.astype(np.float64)
+    every = bool(m.all())  # the common case: no masked-out token, no where() per column
     d = lt - lr
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.exp(d)
@@ -119,31 +120,30 @@ def sequence_sums(
         rho = np.where(d > SAFETY_BOUND, _EXP_HI, np.where(d < -SAFETY_BOUND, _EXP_LO, e))
         rho2 = rho * rho
 
-    every = bool(m.all())  # the common case: no masked-out token, no where() per column
-
     def seg(x: np.ndarray) -> np.ndarray:
         # where(): outside the mask trainers pad with anything (verl's masked_sum does the same)
         return np.add.reduceat(x if every else np.where(m, x, 0.0), starts)
 
     cols = {
-        "n": np.add.reduceat(mf, starts),
+        "n": lens.astype(np.float64) if every else np.add.reduceat(m, starts, dtype=np.float64),
         "s_lt": seg(lt),
         "s_lr": seg(lr),
         "s_d": seg(d),
         "s_k3": seg(k3),
         "s_rho2": seg(rho2),
         "s_abs": seg(np.abs(d)),
-        "n_cat": np.add.reduceat((m & (d < math.log(veto))).astype(np.float64), starts),
+        "n_cat": np.add.reduceat(
+            (d < math.log(veto)) if every else (m & (d < math.log(veto))), starts, dtype=np.float64
+        ),
     }
     ends = starts + lens
-    differs = m & (lt != lr)
-    above = m & (k3 > tail)
+    differs = (lt != lr) if every else m & (lt != lr)
+    above = (k3 > tail) if every else m & (k3 > tail)
     first_diff = _first_per_segment(differs, starts, ends)
     first_tail = _first_per_segment(above, starts, ends)
     if hist is not None:
         add_histogram(hist, k3 if every else k3[m])
     counted_k3 = k3 if every else np.where(m, k3, -np.inf)
-    counted_k3 = np.where(np.isnan(counted_k3), -np.inf, counted_k3)
     max_k3 = np.maximum.reduceat(counted_k3, starts)
     at_max = _first_per_segment(counted_k3 == np.repeat(max_k3, lens), starts, ends)
     return SequenceSums(
@@ -180,13 +180,15 @@ def new_histogram() -> np.ndarray:
 def add_histogram(hist: np.ndarray, k3: np.ndarray) -> None:
     """Counts each k3 (>= 0) into its bin (a positive double's bit pattern grows with it)."""
     k3 = np.ascontiguousarray(k3, dtype=np.float64)
-    zero = k3 <= 0
-    hist[0] += int(np.count_nonzero(zero))
-    pos = k3[~zero & ~np.isnan(k3)]
-    if not pos.size:
+    if not k3.size:
         return
-    key = (pos.view(np.int64) >> _SHIFT) - _KEY_LO
-    hist[1:] += np.bincount(np.clip(key + 1, 0, HIST_BINS + 1), minlength=HIST_BINS + 2)
+    zeros = int(np.count_nonzero(k3 <= 0))
+    # 0 and rounding's -0/-1e-17 have bit patterns below every bin (a negative one as int64 is
+    # negative): they land in "below" and are moved to "exactly 0"; NaN and inf land "above"
+    key = (k3.view(np.int64) >> _SHIFT) - (_KEY_LO - 1)
+    hist[1:] += np.bincount(np.clip(key, 0, HIST_BINS + 1), minlength=HIST_BINS + 2)
+    hist[0] += zeros
+    hist[1] -= zeros
 
 
 def histogram_percentile(hist: np.ndarray, q: float) -> float:

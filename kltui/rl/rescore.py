@@ -54,14 +54,21 @@ SIDES = {
 def _scored(helper: str, server: str, rec: Record, a: np.ndarray, b: np.ndarray) -> SampleScored:
     m = rec.mask
     return SampleScored(
-        helper, server, rec.index - 1, rec.response_ids[m], a[m], b[m], 0, int(rec.prompt_ids.size)
+        helper,
+        server,
+        rec.index - 1,
+        np.asarray(rec.response_ids[m], dtype=np.int64),
+        np.asarray(a[m], dtype=np.float64),
+        np.asarray(b[m], dtype=np.float64),
+        0,
+        int(rec.prompt_ids.size),
     )
 
 
 async def _prefill(client: SGLangClient, recs: Sequence[Record]) -> list[np.ndarray | str]:
     """The server's logprobs of each record's response tokens after its prompt (teacher
     forcing), or why they could not be had."""
-    batch = [np.concatenate([r.prompt_ids, r.response_ids]) for r in recs]
+    batch = [np.concatenate([r.prompt_ids, r.response_ids]).astype(np.int64) for r in recs]
     results = await client.generate(
         batch,
         {"max_new_tokens": 0, "temperature": 0.0},

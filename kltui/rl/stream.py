@@ -159,15 +159,19 @@ class _Shown:
 def scored_event(rec: Record, server: str, texts) -> SampleScored:
     """One record as the SampleScored of side A = trainer, side B = rollout (counted tokens
     only: the loss mask decides what the trainer trains on, so what is compared)."""
-    m = rec.mask
-    ids = rec.response_ids if m.all() else rec.response_ids[m]
+    m = None if rec.mask.all() else rec.mask
+
+    def side(x: np.ndarray, dtype: type) -> np.ndarray:
+        return np.asarray(x if m is None else x[m], dtype=dtype)
+
+    ids = side(rec.response_ids, np.int64)
     return SampleScored(
         HELPER,
         server,
         rec.index - 1,
         ids,
-        rec.trainer if m.all() else rec.trainer[m],
-        rec.rollout if m.all() else rec.rollout[m],
+        side(rec.trainer, np.float64),
+        side(rec.rollout, np.float64),
         0,
         int(rec.prompt_ids.size),
         texts=texts(ids.tolist()) if texts is not None else None,
