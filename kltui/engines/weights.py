@@ -143,3 +143,19 @@ def local_weights(url: str, model_path: str | None) -> LocalWeights:
     if not found:
         return LocalWeights(None, note="its model_path folder is not found on this machine")
     return folder_sha256(folder)
+
+
+def local_config(url: str, model_path: str | None) -> dict:
+    """The server's config.json read here, by the same rule as `local_weights` (a loopback
+    server whose model_path is a folder here), or {}: what SGLang's "dtype: auto" and unset
+    "context_length" resolve from at load time, which its /server_info does not say."""
+    if not model_path or not is_loopback(url):
+        return {}
+    try:
+        path = Path(model_path) / "config.json"
+        if not (path.is_absolute() and path.is_file()) or path.stat().st_size > 2**20:
+            return {}
+        cfg = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return cfg if isinstance(cfg, dict) else {}

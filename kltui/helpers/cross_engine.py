@@ -19,6 +19,7 @@ mismatches become Problems, and a different model or vocabulary refuses the comp
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -30,6 +31,7 @@ from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
 from kltui.engines.vllm_parse import Completion, TopK
+from kltui.engines.weights import local_config
 from kltui.helpers import cross_batches as batches
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
@@ -446,8 +448,15 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
         except EngineError as e:
             raise _fail(run, e, "align") from None
         probe = await _probe_tokenizers(ctx.client, vllm)
+        checkpoint = await asyncio.to_thread(
+            local_config, ctx.server, ctx.server_info.get("model_path")
+        )
         run.alignment = align(
-            ctx.server_info, run.vllm_identity.record(), top_k=ctx.top_k, tokenizer_probe=probe
+            ctx.server_info,
+            run.vllm_identity.record(),
+            top_k=ctx.top_k,
+            tokenizer_probe=probe,
+            checkpoint=checkpoint,
         )
         for row in mismatches(run.alignment):
             if row.severity == WARN:

@@ -70,6 +70,25 @@ _ATTENTION = {
 }
 
 
+def _resolved(sglang: dict, cfg: dict) -> dict:
+    """SGLang's settings with what it resolves from the checkpoint at load time filled in
+    where its /server_info leaves them open: "dtype: auto" keeps a bf16 or fp16 checkpoint's
+    dtype, and an unset context_length is the config's max_position_embeddings (when no RoPE
+    scaling factor multiplies it). Anything else stays unresolved: unknown, never guessed."""
+    out = dict(sglang)
+    torch_dtype = norm_dtype(cfg.get("torch_dtype") or cfg.get("dtype"))
+    if str(sglang.get("dtype")).lower() == "auto" and torch_dtype in ("bfloat16", "float16"):
+        out["dtype_resolved"] = torch_dtype
+    rope = cfg.get("rope_scaling")
+    unscaled = rope is None or (
+        isinstance(rope, dict) and "original_max_position_embeddings" in rope
+    )
+    length = cfg.get("max_position_embeddings")
+    if sglang.get("context_length") is None and unscaled and isinstance(length, int):
+        out["context_length_resolved"] = length
+    return out
+
+
 def norm_dtype(v: Any) -> str | None:
     """A dtype name in one spelling, or None when it is resolved only at load time."""
     if v is None:
@@ -80,6 +99,19 @@ def norm_dtype(v: Any) -> str | None:
     return _DTYPES.get(s, s)
 
 
+# vLLM's /server_info (0.26) names the backend by its class path, e.g.
+# "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend": the class, lowercased, without
+# "Backend".
+_ATTENTION_CLASSES = {
+    "flashattention": "flash-attention",
+    "tritonattention": "triton",
+    "flashinfer": "flashinfer",
+    "torchsdpa": "torch-sdpa",
+    "cpuattention": "cpu",
+    "flexattention": "flex-attention",
+}
+
+
 def norm_attention(v: Any) -> str | None:
     """An attention backend name in one spelling, or None when unset."""
     if v is None or str(v).strip() == "":
@@ -87,6 +119,9 @@ def norm_attention(v: Any) -> str | None:
     s = str(v).strip().lower().replace("-", "_")
     if s.startswith("attentionbackendenum."):
         s = s.split(".", 1)[1]
+    elif "." in s:
+        cls = s.rsplit(".", 1)[1].removesuffix("backend").replace("_", "")
+        return _ATTENTION_CLASSES.get(cls, s)
     return _ATTENTION.get(s, s)
 
 
@@ -201,10 +236,14 @@ def align(
     *,
     top_k: int = 5,
     tokenizer_probe: bool | None = None,
+    checkpoint: dict | None = None,
 ) -> list[Row]:
     """The side-by-side table. `tokenizer_probe`: whether both servers tokenized the same probe
-    text to the same ids (None when it could not be run)."""
+    text to the same ids (None when it could not be run). `checkpoint`: the SGLang server's
+    config.json when kltui could read it here (engines/weights.local_config), which settles
+    what SGLang resolves at load time and does not report."""
     rows: list[Row] = []
+    sglang = _resolved(sglang, checkpoint or {})
 
     s_names = model_names(sglang.get("model_path"), sglang.get("served_model_name"))
     v_names = model_names(vllm.get("model_path"), vllm.get("served_model_name"))
@@ -243,34 +282,47 @@ def align(
         )
     )
 
-    s_dt, v_dt = norm_dtype(sglang.get("dtype")), norm_dtype(vllm.get("dtype"))
+    s_dt = norm_dtype(sglang.get("dtype_resolved") or sglang.get("dtype"))
+    v_dt = norm_dtype(vllm.get("dtype"))
     rows.append(
         Row(
             "dtype",
             "dtype",
-            sglang.get("dtype"),
+            f"auto ({sglang['dtype_resolved']} from config.json)"
+            if sglang.get("dtype_resolved")
+            else sglang.get("dtype"),
             vllm.get("dtype"),
             _compare(s_dt, v_dt),
             WARN,
             "fp16 and bf16 round differently; a dtype mismatch alone shifts logprobs far more "
             "than kernel differences",
-            "'auto' is resolved from the checkpoint and cannot be compared as configured"
+            "SGLang's 'auto' keeps a bf16 or fp16 checkpoint's dtype: read from its config.json "
+            "on this machine"
+            if sglang.get("dtype_resolved")
+            else "'auto' is resolved from the checkpoint and cannot be compared as configured"
             if (sglang.get("dtype") == "auto" or vllm.get("dtype") == "auto")
             else "",
         )
     )
 
     s_len = sglang.get("context_length") or sglang.get("max_model_len")
+    s_from_cfg = s_len is None and sglang.get("context_length_resolved") is not None
+    if s_from_cfg:
+        s_len = sglang["context_length_resolved"]
     v_len = vllm.get("max_model_len")
     rows.append(
         Row(
             "max_model_len",
             "max model length",
-            s_len,
+            f"{s_len} (config.json max_position_embeddings)" if s_from_cfg else s_len,
             v_len,
             _compare(s_len, v_len),
             WARN,
             "some models scale RoPE by the configured length, and prompts must fit both servers",
+            "SGLang's context_length is unset: it serves the checkpoint's own length, read "
+            "from its config.json on this machine"
+            if s_from_cfg
+            else "",
         )
     )
 

@@ -126,6 +126,61 @@ def test_flash_attention_versions_must_agree():
     assert row.status == UNKNOWN and "version" in row.note
 
 
+def test_vllm_0_26_names_its_backend_by_class_path_and_fa3_matches_fa3():
+    # seen on the H200 (2026-12-02): /server_info's attention_config.backend is the class path;
+    # read as a name it made SGLang fa3 vs vLLM FLASH_ATTN (FA3) a false mismatch
+    fa3 = {**SGLANG, "attention_backend": "fa3"}
+    path = "vllm.v1.attention.backends.flash_attn.FlashAttentionBackend"
+    log = "INFO 12-02 07:35:07 [flash_attn.py:776] Using FlashAttention version 3\n"
+    row = {r.key: r for r in align(fa3, _vllm(log, attention_backend=path))}["attention_backend"]
+    assert row.status == MATCH, row
+    assert row.vllm == f"{path} (FA3)"
+    # its FlashAttention version unknown: the same family, not known to be the same kernel
+    row = {r.key: r for r in align(fa3, _vllm(attention_backend=path))}["attention_backend"]
+    assert row.status == UNKNOWN and "version" in row.note
+    triton = "vllm.v1.attention.backends.triton_attn.TritonAttentionBackend"
+    row = {r.key: r for r in align(fa3, _vllm(attention_backend=triton))}["attention_backend"]
+    assert row.status == MISMATCH
+
+
+def test_sglang_auto_dtype_and_unset_length_resolve_from_a_local_config():
+    # SGLang 0.5.17 on the H200 reported dtype 'auto' and context_length null: both unknown
+    auto = {**SGLANG, "dtype": "auto", "context_length": None}
+    rows = {r.key: r for r in align(auto, _vllm())}
+    assert rows["dtype"].status == UNKNOWN and rows["max_model_len"].status == UNKNOWN
+    llama31 = {
+        "torch_dtype": "bfloat16",
+        "max_position_embeddings": 131072,
+        "rope_scaling": {"rope_type": "llama3", "original_max_position_embeddings": 8192},
+    }
+    rows = {r.key: r for r in align(auto, _vllm(), checkpoint=llama31)}
+    assert (
+        rows["dtype"].status == MATCH and rows["dtype"].sglang == "auto (bfloat16 from config.json)"
+    )
+    assert "config.json" in rows["dtype"].note
+    length = rows["max_model_len"]
+    assert length.sglang == "131072 (config.json max_position_embeddings)"
+    assert length.status == MISMATCH  # vLLM was started with --max-model-len 4096
+    # what SGLang would scale, or an fp32 checkpoint's 'auto', stays unknown: never guessed
+    yarn = {"torch_dtype": "float32", "max_position_embeddings": 4096,
+            "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}  # fmt: skip
+    rows = {r.key: r for r in align(auto, _vllm(), checkpoint=yarn)}
+    assert rows["dtype"].status == UNKNOWN and rows["max_model_len"].status == UNKNOWN
+
+
+def test_local_config_is_read_only_for_a_loopback_server(tmp_path):
+    import json
+
+    from kltui.engines.weights import local_config
+
+    (tmp_path / "config.json").write_text(json.dumps({"torch_dtype": "bfloat16"}))
+    assert local_config("http://127.0.0.1:30000", str(tmp_path)) == {"torch_dtype": "bfloat16"}
+    assert local_config("http://10.0.0.7:30000", str(tmp_path)) == {}
+    assert local_config("http://127.0.0.1:30000", str(tmp_path / "gone")) == {}
+    (tmp_path / "config.json").write_text("{not json")
+    assert local_config("http://127.0.0.1:30000", str(tmp_path)) == {}
+
+
 def test_sglang_prefill_backend_is_the_one_that_scores():
     s = {**SGLANG, "attention_backend": "fa3", "prefill_attention_backend": "triton"}
     row = {r.key: r for r in align(s, _vllm(STARTUP_LOG))}["attention_backend"]
