@@ -241,3 +241,29 @@ async def test_a_worker_that_dies_is_one_line_and_what_was_measured_is_kept(refe
     (fin,) = [e for e in events if isinstance(e, HelperFinished)]
     assert fin.summary["status"] == "error" and 0 < fin.summary["scored"] == scored < 24
     assert not _worker_pids()
+
+
+async def test_batched_forwards_pad_and_stay_close_to_one_a_forward():
+    from kltui.engines.hf import HFReference, HFSettings
+
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(3, 1000, size=n) for n in (40, 25, 33)]
+    starts = [20, 1, 30]
+    got = {}
+    for bs in (1, 3):
+        ref = HFReference(HFSettings(CKPT, "float32", "cpu", "sdpa", batch_size=bs))
+        try:
+            ident = await ref.identify()
+            assert ident.get("batch_size") == bs
+            got[bs] = await ref.score(seqs, starts, 4)
+            asked = [np.stack([s.top_ids[:, 0], np.full(len(s.lp), -1)], axis=1) for s in got[bs]]
+            back = await ref.gather(asked)
+        finally:
+            await ref.aclose()
+        for s, b in zip(got[bs], back, strict=True):
+            assert np.array_equal(b[:, 0], s.top_lp[:, 0]) and np.isnan(b[:, 1]).all()
+    for one, many, q, st in zip(got[1], got[3], seqs, starts, strict=True):
+        assert one.lp.shape == many.lp.shape == (q.size - st,)
+        # padding changes the kernels' shapes, not the function: rounding-level differences
+        assert np.allclose(one.lp, many.lp, atol=1e-4)
+        assert (one.top_ids[:, 0] == many.top_ids[:, 0]).mean() > 0.9
