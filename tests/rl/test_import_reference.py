@@ -94,3 +94,21 @@ def test_a_failed_gate_exits_1_and_the_reports_say_why(tmp_path, capsys, pairs):
     page = html.read_text()
     assert "verl 0.9.1 rollout_corr/*" in page and "mis_rs_catastrophic_seq_fraction" in page
     assert "trainer_vs_rollout" in junit.read_text()
+
+
+async def test_token_text_from_a_local_tokenizer(tmp_path, pairs):
+    # --tokenizer: the drill-down shows each token's text (the reference checkpoint's tokenizer)
+    from pathlib import Path
+
+    import kltui.reference
+    from kltui.rl.headless import run_import
+    from kltui.rl.stream import ImportOptions
+    from kltui.run.tokenizer import load
+
+    tok = load(str(Path(kltui.reference.__file__).parent / "checkpoint"))
+    store, code = await run_import(
+        str(planted_file(tmp_path, pairs)), ImportOptions(texts=tok.token_texts)
+    )
+    assert code == 0
+    ids = pairs[0]["ids"]
+    assert [store.token_text[i] for i in ids] == tok.token_texts(ids)
