@@ -41,7 +41,9 @@ def test_three_numbers_per_token_and_the_match_helper(tmp_path, capsys, url):
     assert got["trainer_vs_server"]["samples_with_difference"] == 1
     assert got["trainer_vs_server"]["first_divergence"] == {"sample": 2, "position": 5}
     assert got["match"]["scored"] == 6 and got["match"]["samples_with_difference"] == 0
-    assert "the server's prefill now reproduces the rollout's logprobs exactly (6 samples)" in printed
+    assert (
+        "the server's prefill now reproduces the rollout's logprobs exactly (6 samples)" in printed
+    )
     assert "the mismatch is between the trainer and the inference engine" in printed
     assert "match on the same prompts: the server's decode equals its prefill" in printed
     # the three-column row of the planted token: trainer, rollout as recorded, server now
