@@ -574,9 +574,17 @@ def _no_more(excess: list) -> str:
     )
 
 
+# Engines that are compared with, never diagnosed: the diagnosis reads SGLang's own helpers
+# (match and the cache paths), which a vLLM baseline or the HF reference never runs; a helper
+# that scores one of them (hf_reference's vLLM pair) is shown by that helper's own view.
+_BASELINE_ENGINES = ("vllm", "hf")
+
+
 def diagnose(store: SessionStore) -> list[Diagnosis]:
-    """One diagnosis per server a helper ran on, in the order they first ran."""
+    """One diagnosis per server a helper ran on, in the order they first ran (baselines and
+    the reference excepted)."""
     servers = list(dict.fromkeys(st.server for st in store.helpers.values()))
+    servers = [s for s in servers if store.identity(s).get("engine") not in _BASELINE_ENGINES]
     return [diagnose_server(store, s) for s in servers]
 
 

@@ -231,3 +231,17 @@ def test_bit_identical_between_runs():
     feed(d, "prefill_cache_hit", 1e-5)
     assert bit_identical(a, d) is None
     assert rerun_equality(a, d).reason == "the runs hold different helpers"
+
+
+def test_a_vllm_baseline_scored_against_the_reference_is_not_diagnosed():
+    # seen on the H200: --baseline VLLM --baseline hf:PATH ran hf_reference's vLLM pair "on" the
+    # vLLM URL, and the diagnosis listed it as "no helper finished yet"
+    st = SessionStore()
+    vllm = "http://127.0.0.1:2"
+    servers = [{"url": S, "engine": "sglang"}, {"url": vllm, "engine": "vllm"}]
+    st.apply(RunStarted("r", 0.0, {"max_new_tokens": 16}, servers, {"max_len": 30}, "0"))
+    for h in ("match", "prefill_cache_hit", "decode_cache_hit"):
+        feed(st, h, 0.0)
+    feed(st, "hf_reference", 0.01, server=vllm)
+    (d,) = diagnose(st)
+    assert d.server == S and d.kind == "exact"
