@@ -43,7 +43,7 @@ SERVER_ARGS = (
     "7",
 )
 SAMPLES, NEW_TOKENS = 4, 8
-KV_AFTER = 60
+KV_AFTER = 24
 FAULTS = {
     f"kv-corrupt-after:{KV_AFTER}": f"position {KV_AFTER} (no load needed)",
     "stale-prompt-logprobs": "another request's prompt logprobs on a shared prefix",

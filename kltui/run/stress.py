@@ -8,7 +8,7 @@ stressed run measure, `Traffic` sends requests of its own at the same server:
 - `reuse`: a helper prompt exactly, decoding a few tokens (a radix hit on the helper's prefix);
   sent again later, a hit shorter than before is an eviction observed;
 - `long`: other ids sized to fill the KV pool (radix eviction) and cross the chunked-prefill
-  budget (a chunk boundary);
+  budget (a chunk boundary); two more are queued just ahead of each scoring prefill;
 - `abort`: a streamed decode closed after its first chunk (an abort mid-decode);
 - `stream`: a streamed decode read to its end.
 `concurrency` of them run at once; the heavy level goes above the server's
@@ -45,6 +45,9 @@ KINDS = ("shared", "reuse", "long", "abort", "stream")
 PRIME_S = 2.0  # at most this long to get the first requests of a phase in flight
 METRICS_TIMEOUT_S = 5.0
 STOP_S = 10.0  # at most this long for the workers to end
+# after each of the two long prompts queued ahead of a scoring prefill: the first is in its
+# prefill step when the second and the helper's request arrive
+PRIME_GAPS_S = (0.3, 0.05)
 
 
 def read_metrics(text: str) -> dict[str, float]:
@@ -191,10 +194,12 @@ class Traffic:
                 await t
         self._sent_inputs.clear()  # a helper flushes now: earlier hits say nothing
 
-    async def resume(self, cold: bool = False) -> None:
+    async def resume(self, cold: bool = False, ahead: bool = False) -> None:
         """Traffic again, returning once its first requests are in (or PRIME_S passed).
         `cold`: the phase must find nothing of its prompts cached (match's decode, which
-        checks it), so no request shares them until the next phase."""
+        checks it), so no request shares them until the next phase. `ahead`: two long
+        prompts are queued just before the phase's own request (a scoring prefill: only
+        after its hits, so the pool they fill evicts nothing a helper still needs)."""
         self.cold = cold
         if self.stopped:
             return
@@ -206,6 +211,31 @@ class Traffic:
             if self.stopped:
                 break
             await asyncio.sleep(0.01)
+        if not ahead:
+            return
+        for gap in PRIME_GAPS_S:
+            if self._bounded():
+                break
+            # two long prompts just ahead of the helper's own request: while the scheduler
+            # runs the first one's prefill, the second and the helper's batch wait and are
+            # admitted into one step together (a step past the chunk budget)
+            self._extra("long")
+            await asyncio.sleep(gap)
+
+    def _extra(self, kind: str) -> None:
+        """One request outside the workers (counted and bounded as theirs are)."""
+        body = self._body(kind)
+        self.counts.sent += 1
+        self.counts.by_kind[kind] += 1
+        self.counts.prompt_tokens += len(body["input_ids"])
+        call = asyncio.create_task(self._send(kind, body))
+        self._calls.add(call)
+        call.add_done_callback(self._extra_done)
+
+    def _extra_done(self, call: asyncio.Task) -> None:
+        self._calls.discard(call)
+        if call.cancelled():  # closed by a pause, as the workers' are counted
+            self.counts.aborted += 1
 
     async def stop(self) -> StressTick:
         """Ends the traffic; the last tick, with the server's counters since start."""
@@ -391,7 +421,10 @@ async def under_load(traffic: Traffic, inner: AsyncIterator[Event]) -> AsyncIter
                     continue
                 # counted before priming: the phase's requests include the first ones
                 tick = traffic.tick(f"{ev.helper}/{ev.phase}")
-                await traffic.resume(cold=ev.phase == "decode" and _cold_path(ev.helper))
+                await traffic.resume(
+                    cold=ev.phase == "decode" and _cold_path(ev.helper),
+                    ahead=ev.phase == "prefill",
+                )
                 yield ev
                 yield tick
                 continue
