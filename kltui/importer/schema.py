@@ -65,6 +65,20 @@ class Record:
         """Response tokens."""
         return int(self.response_ids.size)
 
+    def owned(self) -> Record:
+        """The record with arrays of its own: a Parquet record's arrays are views into its whole
+        row group, which a kept record would otherwise hold in memory."""
+        return Record(
+            self.index,
+            self.prompt_ids.copy(),
+            self.response_ids.copy(),
+            self.rollout.copy(),
+            self.trainer.copy(),
+            self.mask.copy(),
+            self.sample_id,
+            self.step,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class BadRecord:

@@ -135,16 +135,17 @@ class _Shown:
 
     def offer(self, mean_k3: float, rec: Record) -> bool:
         """True: send now (one of the first); else kept if among the worst so far."""
-        item = (mean_k3 if math.isfinite(mean_k3) else math.inf, rec.index, rec)
+        key = mean_k3 if math.isfinite(mean_k3) else math.inf
         if self.sent < self.first:
             self.sent += 1
             if self.keep_first:
-                self.kept.append(item)
+                self.kept.append((key, rec.index, rec.owned()))
             return True
+        item = (key, rec.index, rec)
         if len(self.heap) < self.worst:
-            heapq.heappush(self.heap, item)
+            heapq.heappush(self.heap, (key, rec.index, rec.owned()))
         elif item[:2] > self.heap[0][:2]:
-            heapq.heapreplace(self.heap, item)
+            heapq.heapreplace(self.heap, (key, rec.index, rec.owned()))
         return False
 
     def rest(self) -> list[Record]:
