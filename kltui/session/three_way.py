@@ -63,6 +63,7 @@ class Ranking:
     p: float | None  # two-sided
     ratio: float | None  # vLLM's distance / SGLang's (HL): above 1, SGLang is closer
     closer: str | None  # "SGLang" | "vLLM" | None
+    at_floor: int = 0  # samples where both distances are at the floor (rounding level)
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ def rank(a: dict[int, dict], b: dict[int, dict], key: str, floor: float) -> Rank
         return Ranking(key, 0, None, None, None)
     x = np.maximum(np.array([p[0] for p in ok]), floor)
     y = np.maximum(np.array([p[1] for p in ok]), floor)
+    at_floor = int(((x == floor) & (y == floor)).sum())
     r = np.log(y) - np.log(x)  # > 0: vLLM farther from the reference than SGLang
     p_sg, p_vl = signed_rank_p(r), signed_rank_p(-r)
     p = min(1.0, 2 * min(p_sg, p_vl))
@@ -167,7 +169,7 @@ def rank(a: dict[int, dict], b: dict[int, dict], key: str, floor: float) -> Rank
     closer = None
     if n >= MIN_COMMON and p < EVIDENCE_P:
         closer = "SGLang" if p_sg < p_vl else "vLLM"
-    return Ranking(key, n, p, ratio, closer)
+    return Ranking(key, n, p, ratio, closer, at_floor)
 
 
 def _dtypes(legs: list[Leg]) -> str:
@@ -230,6 +232,13 @@ def _verdict(k3: Ranking, ukl: Ranking) -> tuple[str, str]:
         return "inconclusive", (
             f"inconclusive: {k3.n} sample(s) compared on both engines; the paired test needs at "
             f"least {MIN_COMMON} (--samples)"
+        )
+    if k3.closer is None and k3.at_floor == k3.n:
+        return "inconclusive", (
+            f"inconclusive: both engines are within rounding of the reference (every per-sample "
+            f"mean k3 under {STRAY_ULP_FLOOR:g} on both, over {k3.n} samples), so neither is "
+            "closer beyond rounding; a run in the production dtype (bf16) or with longer "
+            "contexts would show which one drifts first"
         )
     if k3.closer is None:
         return "inconclusive", (

@@ -75,6 +75,13 @@ def test_the_same_noise_on_both_engines_is_inconclusive():
     assert "beyond chance" in tw.line and "more samples" in tw.line
 
 
+def test_both_within_rounding_of_the_reference_is_said_so():
+    # real CPU SGLang and vLLM in float32: avg_kl_div 9e-14 and 1e-12, both at rounding level
+    tw = three_way(_store(np.full(16, 9e-14), np.full(16, 1e-12)))
+    assert tw.verdict == "inconclusive" and tw.rankings[0].at_floor == 16
+    assert "both engines are within rounding of the reference" in tw.line
+
+
 def test_too_few_samples_are_inconclusive_whatever_the_gap():
     tw = three_way(_store(np.full(8, 1e-9), np.full(8, 1e-3)))
     assert tw.verdict == "inconclusive" and "needs at least 12" in tw.line
