@@ -101,8 +101,12 @@ class HeadlessView:
                 self.progress.start()
             case HelperStarted():
                 key = helper_key(ev.helper, ev.server)
+                label = ev.helper
+                if isinstance(ev.settings, dict) and ev.settings.get("reference"):
+                    # hf_reference runs once per engine: say which one this bar is
+                    label += f" {one_line(ev.settings.get('engine'), 8)}"
                 self.tasks[key] = self.progress.add_task(
-                    f"{ev.helper:<18}", total=ev.n_samples, status="starting", key=key
+                    f"{label:<18}", total=ev.n_samples, status="starting", key=key
                 )
             case PhaseChanged() | TokensDecoded() | SampleScored() | SampleSkipped():
                 if isinstance(ev, PhaseChanged) and ev.phase == "flush":
