@@ -55,7 +55,10 @@ def read_metrics(text: str) -> dict[str, float]:
     its counter sglang:num_retracted_requests_total, older ones ..._reqs_total; like SGLang's
     own cache consistency test, any `*retracted_req*_total` counts) and evicted tokens
     (sglang:evicted_tokens_total)."""
-    out: dict[str, float] = {}
+    # a labelled Prometheus counter is absent from the page until its first increment (real
+    # SGLang 0.5.23 on CPU listed no retraction counter before any retraction): served and
+    # absent reads as 0
+    out: dict[str, float] = {"retractions": 0.0, "evicted_tokens": 0.0}
     for line in text.splitlines():
         if not line or line.startswith("#"):
             continue
@@ -66,9 +69,9 @@ def read_metrics(text: str) -> dict[str, float]:
         except ValueError:
             continue
         if "retracted_req" in name and name.endswith("_total"):
-            out["retractions"] = out.get("retractions", 0.0) + v
+            out["retractions"] += v
         elif name.endswith("evicted_tokens_total"):
-            out["evicted_tokens"] = out.get("evicted_tokens", 0.0) + v
+            out["evicted_tokens"] += v
     return out
 
 

@@ -33,7 +33,8 @@ def test_metrics_counters_of_either_sglang_name():
         "sglang:num_retracted_reqs_total 2\n"
     )
     assert read_metrics(text) == {"retractions": 5.0, "evicted_tokens": 128.0}
-    assert read_metrics("garbage\n{{ }}\n") == {}
+    # served but never incremented (absent from the page): 0, as real SGLang shows it
+    assert read_metrics("garbage\n{{ }}\n") == {"retractions": 0.0, "evicted_tokens": 0.0}
 
 
 def _args(*argv):
