@@ -102,7 +102,12 @@ def config(url: str, seed: int, level: str, helpers: list[str] | None = None) ->
 def quiet_caught(store: SessionStore) -> tuple[bool, str, bool | None, str]:
     """Whether a quiet run shows the fault (a deterministic server must be bit-exact), where."""
     best = None
-    for st in store.helpers.values():
+    # match first: its decode is cold, so kv-corrupt-after's position is predicted there (a
+    # cache helper restores KV that turn 1's corrupted decode steps wrote, so it differs earlier)
+    ordered = sorted(store.helpers.values(), key=lambda st: st.helper != "match")
+    for st in ordered:
+        if best is not None:
+            break
         for s in st.book.order:
             first = st.book.samples[s].metrics.first_divergence
             if first is not None and (best is None or first < best[2]):
@@ -110,10 +115,24 @@ def quiet_caught(store: SessionStore) -> tuple[bool, str, bool | None, str]:
     if best is None:
         return False, "", None, ""
     helper, sample, pos, plen = best
-    # kv-corrupt-after:N: token j is decoded at position plen + j - 1 and first reads N there
+    # kv-corrupt-after:N: token j is decoded at position plen + j - 1 and first reads N there,
+    # for every match sample that reaches it
     expect = max(1, KV_AFTER - plen + 2)
-    exact = pos == expect if store.config.get("stress") else None
+    match = next((st for st in store.helpers.values() if st.helper == "match"), None)
+    exact = None
+    if match is not None:
+        got = [
+            (match.book.samples[s].metrics.first_divergence, _predicted(match.book.samples[s]))
+            for s in match.book.order
+        ]
+        exact = all(f == p for f, p in got) and any(f is not None for f, _ in got)
     return True, f"{helper} sample {sample} @ {pos} (predicted {expect})", exact, "position"
+
+
+def _predicted(sample) -> int | None:
+    """Where kv-corrupt-after:N first shows in a cold decode of this sample (None: never)."""
+    j = max(1, KV_AFTER - sample.prompt_len + 2)
+    return j if j < sample.token_ids.size else None
 
 
 def trial(outcomes: list[RunOutcome], fault: str) -> Trial:
