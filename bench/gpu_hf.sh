@@ -69,7 +69,7 @@ if [ "$MODE" = all ] || [ "$MODE" = cost ]; then
   echo "$(date +%T) bench_hf_reference: ${SAMPLES} x (prompt + ${NEW}), bf16 sdpa"
   timeout 240 "$PY" bench/bench_hf_reference.py --server "127.0.0.1:$PORT" --model "$M" \
     --prompts "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --dtype bfloat16 \
-    --attn sdpa --repeats "${REPEATS:-2}" --sglang-python "$PY" --out "$O/bench_hf_reference.json" \
+    --attn sdpa --repeats "${REPEATS:-1}" --sglang-python "$PY" --out "$O/bench_hf_reference.json" \
     2>&1 | tee "$O/bench_hf_reference.txt"
   nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$O/bench_hf_reference.txt"
 fi
