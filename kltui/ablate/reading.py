@@ -25,8 +25,11 @@ knob > inconclusive): a divergence is localized only when every diverging helper
 
 Two traps are named and never counted as fixes:
 - a flag that changed nothing: /server_info reports the base's value for the knob's settings
-  key, or every helper is bit-identical to the base ("the flag did not take effect: check its
-  guard");
+  key ("the flag did not take effect: check its guard"), or every helper is bit-identical to
+  the base while /server_info does not say (either it did not take effect or the divergence
+  does not depend on it). Bit-identical with the flag confirmed by /server_info is no trap
+  but a measured "no effect" (a note, and a knob tried: CUDA graph replay runs the same
+  kernels, so cuda-graph=off changes no bit);
 - a knob that only turns a helper off: radix-cache=off leaves the cache helpers vacuous, so
   they are "not tested" (`session/coverage.untested`), never "fixed".
 
@@ -368,6 +371,12 @@ class SettingCheck:
             return False
         return None
 
+    @property
+    def report_changed(self) -> bool:
+        """Whether /server_info reports another value here than for the base: only then does
+        its report tell the flag's effect apart from a server that always says the same."""
+        return self.base is not None and self.reported is not None and self.base != self.reported
+
     def to_json(self) -> dict:
         """The check as the JSON `ablation` document writes it."""
         return {"base": self.base, "reported": self.reported, "asked": self.asked}
@@ -435,22 +444,45 @@ class ConfigReading:
                 f"{bad.key}={_shown(bad.raw)}, the base's value ({bad.knob}={bad.reported}): "
                 "check its guard"
             )
-        if self.identical_to_base:
-            n = ", ".join(
-                f"{h.helper} {h.identical_to_base}/{h.common}" for h in self.helpers if h.common
-            )
-            said = (
-                " although /server_info reports "
-                + ", ".join(f"{s.key}={_shown(s.raw)}" for s in self.settings)
-                if self.took_effect
-                else ""
+        if self.identical_to_base and not self._confirmed:
+            said = ", ".join(f"{s.key}={_shown(s.raw)}" for s in self.settings if s.key)
+            reason = (
+                f"/server_info reports {said} for the base as well, so it cannot tell"
+                if self.took_effect and said
+                else "/server_info does not say whether it took effect"
             )
             return (
-                f"{self.name}: changed nothing: every helper bit-identical to the base ({n} "
-                f"samples){said}: the flag did not take effect: check its guard (or the "
-                "divergence does not depend on it)"
+                f"{self.name}: changed nothing: every helper bit-identical to the base "
+                f"({self._identical_counts()} samples) and {reason}: either the flag did not "
+                "take effect (check its guard) or the divergence does not depend on it"
             )
         return None
+
+    @property
+    def _confirmed(self) -> bool:
+        """/server_info reports every asked value, and another one than the base's."""
+        return bool(self.took_effect) and all(s.report_changed for s in self.settings)
+
+    def _identical_counts(self) -> str:
+        return ", ".join(
+            f"{h.helper} {h.identical_to_base}/{h.common}" for h in self.helpers if h.common
+        )
+
+    @property
+    def no_effect(self) -> str | None:
+        """The line for a flag that /server_info confirms and that changed no bit of any
+        helper: a measured "not this setting" (e.g. CUDA graph replay runs the same kernels),
+        counted as a knob tried; None otherwise."""
+        if self.config.is_base or not self.measured or self.trap is not None:
+            return None
+        if not (self.identical_to_base and self._confirmed):
+            return None
+        said = ", ".join(f"{s.key}={_shown(s.raw)}" for s in self.settings)
+        return (
+            f"{self.name}: no effect: /server_info reports {said} and every helper is "
+            f"bit-identical to the base ({self._identical_counts()} samples): the divergence "
+            "does not depend on this setting"
+        )
 
     def untested_lines(self) -> list[str]:
         """A knob that only turned a helper off: the helpers the base tested that this one
@@ -669,7 +701,7 @@ def _helper_verdict(
         missing = [c.name for c in configs if not c.measured]
         trapped = [c.name for c in configs if c.measured and c.trap is not None]
         parts = [f"not measured: {', '.join(missing)}"] * bool(missing) + [
-            f"did not take effect: {', '.join(trapped)}"
+            f"not counted, see its line: {', '.join(trapped)}"
         ] * bool(trapped)
         line = (
             f"inconclusive for {helper}'s divergence ({level}): no configuration besides the "
@@ -832,4 +864,5 @@ def read(
             "why) or vary a knob that takes effect"
         )
     v = Verdict(kind, line, verdicts, traps, step, chain)
-    return Ablation(base, rest, v, diverging, tuple(not_tested))
+    no_effect = tuple(t for c in rest if (t := c.no_effect) is not None)
+    return Ablation(base, rest, v, diverging, no_effect + tuple(not_tested))

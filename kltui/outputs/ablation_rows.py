@@ -27,7 +27,9 @@ def note(c: ConfigReading, run: ConfigRun | None) -> str:
     if not c.measured:
         return run.status if run is not None else "not measured"
     if c.trap is not None:
-        return "the flag did not take effect"
+        return "the flag did not take effect" if c.took_effect is False else "changed nothing"
+    if c.no_effect is not None:
+        return "no effect (took effect)"
     untested = [
         h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
     ]

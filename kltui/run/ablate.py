@@ -602,6 +602,8 @@ async def _settled(coros: list) -> None:
     cancellation must not cut a configuration's cleanup short (its server stopped, its status
     set to interrupted), as asyncio.gather would pass it on to them."""
     tasks = [asyncio.ensure_future(c) for c in coros]
+    if not tasks:  # asyncio.wait refuses an empty set (--pairs with no pair to run)
+        return
     try:
         await asyncio.wait(tasks)
     except asyncio.CancelledError:

@@ -227,7 +227,7 @@ async def test_a_sweep_folder_read_back_switches_helpers_and_opens_a_recording()
         head = drawn_at(app.screen, "#ablation-head")
         assert "4 configurations (3 measured, 1 failed) · sweep done" in head
         assert "helper match (1 of 3" in head
-        assert cell(app, "cuda-graph=off", "verdict") == "the flag did not take effect"
+        assert cell(app, "cuda-graph=off", "verdict") == "changed nothing"
         assert cell(app, "cuda-graph=off", "bit_equal") == "12/12"
         await pilot.press("right_square_bracket")
         await pilot.pause(0.3)

@@ -303,14 +303,37 @@ def test_a_flag_that_changed_no_bit_is_named():
     (cfg,) = ab.configs
     assert cfg.identical_to_base is True and cfg.took_effect is True
     assert all(h.effect == SAME for h in cfg.helpers)
-    assert cfg.trap is not None and cfg.trap.startswith(
+    # /server_info confirms the flag: no bit changed is a measured "not this setting" (on the
+    # H200, CUDA graph replay runs the same kernels), never "the flag did not take effect"
+    assert cfg.trap is None
+    assert cfg.no_effect is not None and cfg.no_effect.startswith(
+        "cuda-graph=off: no effect: /server_info reports disable_cuda_graph=true and every "
+        "helper is bit-identical to the base (match 32/32"
+    )
+    assert cfg.no_effect.endswith("the divergence does not depend on this setting")
+    assert cfg.no_effect in ab.notes and cfg.no_effect in ab.lines()
+    assert not ab.verdict.traps
+    # a knob tried that explains nothing
+    assert ab.verdict.kind != LOCALIZED, ab.verdict.line
+    assert "none of cuda-graph=off removes or reduces it" in ab.verdict.line, ab.verdict.line
+
+
+def test_a_flag_that_changed_no_bit_unconfirmed_is_a_trap():
+    p = sweep("cuda-graph=off")
+    base = noisy(0)
+    silent = {k: v for k, v in INFO.items() if k != "disable_cuda_graph"}
+    ab = read(p, {"base": store(url(0), INFO, base), "cuda-graph=off": store(url(1), silent, base)})
+    (cfg,) = ab.configs
+    assert cfg.identical_to_base is True and cfg.took_effect is None
+    assert cfg.no_effect is None and cfg.trap is not None
+    assert cfg.trap.startswith(
         "cuda-graph=off: changed nothing: every helper bit-identical to the base (match 32/32"
     )
-    assert "although /server_info reports disable_cuda_graph=true" in cfg.trap
-    assert "the flag did not take effect: check its guard" in cfg.trap
-    # the only knob did not take effect: nothing but the base counts, so nothing is claimed
+    assert "/server_info does not say whether it took effect" in cfg.trap
+    assert "either the flag did not take effect (check its guard)" in cfg.trap
+    # the only knob might not have taken effect: nothing but the base counts, nothing claimed
     assert ab.verdict.kind == INCONCLUSIVE_V, ab.verdict.line
-    assert "no configuration besides the base counts (did not take effect: cuda-graph=off)" in (
+    assert "no configuration besides the base counts (not counted, see its line: cuda-graph=off)" in (
         ab.verdict.line
     )
 
