@@ -22,6 +22,7 @@ from rich.text import Text
 from kltui import fmt
 from kltui.console import make_console
 from kltui.engines.identity import ServerIdentity
+from kltui.helpers.registry import helper as registered
 from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
 from kltui.outputs.reference_console import print_reference
@@ -162,7 +163,9 @@ class HeadlessView:
         if self.store.helpers:
             self.console.print(results_table(self.store))
         for st in self.store.helpers.values():
-            if not same_engine(st.helper) and st.summary and not is_reference(st):
+            # an engine-vs-engine helper of the registry (an import's trainer_vs_rollout is not)
+            known = registered(st.helper) is not None
+            if known and not same_engine(st.helper) and st.summary and not is_reference(st):
                 figures = HelperView.of(st).figures
                 self.console.print(cross_line(figures), soft_wrap=True, emoji=False)
                 if (table := alignment_table(figures)) is not None:
