@@ -333,8 +333,9 @@ def test_a_flag_that_changed_no_bit_unconfirmed_is_a_trap():
     assert "either the flag did not take effect (check its guard)" in cfg.trap
     # the only knob might not have taken effect: nothing but the base counts, nothing claimed
     assert ab.verdict.kind == INCONCLUSIVE_V, ab.verdict.line
-    assert "no configuration besides the base counts (not counted, see its line: cuda-graph=off)" in (
-        ab.verdict.line
+    assert (
+        "no configuration besides the base counts (not counted, see its line: cuda-graph=off)"
+        in (ab.verdict.line)
     )
 
 
