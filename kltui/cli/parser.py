@@ -27,6 +27,7 @@ from kltui.cli.options import (
     add_read_only,
     add_run_options,
 )
+from kltui.reference.faults import FAULTS, fault_arg
 
 
 def add_dashboard_options(parser: argparse.ArgumentParser, *, flush: bool = True) -> None:
@@ -110,9 +111,11 @@ def make_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument(
         "--fault",
+        type=fault_arg,
         default="none",
-        choices=("none", "stale-prefix", "window-evict"),
-        help="plant a state bug on one cache path",
+        metavar="FAULT",
+        help=f"plant a state bug ({', '.join(FAULTS)}; the load-triggered ones show only "
+        "with --stress or --batch-sizes: docs/DIAGNOSIS.md)",
     )
     demo.add_argument(
         "--page-size",
