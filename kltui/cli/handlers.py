@@ -182,14 +182,20 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if args.prune:
         if args.keep is None and args.older_than is None:
             raise UsageError("--prune needs --keep N and/or --older-than DAYS")
-        removed, errors = prune(
+        removed, errors, others = prune(
             folder, keep=args.keep, older_than_days=args.older_than, dry_run=args.dry_run
         )
         verb = "would remove" if args.dry_run else "removed"
         for r in removed:
-            print(f"{verb} {escape_controls(r.path)} ({human_size(r.size)})")
+            what = "sweep folder " if r.kind == "sweep" else ""
+            print(f"{verb} {what}{escape_controls(r.path)} ({human_size(r.size)})")
         freed = human_size(sum(r.size for r in removed))
-        print(f"{verb} {len(removed)} recording(s), {freed}", file=sys.stderr)
+        n_sweeps = sum(r.kind == "sweep" for r in removed)
+        also = f" and {n_sweeps} sweep folder(s)" if n_sweeps else ""
+        left = f"; {others} of other users left alone" if others else ""
+        print(
+            f"{verb} {len(removed) - n_sweeps} recording(s){also}, {freed}{left}", file=sys.stderr
+        )
         for err in errors:
             print(f"kltui: error: {err}", file=sys.stderr)
         return 1 if errors else 0

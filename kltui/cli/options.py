@@ -493,12 +493,15 @@ def record_path(args: argparse.Namespace) -> str | None:
     keep = keep_setting()
     if keep is not None:
         # KLTUI_RUNS_KEEP: this run's recording will be the newest, so keep - 1 older ones stay
-        removed, errors = prune(keep=max(1, keep - 1), older_than_days=None)
+        removed, errors, _ = prune(keep=max(1, keep - 1), older_than_days=None)
         for err in errors:
             print(f"kltui: {err}", file=sys.stderr)
+        n_sweeps = sum(r.kind == "sweep" for r in removed)
+        also = f" and {n_sweeps} sweep folder(s)" if n_sweeps else ""
         if removed:
             print(
-                f"kltui: removed {len(removed)} old recording(s) (KLTUI_RUNS_KEEP={keep})",
+                f"kltui: removed {len(removed) - n_sweeps} old recording(s){also} "
+                f"(KLTUI_RUNS_KEEP={keep})",
                 file=sys.stderr,
             )
     return str(default_recording_path())

@@ -160,18 +160,25 @@ def make_parser() -> argparse.ArgumentParser:
         "runs",
         help="list past runs (recordings), newest first; --prune removes old ones",
         description="Recordings in $KLTUI_RUNS_DIR or ~/.local/state/kltui/runs, newest first: "
-        "date, servers, verdict, size, path. Retention: `--prune --keep N` and/or "
-        "`--older-than DAYS`, or set KLTUI_RUNS_KEEP=N to prune at every recorded run.",
+        "date, servers, verdict, size, path; then the sweep folders of kltui ablate. "
+        "Retention: `--prune --keep N` and/or `--older-than DAYS`, or set KLTUI_RUNS_KEEP=N to "
+        "prune at every recorded run; it weighs a sweep folder as one entry and removes only "
+        "your own entries, never an unfinished one written to in the last 10 minutes.",
     )
-    runs.add_argument("--prune", action="store_true", help="remove old recordings (see below)")
     runs.add_argument(
-        "--keep", type=pos_int, metavar="N", help="with --prune: keep the newest N recordings"
+        "--prune", action="store_true", help="remove old recordings and sweep folders (see below)"
+    )
+    runs.add_argument(
+        "--keep",
+        type=pos_int,
+        metavar="N",
+        help="with --prune: keep your newest N (recordings and sweep folders)",
     )
     runs.add_argument(
         "--older-than",
         type=_days,
         metavar="DAYS",
-        help="with --prune: remove recordings not written to for DAYS days (e.g. 30 or 30d)",
+        help="with --prune: remove those not written to for DAYS days (e.g. 30 or 30d)",
     )
     runs.add_argument(
         "--dry-run", action="store_true", help="with --prune: list what would go, remove nothing"

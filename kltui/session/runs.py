@@ -4,12 +4,15 @@ sweep folders of `kltui ablate` in it, each with its configurations.
 Listing reads only each file's head (header, RunStarted) and tail (RunFinished), so a folder of
 large recordings lists in milliseconds; a sweep folder is read from its manifest alone
 (`ablation.json`), never from its recordings. Only files that carry a kltui recording header are
-ever listed as runs or pruned; sweep folders are listed, never pruned.
+ever listed as runs or pruned. Retention treats a sweep folder as one entry beside the
+recordings (its age: the newest file in it), and touches only this user's entries: a shared
+runs folder holds other users' runs too.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,7 +170,7 @@ class SweepFolder:
 
     path: Path
     created: float  # the manifest's `created`, else the folder's mtime
-    modified: float
+    modified: float  # the newest write to it or to any file in it
     size: int  # every file in it
     mode: str  # launch | attach
     configs: tuple[tuple[str, str, str | None], ...]  # (name, status, error kind)
@@ -185,7 +188,7 @@ def inspect_sweep(path: Path) -> SweepFolder | None:
     try:
         doc = orjson.loads((path / SWEEP_MANIFEST).read_bytes())
         st = path.stat()
-        size = sum(p.stat().st_size for p in path.iterdir() if p.is_file())
+        stats = [p.stat() for p in path.iterdir() if p.is_file()]
     except (OSError, orjson.JSONDecodeError):
         return None
     if not isinstance(doc, dict) or doc.get("format") != SWEEP_FORMAT:
@@ -204,8 +207,8 @@ def inspect_sweep(path: Path) -> SweepFolder | None:
     return SweepFolder(
         path,
         float(created) if isinstance(created, int | float) else st.st_mtime,
-        st.st_mtime,
-        size,
+        max([st.st_mtime, *(f.st_mtime for f in stats)]),  # a running sweep writes its files
+        sum(f.st_size for f in stats),
         _text(doc.get("mode")),
         configs,
         verdict,
@@ -253,18 +256,56 @@ def sweep_table(sweeps: list[SweepFolder], clean=str) -> list[str]:
     return out
 
 
+# an unfinished entry written to this recently may be a run still going: never pruned
+LIVE_S = 600.0
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What retention weighs: a recording or a sweep folder."""
+
+    path: Path
+    created: float
+    modified: float
+    size: int
+    verdict: str
+    kind: str  # "recording" | "sweep"
+
+
+def entries(folder: Path | None = None, user: str | None = None) -> tuple[list[Entry], int]:
+    """`user`'s (default: this process's) recordings and sweep folders, newest first, and how
+    many other users' entries the folder holds (never pruned)."""
+    me = user or current_user()
+    out: list[Entry] = []
+    others = 0
+    for r in list_runs(folder):
+        if not r.valid:
+            continue
+        if not r.mine(me):
+            others += 1
+            continue
+        out.append(Entry(r.path, r.created, r.modified, r.size, r.verdict, "recording"))
+    for sw in list_sweeps(folder):
+        if _folder_owner(sw.path) != me:
+            others += 1
+            continue
+        out.append(Entry(sw.path, sw.created, sw.modified, sw.size, sw.verdict, "sweep"))
+    out.sort(key=lambda e: (e.created, e.path.name), reverse=True)
+    return out, others
+
+
 def to_prune(
-    runs: list[RunFile], *, keep: int | None, older_than_days: float | None, now: float
-) -> list[RunFile]:
-    """Recordings beyond the newest `keep`, or not written to for `older_than_days`. A file
-    still being written has a fresh mtime and is among the newest, so it is never chosen."""
-    valid = [r for r in runs if r.valid]
+    items: list[Entry], *, keep: int | None, older_than_days: float | None, now: float
+) -> list[Entry]:
+    """Entries beyond the newest `keep`, or not written to for `older_than_days`; never one
+    that is unfinished and was written to in the last LIVE_S seconds (a run still going)."""
     out = []
-    for i, r in enumerate(valid):
+    for i, e in enumerate(items):
         beyond = keep is not None and i >= keep
-        old = older_than_days is not None and now - r.modified > older_than_days * 86400
-        if beyond or old:
-            out.append(r)
+        old = older_than_days is not None and now - e.modified > older_than_days * 86400
+        live = e.verdict == "unfinished" and now - e.modified < LIVE_S
+        if (beyond or old) and not live:
+            out.append(e)
     return out
 
 
@@ -274,24 +315,27 @@ def prune(
     keep: int | None,
     older_than_days: float | None,
     dry_run: bool = False,
-) -> tuple[list[RunFile], list[str]]:
-    """Remove what `to_prune` picks; returns (removed, errors)."""
-    victims = to_prune(
-        list_runs(folder), keep=keep, older_than_days=older_than_days, now=time.time()
-    )
+) -> tuple[list[Entry], list[str], int]:
+    """Remove what `to_prune` picks of this user's entries; returns (removed, errors, how many
+    entries of other users were left alone)."""
+    items, others = entries(folder)
+    victims = to_prune(items, keep=keep, older_than_days=older_than_days, now=time.time())
     removed, errors = [], []
-    for r in victims:
+    for e in victims:
         if dry_run:
-            removed.append(r)
+            removed.append(e)
             continue
         try:
-            os.unlink(r.path)
-            removed.append(r)
+            if e.kind == "sweep":
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            removed.append(e)
         except FileNotFoundError:
             continue
-        except OSError as e:
-            errors.append(f"{r.path}: not removed ({e.strerror})")
-    return removed, errors
+        except OSError as err:
+            errors.append(f"{err.filename or e.path}: not removed ({err.strerror})")
+    return removed, errors, others
 
 
 def keep_setting() -> int | None:

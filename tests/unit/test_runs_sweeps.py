@@ -4,7 +4,9 @@ configurations and how they ended; `kltui replay` with no FILE opens the newest 
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from pathlib import Path
 
 import orjson
@@ -101,3 +103,59 @@ def test_replay_of_a_folder_that_is_not_a_sweep_is_one_line(folder, capsys):
     err = capsys.readouterr().err.strip()
     assert err.endswith("ablation.json: no sweep manifest (is this a kltui ablate folder?)")
     assert "\n" not in err
+
+
+def _age(path: Path, days: float) -> None:
+    """Every file of a sweep folder (and the folder) last written `days` ago."""
+    t = time.time() - days * 86400
+    for p in [*path.iterdir(), path]:
+        os.utime(p, (t, t))
+
+
+def test_prune_weighs_a_sweep_folder_as_one_entry_and_removes_it_whole(folder, capsys):
+    # it pruned recordings only, so sweeps (server logs and a recording per configuration)
+    # piled up under --keep (issue 29)
+    paths = make_runs(folder)  # 2026-01-01 .. 03
+    old = copy_sweep(folder, "ablate-old", 1767225600.0 - 86400, verdict={"kind": "localized"})
+    new = copy_sweep(folder, "ablate-new", 1767225600.0 + 5 * 86400, verdict={"kind": "reduced"})
+    assert main(["runs", "--prune", "--keep", "3", "--dry-run"]) == 0
+    out = capsys.readouterr()
+    assert old.is_dir() and f"would remove sweep folder {old} (" in out.out
+    assert "would remove 1 recording(s) and 1 sweep folder(s)" in out.err
+    assert main(["runs", "--prune", "--keep", "3"]) == 0
+    assert not old.exists() and new.is_dir()
+    assert [os.path.exists(p) for p in paths] == [False, True, True]
+
+
+def test_prune_older_than_reads_a_sweep_folders_newest_file(folder):
+    sweep = copy_sweep(folder, "ablate-a", 1767225600.0, verdict={"kind": "localized"})
+    _age(sweep, 40)
+    os.utime(next(sweep.glob("*.kltui.jsonl")))  # one configuration written just now
+    assert main(["runs", "--prune", "--older-than", "30"]) == 0
+    assert sweep.is_dir()
+    _age(sweep, 40)
+    assert main(["runs", "--prune", "--older-than", "30"]) == 0
+    assert not sweep.exists()
+
+
+def test_prune_never_removes_a_sweep_still_running(folder):
+    # a sweep without a verdict or total time is unfinished; written to a minute ago, it may
+    # be running now: not even --keep 1 below it removes it
+    running = copy_sweep(folder, "ablate-running", 1767225600.0, verdict=None, timing={})
+    copy_sweep(folder, "ablate-newer", 1767225600.0 + 86400, verdict={"kind": "localized"})
+    assert runs_mod.inspect_sweep(running).verdict == "unfinished"
+    assert main(["runs", "--prune", "--keep", "1"]) == 0
+    assert running.is_dir()
+    _age(running, 1)  # killed a day ago: an old unfinished sweep goes
+    assert main(["runs", "--prune", "--keep", "1"]) == 0
+    assert not running.exists()
+
+
+def test_prune_leaves_other_users_entries_alone(folder, capsys, monkeypatch):
+    paths = make_runs(folder)
+    sweep = copy_sweep(folder, "ablate-x", 1767225600.0 - 86400, verdict={"kind": "localized"})
+    # everything here is someone else's: recordings by their header, the sweep by its owner
+    monkeypatch.setattr(runs_mod, "current_user", lambda: "someone-else")
+    assert main(["runs", "--prune", "--keep", "1"]) == 0
+    assert all(os.path.exists(p) for p in paths) and sweep.is_dir()
+    assert "removed 0 recording(s), 0 B; 4 of other users left alone" in capsys.readouterr().err
