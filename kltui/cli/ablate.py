@@ -363,7 +363,16 @@ def use_tui(args: argparse.Namespace) -> bool:
         return False
     if "-" in (args.json, args.md, args.junit, args.html):
         return False
+    if web_driver():
+        return True  # a browser tab of `kltui web`: its pipes are the web driver's
     return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def web_driver() -> bool:
+    """Run by textual-serve (`kltui web`), which picks Textual's web driver by this variable."""
+    import os
+
+    return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
 
 
 def _tui(args: argparse.Namespace, feed, console) -> int:
@@ -372,7 +381,12 @@ def _tui(args: argparse.Namespace, feed, console) -> int:
     from kltui.errors import EXIT_INTERRUPTED
     from kltui.tui.launch import run_sweep_app
 
-    run_sweep_app(feed, theme=args.theme, screenshot_dir=args.screenshot_dir)
+    run_sweep_app(
+        feed,
+        theme=args.theme,
+        screenshot_dir=args.screenshot_dir,
+        read_only=getattr(args, "read_only", False),
+    )
     if feed.sweep is None:  # closed before the sweep began
         return EXIT_INTERRUPTED
     return _finish(args, feed.sweep, console)

@@ -26,10 +26,11 @@ USAGE = """kltui web [--host H] [--port P] [--public-url URL] [--read-only] [--v
 
 Serves the dashboard in a browser: COMMAND is what each browser tab runs, with the options it
 takes in a terminal: `--server HOST:PORT ...` (the live dashboard, the default), `demo ...` or
-`replay [FILE]` (default: the newest recording).
+`replay [FILE|FOLDER]` (a recording or a kltui ablate sweep folder; default: the newest).
 
   kltui web --server localhost:30000           http://127.0.0.1:8000, the live dashboard
   kltui web --read-only replay                 the newest recording, for reviewers
+  kltui web --read-only replay ablate-FOLDER   a sweep's matrix, each configuration's dashboard
   kltui web --host 0.0.0.0 --read-only demo    reachable from other machines
 """
 
@@ -98,14 +99,19 @@ def app_argv(rest: list[str], read_only: bool) -> list[str]:
         from kltui.session.recording import read_recording
 
         if args.file is None:
-            from kltui.session.runs import newest
+            from kltui.session.runs import newest_entry
 
-            # every tab replays the same file, the newest when the server started
-            path = str(newest())
+            # every tab replays the same entry, the newest when the server started
+            path = str(newest_entry())
             argv.insert(1, path)
         else:
             path = args.file
-        read_recording(path)  # a bad file fails now, in one line
+        if Path(path).is_dir():  # a kltui ablate sweep folder: its matrix in every tab
+            from kltui.run.ablate import load
+
+            load(path)  # a folder that is not a sweep fails now, in one line
+        else:
+            read_recording(path)  # a bad file fails now, in one line
     return argv
 
 

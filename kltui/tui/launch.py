@@ -56,10 +56,16 @@ def run_app(
     return app.exit_code()
 
 
-def run_sweep_app(feed: SweepFeed, *, theme: str | None, screenshot_dir: str | None = None) -> None:
+def run_sweep_app(
+    feed: SweepFeed,
+    *,
+    theme: str | None,
+    screenshot_dir: str | None = None,
+    read_only: bool = False,
+) -> None:
     """`kltui ablate` on a terminal (and `--replay FOLDER`): the matrix of configurations over
     each configuration's dashboard; the sweep's result stays in `feed.sweep`."""
-    app = KltuiApp(feed, theme=theme, screenshot_dir=screenshot_dir)
+    app = KltuiApp(feed, theme=theme, screenshot_dir=screenshot_dir, read_only=read_only)
     app.run()
     print_screenshots(app)
 

@@ -3,6 +3,12 @@ warning when the dashboard is reachable from other machines."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
+from pathlib import Path
+
+import orjson
 import pytest
 
 from kltui.cli import main
@@ -21,6 +27,46 @@ def test_replay_without_a_file_serves_the_newest_recording(tmp_path, monkeypatch
     monkeypatch.setenv("KLTUI_RUNS_DIR", str(tmp_path))
     path = record(tmp_path / "run-1.kltui.jsonl", run_events([HelperSpec("match")]))
     assert app_argv(["replay"], read_only=True) == ["replay", path, "--read-only"]
+
+
+SWEEP = Path(__file__).parents[1] / "tui" / "data" / "sweep"  # a real reference-server sweep
+
+
+def test_a_sweep_folder_is_served_and_replay_defaults_to_the_newest_entry(tmp_path, monkeypatch):
+    # it read every path as a recording, so a kltui ablate folder failed as "not a recording"
+    # and `replay` alone never chose a sweep (issue 29)
+    monkeypatch.setenv("KLTUI_RUNS_DIR", str(tmp_path))
+    record(tmp_path / "run-1.kltui.jsonl", run_events([HelperSpec("match")]))
+    sweep = tmp_path / "ablate-1"
+    shutil.copytree(SWEEP, sweep)
+    os.utime(sweep / "ablation.json")
+    doc = orjson.loads((sweep / "ablation.json").read_bytes())
+    doc["created"] = time.time() + 60  # newer than the recording
+    (sweep / "ablation.json").write_bytes(orjson.dumps(doc))
+    assert app_argv(["replay", str(sweep)], read_only=True) == ["replay", str(sweep), "--read-only"]
+    assert app_argv(["replay"], read_only=False) == ["replay", str(sweep)]
+
+
+def test_a_folder_that_is_not_a_sweep_is_refused_before_serving(tmp_path):
+    with pytest.raises(UsageError, match="no sweep manifest"):
+        app_argv(["replay", str(tmp_path)], read_only=False)
+
+
+def test_a_served_sweep_opens_its_matrix_though_its_pipes_are_no_terminal(monkeypatch):
+    # textual-serve runs each tab's kltui with pipes and Textual's web driver; the console's
+    # table there would leave the browser tab blank
+    import argparse
+
+    from kltui.cli.ablate import use_tui
+
+    args = argparse.Namespace(headless=False, json=None, md=None, junit=None, html=None)
+    monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    assert not use_tui(args)
+    monkeypatch.setenv("TEXTUAL_DRIVER", "textual.drivers.web_driver:WebDriver")
+    assert use_tui(args)
+    args.headless = True
+    assert not use_tui(args)
 
 
 @pytest.mark.parametrize(

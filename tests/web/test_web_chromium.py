@@ -93,3 +93,29 @@ async def test_live_dashboard_in_chromium(served, browser):
             lambda: "kltui help" in page.text(since=before), 30, "the help screen after ?"
         )
         assert any('"stdin"' in s and "?" in s for s in page.sent)
+
+
+async def test_a_sweep_folder_served_read_only_shows_its_matrix(tmp_path, browser):
+    # `kltui web --read-only replay FOLDER`: a reviewer's tab gets the ablation matrix of a
+    # real reference-server sweep, not the console table the tab's pipes would otherwise get
+    import shutil
+    from pathlib import Path
+
+    sweep = tmp_path / "ablate-1"
+    shutil.copytree(Path(__file__).parents[1] / "tui" / "data" / "sweep", sweep)
+    web = WebServer(tmp_path, "--read-only", "replay", str(sweep))
+    try:
+        async with aiohttp.ClientSession() as http, http.ws_connect(browser.page_ws) as ws:
+            page = Page(ws)
+            await page.call("Network.enable")
+            await page.call("Page.enable")
+            await page.call("Page.navigate", url=web.url)
+            names = ("base", "deterministic=on", "cuda-graph=off", "page-size=0")
+            await page.wait_for(
+                lambda: all(n in page.text() for n in names) and "measured" in page.text(),
+                120,
+                "the sweep's configurations in the served matrix",
+            )
+        assert "each browser tab runs: kltui replay" in web.output()
+    finally:
+        web.stop()
