@@ -320,6 +320,13 @@ class SGLangClient(HttpEngine):
                 )
             if not logprobs:
                 continue
+            if max_new == 0 and r.output_ids.size == 0 and r.output_logprobs.size:
+                # a scoring prefill's output side is never read: real SGLang 0.5.23 under load
+                # answered one with an output logprob and no token (docs/FIELD_NOTES.md §9);
+                # its input logprobs are checked below like any other, the caller says so
+                r.stray_output_logprobs = int(r.output_logprobs.size)
+                r.output_logprobs = r.output_logprobs[:0]
+                r.output_top = None
             if r.output_logprobs.size != r.output_ids.size:
                 raise self.fail(
                     f"{route}: answer {i} has {r.output_ids.size} output tokens but "

@@ -113,6 +113,9 @@ class GenResult:
     # the request id (`rid`) this answer's request was sent with; SGLang echoes it as
     # meta_info.id (tokenizer_manager), which ties the answer to its prompt
     rid: str | None = None
+    # output_token_logprobs entries a scoring prefill (max_new_tokens 0) answered with no
+    # output token, dropped by the client's checks (real SGLang 0.5.23 did this under load)
+    stray_output_logprobs: int = 0
 
     @property
     def echoed_rid(self) -> bool:

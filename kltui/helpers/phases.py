@@ -132,6 +132,27 @@ class Run:
             phase="score",
         )
 
+    def stray_output_warning(self, samples: list[int], results: list) -> Problem | None:
+        """A warning when the scoring prefill (max_new_tokens 0) answered with output logprobs
+        and no output token: dropped, as that side is never read, but said, as it is a server
+        answering what it was not asked (real SGLang 0.5.23 under load)."""
+        stray = [(s, r.stray_output_logprobs) for s, r in zip(samples, results, strict=True)]
+        stray = [(s, n) for s, n in stray if n]
+        if not stray:
+            return None
+        listed = ", ".join(f"sample {s} ({n})" for s, n in stray[:5])
+        more = f" and {len(stray) - 5} more" if len(stray) > 5 else ""
+        return Problem(
+            self.ctx.server,
+            f"[{self.helper}/prefill] the scoring prefill (max_new_tokens 0) came back with "
+            f"output_token_logprobs and no output token for {len(stray)} sample(s): {listed}"
+            f"{more}; ignored (only its input logprobs are scored, and they were checked id "
+            "by id)",
+            fatal=False,
+            helper=self.helper,
+            phase="prefill",
+        )
+
     def temperature_warning(self) -> Problem | None:
         """A Problem when the temperature makes logprobs incomparable, else None."""
         if self.ctx.temperature in COMPARABLE_TEMPERATURES:
@@ -286,6 +307,8 @@ class Run:
         except EngineError as e:
             raise self.error(e) from None
         yield self.enter("score")
+        if (warn := self.stray_output_warning([it[0] for it in items], results)) is not None:
+            yield warn
         self.check_compared_ids(items, results)
         prompt_quirks: list = []
         compared: list = []

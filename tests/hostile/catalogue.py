@@ -284,6 +284,17 @@ PAYLOAD = [
         sent_once="prefill",
     ),
     Case(
+        "stray-output-logprob@prefill",
+        "the replay (max_new_tokens 0) answers with an output logprob and no output token (real "
+        "SGLang 0.5.23 under load): a warning naming the sample, its input logprobs scored",
+        {"fault": "stray-output-logprob", "phase": "prefill"},
+        "prefill",
+        EXIT_PASS,
+        r"the scoring prefill \(max_new_tokens 0\) came back with output_token_logprobs and no "
+        r"output token for 1 sample\(s\): sample 0 \(1\); ignored",
+        sent_once="prefill",
+    ),
+    Case(
         "id-quirk@prefill",
         "the replay reports id 0 wherever two ids were sent (real SGLang does so for the last "
         "vocabulary id): a warning, each compared token listed, the run measured",

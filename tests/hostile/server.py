@@ -63,6 +63,8 @@ FAULTS: dict[str, str] = {
     "abort": "finishes sample 0 with finish_reason {type: abort}",
     "fewer-logprobs": "drops the last logprob entry of sample 0",
     "more-logprobs": "adds one logprob entry to sample 0",
+    "stray-output-logprob": "replay (max_new_tokens 0): sample 0's answer carries one "
+    "output_token_logprobs entry and no output token, as real SGLang 0.5.23 did under load",
     "logprob-null": "sends null for one scored logprob of sample 0",
     "logprob-nan": "sends NaN (a bare JSON literal) for one scored logprob of sample 0",
     "logprob-inf": "sends Infinity for one scored logprob of sample 0",
@@ -583,6 +585,8 @@ class HostileServer:
                     in_rows, int(body["top_logprobs_num"]), fault
                 )
             out_rows = [[lp, t, None] for lp, t in zip(lps, out, strict=True)]
+            if i == 0 and phase == "prefill" and fault == "stray-output-logprob" and not out:
+                out_rows.append([-0.25, 5, None])
             if i == 0 and phase == "prefill" and fault == "token-mismatch":
                 ids = [r[1] for r in in_rows]
                 for k in range(1, len(in_rows)):
