@@ -10,7 +10,14 @@ stressed run measure, `Traffic` sends requests of its own at the same server:
 - `long`: other ids sized to fill the KV pool (radix eviction) and cross the chunked-prefill
   budget (a chunk boundary); two more are queued just ahead of each scoring prefill;
 - `abort`: a streamed decode closed after its first chunk (an abort mid-decode);
-- `stream`: a streamed decode read to its end.
+- `stream`: a streamed decode read to its end;
+- `squeeze` (prefill_cache_hit only): its warm runs with the traffic paused, so the pool then
+  holds the warmed prompts alone; just before its hits, ids of no helper prompt, one request
+  after another, fill the pool's free space plus a seeded 25-75 % of what it holds, so the
+  radix cache evicts part of the helper's prefixes and stops among them: the hits then
+  restore prefixes right after an eviction under pressure. The traffic resumes just after the
+  hits are sent. A pool that needs more than the level's `squeeze_max` tokens is not
+  squeezed (the tick says so).
 `concurrency` of them run at once; the heavy level goes above the server's
 max_running_requests, so the scheduler queues, and retracts where memory runs short.
 
@@ -42,6 +49,8 @@ from kltui.run.stress_levels import StressLevel
 from kltui.session.events import Event, HelperFinished, PhaseChanged, StressTick
 
 KINDS = ("shared", "reuse", "long", "abort", "stream")
+SQUEEZED = ("prefill_cache_hit",)  # the helpers whose hits are squeezed (see above)
+RESUME_AFTER_SQUEEZE_S = 0.5  # the helper's hit requests go first
 PRIME_S = 2.0  # at most this long to get the first requests of a phase in flight
 METRICS_TIMEOUT_S = 5.0
 STOP_S = 10.0  # at most this long for the workers to end
@@ -119,6 +128,10 @@ class Traffic:
         if chunk > 0:
             want = max(want, int(chunk * 0.75))  # a waiting long prompt pushes a step past it
         self.long_tokens = max(16, min(cap, want))
+        self.pool_tokens = pool_tokens
+        self.request_cap = max(16, ctx - 16)  # the longest prompt the server takes
+        self.squeezes: list[dict[str, Any]] = []
+        self._later: asyncio.Task | None = None
         self.page = max(1, int(info.get("page_size") or 1))
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.http = httpx.AsyncClient(
@@ -168,6 +181,7 @@ class Traffic:
             "prompt_tokens": c.prompt_tokens,
             "by_kind": dict(c.by_kind),
             "evictions_observed": c.evictions_observed,
+            "squeezes": [dict(q) for q in self.squeezes],
             "stopped": self.stopped,
             "last_error": c.last_error,
             "elapsed_s": round(time.monotonic() - self._t0, 3) if self._t0 else 0.0,
@@ -188,6 +202,11 @@ class Traffic:
 
     async def pause(self) -> None:
         """No new requests; those in flight are closed (the server aborts them)."""
+        if self._later is not None:
+            self._later.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._later
+            self._later = None
         self._open.clear()
         calls = list(self._calls)
         for t in calls:
@@ -225,6 +244,54 @@ class Traffic:
             self._extra("long")
             await asyncio.sleep(gap)
 
+    async def squeeze(self, helper: str) -> None:
+        """The squeeze before `helper`'s hits (see the module's docstring); the traffic is
+        paused, and stays so until `resume_soon`."""
+        pool = self.pool_tokens
+        note: dict[str, Any] = {"helper": helper, "pool": pool or None}
+        self.squeezes.append(note)
+        if not pool:
+            note["skipped"] = "the server reports no KV pool size (max_total_num_tokens)"
+            return
+        # what the pool holds: the helper's warmed prompts alone, as the traffic has been
+        # paused since its flush (SGLang's token_usage leaves evictable cache out, so no
+        # gauge of the server says it)
+        used = sum(len(p) // self.page * self.page for p in self.prompts)
+        # the free space plus a seeded quarter to three quarters of what is held: the eviction
+        # stops inside the helper's prefixes, at another place in each seeded run
+        share = self.rng.uniform(0.25, 0.75)
+        target = max(0, pool - used) + int(used * share)
+        note |= {"used": used, "target": target}
+        if target > self.level.squeeze_max:
+            note["skipped"] = (
+                f"{target} tokens needed, over the {self.level.name} level's "
+                f"{self.level.squeeze_max}"
+            )
+            return
+        sent = 0
+        while sent < target and not self._bounded():
+            n = min(target - sent, self.request_cap)
+            body = {
+                "input_ids": self._foreign(n),
+                "sampling_params": {"temperature": 0.0, "max_new_tokens": 1},
+                "stream": True,
+            }
+            self.counts.sent += 1
+            self.counts.by_kind["squeeze"] = self.counts.by_kind.get("squeeze", 0) + 1
+            self.counts.prompt_tokens += n
+            await self._send("squeeze", body)  # one after another: each evicts the oldest
+            sent += n
+        note["sent_tokens"] = sent
+
+    def resume_soon(self) -> None:
+        """The traffic again once the helper's own requests are in."""
+
+        async def later() -> None:
+            await asyncio.sleep(RESUME_AFTER_SQUEEZE_S)
+            await self.resume()
+
+        self._later = asyncio.create_task(later())
+
     def _extra(self, kind: str) -> None:
         """One request outside the workers (counted and bounded as theirs are)."""
         body = self._body(kind)
@@ -244,7 +311,7 @@ class Traffic:
         """Ends the traffic; the last tick, with the server's counters since start."""
         if self.stopped is None:
             self.stopped = "stopped"
-        await self.pause()
+        await self.pause()  # a resume_soon still pending is cancelled with it
         for w in self._workers:
             w.cancel()
         if self._workers:
@@ -421,6 +488,16 @@ async def under_load(traffic: Traffic, inner: AsyncIterator[Event]) -> AsyncIter
                     await traffic.pause()
                     yield ev
                     yield traffic.tick(f"{ev.helper}/flush")
+                    continue
+                if ev.helper in SQUEEZED and ev.phase in ("warm", "decode"):
+                    # warm alone (paused since its flush), then the squeeze before the hits;
+                    # the tick first, so the phase's traffic includes the squeeze
+                    tick = traffic.tick(f"{ev.helper}/{ev.phase}")
+                    if ev.phase == "decode":
+                        await traffic.squeeze(ev.helper)
+                        traffic.resume_soon()
+                    yield ev
+                    yield tick
                     continue
                 # counted before priming: the phase's requests include the first ones
                 tick = traffic.tick(f"{ev.helper}/{ev.phase}")

@@ -16,6 +16,9 @@ class StressLevel:
     seconds: float  # at most this long sending, from the first helper's start
     long_pool: float  # a long prompt's share of the KV pool (max_total_tokens)
     long_max: int  # ... and at most this many tokens
+    # the squeeze before prefill_cache_hit's hits: at most this many tokens in all (a pool
+    # that needs more is not squeezed at this level, and the tick says so)
+    squeeze_max: int
     help: str
 
 
@@ -29,8 +32,9 @@ LEVELS: dict[str, StressLevel] = {
             120.0,
             0.1,
             512,
+            8192,
             "4 requests in flight, at most 200 requests and 120 s; long prompts 10% of the pool "
-            "(at most 512 tokens)",
+            "(at most 512 tokens); a squeeze of at most 8192 tokens",
         ),
         StressLevel(
             "moderate",
@@ -39,8 +43,9 @@ LEVELS: dict[str, StressLevel] = {
             300.0,
             0.25,
             8192,
+            262144,
             "16 in flight, at most 800 requests and 300 s; long prompts 25% of the pool (at most "
-            "8192 tokens)",
+            "8192 tokens); a squeeze of at most 262144 tokens",
         ),
         StressLevel(
             "heavy",
@@ -49,8 +54,10 @@ LEVELS: dict[str, StressLevel] = {
             600.0,
             0.45,
             32768,
+            4194304,
             "max_running_requests + 8 in flight (the scheduler queues and retracts), at most "
-            "3000 requests and 600 s; long prompts 45% of the pool (at most 32768 tokens)",
+            "3000 requests and 600 s; long prompts 45% of the pool (at most 32768 tokens); a "
+            "squeeze of at most 4194304 tokens",
         ),
     )
 }

@@ -42,16 +42,23 @@ class Activity:
     errors: int
     in_flight: int  # when the phase started
     paused: bool
+    squeezed: int = 0  # tokens of other ids the squeeze sent just before the phase's hits
 
     def line(self) -> str:
         """The phase's traffic as words."""
         if self.paused:
             return f"during {self.moment} the traffic was paused (a flush needs an idle server)"
         kinds = ", ".join(f"{n} {k}" for k, n in self.by_kind.items() if n) or "none"
+        squeeze = (
+            f"; its squeeze filled the pool with {self.squeezed} tokens of other ids just "
+            "before the hits, so the radix cache evicted part of the helper's prefixes"
+            if self.squeezed
+            else ""
+        )
         return (
             f"during {self.moment} ({self.seconds:.2g} s) the traffic sent {self.sent} "
             f"requests ({kinds}), {self.in_flight} in flight when it began, {self.aborted} "
-            f"aborted, {self.errors} errors"
+            f"aborted, {self.errors} errors{squeeze}"
         )
 
 
@@ -74,7 +81,15 @@ def activity(ticks: list[StressTick], helper: str, phase: str) -> Activity | Non
         int(b.get("errors", 0)) - int(a.get("errors", 0)),
         int(a.get("in_flight", 0)),
         phase == "flush",
+        _squeezed(a, b),
     )
+
+
+def _squeezed(a: dict, b: dict) -> int:
+    """Tokens the squeezes between two ticks sent (run/stress.py's `squeezes` list grows)."""
+    before, after = a.get("squeezes") or [], b.get("squeezes") or []
+    new = after[len(before) :] if isinstance(after, list) and isinstance(before, list) else []
+    return sum(int(q.get("sent_tokens") or 0) for q in new if isinstance(q, dict))
 
 
 @dataclass(frozen=True)

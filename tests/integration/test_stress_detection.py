@@ -1,7 +1,8 @@
 """The detection benchmark's table (docs/DIAGNOSIS.md, bench/bench_stress_detection.py), pinned
 with seed 0 on the faults match alone decides: the position fault is caught quiet at the
-position it predicts, the batch fault only under --stress, and --stress raises no false alarm
-on the same server without a fault."""
+position it predicts, the batch fault only under --stress, the eviction fault only with the
+squeeze before prefill_cache_hit's hits, and --stress raises no false alarm on the same server
+without a fault."""
 
 from __future__ import annotations
 
@@ -38,3 +39,23 @@ def test_no_false_alarm_without_a_fault():
     t = one("none")
     assert not t.quiet and not t.stressed
     assert t.reading is not None and t.reading.verdict == "clean"
+
+
+def test_evict_under_pressure_is_caught_by_the_squeeze_before_the_hits():
+    # prefill_cache_hit's warm runs alone, then the squeeze fills the pool so that the radix
+    # cache evicts part of the warmed prefixes just before the hits (it was 0/2 without it)
+    (t,) = bench.measure(
+        "evict-under-pressure", 1, "light", seed0=0, helpers=["prefill_cache_hit"]
+    ).trials
+    assert not t.quiet  # a quiet helper never fills the pool
+    assert t.stressed and t.reading.state_bug and "prefill_cache_hit" in t.where
+    assert "squeeze" in t.trigger and "tokens of other ids just before the hits" in t.trigger
+
+
+def test_the_squeeze_raises_no_false_alarm_on_a_correct_server():
+    (t,) = bench.measure("none", 1, "light", seed0=0, helpers=["prefill_cache_hit"]).trials
+    assert not t.quiet and not t.stressed
+    assert t.reading is not None and t.reading.verdict == "clean"
+    (traffic,) = t.reading.traffic.values()
+    (sq,) = traffic["squeezes"]
+    assert sq["sent_tokens"] == sq["target"] > 0 and "skipped" not in sq

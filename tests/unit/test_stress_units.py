@@ -95,3 +95,32 @@ def test_other_servers_get_the_paired_test_never_a_bit_difference():
     assert not r.state_bug and h.verdict in ("within noise", "suspect") and h.first is None
     few = read(_store(False, noise[:4], False), _store(False, louder[:4], True, ticks))
     assert few.helpers[0].verdict == "inconclusive" and few.verdict == "inconclusive"
+
+
+async def test_a_pool_beyond_the_levels_squeeze_budget_is_not_squeezed_and_says_so():
+    # an H200's pool holds ~1e6 tokens: light's 8192-token budget cannot reach inside the
+    # helper's prefixes there, so it sends nothing rather than a squeeze that evicts nothing
+    import numpy as np
+
+    from kltui.run.stress import Traffic
+    from kltui.run.stress_levels import LEVELS
+
+    info = {"max_total_num_tokens": 1_000_000, "context_length": 131072, "page_size": 1}
+    t = Traffic(
+        "http://127.0.0.1:9", LEVELS["light"], [np.arange(1, 40)], info, seed=0, max_new_tokens=8
+    )
+    try:
+        await t.squeeze("prefill_cache_hit")
+    finally:
+        await t.http.aclose()
+    (sq,) = t.snapshot()["squeezes"]
+    assert sq["skipped"].startswith("99") and "over the light level's 8192" in sq["skipped"]
+    assert t.counts.sent == 0
+    no_pool = Traffic(
+        "http://127.0.0.1:9", LEVELS["light"], [np.arange(1, 40)], {}, seed=0, max_new_tokens=8
+    )
+    try:
+        await no_pool.squeeze("prefill_cache_hit")
+    finally:
+        await no_pool.http.aclose()
+    assert "reports no KV pool size" in no_pool.squeezes[0]["skipped"]
