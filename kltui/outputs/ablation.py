@@ -27,6 +27,7 @@ from kltui.outputs.ablation_rows import (
     helper_names,
     pairs_line,
     rows,
+    stress_lines,
     tail_lines,
     timing_line,
 )
@@ -162,6 +163,8 @@ def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
         console.print(Text("interrupted: the configurations above were measured", "yellow"))
     elif (said := pairs_line(sweep)) is not None:
         console.print(Text(said, "yellow"), soft_wrap=True)
+    for line in stress_lines(sweep):
+        console.print(safe(line, "bold red" if "state bug" in line else ""), soft_wrap=True)
     for line in chain_lines(sweep):
         console.print(safe(line, "bold" if line.startswith("chain:") else ""), soft_wrap=True)
     console.print(safe(timing_line(sweep), "dim"), soft_wrap=True)
@@ -207,6 +210,7 @@ def md_report(sweep: Sweep, ab: Ablation) -> str:
             out.append(f"- {md_text(line)}")
     if sweep.interrupted:
         out.append("- interrupted: the configurations above were measured")
+    out += [f"- {md_text(line)}" for line in stress_lines(sweep)]
     if chain := chain_lines(sweep):
         out += ["", "## From the setting to the module and the op", ""]
         out += [f"- {md_text(line)}" for line in chain]

@@ -16,6 +16,7 @@ from kltui.outputs.ablation_rows import (
     helper_names,
     pairs_line,
     rows,
+    stress_lines,
     tail_lines,
     timing_line,
 )
@@ -81,6 +82,7 @@ def _reading(sweep: Sweep, ab: Ablation) -> str:
     lines = [ln for ln in tail_lines(ab) if ln != ab.verdict.line]
     if (said := pairs_line(sweep)) is not None:
         lines.append(said)
+    lines += stress_lines(sweep)
     items = "".join(f"<li>{esc(ln)}</li>" for ln in lines)
     return f"""<section><h2>Verdict</h2><div class="diag"><p><strong>{esc(ab.verdict.line)}</strong></p>
 {f"<ul>{items}</ul>" if items else ""}</div></section>"""

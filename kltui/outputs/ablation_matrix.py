@@ -25,6 +25,7 @@ from kltui.outputs.ablation_rows import (
     helper_names,
     note,
     pairs_line,
+    stress_lines,
     tail_lines,
     timing_line,
 )
@@ -229,4 +230,4 @@ def _verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
         out.append("interrupted: the configurations above were measured")
     elif (said := pairs_line(sweep)) is not None:
         out.append(said)
-    return [*out, timing_line(sweep)]
+    return [*out, *stress_lines(sweep), timing_line(sweep)]

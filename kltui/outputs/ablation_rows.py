@@ -1,6 +1,6 @@
 """`kltui ablate`'s result as plain text, the same for every medium (the console, Markdown,
 JUnit, HTML each escape it): the table's rows of configurations x helpers, the lines after it,
-why --pairs ran nothing, and the time split."""
+why --pairs ran nothing, what --stress found across the configurations, and the time split."""
 
 from __future__ import annotations
 
@@ -21,7 +21,64 @@ def _by_name(sweep: Sweep) -> dict[str, ConfigRun]:
 
 
 def note(c: ConfigReading, run: ConfigRun | None) -> str:
-    """The table's last column: a trap, a failure or why it has no result (plain text)."""
+    """The table's last column: a trap, a failure or why it has no result, and what --stress
+    found (plain text)."""
+    said = _note(c, run)
+    loud = stress_verdict(run)
+    if loud is None:
+        return said
+    return f"{said}; under --stress: {loud}" if said else f"under --stress: {loud}"
+
+
+def stress_verdict(run: ConfigRun | None) -> str | None:
+    """The configuration's quiet-vs-stressed verdict, or None without --stress."""
+    if run is None or not isinstance(run.stress, dict):
+        return None
+    v = run.stress.get("verdict")
+    return v if isinstance(v, str) else None
+
+
+def _first(run: ConfigRun) -> str:
+    """Where a configuration's stressed run first differed: 'match sample 0 @ 1 (decode)'."""
+    for h in (run.stress or {}).get("helpers") or ():
+        f = h.get("first_difference") if isinstance(h, dict) else None
+        if isinstance(f, dict):
+            return f"{h.get('helper')} sample {f.get('sample')} @ {f.get('position')} ({f.get('side')})"
+    return ""
+
+
+def stress_lines(sweep: Sweep) -> list[str]:
+    """What --stress found across the configurations, beside the quiet verdict (which reads
+    the quiet runs only): a state bug under load and the configurations it was not seen in.
+    One stressed run per configuration: never called a fix."""
+    measured = [r for r in sweep.runs if r.status == MEASURED and stress_verdict(r)]
+    if not measured:
+        return []
+    bug = [r for r in measured if stress_verdict(r) == "state bug under load"]
+    level = (measured[0].stress or {}).get("level", "?")
+    if not bug:
+        said = ", ".join(f"{r.name} {stress_verdict(r)}" for r in measured)
+        return [f"under --stress {level}: no state bug under load ({said})"]
+    where = "; ".join(f"{r.name}: {_first(r) or 'a difference'}" for r in bug)
+    line = (
+        f"under --stress {level}: a state bug under load in {len(bug)} of {len(measured)} "
+        f"configurations ({where}); the quiet verdict does not cover it"
+    )
+    base_bug = sweep.base in bug
+    quiet = [r.name for r in measured if r not in bug and stress_verdict(r) != "inconclusive"]
+    if base_bug and quiet:
+        line += (
+            f"; not seen with {', '.join(quiet)} (one stressed run each, and load is timing: "
+            "re-run the sweep to confirm before calling it a fix)"
+        )
+    elif base_bug:
+        line += "; no configuration tried removes it"
+    else:
+        line += "; the base showed none under the same load"
+    return [line]
+
+
+def _note(c: ConfigReading, run: ConfigRun | None) -> str:
     if run is not None and run.status == FAILED:
         return f"failed ({run.error_kind})"
     if not c.measured:

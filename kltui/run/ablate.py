@@ -56,6 +56,7 @@ from kltui.run.driver import RunDriver, RunOutcome, RunView
 from kltui.session.fold import fold
 from kltui.session.recording import default_runs_dir, read_recording
 from kltui.session.store import SessionStore
+from kltui.session.stress import is_stressed
 from kltui.untrusted import one_line
 
 MANIFEST = "ablation.json"
@@ -350,13 +351,19 @@ class Sweep:
 
     def exit_code(self, ablation: Ablation | None = None) -> int:
         """0: the verdict answers the question (localized, reduced, not reproduced); 1: it does
-        not (no single knob, inconclusive); 3: the base did not start or no other configuration
+        not (no single knob, inconclusive), or --stress found a state bug under load; 3: the base did not start or no other configuration
         was measured; 130: interrupted."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.base.status != MEASURED or not any(r.status == MEASURED for r in self.runs[1:]):
             return EXIT_SERVER
         ab = ablation or self.reading()
+        if any(
+            isinstance(r.stress, dict) and r.stress.get("verdict") == "state bug under load"
+            for r in self.runs
+            if r.status == MEASURED
+        ):
+            return EXIT_FAIL  # as `kltui check --stress` fails on one, whatever the quiet verdict
         return EXIT_PASS if ab.verdict.kind in ANSWERED else EXIT_FAIL
 
     def to_json(self) -> dict:
@@ -721,6 +728,7 @@ def load(folder: str | Path) -> Sweep:
                 setattr(r, key, d.get(key))
             for key in ("start_s", "run_s", "stop_s"):
                 setattr(r, key, d.get(key))
+            r.stress = d["stress"] if isinstance(d.get("stress"), dict) else None
             sweep.runs.append(r)
     except (KeyError, TypeError, ValueError) as e:
         raise UsageError(f"{path}: a malformed sweep manifest ({one_line(repr(e), 200)})") from None
@@ -728,8 +736,11 @@ def load(folder: str | Path) -> Sweep:
         raise UsageError(f"{path}: the manifest names no configuration")
     for r in sweep.runs:
         if r.status == MEASURED:
+            # with --stress the recording holds the quiet run, then the stressed one: the
+            # configuration's result is the quiet run, as it was live
             stores = fold(read_recording(str(root / r.recording)))
-            r.store = stores[-1] if stores else None
+            quiet = [st for st in stores if not is_stressed(st)]
+            r.store = (quiet or stores)[-1] if stores else None
             if r.store is None:
                 raise UsageError(f"{root / r.recording}: the recording holds no run")
     return sweep

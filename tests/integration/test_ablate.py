@@ -464,3 +464,40 @@ def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_p
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_path, capsys):
+    # `kltui ablate --stress LEVEL` (issue 32): each configuration's helpers run quiet, then
+    # under the traffic; on a deterministic base whose kernel switches above 6 running
+    # requests that is a state bug under load in every configuration (page-size changes
+    # nothing of it), recorded beside each one's quiet result
+    out = tmp_path / "sweep"
+    launch = f"{REFERENCE} --enable-deterministic-inference --fault batch-switch:6 --enable-metrics"
+    argv = ["ablate", "--launch", launch]
+    argv += ["--vary", "page-size=4", "--stress", "light", "--helpers", "match"]
+    argv += ["--samples", "4", "--max-new-tokens", "8", "--max-prompt-tokens", "48"]
+    argv += ["--folder", str(out), "--json", str(tmp_path / "s.json")]
+    code = main(argv)
+    text = capsys.readouterr().out
+    doc = read_json(tmp_path / "s.json", "ablation")
+    configs = doc["sweep"]["configs"]  # how each ran, beside the ablation's reading
+    assert [c["name"] for c in configs] == ["base", "page-size=4"]
+    for c in configs:
+        assert c["status"] == "measured", c
+        assert c["stress"]["verdict"] == "state bug under load", c["stress"]
+        (h,) = c["stress"]["helpers"]
+        assert h["helper"] == "match" and h["first_difference"] is not None
+    manifest = json.loads((out / "ablation.json").read_text())
+    assert all(m["stress"]["verdict"] == "state bug under load" for m in manifest["configs"])
+    # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
+    # and a state bug under load fails the sweep as it fails `kltui check --stress`
+    assert "not reproduced" in doc["ablation"]["verdict"]["line"]
+    assert "under --stress light: a state bug under load in 2 of 2 configurations" in text
+    assert "base: match sample" in text and "no configuration tried removes it" in text
+    assert "under --stress: state bug under load" in table_rows(text)["base"]
+    assert code == doc["exit_code"] == 1
+    # read back: the same table (the quiet runs), the same --stress line, the same exit code
+    md = main(["ablate", "--replay", str(out), "--headless", "--md", str(tmp_path / "s.md")])
+    again = capsys.readouterr().out
+    assert md == 1 and table_rows(again) == table_rows(text)
+    assert "a state bug under load in 2 of 2" in (tmp_path / "s.md").read_text()
