@@ -1,13 +1,19 @@
-"""cross_engine's requests in batches, and SGLang's answers as arrays: how samples are cut
-into requests under an entry budget, and per-position logprob lists as dense tables."""
+"""cross_engine's and hf_reference's requests in batches, and SGLang's answers as arrays: how
+samples are cut into requests under an entry budget, the teacher-forced SGLang prefill both
+send, and per-position logprob lists as dense tables."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kltui.engines.sglang_parse import GenResult
+
+if TYPE_CHECKING:
+    from kltui.helpers.context import HelperContext
 from kltui.engines.vllm_parse import TopK, dense_topk
 
 # One request carries at most this many logprob entries (positions x ids per position); more
@@ -89,3 +95,37 @@ def chunks(samples: list[Sample], k: int) -> list[list[Sample]]:
     if cur:
         out.append(cur)
     return out
+
+
+def wanted_ids(
+    chunk: list[Sample], others: Iterable[list[np.ndarray]], k: int
+) -> tuple[list[np.ndarray], int]:
+    """Per sample, the other sides' top-k ids from its first scored position on (`others`: one
+    list of id arrays per sample), which SGLang is asked for as token_ids_logprob so that the
+    union's KL is computed on both sides; none where the answer would pass ENTRY_BUDGET. Also
+    how many samples lost theirs that way."""
+    out: list[np.ndarray] = []
+    dropped = 0
+    for s, parts in zip(chunk, others, strict=True):
+        ids = np.unique(np.concatenate([np.asarray(p).ravel() for p in parts])) if parts else None
+        ids = ids[ids >= 0] if ids is not None else np.zeros(0, np.int64)
+        if s.seq.size * (1 + k + ids.size) > ENTRY_BUDGET:
+            dropped += 1
+            ids = ids[:0]
+        out.append(ids)
+    return out, dropped
+
+
+async def teacher_forced(
+    ctx: HelperContext, chunk: list[Sample], k: int, wanted: list[np.ndarray]
+) -> list[GenResult]:
+    """SGLang's prefill of each sample's ids (max_new_tokens 0, greedy, logprobs from position
+    0), with its top-k and the logprobs of `wanted` at every position."""
+    return await ctx.client.generate(
+        [s.seq for s in chunk],
+        ctx.sampling(0) | {"temperature": 0.0},
+        return_logprob=True,
+        logprob_start_len=0,
+        top_logprobs_num=k,
+        token_ids_logprob=[w.tolist() for w in wanted] if k else None,
+    )

@@ -204,25 +204,13 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
             raise _fail(run, e, "baseline") from None
 
         # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
-        wanted: list[np.ndarray] = []
-        for s, b in zip(chunk, scored_b, strict=True):
-            # asked with prompt_logprobs: completions() fails when an answer lacks them
-            ids = np.unique(b.prompt.top.ids[s.start :])  # type: ignore[union-attr]
-            ids = ids[ids >= 0]
-            if s.seq.size * (1 + k + ids.size) > batches.ENTRY_BUDGET:
-                dropped_ids += 1
-                ids = ids[:0]
-            wanted.append(ids)
+        # asked with prompt_logprobs: completions() fails when an answer lacks them
+        tops = [[b.prompt.top.ids[s.start :]] for s, b in zip(chunk, scored_b, strict=True)]  # type: ignore[union-attr]
+        wanted, dropped = batches.wanted_ids(chunk, tops, k)
+        dropped_ids += dropped
         yield run.enter("prefill")
         try:
-            scored_a = await ctx.client.generate(
-                [s.seq for s in chunk],
-                ctx.sampling(0) | {"temperature": 0.0},
-                return_logprob=True,
-                logprob_start_len=0,
-                top_logprobs_num=k,
-                token_ids_logprob=[w.tolist() for w in wanted] if k else None,
-            )
+            scored_a = await batches.teacher_forced(ctx, chunk, k, wanted)
         except EngineError as e:
             raise _fail(run, e, "prefill") from None
 

@@ -368,26 +368,15 @@ async def _compare(
                 it = iter(answers)
                 comp = [next(it) if ok else None for ok in fits]
         # 3. SGLang, asked for the reference's and vLLM's top-k ids too
-        wanted: list[np.ndarray] = []
-        for s, rs, c in zip(chunk, refs, comp, strict=True):
-            parts = [rs.top_ids.ravel()]
-            if c is not None and c.prompt is not None:
-                parts.append(c.prompt.top.ids[s.start :].ravel())
-            ids = np.unique(np.concatenate(parts))
-            ids = ids[ids >= 0]
-            if s.seq.size * (1 + k + ids.size) > batches.ENTRY_BUDGET:
-                ids = ids[:0]
-            wanted.append(ids)
+        tops = [
+            [rs.top_ids]
+            + ([c.prompt.top.ids[s.start :]] if c is not None and c.prompt is not None else [])
+            for s, rs, c in zip(chunk, refs, comp, strict=True)
+        ]
+        wanted, _ = batches.wanted_ids(chunk, tops, k)
         yield sg.enter("prefill")
         try:
-            answers_a = await ctx.client.generate(
-                [s.seq for s in chunk],
-                ctx.sampling(0) | {"temperature": 0.0},
-                return_logprob=True,
-                logprob_start_len=0,
-                top_logprobs_num=k,
-                token_ids_logprob=[w.tolist() for w in wanted] if k else None,
-            )
+            answers_a = await batches.teacher_forced(ctx, chunk, k, wanted)
         except EngineError as e:
             raise _fail(sg, e, "prefill", others) from None
         sides_a: list[Side] = []
