@@ -175,7 +175,15 @@ def _replay_sweep(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     """Run `kltui runs`: list (or prune) past recordings."""
     from kltui.session.recording import default_runs_dir
-    from kltui.session.runs import human_size, list_runs, list_sweeps, prune, sweep_table, table
+    from kltui.session.runs import (
+        human_size,
+        list_runs,
+        list_sweeps,
+        prune,
+        removed_counts,
+        sweep_table,
+        table,
+    )
     from kltui.untrusted import escape_controls
 
     folder = default_runs_dir()
@@ -190,12 +198,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
             what = "sweep folder " if r.kind == "sweep" else ""
             print(f"{verb} {what}{escape_controls(r.path)} ({human_size(r.size)})")
         freed = human_size(sum(r.size for r in removed))
-        n_sweeps = sum(r.kind == "sweep" for r in removed)
-        also = f" and {n_sweeps} sweep folder(s)" if n_sweeps else ""
         left = f"; {others} of other users left alone" if others else ""
-        print(
-            f"{verb} {len(removed) - n_sweeps} recording(s){also}, {freed}{left}", file=sys.stderr
-        )
+        print(f"{verb} {removed_counts(removed)}, {freed}{left}", file=sys.stderr)
         for err in errors:
             print(f"kltui: error: {err}", file=sys.stderr)
         return 1 if errors else 0

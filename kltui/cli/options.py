@@ -488,7 +488,7 @@ def record_path(args: argparse.Namespace) -> str | None:
     if getattr(args, "record", None):
         return args.record
     from kltui.session.recording import default_recording_path
-    from kltui.session.runs import keep_setting, prune
+    from kltui.session.runs import keep_setting, prune, removed_counts
 
     keep = keep_setting()
     if keep is not None:
@@ -496,11 +496,9 @@ def record_path(args: argparse.Namespace) -> str | None:
         removed, errors, _ = prune(keep=max(1, keep - 1), older_than_days=None)
         for err in errors:
             print(f"kltui: {err}", file=sys.stderr)
-        n_sweeps = sum(r.kind == "sweep" for r in removed)
-        also = f" and {n_sweeps} sweep folder(s)" if n_sweeps else ""
         if removed:
             print(
-                f"kltui: removed {len(removed) - n_sweeps} old recording(s){also} "
+                f"kltui: removed {removed_counts(removed).replace(' recording', ' old recording', 1)} "
                 f"(KLTUI_RUNS_KEEP={keep})",
                 file=sys.stderr,
             )

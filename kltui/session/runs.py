@@ -338,6 +338,13 @@ def prune(
     return removed, errors, others
 
 
+def removed_counts(removed: list[Entry]) -> str:
+    """ "N recording(s)", with " and M sweep folder(s)" when any went."""
+    sweeps = sum(e.kind == "sweep" for e in removed)
+    also = f" and {sweeps} sweep folder(s)" if sweeps else ""
+    return f"{len(removed) - sweeps} recording(s){also}"
+
+
 def keep_setting() -> int | None:
     """`KLTUI_RUNS_KEEP`: a positive integer, else None (keep everything)."""
     raw = os.environ.get(KEEP_ENV, "").strip()
