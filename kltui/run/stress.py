@@ -276,9 +276,7 @@ class Traffic:
                 "sampling_params": {"temperature": 0.0, "max_new_tokens": 1},
                 "stream": True,
             }
-            self.counts.sent += 1
-            self.counts.by_kind["squeeze"] = self.counts.by_kind.get("squeeze", 0) + 1
-            self.counts.prompt_tokens += n
+            self._count("squeeze", body)
             await self._send("squeeze", body)  # one after another: each evicts the oldest
             sent += n
         note["sent_tokens"] = sent
@@ -295,12 +293,16 @@ class Traffic:
     def _extra(self, kind: str) -> None:
         """One request outside the workers (counted and bounded as theirs are)."""
         body = self._body(kind)
-        self.counts.sent += 1
-        self.counts.by_kind[kind] += 1
-        self.counts.prompt_tokens += len(body["input_ids"])
+        self._count(kind, body)
         call = asyncio.create_task(self._send(kind, body))
         self._calls.add(call)
         call.add_done_callback(self._extra_done)
+
+    def _count(self, kind: str, body: dict[str, Any]) -> None:
+        """One request of `kind` sent (every request is counted and bounded the same way)."""
+        self.counts.sent += 1
+        self.counts.by_kind[kind] = self.counts.by_kind.get(kind, 0) + 1
+        self.counts.prompt_tokens += len(body["input_ids"])
 
     def _extra_done(self, call: asyncio.Task) -> None:
         self._calls.discard(call)
@@ -353,9 +355,7 @@ class Traffic:
             kind = KINDS[self._next % len(KINDS)]
             self._next += 1
             body = self._body(kind)
-            self.counts.sent += 1
-            self.counts.by_kind[kind] += 1
-            self.counts.prompt_tokens += len(body["input_ids"])
+            self._count(kind, body)
             call = asyncio.create_task(self._send(kind, body))
             self._calls.add(call)
             try:
