@@ -498,8 +498,7 @@ def record_path(args: argparse.Namespace) -> str | None:
             print(f"kltui: {err}", file=sys.stderr)
         if removed:
             print(
-                f"kltui: removed {removed_counts(removed).replace(' recording', ' old recording', 1)} "
-                f"(KLTUI_RUNS_KEEP={keep})",
+                f"kltui: removed {removed_counts(removed, old=True)} (KLTUI_RUNS_KEEP={keep})",
                 file=sys.stderr,
             )
     return str(default_recording_path())

@@ -338,11 +338,11 @@ def prune(
     return removed, errors, others
 
 
-def removed_counts(removed: list[Entry]) -> str:
-    """ "N recording(s)", with " and M sweep folder(s)" when any went."""
+def removed_counts(removed: list[Entry], old: bool = False) -> str:
+    """How many recordings (`old`: "old recordings") and sweep folders `removed` holds."""
     sweeps = sum(e.kind == "sweep" for e in removed)
     also = f" and {sweeps} sweep folder(s)" if sweeps else ""
-    return f"{len(removed) - sweeps} recording(s){also}"
+    return f"{len(removed) - sweeps} {'old ' if old else ''}recording(s){also}"
 
 
 def keep_setting() -> int | None:
