@@ -419,6 +419,17 @@ def main(argv: list[str]) -> int:
     w.say(f"{reason}: stopping process group {pgid}")
     reaped: dict[int, int] = {}
     gone = stop_group(pgid, args.grace, also=[server_ident], reaped=reaped)
+    if code is None and gone and server.pid not in reaped:
+        # stop_group can see the group gone while the leader is a zombie it has not reaped yet
+        # (it died between the reap and the /proc look): its status is there to collect now
+        until = time.monotonic() + 1.0
+        with contextlib.suppress(ChildProcessError):
+            while (got_pid := os.waitpid(server.pid, os.WNOHANG))[0] == 0:
+                if time.monotonic() >= until:
+                    break
+                time.sleep(0.01)
+            else:
+                reaped[server.pid] = got_pid[1]
     if code is None and server.pid in reaped:  # it exited because we stopped it
         code = os.waitstatus_to_exitcode(reaped[server.pid])
         w.status(exited=code)
