@@ -30,6 +30,7 @@ from .launch import REPO, SCRIPT, Servers, say, script
 
 CHECKPOINT = Path(os.environ.get("KLTUI_CHECKPOINT") or REPO / "kltui/reference/checkpoint")
 API_KEY = "kltui-real-tier-key"
+SGLANG_DEFAULT_FLAGS = ("--enable-metrics",)
 MODE = os.environ.get("KLTUI_REAL_ENGINES", "auto").strip().lower()
 BUILD_TIMEOUT = 3600
 HEARTBEAT_S = 30
@@ -41,11 +42,33 @@ def _required() -> bool:
     return MODE not in ("0", "off", "skip") and os.environ.get("CI", "").lower() in ("1", "true")
 
 
+# the modules whose tests share the plain vLLM server (`vllm_url`): run one after another, so
+# that it starts once for all of them (a vLLM start is ~50 s on 2 cores)
+VLLM_MODULES = ("test_cross_engine_real", "test_hf_reference_real", "test_logprob_contract_real")
+_LAST_VLLM_USER: list[str] = []  # the node id of the last test of the run that takes vllm_url
+
+
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
-    for item in items:
+    real = []
+    for i, item in enumerate(items):
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.real_engines)
+            real.append(i)
+
+    # the tier's items, in their own slots: first the vLLM modules' tests that take `vllm_url`,
+    # then the rest of those modules, then every other module (a stable sort: the same order
+    # otherwise)
+    def group(it: pytest.Item) -> int:
+        if Path(str(it.fspath)).stem not in VLLM_MODULES:
+            return 2
+        return 0 if "vllm_url" in getattr(it, "fixturenames", ()) else 1
+
+    ordered = sorted((items[i] for i in real), key=group)
+    for i, item in zip(real, ordered, strict=True):
+        items[i] = item
+    users = [it.nodeid for it in ordered if "vllm_url" in getattr(it, "fixturenames", ())]
+    _LAST_VLLM_USER[:] = users[-1:]
 
 
 def pytest_configure(config):
@@ -139,6 +162,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
     here = Path(__file__).parent
     if _SERVERS and (nextitem is None or here not in Path(nextitem.path).parents):
         _SERVERS[0].stop_all()
+    elif _SERVERS and item.nodeid in _LAST_VLLM_USER:
+        _SERVERS[0].stop("vllm")  # ~3 GB; the tests that share it are over (see VLLM_MODULES)
 
 
 @pytest.fixture(scope="session")
@@ -160,8 +185,9 @@ def servers(engines, pytestconfig) -> Iterator[Servers]:
 
 @pytest.fixture(scope="session")
 def sglang_url(servers) -> str:
-    """SGLang with its defaults: cumulative streaming, no API key, radix cache on."""
-    return servers.get("sglang", "sglang")
+    """SGLang with its defaults (cumulative streaming, no API key, radix cache on) and
+    --enable-metrics, which `--stress` reads (one server fewer to start than a metrics one)."""
+    return servers.get("sglang", "sglang", *SGLANG_DEFAULT_FLAGS)
 
 
 @pytest.fixture(scope="session")
@@ -199,11 +225,12 @@ def sglang_dumper(servers, tmp_path_factory) -> Iterator[tuple[str, Path]]:
     servers.stop("sglang-dumper")
 
 
-@pytest.fixture(scope="module")
-def vllm_url(servers) -> Iterator[str]:
-    """vLLM with /server_info enabled (VLLM_SERVER_DEV_MODE=1) so every alignment row is known."""
-    yield servers.get("vllm", "vllm", env={"VLLM_SERVER_DEV_MODE": "1"})
-    servers.stop("vllm")
+@pytest.fixture(scope="session")
+def vllm_url(servers) -> str:
+    """vLLM with /server_info enabled (VLLM_SERVER_DEV_MODE=1) so every alignment row is known.
+    Started by the first test that asks, stopped after the last one that does
+    (pytest_runtest_teardown; VLLM_MODULES puts them in a row)."""
+    return servers.get("vllm", "vllm", env={"VLLM_SERVER_DEV_MODE": "1"})
 
 
 @pytest.fixture(scope="session")

@@ -13,10 +13,13 @@ from kltui.errors import EXIT_USAGE
 from tests.integration.checkrun import check_run
 from tests.router import Router
 
+from .conftest import SGLANG_DEFAULT_FLAGS
+
 
 @pytest.fixture(scope="module")
 def real_fleet(servers, sglang_url):
-    page4 = servers.get("sglang-page4", "sglang", "--page-size", "4")
+    # only the page size differs from the default server
+    page4 = servers.get("sglang-page4", "sglang", *SGLANG_DEFAULT_FLAGS, "--page-size", "4")
     try:
         with Router([sglang_url, page4]) as router:
             yield router, [sglang_url, page4]

@@ -37,8 +37,8 @@ class _Keep:
         pass
 
 
-def test_stress_on_real_sglang(servers):
-    url = servers.get("sglang-metrics", "sglang", "--enable-metrics")
+def test_stress_on_real_sglang(sglang_url):
+    url = sglang_url  # served with --enable-metrics (conftest.SGLANG_DEFAULT_FLAGS)
     cfg = small_config(url, stress="light")
     view = _Keep()
     asyncio.run(RunDriver(cfg).session(view))
