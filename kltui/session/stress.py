@@ -85,6 +85,26 @@ def activity(ticks: list[StressTick], helper: str, phase: str) -> Activity | Non
     )
 
 
+def load_during(ticks: list[StressTick], helper: str) -> int | None:
+    """Background requests that ran while `helper` measured: those sent in its measuring
+    phases (not its flushes, when the traffic pauses) that did not fail, plus those in flight
+    as each phase began. None when the traffic has no tick of the helper (unknown)."""
+    prefix = f"{helper}/"
+    idx = [i for i, t in enumerate(ticks) if t.moment.startswith(prefix)]
+    if not idx:
+        return None
+    total = 0
+    for i in idx:
+        if ticks[i].moment[len(prefix) :] in ("flush", "done"):
+            continue
+        a = ticks[i].counts
+        b = ticks[i + 1].counts if i + 1 < len(ticks) else a
+        sent = int(b.get("sent", 0)) - int(a.get("sent", 0))
+        failed = int(b.get("errors", 0)) - int(a.get("errors", 0))
+        total += max(0, sent - failed) + int(a.get("in_flight", 0))
+    return total
+
+
 def _squeezed(a: dict, b: dict) -> int:
     """Tokens the squeezes between two ticks sent (run/stress.py's `squeezes` list grows)."""
     before, after = a.get("squeezes") or [], b.get("squeezes") or []
@@ -107,6 +127,10 @@ class HelperUnderLoad:
     # each run's own result (HelperView): avg_kl_div and status, quiet then stressed
     levels: tuple[float | None, float | None] = (None, None)
     statuses: tuple[str, str] = ("", "")
+    # background requests while it measured (load_during): 0 means the stressed run of this
+    # helper was a quiet one (the traffic had stopped, or every request failed); None unknown
+    load: int | None = None
+    idle_why: str = ""  # why the traffic was idle then, where the counts say
 
     @property
     def state_bug(self) -> bool:
@@ -123,6 +147,8 @@ class HelperUnderLoad:
             return "inconclusive"
         if self.state_bug:
             return "state bug under load"
+        if self.load == 0:
+            return "inconclusive"
         if self.deterministic:
             return "identical"
         p = self.paired
@@ -135,6 +161,17 @@ class HelperUnderLoad:
         head = f"{self.helper}: quiet vs stressed on {self.compared} samples: "
         if self.compared == 0:
             return head + "no sample scored in both runs"
+        if self.load == 0 and not self.state_bug:
+            why = f" ({self.idle_why})" if self.idle_why else ""
+            rerun = (
+                ""
+                if "failed" in self.idle_why
+                else f"; re-run with --helpers {self.helper} to measure it under load"
+            )
+            return head + (
+                f"inconclusive: no background request ran while it measured{why}, so its "
+                f"stressed run was a quiet one{rerun}"
+            )
         if self.deterministic:
             if self.first is None:
                 return head + "bit-identical in every sample"
@@ -189,6 +226,7 @@ class HelperUnderLoad:
                 "tail_p": p.tail_p,
             },
             "during": None if self.during is None else self.during.line(),
+            "background_requests": self.load,
             "avg_kl_div": {"quiet": self.levels[0], "stressed": self.levels[1]},
             "status": {"quiet": self.statuses[0], "stressed": self.statuses[1]},
         }
@@ -300,6 +338,7 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
             during = activity(
                 ticks.get(st.server, []), st.helper, PHASE_OF_SIDE.get(first.side, "decode")
             )
+        server_ticks = ticks.get(st.server, [])
         helpers.append(
             HelperUnderLoad(
                 st.helper,
@@ -312,6 +351,8 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
                 during,
                 (HelperView.of(q).summary.avg_kl_div, HelperView.of(st).summary.avg_kl_div),
                 (str(HelperView.of(q).status), str(HelperView.of(st).status)),
+                load_during(server_ticks, st.helper),
+                _idle_why(server_ticks),
             )
         )
     traffic = {u: dict(ts[-1].counts) for u, ts in ticks.items()}
@@ -322,6 +363,22 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
     if not ticks:
         notes.append("the stressed run recorded no traffic")
     return StressReading(level, helpers, traffic, server_counts, notes)
+
+
+def _idle_why(ticks: list[StressTick]) -> str:
+    """Why the traffic may have been idle, from its last counts: the bound that stopped it,
+    or every request failing."""
+    if not ticks:
+        return ""
+    c = ticks[-1].counts
+    stop = c.get("stopped")
+    if stop in ("requests", "seconds"):
+        return f"the traffic had reached its {stop} bound"
+    sent, errors = int(c.get("sent", 0)), int(c.get("errors", 0))
+    if sent and errors >= sent:
+        last = c.get("last_error")
+        return "every background request failed" + (f": {last}" if last else "")
+    return ""
 
 
 def probe_line(ev: BatchProbed, deterministic: bool) -> str:
@@ -369,4 +426,12 @@ def is_stressed(store: SessionStore) -> bool:
     return bool(store.config.get("stressed")) and bool(store.config.get("stress"))
 
 
-__all__ = ["PHASE_OF_SIDE", "Activity", "HelperUnderLoad", "StressReading", "activity", "read"]
+__all__ = [
+    "PHASE_OF_SIDE",
+    "Activity",
+    "HelperUnderLoad",
+    "StressReading",
+    "activity",
+    "load_during",
+    "read",
+]

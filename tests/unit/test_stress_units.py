@@ -124,3 +124,62 @@ async def test_a_pool_beyond_the_levels_squeeze_budget_is_not_squeezed_and_says_
     finally:
         await no_pool.http.aclose()
     assert "reports no KV pool size" in no_pool.squeezes[0]["skipped"]
+
+
+def _counts(sent, at, in_flight=0, errors=0, stopped=None, last_error=None):
+    return {
+        "sent": sent,
+        "elapsed_s": at,
+        "by_kind": {"long": sent},
+        "in_flight": in_flight,
+        "errors": errors,
+        "stopped": stopped,
+        "last_error": last_error,
+    }
+
+
+def test_a_helper_measured_after_the_traffic_stopped_is_inconclusive_not_identical():
+    # the light level's 120 s bound ended the traffic before match measured: its "stressed"
+    # run was a quiet one, and bit-identical to the quiet run proves nothing about load
+    ticks = [
+        StressTick(URL, "light", "start", _counts(0, 0.0)),
+        StressTick(URL, "light", "match/flush", _counts(200, 120.0, stopped="seconds")),
+        StressTick(URL, "light", "match/decode", _counts(200, 121.0, stopped="seconds")),
+        StressTick(URL, "light", "match/prefill", _counts(200, 122.0, stopped="seconds")),
+        StressTick(URL, "light", "match/done", _counts(200, 123.0, stopped="seconds")),
+        StressTick(URL, "light", "end", _counts(200, 123.0, stopped="seconds")),
+    ]
+    same = [[-1.0, -1.0], [-1.0, -1.0]]
+    r = read(_store(True, same, False), _store(True, same, True, ticks))
+    (h,) = r.helpers
+    assert h.load == 0 and h.verdict == "inconclusive" and r.verdict == "inconclusive"
+    assert "no background request ran while it measured (the traffic had reached its " in (h.line())
+    assert "seconds bound)" in h.line() and "re-run with --helpers match" in h.line()
+    assert h.to_json()["background_requests"] == 0
+    # a difference is still a difference: named, whatever the traffic did
+    diff = read(_store(True, same, False), _store(True, [[-1.0, -1.0], [-1.0, -1.5]], True, ticks))
+    assert diff.state_bug and diff.helpers[0].verdict == "state bug under load"
+    # the same helper with requests in flight as its decode began was under load
+    busy = [*ticks]
+    busy[2] = StressTick(URL, "light", "match/decode", _counts(200, 121.0, in_flight=3))
+    r = read(_store(True, same, False), _store(True, same, True, busy))
+    assert r.helpers[0].load == 3 and r.verdict == "clean"
+
+
+def test_traffic_that_only_failed_is_no_load():
+    # every background request refused at once: nothing ran beside the helper
+    ticks = [
+        StressTick(URL, "light", "start", _counts(0, 0.0)),
+        StressTick(URL, "light", "match/decode", _counts(0, 1.0)),
+        StressTick(URL, "light", "match/prefill", _counts(6, 2.0, errors=6)),
+        StressTick(URL, "light", "end", _counts(9, 3.0, errors=9, last_error="HTTP 400: bad ids")),
+    ]
+    noise = [[-1.0, -1.0 + 1e-4], [-1.0, -1.0 - 1e-4]]
+    r = read(_store(False, noise, False), _store(False, noise, True, ticks))
+    (h,) = r.helpers
+    assert h.load == 0 and h.verdict == "inconclusive"
+    assert "(every background request failed: HTTP 400: bad ids)" in h.line()
+    assert "re-run" not in h.line()
+    # no tick of the helper at all (only start and end): unknown, the reading as before
+    r = read(_store(True, noise, False), _store(True, noise, True, [ticks[0], ticks[-1]]))
+    assert r.helpers[0].load is None and r.helpers[0].verdict == "identical"
