@@ -7,7 +7,9 @@ helper sends it), and every sample is compared bit for bit (session/compare.py) 
 smallest size's. The result, per helper, is the smallest batch size at which any token id or
 logprob changes (None: none changes), with where it changed first. On a deterministic server any
 change is a batch-invariance gap: the field's "deterministic mode diverges above batch 8" is
-this. The probe's own samples are not scored into the helpers' results.
+this. A size above the number of prompts cannot be reached: the probe runs the largest batch it
+can (all the prompts) in its place, and names the sizes not reached rather than count them as
+tested. The probe's own samples are not scored into the helpers' results.
 """
 
 from __future__ import annotations
@@ -44,19 +46,38 @@ async def batch_probe(
     for spec in specs:
         ctx = ctx_of(spec)
         n = min(len(ctx.prompts), max(sizes))
+        reached = sorted({min(b, n) for b in sizes})
+        missed = [b for b in sizes if b > n]
         try:
-            books = {b: await _scored_at(spec, ctx, n, min(b, n)) for b in sizes}
+            books = {b: await _scored_at(spec, ctx, n, b) for b in reached}
         except PhaseError as e:
-            yield BatchProbed(spec.name, ctx.server, sizes, n, error=f"[{e.phase}] {e.err.message}")
+            yield BatchProbed(
+                spec.name,
+                ctx.server,
+                reached,
+                n,
+                error=f"[{e.phase}] {e.err.message}",
+                prompts=n,
+                not_reached=missed,
+            )
             continue
-        base = books[sizes[0]]
+        base = books[reached[0]]
         changed, first = None, None
-        for b in sizes[1:]:
+        for b in reached[1:]:
             diff = compare_books(base, books[b])
             f = diff.first
             if f is not None:
                 changed = b
                 first = {"sample": f.sample, "position": f.first, "side": f.side}
                 break
-        compared = len(compare_books(base, books[sizes[-1]]).samples)
-        yield BatchProbed(spec.name, ctx.server, sizes, compared, changed, first)
+        compared = len(compare_books(base, books[reached[-1]]).samples)
+        yield BatchProbed(
+            spec.name,
+            ctx.server,
+            reached,
+            compared,
+            changed,
+            first,
+            prompts=n,
+            not_reached=missed,
+        )

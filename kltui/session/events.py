@@ -167,7 +167,9 @@ class BatchProbed:
     """`--batch-sizes`: one helper run again at each batch size on the first `samples`
     prompts (run/batch_probe.py). `changed_at` is the smallest size whose token ids or
     logprobs differ from the smallest size's (None: none), `first` where (sample, position,
-    side), `error` why the probe stopped."""
+    side), `error` why the probe stopped. `sizes` are the sizes run: those asked for up to the
+    number of prompts, and that number when a larger one was asked; `not_reached` the asked
+    sizes above it (never run), `prompts` that number (None in older recordings)."""
 
     helper: str
     server: str
@@ -177,6 +179,8 @@ class BatchProbed:
     first: dict[str, Any] | None = None
     error: str | None = None
     at: float | None = field(default_factory=time.time)
+    prompts: int | None = None
+    not_reached: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

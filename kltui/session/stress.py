@@ -384,11 +384,24 @@ def _idle_why(ticks: list[StressTick]) -> str:
 def probe_line(ev: BatchProbed, deterministic: bool) -> str:
     """One helper's --batch-sizes result as words."""
     sizes = ",".join(str(b) for b in ev.sizes)
-    head = f"{ev.helper} at batch sizes {sizes} ({ev.samples} samples): "
+    note = f"{ev.samples} samples"
+    if ev.not_reached:
+        missed = ",".join(str(b) for b in ev.not_reached)
+        note += (
+            f"; {missed} not reached with {ev.prompts} prompts, --samples "
+            f"{max(ev.not_reached)} reaches them"
+        )
+    head = f"{ev.helper} at batch sizes {sizes} ({note}): "
     if ev.error:
         return head + f"probe stopped: {ev.error}"
+    if len(ev.sizes) < 2:
+        return head + "inconclusive: one batch size run, nothing to compare it with"
     if ev.changed_at is None:
-        return head + "bit-identical at every batch size"
+        return head + (
+            "bit-identical at every batch size run"
+            if ev.not_reached
+            else "bit-identical at every batch size"
+        )
     f = ev.first or {}
     below = [b for b in ev.sizes if b < ev.changed_at]
     where = f"sample {f.get('sample')} @ {f.get('position')} ({f.get('side')} side)"
@@ -409,6 +422,7 @@ def probe_json(ev: BatchProbed) -> dict[str, Any]:
         "helper": ev.helper,
         "server": ev.server,
         "sizes": list(ev.sizes),
+        "not_reached": list(ev.not_reached),
         "samples": ev.samples,
         "changed_at": ev.changed_at,
         "first": ev.first,

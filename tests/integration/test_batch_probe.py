@@ -26,3 +26,26 @@ def test_a_batch_invariant_server_never_changes(reference_servers, tmp_path):
     (probe,) = doc["batch_probe"]
     assert rc == 0 and probe["changed_at"] is None and probe["first"] is None
     assert "bit-identical at every batch size" in text
+
+
+def test_a_size_above_the_prompts_is_named_not_reached_never_called_tested(
+    reference_servers, tmp_path
+):
+    # a kernel switch above 6 running requests, probed at 1,8,32 with 4 prompts: a batch of 8
+    # or 32 never ran, so "bit-identical at every batch size" would claim what was not measured
+    url = reference_servers.url(deterministic=True, fault="batch-switch:6", random_seed=0)
+    rc, doc, text = asyncio.run(check_run(url, tmp_path, **{**SMALL, "batch_sizes": [1, 8, 32]}))
+    (probe,) = doc["batch_probe"]
+    assert probe["sizes"] == [1, 4] and probe["not_reached"] == [8, 32]
+    assert probe["changed_at"] is None
+    assert (
+        "match at batch sizes 1,4 (4 samples; 8,32 not reached with 4 prompts, --samples 32 "
+        in (text)
+    )
+    assert "bit-identical at every batch size run" in text
+    # the one size asked for beyond the prompts: run at 4 in its place, and found there
+    url2 = reference_servers.url(deterministic=True, fault="batch-switch:2", random_seed=0)
+    _, doc, text = asyncio.run(check_run(url2, tmp_path, **{**SMALL, "batch_sizes": [1, 8]}))
+    (probe,) = doc["batch_probe"]
+    assert probe["sizes"] == [1, 4] and probe["not_reached"] == [8] and probe["changed_at"] == 4
+    assert "tokens change first at batch 4" in text
