@@ -151,7 +151,9 @@ def add_run_options(
         "none: no truncation. A .json of token-id lists (SGLang's input-id cache) is sent uncut "
         "unless N is given",
     )
-    p.add_argument("--seed", type=int, help="seed of the truncation lengths (0)")
+    p.add_argument(
+        "--seed", type=int, help="seed of the truncation lengths and of the --stress traffic (0)"
+    )
     p.add_argument(
         "--tokenizer",
         metavar="PATH|NAME",
