@@ -268,6 +268,18 @@ def test_snapshot_of_a_sweep_read_back(snap_compare):
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_snapshot_of_a_stressed_sweep_read_back(snap_compare):
+    # `kltui ablate --stress light` on a deterministic base whose kernel switches above 6
+    # running requests: quiet, every configuration passes; under load each has a state bug,
+    # and the matrix must say so beside the quiet verdict (tests/tui/data/sweep-stress)
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: isinstance(pilot.app.screen, AblationScreen))
+        await pilot.pause(0.3)
+
+    app = KltuiApp(SweepFeed.replay(load(DATA / "sweep-stress")))
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_a_row_cut_short_while_its_server_started_reads_interrupted_once_the_sweep_ended():
     from kltui.outputs.ablation_matrix import STARTING, Live, matrix_rows
 
