@@ -66,9 +66,12 @@ def activity(ticks: list[StressTick], helper: str, phase: str) -> Activity | Non
     """The traffic during `helper`'s last `phase` (the scored one), from its ticks."""
     moment = f"{helper}/{phase}"
     idx = [i for i, t in enumerate(ticks) if t.moment == moment]
-    if not idx:
-        return None
-    i = idx[-1]
+    return _activity_at(ticks, idx[-1]) if idx else None
+
+
+def _activity_at(ticks: list[StressTick], i: int) -> Activity:
+    """What the traffic did from tick `i` to the next (to the end: nothing more)."""
+    moment = ticks[i].moment
     a = ticks[i].counts
     b = ticks[i + 1].counts if i + 1 < len(ticks) else a
     kinds_a, kinds_b = a.get("by_kind") or {}, b.get("by_kind") or {}
@@ -80,7 +83,7 @@ def activity(ticks: list[StressTick], helper: str, phase: str) -> Activity | Non
         int(b.get("aborted", 0)) - int(a.get("aborted", 0)),
         int(b.get("errors", 0)) - int(a.get("errors", 0)),
         int(a.get("in_flight", 0)),
-        phase == "flush",
+        moment.endswith("/flush"),
         _squeezed(a, b),
     )
 
@@ -93,16 +96,8 @@ def load_during(ticks: list[StressTick], helper: str) -> int | None:
     idx = [i for i, t in enumerate(ticks) if t.moment.startswith(prefix)]
     if not idx:
         return None
-    total = 0
-    for i in idx:
-        if ticks[i].moment[len(prefix) :] in ("flush", "done"):
-            continue
-        a = ticks[i].counts
-        b = ticks[i + 1].counts if i + 1 < len(ticks) else a
-        sent = int(b.get("sent", 0)) - int(a.get("sent", 0))
-        failed = int(b.get("errors", 0)) - int(a.get("errors", 0))
-        total += max(0, sent - failed) + int(a.get("in_flight", 0))
-    return total
+    phases = [_activity_at(ticks, i) for i in idx if ticks[i].moment != f"{helper}/done"]
+    return sum(max(0, a.sent - a.errors) + a.in_flight for a in phases if not a.paused)
 
 
 def _squeezed(a: dict, b: dict) -> int:
@@ -333,12 +328,10 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
         diff = compare_books(q.book, st.book)
         det = _deterministic(stressed, st.server)
         first = diff.first if det else None
+        server_ticks = ticks.get(st.server, [])
         during = None
         if first is not None and first.side is not None:
-            during = activity(
-                ticks.get(st.server, []), st.helper, PHASE_OF_SIDE.get(first.side, "decode")
-            )
-        server_ticks = ticks.get(st.server, [])
+            during = activity(server_ticks, st.helper, PHASE_OF_SIDE.get(first.side, "decode"))
         helpers.append(
             HelperUnderLoad(
                 st.helper,

@@ -59,15 +59,18 @@ def pytest_collection_modifyitems(config, items):
     # the tier's items, in their own slots: first the vLLM modules' tests that take `vllm_url`,
     # then the rest of those modules, then every other module (a stable sort: the same order
     # otherwise)
+    def takes_vllm(it: pytest.Item) -> bool:
+        return "vllm_url" in getattr(it, "fixturenames", ())
+
     def group(it: pytest.Item) -> int:
         if Path(str(it.fspath)).stem not in VLLM_MODULES:
             return 2
-        return 0 if "vllm_url" in getattr(it, "fixturenames", ()) else 1
+        return 0 if takes_vllm(it) else 1
 
     ordered = sorted((items[i] for i in real), key=group)
     for i, item in zip(real, ordered, strict=True):
         items[i] = item
-    users = [it.nodeid for it in ordered if "vllm_url" in getattr(it, "fixturenames", ())]
+    users = [it.nodeid for it in ordered if takes_vllm(it)]
     _LAST_VLLM_USER[:] = users[-1:]
 
 
