@@ -130,6 +130,8 @@ async def main() -> None:
     for _ in range(args.repeats):
         kl.append(await kltui_run(cfg))
         br.append(await bare(args.server, args.baseline, prompts, n, k))
+        # each pair as it lands: a run cut short by its call's limit still leaves figures
+        print(f"  repeat {len(kl)}: kltui {kl[-1][0]:.2f} s, bare {br[-1][0]:.2f} s", flush=True)
     km, bm = (statistics.median(x[0] for x in v) for v in (kl, br))
     kc, bc = (statistics.median(x[1] for x in v) for v in (kl, br))
     print(

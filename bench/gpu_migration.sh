@@ -10,8 +10,10 @@
 #   bash bench/gpu_migration.sh ce1     one pair, graphs on both sides, `kltui check --baseline`
 #   bash bench/gpu_migration.sh ce      four servers at once (vLLM graphs / eager, SGLang FA3
 #                                       graphs / no graphs), `kltui check --baseline` on each pair
-#   bash bench/gpu_migration.sh ablate  kltui ablate: triton + deterministic base, vary
-#                                       attention-backend=fa3 and cuda-graph=off
+#   [CHAIN=1] [VARY="--vary K=V ..."] [PARALLEL=N] bash bench/gpu_migration.sh ablate
+#                                       kltui ablate: triton + deterministic base, vary
+#                                       attention-backend=fa3 and cuda-graph=off; CHAIN=1 adds
+#                                       --chain (dumper relaunch, kltui dumps, op probe)
 # Or split over calls, each well under the per-call limit (servers stay up between calls, in
 # their own process groups; logs under /root/mig, copied into $OUT by every call):
 #   bash bench/gpu_migration.sh up graphs|eager   start vLLM (8000) then SGLang FA3 (30001);
@@ -124,7 +126,7 @@ run)
   [ "${COST:-1}" = 1 ] || { keep; exit 0; }
   echo "$(date +%T) bench_cross_engine ($v)"
   ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH
-    "$PY" bench/bench_cross_engine.py --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
+    timeout "${COST_TIMEOUT:-280}" "$PY" bench/bench_cross_engine.py --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
       --prompts "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats "${REPEATS:-2}" ) \
     2>&1 | tee "$P/cost-$v.txt" | tail -5
   keep
@@ -190,9 +192,13 @@ ablate)
   LAUNCH="$PY -m sglang.launch_server --model-path $M --sampling-backend pytorch --host 127.0.0.1 --attention-backend triton --enable-deterministic-inference"
   echo "$(date +%T) kltui ablate"
   # shellcheck disable=SC2086
+  # CHAIN=1: then setting -> module -> op (--chain); TIMEOUT bounds it inside the call's limit,
+  # so that what was measured still comes back as the sweep archive
+  timeout "${TIMEOUT:-560}" \
   kltui ablate --launch "$LAUNCH" ${VARY:---vary attention-backend=fa3 --vary cuda-graph=off} \
-    --parallel 3 --start-timeout 480 --prompts "$IDS" --samples "$SAMPLES" \
-    --max-new-tokens "$NEW" --json "$O/ablate.json" --md "$O/ablate.md" > "$O/ablate.txt" 2>&1
+    --parallel "${PARALLEL:-3}" --start-timeout 480 --prompts "$IDS" --samples "$SAMPLES" \
+    ${CHAIN:+--chain} --max-new-tokens "$NEW" --json "$O/ablate.json" --md "$O/ablate.md" \
+    > "$O/ablate.txt" 2>&1
   echo "rc=$?"
   tail -60 "$O/ablate.txt"
   ( cd "$O/runs" && tar czf "$O/ablate-sweep.tgz" ablate-* 2>/dev/null )

@@ -16,6 +16,8 @@
 #   [BATCH=1,8,32] bash bench/gpu_stress.sh batch
 #       match alone at 128 new tokens, scored again at each batch size: the smallest at which
 #       any token changes (on a deterministic server: a batch-invariance gap)
+#   [LEVEL=light] [BATCH=1,8,32] bash bench/gpu_stress.sh both
+#       stress, then batch, on one server (the two start the same server)
 # Each call starts its server, runs, stops it, and stays under ~540 s (SAMPLES=32, NEW=512 for
 # stress and pressure). Everything lands in $OUT (server log and /server_info, kltui's console,
 # JSON and Markdown, the recordings, /metrics before and after).
@@ -93,8 +95,9 @@ pressure)
     --max-total-tokens 20480 --chunked-prefill-size 512 --schedule-conservativeness 0.05
   check_stress pressure
   ;;
-batch)
-  start batch --
+batch|both)
+  # both: the stress run, then the batch probe on the same server (one start fewer)
+  if [ "$1" = both ]; then start stress --; check_stress stress; else start batch --; fi
   echo "$(date +%T) kltui check --helpers match --batch-sizes ${BATCH:-1,8,32}"
   kltui check --server 127.0.0.1:30003 --prompts "$IDS" --samples 32 --max-new-tokens 128 \
     --helpers match --batch-sizes "${BATCH:-1,8,32}" --record "$O/batch.kltui.jsonl" \
@@ -104,7 +107,7 @@ batch)
   tail -8 "$O/batch.txt"
   ;;
 *)
-  echo "usage: [LEVEL=light|moderate|heavy] bash bench/gpu_stress.sh stress|pressure | [BATCH=1,8,32] bash bench/gpu_stress.sh batch" >&2
+  echo "usage: [LEVEL=light|moderate|heavy] bash bench/gpu_stress.sh stress|pressure | [BATCH=1,8,32] bash bench/gpu_stress.sh batch|both" >&2
   exit 2
   ;;
 esac
