@@ -86,7 +86,9 @@ ready() { # PORT NAME: until /health answers; a server whose log says it died fa
 kltui() { # kltui from this working tree, with SGLang's env file (it imports neither engine)
   # shellcheck disable=SC1091
   ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH KLTUI_RUNS_DIR=$O/runs
-    /usr/bin/time -f "kltui: %e s, peak RSS %M KB" "$PY" -m kltui "$@" )
+    # KLTUI_LIMIT=S: bounded by timeout (a shell function cannot be timeout's command)
+    /usr/bin/time -f "kltui: %e s, peak RSS %M KB" ${KLTUI_LIMIT:+timeout "$KLTUI_LIMIT"} \
+      "$PY" -m kltui "$@" )
 }
 
 P=/root/mig
@@ -194,8 +196,7 @@ ablate)
   # shellcheck disable=SC2086
   # CHAIN=1: then setting -> module -> op (--chain); TIMEOUT bounds it inside the call's limit,
   # so that what was measured still comes back as the sweep archive
-  timeout "${TIMEOUT:-560}" \
-  kltui ablate --launch "$LAUNCH" ${VARY:---vary attention-backend=fa3 --vary cuda-graph=off} \
+  KLTUI_LIMIT=${TIMEOUT:-560} kltui ablate --launch "$LAUNCH" ${VARY:---vary attention-backend=fa3 --vary cuda-graph=off} \
     --parallel "${PARALLEL:-3}" --start-timeout 480 --prompts "$IDS" --samples "$SAMPLES" \
     ${CHAIN:+--chain} --max-new-tokens "$NEW" --json "$O/ablate.json" --md "$O/ablate.md" \
     > "$O/ablate.txt" 2>&1

@@ -35,7 +35,14 @@ def stress_verdict(run: ConfigRun | None) -> str | None:
     if run is None or not isinstance(run.stress, dict):
         return None
     v = run.stress.get("verdict")
-    return v if isinstance(v, str) else None
+    if not isinstance(v, str):
+        return None
+    # a clean reading says what its traffic never reached (session/stress.StressReading.scope)
+    missed = run.stress.get("not_exercised")
+    paths = sorted({p for ps in missed.values() for p in ps}) if isinstance(missed, dict) else []
+    if v == "clean" and paths and all(isinstance(p, str) for p in paths):
+        return f"{v} ({' and '.join(paths)} not exercised)"
+    return v
 
 
 def _first(run: ConfigRun) -> str:

@@ -279,12 +279,64 @@ class StressReading:
             )
         return out
 
+    def not_exercised(self) -> dict[str, list[str]]:
+        """Per server, the paths the traffic never reached: "eviction" (nothing evicted by the
+        server's count nor seen by the traffic), "retraction" (the server counted none). A
+        path the server does not count (no /metrics) is left out: not known either way."""
+        out: dict[str, list[str]] = {}
+        for url, c in self.traffic.items():
+            server = self.server_counts.get(url)
+            missed = []
+            if server is not None:
+                if not c.get("evictions_observed") and not server.get("evicted_tokens"):
+                    missed.append("eviction")
+                if not server.get("retractions"):
+                    missed.append("retraction")
+            if missed:
+                out[url] = missed
+        return out
+
+    def coverage_lines(self) -> list[str]:
+        """What the traffic did not reach, so that "clean" is read as what it measured: a
+        production-sized pool takes far more than a light level sends before anything is
+        evicted or retracted (an H200 8B server's 845617-token pool was never squeezed)."""
+        out = []
+        for url, missed in self.not_exercised().items():
+            c = self.traffic.get(url) or {}
+            skipped = [
+                str(q["skipped"])
+                for q in c.get("squeezes") or []
+                if isinstance(q, dict) and q.get("skipped")
+            ]
+            why = f"; the squeeze was skipped: {skipped[0]}" if skipped else ""
+            out.append(
+                f"{url}: not exercised: {' and '.join(missed)} (the server counted none"
+                f"{', and the traffic saw no shorter cache hit' if 'eviction' in missed else ''})"
+                f"{why}; this reading covers concurrent batching and shared prefixes, not "
+                f"{' or '.join(missed)}; to reach {'them' if len(missed) > 1 else 'it'}: a "
+                "higher --stress level, or a server "
+                "with a smaller KV pool (--max-total-tokens)"
+            )
+        return out
+
+    def scope(self) -> str:
+        """What a clean verdict did not cover, as its suffix ("" when it covered both)."""
+        missed = sorted({p for ps in self.not_exercised().values() for p in ps})
+        return (
+            f" ({' and '.join(missed)} not exercised)" if self.verdict == "clean" and missed else ""
+        )
+
+    def head(self) -> str:
+        """The verdict line; a clean reading names what it did not cover."""
+        return f"stress ({self.level}): {self.verdict}{self.scope()}"
+
     def lines(self) -> list[str]:
-        """The whole reading as lines: verdict, helpers, traffic."""
+        """The whole reading as lines: verdict, helpers, traffic, what it did not reach."""
         return [
-            f"stress ({self.level}): {self.verdict}",
+            self.head(),
             *(h.line() for h in self.helpers),
             *self.traffic_lines(),
+            *self.coverage_lines(),
             *self.notes,
         ]
 
@@ -296,6 +348,7 @@ class StressReading:
             "helpers": [h.to_json() for h in self.helpers],
             "traffic": self.traffic,
             "server_counts": self.server_counts,
+            "not_exercised": self.not_exercised(),
             "notes": self.notes,
         }
 

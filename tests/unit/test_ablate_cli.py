@@ -12,6 +12,7 @@ import pytest
 from kltui.ablate.plan import Config
 from kltui.cli.commands import main
 from kltui.errors import UsageError
+from kltui.outputs.ablation_rows import stress_verdict
 from kltui.run.ablate import (
     FAILED,
     MEASURED,
@@ -158,3 +159,16 @@ def test_a_folder_that_is_not_a_sweep_is_one_line(tmp_path):
     (tmp_path / "ablation.json").write_text("{")
     with pytest.raises(UsageError, match="cannot read the sweep manifest"):
         load(tmp_path)
+
+
+def test_a_configurations_clean_stress_verdict_names_what_was_not_exercised():
+    run = ConfigRun(Config("base"), "base", status=MEASURED)
+    run.stress = {"verdict": "clean", "not_exercised": {"http://127.0.0.1:1": ["eviction"]}}
+    assert stress_verdict(run) == "clean (eviction not exercised)"
+    run.stress = {"verdict": "clean", "not_exercised": {}}
+    assert stress_verdict(run) == "clean"
+    # a recording from before the field, and the other verdicts, read as they were
+    run.stress = {"verdict": "clean"}
+    assert stress_verdict(run) == "clean"
+    run.stress = {"verdict": "state bug under load", "not_exercised": {"u": ["retraction"]}}
+    assert stress_verdict(run) == "state bug under load"

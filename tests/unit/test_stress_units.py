@@ -183,3 +183,56 @@ def test_traffic_that_only_failed_is_no_load():
     # no tick of the helper at all (only start and end): unknown, the reading as before
     r = read(_store(True, noise, False), _store(True, noise, True, [ticks[0], ticks[-1]]))
     assert r.helpers[0].load is None and r.helpers[0].verdict == "identical"
+
+
+def _end(server, evictions_observed=0, squeezes=()):
+    counts = _counts(132, 33.9, in_flight=2) | {
+        "evictions_observed": evictions_observed,
+        "squeezes": list(squeezes),
+        "server": server,
+    }
+    return StressTick(URL, "light", "end", counts)
+
+
+def test_a_clean_reading_names_the_paths_the_traffic_never_reached():
+    # the H200 8B run (docs/FIELD_NOTES.md section 9): a pool of 845617 tokens, the light
+    # squeeze skipped, the server counted 0 retractions and 0 evicted tokens
+    skipped = {"helper": "prefill_cache_hit", "pool": 845617, "target": 826914,
+               "skipped": "826914 tokens needed, over the light level's 8192"}  # fmt: skip
+    same = [[-1.0, -1.0], [-1.0, -1.0]]
+    start = StressTick(URL, "light", "start", _counts(0, 0.0))
+    busy = StressTick(URL, "light", "match/decode", _counts(40, 10.0, in_flight=3))
+
+    def reading(end):
+        return read(_store(True, same, False), _store(True, same, True, [start, busy, end]))
+
+    r = reading(_end({"retractions": 0.0, "evicted_tokens": 0.0}, squeezes=[skipped]))
+    assert r.verdict == "clean" and r.not_exercised() == {URL: ["eviction", "retraction"]}
+    head, *_ = r.lines()
+    assert head == "stress (light): clean (eviction and retraction not exercised)"
+    (cov,) = r.coverage_lines()
+    assert cov.startswith(f"{URL}: not exercised: eviction and retraction (the server counted")
+    assert "the squeeze was skipped: 826914 tokens needed, over the light level's 8192" in cov
+    assert "not eviction or retraction" in cov and "--max-total-tokens" in cov
+    assert r.to_json()["not_exercised"] == {URL: ["eviction", "retraction"]}
+    # evictions counted by the server, or seen by the traffic: only retraction is missing
+    for end in (
+        _end({"retractions": 0.0, "evicted_tokens": 2060.0}),
+        _end({"retractions": 0.0, "evicted_tokens": 0.0}, evictions_observed=1),
+    ):
+        r = reading(end)
+        assert r.not_exercised() == {URL: ["retraction"]}
+        assert r.lines()[0] == "stress (light): clean (retraction not exercised)"
+    # both reached: the plain verdict, no coverage line
+    r = reading(_end({"retractions": 3.0, "evicted_tokens": 900.0}))
+    assert r.not_exercised() == {} and r.coverage_lines() == []
+    assert r.lines()[0] == "stress (light): clean"
+    # no /metrics: not known either way, so nothing is claimed missing
+    assert reading(_end(None)).not_exercised() == {}
+    # a state bug keeps its own verdict line: coverage only scopes a clean reading
+    bug = read(
+        _store(True, same, False),
+        _store(True, [[-1.0, -1.0], [-1.0, -1.5]], True,
+               [start, busy, _end({"retractions": 0.0, "evicted_tokens": 0.0})]),
+    )  # fmt: skip
+    assert bug.lines()[0] == "stress (light): state bug under load"

@@ -25,6 +25,7 @@ def stress_group(reading: StressReading, vars_: dict) -> Group:
     colour = vars_.get(VERDICT_COLOUR.get(reading.verdict, "kl-warn"), "")
     head = Text.assemble(("quiet vs stressed ", "bold"), (f"({reading.level}): ", "bold"))
     head.append_text(safe(reading.verdict, style=colour))
+    head.append_text(safe(reading.scope()))
     t = Table(box=None, header_style="bold", pad_edge=False, expand=True)
     for col in ("helper", "quiet", "stressed", "samples", "under load", "first difference"):
         t.add_column(col, justify="right" if col in ("quiet", "stressed", "samples") else "left")
@@ -45,6 +46,7 @@ def stress_group(reading: StressReading, vars_: dict) -> Group:
         if h.state_bug or not h.deterministic:
             parts.append(safe("· " + h.line()))
     parts.extend(safe("· " + line, style="dim") for line in reading.traffic_lines())
+    parts.extend(safe("· " + line) for line in reading.coverage_lines())
     parts.extend(safe("· " + n, style="dim") for n in reading.notes)
     return Group(*parts)
 
