@@ -63,3 +63,8 @@ def test_stress_on_real_sglang(sglang_url):
         else:  # else the paired test, which 4 samples cannot satisfy
             assert h.paired is not None and h.verdict == "inconclusive", h.line()
     assert not r.state_bug
+    # what the traffic never reached is named from SGLang's own counters, never guessed
+    missed = r.not_exercised().get(next(iter(r.traffic)), [])
+    assert ("retraction" in missed) == (not counts.get("retractions"))
+    evicted = counts.get("evicted_tokens") or traffic.get("evictions_observed")
+    assert ("eviction" in missed) == (not evicted)

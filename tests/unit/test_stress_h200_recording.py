@@ -1,0 +1,52 @@
+"""The H200 --stress run of docs/FIELD_NOTES.md section 9, read back from its recordings (real
+SGLang 0.5.17, 8B-shaped checkpoint, FA3 deterministic, graphs on, 16 x 256, level light):
+tests/data/h200-stress, copied as the device call returned them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kltui.session.fold import fold
+from kltui.session.recording import read_recording
+from kltui.session.stress import read
+
+DATA = Path(__file__).parents[1] / "data" / "h200-stress"
+
+
+def _stores():
+    stores = []
+    for name in ("stress.kltui.jsonl", "stress-2.kltui.jsonl"):
+        fold(read_recording(str(DATA / name)), stores.append)
+    return stores
+
+
+def test_the_h200_run_is_clean_only_for_what_its_traffic_reached():
+    quiet, loud = _stores()
+    r = read(quiet, loud)
+    assert r.verdict == "clean"
+    assert [(h.helper, h.compared, h.identical) for h in r.helpers] == [
+        ("match", 16, 16),
+        ("prefill_cache_hit", 16, 16),
+        ("decode_cache_hit", 16, 16),
+    ]
+    assert [h.load for h in r.helpers] == [42, 41, 65]
+    # an 845617-token pool: the light squeeze skipped, nothing evicted or retracted
+    (url,) = r.traffic
+    assert r.not_exercised() == {url: ["eviction", "retraction"]}
+    assert r.lines()[0] == "stress (light): clean (eviction and retraction not exercised)"
+    (cov,) = r.coverage_lines()
+    assert "the squeeze was skipped: 826914 tokens needed, over the light level's 8192" in cov
+
+
+def test_the_stray_output_logprob_of_real_sglang_under_load_cost_no_sample():
+    # under load (never quiet) SGLang answered scoring prefills with one output logprob and no
+    # output token; kltui warned, scored the input logprobs, and lost no sample
+    quiet, loud = _stores()
+    stray = [p for p in loud.problems if "no output token" in p.message]
+    assert [(p.helper, p.fatal) for p in stray] == [
+        ("match", False),
+        ("prefill_cache_hit", False),
+        ("decode_cache_hit", False),
+    ]
+    assert not [p for p in quiet.problems if "no output token" in p.message]
+    assert all(len(st.book.samples) == 16 for st in loud.helpers.values())
