@@ -3,6 +3,11 @@
 # migration check: cross_engine at 32 x 512 with graphs on and off on both sides), then
 # `kltui ablate` on a production-shaped SGLang base.
 #
+# Before a device session: `bash bench/gpu_dryrun.sh` (this script's ablate path on the CPU
+# machine, against the reference server; tests/integration/test_gpu_scripts_dryrun.py runs it).
+# Send the setup calls as one batch of tool calls (a machine goes back 30 s after a call), and
+# the calls that follow them too: measured 2026-12-02, setup 278 s, c02 + install + model 119 s.
+#
 # After the setup calls of shared/gpu_sglang/README.md (stash c01, f01, f02, f03; stash c02 +
 # install + kltui) and shared/gpu_vllm/README.md (stash v01 + install), then
 # `bash bench/gpu_prod.sh model` (the checkpoint /root/llama3-8b and /root/ids.json), one device
@@ -27,14 +32,17 @@
 # COST=0 (no cost bench).
 # Everything lands in $OUT (server logs, kltui JSON/Markdown/console, the sweep folder).
 set -uo pipefail
-PY=/opt/torch/.venv/bin/python3
+PY=${PY:-/opt/torch/.venv/bin/python3}
+# ENVF, IDS, LAUNCH: overridable for a dry run on a CPU machine against the reference server
+# (bench/gpu_dryrun.sh), so that a device call never finds a script fault
+ENVF=${ENVF:-/root/carry/env.sh}
 O=${OUT:-/tmp/gpu-migration}
 M=${MODEL:-/root/llama3-8b}
-IDS=/root/ids.json
+IDS=${IDS:-/root/ids.json}
 SAMPLES=${SAMPLES:-32}
 NEW=${NEW:-512}
 mkdir -p "$O"
-[ -f /root/carry/env.sh ] || { echo "FATAL: /root/carry/env.sh missing: run the setup calls first"; exit 1; }
+[ -f "$ENVF" ] || { echo "FATAL: $ENVF missing: run the setup calls first"; exit 1; }
 [ -f "$M/config.json" ] || { echo "FATAL: no model at $M: run bench/gpu_prod.sh model first"; exit 1; }
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -63,7 +71,7 @@ sglang_start() { # PORT NAME MEMFRAC ARGS...: SGLang in its own process group, i
   shift 3
   echo "$(date +%T) start sglang-$name on $port: $*"
   # shellcheck disable=SC1091
-  ( source /root/carry/env.sh
+  ( source "$ENVF"
     exec setsid "$PY" -m sglang.launch_server --model-path "$M" --sampling-backend pytorch \
       --host 127.0.0.1 --port "$port" --mem-fraction-static "$mem" "$@" ) \
     > "$O/server-sglang-$name.log" 2>&1 &
@@ -84,11 +92,13 @@ ready() { # PORT NAME: until /health answers; a server whose log says it died fa
   curl -s "127.0.0.1:$1/server_info" > "$O/server_info-$2.json"
 }
 kltui() { # kltui from this working tree, with SGLang's env file (it imports neither engine)
-  # shellcheck disable=SC1091
-  ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH KLTUI_RUNS_DIR=$O/runs
+  # shellcheck disable=SC1090
+  ( source "$ENVF"; export PYTHONPATH=$ROOT:${PYTHONPATH:-} KLTUI_RUNS_DIR=$O/runs
     # KLTUI_LIMIT=S: bounded by timeout (a shell function cannot be timeout's command)
-    /usr/bin/time -f "kltui: %e s, peak RSS %M KB" ${KLTUI_LIMIT:+timeout "$KLTUI_LIMIT"} \
-      "$PY" -m kltui "$@" )
+    # GNU time where there is one (the GPU image has it; a CI machine may not)
+    timer=()
+    [ -x /usr/bin/time ] && timer=(/usr/bin/time -f "kltui: %e s, peak RSS %M KB")
+    "${timer[@]}" ${KLTUI_LIMIT:+timeout "$KLTUI_LIMIT"} "$PY" -m kltui "$@" )
 }
 
 P=/root/mig
@@ -127,7 +137,7 @@ run)
   tail -70 "$P/ce-$v.txt"
   [ "${COST:-1}" = 1 ] || { keep; exit 0; }
   echo "$(date +%T) bench_cross_engine ($v)"
-  ( source /root/carry/env.sh; export PYTHONPATH=$ROOT:$PYTHONPATH
+  ( source "$ENVF"; export PYTHONPATH=$ROOT:${PYTHONPATH:-}
     timeout "${COST_TIMEOUT:-280}" "$PY" bench/bench_cross_engine.py --server 127.0.0.1:30001 --baseline 127.0.0.1:8000 \
       --prompts "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" --repeats "${REPEATS:-2}" ) \
     2>&1 | tee "$P/cost-$v.txt" | tail -5
@@ -191,7 +201,7 @@ ce)
   ls "$O"
   ;;
 ablate)
-  LAUNCH="$PY -m sglang.launch_server --model-path $M --sampling-backend pytorch --host 127.0.0.1 --attention-backend triton --enable-deterministic-inference"
+  LAUNCH="${LAUNCH:-$PY -m sglang.launch_server --model-path $M --sampling-backend pytorch --host 127.0.0.1 --attention-backend triton --enable-deterministic-inference}"
   echo "$(date +%T) kltui ablate"
   # shellcheck disable=SC2086
   # CHAIN=1: then setting -> module -> op (--chain); TIMEOUT bounds it inside the call's limit,
