@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kltui.ablate.reading import Ablation, ConfigReading
 from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep
+from kltui.session.stress import scope_of
 
 
 def helper_names(ab: Ablation) -> list[str]:
@@ -37,12 +38,8 @@ def stress_verdict(run: ConfigRun | None) -> str | None:
     v = run.stress.get("verdict")
     if not isinstance(v, str):
         return None
-    # a clean reading says what its traffic never reached (session/stress.StressReading.scope)
-    missed = run.stress.get("not_exercised")
-    paths = sorted({p for ps in missed.values() for p in ps}) if isinstance(missed, dict) else []
-    if v == "clean" and paths and all(isinstance(p, str) for p in paths):
-        return f"{v} ({' and '.join(paths)} not exercised)"
-    return v
+    missed = run.stress.get("not_exercised")  # absent in recordings from before the field
+    return v + scope_of(v, missed if isinstance(missed, dict) else {})
 
 
 def _first(run: ConfigRun) -> str:

@@ -227,6 +227,14 @@ class HelperUnderLoad:
         }
 
 
+def scope_of(verdict: str, not_exercised: dict) -> str:
+    """A clean verdict's suffix naming the paths its traffic never reached (`not_exercised`,
+    as StressReading gives it or as its JSON holds it); "" otherwise."""
+    lists = (ps for ps in not_exercised.values() if isinstance(ps, list))  # JSON is untrusted
+    missed = sorted({str(p) for ps in lists for p in ps})
+    return f" ({' and '.join(missed)} not exercised)" if verdict == "clean" and missed else ""
+
+
 @dataclass(frozen=True)
 class StressReading:
     """A --stress session's result: every helper quiet against stressed, and the traffic."""
@@ -314,17 +322,13 @@ class StressReading:
                 f"{', and the traffic saw no shorter cache hit' if 'eviction' in missed else ''})"
                 f"{why}; this reading covers concurrent batching and shared prefixes, not "
                 f"{' or '.join(missed)}; to reach {'them' if len(missed) > 1 else 'it'}: a "
-                "higher --stress level, or a server "
-                "with a smaller KV pool (--max-total-tokens)"
+                "higher --stress level, or a server with a smaller KV pool (--max-total-tokens)"
             )
         return out
 
     def scope(self) -> str:
         """What a clean verdict did not cover, as its suffix ("" when it covered both)."""
-        missed = sorted({p for ps in self.not_exercised().values() for p in ps})
-        return (
-            f" ({' and '.join(missed)} not exercised)" if self.verdict == "clean" and missed else ""
-        )
+        return scope_of(self.verdict, self.not_exercised())
 
     def head(self) -> str:
         """The verdict line; a clean reading names what it did not cover."""
