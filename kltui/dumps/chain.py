@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -70,6 +71,9 @@ class Chain:
     op: str | None = None
     probe: dict | None = None  # the op probe at the module's shapes
     steps: list[str] = field(default_factory=list)  # what each finished step said
+    # seconds per step (relaunch, match, dumps, stop, probe) and in all: the sweep's time
+    # split leaves the chain out, so it is reported beside it
+    timing: dict[str, float] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
         """setting -> module -> op probe, one line each, then how it ended."""
@@ -91,6 +95,7 @@ class Chain:
             "op": self.op,
             "probe": self.probe,
             "steps": list(self.steps),
+            "timing": dict(self.timing),
         }
 
 
@@ -146,6 +151,45 @@ def op_of(module: str) -> str | None:
         if pattern.search(module):
             return op
     return None
+
+
+_KERNELS = {
+    "linear": "GEMM",
+    "rms_norm": "RMSNorm",
+    "sdpa_decode": "attention",
+    "log_softmax": "logits/log-softmax",
+}
+
+
+def flag_value(argv: tuple[str, ...] | list[str], flag: str) -> str | None:
+    """A launch flag's value in an argv (`--flag V` or `--flag=V`), else None."""
+    for i, a in enumerate(argv):
+        if a == flag and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def probe_reading(op: str, identical: bool, argv: tuple[str, ...] | list[str]) -> str:
+    """What the op probe shows and what it does not: probe-ops runs torch's op, not the
+    server's kernel, so a bit-identical probe clears the op's math at these shapes and
+    leaves the server's own kernel as the suspect; a differing one reproduces the shape
+    variance outside the server."""
+    if not identical:
+        return f"torch's {op} is shape-variant at the module's shapes outside the server too"
+    kernel = _KERNELS.get(op, op)
+    if op == "sdpa_decode":
+        backend = flag_value(argv, "--attention-backend")
+        which = f"its {backend} attention backend" if backend else "its attention backend"
+        return (
+            f"torch's {op} does not reproduce it at the module's shapes: the suspect is the "
+            f"server's own {kernel} kernel ({which}), which probe-ops does not run"
+        )
+    return (
+        f"torch's {op} does not reproduce it at the module's shapes: the suspect is the "
+        f"server's own {kernel} kernel, which probe-ops does not run"
+    )
 
 
 def probe_shape(op: str, input_shapes: list[tuple[int, ...]], tokens: int) -> dict | None:
@@ -237,11 +281,22 @@ async def run_chain(
         ch.line = f"chain: {step} failed: {one_line(what, 600)}"
         return ch
 
+    clock = time.perf_counter()
+
+    def lap(key: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        ch.timing[key] = round(now - clock, 3)
+        ch.timing["total_s"] = round(sum(v for k, v in ch.timing.items() if k != "total_s"), 3)
+        clock = now
+
     say(f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}")
     try:
         url = await srv.start()
     except LaunchError as e:
+        lap("relaunch_s")
         return fail("relaunch", str(e))
+    lap("relaunch_s")
     try:
         say("chain: match on the relaunched base (does it still diverge without graphs?)")
         try:
@@ -251,6 +306,8 @@ async def run_chain(
             srv.check_alive()
         except LaunchError as e:
             return fail("reproduce", str(e))
+        finally:
+            lap("match_s")
         if outcome.error is not None or outcome.store is None:
             return fail("reproduce", f"match could not run: {outcome.error}{_tail(log_path)}")
         again = read([sweep.base.config], {sweep.base.name: outcome.store})
@@ -266,12 +323,19 @@ async def run_chain(
             result = await _drill(drill, url, spec, dump_dir)
             srv.check_alive()
         except LaunchError as e:
+            lap("dumps_s")
             return fail("dumps", str(e))
         except Exception as e:  # DumpError, EngineError, UsageError: one line each
+            lap("dumps_s")
             return fail("dumps", f"{e}{_tail(log_path)}")
+        lap("dumps_s")
     finally:
         await srv.stop()
-    return await _module_and_op(ch, result, probe)
+        lap("stop_s")
+    await _module_and_op(ch, result, probe, sweep.base.config.argv)
+    if ch.probe is not None or ch.step == "probe":
+        lap("probe_s")
+    return ch
 
 
 async def _drill(drill: DrillDown | None, url: str, spec: SweepSpec, dump_dir: Path) -> dict:
@@ -298,7 +362,12 @@ _DUMPS_KEYS = (
 )
 
 
-async def _module_and_op(ch: Chain, result: dict, probe: Callable[[dict], dict] | None) -> Chain:
+async def _module_and_op(
+    ch: Chain,
+    result: dict,
+    probe: Callable[[dict], dict] | None,
+    argv: tuple[str, ...] | list[str] = (),
+) -> Chain:
     """Steps 3 and 4 once the drill-down's result is in."""
     ch.dumps = {k: result.get(k) for k in _DUMPS_KEYS}
     ch.module, ch.module_status = module_of(result)
@@ -342,7 +411,8 @@ async def _module_and_op(ch: Chain, result: dict, probe: Callable[[dict], dict] 
     same = "bit-identical" if res.get("identical") else "differs"
     ch.line = (
         f"chain: {ch.setting} -> {ch.module} -> {ch.op} {same} at M=1 vs M=N "
-        f"({res.get('shape')}, {res.get('dtype')}, {res.get('device')})"
+        f"({res.get('shape')}, {res.get('dtype')}, {res.get('device')}): "
+        + probe_reading(ch.op, bool(res.get("identical")), argv)
     )
     return ch
 

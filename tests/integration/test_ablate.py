@@ -199,6 +199,10 @@ def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf
     assert ch["status"] == "failed" and ch["step"] in ("relaunch", "dumps"), ch
     assert ch["setting"] == "deterministic=on"
     assert ch["line"].startswith(f"chain: {ch['step']} failed: ")
+    # the chain's own time, beside the sweep's split (which leaves it out)
+    t = ch["timing"]
+    assert t["relaunch_s"] > 0 and t["total_s"] >= t["relaunch_s"]
+    assert f"; then the chain {t['total_s']:.1f} s (relaunch " in bf16_sweep["text"]
     lines = [ln for ln in bf16_sweep["text"].splitlines() if ln.startswith("chain: ")]
     assert ch["line"] in lines and "Traceback" not in bf16_sweep["text"]
     # what was measured is kept: the verdict and its exit code

@@ -99,7 +99,8 @@ def test_one_report_carries_setting_module_and_op(tmp_path, monkeypatch):
     assert got.status == "module" and got.op == "linear" and got.step is None
     assert got.line == (
         "chain: deterministic=on -> model.layers.0.self_attn.qkv_proj -> linear differs at "
-        "M=1 vs M=N (F.linear [N,256]x[256,256], float32, CPU (x86_64))"
+        "M=1 vs M=N (F.linear [N,256]x[256,256], float32, CPU (x86_64)): torch's linear is "
+        "shape-variant at the module's shapes outside the server too"
     )
     assert got.lines()[1].startswith("module: model.layers.0.self_attn.qkv_proj (first divergent")
     # a module probe-ops does not cover: named, no probe
@@ -107,3 +108,41 @@ def test_one_report_carries_setting_module_and_op(tmp_path, monkeypatch):
     act = {**DUMPS, "first_divergent_module": "model.layers.0.mlp.act_fn"}
     got2 = asyncio.run(chain._module_and_op(ch2, act, fake_probe))
     assert got2.op is None and got2.line.endswith("probe-ops does not cover its op")
+
+
+def test_a_bit_identical_probe_clears_torchs_op_and_names_the_servers_own_kernel(monkeypatch):
+    # as on the H200 (docs/FIELD_NOTES.md section 10): triton attention diverges, the dumper
+    # names the attention module, torch's SDPA at its shapes is bit-identical
+    attn = {**DUMPS, "first_divergent_module": "model.layers.0.self_attn.attn"}
+    monkeypatch.setattr(chain, "input_shapes", lambda folder, module: [(40, 32, 128)])
+
+    def same(size):
+        return {"op": "sdpa_decode", "shape": "32x128", "identical": True, "results": [],
+                "dtype": "bfloat16", "device": "GPU"}  # fmt: skip
+
+    argv = ("python", "-m", "sglang.launch_server", "--attention-backend", "triton")
+    got = asyncio.run(
+        chain._module_and_op(chain.Chain("failed", "", setting="a=b"), attn, same, argv)
+    )
+    assert got.line.endswith(
+        "sdpa_decode bit-identical at M=1 vs M=N (32x128, bfloat16, GPU): torch's sdpa_decode "
+        "does not reproduce it at the module's shapes: the suspect is the server's own attention "
+        "kernel (its triton attention backend), which probe-ops does not run"
+    )
+    # no backend in the launch command: not guessed
+    got2 = asyncio.run(chain._module_and_op(chain.Chain("failed", "", setting="a=b"), attn, same))
+    assert got2.line.endswith("(its attention backend), which probe-ops does not run")
+    assert chain.flag_value(["--attention-backend=fa3"], "--attention-backend") == "fa3"
+    assert chain.flag_value(["--attention-backend"], "--attention-backend") is None
+    # a GEMM module
+    lin = asyncio.run(
+        chain._module_and_op(
+            chain.Chain("failed", "", setting="a=b"),
+            DUMPS,
+            lambda size: {**same(size), "op": "linear"},
+            argv,
+        )  # fmt: skip
+    )
+    assert lin.line.endswith(
+        "the suspect is the server's own GEMM kernel, which probe-ops does not run"
+    )
