@@ -25,7 +25,7 @@ import time
 import httpx
 import numpy as np
 
-from kltui.helpers.cross_batches import Sample, chunks
+from kltui.helpers.cross_batches import Sample, chunks, wanted_ids
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.consume import pump
@@ -60,6 +60,9 @@ async def bare(
         ]
         common = {"model": model, "temperature": 0.0, "ignore_eos": True}
         common |= {"return_tokens_as_token_ids": True, "return_token_ids": True}
+        # the batches, the id lists and the entry budget kltui's own requests use, so that both
+        # sides ask the servers for the same work (the union's ids from the first scored
+        # position on; a sample whose answer would pass ENTRY_BUDGET asks for none)
         for chunk in chunks(samples, k):
             seqs = [s.seq.tolist() for s in chunk]
             scored = await b.post(
@@ -67,26 +70,35 @@ async def bare(
                 json=common | {"prompt": seqs, "max_tokens": 1, "prompt_logprobs": k},
             )
             body = scored.json()
-            await b.post(
-                "/v1/completions",
-                json=common
-                | {"prompt": [s.prompt.tolist() for s in chunk], "max_tokens": n, "logprobs": k},
-            )
-            wanted = []
-            for ch in body["choices"]:
-                ids = {int(t) for pos in ch["prompt_logprobs"][1:] if pos for t in pos}
-                wanted.append(sorted(ids))
-            await a.post(
-                "/generate",
-                json={
-                    "input_ids": seqs,
-                    "sampling_params": sp | {"max_new_tokens": 0},
-                    "return_logprob": True,
-                    "logprob_start_len": 0,
-                    "top_logprobs_num": k,
-                    "token_ids_logprob": wanted,
-                },
-            )
+            (
+                await b.post(
+                    "/v1/completions",
+                    json=common
+                    | {
+                        "prompt": [s.prompt.tolist() for s in chunk],
+                        "max_tokens": n,
+                        "logprobs": k,
+                    },
+                )
+            ).json()
+            tops = []
+            for s, ch in zip(chunk, body["choices"], strict=True):
+                rows = ch["prompt_logprobs"][s.start :]
+                tops.append([np.asarray([int(t) for pos in rows if pos for t in pos], np.int64)])
+            wanted, _ = wanted_ids(chunk, tops, k)
+            (
+                await a.post(
+                    "/generate",
+                    json={
+                        "input_ids": seqs,
+                        "sampling_params": sp | {"max_new_tokens": 0},
+                        "return_logprob": True,
+                        "logprob_start_len": 0,
+                        "top_logprobs_num": k,
+                        "token_ids_logprob": [w.tolist() for w in wanted],
+                    },
+                )
+            ).json()
     return time.perf_counter() - t0, time.process_time() - c0
 
 

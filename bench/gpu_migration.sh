@@ -212,7 +212,9 @@ ablate)
     > "$O/ablate.txt" 2>&1
   echo "rc=$?"
   tail -60 "$O/ablate.txt"
-  ( cd "$O/runs" && tar czf "$O/ablate-sweep.tgz" ablate-* 2>/dev/null )
+  # without the chain's dump folders: 1.9 GB at this shape took ~2 minutes of the call to pack
+  # (2026-12-03) and no archive over the device's size limit comes back
+  ( cd "$O/runs" && tar czf "$O/ablate-sweep.tgz" --exclude='ablate-*/dumps' ablate-* 2>/dev/null )
   ;;
 *)
   echo "usage: bash bench/gpu_migration.sh up|run|down [graphs|eager] | ce1|ce|ablate" >&2
