@@ -88,6 +88,56 @@ def top_entries(entries, what: str = "top logprobs") -> list | None:
     return out
 
 
+@dataclass(slots=True, frozen=True)
+class IdRows:
+    """SGLang's input_token_ids_logprobs as arrays: which positions carry a row, and per row
+    the ids asked for and their logprobs (None -> NaN). Ragged or malformed rows that still
+    parse keep `ids` and `lps` None: no table can be read from them."""
+
+    filled: np.ndarray  # bool [P]
+    ids: np.ndarray | None  # int64 [F, M], F = filled.sum()
+    lps: np.ndarray | None  # float64 [F, M]
+
+    def __len__(self) -> int:
+        return int(self.filled.size)
+
+
+def id_rows(entries, what: str = "input_token_ids_logprobs") -> IdRows | None:
+    """input_token_ids_logprobs ([logprob, id, text] per id asked, per position; positions may
+    be null) as IdRows, in one numpy conversion: answers of millions of entries are common
+    (cross_engine asks for the other engine's top-k ids at every position)."""
+    if entries is None:
+        return None
+    if not isinstance(entries, list):
+        raise ParseError(f"{what} is not a list")
+    filled = np.fromiter((e is not None for e in entries), dtype=bool, count=len(entries))
+    body = [e for e in entries if e is not None]
+    if not body:
+        return IdRows(filled, np.zeros((0, 0), np.int64), np.zeros((0, 0)))
+    try:
+        arr = np.asarray(body, dtype=np.float64)  # a null logprob or text reads as NaN
+        if arr.ndim == 3 and arr.shape[2] >= 2:
+            ids_f = arr[:, :, 1]
+            with np.errstate(invalid="ignore"):
+                ids = ids_f.astype(np.int64)
+            # astype truncates 3.7 to 3 and a null id is NaN: an id must have been an integer
+            if not np.array_equal(ids, ids_f):
+                raise ParseError(f"{what} has a token id that is not an integer")
+            return IdRows(filled, ids, np.ascontiguousarray(arr[:, :, 0]))
+    except _CONVERSION_ERRORS as e:
+        if isinstance(e, ParseError):
+            raise
+    # text in the entries, ragged rows or a malformed entry: the per-entry parse says which
+    rows = top_entries(entries, what) or []
+    lens = {len(r) for r in rows if r is not None}
+    if len(lens) != 1:
+        return IdRows(filled, None, None)
+    pairs = np.asarray([r for r in rows if r is not None], dtype=np.float64).reshape(
+        len(body), lens.pop(), 2
+    )
+    return IdRows(filled, pairs[:, :, 0].astype(np.int64), np.ascontiguousarray(pairs[:, :, 1]))
+
+
 @dataclass(slots=True)
 class GenResult:
     """One batch index's generated tokens, their logprobs and the prompt's logprobs."""
@@ -103,7 +153,7 @@ class GenResult:
     text: str = ""
     input_top: list | None = None
     output_top: list | None = None
-    input_token_ids_logprobs: list | None = None
+    input_token_ids_logprobs: IdRows | None = None
     meta: dict = field(default_factory=dict)
     input_texts: list | None = None  # with return_text_in_logprobs: the text of each input token
     input_top_texts: dict | None = None  # with return_text_in_logprobs: top-k token id -> text
@@ -222,7 +272,7 @@ def parse_result(obj: dict, index: int) -> GenResult:
         base,
         input_top=top_entries(meta.get("input_top_logprobs"), f"{what} input_top_logprobs"),
         output_top=top_entries(meta.get("output_top_logprobs"), f"{what} output_top_logprobs"),
-        input_token_ids_logprobs=top_entries(
+        input_token_ids_logprobs=id_rows(
             meta.get("input_token_ids_logprobs"), f"{what} input_token_ids_logprobs"
         ),
         input_texts=(in_texts := texts(meta.get("input_token_logprobs"))),

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kltui.engines.sglang_parse import GenResult
+from kltui.engines.sglang_parse import GenResult, IdRows
 
 if TYPE_CHECKING:
     from kltui.helpers.context import HelperContext
@@ -41,22 +41,20 @@ def pairs_to_topk(rows: list | None, k: int, p: int) -> TopK:
     )
 
 
-def token_ids_table(rows: list | None, ids: np.ndarray, p: int, what: str) -> np.ndarray:
+def token_ids_table(rows: IdRows | None, ids: np.ndarray, p: int, what: str) -> np.ndarray:
     """SGLang's input_token_ids_logprobs as [p, M] in the order of `ids` (row 0 may be None)."""
     out = np.full((p, ids.size), np.nan)
     if rows is None or not ids.size:
         return out
     if len(rows) != p:
         raise ValueError(f"{what}: {len(rows)} token_ids_logprob rows for {p} positions")
-    body = [r for r in rows if r is not None]
-    if not body:
+    if not rows.filled.any():
         return out
-    # parsed rows hold (token_id, logprob) pairs
-    arr = np.asarray(body, dtype=np.float64)
-    if arr.shape[1:] != (ids.size, 2) or not (arr[:, :, 0] == ids).all():
+    if rows.ids is None or rows.lps is None or rows.ids.shape[1:] != (ids.size,):
         raise ValueError(f"{what}: token_ids_logprob ids differ from the ids requested")
-    filled = np.asarray([r is not None for r in rows])
-    out[filled] = arr[:, :, 1]
+    if not (rows.ids == ids).all():
+        raise ValueError(f"{what}: token_ids_logprob ids differ from the ids requested")
+    out[rows.filled] = rows.lps
     return out
 
 

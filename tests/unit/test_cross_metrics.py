@@ -242,16 +242,41 @@ def test_sglang_top_lists_become_dense_rows():
 
 
 def test_token_ids_rows_must_hold_the_ids_asked_for():
+    from kltui.engines.sglang_parse import id_rows
     from kltui.helpers.cross_batches import token_ids_table
 
     ids = np.array([3, 8])
-    rows = [None, [(3, -1.0), (8, -2.0)], [(3, -1.5), (8, -0.5)]]
+    # SGLang's entries: [logprob, token id, text]
+    rows = id_rows([None, [[-1.0, 3, None], [-2.0, 8, None]], [[-1.5, 3, None], [-0.5, 8, None]]])
     table = token_ids_table(rows, ids, 3, "sample 0")
     assert np.isnan(table[0]).all() and table[1:].tolist() == [[-1.0, -2.0], [-1.5, -0.5]]
     with pytest.raises(ValueError, match="differ from the ids requested"):
-        token_ids_table([None, [(8, -1.0), (3, -2.0)]], ids, 2, "sample 0")
+        token_ids_table(id_rows([None, [[-1.0, 8, None], [-2.0, 3, None]]]), ids, 2, "sample 0")
+    with pytest.raises(ValueError, match="differ from the ids requested"):  # ragged rows
+        token_ids_table(id_rows([[[-1.0, 3, None]], [[-1.0, 3], [-2.0, 8]]]), ids, 2, "s")
     with pytest.raises(ValueError, match="rows for 3 positions"):
-        token_ids_table([None], ids, 3, "sample 0")
+        token_ids_table(id_rows([None]), ids, 3, "sample 0")
+    assert np.isnan(token_ids_table(id_rows([None, None]), ids, 2, "s")).all()
+
+
+def test_token_ids_rows_parse_in_one_conversion_and_fall_back_on_anything_else():
+    from kltui.engines.sglang_parse import ParseError, id_rows, top_entries
+
+    # a null logprob is NaN, as the per-entry parse reads it; text rides along unread
+    raw = [None, [[None, 3, "a"], [-2.0, 8, "b"]], [[-1.5, 3, None], [-0.5, 8, None]]]
+    got = id_rows(raw)
+    assert got.filled.tolist() == [False, True, True]
+    assert got.ids.tolist() == [[3, 8], [3, 8]] and got.ids.dtype == np.int64
+    assert np.isnan(got.lps[0, 0]) and got.lps[1].tolist() == [-1.5, -0.5]
+    # the same numbers as the per-entry parse, on the fast path (no text)
+    fast = [None, [[-1.0, 3, None], [-2.0, 8, None]]]
+    per = top_entries(fast)
+    assert id_rows(fast).lps.tolist() == [[e[1] for e in per[1]]]
+    # malformed entries are ParseErrors naming the field, as before
+    for bad in ([None, [[-1.0]]], [[[-1.0, None, None]]], [[[-1.0, 2.5, None]]], "x"):
+        with pytest.raises(ParseError, match="input_token_ids_logprobs"):
+            id_rows(bad)
+    assert id_rows(None) is None
 
 
 def test_requests_are_cut_to_the_entry_budget(monkeypatch):
