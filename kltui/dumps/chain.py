@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import SimpleNamespace
 
+from kltui.ablate.knobs import KNOBS, current
 from kltui.ablate.reading import Ablation, read
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
 from kltui.run.ablate import MEASURED, TAIL_LINES, Sweep, SweepSpec
@@ -71,8 +72,8 @@ class Chain:
     op: str | None = None
     probe: dict | None = None  # the op probe at the module's shapes
     steps: list[str] = field(default_factory=list)  # what each finished step said
-    # seconds per step (relaunch, match, dumps, stop, probe) and in all: the sweep's time
-    # split leaves the chain out, so it is reported beside it
+    # seconds per step (relaunch, match, dumps, stop, probe; to_json adds their total): the
+    # sweep's time split leaves the chain out, so it is reported beside it
     timing: dict[str, float] = field(default_factory=dict)
 
     def lines(self) -> list[str]:
@@ -95,7 +96,9 @@ class Chain:
             "op": self.op,
             "probe": self.probe,
             "steps": list(self.steps),
-            "timing": dict(self.timing),
+            "timing": {**self.timing, "total_s": round(sum(self.timing.values()), 3)}
+            if self.timing
+            else {},
         }
 
 
@@ -161,16 +164,6 @@ _KERNELS = {
 }
 
 
-def flag_value(argv: tuple[str, ...] | list[str], flag: str) -> str | None:
-    """A launch flag's value in an argv (`--flag V` or `--flag=V`), else None."""
-    for i, a in enumerate(argv):
-        if a == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if a.startswith(flag + "="):
-            return a.split("=", 1)[1]
-    return None
-
-
 def probe_reading(op: str, identical: bool, argv: tuple[str, ...] | list[str]) -> str:
     """What the op probe shows and what it does not: probe-ops runs torch's op, not the
     server's kernel, so a bit-identical probe clears the op's math at these shapes and
@@ -178,17 +171,13 @@ def probe_reading(op: str, identical: bool, argv: tuple[str, ...] | list[str]) -
     variance outside the server."""
     if not identical:
         return f"torch's {op} is shape-variant at the module's shapes outside the server too"
-    kernel = _KERNELS.get(op, op)
+    which = ""
     if op == "sdpa_decode":
-        backend = flag_value(argv, "--attention-backend")
-        which = f"its {backend} attention backend" if backend else "its attention backend"
-        return (
-            f"torch's {op} does not reproduce it at the module's shapes: the suspect is the "
-            f"server's own {kernel} kernel ({which}), which probe-ops does not run"
-        )
+        backend = current(list(argv), KNOBS["attention-backend"])
+        which = f" (its {backend} attention backend)" if backend else " (its attention backend)"
     return (
         f"torch's {op} does not reproduce it at the module's shapes: the suspect is the "
-        f"server's own {kernel} kernel, which probe-ops does not run"
+        f"server's own {_KERNELS.get(op, op)} kernel{which}, which probe-ops does not run"
     )
 
 
@@ -287,16 +276,15 @@ async def run_chain(
         nonlocal clock
         now = time.perf_counter()
         ch.timing[key] = round(now - clock, 3)
-        ch.timing["total_s"] = round(sum(v for k, v in ch.timing.items() if k != "total_s"), 3)
         clock = now
 
     say(f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}")
     try:
         url = await srv.start()
     except LaunchError as e:
-        lap("relaunch_s")
         return fail("relaunch", str(e))
-    lap("relaunch_s")
+    finally:
+        lap("relaunch_s")
     try:
         say("chain: match on the relaunched base (does it still diverge without graphs?)")
         try:
@@ -323,12 +311,11 @@ async def run_chain(
             result = await _drill(drill, url, spec, dump_dir)
             srv.check_alive()
         except LaunchError as e:
-            lap("dumps_s")
             return fail("dumps", str(e))
         except Exception as e:  # DumpError, EngineError, UsageError: one line each
-            lap("dumps_s")
             return fail("dumps", f"{e}{_tail(log_path)}")
-        lap("dumps_s")
+        finally:
+            lap("dumps_s")
     finally:
         await srv.stop()
         lap("stop_s")

@@ -50,9 +50,13 @@ def token_ids_table(rows: IdRows | None, ids: np.ndarray, p: int, what: str) -> 
         raise ValueError(f"{what}: {len(rows)} token_ids_logprob rows for {p} positions")
     if not rows.filled.any():
         return out
-    if rows.ids is None or rows.lps is None or rows.ids.shape[1:] != (ids.size,):
-        raise ValueError(f"{what}: token_ids_logprob ids differ from the ids requested")
-    if not (rows.ids == ids).all():
+    # ragged rows keep no arrays (IdRows); the ids must be those asked for, in that order
+    if (
+        rows.ids is None
+        or rows.lps is None
+        or rows.ids.shape[1:] != (ids.size,)
+        or not (rows.ids == ids).all()
+    ):
         raise ValueError(f"{what}: token_ids_logprob ids differ from the ids requested")
     out[rows.filled] = rows.lps
     return out

@@ -132,8 +132,15 @@ def test_a_bit_identical_probe_clears_torchs_op_and_names_the_servers_own_kernel
     # no backend in the launch command: not guessed
     got2 = asyncio.run(chain._module_and_op(chain.Chain("failed", "", setting="a=b"), attn, same))
     assert got2.line.endswith("(its attention backend), which probe-ops does not run")
-    assert chain.flag_value(["--attention-backend=fa3"], "--attention-backend") == "fa3"
-    assert chain.flag_value(["--attention-backend"], "--attention-backend") is None
+    # the backend as argparse reads it (knobs.current): `--flag=V`, the last one wins, a
+    # trailing flag without a value names none
+    eq = ("--attention-backend", "triton", "--attention-backend=fa3")
+    assert chain.probe_reading("sdpa_decode", True, eq).endswith(
+        "(its fa3 attention backend), which probe-ops does not run"
+    )
+    assert chain.probe_reading("sdpa_decode", True, ("--attention-backend",)).endswith(
+        "(its attention backend), which probe-ops does not run"
+    )
     # a GEMM module
     lin = asyncio.run(
         chain._module_and_op(
