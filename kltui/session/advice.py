@@ -137,15 +137,28 @@ def _far_below_gate(st: HelperState) -> bool:
 
 
 def _condition1_advice(
-    server: str, info: ServerIdentity, noisy: HelperState, failing: list[str] | None = None
+    server: str,
+    info: ServerIdentity,
+    noisy: HelperState,
+    failing: list[str] | None = None,
+    uncovered: list[str] | None = None,
 ) -> tuple[str, str | None, str | None]:
     """(next step, exact command, TUI action) for kernel noise, from what the server runs and
     how large the noise is against the gate; "nothing to fix for the gate" only when no
-    helper in `failing` fails it."""
+    helper in `failing` fails it and none in `uncovered` (ran, tested nothing) fails the run."""
     det = info.enable_deterministic_inference
     if not failing and _far_below_gate(noisy):
         s = HelperView.of(noisy).summary
         gate = f" of {sci(s.threshold)}" if s.threshold is not None else ""
+        if uncovered:
+            return (
+                f"nothing to fix in this noise ({s.avg_kl_div:.3g}, far below its "
+                f"threshold{gate}), but {' and '.join(uncovered)} ran and tested nothing (see "
+                f"{'their notes' if len(uncovered) > 1 else 'its note'}); make "
+                f"{'those paths' if len(uncovered) > 1 else 'that path'} reachable and re-run",
+                None,
+                None,
+            )
         fix = (
             f"run `{dumps_command(server)}` to find the shape-variant kernel"
             if det
