@@ -34,6 +34,8 @@ mkdir -p "$O"
 # shellcheck disable=SC1091
 source /root/carry/env.sh
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/gpu_server_log.sh
+source bench/gpu_server_log.sh
 export PYTHONPATH=$PWD:$PYTHONPATH KLTUI_RUNS_DIR=$O/runs
 # the worker runs with the python kltui runs with; say it (torch and transformers of the image)
 export KLTUI_HF_PYTHON=$PY
@@ -58,7 +60,8 @@ setsid "$PY" -m sglang.launch_server --model-path "$M" --sampling-backend pytorc
 PIDS+=($!)
 t0=$SECONDS
 until curl -sf -m 2 "127.0.0.1:$PORT/health" >/dev/null; do
-  if [ $((SECONDS - t0)) -ge 300 ] || grep -q "Traceback\|Error: " "$O/server-sglang-fa3.log"; then
+  # 480 s: SGLang 0.5.17 captures prefill CUDA graphs too (96 s of its 151 s start here)
+  if [ $((SECONDS - t0)) -ge 480 ] || server_died "$O/server-sglang-fa3.log"; then
     echo "sglang-fa3 NOT READY after $((SECONDS - t0)) s"; tail -20 "$O/server-sglang-fa3.log"; exit 1
   fi
   sleep 1

@@ -45,6 +45,8 @@ mkdir -p "$O"
 [ -f "$ENVF" ] || { echo "FATAL: $ENVF missing: run the setup calls first"; exit 1; }
 [ -f "$M/config.json" ] || { echo "FATAL: no model at $M: run bench/gpu_prod.sh model first"; exit 1; }
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/gpu_server_log.sh
+source bench/gpu_server_log.sh
 ROOT=$PWD
 PIDS=()
 cleanup() {
@@ -81,8 +83,7 @@ ready() { # PORT NAME: until /health answers; a server whose log says it died fa
   local t0=$SECONDS
   until curl -sf -m 2 "127.0.0.1:$1/health" >/dev/null; do
     [ $((SECONDS - t0)) -lt 480 ] || { echo "$2 NOT READY"; return 1; }
-    # a line that starts so: vLLM's ulimit warning quotes "OSError: [Errno 24]" mid-line
-    if grep -q "^Traceback\|kill_process_tree called\|^[A-Za-z.]*Error: " "$O/server-$2.log" 2>/dev/null; then
+    if server_died "$O/server-$2.log"; then
       echo "$2 DIED after $((SECONDS - t0)) s"
       return 1
     fi

@@ -33,6 +33,8 @@ mkdir -p "$O"
 [ -f /root/carry/env.sh ] || { echo "FATAL: /root/carry/env.sh missing: run the setup calls first"; exit 1; }
 [ -f "$M/config.json" ] || { echo "FATAL: no model at $M: run bench/gpu_prod.sh model first"; exit 1; }
 cd "$(dirname "$0")/.." || exit 1
+# shellcheck source=bench/gpu_server_log.sh
+source bench/gpu_server_log.sh
 ROOT=$PWD
 PIDS=()
 cleanup() {
@@ -58,8 +60,8 @@ start() { # NAME ENV... -- ARGS...: SGLang FA3 deterministic with graphs, its ow
   PIDS+=($!)
   local t0=$SECONDS
   until curl -sf -m 2 127.0.0.1:30003/health >/dev/null; do
-    [ $((SECONDS - t0)) -lt 300 ] || { echo "$name NOT READY"; tail -30 "$O/server-$name.log"; exit 1; }
-    if grep -q "Traceback\|kill_process_tree called" "$O/server-$name.log" 2>/dev/null; then
+    [ $((SECONDS - t0)) -lt 480 ] || { echo "$name NOT READY"; tail -30 "$O/server-$name.log"; exit 1; }
+    if server_died "$O/server-$name.log"; then
       echo "$name DIED after $((SECONDS - t0)) s"; tail -30 "$O/server-$name.log"; exit 1
     fi
     sleep 1
