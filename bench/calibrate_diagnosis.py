@@ -29,7 +29,7 @@ def main() -> None:
         f"noise: {noise.scales.size} real per-sample scales, {noise.pairs.size} real paired "
         f"ratios, level {noise.level:.3g}; condition 2: p < {EVIDENCE_P:g} in the shift test "
         f"(beyond x{MIN_RATIO:g}) or the minority sign test, n >= {MIN_COMMON}, or with match "
-        f"exact the one-path token test; suspicion: sign test p < {SUSPECT_P:g}; faults at "
+        f"exact the one-path sample test; suspicion: sign test p < {SUSPECT_P:g}; faults at "
         f"sigma {FAULT_SIGMA:g} unless named; {runs} runs per cell "
         f"({time.perf_counter() - t0:.0f} s)\n"
     )

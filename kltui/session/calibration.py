@@ -99,6 +99,9 @@ class Shape:
     lengths: tuple[int, int] = LENGTHS
     keep: float = 1.0  # the share of samples each cache helper scores (the rest skipped)
     sparse: float = 0.0  # > 0: a token differs with this probability on every path alike
+    # > 0: a sample has a noise event with this probability on every path alike, and every
+    # token from the event's position on differs (a difference carries forward through the KV)
+    clustered: float = 0.0
     real: bool = False  # cache helpers = match times a real paired ratio
     exact_match: bool = False  # a deterministic server: no noise at all (faults alone show)
 
@@ -132,6 +135,14 @@ def draw(rng: np.random.Generator, noise: Noise, n: int, shape: Shape) -> Run:
     if shape.exact_match:
         for h in ("match", *CACHE):
             means[h], differing[h] = np.zeros(n), np.zeros(n, dtype=int)
+        return Run(lengths, contexts, means, differing)
+    if shape.clustered:
+        for h in ("match", *CACHE):
+            hit = rng.random(n) < shape.clustered
+            onset = (rng.random(n) * lengths).astype(int)
+            differing[h] = np.where(hit, lengths - onset, 0)
+            size = noise.level * np.exp(2.0 * rng.standard_normal(n)) * differing[h]
+            means[h] = size * (shape.shift if h != "match" else 1.0) / lengths
         return Run(lengths, contexts, means, differing)
     if shape.sparse:
         for h in ("match", *CACHE):
@@ -224,14 +235,18 @@ def sides(run: Run, rng: np.random.Generator, keep: float) -> dict[str, PathSide
             int(run.lengths[scored].sum()),
             level,
             level <= GATE,
+            int(np.count_nonzero(run.differing[h][scored])),
+            int(scored.sum()),
         )
     return out
 
 
 def verdicts(run: Run, rng: np.random.Generator, keep: float = 1.0) -> dict[str, str]:
-    """Each cache path's verdict kind, as `diagnose_server` reaches it."""
+    """Each cache path's verdict kind, as `diagnose_server` reaches it (the exact cache paths'
+    samples pooled with match's)."""
     s = sides(run, rng, keep)
-    return {h: judge(h, s[h], s["match"]).kind for h in CACHE}
+    pool = sum(s[h].samples for h in CACHE if s[h].differing == 0)
+    return {h: judge(h, s[h], s["match"], pool).kind for h in CACHE}
 
 
 Family = tuple[Shape, Fault | None]
@@ -257,6 +272,11 @@ NULLS: dict[str, Family] = {
         None,
     ),
     "sparse shared noise x2, 0.5 % of tokens": (Shape(shift=2.0, sparse=0.005), None),
+    "clustered shared noise, 3 % of samples, 16-64 tokens": (
+        Shape(clustered=0.03, lengths=(16, 64)),
+        None,
+    ),
+    "clustered shared noise, 10 % of samples": (Shape(clustered=0.1), None),
     "skipped samples (40 % per cache helper), sigma 1": (Shape(1.0, keep=0.6), None),
     "unequal lengths 4-1024, sigma 0.5": (Shape(0.5, lengths=(4, 1024)), None),
     "real paired ratios": (Shape(0.0, real=True), None),

@@ -295,7 +295,11 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
     cache = {h: st for h, st in usable.items() if h in cache_names}
     dirty = [h for h, st in cache.items() if not exact[h]]
     # each cache path against match on the same sample ids, in the cache helper's order
-    verdicts = [judge(h, path_side(cache[h]), path_side(match, cache[h].book.order)) for h in dirty]
+    # with match exact, the exact cache paths' samples are where shared noise could also fall
+    pool = sum(path_side(st).samples for h, st in cache.items() if exact[h])
+    verdicts = [
+        judge(h, path_side(cache[h]), path_side(match, cache[h].book.order), pool) for h in dirty
+    ]
     ctx = _Ctx(store, server, info, match, cache, verdicts, evidence, page, why, rests)
     if exact[base]:
         return _match_exact(ctx)
@@ -344,7 +348,9 @@ def _match_exact(c: _Ctx) -> Diagnosis:
     # is above the floor and more than noise shared by every path could put on one path alone
     server, info = c.server, c.info
     stray, unclear, state = c.of(STRAY), c.of(UNCLEAR), c.of(STATE)
-    mtok = path_side(c.match).tokens
+    msamples = path_side(c.match).samples
+    clean = [f"{h}'s {path_side(st).samples}" for h, st in c.cache.items() if _exact(st)]
+    others = f"match's {msamples}" + "".join(f" nor {x}" for x in clean)
     for v in stray:
         c.evidence.append(
             f"{v.helper} stays at or below the {STRAY_ULP_FLOOR:g} stray-ulp floor "
@@ -353,9 +359,11 @@ def _match_exact(c: _Ctx) -> Diagnosis:
     for v in (*state, *unclear):
         side = path_side(c.cache[v.helper])
         c.evidence.append(
-            f"{v.helper}: {side.differing} of {side.tokens} compared tokens differ, match's "
-            f"{mtok} none: were they noise shared by every path, all of them would miss match "
-            f"with chance p={v.p:.2g} (a state bug needs p<{EVIDENCE_P:g})"
+            f"{v.helper}: {side.differing_samples} of {side.samples} samples differ "
+            f"({side.differing} of {side.tokens} tokens), {others} samples none: were they "
+            "noise shared by every path (a sample at a time: a difference carries forward to "
+            f"its later tokens), all of them would miss those with chance p={v.p:.2g} (a state "
+            f"bug needs p<{EVIDENCE_P:g})"
         )
     if state:
         names = [v.helper for v in state]
@@ -382,13 +390,13 @@ def _match_exact(c: _Ctx) -> Diagnosis:
             None,
             [],
             f"inconclusive: match is bit-identical and {' and '.join(names)} differ"
-            f"{'s' if len(names) == 1 else ''} on too few tokens to tell a state bug from noise "
+            f"{'s' if len(names) == 1 else ''} in too few samples to tell a state bug from noise "
             f"that every path shares and match missed by chance (p={min(v.p or 1 for v in unclear):.2g})"
             + c.tail(),
             c.evidence,
-            [],
-            "decide it with more tokens: re-run with more samples (`--samples 128`) or longer "
-            "generations (`--max-new-tokens`); noise shows on match too, a state bug does not",
+            _state_suspects(names, c.info),
+            "decide it with more samples (`--samples 128`), more like the differing ones (see "
+            "evidence): noise shows on match too, a state bug keeps to its path",
             rerun_command(server, 128),
         )
     below = [v.helper for v in stray]

@@ -131,14 +131,18 @@ def path_side(st: HelperState, order: list[int] | None = None) -> PathSide:
     means = np.array(
         [_sample_mean(samples[s]) if s in samples else np.nan for s in ids], dtype=np.float64
     )
-    differing = sum(int(np.count_nonzero(_differs(samples[s]))) for s in st.book.order)
+    per = [int(np.count_nonzero(_differs(samples[s]))) for s in st.book.order]
+    differing, differing_samples, compared = sum(per), sum(1 for k in per if k), len(per)
     tokens = sum(int(np.count_nonzero(~_both_nonfinite(samples[s]))) for s in st.book.order)
     if not st.book.order:  # a summary without per-token values: its own counts decide
         s = HelperView.of(st).summary
         differing = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
-        tokens = s.tokens or 0
+        differing_samples = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
+        tokens, compared = s.tokens or 0, HelperView.of(st).scored
     passed = st.summary is None or st.summary.result != "fail"
-    return PathSide(means, differing, tokens, level_of(st), passed)
+    return PathSide(
+        means, differing, tokens, level_of(st), passed, differing_samples, max(compared, 0)
+    )
 
 
 def affected_in_common(st: HelperState, ids: list[int], rows: dict) -> str:

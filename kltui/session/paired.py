@@ -93,17 +93,19 @@ def sign_p(up: int, down: int) -> float:
     return float(min(1.0, np.exp(logs - m * math.log(2)).sum()))
 
 
-def one_path_p(differing: int, tokens: int, other_tokens: int) -> float:
-    """The chance that all `differing` tokens fall on a path of `tokens` compared tokens and none
-    on the other path's `other_tokens`, were each differing token as likely on either compared
-    token (hypergeometric): when match is exact, how surprising the cache path's differences are
-    under noise that every path shares."""
+def one_path_p(differing: int, units: int, other_units: int) -> float:
+    """The chance that all `differing` units (samples) fall on a path of `units` compared units
+    and none on the others' `other_units`, were each differing unit as likely to be any
+    compared unit of any of them (hypergeometric): when match is exact, how surprising a cache
+    path's differences are under noise that every path shares. The unit is the sample, not the
+    token: a difference carries forward through the KV to every later position of its sample,
+    so one noise event makes a run of differing tokens, never independent ones."""
     if differing <= 0:
         return 1.0
-    if differing > tokens:
+    if differing > units:
         return 0.0
     j = np.arange(differing, dtype=np.float64)
-    return float(np.exp(np.sum(np.log(tokens - j) - np.log(tokens + other_tokens - j))))
+    return float(np.exp(np.sum(np.log(units - j) - np.log(units + other_units - j))))
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@ bench both run (`judge`), on what each helper measured: per-sample mean k3, the 
 differ and the tokens compared, the level and the gate.
 
 With match exact, "noise shared by every path happened to miss match" is the null: the chance
-that all k differing tokens fall on the cache path's tokens and none on match's (`one_path_p`)
-must be below EVIDENCE_P. With match noisy, the paired tests over samples decide (`paired`):
+that all k differing samples fall on the cache path's samples and none on match's or on another
+exact path's (`one_path_p`) must be below EVIDENCE_P. Samples, not tokens: one noise event
+makes every later token of its sample differ. With match noisy, the paired tests over samples decide (`paired`):
 a shift beyond a tolerated drift, or a minority of samples far above their typical ratio.
 What reaches neither is kernel noise, or, where samples far above match outnumber those far
 below (or the helper fails its gate while some are), a suspicion that names its samples and is
@@ -37,7 +38,9 @@ class PathSide:
     differing: int  # tokens whose logprobs differ (non-finite pairs left out)
     tokens: int  # tokens compared
     level: float  # avg_kl_div
-    passed: bool = True  # within its gate
+    passed: bool  # within its gate
+    differing_samples: int  # samples with a differing token
+    samples: int  # samples compared
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,7 @@ class PathVerdict:
     helper: str
     kind: str
     paired: Paired | None = None
-    p: float | None = None  # match exact: one_path_p
+    p: float | None = None  # match exact: one_path_p over samples
 
     @property
     def state(self) -> bool:
@@ -55,14 +58,16 @@ class PathVerdict:
         return self.kind == STATE
 
 
-def judge(helper: str, side: PathSide, match: PathSide) -> PathVerdict:
-    """The verdict on one cache path against match (see the module's docstring)."""
+def judge(helper: str, side: PathSide, match: PathSide, exact_others: int = 0) -> PathVerdict:
+    """The verdict on one cache path against match (see the module's docstring);
+    `exact_others`: the samples that the other exact cache paths compared (match exact: the
+    shared noise could have fallen on them too)."""
     if side.differing == 0:
         return PathVerdict(helper, EXACT)
     if match.differing == 0:
         if side.level <= STRAY_ULP_FLOOR:
             return PathVerdict(helper, STRAY)
-        p = one_path_p(side.differing, side.tokens, match.tokens)
+        p = one_path_p(side.differing_samples, side.samples, match.samples + exact_others)
         return PathVerdict(helper, STATE if p < EVIDENCE_P else UNCLEAR, p=p)
     e = paired(helper, side.means, match.means, side.level)
     if e.significant:

@@ -213,7 +213,11 @@ def test_page_evidence_is_the_prompt_partial_page_not_cached_tokens():
     rows = noisy_rows(rng, [0.3] * 3, [16] * 3) + exact_rows(rng, 9)
     feed_rows(st, "prefill_cache_hit", rows, prompt_len=30, cached=28)
     (d,) = diagnose(st)
-    assert d.condition == 2
+    # 3 differing samples of 12 against match's 12 exact: shared noise, a sample at a time,
+    # misses match that way with chance C(12,3)/C(24,3) = 0.11: no state bug is claimed, the
+    # evidence still reads the page remainder
+    assert d.condition is None and d.label.startswith("inconclusive"), d.label
+    assert "in too few samples" in d.label and "(p=0.11)" in d.label, d.label
     assert not any("cached_tokens %" in e for e in d.evidence), d.evidence
     assert any("prompt_len % page size 4): divergent {2}, passing {2}" in e for e in d.evidence)
 
