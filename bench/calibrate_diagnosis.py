@@ -36,7 +36,7 @@ def main() -> None:
     print("| | family | " + " | ".join(f"n = {n}: condition 2 / unsure" for n in SIZES) + " |")
     print("|---|---|" + "---:|" * len(SIZES))
     for r in rows:
-        what = "null" if r["kind"] == "null" else "fault"
+        what = r["kind"]
         cells = " | ".join(
             f"{100 * c['state']:.2f} % / {100 * c['unsure']:.1f} %" for c in r["rates"].values()
         )
