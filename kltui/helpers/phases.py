@@ -191,7 +191,9 @@ class Run:
                 items.append((s, inputs[s], r))
             else:
                 self.skipped += 1
-                yield SampleSkipped(self.helper, self.ctx.server, s, why, r.cached_tokens)
+                yield SampleSkipped(
+                    self.helper, self.ctx.server, s, why, r.cached_tokens, int(inputs[s].size)
+                )
 
     async def flush(self) -> AsyncIterator[Event]:
         """Flush the server's cache, checking it is still the same process."""

@@ -34,7 +34,7 @@ from kltui.session.advice import (
     rerun_command,
 )
 from kltui.session.compare import rerun_equality
-from kltui.session.coverage import untested
+from kltui.session.coverage import page_misses, untested
 from kltui.session.evidence import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -116,7 +116,9 @@ def _temperature(store: SessionStore) -> float:
     return t if t is not None and math.isfinite(t) else 0.0
 
 
-def _coverage(states: dict) -> tuple[list[str], dict[str, str]]:
+def _coverage(
+    states: dict, page: int | None = None, new_tokens: int | None = None
+) -> tuple[list[str], dict[str, str]]:
     """(the notes on helpers that did not test their path, helper -> why) for every path the
     diagnosis needs: match and each cache-hit helper. Only a tested helper is evidence."""
     notes, why = [], {}
@@ -127,6 +129,11 @@ def _coverage(states: dict) -> tuple[list[str], dict[str, str]]:
             why[h] = reason
             if st is not None:
                 notes.append(f"{h}: not tested: {reason} (says nothing about its path)")
+        # why a cache path's samples missed, wherever the misses cost it a test or its gate
+        failed = st is not None and st.summary is not None and st.summary.result == "fail"
+        if st is not None and (reason is not None or failed):
+            if (hint := page_misses(st, page, new_tokens)) is not None:
+                notes.append(hint)
     for h, st in states.items():  # a helper the registry gives no role still gets its note
         if h not in why and h not in (baseline_path(), *cache_helpers()):
             reason = untested(st)
@@ -195,7 +202,7 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
         if st.server == server and same_engine(st.helper)
     }
     settings = _settings_line(info)
-    notes, why = _coverage(states)
+    notes, why = _coverage(states, info.page_size, store.config.max_new_tokens)
     notes = ([settings] if settings else []) + _protocol_lines(states) + notes
     usable = {h: st for h, st in states.items() if h not in why and _usable(st)}
     rests = _rests_on(usable)
@@ -249,13 +256,27 @@ def diagnose_server(store: SessionStore, server: str) -> Diagnosis:
                 if unasked
                 else ""
             )
+            # bit-identical where compared is no pass: a helper can still fail its gate (too
+            # few cache hits) on the samples it did not compare
+            fails = [
+                (h, st.summary.hit_failure or "see its result")
+                for h, st in usable.items()
+                if st.summary is not None and st.summary.result == "fail"
+            ]
+            gate = "".join(f"; but {h} fails its gate ({w})" for h, w in fails)
+            scope = " on the samples compared" if any(st.skipped for st in usable.values()) else ""
             return Diagnosis(
                 server,
                 0,
                 [],
                 prefix + "bit-identical: prefill and decode agree exactly in every helper "
-                f"(conditions 1 and 2 hold{more})" + rests,
+                f"(conditions 1 and 2 hold{more}{scope}){gate}" + rests,
                 evidence,
+                [],
+                "cover the samples that missed: read the evidence for why they did, fix that "
+                "and re-run"
+                if fails
+                else None,
             )
         held = (
             "condition 1 holds on match's shapes; condition 2 is not established: "

@@ -97,6 +97,7 @@ class SampleSkipped:
     sample: int
     reason: str
     cached_tokens: int = 0
+    input_tokens: int = 0  # the skipped request's input length (0: not said)
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,6 +113,8 @@ class HelperState:
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
+    # sample -> (cached_tokens, input_tokens) of a skipped request, as its SampleSkipped said
+    skipped_tokens: dict[int, tuple[int, int]] = field(default_factory=dict)
     summary: Summary | None = None
     book: ScoreBook = field(default_factory=ScoreBook)
 
@@ -245,6 +247,7 @@ class SessionStore:
             case SampleSkipped():
                 st = self._state(event.helper, event.server)
                 st.skipped[event.sample] = event.reason
+                st.skipped_tokens[event.sample] = (event.cached_tokens, event.input_tokens)
                 return st
             case HelperFinished():
                 st = self._state(event.helper, event.server)

@@ -2,6 +2,7 @@
 its samples, is "not tested", never part of "bit-identical" or "conditions 1 and 2 hold", on a
 real reference server with a planted state bug that those paths would have shown."""
 
+import json
 import os
 
 import pytest
@@ -40,3 +41,27 @@ async def test_a_tiny_kv_pool_with_the_hit_assert_skipped_is_not_tested(
     (d,) = doc["diagnosis"]
     assert d["condition"] != 0 and "conditions 1 and 2 hold" not in d["label"], d["label"]
     assert "samples scored (at least 4 needed" in " ".join(d["evidence"]), d["evidence"]
+
+
+async def test_page_rounded_misses_are_explained_from_what_they_measured(
+    reference_servers, tmp_path
+):
+    """A page-16 server, prompts of 5 and 40 ids, 8 new tokens: the 5-id prompts leave no
+    whole page to hit (prefill_cache_hit fails its gate on 16/32) and no first turn reaches a
+    page past its prompt (decode_cache_hit scores nothing). The reading names both causes from
+    the skipped requests' cached_tokens and input lengths, and the fix."""
+    ids = tmp_path / "ids.json"
+    lengths = [5] * 16 + [40] * 16
+    ids.write_text(
+        json.dumps([[3 + (i * 37 + j * 11) % 900 for j in range(n)] for i, n in enumerate(lengths)])
+    )
+    url = reference_servers.url(deterministic=True, page_size=16)
+    rc, doc, text = await check_run(
+        url, tmp_path, samples=32, max_new_tokens=8, prompts=str(ids), max_prompt_tokens=None
+    )
+    (d,) = doc["diagnosis"]
+    assert rc != 0 and "decode_cache_hit not tested" in d["label"], d["label"]
+    ev = "\n".join(d["evidence"])
+    assert "prefill_cache_hit: all 16 skipped samples have prompts of at most 16 tokens" in ev, ev
+    assert "decode_cache_hit: all 32 skipped samples hit whole 16-token pages" in ev, ev
+    assert "--max-new-tokens 32 (twice the page size)" in ev
