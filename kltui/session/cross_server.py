@@ -215,12 +215,21 @@ def _rounding(name: str, c: HelperComparison, verb: str = "differs") -> str:
 
 
 def _suspect(name: str, c: HelperComparison) -> str:
-    """Which server's `name` path holds the state bug: the one further from the other."""
+    """Which server's `name` path holds the state bug: the one whose own comparison on that
+    path diverges while the other's stays at or below the floor; when both diverge, neither
+    is singled out (a larger level is no evidence that the other path is sound)."""
     if c.below_floor:
         return _rounding(name, c)
     a, b = c.avg_kl_div
     path = path_of(name)
     if isinstance(a, float) and isinstance(b, float) and a != b:
+        if min(a, b) > STRAY_ULP_FLOOR:
+            return (
+                f"{name} differs between the servers and diverges on both (avg_kl_div A "
+                f"{a:.3g}, B {b:.3g}): whatever separates the servers changes what that path "
+                f"computes on both rather than confining it to one; each server's own diagnosis "
+                f"says whether its {path} holds a state bug"
+            )
         label = "A" if a > b else "B"
         return (
             f"{name} differs (avg_kl_div A {a:.3g}, B {b:.3g}): a state bug on {label}'s "

@@ -107,3 +107,20 @@ def test_identical_servers_whose_cache_path_diverges_above_the_floor_is_a_logic_
     (pair,) = cross_server(store)
     assert pair.identical is True
     assert "a deterministic logic fault on the cache path (condition 2)" in pair.reading
+
+
+def test_a_path_diverging_on_both_servers_names_neither():
+    """The same stale-prefix fault on a page-1 and a page-4 server: prefill_cache_hit differs
+    between them and diverges on both (avg_kl_div 0.206 vs 0.211 on the reference servers).
+    The larger level is no evidence that the other server's path is sound: neither is named,
+    and each server's own diagnosis decides."""
+    store = run(["match", "prefill_cache_hit"])
+    for url in (A, B):
+        helper(store, "match", url)
+    helper(store, "prefill_cache_hit", A, decode_off=STATE_BUG)
+    helper(store, "prefill_cache_hit", B, decode_off=1.1 * STATE_BUG)
+    (pair,) = cross_server(store)
+    assert pair.identical is False
+    assert "a state bug on A's" not in pair.reading and "a state bug on B's" not in pair.reading
+    assert "prefill_cache_hit differs between the servers and diverges on both" in pair.reading
+    assert "each server's own diagnosis says whether its prefix restore" in pair.reading
