@@ -136,8 +136,8 @@ def path_side(st: HelperState, order: list[int] | None = None) -> PathSide:
     tokens = sum(int(np.count_nonzero(~_both_nonfinite(samples[s]))) for s in st.book.order)
     if not st.book.order:  # a summary without per-token values: its own counts decide
         s = HelperView.of(st).summary
-        differing = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
-        differing_samples = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
+        # the summary counts differing samples only: they stand in for the tokens too
+        differing = differing_samples = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
         tokens, compared = s.tokens or 0, HelperView.of(st).scored
     passed = st.summary is None or st.summary.result != "fail"
     return PathSide(
