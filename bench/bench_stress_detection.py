@@ -7,7 +7,7 @@ reference server with an undersized pool, as SGLang's cache consistency test doe
 (SERVER_ARGS), and runs `--runs` seeded sessions of quiet + stressed through the run driver
 (exactly what `kltui check --stress` runs). A fault is caught *without stress* when the quiet
 run alone shows it (a helper not bit-exact on a deterministic server), *with stress* when the
-quiet run or the stressed-vs-quiet reading (session/stress.py) does. Per fault it prints the
+quiet run or the stressed-vs-quiet reading (readings/stress.py) does. Per fault it prints the
 recall of both, the first divergence (helper, sample, position, side) against the position the
 fault predicts where it predicts one, and the trigger the reading names; then the false alarms
 of `--stress` on the same server without a fault. The table goes into docs/DIAGNOSIS.md;
@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from kltui.readings.stress import StressReading  # noqa: E402
 from kltui.reference.launcher import ReferenceServer  # noqa: E402
 from kltui.run.config import RunConfig  # noqa: E402
 from kltui.run.driver import RunDriver, RunOutcome  # noqa: E402
 from kltui.session.store import SessionStore  # noqa: E402
-from kltui.session.stress import StressReading  # noqa: E402
 
 # an undersized pool and small chunks, so that background traffic evicts and crosses chunk
 # boundaries, while a quiet helper (SAMPLES prompts of 16-96 tokens) fits both

@@ -4,7 +4,7 @@
 
 Reads the real per-sample noise in tests/data/real_noise/*.json and simulates RUNS runs
 (default 10000) per family and sample count, each judged on both cache-hit helpers as
-`diagnose_server` judges them; see kltui/session/calibration.py.
+`diagnose_server` judges them; see kltui/readings/calibration.py.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from kltui.session.calibration import FAULT_SIGMA, Noise, table
-from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, SUSPECT_P
+from kltui.readings.calibration import FAULT_SIGMA, Noise, table
+from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, SUSPECT_P
 
 SIZES = (8, 32, 128)
 

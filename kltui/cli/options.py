@@ -10,7 +10,7 @@ import sys
 from kltui.argtypes import nonneg_int, number, pos_int
 from kltui.cli.report import REPORT_FORMATS
 from kltui.errors import UsageError
-from kltui.helpers.registry import (
+from kltui.registry import (
     BASELINE_HELPERS,
     DEFAULT_MAX_NEW_TOKENS,
     HELPERS,

@@ -28,11 +28,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from kltui.ablate.knobs import KNOBS, current
-from kltui.ablate.reading import Ablation, read
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
+from kltui.readings.ablation import Ablation, read
+from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.run.ablate import MEASURED, TAIL_LINES, Sweep, SweepSpec
 from kltui.run.driver import RunDriver, RunView
-from kltui.session.paired import STRAY_ULP_FLOOR
 from kltui.untrusted import one_line
 
 NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")

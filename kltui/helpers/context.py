@@ -11,9 +11,9 @@ import numpy as np
 from kltui.engines.errors import EngineError
 from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
-from kltui.helpers.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import ThresholdSource
+from kltui.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.session.events import (
     HelperFinished,
 )

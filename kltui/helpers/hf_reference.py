@@ -14,7 +14,7 @@ union KL against the reference keeps every id on both sides (`kltui.metrics.refe
 Events: SGLang against the reference is this helper on the SGLang server (lp_a = SGLang, lp_b =
 the reference); vLLM against the reference is this helper on the vLLM URL (lp_a = vLLM). The
 vLLM row's summary also carries SGLang against vLLM on these same ids (`engines_pair`), so the
-three-way table (`kltui.session.three_way`) compares three pairs of one set of tokens.
+three-way table (`kltui.readings.three_way`) compares three pairs of one set of tokens.
 
 Before any number, the config diff: each engine's settings beside the reference's
 (dtype, attention implementation, device, weights); the runner has already refused other

@@ -20,9 +20,9 @@ from kltui.helpers.context import (
     PhaseError,
     describe_logprob,
 )
-from kltui.helpers.registry import HELPERS
 from kltui.metrics.k3 import ScoreBook, invalidate
 from kltui.metrics.protocol import UNVERIFIED, not_a_number, unverified
+from kltui.registry import HELPERS
 from kltui.session.events import (
     Event,
     HelperFinished,

@@ -6,7 +6,7 @@ that is NaN or infinite on one side only is not a divergence of the engine but a
 answer (a proxy, a parser, a NaN in one path's arithmetic). These are protocol findings: kltui
 reports them as such, leaves one-sided positions out of the k3 figures, and never reads them as
 numerics. A value NaN or inf on both sides at one position is a numeric fault of the model on
-both paths (the diagnosis leaves it out, `session/evidence.py`) and is not listed here.
+both paths (the diagnosis leaves it out, `readings/evidence.py`) and is not listed here.
 
 A finding is a JSON object `{"kind", "message", "samples", "positions", "count"}`: `samples`
 the sample indices, `positions` the first MAX_LISTED [sample, position] pairs, `count` every

@@ -18,7 +18,6 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import __version__
-from kltui.ablate.reading import Ablation
 from kltui.console import make_console
 from kltui.outputs.ablation_html import html_report
 from kltui.outputs.ablation_rows import (
@@ -32,6 +31,7 @@ from kltui.outputs.ablation_rows import (
     timing_line,
 )
 from kltui.outputs.headless import HeadlessView
+from kltui.readings.ablation import Ablation
 from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep, load
 from kltui.run.driver import RunOutcome, RunView
 from kltui.session import jsonfile

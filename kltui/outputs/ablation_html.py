@@ -10,7 +10,6 @@ when one ran, and the time split."""
 from __future__ import annotations
 
 from kltui import __version__
-from kltui.ablate.reading import Ablation
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
@@ -21,6 +20,7 @@ from kltui.outputs.ablation_rows import (
     timing_line,
 )
 from kltui.outputs.reports.html import page_head
+from kltui.readings.ablation import Ablation
 from kltui.run.ablate import MEASURED, Sweep, log_tail
 from kltui.untrusted import html_text as esc
 

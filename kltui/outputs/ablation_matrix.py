@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kltui import fmt
-from kltui.ablate.reading import BASE_EFFECT, Ablation, ConfigReading, HelperReading, num
-from kltui.helpers.registry import same_engine
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
@@ -29,6 +27,8 @@ from kltui.outputs.ablation_rows import (
     tail_lines,
     timing_line,
 )
+from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading, num
+from kltui.registry import same_engine
 from kltui.run.ablate import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore

@@ -4,9 +4,9 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 
 from __future__ import annotations
 
-from kltui.ablate.reading import Ablation, ConfigReading
+from kltui.readings.ablation import Ablation, ConfigReading
+from kltui.readings.stress import scope_of
 from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep
-from kltui.session.stress import scope_of
 
 
 def helper_names(ab: Ablation) -> list[str]:

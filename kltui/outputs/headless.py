@@ -22,17 +22,19 @@ from rich.text import Text
 from kltui import fmt
 from kltui.console import make_console
 from kltui.engines.identity import ServerIdentity
-from kltui.helpers.registry import helper as registered
-from kltui.helpers.registry import same_engine
 from kltui.metrics.summary import Summary
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import contract_line, flip_line, write_json
+from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
+from kltui.readings.cross_server import ServerPair, cross_server
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.fleet import Fleet, fleet, replica_cells
+from kltui.readings.stress import StressReading, probe_lines
+from kltui.registry import helper as registered
+from kltui.registry import same_engine
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, cancel_on_signals
-from kltui.session.compare import RerunEquality, describe_first, describe_rerun
-from kltui.session.cross_server import ServerPair, cross_server
-from kltui.session.diagnosis import diagnose
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -44,11 +46,9 @@ from kltui.session.events import (
     SampleSkipped,
     TokensDecoded,
 )
-from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import model_check, server_facts
 from kltui.session.store import SessionStore, helper_key
-from kltui.session.stress import StressReading, probe_lines
 from kltui.untrusted import console_markup, escape_controls, one_line, safe
 
 

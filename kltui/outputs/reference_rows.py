@@ -1,5 +1,5 @@
 """The HF reference's results as plain text that every medium escapes for itself: the three-way
-table's rows (`session/three_way.py`), one line per engine against the reference, and the rows
+table's rows (`readings/three_way.py`), one line per engine against the reference, and the rows
 of its config diff. `kltui check`'s console, the Markdown and the HTML report all read these, so
 the reference is labelled the same way everywhere."""
 
@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kltui import fmt
+from kltui.readings.three_way import Leg, ThreeWay
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
-from kltui.session.three_way import Leg, ThreeWay
 
 THREE_WAY_COLUMNS = (
     "pair",

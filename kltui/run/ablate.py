@@ -45,18 +45,18 @@ import orjson
 from kltui import __version__
 from kltui.ablate.knobs import Vary, apply, check_known, installed_flags, parse_vary
 from kltui.ablate.plan import Config, Plan, attach, pairs, plan
-from kltui.ablate.reading import Ablation, read
 from kltui.engines.errors import EngineError
 from kltui.engines.http import sglang_url
 from kltui.engines.sglang import SGLangClient
 from kltui.errors import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_SERVER, UsageError
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
+from kltui.readings.ablation import Ablation, read
+from kltui.readings.stress import is_stressed
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, RunView
 from kltui.session.fold import fold
 from kltui.session.recording import default_runs_dir, read_recording
 from kltui.session.store import SessionStore
-from kltui.session.stress import is_stressed
 from kltui.untrusted import one_line
 
 MANIFEST = "ablation.json"

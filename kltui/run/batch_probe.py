@@ -3,7 +3,7 @@
 Some engines switch kernels with the batch size (seed 0 of the KL guide: "fix it and test it
 separately"). After the helpers, each helper is run again on the first max(sizes) prompts, in
 batches of each size one after the other (a batch of b prompts is one batched request, as the
-helper sends it), and every sample is compared bit for bit (session/compare.py) with the
+helper sends it), and every sample is compared bit for bit (readings/compare.py) with the
 smallest size's. The result, per helper, is the smallest batch size at which any token id or
 logprob changes (None: none changes), with where it changed first. On a deterministic server any
 change is a batch-invariance gap: the field's "deterministic mode diverges above batch 8" is
@@ -19,9 +19,9 @@ from collections.abc import AsyncIterator, Callable
 
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.phases import Run
-from kltui.helpers.registry import Helper
 from kltui.metrics.k3 import ScoreBook
-from kltui.session.compare import compare_books
+from kltui.readings.compare import compare_books
+from kltui.registry import Helper
 from kltui.session.events import BatchProbed, Event, SampleScored
 from kltui.session.store import add_scored
 

@@ -12,7 +12,6 @@ from typing import Any
 import yaml
 
 from kltui.errors import FileLineError, UsageError
-from kltui.helpers.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import (
     DEFAULT_KL_DIV,
@@ -20,9 +19,10 @@ from kltui.metrics.presets import (
     PRESETS,
     ThresholdSource,
 )
+from kltui.readings.fleet import DEFAULT_FLEET_REQUIRE, FLEET_REQUIRE
+from kltui.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
 from kltui.run.stress_levels import LEVELS as STRESS_LEVEL_TABLE
-from kltui.session.fleet import DEFAULT_FLEET_REQUIRE, FLEET_REQUIRE
 
 STREAM_CHUNKS = 16
 DEFAULT_FLEET_CONCURRENCY = 4
@@ -118,7 +118,7 @@ class RunConfig:
     # run one after the other, and a server that fails does not stop the others
     concurrency: int = 1
     # --stress LEVEL (run/stress.py): a session of two runs, quiet then under background
-    # traffic, compared per sample (session/stress.py); `stressed` marks the second
+    # traffic, compared per sample (readings/stress.py); `stressed` marks the second
     stress: str | None = None
     stressed: bool = False
     # --batch-sizes 1,8,32 (run/batch_probe.py): the same prompts scored at each concurrency

@@ -30,15 +30,15 @@ from typing import Protocol
 from kltui.engines.identity import ServerIdentity
 from kltui.errors import session_exit
 from kltui.helpers.phases import Run
+from kltui.readings.compare import RerunChain, RerunEquality
+from kltui.readings.stress import StressReading, is_stressed
+from kltui.readings.stress import read as read_stress
 from kltui.run.config import RunConfig
 from kltui.run.runner import BeforeFlush, run_session
-from kltui.session.compare import RerunChain, RerunEquality
 from kltui.session.consume import pump
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
 from kltui.session.recording import Recorder
 from kltui.session.store import SessionStore
-from kltui.session.stress import StressReading, is_stressed
-from kltui.session.stress import read as read_stress
 
 RETRY_FIRST_S = 1
 RETRY_MAX_S = 30
@@ -125,7 +125,7 @@ class RunOutcome:
     error: BaseException | None = None
     # bit equality with the session's previous run (session/compare.rerun_equality), if any
     equality: RerunEquality | None = None
-    # --stress: the stressed run against the quiet one before it (session/stress.py)
+    # --stress: the stressed run against the quiet one before it (readings/stress.py)
     stress: StressReading | None = None
 
     @property

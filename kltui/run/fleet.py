@@ -5,7 +5,7 @@ one run (same prompt set, same helpers, the API key and flush consent per worker
 `--server`); prefill/decode-disaggregated workers are listed and left out with the reason. The
 run's `RunStarted.config["fleet"]` records the router and its workers; a worker that joined or
 left the router while the run went is reported before the run's verdict. What the replicas'
-numbers say about each other is `session/fleet.py`'s.
+numbers say about each other is `readings/fleet.py`'s.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from kltui import __version__
 from kltui.engines.errors import EngineError
 from kltui.engines.router import PD_NOTE, RouterWorker, probe_router, router_refusal
 from kltui.errors import UsageError
+from kltui.readings.fleet import fleet
 from kltui.session.events import Event, Problem, RunFinished, RunStarted
-from kltui.session.fleet import fleet
 from kltui.session.store import SessionStore
 
 # run_session's shape, passed in (run/runner.py calls this module: no import cycle)

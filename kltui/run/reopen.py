@@ -18,7 +18,7 @@ from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.helpers.extras import fetch_extras, opened_window
 from kltui.helpers.phases import Run
-from kltui.helpers.registry import HELPERS
+from kltui.registry import HELPERS
 from kltui.run.config import RunConfig
 from kltui.run.runner import build_prompt_set, helper_context
 from kltui.session.events import Event, RunStarted

@@ -23,8 +23,8 @@ from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.extras import after_gate
 from kltui.helpers.phases import Run
-from kltui.helpers.registry import HELPERS, Helper
 from kltui.metrics.summary import Summary
+from kltui.registry import HELPERS, Helper
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded

@@ -44,7 +44,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from kltui.helpers.registry import HELPERS
+from kltui.registry import HELPERS
 from kltui.run.stress_levels import StressLevel
 from kltui.session.events import Event, HelperFinished, PhaseChanged, StressTick
 

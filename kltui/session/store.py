@@ -168,7 +168,7 @@ class SessionStore:
         self.replay = False
         # token id -> text, from samples scored with token text (for drill-downs)
         self.token_text: dict[int, str] = {}
-        # --stress background traffic, in order (session/stress.py reads them)
+        # --stress background traffic, in order (readings/stress.py reads them)
         self.stress: list[StressTick] = []
         self.batch_probes: list[BatchProbed] = []  # --batch-sizes, per helper
 

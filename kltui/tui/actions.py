@@ -14,11 +14,11 @@ from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from kltui.errors import session_exit
+from kltui.readings.cross_server import cross_server
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.fleet import fleet
 from kltui.run.reopen import NotFetched
-from kltui.session.cross_server import cross_server
-from kltui.session.diagnosis import diagnose
 from kltui.session.events import Problem
-from kltui.session.fleet import fleet
 from kltui.session.store import HelperState
 from kltui.tui.bindings import binding_groups
 from kltui.tui.feeds import LiveFeed
@@ -242,7 +242,7 @@ class DashboardActions(DashboardHost):
         """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`:
         the hooks are probed first; without them the launch settings and the command are shown,
         with them the capture runs (server idle only) and the module table opens."""
-        from kltui.session.advice import dumps_command
+        from kltui.readings.advice import dumps_command
         from kltui.tui.screens.dumps_run import DumpsRequest, DumpsRunScreen
 
         if self.read_only:

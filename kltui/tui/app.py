@@ -18,9 +18,9 @@ from textual.reactive import reactive
 from textual.worker import Worker
 
 from kltui.engines.identity import ServerIdentity
+from kltui.readings.compare import RerunEquality, describe_rerun
 from kltui.run.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
-from kltui.session.compare import RerunEquality, describe_rerun
 from kltui.session.events import (
     Event,
     HelperStarted,

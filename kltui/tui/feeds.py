@@ -16,10 +16,10 @@ from typing import Protocol
 from kltui.engines.identity import ServerIdentity
 from kltui.helpers.extras import for_opened
 from kltui.helpers.phases import Run
+from kltui.readings.compare import RerunChain, RerunEquality
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras
-from kltui.session.compare import RerunChain, RerunEquality
 from kltui.session.consume import pump
 from kltui.session.events import Event, RunStarted
 from kltui.session.fold import RecordedRun, recorded_runs

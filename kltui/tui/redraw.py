@@ -12,8 +12,8 @@ import time
 from rich.text import Text
 from textual.css.query import NoMatches
 
-from kltui.helpers.registry import same_engine
-from kltui.session.diagnosis import diagnose
+from kltui.readings.diagnosis import diagnose
+from kltui.registry import same_engine
 from kltui.session.labels import server_labels
 from kltui.session.store import HelperState
 from kltui.tui.host import DashboardHost

@@ -5,7 +5,7 @@ dashboard as a normal live run does.
 Live: `run_sweep` runs in the app's feed worker with this feed as its view. What the sweep says
 of a configuration (starting with its seconds and log line, up, its run's events, ended) is kept
 per configuration (`outputs/ablation_matrix.Live`); when one ends, the sweep's reading
-(`Sweep.reading`, ablate/reading.py) is taken again. The matrix only shows these. The dashboard
+(`Sweep.reading`, readings/ablation.py) is taken again. The matrix only shows these. The dashboard
 follows the configuration being measured until the user opens another (Enter on its row).
 
 Replay: a sweep folder read back (`run/ablate.load`: every store folded from its recording),
@@ -18,8 +18,8 @@ import asyncio
 from typing import Protocol
 
 from kltui.ablate.plan import Config, Plan
-from kltui.ablate.reading import Ablation
 from kltui.outputs.ablation_matrix import RUNNING, STARTING, Live
+from kltui.readings.ablation import Ablation
 from kltui.run.ablate import ConfigRun, Sweep, SweepSpec, run_sweep
 from kltui.run.driver import RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras

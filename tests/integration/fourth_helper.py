@@ -1,6 +1,6 @@
 """A fourth helper, added by docs/ARCHITECTURE.md's "A new helper" recipe and nothing else: this
 file (the helper, copied from `kltui/helpers/match.py` and `cache_hit.py`) and one registry entry
-(`ENTRY`, which `test_fourth_helper.py` puts into `kltui.helpers.registry.HELPERS`).
+(`ENTRY`, which `test_fourth_helper.py` puts into `kltui.registry.HELPERS`).
 
 `half_prefix_hit`: the first half of every prompt is prefilled to warm the radix cache, then the
 whole prompt is decoded on that partial hit and replayed as one fresh prefill. It probes the
@@ -16,7 +16,7 @@ import numpy as np
 from kltui.engines.sglang_parse import GenResult
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
-from kltui.helpers.registry import Helper
+from kltui.registry import Helper
 from kltui.session.events import Event
 
 NAME = "half_prefix_hit"

@@ -15,10 +15,10 @@ from kltui.cli.commands import main
 from kltui.errors import UsageError
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.md import md_report
+from kltui.readings.cross_server import cross_server
 from kltui.reference import CHECKPOINT_DIR
 from kltui.run import driver
 from kltui.run.config import RunConfig, load_config_file
-from kltui.session.cross_server import cross_server
 from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording

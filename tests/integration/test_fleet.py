@@ -13,10 +13,10 @@ from kltui.errors import EXIT_USAGE
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
+from kltui.readings.fleet import FleetDifference, describe_difference
 from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted
-from kltui.session.fleet import FleetDifference, describe_difference
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp

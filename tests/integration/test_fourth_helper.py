@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kltui.helpers import registry
+from kltui import registry
 from tests.integration.checkrun import check_run
 from tests.integration.fourth_helper import ENTRY, NAME
 

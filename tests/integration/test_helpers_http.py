@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from kltui.session.diagnosis import diagnose
+from kltui.readings.diagnosis import diagnose
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
 from tests.integration.checkrun import check_run

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+from kltui.readings.stress import is_stressed
+from kltui.readings.stress import read as read_stress
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
-from kltui.session.stress import is_stressed
-from kltui.session.stress import read as read_stress
 from tests.integration.checkrun import check_run
 
 SMALL = {"samples": 4, "max_new_tokens": 8, "stress": "light"}

@@ -19,7 +19,7 @@ from kltui.helpers import cross_batches
 from kltui.helpers import cross_engine as cross_module
 from kltui.helpers.context import PhaseError
 from kltui.helpers.cross_engine import CrossEngineError, run_cross_engine
-from kltui.helpers.registry import HELPERS
+from kltui.registry import HELPERS
 from kltui.run.config import RunConfig
 from kltui.run.prompts import PromptSet
 from kltui.run.runner import helper_context

@@ -60,7 +60,7 @@ async def test_the_import_fills_the_dashboard(tmp_path):
         assert st.n_scored == 20 and st.summary is not None
         assert sorted(s for s, x in st.book.samples.items() if x.metrics.n_nonzero) == [3, 7, 12]
         # the diagnosis line is the import's reading, not a condition
-        from kltui.session.diagnosis import diagnose
+        from kltui.readings.diagnosis import diagnose
 
         (d,) = diagnose(app.store)
         assert d.condition is None and d.label.startswith("training-inference mismatch in 3 of 20")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets._toast import Toast
 
-from kltui.session.diagnosis import diagnose
+from kltui.readings.diagnosis import diagnose
 from kltui.session.helper_view import HelperView
 from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import DiagnosisBar, clause_cuts

@@ -29,7 +29,7 @@ async def test_e_without_problems_says_so():
 def test_condition_1_has_one_name_in_the_tui_and_the_html(tmp_path):
     from kltui.cli.report import load_store
     from kltui.outputs.reports.html import CONDITION_LABEL, html_report
-    from kltui.session.diagnosis import diagnose
+    from kltui.readings.diagnosis import diagnose
     from tests.reports.synth import HelperSpec, record, run_events
 
     specs = [HelperSpec(h, noise=3e-2) for h in ("match", "prefill_cache_hit", "decode_cache_hit")]

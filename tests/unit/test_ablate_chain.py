@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kltui.ablate.reading import read
 from kltui.dumps import chain
+from kltui.readings.ablation import read
 from kltui.run.ablate import MEASURED, Sweep
 from tests.unit.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 

@@ -10,7 +10,8 @@ import numpy as np
 
 from kltui.ablate.knobs import parse_vary
 from kltui.ablate.plan import Config, attach, pairs, plan
-from kltui.ablate.reading import (
+from kltui.metrics.k3 import ScoreBook
+from kltui.readings.ablation import (
     INCONCLUSIVE,
     LOCALIZED,
     NO_SINGLE,
@@ -22,10 +23,9 @@ from kltui.ablate.reading import (
     num,
     read,
 )
-from kltui.ablate.reading import (
+from kltui.readings.ablation import (
     INCONCLUSIVE_KIND as INCONCLUSIVE_V,
 )
-from kltui.metrics.k3 import ScoreBook
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 

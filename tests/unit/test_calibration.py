@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kltui.session.calibration import FAULTS, NULLS, Noise, rate, rates
-from kltui.session.paired import MIN_COMMON, paired
+from kltui.readings.calibration import FAULTS, NULLS, Noise, rate, rates
+from kltui.readings.paired import MIN_COMMON, paired
 
 FIXTURES = Path(__file__).resolve().parent.parent / "data" / "real_noise"
 RUNS = 300
@@ -83,7 +83,7 @@ def test_events_more_frequent_on_the_cache_paths_are_a_published_limit(noise):
     in a few percent of runs at n = 128 and almost never at n = 32: a limit the table
     publishes (condition 2's next step, a second server, tells a race from a state bug), not
     a null family held to 0.1 %."""
-    from kltui.session.calibration import LIMITS
+    from kltui.readings.calibration import LIMITS
 
     fam = LIMITS["clustered noise, cache paths' events x2, 10 % of samples"]
     assert rate(fam, noise, 32, RUNS, seed=32) <= 0.02

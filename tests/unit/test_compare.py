@@ -4,8 +4,8 @@ import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.common import json_report
-from kltui.session.compare import compare_books, compare_samples, describe_first_dict
-from kltui.session.cross_server import cross_server
+from kltui.readings.compare import compare_books, compare_samples, describe_first_dict
+from kltui.readings.cross_server import cross_server
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 from tests.json_contract import validate

@@ -5,7 +5,7 @@ import numpy as np
 
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.k3 import ScoreBook
-from kltui.session.cross_server import cross_server
+from kltui.readings.cross_server import cross_server
 from kltui.session.events import (
     HelperFinished,
     HelperStarted,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.session.cross_server import cross_server
+from kltui.readings.cross_server import cross_server
+from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
-from kltui.session.paired import STRAY_ULP_FLOOR
 from kltui.session.store import SessionStore
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"

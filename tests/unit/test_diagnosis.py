@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.session.compare import rerun_equality
-from kltui.session.diagnosis import bit_identical, diagnose
+from kltui.readings.compare import rerun_equality
+from kltui.readings.diagnosis import bit_identical, diagnose
+from kltui.readings.evidence import signed_rank_p
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
-from kltui.session.evidence import signed_rank_p
 from kltui.session.store import SessionStore
 
 S = "http://127.0.0.1:1"

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.session.diagnosis import diagnose
+from kltui.readings.diagnosis import diagnose
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 

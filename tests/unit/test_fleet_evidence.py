@@ -14,6 +14,7 @@ import numpy as np
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.html import fleet_html
 from kltui.outputs.reports.junit import replica_cases
+from kltui.readings.fleet import Fleet, fleet, replica_cells
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -24,7 +25,6 @@ from kltui.session.events import (
     SampleScored,
     SampleSkipped,
 )
-from kltui.session.fleet import Fleet, fleet, replica_cells
 from kltui.session.store import SessionStore
 from tests.tui import synth
 

@@ -4,8 +4,8 @@ the request's input length), never guessed: the radix cache's page rounding."""
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.session.coverage import page_misses
-from kltui.session.diagnosis import diagnose
+from kltui.readings.coverage import page_misses
+from kltui.readings.diagnosis import diagnose
 from kltui.session.events import (
     HelperFinished,
     HelperStarted,

@@ -5,7 +5,7 @@ non-determinism (and their equality not determinism)."""
 from __future__ import annotations
 
 from kltui.engines.identity import ServerIdentity, process_changes
-from kltui.session.compare import RerunChain, describe_rerun, rerun_equality
+from kltui.readings.compare import RerunChain, describe_rerun, rerun_equality
 from kltui.session.store import SessionStore
 from tests.reports.synth import URL, HelperSpec, run_events, server
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kltui.readings.stress import read
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
-from kltui.session.stress import read
 
 DATA = Path(__file__).parents[1] / "data" / "h200-stress"
 

@@ -9,12 +9,12 @@ import pytest
 from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.errors import UsageError
+from kltui.readings.stress import activity, read
 from kltui.run.config import STRESS_LEVELS
 from kltui.run.stress import read_metrics
 from kltui.run.stress_levels import LEVELS
 from kltui.session.events import HelperStarted, RunStarted, SampleScored, StressTick
 from kltui.session.store import SessionStore
-from kltui.session.stress import activity, read
 
 URL = "http://127.0.0.1:9"
 

@@ -1,4 +1,4 @@
-"""The three-way reading (session/three_way.py) and the reference's flip summary
+"""The three-way reading (readings/three_way.py) and the reference's flip summary
 (metrics/reference.py) on hand-built data: which engine is closer only beyond chance over enough
 samples, "inconclusive" with the reason otherwise, and flips judged by the reference's margin."""
 
@@ -8,9 +8,9 @@ import numpy as np
 
 from kltui.metrics.cross import Side, cross_positions
 from kltui.metrics.reference import align_reference, reference_flips, weights_state
+from kltui.readings.three_way import three_way
 from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.store import SessionStore
-from kltui.session.three_way import three_way
 
 SG, VL, REF = "http://127.0.0.1:30000", "http://127.0.0.1:8000", "hf:/models/m"
 

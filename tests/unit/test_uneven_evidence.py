@@ -6,7 +6,7 @@ for a mid-generation start."""
 
 import numpy as np
 
-from kltui.session.diagnosis import diagnose
+from kltui.readings.diagnosis import diagnose
 from kltui.session.store import SessionStore
 from tests.unit.test_diagnosis_verdicts import feed_rows, started
 

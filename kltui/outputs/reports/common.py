@@ -12,15 +12,15 @@ from dataclasses import dataclass
 
 from kltui import __version__, fmt
 from kltui.metrics.summary import Summary
+from kltui.readings.cross_server import cross_server
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.fleet import fleet
+from kltui.readings.stress import probe_json
+from kltui.readings.three_way import three_way
 from kltui.session import jsonfile
 from kltui.session.codec import tag_floats
-from kltui.session.cross_server import cross_server
-from kltui.session.diagnosis import diagnose
-from kltui.session.fleet import fleet
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
-from kltui.session.stress import probe_json
-from kltui.session.three_way import three_way
 
 SUMMARY_FIELDS = (
     "status",
@@ -386,7 +386,7 @@ def json_report(store: SessionStore) -> dict:
             "three_way": None if (tw := three_way(store)) is None else tw.to_json(),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
-            "stress": None,  # `check --stress LEVEL` fills it in (session/stress.py)
+            "stress": None,  # `check --stress LEVEL` fills it in (readings/stress.py)
             "batch_probe": [probe_json(ev) for ev in store.batch_probes] or None,
         }
     )

@@ -23,10 +23,10 @@ from kltui.outputs.reports.html_css import CSS
 from kltui.outputs.reports.html_helper import STATUS_LABEL, _badge, _max_at, _num, helper_html
 from kltui.outputs.reports.reference_section import reference_html
 from kltui.outputs.reports.rl_section import rl_html
-from kltui.session.compare import describe_first
-from kltui.session.cross_server import ServerPair, cross_server
-from kltui.session.diagnosis import Diagnosis, diagnose
-from kltui.session.fleet import Cell, Fleet, fleet, replica_cells
+from kltui.readings.compare import describe_first
+from kltui.readings.cross_server import ServerPair, cross_server
+from kltui.readings.diagnosis import Diagnosis, diagnose
+from kltui.readings.fleet import Cell, Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore

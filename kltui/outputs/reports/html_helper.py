@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from kltui import fmt
-from kltui.helpers.registry import HELPERS
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.metrics.summary import Summary
 from kltui.outputs.reference_rows import is_reference
@@ -17,6 +16,7 @@ from kltui.outputs.reports.common import (
     max_location,
 )
 from kltui.outputs.reports.heatmap import heatmap_html
+from kltui.registry import HELPERS
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 from kltui.untrusted import html_text as esc

@@ -23,8 +23,8 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
-from kltui.session.diagnosis import diagnose
-from kltui.session.fleet import Fleet, describe_difference, fleet, setting_contrast
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.fleet import Fleet, describe_difference, fleet, setting_contrast
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore

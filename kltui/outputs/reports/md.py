@@ -24,10 +24,10 @@ from kltui.outputs.reports.common import (
 )
 from kltui.outputs.reports.reference_section import reference_markdown
 from kltui.outputs.reports.rl_section import rl_markdown
-from kltui.session.compare import describe_first
-from kltui.session.cross_server import cross_server
-from kltui.session.diagnosis import diagnose
-from kltui.session.fleet import Fleet, fleet, replica_cells
+from kltui.readings.compare import describe_first
+from kltui.readings.cross_server import cross_server
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.fleet import Fleet, fleet, replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore

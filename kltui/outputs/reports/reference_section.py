@@ -14,9 +14,9 @@ from kltui.outputs.reference_rows import (
     reference_line,
     three_way_rows,
 )
+from kltui.readings.three_way import three_way
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
-from kltui.session.three_way import three_way
 from kltui.untrusted import html_text, md_text
 
 

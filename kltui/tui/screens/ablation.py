@@ -16,8 +16,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from kltui.ablate.reading import Ablation
 from kltui.outputs.ablation_matrix import Live, head_line, helpers_of, matrix_rows, verdict_lines
+from kltui.readings.ablation import Ablation
 from kltui.run.ablate import Sweep
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.ablation import SweepMatrix

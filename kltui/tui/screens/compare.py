@@ -11,8 +11,8 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.session.compare import describe_first
-from kltui.session.cross_server import ServerPair
+from kltui.readings.compare import describe_first
+from kltui.readings.cross_server import ServerPair
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 

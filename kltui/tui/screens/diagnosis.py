@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.dom import DOMNode
 from textual.widgets import Static
 
-from kltui.session.diagnosis import Diagnosis
+from kltui.readings.diagnosis import Diagnosis
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.diagnosis import BADGE_CLASSES, badge
 from kltui.untrusted import safe

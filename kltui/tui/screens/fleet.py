@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from kltui.session.fleet import Fleet, replica_cells
+from kltui.readings.fleet import Fleet, replica_cells
 from kltui.session.servers import text
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe

@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.session.stress import StressReading
+from kltui.readings.stress import StressReading
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.dom import DOMNode
 from textual.widgets import Static
 
-from kltui.session.diagnosis import Diagnosis
+from kltui.readings.diagnosis import Diagnosis
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 

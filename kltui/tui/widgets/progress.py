@@ -16,9 +16,9 @@ from textual.message import Message
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.helpers.registry import same_engine
 from kltui.metrics.k3 import within_threshold
 from kltui.metrics.summary import Summary
+from kltui.registry import same_engine
 from kltui.session.helper_view import HelperView
 from kltui.session.labels import MANY_SERVERS, server_labels
 from kltui.session.store import HelperState, SessionStore

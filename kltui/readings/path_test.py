@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kltui.session.paired import EVIDENCE_P, STRAY_ULP_FLOOR, Paired, one_path_p, paired
+from kltui.readings.paired import EVIDENCE_P, STRAY_ULP_FLOOR, Paired, one_path_p, paired
 
 # what a cache path's comparison with match came to
 STATE = "state"  # condition 2 on its path

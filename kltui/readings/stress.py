@@ -3,11 +3,11 @@
 On a server that says it runs deterministic inference, the premise of SGLang's own cache
 consistency test holds: every token id and logprob of a sample must be the same with and without
 background traffic, so any difference is a state bug under load, named by helper, sample, first
-position and side (session/compare.py), with what the traffic did during the phase that computed
+position and side (readings/compare.py), with what the traffic did during the phase that computed
 that side (the StressTicks of run/stress.py). On any other server batch composition changes the
 rounding, so a difference proves nothing by itself: each helper's per-sample mean k3 under
 stress is tested against the quiet run's with the diagnosis' own paired test
-(session/paired.py), and only evidence beyond chance and above its drift tolerance is reported
+(readings/paired.py), and only evidence beyond chance and above its drift tolerance is reported
 as worse under load; anything less is noise, or inconclusive when there are too few samples.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from kltui.session.compare import SampleDiff, compare_books
+from kltui.readings.compare import SampleDiff, compare_books
+from kltui.readings.evidence import _sample_mean, level_of
+from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
 from kltui.session.events import BatchProbed, StressTick
-from kltui.session.evidence import _sample_mean, level_of
 from kltui.session.helper_view import HelperView
-from kltui.session.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
 from kltui.session.store import HelperState, SessionStore
 
 # the helper phase that computed each side of a comparison (compare.SIDES): side A is the

@@ -23,8 +23,7 @@ from dataclasses import asdict, dataclass, field
 
 from kltui.engines.identity import ServerIdentity
 from kltui.fmt import sci
-from kltui.helpers.registry import baseline_path, cache_helpers, path_of, same_engine
-from kltui.session.advice import (
+from kltui.readings.advice import (
     CONDITION2_STEP,
     _condition1_advice,
     _kernel_suspects,
@@ -33,9 +32,9 @@ from kltui.session.advice import (
     cross_check_command,
     rerun_command,
 )
-from kltui.session.compare import rerun_equality
-from kltui.session.coverage import page_misses, untested
-from kltui.session.evidence import (
+from kltui.readings.compare import rerun_equality
+from kltui.readings.coverage import page_misses, untested
+from kltui.readings.evidence import (
     EVIDENCE_P,
     MIN_COMMON,
     MIN_RATIO,
@@ -51,8 +50,9 @@ from kltui.session.evidence import (
     nonfinite_positions,
     path_side,
 )
+from kltui.readings.path_test import FEW, NOISE, STATE, STRAY, SUSPECT, UNCLEAR, PathVerdict, judge
+from kltui.registry import baseline_path, cache_helpers, path_of, same_engine
 from kltui.session.helper_view import HelperView
-from kltui.session.path_test import FEW, NOISE, STATE, STRAY, SUSPECT, UNCLEAR, PathVerdict, judge
 from kltui.session.store import HelperState, SessionStore
 
 

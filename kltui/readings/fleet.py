@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kltui.engines.identity import ServerIdentity
-from kltui.helpers.registry import same_engine
-from kltui.session.compare import BookDiff, compare_books
-from kltui.session.coverage import min_scored, untested
+from kltui.readings.compare import BookDiff, compare_books
+from kltui.readings.coverage import min_scored, untested
+from kltui.registry import same_engine
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import COMPARED
 from kltui.session.store import HelperState, SessionStore, helper_key

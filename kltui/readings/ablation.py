@@ -86,12 +86,12 @@ import numpy as np
 
 from kltui.ablate.knobs import KNOBS, Knob, raw_knob
 from kltui.ablate.plan import BASE, Config, Plan
-from kltui.helpers.registry import same_engine
-from kltui.session.compare import compare_books
-from kltui.session.coverage import untested
-from kltui.session.diagnosis import diagnose_server
-from kltui.session.evidence import excess_over_match, level_of
-from kltui.session.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired
+from kltui.readings.compare import compare_books
+from kltui.readings.coverage import untested
+from kltui.readings.diagnosis import diagnose_server
+from kltui.readings.evidence import excess_over_match, level_of
+from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired
+from kltui.registry import same_engine
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
 

@@ -8,8 +8,8 @@ import shlex
 
 from kltui.engines.identity import ServerIdentity
 from kltui.fmt import sci
-from kltui.helpers.registry import HELPERS, baseline_path, cache_helpers, path_of
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
+from kltui.registry import HELPERS, baseline_path, cache_helpers, path_of
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 

@@ -2,7 +2,7 @@
 reference, and SGLang vs vLLM, all three on the same token ids (one `hf_reference` run), read
 from a session's store, so a replay reads the same as the live run.
 
-The verdict is the diagnosis's paired per-sample test (`session/paired.py`): per sample, the
+The verdict is the diagnosis's paired per-sample test (`readings/paired.py`): per sample, the
 log ratio of SGLang's and vLLM's mean k3 against the reference (floored at the 1e-9 stray-ulp
 level), a Wilcoxon signed-rank test each way (two-sided: the smaller one-sided chance, doubled)
 and its Hodges-Lehmann ratio. An engine is named closer only when that chance is below the
@@ -21,14 +21,14 @@ from typing import Any
 import numpy as np
 
 from kltui import fmt
-from kltui.session.helper_view import HelperView
-from kltui.session.paired import (
+from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
     STRAY_ULP_FLOOR,
     hodges_lehmann,
     signed_rank_p,
 )
+from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
 
 HELPER = "hf_reference"

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kltui.fmt import sci
-from kltui.helpers.registry import baseline_path, path_of, same_engine
-from kltui.session.compare import BookDiff, compare_books
-from kltui.session.evidence import level_of
-from kltui.session.paired import STRAY_ULP_FLOOR
+from kltui.readings.compare import BookDiff, compare_books
+from kltui.readings.evidence import level_of
+from kltui.readings.paired import STRAY_ULP_FLOOR
+from kltui.registry import baseline_path, path_of, same_engine
 from kltui.session.servers import COMPARED, ModelCheck, model_check, models_differ
 from kltui.session.store import HelperState, SessionStore, helper_key
 

@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.fmt import sci
-from kltui.helpers.registry import HELPERS
-from kltui.session.helper_view import HelperView
-from kltui.session.paired import (
+from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
     MIN_RATIO,
@@ -19,7 +17,9 @@ from kltui.session.paired import (
     paired,
     signed_rank_p,
 )
-from kltui.session.path_test import PathSide
+from kltui.readings.path_test import PathSide
+from kltui.registry import HELPERS
+from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 
 __all__ = [

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kltui.helpers.registry import baseline_path
-from kltui.session.path_test import PathSide, judge
+from kltui.readings.path_test import PathSide, judge
+from kltui.registry import baseline_path
 
 # the H200 match level with deterministic inference on (docs/FIELD_NOTES.md)
 H200_LEVEL = 4.618e-4
