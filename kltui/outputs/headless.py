@@ -30,6 +30,7 @@ from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import Fleet, fleet, replica_cells
+from kltui.readings.identity import model_check
 from kltui.readings.stress import StressReading, probe_lines
 from kltui.registry import helper as registered
 from kltui.registry import same_engine
@@ -47,7 +48,7 @@ from kltui.session.events import (
     TokensDecoded,
 )
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import model_check, server_facts
+from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line, safe
 

@@ -87,9 +87,10 @@ import numpy as np
 from kltui.ablate.knobs import KNOBS, Knob, raw_knob
 from kltui.ablate.plan import BASE, Config, Plan
 from kltui.readings.compare import compare_books
-from kltui.readings.coverage import untested
+from kltui.readings.coverage import starved, untested
 from kltui.readings.diagnosis import diagnose_server
 from kltui.readings.evidence import excess_over_match, level_of
+from kltui.readings.identity import Conflict, conflict, refusal
 from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired
 from kltui.registry import same_engine
 from kltui.session.store import HelperState, SessionStore
@@ -172,6 +173,14 @@ def _states(store: SessionStore) -> dict[str, HelperState]:
 def _server(store: SessionStore) -> str | None:
     ids = [i.url for i in store.identities() if i.url]
     return ids[0] if ids else next((st.server for st in store.helpers.values()), None)
+
+
+def _conflict(store: SessionStore, base_store: SessionStore) -> Conflict | None:
+    """One server under two URLs, or another model, as the recorded identities show."""
+    server, base_server = _server(store), _server(base_store)
+    if server is None or base_server is None:
+        return None
+    return conflict(base_store.identity(base_server), store.identity(server))
 
 
 def _exact_samples(st: HelperState) -> int:
@@ -295,6 +304,9 @@ def _effect(
     base_why = untested(base) if base is not None else "did not run"
     base_level = level_of(base) if base is not None and base_why is None else None
     why = untested(st) if st is not None else "did not run"
+    if why is None and st is not None and base is not None and base_why is None:
+        # hits far shorter than the base's test less than the base did: never a fix
+        why = None if (short := starved(st, base)) is None else short.reason
     level = level_of(st) if st is not None and why is None else None
     scored = len(st.book.order) if st is not None else 0
     exact = _exact_samples(st) if st is not None else 0
@@ -541,6 +553,9 @@ def _read_config(
 ) -> ConfigReading:
     if store is None:
         return ConfigReading(cfg, missing="no result: the configuration did not run")
+    if not cfg.is_base and (clash := _conflict(store, base_store)) is not None:
+        # what `kltui check` refuses is no configuration of a sweep either (a folder read back)
+        return ConfigReading(cfg, missing=f"refused: {refusal(clash)}")
     states = _states(store)
     names = list(base_states) + [h for h in states if h not in base_states]
     if cfg.is_base:

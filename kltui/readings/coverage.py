@@ -11,6 +11,10 @@ helpers would fail as "too few cache hits", and kltui's verdicts rest on no less
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
 
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
@@ -25,26 +29,91 @@ def min_scored(samples: int) -> int:
     return max(1, math.ceil(MIN_TESTED_FRACTION * max(samples, 0)))
 
 
-def untested(st: HelperState) -> str | None:
+class NotTested(StrEnum):
+    """Why a helper's result says nothing about its path."""
+
+    UNFINISHED = "did not finish"
+    UNUSABLE = "unusable"  # errored, invalid, or vacuous (ran but compared nothing)
+    NONE_SCORED = "no sample scored"
+    FEW_SCORED = "too few scored"
+    STARVED = "starved"  # cache hits much shorter than the base's on the same prompts
+
+
+@dataclass(frozen=True)
+class Untested:
+    """A helper that did not test its path: the kind, what it rests on, and the words."""
+
+    kind: NotTested
+    scored: int
+    samples: int
+    reason: str
+
+
+def coverage_of(st: HelperState) -> Untested | None:
     """Why this helper's result says nothing about its path (None: it tested it)."""
     s = st.summary
     if s is None:
-        return "did not finish"
+        return Untested(NotTested.UNFINISHED, 0, 0, "did not finish")
+    view = HelperView.of(st)
+    scored, samples = view.scored, view.samples
     if s.status in UNUSABLE:
         why = s.reason or s.error or ""
         word = "ran but compared nothing" if s.status == "vacuous" else s.status
-        return f"{word}{': ' + why if why else ''}"
-    view = HelperView.of(st)
-    scored, samples = view.scored, view.samples
+        return Untested(NotTested.UNUSABLE, scored, samples, f"{word}{': ' + why if why else ''}")
     if not scored:
-        return f"no sample scored of {samples}"
+        return Untested(NotTested.NONE_SCORED, 0, samples, f"no sample scored of {samples}")
     need = min_scored(samples)
     if scored < need:
-        return (
+        return Untested(
+            NotTested.FEW_SCORED,
+            scored,
+            samples,
             f"only {scored} of {samples} samples scored (at least {need} needed to count as "
-            "a test of its path)"
+            "a test of its path)",
         )
     return None
+
+
+def untested(st: HelperState) -> str | None:
+    """The words of `coverage_of` (None: it tested its path)."""
+    c = coverage_of(st)
+    return None if c is None else c.reason
+
+
+# a configuration's cache hit this much shorter than the base's on the same prompt restores
+# too little of the prefix to test the path the base tested
+STARVED_SHARE = 0.25
+
+
+def starved(st: HelperState, base: HelperState) -> Untested | None:
+    """A cache-hit helper whose hits are much shorter than the base's on the same prompts
+    (at most a quarter of the base's cached tokens) in at least half of the samples both
+    scored: it scored, but restored too little of the prefix to say anything about the path
+    the base tested (a knob that starves the cache, `--max-total-tokens` too small). None when
+    the helper hit as the base did, or neither records cached tokens."""
+    common = [i for i in st.book.order if i in base.book.samples]
+    if not common:
+        return None
+    mine = np.array([st.book.samples[i].cached_tokens for i in common], dtype=np.int64)
+    theirs = np.array([base.book.samples[i].cached_tokens for i in common], dtype=np.int64)
+    short = (theirs > 0) & (mine <= STARVED_SHARE * theirs)
+    n = int(short.sum())
+    if n == 0 or n < min_scored(len(common)):
+        return None
+    return Untested(
+        NotTested.STARVED,
+        len(common),
+        len(common),
+        f"cache hits much shorter than the base's: {n} of {len(common)} samples cached "
+        f"{_tokens(mine[short])} where the base cached {_tokens(theirs[short])} on the "
+        f"same prompts (a quarter or less): too little restored to test the path",
+    )
+
+
+def _tokens(a: np.ndarray) -> str:
+    """ "1 token", "20-66 tokens": the range of cached tokens over some samples."""
+    lo, hi = int(a.min()), int(a.max())
+    return f"{lo} token" if lo == hi == 1 else f"{lo if lo == hi else f'{lo}-{hi}'} tokens"
 
 
 def tested(st: HelperState) -> bool:

@@ -20,9 +20,10 @@ from typing import Any
 from kltui.fmt import sci
 from kltui.readings.compare import BookDiff, compare_books
 from kltui.readings.evidence import level_of
+from kltui.readings.identity import ModelCheck, model_check, models_differ
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.registry import baseline_path, path_of, same_engine
-from kltui.session.servers import COMPARED, ModelCheck, model_check, models_differ
+from kltui.session.servers import COMPARED
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 LABELS = ("A", "B")

@@ -54,6 +54,7 @@ from kltui.readings.ablation import Ablation, read
 from kltui.readings.stress import is_stressed
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, RunView
+from kltui.run.runner import refuse_incomparable
 from kltui.session.fold import fold
 from kltui.session.recording import default_runs_dir, read_recording
 from kltui.session.store import SessionStore
@@ -182,18 +183,23 @@ def prepare(spec: SweepSpec, flags: set[str] | None = None) -> Plan:
 
 async def attach_plan(spec: SweepSpec) -> tuple[Config, ...]:
     """Attach mode: each server's /server_info read, the base first (SweepError naming a
-    server that does not answer)."""
-    infos = []
+    server that does not answer); then what `kltui check` refuses is refused here too, before
+    anything is flushed: one server under two URLs, or another model or other weights (a
+    UsageError naming both servers and both hashes)."""
+    infos, records = [], []
     for url in spec.servers:
         client = SGLangClient(
             url, spec.cfg.server_api_key(), timeout=min(60.0, spec.cfg.request_timeout)
         )
         try:
-            infos.append((url, await client.server_info()))
+            ident, info = await client.identify_with_info()
         except EngineError as e:
             raise SweepError(f"{url}: cannot read /server_info: {e}") from None
         finally:
             await client.aclose()
+        infos.append((url, info))
+        records.append(ident.record())
+    await refuse_incomparable(records, allow_different_models=spec.cfg.allow_different_models)
     (base_url, base_info), *others = infos
     return attach(base_url, base_info, others)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
-from kltui.engines.identity import ServerIdentity, same_process
+from kltui.engines.identity import ServerIdentity
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
@@ -24,6 +24,7 @@ from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.extras import after_gate
 from kltui.helpers.phases import Run
 from kltui.metrics.summary import Summary
+from kltui.readings.identity import ConflictKind, conflict, refusal
 from kltui.registry import HELPERS, Helper
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.fleet import fleet_session
@@ -32,7 +33,6 @@ from kltui.run.prompts import PromptSet, builtin, finalize, load_file
 from kltui.run.reference import connect_reference, reference_plan
 from kltui.run.tokenizer import FIX, SEPARATOR, LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
-from kltui.session.servers import models_differ
 
 TOKENIZE_BATCH = 64
 # Asked once per server before its first flush (the TUI's question); False stops the run.
@@ -233,13 +233,25 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
         )
     found.live = [c for c in clients if c.url in found.infos]
     live = [s for s in found.servers if s.get("url") in found.infos]
-    _refuse_same_server(live, fleet=bool(cfg.router))
-    if len(live) > 1:  # only a comparison needs the weights: one server is not read twice
-        await _hash_weights(live)
-    if not cfg.allow_different_models:
-        _refuse_different_models(live)
+    await refuse_incomparable(
+        live, fleet=bool(cfg.router), allow_different_models=cfg.allow_different_models
+    )
     found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
     return found
+
+
+async def refuse_incomparable(
+    live: list[dict], *, fleet: bool = False, allow_different_models: bool = False
+) -> None:
+    """Before anything is flushed or measured, for every front end that compares servers
+    (check, a fleet, ablate's attach mode): one server under two URLs, then another model
+    (`readings/identity.py`), each a UsageError naming both servers and what shows it. The
+    weights are hashed only for a comparison: one server is not read twice."""
+    _refuse_same_server(live, fleet=fleet)
+    if len(live) > 1:
+        await _hash_weights(live)
+    if not allow_different_models:
+        _refuse_different_models(live)
 
 
 async def _hash_weights(servers: list[dict]) -> None:
@@ -258,12 +270,10 @@ def _refuse_same_server(servers: list[dict], *, fleet: bool) -> None:
     for s in servers:
         ident = ServerIdentity.of(s)
         for other in seen:
-            if (why := same_process(other, ident)) is not None:
+            c = conflict(other, ident)
+            if c is not None and c.kind is ConflictKind.SAME_PROCESS:
                 fix = "the router lists it twice" if fleet else "name each server once"
-                raise UsageError(
-                    f"{other.url} and {ident.url} are the same server ({why}): comparing a "
-                    f"server with itself proves nothing; {fix}"
-                )
+                raise UsageError(refusal(c, fix))
         seen.append(ident)
 
 
@@ -486,12 +496,9 @@ def _refuse_different_models(servers: list[dict]) -> None:
     """Before anything is flushed or measured: another model makes every comparison moot."""
     first = ServerIdentity.of(servers[0]) if servers else None
     for s in servers[1:]:
-        why = models_differ(first, ServerIdentity.of(s)) if first is not None else None
-        if why is not None:
-            raise UsageError(
-                f"{s['url']} serves another model than {servers[0]['url']} ({why}): their "
-                "numbers cannot be compared; --allow-different-models runs them anyway"
-            )
+        c = conflict(first, ServerIdentity.of(s)) if first is not None else None
+        if c is not None and c.kind is ConflictKind.DIFFERENT_MODEL:
+            raise UsageError(refusal(c, "--allow-different-models runs them anyway"))
 
 
 def _plan(cfg: RunConfig, live: list[SGLangClient]) -> list[tuple[SGLangClient, list[Helper]]]:

@@ -50,8 +50,9 @@ def rows_at(rng, levels, length: int = 16):
     return out
 
 
-def store(url: str, info: dict, helpers: dict) -> SessionStore:
-    """A finished run on one server: helper -> rows, or "vacuous" (radix cache off)."""
+def store(url: str, info: dict, helpers: dict, cached: dict | None = None) -> SessionStore:
+    """A finished run on one server: helper -> rows, or "vacuous" (radix cache off); `cached`:
+    helper -> each sample's cached_tokens (default 5)."""
     st = SessionStore()
     server = {"url": url, "engine": "sglang", **info}
     st.apply(RunStarted("r", 0.0, {"max_new_tokens": 16, "temperature": 0.0}, [server], {}, "0"))
@@ -73,10 +74,11 @@ def store(url: str, info: dict, helpers: dict) -> SessionStore:
             )
             continue
         book = ScoreBook()
+        hits = (cached or {}).get(helper) or [5] * len(rows)
         for i, (a, b) in enumerate(rows):
             ids = np.arange(a.size)
-            book.add(i, ids, a, b, 5, 30)
-            st.apply(SampleScored(helper, url, i, ids, a, b, 5, 30))
+            book.add(i, ids, a, b, hits[i], 30)
+            st.apply(SampleScored(helper, url, i, ids, a, b, hits[i], 30))
         summary = book.summary(n_samples=len(rows), n_skipped=0, threshold=1e-3)
         summary["status"] = "pass" if summary["passed"] else "fail"
         st.apply(HelperFinished(helper, url, summary))
@@ -415,6 +417,78 @@ def test_attach_mode_configurations_read_the_same_way():
         "attention-backend=fa3",
     )
     assert ab.configs[0].took_effect is True
+
+
+def test_a_sweep_read_back_refuses_what_check_refuses():
+    """A folder read back (or servers attached to) whose configuration is another model, or
+    the base's own server under a second URL: refused, not counted, both named."""
+    weights = {"model_path": "/m/checkpoint", "local_weights_sha256": "a" * 64}
+    other = {"model_path": "/n/checkpoint", "local_weights_sha256": "b" * 64}
+    fa3_info = INFO | {"attention_backend": "fa3"}
+    cfgs = attach(url(0), INFO, [(url(1), fa3_info)])
+    ab = read(
+        cfgs,
+        {
+            "base": store(url(0), INFO | weights, noisy(0)),
+            "attention-backend=fa3": store(url(1), fa3_info | other, noisy(1, 0.0)),
+        },
+    )
+    (cfg,) = ab.configs
+    assert not cfg.measured and (cfg.missing or "").startswith(
+        f"refused: {url(1)} serves another model than {url(0)} (the config.json and "
+        "*.safetensors differ on this machine (sha256 aaaaaaaaaaaa… vs bbbbbbbbbbbb…)"
+    )
+    assert ab.verdict.kind != LOCALIZED and ab.verdict.helpers[0].sufficient == ()
+    one = {"startup_time": 12.5, "port": 30000}
+    ab = read(
+        cfgs,
+        {
+            "base": store(url(0), INFO | one, noisy(0)),
+            "attention-backend=fa3": store(url(1), INFO | one, noisy(1)),
+        },
+    )
+    (cfg,) = ab.configs
+    assert (cfg.missing or "").startswith(f"refused: {url(0)} and {url(1)} are the same server")
+    assert cfg.to_json(["match"])["counted"] is False
+
+
+def test_a_knob_that_starves_the_cache_is_not_tested_never_reduced():
+    """The base hit 20-70 cached tokens, the configuration 1 on 15 of 16 prompts: it scored,
+    but restored too little to test the path: "not tested", whatever its k3."""
+    rng = np.random.default_rng(3)
+    det = INFO | {"enable_deterministic_inference": True}
+    base = {"match": rows_at(rng, [0.0] * 16), "prefill_cache_hit": rows_at(rng, [0.3] * 16)}
+    low = {"match": rows_at(rng, [0.0] * 16), "prefill_cache_hit": rows_at(rng, [6e-3] * 16)}
+    hits = [int(h) for h in np.linspace(20, 70, 16)]
+    p = plan([*LAUNCH, "--enable-deterministic-inference"], [parse_vary("--max-total-tokens=80")])
+    ab = read(
+        p,
+        {
+            "base": store(url(0), det, base, {"prefill_cache_hit": hits}),
+            "--max-total-tokens=80": store(
+                url(1), det, low, {"prefill_cache_hit": [1] * 15 + [40]}
+            ),
+        },
+    )
+    (cfg,) = ab.configs
+    r = cfg.helper("prefill_cache_hit")
+    assert r is not None and r.effect == NOT_TESTED, r.line()
+    assert r.untested == (
+        "cache hits much shorter than the base's: 15 of 16 samples cached 1 token where the "
+        "base cached 20-66 tokens on the same prompts (a quarter or less): too little restored to "
+        "test the path"
+    )
+    assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].reducing == ()
+    # the same hits as the base's are a test: the drop is read as before
+    ab = read(
+        p,
+        {
+            "base": store(url(0), det, base, {"prefill_cache_hit": hits}),
+            "--max-total-tokens=80": store(url(1), det, low, {"prefill_cache_hit": hits}),
+        },
+    )
+    r = ab.configs[0].helper("prefill_cache_hit")
+    assert r is not None and r.effect == "reduced"
 
 
 def test_json_document_and_console_lines():

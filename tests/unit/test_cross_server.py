@@ -6,6 +6,7 @@ import numpy as np
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.cross_server import cross_server
+from kltui.readings.identity import models_differ as differ
 from kltui.session.events import (
     HelperFinished,
     HelperStarted,
@@ -15,7 +16,6 @@ from kltui.session.events import (
     SampleScored,
     SampleSkipped,
 )
-from kltui.session.servers import models_differ as differ
 from kltui.session.store import SessionStore
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"

@@ -14,8 +14,8 @@ import pytest
 
 from kltui.engines import weights
 from kltui.engines.identity import ServerIdentity, same_process
+from kltui.readings.identity import model_check, models_differ
 from kltui.reference import CHECKPOINT_DIR
-from kltui.session.servers import model_check, models_differ
 from tests.reports.synth import server
 
 
