@@ -506,7 +506,8 @@ def record_path(args: argparse.Namespace) -> str | None:
     return str(default_recording_path())
 
 
-def _days(s: str) -> float:
+def days_arg(s: str) -> float:
+    """A number of days for --older-than (argparse type)."""
     v = number(s.removesuffix("d"))
     if v < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0: {s!r}")

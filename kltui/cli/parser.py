@@ -23,9 +23,9 @@ from kltui.cli.options import (
     EXIT_CODES,
     THEME_HELP,
     YES_FLUSH_HELP,
-    _days,
     add_read_only,
     add_run_options,
+    days_arg,
 )
 from kltui.reference.faults import FAULTS, fault_arg
 
@@ -176,7 +176,7 @@ def make_parser() -> argparse.ArgumentParser:
     )
     runs.add_argument(
         "--older-than",
-        type=_days,
+        type=days_arg,
         metavar="DAYS",
         help="with --prune: remove those not written to for DAYS days (e.g. 30 or 30d)",
     )

@@ -21,8 +21,8 @@ from kltui import __version__
 from kltui.console import make_console
 from kltui.outputs.ablation_html import html_report
 from kltui.outputs.ablation_rows import (
-    _by_name,
     chain_lines,
+    configs_by_name,
     helper_names,
     pairs_line,
     rows,
@@ -237,7 +237,7 @@ def junit_report(sweep: Sweep, ab: Ablation) -> str:
     _sub(props, "property", name="verdict.line", value=ab.verdict.line)
     _sub(props, "property", name="exit_code", value=sweep.exit_code(ab))
     _sub(props, "property", name="folder", value=sweep.folder)
-    runs = _by_name(sweep)
+    runs = configs_by_name(sweep)
     counts = {"errors": 0, "skipped": 0, "failures": 0}
     total = 0.0
     for c in (ab.base, *ab.configs):

@@ -17,7 +17,8 @@ def helper_names(ab: Ablation) -> list[str]:
     return out
 
 
-def _by_name(sweep: Sweep) -> dict[str, ConfigRun]:
+def configs_by_name(sweep: Sweep) -> dict[str, ConfigRun]:
+    """The sweep's configuration runs, by name."""
     return {r.name: r for r in sweep.runs}
 
 
@@ -102,7 +103,7 @@ def _note(c: ConfigReading, run: ConfigRun | None) -> str:
 def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
     """(configuration, one cell per helper, condition, note) for every configuration, base
     first, as plain text (each medium escapes it)."""
-    runs = _by_name(sweep)
+    runs = configs_by_name(sweep)
     names = helper_names(ab)
     out = []
     for c in (ab.base, *ab.configs):

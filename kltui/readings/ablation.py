@@ -82,521 +82,46 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from kltui.ablate.knobs import KNOBS, Knob, raw_knob
 from kltui.ablate.plan import BASE, Config, Plan
-from kltui.readings.compare import compare_books
-from kltui.readings.coverage import starved, untested
-from kltui.readings.diagnosis import diagnose_server
-from kltui.readings.evidence import excess_over_match, level_of
-from kltui.readings.identity import Conflict, conflict, refusal
-from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired
-from kltui.registry import same_engine
-from kltui.session.store import HelperState, SessionStore
-from kltui.untrusted import one_line
+from kltui.readings.ablation_config import (
+    ConfigReading,
+    HelperReading,
+    helper_states,
+    num,
+    read_config,
+)
+from kltui.readings.ablation_kinds import (
+    _STRENGTH,
+    BASE_EFFECT,
+    BASE_NOT_TESTED,
+    INCONCLUSIVE,
+    INCONCLUSIVE_KIND,
+    LOCALIZED,
+    LOWER,
+    NO_SINGLE,
+    NONE,
+    NOT_REPRODUCED,
+    NOT_TESTED,
+    NOTHING,
+    REDUCED,
+    REDUCED_BY,
+    REDUCED_KIND,
+    REMOVED,
+    SAME,
+    WORSE,
+    Effect,
+    VerdictKind,
+)
+from kltui.readings.ablation_settings import SettingCheck
+from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR
+from kltui.session.store import SessionStore
 
-REDUCED_BY = 10.0  # "reduced": at least this many times lower than the base
-
-# effects of a configuration on one helper
-BASE_EFFECT = "base"
-REMOVED = "removed"  # at the floor, beyond chance
-REDUCED = "reduced"  # >= 10x lower, beyond chance
-LOWER = "lower"  # lower beyond chance, less than 10x
-NONE = "none"  # not lower beyond chance
-WORSE = "worse"  # higher beyond chance
-SAME = "same"  # bit-identical to the base on every common sample
-INCONCLUSIVE = "inconclusive"
-NOT_TESTED = "not tested"  # the configuration's helper tested nothing
-NOTHING = "nothing to remove"  # the base is at the floor on this helper
-BASE_NOT_TESTED = "base not tested"
-
-# verdict kinds, strongest first
-NOT_REPRODUCED = "not reproduced"
-LOCALIZED = "localized"
-REDUCED_KIND = "reduced"
-NO_SINGLE = "no single knob"
-INCONCLUSIVE_KIND = "inconclusive"
-_STRENGTH = {LOCALIZED: 4, REDUCED_KIND: 3, NO_SINGLE: 2, INCONCLUSIVE_KIND: 1}
-
-
-def num(x: float | None) -> str:
-    """A level as the verdicts print it: 0, 8.5e-3, 1.2e-12 (– for unknown)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if x == 0:
-        return "0"
-    if math.isinf(x):
-        return "inf"
-    mant, exp = f"{x:.1e}".split("e")
-    mant = mant.rstrip("0").rstrip(".")
-    return f"{mant}e{int(exp)}"
-
-
-def _shown(x: object) -> str:
-    """A reported setting as JSON writes it (server text: one line, cut)."""
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    return "null" if x is None else one_line(x, 40)
-
-
-def _same(a: str, b: str) -> bool:
-    """Two knob values (as `Setting.read` gives them) name one setting: equal words, or
-    equal numbers ("8" and "8.0")."""
-    if a == b:
-        return True
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return False
-
-
-def _floored(x: float) -> float:
-    return max(x, 0.0) + STRAY_ULP_FLOOR
-
-
-def _knob_of(name: str, value: str) -> Knob:
-    return KNOBS.get(name) or raw_knob(name, [value])
-
-
-def _states(store: SessionStore) -> dict[str, HelperState]:
-    """The store's helpers on its one server (the first the run names), by helper name."""
-    ids = [i.url for i in store.identities() if i.url]
-    server = ids[0] if ids else next((st.server for st in store.helpers.values()), None)
-    return {
-        st.helper: st
-        for st in store.helpers.values()
-        if st.server == server and same_engine(st.helper)
-    }
-
-
-def _server(store: SessionStore) -> str | None:
-    ids = [i.url for i in store.identities() if i.url]
-    return ids[0] if ids else next((st.server for st in store.helpers.values()), None)
-
-
-def _conflict(store: SessionStore, base_store: SessionStore) -> Conflict | None:
-    """One server under two URLs, or another model, as the recorded identities show."""
-    server, base_server = _server(store), _server(base_store)
-    if server is None or base_server is None:
-        return None
-    return conflict(base_store.identity(base_server), store.identity(server))
-
-
-def _exact_samples(st: HelperState) -> int:
-    """Samples whose prefill and decode logprobs are bit-identical in this configuration."""
-    return sum(
-        1
-        for s in st.book.order
-        if np.array_equal(
-            np.asarray(st.book.samples[s].lp_a), np.asarray(st.book.samples[s].lp_b), equal_nan=True
-        )
-    )
-
-
-@dataclass(frozen=True)
-class HelperReading:
-    """One helper of one configuration against the base's."""
-
-    helper: str
-    config: str
-    level: float | None  # avg_kl_div (None: not tested)
-    base_level: float | None
-    scored: int
-    exact_samples: int  # bit-identical prefill vs decode in this configuration
-    common: int  # samples both this configuration and the base scored
-    identical_to_base: int  # of those, bit-identical to the base's
-    untested: str | None  # why this configuration's helper tested nothing
-    effect: str
-    why: str | None = None  # for INCONCLUSIVE: n too small, or inside the noise
-    lower: Paired | None = None  # base above this configuration, per sample
-    higher: Paired | None = None  # this configuration above the base, per sample
-
-    @property
-    def change(self) -> float | None:
-        """avg_kl_div over the base's (None when either is unknown or the base is 0)."""
-        if self.level is None or not self.base_level:
-            return None
-        return self.level / self.base_level
-
-    @property
-    def movement(self) -> float | None:
-        """How far this configuration lowered the helper: log10 of the base's level over its
-        own, both floored at 1e-9 (negative: raised it). None when either did not test."""
-        if self.level is None or self.base_level is None:
-            return None
-        return math.log10(_floored(self.base_level) / _floored(self.level))
-
-    def arrow(self) -> str:
-        """ "8.5e-3 -> 0"."""
-        return f"{num(self.base_level)} -> {num(self.level)}"
-
-    def cell(self) -> str:
-        """The helper's cell in the console table of knobs x helpers."""
-        if self.effect == BASE_EFFECT:
-            return num(self.level)
-        if self.effect in (NOT_TESTED, BASE_NOT_TESTED):
-            return self.effect
-        if self.effect == SAME:
-            return f"{num(self.level)} (= base)"
-        return f"{num(self.level)} ({self.effect})"
-
-    def line(self) -> str:
-        """One line: the level against the base, the effect and what it rests on."""
-        if self.effect == BASE_EFFECT:
-            return (
-                f"{self.helper}: avg_kl_div {num(self.level)}, {self.exact_samples}/"
-                f"{self.scored} samples bit-identical"
-                if self.untested is None
-                else f"{self.helper}: not tested ({self.untested})"
-            )
-        if self.effect == NOT_TESTED:
-            return f"{self.helper}: not tested ({self.untested}): not a fix"
-        if self.effect == BASE_NOT_TESTED:
-            return f"{self.helper}: {num(self.level)}; the base did not test it, nothing to compare"
-        rest = (
-            f"{self.exact_samples}/{self.scored} samples bit-identical; "
-            f"{self.identical_to_base}/{self.common} identical to the base"
-        )
-        p = self.lower
-        test = (
-            f"; lower than the base in {p.higher} of {p.n} samples, higher in {p.lower} "
-            f"(signed-rank p={p.p:.2g})"
-            if p is not None and p.n
-            else ""
-        )
-        why = f": {self.why}" if self.why else ""
-        return f"{self.helper}: {self.arrow()} ({self.effect}{why}; {rest}{test})"
-
-    def to_json(self) -> dict:
-        """The helper's entry in a configuration of the JSON `ablation` document."""
-        p = self.lower
-        return {
-            "avg_kl_div": self.level,
-            "base_avg_kl_div": self.base_level,
-            "change": self.change,
-            "scored": self.scored,
-            "exact_samples": self.exact_samples,
-            "common_samples": self.common,
-            "identical_to_base_samples": self.identical_to_base,
-            "untested": self.untested,
-            "effect": self.effect,
-            "why": self.why,
-            "paired": None
-            if p is None
-            else {
-                "n": p.n,
-                "higher": p.higher,
-                "lower": p.lower,
-                "equal": p.equal,
-                "p": p.p,
-                "ratio": p.ratio if math.isfinite(p.ratio) else None,
-                "shift_p": p.shift_p,
-            },
-            "line": self.line(),
-        }
-
-
-def _effect(
-    name: str, helper: str, st: HelperState | None, base: HelperState | None
-) -> HelperReading:
-    """What one configuration's helper shows against the base's."""
-    base_why = untested(base) if base is not None else "did not run"
-    base_level = level_of(base) if base is not None and base_why is None else None
-    why = untested(st) if st is not None else "did not run"
-    if why is None and st is not None and base is not None and base_why is None:
-        # hits far shorter than the base's test less than the base did: never a fix
-        why = None if (short := starved(st, base)) is None else short.reason
-    level = level_of(st) if st is not None and why is None else None
-    scored = len(st.book.order) if st is not None else 0
-    exact = _exact_samples(st) if st is not None else 0
-    if st is not None and base is not None:
-        diff = compare_books(base.book, st.book)
-        common, same = diff.comparable, diff.identical_samples
-    else:
-        common = same = 0
-
-    def reading(effect: str, **kw) -> HelperReading:
-        return HelperReading(
-            helper, name, level, base_level, scored, exact, common, same, why, effect, **kw
-        )
-
-    if why is not None:
-        return reading(NOT_TESTED)
-    if base_level is None or level is None or st is None or base is None:
-        return reading(BASE_NOT_TESTED)
-    lower = excess_over_match(base, st)  # base above this configuration
-    higher = excess_over_match(st, base)
-    kw = {"lower": lower, "higher": higher}
-    if common and same == common:
-        return reading(SAME, **kw)
-    if base_level <= STRAY_ULP_FLOOR:
-        if higher.significant:
-            return reading(WORSE, why="the base is at the floor", **kw)
-        return reading(NOTHING, **kw)
-    if lower.too_few:
-        return reading(
-            INCONCLUSIVE,
-            why=f"n too small: {lower.n} common samples, {MIN_COMMON} needed",
-            **kw,
-        )
-    at_floor = level <= STRAY_ULP_FLOOR
-    tenfold = level * REDUCED_BY <= base_level
-    if lower.beyond_chance:
-        if at_floor:
-            return reading(REMOVED, **kw)
-        if tenfold:
-            return reading(REDUCED, **kw)
-        return reading(LOWER, **kw)
-    if at_floor or tenfold:
-        return reading(
-            INCONCLUSIVE,
-            why=f"inside the noise: lower on {lower.higher} of {lower.n} samples, signed-rank "
-            f"p={lower.p:.2g}",
-            **kw,
-        )
-    if higher.beyond_chance and level > base_level:
-        return reading(WORSE, **kw)
-    return reading(NONE, **kw)
-
-
-@dataclass(frozen=True)
-class SettingCheck:
-    """One knob of a configuration as /server_info reports it, beside the base's."""
-
-    knob: str
-    key: str | None
-    asked: str
-    base: str | None  # the base's reported value, read as the knob's
-    reported: str | None  # this configuration's
-    raw: object = None  # this configuration's value as /server_info wrote it
-
-    @property
-    def took_effect(self) -> bool | None:
-        """True: reports the asked value; False: reports the base's other value; None: the
-        key is not reported (or is the base's too, the base asked for the same)."""
-        if self.reported is None:
-            return None
-        if _same(_knob_of(self.knob, self.asked).normalize(self.asked), self.reported):
-            return True
-        if self.base is not None and self.reported == self.base:
-            return False
-        return None
-
-    @property
-    def report_changed(self) -> bool:
-        """Whether /server_info reports another value here than for the base: only then does
-        its report tell the flag's effect apart from a server that always says the same."""
-        return self.base is not None and self.reported is not None and self.base != self.reported
-
-    def to_json(self) -> dict:
-        """The check as the JSON `ablation` document writes it."""
-        return {"base": self.base, "reported": self.reported, "asked": self.asked}
-
-
-def _settings(cfg: Config, info: Mapping, base_info: Mapping) -> tuple[SettingCheck, ...]:
-    out = []
-    for name, value in cfg.changes.items():
-        s = _knob_of(name, value).setting()
-        if s is None:
-            out.append(SettingCheck(name, None, value, None, None))
-            continue
-        out.append(
-            SettingCheck(name, s.key, value, s.read(base_info), s.read(info), info.get(s.key))
-        )
-    return tuple(out)
-
-
-@dataclass(frozen=True)
-class ConfigReading:
-    """One configuration: its helpers against the base's, its condition, and whether its
-    flags took effect."""
-
-    config: Config
-    helpers: tuple[HelperReading, ...] = ()
-    condition: int | None = None
-    conditions: tuple[int, ...] = ()
-    diagnosis: str | None = None
-    settings: tuple[SettingCheck, ...] = ()
-    identical_to_base: bool | None = None  # every helper the base tested, compared and equal
-    missing: str | None = None  # why there is no result (the configuration did not run)
-
-    @property
-    def name(self) -> str:
-        """The configuration's name."""
-        return self.config.name
-
-    @property
-    def measured(self) -> bool:
-        """Whether a result exists."""
-        return self.missing is None
-
-    def helper(self, name: str) -> HelperReading | None:
-        """One helper's reading."""
-        return next((h for h in self.helpers if h.helper == name), None)
-
-    @property
-    def took_effect(self) -> bool | None:
-        """False when /server_info reports the base's value for one of its knobs, True when
-        it reports every asked value, None when it does not say."""
-        seen = [s.took_effect for s in self.settings]
-        if any(t is False for t in seen):
-            return False
-        return True if seen and all(t is True for t in seen) else None
-
-    @property
-    def trap(self) -> str | None:
-        """The line naming a flag that changed nothing (None: not this trap)."""
-        if self.config.is_base or not self.measured:
-            return None
-        if self.took_effect is False:
-            bad = next(s for s in self.settings if s.took_effect is False)
-            return (
-                f"{self.name}: the flag did not take effect: /server_info reports "
-                f"{bad.key}={_shown(bad.raw)}, the base's value ({bad.knob}={bad.reported}): "
-                "check its guard"
-            )
-        if self.identical_to_base and not self._confirmed:
-            said = ", ".join(f"{s.key}={_shown(s.raw)}" for s in self.settings if s.key)
-            reason = (
-                f"/server_info reports {said} for the base as well, so it cannot tell"
-                if self.took_effect and said
-                else "/server_info does not say whether it took effect"
-            )
-            return (
-                f"{self.name}: changed nothing: every helper bit-identical to the base "
-                f"({self._identical_counts()} samples) and {reason}: either the flag did not "
-                "take effect (check its guard) or the divergence does not depend on it"
-            )
-        return None
-
-    @property
-    def _confirmed(self) -> bool:
-        """/server_info reports every asked value, and another one than the base's."""
-        return bool(self.took_effect) and all(s.report_changed for s in self.settings)
-
-    def _identical_counts(self) -> str:
-        return ", ".join(
-            f"{h.helper} {h.identical_to_base}/{h.common}" for h in self.helpers if h.common
-        )
-
-    @property
-    def no_effect(self) -> str | None:
-        """The line for a flag that /server_info confirms and that changed no bit of any
-        helper: a measured "not this setting" (e.g. CUDA graph replay runs the same kernels),
-        counted as a knob tried; None otherwise."""
-        if self.config.is_base or not self.measured or self.trap is not None:
-            return None
-        if not (self.identical_to_base and self._confirmed):
-            return None
-        said = ", ".join(f"{s.key}={_shown(s.raw)}" for s in self.settings)
-        return (
-            f"{self.name}: no effect: /server_info reports {said} and every helper is "
-            f"bit-identical to the base ({self._identical_counts()} samples): the divergence "
-            "does not depend on this setting"
-        )
-
-    def untested_lines(self) -> list[str]:
-        """A knob that only turned a helper off: the helpers the base tested that this one
-        did not, each "not tested", never fixed."""
-        return [
-            f"{self.name}: {h.helper} not tested ({h.untested}): turning a helper off is not a fix"
-            for h in self.helpers
-            if h.effect == NOT_TESTED and h.base_level is not None
-        ]
-
-    def movement(self, helpers: Sequence[str]) -> float | None:
-        """How far it lowered the result: the largest lowering (log10, floored) over
-        `helpers` that both tested; None when it did not count (a trap, nothing tested)."""
-        if self.trap is not None or not self.measured:
-            return None
-        moves = [
-            m
-            for h in self.helpers
-            if h.helper in helpers and h.effect != NOT_TESTED and (m := h.movement) is not None
-        ]
-        return max(moves) if moves else None
-
-    def line(self) -> str:
-        """The configuration in one line."""
-        if not self.measured:
-            return f"{self.name}: not measured ({self.missing})"
-        cond = "inconclusive" if self.condition is None else f"condition {self.condition}"
-        # a trapped configuration's levels are shown, never its effects: they do not count
-        parts = ", ".join(
-            f"{h.helper} {num(h.level) if self.trap and h.level is not None else h.cell()}"
-            for h in self.helpers
-        )
-        trap = f"; {self.trap}" if self.trap else ""
-        return f"{self.name}: {parts} [{cond}]{trap}"
-
-    def to_json(self, helpers: Sequence[str]) -> dict:
-        """The configuration's entry in the JSON `ablation` document."""
-        return self.config.to_json() | {
-            "measured": self.measured,
-            "missing": self.missing,
-            "condition": self.condition,
-            "conditions": list(self.conditions),
-            "diagnosis": self.diagnosis,
-            "took_effect": self.took_effect,
-            "settings": {s.key or s.knob: s.to_json() for s in self.settings},
-            "identical_to_base": self.identical_to_base,
-            "trap": self.trap,
-            "counted": self.measured and self.trap is None,  # false: not part of the verdict
-            "movement": self.movement(helpers),
-            "helpers": {h.helper: h.to_json() for h in self.helpers},
-        }
-
-
-def _read_config(
-    cfg: Config, store: SessionStore | None, base_store: SessionStore, base_states: dict
-) -> ConfigReading:
-    if store is None:
-        return ConfigReading(cfg, missing="no result: the configuration did not run")
-    if not cfg.is_base and (clash := _conflict(store, base_store)) is not None:
-        # what `kltui check` refuses is no configuration of a sweep either (a folder read back)
-        return ConfigReading(cfg, missing=f"refused: {refusal(clash)}")
-    states = _states(store)
-    names = list(base_states) + [h for h in states if h not in base_states]
-    if cfg.is_base:
-        helpers = tuple(
-            HelperReading(
-                h,
-                cfg.name,
-                level_of(st) if (why := untested(st)) is None else None,
-                None,
-                len(st.book.order),
-                _exact_samples(st),
-                0,
-                0,
-                why,
-                BASE_EFFECT,
-            )
-            for h, st in base_states.items()
-        )
-    else:
-        helpers = tuple(_effect(cfg.name, h, states.get(h), base_states.get(h)) for h in names)
-    server = _server(store)
-    d = diagnose_server(store, server) if server is not None else None
-    base_server = _server(base_store)
-    info = dict(store.identity(server).reported) if server else {}
-    base_info = dict(base_store.identity(base_server).reported) if base_server else {}
-    tested = [h for h in helpers if h.base_level is not None]
-    identical = None
-    if tested and not cfg.is_base:
-        if all(h.effect == SAME for h in tested):
-            identical = True
-        elif any(h.common and h.identical_to_base < h.common for h in tested):
-            identical = False
-    return ConfigReading(
-        cfg,
-        helpers,
-        None if d is None else d.condition,
-        () if d is None else tuple(d.conditions),
-        None if d is None else d.label,
-        _settings(cfg, info, base_info),
-        identical,
-    )
+__all__ = [
+    "BASE_EFFECT", "BASE_NOT_TESTED", "INCONCLUSIVE", "INCONCLUSIVE_KIND", "LOCALIZED", "LOWER",
+    "NONE", "NOT_REPRODUCED", "NOT_TESTED", "NOTHING", "NO_SINGLE", "REDUCED", "REDUCED_BY",
+    "REDUCED_KIND", "REMOVED", "SAME", "WORSE", "Ablation", "ConfigReading", "Effect",
+    "HelperReading", "HelperVerdict", "SettingCheck", "Verdict", "VerdictKind", "num", "read",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -604,7 +129,7 @@ class HelperVerdict:
     """The verdict on one helper's divergence in the base."""
 
     helper: str
-    kind: str
+    kind: VerdictKind
     line: str
     sufficient: tuple[str, ...] = ()  # configurations that remove it
     reducing: tuple[str, ...] = ()  # that lower it at least 10x, not to the floor
@@ -626,7 +151,7 @@ class HelperVerdict:
 class Verdict:
     """What the sweep localized, and the next step."""
 
-    kind: str
+    kind: VerdictKind
     line: str
     helpers: tuple[HelperVerdict, ...] = ()
     traps: tuple[str, ...] = ()
@@ -661,7 +186,7 @@ def _helper_verdict(
     singles = [c for c in counted if len(c.config.changes) == 1]
     combos = [c for c in counted if len(c.config.changes) > 1]
 
-    def with_effect(cs: Sequence[ConfigReading], effect: str) -> list[tuple[str, HelperReading]]:
+    def with_effect(cs: Sequence[ConfigReading], effect: Effect) -> list[tuple[str, HelperReading]]:
         return [
             (c.name, r) for c in cs if (r := c.helper(helper)) is not None and r.effect == effect
         ]
@@ -788,7 +313,7 @@ def _joined(verdicts: Sequence[HelperVerdict]) -> str:
     return "; ".join(out)
 
 
-def _next_step(kind: str, chain: bool, paired_run: bool, small: bool) -> str | None:
+def _next_step(kind: VerdictKind, chain: bool, paired_run: bool, small: bool) -> str | None:
     if kind == NOT_REPRODUCED:
         return None
     if kind == LOCALIZED:
@@ -831,9 +356,9 @@ def read(
             INCONCLUSIVE_KIND, "inconclusive: the base did not run, nothing to compare with"
         )
         return Ablation(base, rest, v)
-    base_states = _states(base_store)
-    base = _read_config(base_cfg, base_store, base_store, base_states)
-    rest = tuple(_read_config(c, stores.get(c.name), base_store, base_states) for c in others)
+    base_states = helper_states(base_store)
+    base = read_config(base_cfg, base_store, base_store, base_states)
+    rest = tuple(read_config(c, stores.get(c.name), base_store, base_states) for c in others)
     paired_run = any(len(c.changes) > 1 for c in others) if pairs_run is None else pairs_run
     traps = tuple(t for c in rest if (t := c.trap) is not None) + tuple(
         line for c in rest for line in c.untested_lines()

@@ -17,7 +17,7 @@ from kltui.session.store import HelperState, SessionStore
 FAR_BELOW = DETERMINISTIC_KL_DIV
 
 
-def _settings_line(info: ServerIdentity) -> str | None:
+def settings_line(info: ServerIdentity) -> str | None:
     """The settings the server reported that decide what a number means, as one line."""
     if not info:
         return None
@@ -53,7 +53,7 @@ def _longest(store: SessionStore) -> int | None:
     return None
 
 
-def _kernel_suspects(info: ServerIdentity, store: SessionStore) -> list[str]:
+def kernel_suspects(info: ServerIdentity, store: SessionStore) -> list[str]:
     """The kernels worth suspecting of batch variance on this server, likeliest first."""
     out = []
     det = info.enable_deterministic_inference
@@ -97,7 +97,7 @@ def _kernel_suspects(info: ServerIdentity, store: SessionStore) -> list[str]:
     return out
 
 
-def _state_suspects(dirty: list[str], info: ServerIdentity) -> list[str]:
+def state_suspects(dirty: list[str], info: ServerIdentity) -> list[str]:
     """The state path to suspect first among the diverging cache helpers (registry roles)."""
     first = next((h for h in cache_helpers() if h in dirty), None)
     if first is None:
@@ -136,7 +136,7 @@ def _far_below_gate(st: HelperState) -> bool:
     return level <= FAR_BELOW or (gate is not None and level * 1e3 <= gate)
 
 
-def _condition1_advice(
+def condition1_advice(
     server: str,
     info: ServerIdentity,
     noisy: HelperState,

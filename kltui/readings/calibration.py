@@ -173,7 +173,7 @@ Fault = Callable[[np.random.Generator, Run, Noise], None]
 def fraction(share: float, factor: float) -> Fault:
     """decode_cache_hit's noise `factor` times larger on each sample with chance `share`."""
 
-    def plant(rng, run, noise):
+    def plant(rng: np.random.Generator, run: Run, noise: Noise) -> None:
         hit = rng.random(run.lengths.size) < share
         run.means["decode_cache_hit"] = np.where(
             hit, run.means["decode_cache_hit"] * factor, run.means["decode_cache_hit"]
@@ -185,7 +185,7 @@ def fraction(share: float, factor: float) -> Fault:
 def stale_prefix(size: float) -> Fault:
     """Every request hits the corrupted prefix: excess `size` x the noise level (median)."""
 
-    def plant(rng, run, noise):
+    def plant(rng: np.random.Generator, run: Run, noise: Noise) -> None:
         h = run.means["decode_cache_hit"]
         run.means["decode_cache_hit"] = h + size * noise.level * np.exp(rng.standard_normal(h.size))
         run.differing["decode_cache_hit"] = run.lengths.copy()
@@ -196,7 +196,7 @@ def stale_prefix(size: float) -> Fault:
 def window_evict(window: int, size: float) -> Fault:
     """Requests whose context outgrows `window` lose the oldest part of it."""
 
-    def plant(rng, run, noise):
+    def plant(rng: np.random.Generator, run: Run, noise: Noise) -> None:
         lost = np.clip((run.contexts - window) / run.contexts, 0, None)
         kick = np.exp(rng.standard_normal(lost.size))
         run.means["decode_cache_hit"] = run.means["decode_cache_hit"] + (
@@ -212,7 +212,7 @@ def window_evict(window: int, size: float) -> Fault:
 def blip(low: float, high: float) -> Fault:
     """One token per request with k3 log-uniform in [low, high], the rest untouched."""
 
-    def plant(rng, run, noise):
+    def plant(rng: np.random.Generator, run: Run, noise: Noise) -> None:
         k3 = np.exp(rng.uniform(math.log(low), math.log(high), run.lengths.size))
         run.means["decode_cache_hit"] = run.means["decode_cache_hit"] + k3 / run.lengths
         run.differing["decode_cache_hit"] = np.maximum(run.differing["decode_cache_hit"], 1)
@@ -346,7 +346,9 @@ def rate(family: Family, noise: Noise, n: int, runs: int, seed: int) -> float:
     return rates(family, noise, n, runs, seed)["state"]
 
 
-def table(noise: Noise, sizes=(8, 32, 128), runs: int = 2000, seed: int = 0) -> list[dict]:
+def table(
+    noise: Noise, sizes: tuple[int, ...] = (8, 32, 128), runs: int = 2000, seed: int = 0
+) -> list[dict]:
     """One row per family: kind ("null" or "fault"), name, and the rates at each n."""
     rows = []
     for kind, group in (("null", NULLS), ("fault", FAULTS), ("limit", LIMITS)):

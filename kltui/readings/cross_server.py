@@ -14,11 +14,13 @@ models -> nothing about kernels or state at all.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kltui.fmt import sci
 from kltui.readings.compare import BookDiff, compare_books
+from kltui.readings.coverage import untested
 from kltui.readings.evidence import level_of
 from kltui.readings.identity import ModelCheck, model_check, models_differ
 from kltui.readings.paired import STRAY_ULP_FLOOR
@@ -95,13 +97,6 @@ def _expected(store: SessionStore, x: str, y: str) -> list[str]:
     return [h for h in dict.fromkeys(names) if same_engine(h)]
 
 
-def _fatal(store: SessionStore, server: str, helper: str | None = None):
-    for p in store.problems:
-        if p.fatal and p.source == server and (helper is None or p.helper == helper):
-            return p
-    return None
-
-
 def _skipped(st: HelperState) -> str:
     kinds = Counter(r.split(" (")[0] for r in st.skipped.values())
     if len(kinds) == 1:
@@ -120,14 +115,14 @@ def _missing(store: SessionStore, helper: str, server: str, label: str) -> str |
     """Why `helper` has no scored sample on `server` (None when it has some)."""
     st = store.helpers.get(helper_key(helper, server))
     if st is None:
-        if _fatal(store, server) is not None:
+        if store.fatal(server) is not None:
             return f"{label} errored before {helper}"
         if store.finished is None:  # the TUI's view of a run still going
             return f"{helper} has not run on {label} yet"
         return f"{helper} did not run on {label}"
     if st.book.samples:
         return None
-    p = _fatal(store, server, helper)
+    p = store.fatal(server, helper)
     if st.phase == "error" or p is not None:
         phase = f" (phase {p.phase})" if p is not None and p.phase else ""
         return f"{label} errored in {helper}{phase}"
@@ -161,6 +156,15 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
             uncompared[name] = "; ".join(w for w in why if w)
             continue
         sx, sy = store.helpers[helper_key(name, x)], store.helpers[helper_key(name, y)]
+        # coverage's one rule: a side that tested too little of its path is no evidence
+        thin = [
+            f"not tested on {lab} ({w})"
+            for st, lab in ((sx, LABELS[0]), (sy, LABELS[1]))
+            if (w := untested(st)) is not None
+        ]
+        if thin:
+            uncompared[name] = "; ".join(thin)
+            continue
         diff = compare_books(sx.book, sy.book)
         helpers[name] = HelperComparison(
             diff,
@@ -198,7 +202,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     )
 
 
-def _helper_list(names) -> str:
+def _helper_list(names: Iterable[str]) -> str:
     return ", ".join(names)
 
 

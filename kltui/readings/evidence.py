@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.fmt import sci
+from kltui.metrics.k3 import ScoredSample
 from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -37,12 +38,13 @@ __all__ = [
 UNUSABLE = ("error", "invalid", "vacuous")
 
 
-def _usable(st: HelperState) -> bool:
+def is_usable(st: HelperState) -> bool:
+    """Whether a finished helper's result can be read at all (not errored, invalid or vacuous)."""
     s = st.summary
     return s is not None and s.status not in UNUSABLE and bool(s.scored)
 
 
-def _both_nonfinite(sample) -> np.ndarray:
+def _both_nonfinite(sample: ScoredSample) -> np.ndarray:
     a = np.asarray(sample.lp_a, dtype=np.float64)
     b = np.asarray(sample.lp_b, dtype=np.float64)
     return ~np.isfinite(a) & ~np.isfinite(b)
@@ -73,13 +75,13 @@ def nonfinite_line(helper: str, where: dict[int, list[int]]) -> str:
     )
 
 
-def _differs(sample) -> np.ndarray:
+def _differs(sample: ScoredSample) -> np.ndarray:
     a = np.asarray(sample.lp_a, dtype=np.float64)
     b = np.asarray(sample.lp_b, dtype=np.float64)
     return ~(a == b) & ~_both_nonfinite(sample)
 
 
-def _exact(st: HelperState) -> bool:
+def is_exact(st: HelperState) -> bool:
     """No differing token, leaving out positions non-finite on both sides."""
     if (HelperView.of(st).summary.samples_with_difference or 0) == 0:
         return True
@@ -88,13 +90,15 @@ def _exact(st: HelperState) -> bool:
     return not any(_differs(st.book.samples[s]).any() for s in st.book.order)
 
 
-def _sample_mean(sample) -> float:
+def sample_mean(sample: ScoredSample) -> float:
+    """A sample's mean k3 over its positions where both sides are finite."""
     keep = ~_both_nonfinite(sample)
     k = np.asarray(sample.k3)[keep]
     return float(np.mean(k)) if k.size else float("nan")
 
 
-def _count_line(st: HelperState) -> str:
+def count_line(st: HelperState) -> str:
+    """The evidence line of one helper: samples that differ, avg_kl_div, max k3, first divergence."""
     s = HelperView.of(st).summary
     fd = s.first_divergence
     where = f", first divergence sample {fd['sample']} @ {fd['position']}" if fd else ""
@@ -109,7 +113,7 @@ def level_of(st: HelperState) -> float:
     v = HelperView.of(st).summary.avg_kl_div
     if v is not None and np.isfinite(v):
         return float(v)
-    means = [_sample_mean(st.book.samples[s]) for s in st.book.order]
+    means = [sample_mean(st.book.samples[s]) for s in st.book.order]
     finite = [m for m in means if np.isfinite(m)]
     return float(np.mean(finite)) if finite else float("inf")
 
@@ -118,8 +122,8 @@ def excess_over_match(st: HelperState, match: HelperState) -> Paired:
     """The cache-hit helper against match on the same sample ids (`paired.paired`)."""
     a, m = st.book.samples, match.book.samples
     common = [s for s in st.book.order if s in m]
-    mine = np.array([_sample_mean(a[s]) for s in common], dtype=np.float64)
-    theirs = np.array([_sample_mean(m[s]) for s in common], dtype=np.float64)
+    mine = np.array([sample_mean(a[s]) for s in common], dtype=np.float64)
+    theirs = np.array([sample_mean(m[s]) for s in common], dtype=np.float64)
     return paired(st.helper, mine, theirs, level_of(st))
 
 
@@ -129,7 +133,7 @@ def path_side(st: HelperState, order: list[int] | None = None) -> PathSide:
     samples = st.book.samples
     ids = st.book.order if order is None else order
     means = np.array(
-        [_sample_mean(samples[s]) if s in samples else np.nan for s in ids], dtype=np.float64
+        [sample_mean(samples[s]) if s in samples else np.nan for s in ids], dtype=np.float64
     )
     per = [int(np.count_nonzero(_differs(samples[s]))) for s in st.book.order]
     differing, differing_samples, compared = sum(per), sum(1 for k in per if k), len(per)
@@ -137,7 +141,9 @@ def path_side(st: HelperState, order: list[int] | None = None) -> PathSide:
     if not st.book.order:  # a summary without per-token values: its own counts decide
         s = HelperView.of(st).summary
         # the summary counts differing samples only: they stand in for the tokens too
-        differing = differing_samples = 0 if _exact(st) else max(1, s.samples_with_difference or 1)
+        differing = differing_samples = (
+            0 if is_exact(st) else max(1, s.samples_with_difference or 1)
+        )
         tokens, compared = s.tokens or 0, HelperView.of(st).scored
     passed = st.summary is None or st.summary.result != "fail"
     return PathSide(
@@ -179,7 +185,7 @@ def affected_in_common(st: HelperState, ids: list[int], rows: dict) -> str:
     return "; ".join(out[:2])
 
 
-def _shape(st: HelperState, page_size: int | None) -> list[str]:
+def shape_lines(st: HelperState, page_size: int | None) -> list[str]:
     """Which sequences diverge and where in generation: the two questions the KL guide asks."""
     s = HelperView.of(st).summary
     helper = st.helper

@@ -405,24 +405,17 @@ def _value(v: object) -> str:
     return "–" if v is None else str(v)
 
 
-def _fatal(store: SessionStore, url: str, helper: str | None = None):
-    for p in store.problems:
-        if p.fatal and p.source == url and (helper is None or p.helper == helper):
-            return p
-    return None
-
-
 def _short(store: SessionStore, url: str, helper: str) -> str | None:
     """Why replica `url` did not test `helper` (None: it did)."""
     st = store.helpers.get(helper_key(helper, url))
     if st is None:
-        if (p := _fatal(store, url, helper)) is not None:
+        if (p := store.fatal(url, helper)) is not None:
             return "errored" + (f" (phase {p.phase})" if p.phase else "")
-        if _fatal(store, url) is not None:
+        if store.fatal(url) is not None:
             return "not run: the replica errored before it"
         return "has not run yet" if store.finished is None else "did not run"
     if st.summary is None:
-        if (p := _fatal(store, url, helper)) is not None or st.phase == "error":
+        if (p := store.fatal(url, helper)) is not None or st.phase == "error":
             phase = p.phase if p is not None else None
             return "errored" + (f" (phase {phase})" if phase else "")
         return "still running" if store.finished is None else "did not finish"
@@ -585,7 +578,7 @@ def not_identical(f: Fleet) -> str | None:
 
 
 def _why_alone(store: SessionStore, url: str, names: list[str], short: dict[str, str]) -> str:
-    if (p := _fatal(store, url)) is not None:
+    if (p := store.fatal(url)) is not None:
         return p.message
     ran = [h for h in names if _state(store, h, url) is not None]
     if not ran:

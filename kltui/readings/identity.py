@@ -20,13 +20,21 @@ PLACEHOLDER_VERSIONS = frozenset({"", "default"})
 WEIGHT_FILES = "config.json and *.safetensors"
 
 
+class ModelState(StrEnum):
+    """Whether two servers load the same model."""
+
+    SAME = "same"  # verified by a weights hash or a weight version
+    DIFFERENT = "different"  # a reported or hashed difference
+    UNVERIFIED = "unverified"  # the same name, nothing to check the weights with
+
+
 @dataclass(frozen=True)
 class ModelCheck:
     """Whether two servers load the same model: "same" (verified by a weights hash or a weight
     version), "different" (a reported or hashed difference), or "unverified" (the same name,
     nothing to check the weights with); `why` says which."""
 
-    state: str  # same | different | unverified
+    state: ModelState
     why: str
 
     @property
@@ -73,34 +81,40 @@ def model_check(a: ServerIdentity, b: ServerIdentity) -> ModelCheck:
         na = model_names(a.get("model_path"), a.get("served_model_name"))
         nb = model_names(b.get("model_path"), b.get("served_model_name"))
     if na and nb and not na & nb:
-        return ModelCheck("different", f"model_path {a.get('model_path')} vs {b.get('model_path')}")
+        return ModelCheck(
+            ModelState.DIFFERENT, f"model_path {a.get('model_path')} vs {b.get('model_path')}"
+        )
     name = ", ".join(sorted(na & nb)) or "unknown"
     ha, hb = a.get("weights_sha256"), b.get("weights_sha256")
     if ha is not None and hb is not None:
         if ha != hb:
-            return ModelCheck("different", f"weights_sha256 {_short(ha)} vs {_short(hb)}")
-        return ModelCheck("same", f"weights_sha256 {_short(ha)} reported by both servers")
+            return ModelCheck(ModelState.DIFFERENT, f"weights_sha256 {_short(ha)} vs {_short(hb)}")
+        return ModelCheck(ModelState.SAME, f"weights_sha256 {_short(ha)} reported by both servers")
     la, lb = a.get("local_weights_sha256"), b.get("local_weights_sha256")
     if la is not None and lb is not None:
         if la != lb:
             return ModelCheck(
-                "different",
+                ModelState.DIFFERENT,
                 f"the {WEIGHT_FILES} differ on this machine (sha256 {_short(la)} vs "
                 f"{_short(lb)}) although both folders are named {name}",
             )
-        return ModelCheck("same", f"the same {WEIGHT_FILES} on this machine, sha256 {_short(la)}")
+        return ModelCheck(
+            ModelState.SAME, f"the same {WEIGHT_FILES} on this machine, sha256 {_short(la)}"
+        )
     va, vb = _version(a), _version(b)
     if va is not None and vb is not None:
         if va != vb:
-            return ModelCheck("different", f"weight_version {va} vs {vb}")
-        return ModelCheck("same", f"weight_version {va} reported by both servers")
+            return ModelCheck(ModelState.DIFFERENT, f"weight_version {va} vs {vb}")
+        return ModelCheck(ModelState.SAME, f"weight_version {va} reported by both servers")
     if va is not None or vb is not None:
         unsure = f"weight_version {va or vb} on one server only"
     else:
         unsure = "; ".join(
             _unverified_why(s, lab) for s, lab, h in ((a, "A", la), (b, "B", lb)) if h is None
         )
-    return ModelCheck("unverified", f"same model name {name}, weights not verified: {unsure}")
+    return ModelCheck(
+        ModelState.UNVERIFIED, f"same model name {name}, weights not verified: {unsure}"
+    )
 
 
 def models_differ(a: ServerIdentity, b: ServerIdentity) -> str | None:

@@ -15,19 +15,27 @@ never a verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
 from kltui.readings.paired import EVIDENCE_P, STRAY_ULP_FLOOR, Paired, one_path_p, paired
 
-# what a cache path's comparison with match came to
-STATE = "state"  # condition 2 on its path
-SUSPECT = "suspect"  # far above match on a few samples: not enough to tell from chance
-FEW = "few"  # too few common samples for the paired test
-NOISE = "noise"  # no more than kernel noise (what was tested says so)
-STRAY = "stray"  # differs, at or below the stray-ulp floor
-UNCLEAR = "unclear"  # match exact, the path's differences could still be shared noise
-EXACT = "exact"  # no differing token
+
+class PathKind(StrEnum):
+    """What a cache path's comparison with match came to."""
+
+    STATE = "state"  # condition 2 on its path
+    SUSPECT = "suspect"  # far above match on a few samples: not enough to tell from chance
+    FEW = "few"  # too few common samples for the paired test
+    NOISE = "noise"  # no more than kernel noise (what was tested says so)
+    STRAY = "stray"  # differs, at or below the stray-ulp floor
+    UNCLEAR = "unclear"  # match exact, the path's differences could still be shared noise
+    EXACT = "exact"  # no differing token
+
+
+STATE, SUSPECT, FEW, NOISE = PathKind.STATE, PathKind.SUSPECT, PathKind.FEW, PathKind.NOISE
+STRAY, UNCLEAR, EXACT = PathKind.STRAY, PathKind.UNCLEAR, PathKind.EXACT
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ class PathVerdict:
     """One cache path against match."""
 
     helper: str
-    kind: str
+    kind: PathKind
     paired: Paired | None = None
     p: float | None = None  # match exact: one_path_p over samples
 

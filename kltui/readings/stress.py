@@ -14,12 +14,13 @@ as worse under load; anything less is noise, or inconclusive when there are too 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from kltui.readings.compare import SampleDiff, compare_books
-from kltui.readings.evidence import _sample_mean, level_of
+from kltui.readings.evidence import level_of, sample_mean
 from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
 from kltui.session.events import BatchProbed, StressTick
 from kltui.session.helper_view import HelperView
@@ -28,6 +29,17 @@ from kltui.session.store import HelperState, SessionStore
 # the helper phase that computed each side of a comparison (compare.SIDES): side A is the
 # fresh prefill, side B (and the generated ids) the decode
 PHASE_OF_SIDE = {"ids": "decode", "decode": "decode", "prefill": "prefill", "both": "decode"}
+
+
+class StressVerdict(StrEnum):
+    """What a helper's (or the session's) quiet-vs-stressed comparison came to."""
+
+    STATE_BUG = "state bug under load"
+    CLEAN = "clean"  # the session: no helper differs
+    IDENTICAL = "identical"  # a deterministic server's helper: bit-identical
+    WITHIN_NOISE = "within noise"
+    SUSPECT = "suspect"
+    INCONCLUSIVE = "inconclusive"
 
 
 @dataclass(frozen=True)
@@ -136,20 +148,20 @@ class HelperUnderLoad:
         return self.paired is not None and self.paired.significant
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> StressVerdict:
         """identical | state bug under load | within noise | suspect | inconclusive."""
         if self.compared == 0:
-            return "inconclusive"
+            return StressVerdict.INCONCLUSIVE
         if self.state_bug:
-            return "state bug under load"
+            return StressVerdict.STATE_BUG
         if self.load == 0:
-            return "inconclusive"
+            return StressVerdict.INCONCLUSIVE
         if self.deterministic:
-            return "identical"
+            return StressVerdict.IDENTICAL
         p = self.paired
         if p is None or p.too_few:
-            return "inconclusive"
-        return "suspect" if p.suspect else "within noise"
+            return StressVerdict.INCONCLUSIVE
+        return StressVerdict.SUSPECT if p.suspect else StressVerdict.WITHIN_NOISE
 
     def line(self) -> str:
         """The helper's reading as one line."""
@@ -251,16 +263,16 @@ class StressReading:
         return any(h.state_bug for h in self.helpers)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> StressVerdict:
         """state bug under load | clean | inconclusive (nothing compared, or no traffic)."""
         if self.state_bug:
-            return "state bug under load"
+            return StressVerdict.STATE_BUG
         sent = sum(int(c.get("sent", 0)) for c in self.traffic.values())
         if not self.helpers or all(h.compared == 0 for h in self.helpers) or sent == 0:
-            return "inconclusive"
-        if any(h.verdict == "inconclusive" for h in self.helpers):
-            return "inconclusive"
-        return "clean"
+            return StressVerdict.INCONCLUSIVE
+        if any(h.verdict == StressVerdict.INCONCLUSIVE for h in self.helpers):
+            return StressVerdict.INCONCLUSIVE
+        return StressVerdict.CLEAN
 
     def traffic_lines(self) -> list[str]:
         """What the traffic was, per server."""
@@ -364,8 +376,8 @@ def _deterministic(store: SessionStore, url: str) -> bool:
 def _paired(st: HelperState, quiet: HelperState) -> Paired:
     """The stressed helper's per-sample means against the quiet run's (paired.paired)."""
     common = [s for s in st.book.order if s in quiet.book.samples]
-    mine = np.array([_sample_mean(st.book.samples[s]) for s in common], dtype=np.float64)
-    theirs = np.array([_sample_mean(quiet.book.samples[s]) for s in common], dtype=np.float64)
+    mine = np.array([sample_mean(st.book.samples[s]) for s in common], dtype=np.float64)
+    theirs = np.array([sample_mean(quiet.book.samples[s]) for s in common], dtype=np.float64)
     return paired(st.helper, mine, theirs, level_of(st))
 
 

@@ -177,6 +177,13 @@ class SessionStore:
         """The run's recorded configuration (empty before RunStarted)."""
         return RecordedConfig.of(self.run.config if self.run else None)
 
+    def fatal(self, source: str, helper: str | None = None) -> Problem | None:
+        """The first fatal Problem of `source` (of its `helper`, when given), or None."""
+        for p in self.problems:
+            if p.fatal and p.source == source and (helper is None or p.helper == helper):
+                return p
+        return None
+
     def identity(self, url: str) -> ServerIdentity:
         """What the server at `url` said about itself (empty when the run did not record it)."""
         return identity_of(self.run.servers if self.run else [], url)

@@ -50,10 +50,13 @@ def test_every_format_in_one_call(demo_file, tmp_path):
     # 8 samples: too few for a cache-hit verdict (issue 18), whatever decode_cache_hit's level
     assert (diag["condition"], diag["conditions"]) == (None, [1])
     assert diag["label"].startswith("inconclusive (n too small)")
+    assert diag["finding"] == "too few common samples"
     assert set(diag) == {
         "server",
         "condition",
         "conditions",
+        "finding",
+        "rests_on",
         "label",
         "evidence",
         "suspects",

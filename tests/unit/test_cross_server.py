@@ -39,7 +39,7 @@ def helper(store, name, url, noise=0.0, skip=None):
             store.apply(SampleSkipped(name, url, i, f"{skip} (cached_tokens=0)"))
             continue
         b = -rng.random(10)
-        a = b + noise
+        a = b - noise  # below b: a logprob stays <= 0 (above 0 is a protocol fault)
         book.add(i, np.arange(10), a, b)
         store.apply(SampleScored(name, url, i, np.arange(10), a, b, 5, 20))
     summary = book.summary(n_samples=N, n_skipped=N if skip else 0, threshold=1e-3)
@@ -160,3 +160,22 @@ def test_the_same_model_name_without_a_weights_check_is_unverified_not_the_same_
     assert pair.reading.startswith("match differs between servers")
     assert pair.reading.endswith("this reading holds only if they are the same"), pair.reading
     assert pair.to_json()["model_check"]["state"] == "unverified"
+
+
+def test_a_side_that_scored_too_few_samples_is_not_compared_never_identical():
+    """coverage's one rule: B scored 1 of 4 samples (the rest missed the cache), bit-identical
+    to A there; one sample is no test of B's path, so the pair is not called identical."""
+    store = run(["match"])
+    helper(store, "match", A)
+    store.apply(HelperStarted("match", B, N, 1e-3, 1e-3))
+    rng = np.random.default_rng(0)
+    book = ScoreBook()
+    b = -rng.random(10)
+    book.add(0, np.arange(10), b, b)
+    store.apply(SampleScored("match", B, 0, np.arange(10), b, b, 5, 20))
+    for i in range(1, N):
+        store.apply(SampleSkipped("match", B, i, "cache miss (cached_tokens=0)"))
+    store.apply(HelperFinished("match", B, book.summary(n_samples=N, n_skipped=3, threshold=1e-3)))
+    (pair,) = cross_server(store)
+    assert pair.identical is None and "match" not in pair.helpers
+    assert pair.uncompared["match"].startswith("not tested on B (only 1 of 4 samples scored")

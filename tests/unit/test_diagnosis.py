@@ -9,6 +9,7 @@ from kltui.metrics.k3 import ScoreBook
 from kltui.readings.compare import rerun_equality
 from kltui.readings.diagnosis import bit_identical, diagnose
 from kltui.readings.evidence import signed_rank_p
+from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 
@@ -78,7 +79,7 @@ def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
     for h in ("match", "prefill_cache_hit", "decode_cache_hit"):
         feed(st, h, sigma(1e-4))
     (d,) = diagnose(st)
-    assert d.condition == 1 and d.conditions == [1] and "batch variance" in d.label
+    assert d.condition == 1 and d.conditions == [1] and d.finding is Finding.BATCH_VARIANCE
     assert "--enable-deterministic-inference (off on this server)" in d.next_step
     assert d.action is None
 
@@ -101,7 +102,7 @@ def test_deterministic_on_and_still_nonzero_points_at_the_dumper():
     feed(st, "decode_cache_hit", sigma(3.96e-4), n=16, length=128, seed=2)
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1], d.evidence
-    assert "deterministic inference on" in d.label and "shape-variant" in d.label
+    assert d.finding is Finding.DETERMINISTIC_SHAPE and "shape-variant" in d.label
     assert "--enable-deterministic-inference" not in text_of(d)  # already on: never advised
     assert d.action == "dumps"
     assert d.next_command == "kltui dumps --server 127.0.0.1:1 --dump-dir DIR"
@@ -128,7 +129,7 @@ def test_match_noisy_and_cache_helpers_exactly_zero_is_not_similar_level():
     feed(st, "decode_cache_hit", 0.0)
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1]
-    assert "match's path only" in d.label and "similar" not in d.label
+    assert d.finding is Finding.MATCH_PATH_ONLY and "similar" not in d.label
 
 
 def test_stray_ulps_are_not_a_state_bug():
@@ -149,7 +150,8 @@ def test_condition_2_only_on_prefill_cache_path():
     feed(st, "prefill_cache_hit", 0.3)
     feed(st, "decode_cache_hit", 0.0)
     (d,) = diagnose(st)
-    assert d.condition == 2 and d.conditions == [2] and "prefill_cache_hit" in d.label
+    assert d.condition == 2 and d.conditions == [2] and d.finding is Finding.STATE_BUG
+    assert d.basis.path("prefill_cache_hit").verdict == "state" and "prefill_cache_hit" in d.label
     assert any("first generated token" in x for x in d.evidence)
     assert any("page size 4" in s for s in d.suspects)
     assert "cross_server" in d.next_step and d.action is None
@@ -184,7 +186,7 @@ def test_without_match_it_is_inconclusive():
     feed(st, "prefill_cache_hit", 0.3)
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == []
-    assert "match was not tested (did not run)" in d.label
+    assert d.finding is Finding.BASELINE_NOT_TESTED and d.basis.untested["match"] == "did not run"
 
 
 def test_vacuous_helper_is_named_not_counted():

@@ -8,6 +8,7 @@ import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 
@@ -74,7 +75,9 @@ def test_cache_helper_orders_above_a_passing_match_is_condition_2_first():
     feed_rows(st, "decode_cache_hit", noisy_rows(rng, [1.2] * 16, lengths, start=4))
     (d,) = diagnose(st)
     assert d.condition == 2 and d.conditions == [1, 2], d.label
-    assert d.label.startswith("condition 2 first") and "decode_cache_hit" in d.label
+    assert (
+        d.finding is Finding.STATE_BUG_FIRST and d.basis.path("decode_cache_hit").verdict == "state"
+    )
     assert "isolate the trigger" in d.next_step
     assert "--enable-deterministic-inference" not in d.next_step
     assert d.next_command == (
@@ -128,7 +131,7 @@ def test_too_few_samples_is_inconclusive_not_no_more_than_match():
     feed_rows(st, "match", noisy_rows(rng, [1e-3] * 8, [32] * 8))
     feed_rows(st, "prefill_cache_hit", noisy_rows(rng, [3e-2] * 8, [32] * 8))  # ~1000x
     (d,) = diagnose(st)
-    assert "inconclusive (n too small)" in d.label, d.label
+    assert d.finding is Finding.TOO_FEW_COMMON, d.label
     assert "no more than" not in d.label and d.condition is None
     assert "--samples 32" in d.next_step
 
@@ -141,7 +144,7 @@ def test_temperature_above_zero_gives_no_kernel_verdict():
         feed_rows(st, h, noisy_rows(rng, [0.1] * 12, [32] * 12))
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == []
-    assert "no kernel verdict" in d.label and "temperature 0.7" in d.label
+    assert d.finding is Finding.SAMPLING and "temperature 0.7" in d.label
     assert "dumps" not in text_of(d).replace("--temperature", "")
     assert d.next_command is None and d.action is None
 
@@ -173,7 +176,7 @@ def test_one_ulp_blip_with_match_exact_is_not_condition_2():
     feed_rows(st, "prefill_cache_hit", rows)
     (d,) = diagnose(st)
     assert d.conditions == [1] and 2 not in d.conditions, d.label
-    assert "stray ulps" in d.label
+    assert d.finding is Finding.STRAY_ULPS
 
 
 def test_every_helper_still_diverges_only_when_every_one_does():
@@ -216,8 +219,8 @@ def test_page_evidence_is_the_prompt_partial_page_not_cached_tokens():
     # 3 differing samples of 12 against match's 12 exact: shared noise, a sample at a time,
     # misses match that way with chance C(12,3)/C(24,3) = 0.11: no state bug is claimed, the
     # evidence still reads the page remainder
-    assert d.condition is None and d.label.startswith("inconclusive"), d.label
-    assert "in too few samples" in d.label and "(p=0.11)" in d.label, d.label
+    assert d.condition is None and d.finding is Finding.STATE_UNCLEAR, d.label
+    assert "(p=0.11)" in d.label and d.basis.path(d.basis.tested[-1].helper).p is not None
     assert not any("cached_tokens %" in e for e in d.evidence), d.evidence
     assert any("prompt_len % page size 4): divergent {2}, passing {2}" in e for e in d.evidence)
 
@@ -275,6 +278,7 @@ def test_rounding_noise_with_cache_paths_that_compared_nothing_is_no_nothing_to_
     assert "nothing to fix for the gate" not in d.next_step, d.next_step
     assert d.next_step.startswith("nothing to fix in this noise"), d.next_step
     assert "prefill_cache_hit and decode_cache_hit ran and tested nothing" in d.next_step
+    assert d.finding is Finding.CACHE_NOT_TESTED, d.label
     assert "ran but compared nothing, so whether a state bug hides" in d.label, d.label
     assert "run the cache-hit helpers" not in d.label
 
@@ -319,7 +323,7 @@ def test_a_broad_excess_short_of_the_drift_bar_is_not_read_as_a_few_samples():
     (d,) = diagnose(st)
     v = next(e for e in d.evidence if e.startswith("decode_cache_hit vs match"))
     assert "higher in 28, lower in 4" in v and "sign test p=0.3" in v, v
-    assert d.condition is None and d.label.startswith("inconclusive"), d.label
+    assert d.condition is None and d.finding is Finding.BROAD_EXCESS, d.label
     assert "decode_cache_hit fails its gate" in d.label, d.label
     assert "decode_cache_hit is above match in 28 of 32 samples" in d.label, d.label
     assert "not beyond a x3 drift" in d.label and "a state bug in a few samples" not in d.label

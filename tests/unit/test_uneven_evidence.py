@@ -7,6 +7,7 @@ for a mid-generation start."""
 import numpy as np
 
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.findings import Finding
 from kltui.session.store import SessionStore
 from tests.unit.test_diagnosis_verdicts import feed_rows, started
 
@@ -49,7 +50,9 @@ def test_a_state_bug_in_three_samples_that_fails_the_gate_is_never_nothing_to_fi
     (d,) = diagnose(_minority(3, size=0.3))
     summary = d.label + (d.next_step or "")
     assert "nothing to fix" not in summary, summary
-    assert d.condition is None and "decode_cache_hit fails its gate; cause undetermined" in d.label
+    assert d.condition is None and d.finding is Finding.FEW_FAR_ABOVE
+    assert "decode_cache_hit fails its gate; cause undetermined" in d.label
+    assert len(d.basis.path("decode_cache_hit").affected) == 3
     assert "far above it on 3 samples and far below on 0" in d.label
     assert any("far above match on #0" in e for e in d.evidence), d.evidence
 
@@ -129,7 +132,7 @@ def test_a_state_bug_in_most_samples_with_match_exact_is_still_condition_2():
         rows[i][0][2:] += 1e-2 * rng.standard_normal(14)
     feed_rows(st, "decode_cache_hit", rows)
     (d,) = diagnose(st)
-    assert d.condition == 2 and d.label.startswith("condition 2 (state bug)"), d.label
+    assert d.condition == 2 and d.finding is Finding.STATE_BUG, d.label
     assert any("12 of 32 samples differ" in e for e in d.evidence), d.evidence
 
 

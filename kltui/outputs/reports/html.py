@@ -20,7 +20,7 @@ from kltui.outputs.reports.common import (
     verdict,
 )
 from kltui.outputs.reports.html_css import CSS
-from kltui.outputs.reports.html_helper import STATUS_LABEL, _badge, _max_at, _num, helper_html
+from kltui.outputs.reports.html_helper import STATUS_LABEL, badge, helper_html, max_at, num_cell
 from kltui.outputs.reports.reference_section import reference_html
 from kltui.outputs.reports.rl_section import rl_html
 from kltui.readings.compare import describe_first
@@ -106,14 +106,14 @@ def summary_html(store: SessionStore) -> str:
     for i, (key, st) in enumerate(store.helpers.items(), 1):
         v = HelperView.of(st)
         s = v.summary
-        where = _max_at(s)
+        where = max_at(s)
         rows.append(
             f"""<tr><td><a href="#h{i}">{esc(names[key])}</a></td>
-<td>{_badge(v.result)}</td>
-<td class="n strong">{_num(s.avg_kl_div)}</td>
-<td class="n">{_num(v.threshold)}</td>
+<td>{badge(v.result)}</td>
+<td class="n strong">{num_cell(s.avg_kl_div)}</td>
+<td class="n">{num_cell(v.threshold)}</td>
 <td class="n">{esc(fmt.pct(s.tail_fraction))} <span class="muted">({esc(s.n_tail or 0)})</span></td>
-<td class="n">{_num(s.max_k3)}{where}</td>
+<td class="n">{num_cell(s.max_k3)}{where}</td>
 <td>{esc(fmt.position(s.first_divergence))}</td>
 <td class="n">{esc(v.scored)}/{esc(v.samples)}</td>
 <td class="n">{esc(v.skipped)}</td></tr>"""

@@ -36,16 +36,19 @@ STATUS_LABEL = {
 }
 
 
-def _badge(status: str) -> str:
+def badge(status: str) -> str:
+    """A helper's status as an HTML badge."""
     cls = status if status in STATUS_LABEL else "unknown"
     return f'<span class="badge {cls}">{esc(STATUS_LABEL.get(status, status))}</span>'
 
 
-def _num(x) -> str:
+def num_cell(x) -> str:
+    """A number as the HTML tables show it."""
     return esc(fmt.sci(x))
 
 
-def _max_at(summary: Summary) -> str:
+def max_at(summary: Summary) -> str:
+    """Where the maximum k3 sits, as the HTML shows it."""
     at = max_location(summary)
     if at is None:
         return ""
@@ -64,27 +67,27 @@ def stats_html(st: HelperState) -> str:
     avg, thr, src = s.avg_kl_div, v.threshold, v.threshold_source
     source = f" · {esc(src.label)}" if src is not None else ""
     if s.passed:
-        relation = f"below the threshold {_num(thr)}{source}"
+        relation = f"below the threshold {num_cell(thr)}{source}"
     else:
-        relation = f"threshold {_num(thr)}{source}"
+        relation = f"threshold {num_cell(thr)}{source}"
     boot = s.bootstrap_95
     cards = [
-        _stat("avg_kl_div", f'<span class="big">{_num(avg)}</span>', relation),
+        _stat("avg_kl_div", f'<span class="big">{num_cell(avg)}</span>', relation),
         _stat(
             "95% bootstrap interval",
-            f"{_num(boot[0])} – {_num(boot[1])}" if boot else "–",
+            f"{num_cell(boot[0])} – {num_cell(boot[1])}" if boot else "–",
             "of avg_kl_div, resampling samples (seeded)",
         ),
         _stat(
             "tokens with k3 &gt; τ",
             f"{esc(fmt.pct(s.tail_fraction))} ({esc(s.n_tail or 0)})",
-            f"τ = {_num(v.tail_threshold)} · "
+            f"τ = {num_cell(v.tail_threshold)} · "
             f"{esc(s.tokens if s.tokens is not None else '–')} tokens scored",
         ),
         _stat(
             "max k3",
-            _num(s.max_k3),
-            _max_at(s).strip(),
+            num_cell(s.max_k3),
+            max_at(s).strip(),
         ),
         _stat(
             "first divergence",
@@ -93,8 +96,8 @@ def stats_html(st: HelperState) -> str:
         ),
         _stat(
             "token k3",
-            f"mean {_num(s.token_mean_k3)}",
-            f"p50 {_num(s.p50_k3)} · p99 {_num(s.p99_k3)}",
+            f"mean {num_cell(s.token_mean_k3)}",
+            f"p50 {num_cell(s.p50_k3)} · p99 {num_cell(s.p99_k3)}",
         ),
     ]
     if s.hits is not None:
@@ -154,7 +157,7 @@ def top_tokens_html(st: HelperState) -> str:
         rows.append(
             f"<tr><td class='n'>{esc(s.sample)}</td><td class='n'>{p}</td>"
             f"<td class='n'>{esc(int(s.token_ids[p]))}</td><td class='n'>{esc(repr(float(s.lp_a[p])))}</td>"
-            f"<td class='n'>{esc(repr(float(s.lp_b[p])))}</td><td class='n strong'>{_num(float(k[i]))}</td></tr>"
+            f"<td class='n'>{esc(repr(float(s.lp_b[p])))}</td><td class='n strong'>{num_cell(float(k[i]))}</td></tr>"
         )
     spec = HELPERS.get(st.helper)
     side_b = spec.side_b if spec else "decode"
@@ -182,7 +185,7 @@ def samples_html(st: HelperState) -> str:
         rows.append(
             f"<tr class='{tail.strip()}'><td class='n'>{r}</td><td class='n'>{m.n_tokens}</td>"
             f"<td class='n'>{esc(s.prompt_len)}</td><td class='n'>{esc(s.cached_tokens)}</td>"
-            f"<td class='n strong'>{_num(m.mean_k3)}</td><td class='n'>{_num(m.max_k3)}"
+            f"<td class='n strong'>{num_cell(m.mean_k3)}</td><td class='n'>{num_cell(m.max_k3)}"
             f"{f' <span class=where>@{m.argmax_k3}</span>' if m.max_k3 != 0 else ''}</td>"
             f"<td class='n'>{esc(fmt.sci(None) if m.first_divergence is None else m.first_divergence)}</td>"
             f"<td class='n'>{esc(fmt.sci(None) if m.first_above_tail is None else m.first_above_tail)}</td>"
@@ -237,5 +240,5 @@ def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
             + body
         )
     return f"""<section class="helper" id="h{i}">
-<div class="helper-head"><h2>{esc(name)}</h2>{_badge(helper_status(st))}{server}</div>
+<div class="helper-head"><h2>{esc(name)}</h2>{badge(helper_status(st))}{server}</div>
 {notes_html(st)}{body}{heat}{top_tokens_html(st)}{samples_html(st)}</section>"""

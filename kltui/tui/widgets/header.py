@@ -76,6 +76,7 @@ class TitleBar(Static):
     _shown: tuple[SessionStore | None, RunStatus | None] | None = None
 
     def on_resize(self) -> None:
+        """Redraw at the new width (the verdict badge keeps its place)."""
         # the line is laid out for one width (the verdict padded to the right edge): drawn
         # again at the new one, or a narrower terminal cuts the verdict badge off
         if self._shown is not None:

@@ -1,0 +1,90 @@
+"""The typed findings of a server's diagnosis: what was decided (`Finding`), what it rests on
+(`Basis`: the helpers tested with their sample counts, each cache path's verdict with its
+p-value and affected samples, the helpers not tested and why). The words are rendered apart
+(`diagnosis_words.py`); tests and front ends read these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Finding(StrEnum):
+    """What the diagnosis of one server came to (docs/DIAGNOSIS.md)."""
+
+    IMPORTED = "imported"  # a file's reading (kltui import): never a condition
+    PENDING = "pending"  # no helper finished yet
+    NOTHING_TESTED = "nothing tested"  # every helper errored, was vacuous or scored too few
+    SAMPLING = "sampling"  # temperature > 0: k3 measures draws, not kernels
+    EXACT = "exact"  # bit-identical in every helper: conditions 1 and 2 hold
+    EXACT_WHERE_TESTED = "exact where tested"  # bit-identical, but a path was not tested
+    BASELINE_NOT_TESTED = "baseline not tested"  # a cache path diverges, match not tested
+    STATE_BUG = "state bug"  # match exact, a cache path beyond chance: condition 2
+    STATE_UNCLEAR = "state unclear"  # match exact, a cache path differs in too few samples
+    STRAY_ULPS = "stray ulps"  # match exact, a cache path at rounding level only
+    STATE_BUG_FIRST = "state bug first"  # orders of magnitude above a match within its gate
+    BOTH = "conditions 1 and 2"  # kernel noise and a state bug beyond it
+    BROAD_EXCESS = "broad excess"  # above match in most samples, short of the drift bar
+    FEW_FAR_ABOVE = "few far above"  # far above match on a few samples: too few to tell
+    TOO_FEW_COMMON = "too few common samples"  # the paired test cannot run
+    MATCH_PATH_ONLY = "condition 1 on match's path only"  # the cache paths are exact
+    CACHE_NOT_TESTED = "condition 1, condition 2 not tested"
+    DETERMINISTIC_SHAPE = "condition 1 with deterministic inference"
+    BATCH_VARIANCE = "condition 1 (batch variance)"
+
+
+class Kind(StrEnum):
+    """The conditions a diagnosis shows broken, as a key for styles and labels."""
+
+    EXACT = "exact"
+    ONE = "1"
+    TWO = "2"
+    BOTH = "1+2"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class PathBasis:
+    """One helper the verdict rests on: its samples, and for a cache path its test against
+    match (the path test's kind, the p-value it decided on, the samples far above match)."""
+
+    helper: str
+    scored: int
+    samples: int
+    verdict: str | None = None  # path_test's kind (None: match, or a path not compared)
+    p: float | None = None
+    affected: tuple[int, ...] = ()  # sample ids far above match on the same prompt
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry of the JSON diagnosis's `rests_on.tested`."""
+        return {
+            "helper": self.helper,
+            "scored": self.scored,
+            "samples": self.samples,
+            "verdict": self.verdict,
+            "p": self.p,
+            "affected": list(self.affected),
+        }
+
+
+@dataclass(frozen=True)
+class Basis:
+    """What a diagnosis rests on: the helpers that tested their path, and those that did not
+    (helper -> why)."""
+
+    tested: tuple[PathBasis, ...] = ()
+    untested: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON diagnosis's `rests_on`."""
+        return {
+            "tested": [t.to_json() for t in self.tested],
+            "untested": dict(self.untested),
+        }
+
+    def path(self, helper: str) -> PathBasis | None:
+        """One helper's entry (None: it did not test its path)."""
+        return next((t for t in self.tested if t.helper == helper), None)
