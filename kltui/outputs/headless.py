@@ -26,12 +26,15 @@ from kltui.metrics.summary import Summary
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import contract_line, flip_line, write_json
+from kltui.readings.batch_probe import probe_lines
 from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import diagnose
-from kltui.readings.fleet import Fleet, fleet, replica_cells
+from kltui.readings.fleet import fleet
+from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_words import replica_cells
 from kltui.readings.identity import model_check
-from kltui.readings.stress import StressReading, probe_lines
+from kltui.readings.stress import StressReading
 from kltui.registry import helper as registered
 from kltui.registry import same_engine
 from kltui.run.config import RunConfig

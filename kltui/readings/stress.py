@@ -22,7 +22,7 @@ import numpy as np
 from kltui.readings.compare import SampleDiff, compare_books
 from kltui.readings.evidence import level_of, sample_mean
 from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
-from kltui.session.events import BatchProbed, StressTick
+from kltui.session.events import StressTick
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 
@@ -369,7 +369,8 @@ class StressReading:
         }
 
 
-def _deterministic(store: SessionStore, url: str) -> bool:
+def deterministic(store: SessionStore, url: str) -> bool:
+    """Whether the server at `url` reported deterministic inference on (bit equality expected)."""
     return store.identity(url).enable_deterministic_inference is True
 
 
@@ -395,7 +396,7 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
             notes.append(f"{st.helper} on {st.server} did not run quiet: not compared")
             continue
         diff = compare_books(q.book, st.book)
-        det = _deterministic(stressed, st.server)
+        det = deterministic(stressed, st.server)
         first = diff.first if det else None
         server_ticks = ticks.get(st.server, [])
         during = None
@@ -441,60 +442,6 @@ def _idle_why(ticks: list[StressTick]) -> str:
         last = c.get("last_error")
         return "every background request failed" + (f": {last}" if last else "")
     return ""
-
-
-def probe_line(ev: BatchProbed, deterministic: bool) -> str:
-    """One helper's --batch-sizes result as words."""
-    sizes = ",".join(str(b) for b in ev.sizes)
-    note = f"{ev.samples} samples"
-    if ev.not_reached:
-        missed = ",".join(str(b) for b in ev.not_reached)
-        note += (
-            f"; {missed} not reached with {ev.prompts} prompts, --samples "
-            f"{max(ev.not_reached)} reaches them"
-        )
-    head = f"{ev.helper} at batch sizes {sizes} ({note}): "
-    if ev.error:
-        return head + f"probe stopped: {ev.error}"
-    if len(ev.sizes) < 2:
-        return head + "inconclusive: one batch size run, nothing to compare it with"
-    if ev.changed_at is None:
-        return head + (
-            "bit-identical at every batch size run"
-            if ev.not_reached
-            else "bit-identical at every batch size"
-        )
-    f = ev.first or {}
-    below = [b for b in ev.sizes if b < ev.changed_at]
-    where = f"sample {f.get('sample')} @ {f.get('position')} ({f.get('side')} side)"
-    what = (
-        "a batch-invariance gap on a deterministic server (what 'deterministic mode diverges "
-        f"above batch {below[-1]}' reports)"
-        if deterministic and below
-        else "expected of batch-variant kernels"
-        if not deterministic
-        else "a batch-invariance gap"
-    )
-    return head + f"tokens change first at batch {ev.changed_at}, {where}: {what}"
-
-
-def probe_json(ev: BatchProbed) -> dict[str, Any]:
-    """One helper's --batch-sizes result as the JSON result's `batch_probe` entry."""
-    return {
-        "helper": ev.helper,
-        "server": ev.server,
-        "sizes": list(ev.sizes),
-        "not_reached": list(ev.not_reached),
-        "samples": ev.samples,
-        "changed_at": ev.changed_at,
-        "first": ev.first,
-        "error": ev.error,
-    }
-
-
-def probe_lines(store: SessionStore) -> list[str]:
-    """Every --batch-sizes result of a run, as words."""
-    return [probe_line(ev, _deterministic(store, ev.server)) for ev in store.batch_probes]
 
 
 def is_stressed(store: SessionStore) -> bool:

@@ -19,7 +19,7 @@ from kltui.metrics.presets import (
     PRESETS,
     ThresholdSource,
 )
-from kltui.readings.fleet import DEFAULT_FLEET_REQUIRE, FLEET_REQUIRE
+from kltui.readings.fleet_model import DEFAULT_FLEET_REQUIRE, FLEET_REQUIRE
 from kltui.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS, HELPERS
 from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
 from kltui.run.stress_levels import LEVELS as STRESS_LEVEL_TABLE

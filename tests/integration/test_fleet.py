@@ -13,7 +13,8 @@ from kltui.errors import EXIT_USAGE
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
-from kltui.readings.fleet import FleetDifference, describe_difference
+from kltui.readings.fleet_model import FleetDifference
+from kltui.readings.fleet_words import describe_difference
 from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted

@@ -14,7 +14,9 @@ import numpy as np
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.html import fleet_html
 from kltui.outputs.reports.junit import replica_cases
-from kltui.readings.fleet import Fleet, fleet, replica_cells
+from kltui.readings.fleet import fleet
+from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_words import replica_cells
 from kltui.session.events import (
     Event,
     HelperFinished,

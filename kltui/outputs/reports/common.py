@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from kltui import __version__, fmt
 from kltui.metrics.summary import Summary
+from kltui.readings.batch_probe import probe_json
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
-from kltui.readings.stress import probe_json
 from kltui.readings.three_way import three_way
 from kltui.session import jsonfile
 from kltui.session.codec import tag_floats

@@ -26,7 +26,9 @@ from kltui.outputs.reports.rl_section import rl_html
 from kltui.readings.compare import describe_first
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import Diagnosis, diagnose
-from kltui.readings.fleet import Cell, Fleet, fleet, replica_cells
+from kltui.readings.fleet import fleet
+from kltui.readings.fleet_model import Cell, Fleet
+from kltui.readings.fleet_words import replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore

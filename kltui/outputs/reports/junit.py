@@ -24,7 +24,9 @@ from kltui.outputs.reports.common import (
     verdict,
 )
 from kltui.readings.diagnosis import diagnose
-from kltui.readings.fleet import Fleet, describe_difference, fleet, setting_contrast
+from kltui.readings.fleet import fleet
+from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_words import describe_difference, setting_contrast
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore

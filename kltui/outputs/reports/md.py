@@ -27,7 +27,9 @@ from kltui.outputs.reports.rl_section import rl_markdown
 from kltui.readings.compare import describe_first
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
-from kltui.readings.fleet import Fleet, fleet, replica_cells
+from kltui.readings.fleet import fleet
+from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_words import replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore

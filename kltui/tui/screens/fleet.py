@@ -10,7 +10,8 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
-from kltui.readings.fleet import Fleet, replica_cells
+from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_words import replica_cells
 from kltui.session.servers import text
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
