@@ -35,6 +35,7 @@ from kltui.readings.evidence import (
     path_side,
 )
 from kltui.readings.findings import Basis, Finding, Kind, PathBasis
+from kltui.readings.limit import exact_limit
 from kltui.readings.path_test import judge
 from kltui.readings.verdict import Diagnosis, Verdicts
 from kltui.registry import baseline_path, cache_helpers, same_engine
@@ -226,12 +227,17 @@ def _all_exact(
             if st.summary is not None and st.summary.result == "fail"
         ]
         partial = any(st.skipped for st in usable.values())
+        sides = {h: path_side(st).samples for h, st in usable.items()}
+        limits = tuple(
+            exact_limit(h, n, sum(sides.values()) - n) for h, n in sides.items() if h in cache_names
+        )
         return one(
             Finding.EXACT,
             words.exact(prefix, unasked, partial, fails, one.basis),
-            evidence,
+            evidence + [words.limit_line(lim) for lim in limits],
             condition=0,
             next_step=words.EXACT_MISSED_STEP if fails else None,
+            limits=limits,
         )
     return one(
         Finding.EXACT_WHERE_TESTED,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from kltui.engines.identity import ServerIdentity
 from kltui.readings import diagnosis_words as words
 from kltui.readings.advice import (
@@ -31,6 +33,7 @@ from kltui.readings.evidence import (
     shape_lines,
 )
 from kltui.readings.findings import Basis, Finding
+from kltui.readings.limit import noisy_limit
 from kltui.readings.path_test import (
     FEW,
     NOISE,
@@ -171,6 +174,46 @@ def _affected_line(st: HelperState, e: Paired) -> str:
     return words.affected_line(st.helper, ids, rows, affected_in_common(st, ids, rows))
 
 
+# a cache sample this far above match's on the same prompt is "orders of magnitude" above it
+FAR = PRIMARY_RATIO
+# above this a sample is beyond anything rounding gives (1000x the stray-ulp floor)
+DIRECT_LEVEL = 1e3 * STRAY_ULP_FLOOR
+
+
+@dataclass(frozen=True)
+class Far:
+    """A cache path's samples orders of magnitude above match on the same prompt (`up`, sample
+    ids, with the highest of their means), and how many sit as far the other way."""
+
+    helper: str
+    up: tuple[int, ...]
+    down: int
+    top: float
+    n: int
+    direct: bool  # match at rounding level everywhere and every `up` beyond DIRECT_LEVEL
+
+
+def far_of(c: Paths, helper: str) -> Far:
+    """Where `helper` sits orders of magnitude above match, sample by sample."""
+    st = c.cache[helper]
+    side, ms = path_side(st), path_side(c.match, st.book.order)
+    ok = np.isfinite(side.means) & np.isfinite(ms.means)
+    f = STRAY_ULP_FLOOR
+    mine, theirs = np.where(ok, side.means, 0.0), np.where(ok, ms.means, 0.0)
+    ratio = (mine + f) / (theirs + f)
+    up = ok & (ratio >= FAR) & (mine > f)
+    down = int(np.count_nonzero(ok & (ratio <= 1 / FAR) & (theirs > f)))
+    ids = tuple(st.book.order[i] for i in np.flatnonzero(up))
+    top = float(mine[up].max()) if up.any() else 0.0
+    msides = path_side(c.match)
+    rounding = bool(np.all(msides.means[np.isfinite(msides.means)] <= f))
+    dense = msides.differing_samples * 2 >= max(msides.samples, 1)
+    direct = (
+        bool(ids) and down == 0 and rounding and dense and bool(np.all(mine[up] >= DIRECT_LEVEL))
+    )
+    return Far(helper, ids, down, top, int(np.count_nonzero(ok)), direct)
+
+
 def match_noisy(c: Paths) -> Diagnosis:
     """Match diverges: condition 1 on this server. Does a cache path add a state bug on top?"""
     excess = [v.paired for v in c.verdicts if v.paired is not None]
@@ -182,11 +225,51 @@ def match_noisy(c: Paths) -> Diagnosis:
     c.evidence += [_affected_line(c.cache[e.helper], e) for e in suspect]
     if state := _paired_of(c, STATE):
         return _state_beyond_noise(c, state)
+    dirty = [h for h in c.cache if not c.exact[h]]
+    fars = [far_of(c, h) for h in dirty]
+    if direct := [f for f in fars if f.direct]:
+        return _direct(c, direct[0])
     if suspect:
         return _suspected(c, suspect)
     if few := _paired_of(c, FEW):
         return _too_few_common(c, few)
+    if far := [f for f in fars if f.up and f.down == 0]:
+        return _far_above(c, far[0])
     return _condition1(c, excess)
+
+
+def _direct(c: Paths, f: Far) -> Diagnosis:
+    """Match at rounding level on every sample and a cache path orders of magnitude above it
+    on some prompts, none the other way: rounding cannot give that, whatever the others do."""
+    one = c.verdicts_of()
+    c.evidence += shape_lines(c.cache[f.helper], c.info.page_size)
+    return one(
+        Finding.DIRECT_STATE,
+        words.direct_state(f.helper, f.up, f.top, level_of(c.match), one.basis),
+        c.evidence,
+        condition=2,
+        conditions=(1, 2),
+        suspects=state_suspects([f.helper], c.info),
+        next_step=CONDITION2_STEP,
+        next_command=cross_check_command(c.server, [f.helper]),
+    )
+
+
+def _far_above(c: Paths, f: Far) -> Diagnosis:
+    """Samples orders of magnitude above match with none the other way, short of evidence:
+    named, never read as kernel noise, never sent to the kernels' dumps."""
+    one = c.verdicts_of()
+    c.evidence += shape_lines(c.cache[f.helper], c.info.page_size)
+    samples = 4 * max(f.n, 32)
+    return one(
+        Finding.FAR_ABOVE,
+        words.far_above(f.helper, f.up, f.n, level_of(c.match), one.basis),
+        c.evidence,
+        conditions=(1,),
+        suspects=state_suspects([f.helper], c.info),
+        next_step=words.not_excluded_step(samples),
+        next_command=rerun_command(c.server, samples),
+    )
 
 
 def _advice(c: Paths) -> tuple[str, str | None, str | None]:
@@ -238,20 +321,26 @@ def _suspected(c: Paths, suspect: list[Paired]) -> Diagnosis:
     fails = [h for h in c.failing() if h in (x.helper for x in suspect)]
     step, _, _ = _advice(c)
     rerun = 4 * max(e.n, 32)
+    kernels = True  # a broad excess leaves the kernels' noise in question
     if e.beyond_chance and e.large:
         # above match in most samples, not in a few: the open question is the size of the
         # shift against the tolerated drift, which more samples decide, not more like some
         finding, what = Finding.BROAD_EXCESS, words.broad_excess(e)
         decide = words.broad_excess_step(e, rerun, step)
     else:
+        # far above match with none below: the kernels are not named until it is told
+        kernels = e.down > 0
         finding, what = Finding.FEW_FAR_ABOVE, words.few_far_above(e)
-        decide = words.few_far_above_step(max(MIN_COMMON, e.down + MIN_COMMON), step)
+        decide = words.few_far_above_step(
+            max(MIN_COMMON, e.down + MIN_COMMON), step if kernels else None
+        )
+    blame = kernel_suspects(c.info, c.store) if kernels else []
     return one(
         finding,
         words.suspect(words.failing_gate(fails), level_of(c.match), what, one.basis),
         c.evidence,
         conditions=(1,),
-        suspects=kernel_suspects(c.info, c.store) + state_suspects([e.helper], c.info),
+        suspects=blame + state_suspects([e.helper], c.info),
         next_step=decide,
         next_command=rerun_command(c.server, rerun),
     )
@@ -290,6 +379,23 @@ def _condition1(c: Paths, excess: list[Paired]) -> Diagnosis:
         label = words.deterministic_shape(clean, dirty, mlevel)
     else:
         finding, label = Finding.BATCH_VARIANCE, words.batch_variance(dirty, excess, mlevel)
+    limits = tuple(
+        noisy_limit(h, path_side(st), path_side(c.match, st.book.order))
+        for h, st in c.cache.items()
+    )
+    c.evidence += [words.limit_line(lim) for lim in limits]
+    if any(not lim.reached for lim in limits):
+        samples = 4 * max(max(lim.n for lim in limits), 32)
+        return one(
+            Finding.NOT_EXCLUDED,
+            words.not_excluded(list(c.cache), mlevel, one.basis),
+            c.evidence,
+            conditions=(1,),
+            suspects=kernel_suspects(c.info, c.store),
+            next_step=words.not_excluded_step(samples),
+            next_command=rerun_command(c.server, samples),
+            limits=limits,
+        )
     step, cmd, action = _advice(c)
     return one(
         finding,
@@ -301,4 +407,5 @@ def _condition1(c: Paths, excess: list[Paired]) -> Diagnosis:
         next_step=step,
         next_command=cmd,
         action=action,
+        limits=limits,
     )

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from kltui.fmt import sci
 from kltui.readings.evidence import EVIDENCE_P, MIN_COMMON, MIN_RATIO, STRAY_ULP_FLOOR, Paired
 from kltui.readings.findings import Basis
+from kltui.readings.limit import Limit
 from kltui.readings.path_test import PathSide
 from kltui.registry import path_of
 
@@ -261,12 +262,17 @@ def few_far_above(e: Paired) -> str:
     )
 
 
-def few_far_above_step(need: int, step: str) -> str:
-    """More prompts like the affected ones decide it."""
+def few_far_above_step(need: int, step: str | None) -> str:
+    """More prompts like the affected ones decide it (then the kernels' step, unless samples
+    sit far above match with none below: kernels are never named while they do)."""
+    then = (
+        f"; then: {step}"
+        if step
+        else "; `--repeat 3` also tells: a state bug repeats on the same samples"
+    )
     return (
         f"decide it with more prompts like the affected ones (see evidence): at least "
-        f"{need} samples far above match and none below reach p<{EVIDENCE_P:g}; then: "
-        f"{step}"
+        f"{need} samples far above match and none below reach p<{EVIDENCE_P:g}{then}"
     )
 
 
@@ -368,4 +374,73 @@ def affected_line(
     line = f"{helper}: far above match on {listed}{more}"
     return line + (
         f"; {shared}" if shared else "; no prompt length, context or cache figure sets them apart"
+    )
+
+
+# --------------------------------------------------------------------------- stated limits
+def limit_line(lim: Limit) -> str:
+    """What a reading rules out on one cache path, or that it rules nothing out."""
+    if not lim.factor:  # match exact: any state bug makes its samples differ
+        if lim.k is None:
+            return (
+                f"{lim.helper}: bit-identical on {lim.n} samples, too few for the one-path test "
+                f"to call even all {lim.n} differing beyond chance: a state bug there would show "
+                "as a difference, never as condition 2"
+            )
+        return (
+            f"{lim.helper}: a state bug making >= {lim.k} of {lim.n} samples differ would read "
+            "condition 2; one on fewer would show as a difference, read inconclusive"
+        )
+    if lim.k is None:
+        return (
+            f"{lim.helper}: no state bug is ruled out: even one on all {lim.n} samples at "
+            f"x{lim.factor:g} its noise would not be found in {lim.detect:.0%} of runs at this "
+            "run's spread"
+        )
+    return (
+        f"{lim.helper}: rules out a state bug in >= {lim.k} of {lim.n} samples at "
+        f">= x{lim.factor:g} its noise (found in >= {lim.detect:.0%} of plants into this run's "
+        "own per-sample values); fewer samples are not excluded"
+    )
+
+
+def not_excluded(names: Sequence[str], match: float, b: Basis) -> str:
+    """No state bug found, and none would have been found reliably."""
+    return (
+        f"inconclusive: match diverges ({sci(match)}) and no state bug is found on "
+        f"{_and(names)}, but none would have been found reliably at this spread: a state bug "
+        "is not excluded" + tail(b)
+    )
+
+
+def not_excluded_step(samples: int) -> str:
+    """What decides a reading whose limit is not reached."""
+    return (
+        f"decide it with more samples (`--samples {samples}`), `--repeat 3` (a state bug "
+        "repeats on the same samples, noise moves) or `--stress light`"
+    )
+
+
+def far_above(helper: str, ids: Sequence[int], n: int, match: float, b: Basis) -> str:
+    """Samples of a cache path orders of magnitude above match, none the other way."""
+    shown = ", ".join(f"#{i}" for i in ids[:8]) + (
+        f" and {len(ids) - 8} more" if len(ids) > 8 else ""
+    )
+    return (
+        f"inconclusive: match diverges ({sci(match)}) and {helper} is orders of magnitude "
+        f"above it on {len(ids)} of {n} samples ({shown}) and on none the other way: too few "
+        "to tell from chance, and not kernel noise until told" + tail(b)
+    )
+
+
+def direct_state(helper: str, ids: Sequence[int], top: float, match: float, b: Basis) -> str:
+    """Match at rounding level everywhere, a cache path orders of magnitude above it."""
+    shown = ", ".join(f"#{i}" for i in ids[:8]) + (
+        f" and {len(ids) - 8} more" if len(ids) > 8 else ""
+    )
+    return (
+        f"condition 2 (state bug) on {len(ids)} sample{'' if len(ids) == 1 else 's'} "
+        f"({shown}): match stays at rounding level on every sample ({sci(match)}) while "
+        f"{helper} reaches {sci(top)} on the same prompts, orders of magnitude beyond what "
+        f"rounding gives: a state bug on {path_of(helper)}" + tail(b)
     )

@@ -34,6 +34,14 @@ class Finding(StrEnum):
     CACHE_NOT_TESTED = "condition 1, condition 2 not tested"
     DETERMINISTIC_SHAPE = "condition 1 with deterministic inference"
     BATCH_VARIANCE = "condition 1 (batch variance)"
+    # match at rounding level on every sample, a cache path orders of magnitude above it on
+    # some of the same prompts: direct evidence of a state bug on those samples
+    DIRECT_STATE = "state bug on named samples"
+    # samples of a cache path orders of magnitude above match, none the other way, short of
+    # evidence: never read as kernel noise
+    FAR_ABOVE = "far above match on named samples"
+    # no state bug found, and none of any size would have been found reliably at this spread
+    NOT_EXCLUDED = "state bug not excluded"
 
 
 class Kind(StrEnum):

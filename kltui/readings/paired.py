@@ -45,7 +45,7 @@ EXACT_N = 200  # above this the signed-rank statistic is normal to far better th
 
 
 @lru_cache(maxsize=32)
-def _upper_tail(n: int) -> np.ndarray:
+def upper_tail(n: int) -> np.ndarray:
     """P(W+ >= w) for w = 0..n(n+1)/2 under the null: each rank's sign a fair coin."""
     dist = np.zeros(n * (n + 1) // 2 + 1)
     dist[0] = 1.0
@@ -68,7 +68,7 @@ def signed_rank_p(r: np.ndarray) -> float:
     ranks[np.argsort(np.abs(r), kind="stable")] = np.arange(1, n + 1)
     w = float(ranks[r > 0].sum())
     if n <= EXACT_N:
-        return float(_upper_tail(n)[int(w)])
+        return float(upper_tail(n)[int(w)])
     mean, sd = n * (n + 1) / 4, math.sqrt(n * (n + 1) * (2 * n + 1) / 24)
     return 0.5 * math.erfc((w - 0.5 - mean) / (sd * math.sqrt(2)))
 

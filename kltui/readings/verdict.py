@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kltui.readings.findings import Basis, Finding, Kind
+from kltui.readings.limit import Limit
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,8 @@ class Diagnosis:
     next_command: str | None = None
     action: str | None = None
     basis: Basis = field(default_factory=Basis)
+    # what a clean or condition-1 reading rules out, per cache path (readings/limit.py)
+    limits: tuple[Limit, ...] = ()
 
     @property
     def kind(self) -> Kind:
@@ -62,6 +65,7 @@ class Diagnosis:
             "next_command": self.next_command,
             "action": self.action,
             "rests_on": self.basis.to_json(),
+            "limits": [lim.to_json() for lim in self.limits],
         }
 
 
@@ -84,6 +88,7 @@ class Verdicts:
         next_step: str | None = None,
         next_command: str | None = None,
         action: str | None = None,
+        limits: tuple[Limit, ...] = (),
     ) -> Diagnosis:
         return Diagnosis(
             server=self.server,
@@ -97,4 +102,5 @@ class Verdicts:
             next_command=next_command,
             action=action,
             basis=self.basis,
+            limits=limits,
         )

@@ -1,0 +1,167 @@
+"""What a clean or condition-1 reading rules out: its detection limit, from the run's own data.
+
+A reading that finds no state bug is an equivalence claim ("the cache paths add nothing"), and
+such a claim is only as strong as the test's power at this run's noise. The limit is measured,
+not assumed: a state bug multiplying the cache path's per-sample mean k3 by FACTOR is planted
+into the run's own per-sample values on k samples chosen at random, SIMS times for each k of a
+grid, and the decision the diagnosis makes (`path_test.judge`) is run on each. The stated limit
+is the smallest k from which every k' >= k of the grid is found in at least DETECT of the plants:
+"a state bug in >= k of n samples at >= x10 would have been seen with 95% probability". The
+decision's power is not monotone in k everywhere (a fault on half the samples moves the typical
+ratio it is judged against), which is why every larger k is checked too; when no k reaches it,
+the limit is not reached and the reading says a state bug is not excluded.
+
+With match exact the plant is exact too: any state bug makes its samples differ, and the limit
+is the fewest differing samples the one-path test calls beyond chance.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from kltui.readings.paired import (
+    EVIDENCE_P,
+    EXACT_N,
+    MIN_COMMON,
+    MIN_RATIO,
+    STRAY_ULP_FLOOR,
+    one_path_p,
+    sign_p,
+    upper_tail,
+)
+from kltui.readings.path_test import PathSide
+
+FACTOR = 10.0  # the size of the state bug the limit speaks of (x10 its sample's noise)
+DETECT = 0.95  # the share of planted faults that must be found
+SIMS = 100  # plants per k (binomial error on 0.95 at 100: about 2 points)
+SEED = 20261203  # plants drawn the same way every time: a reading is reproducible
+
+
+@dataclass(frozen=True)
+class Limit:
+    """The detection limit on one cache path: the fewest affected samples (`k`, None when not
+    reached) at x`factor` found in at least `detect` of the plants, out of `n` compared."""
+
+    helper: str
+    n: int
+    k: int | None
+    factor: float = FACTOR
+    detect: float = DETECT
+
+    @property
+    def reached(self) -> bool:
+        """Whether some number of affected samples, up to all of them, is found reliably."""
+        return self.k is not None
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON form (a diagnosis's `limits`)."""
+        return {
+            "helper": self.helper,
+            "n": self.n,
+            "k": self.k,
+            "factor": self.factor,
+            "detect": self.detect,
+        }
+
+
+def _grid(n: int) -> list[int]:
+    """1, 2, 3, 4, 6, 8, 12, 16, ... up to n (n itself always last)."""
+    out, k = [], 1
+    while k < n:
+        out.append(k)
+        k = k + 1 if k < 4 else int(k * 1.5)
+    return [*out, n] if n else []
+
+
+def _signed_rank_ps(d: np.ndarray) -> np.ndarray:
+    """`paired.signed_rank_p` of every row of `d` at once (zeros dropped)."""
+    rows, n = d.shape
+    out = np.ones(rows)
+    if n == 0:
+        return out
+    a = np.where(d == 0, np.inf, np.abs(d))
+    ranks = np.empty_like(a)
+    order = np.argsort(a, axis=1, kind="stable")
+    np.put_along_axis(ranks, order, np.arange(1, n + 1, dtype=np.float64)[None, :], axis=1)
+    w = np.where(d > 0, ranks, 0.0).sum(axis=1)
+    m = np.count_nonzero(d, axis=1)
+    for size in np.unique(m):
+        rows_m = m == size
+        if size == 0:
+            continue
+        if size <= EXACT_N:
+            out[rows_m] = upper_tail(int(size))[w[rows_m].astype(int)]
+        else:
+            mean, sd = size * (size + 1) / 4, math.sqrt(size * (size + 1) * (2 * size + 1) / 24)
+            z = (w[rows_m] - 0.5 - mean) / (sd * math.sqrt(2))
+            out[rows_m] = 0.5 * np.array([math.erfc(x) for x in z])
+    return out
+
+
+def _state(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
+    """`paired(...).significant` of every row of `mine` against `theirs` at once: the same
+    floor, drift and minority tests (path_test.judge calls that a state bug, match noisy)."""
+    f = STRAY_ULP_FLOOR
+    far = math.log(MIN_RATIO)
+    r = np.log(np.maximum(mine, 0.0) + f) - np.log(np.maximum(theirs, 0.0) + f)
+    r[(mine <= f) & (theirs <= f)] = 0.0
+    shift = _signed_rank_ps(r - far) < EVIDENCE_P
+    both = (mine > f) & (theirs > f)
+    with warnings.catch_warnings():  # a row with no sample above the floor on both sides
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(np.where(both, r, np.nan), axis=1, keepdims=True)
+    res = r - np.where(np.isnan(med), 0.0, med)
+    res[r == 0] = 0.0
+    up = np.count_nonzero((res > far) & (r > 0), axis=1)
+    down = np.count_nonzero(res < -far, axis=1)
+    minority = np.array(
+        [sign_p(int(u), int(v)) < EVIDENCE_P for u, v in zip(up, down, strict=True)]
+    )
+    level = mine.mean(axis=1) > f
+    return (mine.shape[1] >= MIN_COMMON) & level & (shift | minority)
+
+
+def _found(mine: np.ndarray, theirs: np.ndarray, k: int, rng: np.random.Generator) -> float:
+    """The share of SIMS plants on k random samples that the decision finds. A plant sets the
+    sample's mean k3 to FACTOR times the larger of its own, match's on the same prompt and the
+    stray-ulp floor: a state bug sits above rounding, whatever the kernels' noise."""
+    n = mine.size
+    base = np.maximum(np.maximum(mine, theirs), STRAY_ULP_FLOOR) * FACTOR
+    chosen = np.argsort(rng.random((SIMS, n)), axis=1)[:, :k]
+    planted = np.repeat(mine[None, :], SIMS, axis=0)
+    np.put_along_axis(planted, chosen, base[chosen], axis=1)
+    return float(_state(planted, np.repeat(theirs[None, :], SIMS, axis=0)).mean())
+
+
+def noisy_limit(helper: str, side: PathSide, match: PathSide) -> Limit:
+    """The limit on a cache path compared with a noisy match, from their per-sample means."""
+    ok = np.isfinite(side.means) & np.isfinite(match.means)
+    mine, theirs = side.means[ok], match.means[ok]
+    n = int(mine.size)
+    rng = np.random.default_rng(SEED)
+    found = {k: _found(mine, theirs, k, rng) for k in _grid(n)}
+    return Limit(helper, n, _smallest(found))
+
+
+def exact_limit(helper: str, samples: int, others: int) -> Limit:
+    """With match (and `others` samples of exact paths) exact: the fewest differing samples of
+    `samples` that the one-path test calls beyond chance; every state bug makes its samples
+    differ, so the limit holds at any size."""
+    k = next(
+        (k for k in range(1, samples + 1) if one_path_p(k, samples, others) < EVIDENCE_P), None
+    )
+    return Limit(helper, samples, k, factor=0.0)
+
+
+def _smallest(found: dict[int, float]) -> int | None:
+    """The smallest k from which every larger grid point is found at DETECT."""
+    best = None
+    for k in sorted(found, reverse=True):
+        if found[k] < DETECT:
+            break
+        best = k
+    return best
