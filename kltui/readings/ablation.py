@@ -383,7 +383,7 @@ def read(
     verdicts = tuple(_helper_verdict(h.helper, h, rest) for h in tested if h.helper in diverging)
     kind = min((hv.kind for hv in verdicts), key=lambda k: _STRENGTH[k])
     line = _joined(verdicts)
-    chain = kind == LOCALIZED and base.condition == 1
+    chain = kind == LOCALIZED and base.kernels
     small = any(hv.kind == INCONCLUSIVE_KIND and "needed" in hv.line for hv in verdicts)
     step = _next_step(kind, chain, paired_run, small)
     blind = [

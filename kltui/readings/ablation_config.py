@@ -271,6 +271,7 @@ class ConfigReading:
     settings: tuple[SettingCheck, ...] = ()
     identical_to_base: bool | None = None  # every helper the base tested, compared and equal
     missing: str | None = None  # why there is no result (the configuration did not run)
+    kernels: bool = False  # match's divergence read as the kernels' (Diagnosis.kernels_shown)
 
     @property
     def name(self) -> str:
@@ -448,4 +449,5 @@ def read_config(
         None if d is None else d.label,
         settings_of(cfg, info, base_info),
         identical,
+        kernels=d is not None and d.kernels_shown,
     )

@@ -404,12 +404,25 @@ def limit_line(lim: Limit) -> str:
     )
 
 
-def not_excluded(names: Sequence[str], match: float, b: Basis) -> str:
-    """No state bug found, and none would have been found reliably."""
+def not_excluded(
+    names: Sequence[str],
+    match: float,
+    deterministic: bool | None,
+    failing: Sequence[str],
+    b: Basis,
+) -> str:
+    """No state bug found, and none would have been found reliably. What match measured on
+    its own still stands: its divergence is the kernels' (condition 1), whatever the cache
+    paths turn out to hold."""
+    cause = (
+        "a kernel on the decode path is still shape-variant with deterministic inference on"
+        if deterministic
+        else "kernels give different results for prefill and decode shapes"
+    )
     return (
-        f"inconclusive: match diverges ({sci(match)}) and no state bug is found on "
-        f"{_and(names)}, but none would have been found reliably at this spread: a state bug "
-        "is not excluded" + tail(b)
+        f"inconclusive: match diverges ({sci(match)}): {cause} (condition 1); no state bug "
+        f"is found on {_and(names)}, but none would have been found reliably at this spread: "
+        "a state bug is not excluded" + gate_failures(failing) + tail(b)
     )
 
 
@@ -419,6 +432,11 @@ def not_excluded_step(samples: int) -> str:
         f"decide it with more samples (`--samples {samples}`), `--repeat 3` (a state bug "
         "repeats on the same samples, noise moves) or `--stress light`"
     )
+
+
+def kernels_step(step: str) -> str:
+    """Match's own step (its divergence is the kernels'), kept beside an open condition 2."""
+    return f"for match's divergence: {step}"
 
 
 def far_above(helper: str, ids: Sequence[int], n: int, match: float, b: Basis) -> str:

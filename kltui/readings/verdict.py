@@ -40,6 +40,13 @@ class Diagnosis:
             return Kind.EXACT
         return Kind("+".join(str(c) for c in self.conditions))
 
+    @property
+    def kernels_shown(self) -> bool:
+        """Match's divergence is read as the kernels' (condition 1) and no state bug is named:
+        condition 1 decided, or decided on match with condition 2 left open for want of power.
+        The kernels' own next step (the dumper drill-down) applies to both."""
+        return self.condition == 1 or self.finding is Finding.NOT_EXCLUDED
+
     # the names the first reports used
     @property
     def headline(self) -> str:

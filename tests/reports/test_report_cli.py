@@ -63,6 +63,7 @@ def test_every_format_in_one_call(demo_file, tmp_path):
         "next_step",
         "next_command",
         "action",
+        "limits",
     }
     assert doc["cross_server"] == []  # one server
     assert ET.parse(outs["junit"]).getroot().get("tests") == "3"
