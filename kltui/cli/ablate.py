@@ -11,6 +11,7 @@ import argparse
 
 from kltui.argtypes import number, pos_int
 from kltui.cli.options import THEME_HELP, add_run_options, build_config
+from kltui.cli.terminal import use_tui
 from kltui.errors import UsageError
 
 ABLATE_EXIT_CODES = """exit codes: 0 the verdict answers the question (localized, reduced, or not reproduced:
@@ -352,27 +353,6 @@ async def _chain(spec, sweep, view, console) -> None:
         return
     sweep.chain = ch.to_json()
     sweep.write_manifest()
-
-
-def use_tui(args: argparse.Namespace) -> bool:
-    """The TUI, unless --headless, a report goes to stdout, or stdin or stdout is not a
-    terminal (CI, a pipe: the console)."""
-    import sys
-
-    if getattr(args, "headless", False):
-        return False
-    if "-" in (args.json, args.md, args.junit, args.html):
-        return False
-    if web_driver():
-        return True  # a browser tab of `kltui web`: its pipes are the web driver's
-    return sys.stdin.isatty() and sys.stdout.isatty()
-
-
-def web_driver() -> bool:
-    """Run by textual-serve (`kltui web`), which picks Textual's web driver by this variable."""
-    import os
-
-    return "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")
 
 
 def _tui(args: argparse.Namespace, feed, console) -> int:

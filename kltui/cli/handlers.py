@@ -16,6 +16,7 @@ from kltui.cli.options import (
     check_outputs,
     record_path,
 )
+from kltui.cli.terminal import headless_note, use_tui
 from kltui.errors import UsageError, session_exit
 
 
@@ -76,7 +77,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     ) as srv:
         print(f"kltui demo: reference server at {srv.url}", file=sys.stderr)
         cfg = demo_config(args, srv.url)
-        if args.headless:
+        if not use_tui(args):
+            headless_note("kltui demo", args)
             return _headless(cfg, args)
         return _run_tui(cfg, args)
 
@@ -114,6 +116,9 @@ def cmd_tui(args: argparse.Namespace) -> int:
         from kltui.run.fleet import refuse_routers
 
         asyncio.run(refuse_routers(cfg.servers, cfg.server_api_key()))
+    if not use_tui(args):
+        headless_note("kltui", args)
+        return _headless(cfg, args)
     return _run_tui(cfg, args, dumps_result)
 
 
@@ -130,7 +135,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if Path(args.file).is_dir():
         return _replay_sweep(args)
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
-    if args.headless:
+    if not use_tui(args):
+        headless_note("kltui replay", args)
         from kltui.console import make_console
         from kltui.outputs.headless import HeadlessView
         from kltui.session.fold import fold

@@ -37,32 +37,56 @@ def alive(pid: int) -> bool:
         return False
 
 
-def test_demo_headless_passes_and_writes_results(tmp_path):
+def test_demo_outside_a_terminal_runs_headless_and_ends(tmp_path):
+    # issue 46: README's first command with its output going to a file drew the dashboard into
+    # it and waited for `q` forever; outside a terminal it is the console run and its exit code
+    # (the same rule as --headless: kltui/cli/terminal.py)
+    log = tmp_path / "out.txt"
+    with log.open("w") as stdout:
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kltui",
+                "demo",
+                "--deterministic",
+                "--samples",
+                "4",
+                "--max-new-tokens",
+                "16",
+                "--json",
+                str(tmp_path / "r.json"),
+                "--record",
+                str(tmp_path / "r.jsonl"),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+    text = log.read_text()
+    assert out.returncode == 0, text + out.stderr
+    assert "stdin or stdout is not a terminal: printing the results" in out.stderr
+    assert "verdict: pass" in text and "\x1b[?1049h" not in text  # no alternate screen
+    assert "Traceback" not in out.stderr
+    assert (tmp_path / "r.jsonl").stat().st_size > 0
+    assert read_check(tmp_path / "r.json")["verdict"] == "pass"
+
+
+def test_bare_kltui_outside_a_terminal_runs_headless(reference_servers, tmp_path):
+    url = reference_servers.url(deterministic=True)
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "kltui",
-            "demo",
-            "--headless",
-            "--deterministic",
-            "--samples",
-            "4",
-            "--max-new-tokens",
-            "16",
-            "--json",
-            str(tmp_path / "r.json"),
-            "--record",
-            str(tmp_path / "r.jsonl"),
-        ],
+        [sys.executable, "-m", "kltui", "--server", url, "--samples", "4"]
+        + ["--max-new-tokens", "8", "--helpers", "match", "--no-record"],
+        stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "verdict: pass" in out.stdout and "Traceback" not in out.stderr
-    assert (tmp_path / "r.jsonl").stat().st_size > 0
-    assert read_check(tmp_path / "r.json")["verdict"] == "pass"
+    assert "kltui: stdin or stdout is not a terminal" in out.stderr
+    assert "verdict: pass" in out.stdout
 
 
 def test_interrupted_demo_stops_its_reference_server(tmp_path):

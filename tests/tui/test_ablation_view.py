@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from kltui.cli.ablate import use_tui
 from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
+from kltui.cli.terminal import use_tui
 from kltui.outputs.ablation import document
 from kltui.run.ablate import SweepSpec, load, prepare
 from kltui.session.events import SampleScored

@@ -57,7 +57,7 @@ def test_a_served_sweep_opens_its_matrix_though_its_pipes_are_no_terminal(monkey
     # table there would leave the browser tab blank
     import argparse
 
-    from kltui.cli.ablate import use_tui
+    from kltui.cli.terminal import use_tui
 
     args = argparse.Namespace(headless=False, json=None, md=None, junit=None, html=None)
     monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
@@ -137,3 +137,25 @@ def test_the_access_log_is_quiet_unless_verbose(verbose):
         assert access.isEnabledFor(logging.INFO) is verbose
     finally:
         access.setLevel(was)
+
+
+def test_the_console_rule_is_one_for_every_command(monkeypatch, capsys):
+    # issue 46: demo, the bare kltui and replay follow ablate's rule (kltui/cli/terminal.py)
+    from kltui.cli.parser import make_parser
+    from kltui.cli.terminal import headless_note, use_tui
+
+    monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    parse = make_parser().parse_args
+    assert use_tui(parse(["demo"])) and use_tui(parse(["replay", "x"]))
+    assert not use_tui(parse(["demo", "--headless"]))
+    assert not use_tui(parse(["demo", "--json", "-"]))
+    headless_note("kltui demo", parse(["demo", "--headless"]))  # asked for: nothing to explain
+    assert capsys.readouterr().err == ""
+    headless_note("kltui demo", parse(["demo", "--md", "-"]))
+    assert capsys.readouterr().err == (
+        "kltui demo: a report goes to stdout: printing the results instead of the dashboard\n"
+    )
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    assert not use_tui(parse(["demo"])) and not use_tui(parse(["replay", "x"]))
