@@ -1,0 +1,127 @@
+"""RunConfig: everything one run is asked to do, from the options and the config file (each
+field declared in run/settings.py; run/config.py reads a config file into one)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
+from kltui.readings.fleet_model import DEFAULT_FLEET_REQUIRE
+from kltui.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS
+from kltui.run.config_ablate import AblateSection
+from kltui.run.prompts import DEFAULT_MAX_PROMPT_TOKENS, DEFAULT_SEED
+from kltui.run.settings import SETTINGS
+from kltui.run.thresholds import ThresholdEntry
+
+STREAM_CHUNKS = 16
+DEFAULT_FLEET_CONCURRENCY = 4
+
+
+@dataclass
+class RunConfig:
+    """Everything one run is asked to do, from the options and the config file."""
+
+    servers: list[str] = field(default_factory=list)
+    baseline: str | None = None  # the vLLM baseline's URL (--baseline [vllm:]HOST:PORT)
+    # the Hugging Face transformers reference (--baseline hf:PATH): HFSettings.to_dict()
+    hf_baseline: dict | None = None
+    baseline_log: str | None = None  # the baseline's startup log, for settings only it names
+    helpers: list[str] = field(default_factory=lambda: list(DEFAULT_HELPERS))
+    samples: int = 32
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS
+    prompts: str | None = None
+    max_prompt_tokens: int | None = DEFAULT_MAX_PROMPT_TOKENS
+    seed: int = DEFAULT_SEED
+    temperature: float = 0.0
+    tail_threshold: float = DEFAULT_TAIL_THRESHOLD
+    threshold: float | None = None
+    preset: str | None = None
+    thresholds: list[ThresholdEntry] = field(default_factory=list)
+    # None: stream where something is shown live (the TUI), not in `kltui check`
+    stream: bool | None = None
+    # tokens per streamed chunk; None: max_new_tokens / STREAM_CHUNKS (see stream_interval_for)
+    stream_interval: int | None = None
+    flush_timeout: float = 30.0
+    request_timeout: float = 600.0
+    min_cache_hit_ratio: float = 0.5
+    top_k: int = 5
+    # worst samples per helper whose tail gets top-k + token text from a follow-up request
+    extras: int = 3
+    theme: str | None = None
+    dump_dir: str | None = None  # where the TUI's dumper drill-down has the server write
+    keymap: dict[str, str] = field(default_factory=dict)
+    # the TUI flushes without asking first, even a shared server (`kltui check` never asks)
+    yes_flush: bool = False
+    # run and compare servers whose model_path or weight version differ (refused otherwise)
+    allow_different_models: bool = False
+    api_key: str | None = field(default=None, repr=False)
+    # max_prompt_tokens came from the command line or a config file, not the default: only then
+    # are pre-cut token-id files (SGLang's input-id cache) cut again
+    prompt_cut_asked: bool = field(default=False, repr=False)
+    # for servers without a tokenizer (--skip-tokenizer-init): a local tokenizer (folder or a
+    # name in the local HF cache) and/or decode_cache_hit's separator "," as ids
+    tokenizer: str | None = None
+    separator_ids: list[int] | None = None
+    # fleet mode: the SGLang router whose workers are checked one by one (by their own URLs),
+    # and how many of them run at once
+    router: str | None = None
+    fleet_concurrency: int = DEFAULT_FLEET_CONCURRENCY
+    # what fails a fleet run: "gate" (each replica's helpers, as for --server) or "identical"
+    # (also replicas that are not all bit-identical, or not all compared)
+    fleet_require: str = DEFAULT_FLEET_REQUIRE
+    # servers measured at once in one run (1: one after the other); each server's helpers still
+    # run one after the other, and a server that fails does not stop the others
+    concurrency: int = 1
+    # --stress LEVEL (run/stress.py): a session of two runs, quiet then under background
+    # traffic, compared per sample (readings/stress.py); `stressed` marks the second
+    stress: str | None = None
+    stressed: bool = False
+    # --batch-sizes 1,8,32 (run/batch_probe.py): the same prompts scored at each concurrency
+    batch_sizes: list[int] | None = None
+    # `kltui ablate`'s section of a config file; how a sweep is laid out, not what one run
+    # measures, so it is never recorded
+    ablate: AblateSection | None = field(default=None, repr=False)
+
+    def server_api_key(self) -> str | None:
+        """The SGLang servers' (and router's) key: --api-key, else KLTUI_API_KEY; never sent to
+        the vLLM baseline."""
+        from kltui.engines.http import resolve_api_key  # here: `kltui --help` skips httpx
+
+        return resolve_api_key(self.api_key)
+
+    def baseline_api_key(self) -> str | None:
+        """The vLLM baseline's own key (KLTUI_BASELINE_API_KEY), never the SGLang servers' key."""
+        from kltui.engines.http import resolve_baseline_api_key
+
+        return resolve_baseline_api_key()
+
+    def streams(self, live_view: bool) -> bool:
+        """Whether decodes are streamed (by default only where a view shows them live)."""
+        return live_view if self.stream is None else self.stream
+
+    def stream_interval_for(self) -> int:
+        """Tokens per chunk of a streamed decode.
+
+        SGLang's default stream resends every logprob so far with every token, so a 512-token
+        decode costs the server and the client O(n^2) entries per sample; STREAM_CHUNKS chunks
+        per sample keep the live heatmap moving at a small, bounded cost.
+        """
+        if self.stream_interval:
+            return self.stream_interval
+        return max(1, -(-self.max_new_tokens // STREAM_CHUNKS))
+
+    @classmethod
+    def record_keys(cls) -> tuple[str, ...]:
+        """The keys of `to_record()`, in its order (the JSON report's `config`)."""
+        skip = SETTINGS.unrecorded()
+        return (*(f.name for f in fields(cls) if f.name not in skip), "api_key_set")
+
+    def to_record(self) -> dict:
+        """What goes into recordings and reports: every field run/settings.py records (no API
+        key, nor how the TUI asks before a flush, nor an ablate: section)."""
+        d = asdict(self)
+        for name in SETTINGS.unrecorded():
+            d.pop(name, None)
+        # a key from KLTUI_API_KEY is used as well: say so
+        d["api_key_set"] = bool(self.server_api_key())
+        return d
