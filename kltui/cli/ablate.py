@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 from kltui.argtypes import number, pos_int
-from kltui.cli.options import THEME_HELP, add_run_options, build_config
+from kltui.cli.options import add_run_options, add_settings
+from kltui.cli.run_config import build_config
 from kltui.cli.terminal import use_tui
 from kltui.errors import UsageError
 
@@ -143,7 +144,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="print the sweep on the console instead of the TUI's matrix (the default when "
         "stdin or stdout is not a terminal)",
     )
-    g.add_argument("--theme", help=THEME_HELP)
+    add_settings(g, ("theme",))
     g.add_argument(
         "--screenshot-dir",
         metavar="DIR",
@@ -226,7 +227,7 @@ def cmd_ablate(args: argparse.Namespace) -> int:
                 "--vary, --pairs and --chain need --launch: attach mode reads each server's "
                 "settings and launches nothing"
             )
-        from kltui.cli.options import check_duplicate_servers
+        from kltui.cli.run_checks import check_duplicate_servers
 
         urls = sweep_mod.attach_urls(servers)
         check_duplicate_servers(urls, "--server")

@@ -9,13 +9,9 @@ import asyncio
 import sys
 from pathlib import Path
 
-from kltui.cli.options import (
-    DEMO_SIZES,
-    build_config,
-    check_numbers,
-    check_outputs,
-    record_path,
-)
+from kltui.cli.options import DEMO_SIZES
+from kltui.cli.run_checks import check_numbers, check_outputs
+from kltui.cli.run_config import build_config, record_path
 from kltui.cli.terminal import headless_note, use_tui
 from kltui.errors import UsageError, session_exit
 

@@ -21,10 +21,9 @@ from kltui.cli.options import (
     DEMO_SIZES,
     DESCRIPTION,
     EXIT_CODES,
-    THEME_HELP,
-    YES_FLUSH_HELP,
     add_read_only,
     add_run_options,
+    add_settings,
     days_arg,
 )
 from kltui.reference.faults import FAULTS, fault_arg
@@ -33,9 +32,7 @@ from kltui.reference.faults import FAULTS, fault_arg
 def add_dashboard_options(parser: argparse.ArgumentParser, *, flush: bool = True) -> None:
     """Add the options of a command that opens the dashboard: --theme, --yes-flush (`flush`:
     where it runs helpers), --read-only and --screenshot-dir."""
-    parser.add_argument("--theme", help=THEME_HELP)
-    if flush:
-        parser.add_argument("--yes-flush", action="store_true", help=YES_FLUSH_HELP)
+    add_settings(parser, ("theme", "yes_flush") if flush else ("theme",))
     add_read_only(parser)
     parser.add_argument(
         "--screenshot-dir",
@@ -54,16 +51,38 @@ def make_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"kltui {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    _add_tui(sub)
+    _add_check(sub)
 
+    from kltui.cli.ablate import add_parser as add_ablate_parser
+    from kltui.cli.import_cmd import add_parser as add_import_parser
+
+    add_ablate_parser(sub)
+    add_import_parser(sub)
+    _add_demo(sub)
+    _add_report(sub)
+    _add_replay(sub)
+    _add_runs(sub)
+    _add_web(sub)
+
+    from kltui.dumps.cli import add_parsers as add_dumps_parsers
+    from kltui.dumps.probe_ops import add_parser as add_probe_parser
+
+    add_dumps_parsers(sub)
+    add_probe_parser(sub)
+    _add_serve_reference(sub)
+    return p
+
+
+# the subparsers' container (argparse names it privately)
+Subparsers = argparse._SubParsersAction
+
+
+def _add_tui(sub: Subparsers) -> None:
     tui = sub.add_parser("tui", help="live dashboard (default command)")
     add_run_options(tui)
     tui.add_argument("--watch", action="store_true", help="re-run when the server restarts")
-    tui.add_argument(
-        "--dump-dir",
-        metavar="DIR",
-        help="where the dumper drill-down (diagnosis, u) has the server write its dumps "
-        "(default: dumps/ in the runs folder)",
-    )
+    add_settings(tui, ("dump_dir",))
     tui.add_argument(
         "--dumps",
         metavar="FILE.json",
@@ -72,7 +91,8 @@ def make_parser() -> argparse.ArgumentParser:
     add_dashboard_options(tui)
     tui.set_defaults(func=cmd_tui)
 
-    from kltui.cli.report import add_arguments as add_report_arguments
+
+def _add_check(sub: Subparsers) -> None:
     from kltui.cli.report import add_report_options
 
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
@@ -87,13 +107,9 @@ def make_parser() -> argparse.ArgumentParser:
     )
     check.set_defaults(func=cmd_check)
 
-    from kltui.cli.ablate import add_parser as add_ablate_parser
 
-    add_ablate_parser(sub)
-
-    from kltui.cli.import_cmd import add_parser as add_import_parser
-
-    add_import_parser(sub)
+def _add_demo(sub: Subparsers) -> None:
+    from kltui.cli.report import add_report_options
 
     demo = sub.add_parser(
         "demo",
@@ -128,10 +144,16 @@ def make_parser() -> argparse.ArgumentParser:
     add_report_options(demo)
     demo.set_defaults(func=cmd_demo)
 
+
+def _add_report(sub: Subparsers) -> None:
+    from kltui.cli.report import add_arguments as add_report_arguments
+
     report = sub.add_parser("report", help="HTML, Markdown, JSON or JUnit reports from a recording")
     add_report_arguments(report)
     report.set_defaults(func=cmd_report)
 
+
+def _add_replay(sub: Subparsers) -> None:
     replay = sub.add_parser("replay", help="open a recording in the TUI, as it ran")
     replay.add_argument(
         "file",
@@ -156,6 +178,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     replay.set_defaults(func=cmd_replay)
 
+
+def _add_runs(sub: Subparsers) -> None:
     runs = sub.add_parser(
         "runs",
         help="list past runs (recordings), newest first; --prune removes old ones",
@@ -185,6 +209,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     runs.set_defaults(func=cmd_runs)
 
+
+def _add_web(sub: Subparsers) -> None:
     web = sub.add_parser(
         "web",
         help="serve the dashboard in a browser (textual-serve): kltui web [--host H] "
@@ -193,12 +219,8 @@ def make_parser() -> argparse.ArgumentParser:
     )
     web.add_argument("web_args", nargs=argparse.REMAINDER, help="see `kltui web --help`")
 
-    from kltui.dumps.cli import add_parsers as add_dumps_parsers
-    from kltui.dumps.probe_ops import add_parser as add_probe_parser
 
-    add_dumps_parsers(sub)
-    add_probe_parser(sub)
-
+def _add_serve_reference(sub: Subparsers) -> None:
     serve = sub.add_parser("serve-reference", help="run the embedded SGLang-compatible server")
     try:
         from kltui.reference.cli_entry import add_arguments
@@ -207,4 +229,3 @@ def make_parser() -> argparse.ArgumentParser:
     else:
         add_arguments(serve)
     serve.set_defaults(func=cmd_serve_reference)
-    return p

@@ -91,7 +91,7 @@ def app_argv(rest: list[str], read_only: bool) -> list[str]:
     if getattr(args, "headless", False):
         raise UsageError("--headless has no dashboard to serve")
     if argv[0] == "tui":
-        from kltui.cli.options import build_config
+        from kltui.cli.run_config import build_config
 
         if not build_config(args).servers:
             raise UsageError("give --server HOST:PORT, or serve `demo` or `replay`")
