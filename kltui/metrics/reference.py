@@ -36,10 +36,9 @@ from kltui.metrics.alignment import (
     UNKNOWN,
     WARN,
     model_names,
-    norm_dtype,
-    sglang_attention,
 )
 from kltui.metrics.cross import FLIP_MARGIN_LINE, CrossPositions
+from kltui.metrics.engine_settings import norm_dtype, sglang_attention
 
 PLACEHOLDER_VERSIONS = ("", "default")
 

@@ -14,7 +14,7 @@ from kltui.engines.hf import HFSettings, config_dtype, reference_identity
 from kltui.engines.weights import local_weights
 from kltui.errors import UsageError
 from kltui.helpers.context import ReferencePlan
-from kltui.metrics.alignment import norm_dtype
+from kltui.metrics.engine_settings import norm_dtype
 from kltui.metrics.reference import weights_state
 from kltui.run.config import RunConfig
 

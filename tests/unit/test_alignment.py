@@ -11,10 +11,9 @@ from kltui.metrics.alignment import (
     align,
     describe,
     mismatches,
-    norm_attention,
-    norm_dtype,
     refusals,
 )
+from kltui.metrics.engine_settings import norm_attention, norm_dtype
 
 # Shapes as the real servers report them (SGLang 0.5.23 /server_info, kltui's vLLM identity
 # with VLLM_SERVER_DEV_MODE=1), trimmed to the keys alignment reads.
