@@ -6,7 +6,7 @@ of the whole.
 Each round runs the whole command as a user does, in a subprocess (`python -m kltui ablate
 --launch "<reference server> --dtype bfloat16" --vary deterministic=on --vary cuda-graph=off
 --vary radix-cache=off`, four configurations), times the process from outside, and reads the
-split of its sweep from the manifest (`ablation.json`, written by kltui/run/ablate.py):
+split of its sweep from the manifest (`ablation.json`, written by kltui/run/sweep_manifest.py):
 kltui's own = process wall - starts - runs - stops - --help.
 
     python bench/bench_ablate.py [--rounds 3] [--samples 32] [--max-new-tokens 64]

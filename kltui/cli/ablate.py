@@ -1,8 +1,9 @@
 """`kltui ablate`: from "it diverges" to the setting that causes it, one knob at a time.
 
 Its parser (`add_parser`) and what it does (`cmd_ablate`): the options are `check`'s run options
-(`options.add_run_options`) plus the sweep's own; the sweep itself is `run/ablate.py`, its
-outputs `outputs/ablation.py`. Imports stay inside functions: `kltui --help` builds this parser.
+(`options.add_run_options`) plus the sweep's own; the sweep itself is `run/ablate.py` (its
+folder `run/sweep_manifest.py`), its outputs `outputs/ablation.py`. Imports stay inside
+functions: `kltui --help` builds this parser.
 """
 
 from __future__ import annotations
@@ -386,7 +387,7 @@ def replay(args: argparse.Namespace) -> int:
 
     if use_tui(args):
         from kltui.console import make_console
-        from kltui.run.ablate import load
+        from kltui.run.sweep_manifest import load
         from kltui.tui.sweep_feed import SweepFeed
 
         return _tui(args, SweepFeed.replay(load(args.replay)), make_console())

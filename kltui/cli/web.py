@@ -107,7 +107,7 @@ def app_argv(rest: list[str], read_only: bool) -> list[str]:
         else:
             path = args.file
         if Path(path).is_dir():  # a kltui ablate sweep folder: its matrix in every tab
-            from kltui.run.ablate import load
+            from kltui.run.sweep_manifest import load
 
             load(path)  # a folder that is not a sweep fails now, in one line
         else:

@@ -31,8 +31,9 @@ from kltui.ablate.knobs import KNOBS, current
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
 from kltui.readings.ablation import Ablation, read
 from kltui.readings.paired import STRAY_ULP_FLOOR
-from kltui.run.ablate import MEASURED, TAIL_LINES, Sweep, SweepSpec
+from kltui.run.ablate import SweepSpec
 from kltui.run.driver import RunDriver, RunView
+from kltui.run.sweep_manifest import MEASURED, TAIL_LINES, Sweep
 from kltui.untrusted import one_line
 
 NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")

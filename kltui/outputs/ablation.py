@@ -32,8 +32,8 @@ from kltui.outputs.ablation_rows import (
 )
 from kltui.outputs.headless import HeadlessView
 from kltui.readings.ablation import Ablation
-from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep, load
 from kltui.run.driver import RunOutcome, RunView
+from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep, load
 from kltui.session import jsonfile
 from kltui.session.events import Event
 from kltui.session.store import SessionStore

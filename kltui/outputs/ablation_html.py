@@ -21,7 +21,7 @@ from kltui.outputs.ablation_rows import (
 )
 from kltui.outputs.reports.html import page_head
 from kltui.readings.ablation import Ablation
-from kltui.run.ablate import MEASURED, Sweep, log_tail
+from kltui.run.sweep_manifest import MEASURED, Sweep, log_tail
 from kltui.untrusted import html_text as esc
 
 LOG_TAIL_LINES = 8  # of a failed configuration's server log

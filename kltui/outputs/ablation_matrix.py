@@ -29,7 +29,7 @@ from kltui.outputs.ablation_rows import (
 )
 from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading, num
 from kltui.registry import same_engine
-from kltui.run.ablate import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
+from kltui.run.sweep_manifest import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kltui.readings.ablation import Ablation, ConfigReading
 from kltui.readings.stress import scope_of
-from kltui.run.ablate import FAILED, MEASURED, ConfigRun, Sweep
+from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep
 
 
 def helper_names(ab: Ablation) -> list[str]:

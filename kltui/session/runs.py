@@ -28,7 +28,7 @@ from kltui.session.recording import (
 )
 
 SUFFIX = ".kltui.jsonl"
-# a `kltui ablate` sweep folder: its manifest, as run/ablate.py writes it (session/ is below run/)
+# a `kltui ablate` sweep folder: its manifest, as run/sweep_manifest.py writes it (session/ is below run/)
 SWEEP_MANIFEST = "ablation.json"
 SWEEP_FORMAT = "kltui-ablation"
 KEEP_ENV = "KLTUI_RUNS_KEEP"  # retention: keep only the newest N recordings of the runs folder

@@ -11,7 +11,7 @@ from __future__ import annotations
 from textual.worker import WorkerState
 
 from kltui.outputs.ablation_matrix import RUNNING
-from kltui.run.ablate import NOT_RUN
+from kltui.run.sweep_manifest import NOT_RUN
 from kltui.session.store import SessionStore
 from kltui.tui.actions import DashboardActions
 from kltui.tui.screens.ablation import AblationScreen

@@ -8,7 +8,7 @@ per configuration (`outputs/ablation_matrix.Live`); when one ends, the sweep's r
 (`Sweep.reading`, readings/ablation.py) is taken again. The matrix only shows these. The dashboard
 follows the configuration being measured until the user opens another (Enter on its row).
 
-Replay: a sweep folder read back (`run/ablate.load`: every store folded from its recording),
+Replay: a sweep folder read back (`run/sweep_manifest.load`: every store folded from its recording),
 the matrix filled at once; Enter opens a configuration's dashboard on its recording.
 """
 
@@ -20,9 +20,10 @@ from typing import Protocol
 from kltui.ablate.plan import Config, Plan
 from kltui.outputs.ablation_matrix import RUNNING, STARTING, Live
 from kltui.readings.ablation import Ablation
-from kltui.run.ablate import ConfigRun, Sweep, SweepSpec, run_sweep
+from kltui.run.ablate import SweepSpec, run_sweep
 from kltui.run.driver import RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras
+from kltui.run.sweep_manifest import ConfigRun, Sweep
 from kltui.session.events import Event
 from kltui.session.store import HelperState, SessionStore
 
@@ -118,7 +119,7 @@ class SweepFeed:
 
     @classmethod
     def replay(cls, sweep: Sweep) -> SweepFeed:
-        """A sweep folder read back (`run/ablate.load`)."""
+        """A sweep folder read back (`run/sweep_manifest.load`)."""
         return cls(None, loaded=sweep)
 
     # ------------------------------------------------------------------ what the app reads

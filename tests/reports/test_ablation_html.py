@@ -8,7 +8,7 @@ import html
 import re
 
 from kltui.outputs.ablation_html import html_report
-from kltui.run.ablate import MEASURED, Sweep
+from kltui.run.sweep_manifest import MEASURED, Sweep
 from tests.reports.synth import XSS
 from tests.unit.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 

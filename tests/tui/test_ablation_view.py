@@ -21,7 +21,8 @@ from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.cli.terminal import use_tui
 from kltui.outputs.ablation import document
-from kltui.run.ablate import SweepSpec, load, prepare
+from kltui.run.ablate import SweepSpec, prepare
+from kltui.run.sweep_manifest import load
 from kltui.session.events import SampleScored
 from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp

@@ -8,7 +8,7 @@ import asyncio
 
 from kltui.dumps import chain
 from kltui.readings.ablation import read
-from kltui.run.ablate import MEASURED, Sweep
+from kltui.run.sweep_manifest import MEASURED, Sweep
 from tests.unit.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 
 DUMPS = {

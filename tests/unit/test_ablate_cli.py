@@ -13,19 +13,9 @@ from kltui.ablate.plan import Config
 from kltui.cli.commands import main
 from kltui.errors import UsageError
 from kltui.outputs.ablation_rows import stress_verdict
-from kltui.run.ablate import (
-    FAILED,
-    MEASURED,
-    ConfigRun,
-    Sweep,
-    SweepSpec,
-    file_stem,
-    help_command,
-    is_sglang,
-    load,
-    prepare,
-)
+from kltui.run.ablate import SweepSpec, help_command, is_sglang, prepare
 from kltui.run.config import ConfigError, RunConfig, load_config_file
+from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep, file_stem, load
 
 SGLANG = "python -m sglang.launch_server --model-path M --attention-backend triton".split()
 FLAGS = {"--model-path", "--attention-backend", "--disable-cuda-graph", "--mem-fraction-static"}

@@ -14,7 +14,7 @@ import pytest
 
 from kltui.ablate.plan import Config
 from kltui.cli import main
-from kltui.run.ablate import FAILED, Sweep
+from kltui.run.sweep_manifest import FAILED, Sweep
 from kltui.session import runs as runs_mod
 from tests.unit.test_runs import make_runs
 

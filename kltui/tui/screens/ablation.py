@@ -18,7 +18,7 @@ from textual.widgets import DataTable, Static
 
 from kltui.outputs.ablation_matrix import Live, head_line, helpers_of, matrix_rows, verdict_lines
 from kltui.readings.ablation import Ablation
-from kltui.run.ablate import Sweep
+from kltui.run.sweep_manifest import Sweep
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.ablation import SweepMatrix
 from kltui.untrusted import safe

@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from kltui.outputs.ablation_matrix import DONE, RUNNING, STARTING, MatrixRow
-from kltui.run.ablate import FAILED
+from kltui.run.sweep_manifest import FAILED
 from kltui.untrusted import safe
 
 COLUMNS = (
