@@ -133,36 +133,46 @@ def module_table(
     """Modules in the order their outputs were written, each with its verdict. `earlier` holds
     (label, diffs) of the passes before `pa` whose state it may read (a decode step's prompt
     prefill and earlier steps): a module's inputs there are its inputs too."""
-    rows: list[ModuleRow] = []
-    for g in _calls(pa):
-        if not g["out"]:
-            continue  # a call that returned nothing dumpable has no verdict
-        row = ModuleRow(_call_label(g), g["out"][0].file.dump_index)
-        row.dumped_inputs = len(g["in"])
-        for where, ds in [("", diffs), *earlier]:
-            for e in g["in"]:
-                d = ds.get(e.key)
-                label = f"{e.label} ({where})" if where else e.label
-                if d is None:
-                    row.uncompared_inputs.append(label)
-                elif not d.identical:
-                    row.differing_inputs.append(label)
-                    if where:
-                        row.differing_earlier.append(label)
-        if row.differing_inputs:
-            row.inputs_identical = False
-        elif g["in"] and not row.uncompared_inputs:
-            row.inputs_identical = True
-        outs = [diffs.get(e.key) for e in g["out"]]
-        merged = None
-        for d in outs:
-            merged = merge_diffs(merged, d)
-        if merged is not None:
-            row.output_identical = merged.identical
-            row.max_abs_diff = merged.max_abs_diff
-            row.position = merged.position
-        rows.append(row)
+    # a call that returned nothing dumpable has no verdict
+    rows = [_module_row(g, diffs, earlier) for g in _calls(pa) if g["out"]]
     rows.sort(key=lambda r: r.order)
+    _mark_statuses(rows)
+    return rows
+
+
+def _module_row(g: dict, diffs: dict, earlier: list[tuple[str, dict]] | tuple) -> ModuleRow:
+    """One call's row: its inputs compared in this pass and the earlier ones, its outputs'
+    differences merged."""
+    row = ModuleRow(_call_label(g), g["out"][0].file.dump_index)
+    row.dumped_inputs = len(g["in"])
+    for where, ds in [("", diffs), *earlier]:
+        for e in g["in"]:
+            d = ds.get(e.key)
+            label = f"{e.label} ({where})" if where else e.label
+            if d is None:
+                row.uncompared_inputs.append(label)
+            elif not d.identical:
+                row.differing_inputs.append(label)
+                if where:
+                    row.differing_earlier.append(label)
+    if row.differing_inputs:
+        row.inputs_identical = False
+    elif g["in"] and not row.uncompared_inputs:
+        row.inputs_identical = True
+    outs = [diffs.get(e.key) for e in g["out"]]
+    merged = None
+    for d in outs:
+        merged = merge_diffs(merged, d)
+    if merged is not None:
+        row.output_identical = merged.identical
+        row.max_abs_diff = merged.max_abs_diff
+        row.position = merged.position
+    return row
+
+
+def _mark_statuses(rows: list[ModuleRow]) -> None:
+    """Each compared row's status, in order: identical, the first that differs (divergent when
+    its inputs are identical), or inherited from it."""
     culprit = None
     for r in rows:
         if r.output_identical is None:
@@ -174,7 +184,6 @@ def module_table(
             r.status = "first-divergent" if r.inputs_identical else "first-differing"
         else:
             r.status = "inherited"
-    return rows
 
 
 def first_differing(table: list[ModuleRow]) -> ModuleRow | None:

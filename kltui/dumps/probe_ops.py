@@ -186,12 +186,9 @@ def _table(res: dict, run: dict):
     return t
 
 
-def cmd_probe_ops(args) -> int:
-    """`kltui probe-ops`: each op at M=1 and M=N, compared bit for bit; 0 all identical, 1 not."""
-    try:
-        import torch
-    except ImportError:
-        raise UsageError("probe-ops needs torch: pip install 'kltui[reference]'") from None
+def _check_shapes(args) -> None:
+    """--sizes parsed into `args.sizes` (sorted, at least one N >= 2) and every shape option
+    checked (UsageError, one line)."""
     try:
         args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     except ValueError:
@@ -206,6 +203,11 @@ def cmd_probe_ops(args) -> int:
     for flag in ("hidden", "vocab", "heads", "head_dim"):
         if getattr(args, flag) < 1:
             raise UsageError(f"--{flag.replace('_', '-')} must be >= 1")
+
+
+def _pick_device(args, torch) -> None:
+    """`args.device` (cuda when there is one) and `args.dtypes` (bf16 and fp32 on a GPU) set
+    and checked against this torch (UsageError, one line)."""
     if args.device is None:
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -222,17 +224,31 @@ def cmd_probe_ops(args) -> int:
         args.dtypes = [args.dtype]
     else:
         raise UsageError(f"--dtype {args.dtype!r}: use float32, bfloat16 or float16")
-    res = probe(args)
-    if args.json:
-        try:
-            from kltui.session.codec import tag_floats  # NaN/inf as in every --json
 
-            Path(args.json).write_text(
-                json.dumps(tag_floats(res), indent=1, allow_nan=False) + "\n"
-            )
-        except OSError as e:
-            print(f"kltui: error: {args.json}: {e.strerror or e}", file=sys.stderr)
-            return EXIT_USAGE
+
+def _write_json(path: str, res: dict) -> bool:
+    """The probe's result written to `path`; False (the error printed) when it cannot be."""
+    try:
+        from kltui.session.codec import tag_floats  # NaN/inf as in every --json
+
+        Path(path).write_text(json.dumps(tag_floats(res), indent=1, allow_nan=False) + "\n")
+    except OSError as e:
+        print(f"kltui: error: {path}: {e.strerror or e}", file=sys.stderr)
+        return False
+    return True
+
+
+def cmd_probe_ops(args) -> int:
+    """`kltui probe-ops`: each op at M=1 and M=N, compared bit for bit; 0 all identical, 1 not."""
+    try:
+        import torch
+    except ImportError:
+        raise UsageError("probe-ops needs torch: pip install 'kltui[reference]'") from None
+    _check_shapes(args)
+    _pick_device(args, torch)
+    res = probe(args)
+    if args.json and not _write_json(args.json, res):
+        return EXIT_USAGE
     from kltui.console import make_console
 
     console = make_console()
