@@ -354,25 +354,7 @@ class StreamAssembler:
         what = f"stream chunk for index {idx}"
         meta = _meta(obj, what)
         have = self.length[idx]
-        raw_lp = meta.get("output_token_logprobs")
-        raw_ids = obj.get("output_ids")
-        skip = 0
-        if not self.incremental and have:
-            # A cumulative chunk repeats every token so far: convert only the tail (plus the last
-            # known token, to check it was not rewritten), so a stream costs O(n), not O(n^2).
-            total = len(raw_ids) if isinstance(raw_ids, list) else None
-            if total is None and isinstance(raw_lp, list):
-                total = len(raw_lp)
-            if total is not None and total < have:
-                raise ParseError(
-                    f"cumulative stream for index {idx} shrank from {have} to {total} tokens"
-                    " (is the server running with --incremental-streaming-output?)"
-                )
-            skip = have - 1
-            if isinstance(raw_lp, list) and raw_lp:
-                raw_lp = raw_lp[skip:]
-            if isinstance(raw_ids, list):
-                raw_ids = raw_ids[skip:]
+        skip, raw_ids, raw_lp = self._tail(idx, obj.get("output_ids"), meta)
         lps, lp_ids = triples(raw_lp, f"{what} output_token_logprobs")
         ids = lp_ids if raw_ids is None else int_array(raw_ids, f"{what} output_ids")
         if lps.size and lps.size != ids.size:
@@ -382,17 +364,7 @@ class StreamAssembler:
             )
         if lps.size and not np.array_equal(ids, lp_ids):
             raise ParseError(f"stream chunk for index {idx}: output_ids disagree with logprob ids")
-        # One request keeps one id for its whole stream; a change means chunks of two requests
-        # were tagged with the same index.
-        rid = meta.get("id")
-        if rid is not None:
-            if self.rid[idx] is None:
-                self.rid[idx] = rid
-            elif rid != self.rid[idx]:
-                raise ParseError(
-                    f"stream chunks for index {idx} come from two requests "
-                    f"({str(self.rid[idx])[:40]!r} and {str(rid)[:40]!r}): the index is wrong"
-                )
+        self._same_request(idx, meta.get("id"))
         _finish_reason(meta, what)
         _count(meta, "cached_tokens", what)
         _count(meta, "prompt_tokens", what)
@@ -401,18 +373,7 @@ class StreamAssembler:
             self.input_lp[idx] = triples(
                 meta["input_token_logprobs"], f"{what} input_token_logprobs"
             )
-        if self.incremental:
-            start, new_ids, new_lps = have, ids, lps
-        else:
-            if have and (ids.size == 0 or ids[0] != self.ids[idx][-1][-1]):
-                got = "nothing" if ids.size == 0 else int(ids[0])
-                raise ParseError(
-                    f"cumulative stream for index {idx} rewrote token {have - 1} "
-                    f"({int(self.ids[idx][-1][-1])} -> {got})"
-                )
-            known = 1 if have else 0
-            start, new_ids = have, ids[known:]
-            new_lps = lps[known:] if lps.size else lps
+        new_ids, new_lps = self._new_tokens(idx, ids, lps)
         if new_ids.size == 0:
             return None
         if self.max_tokens is not None and have + new_ids.size > self.max_tokens:
@@ -424,7 +385,60 @@ class StreamAssembler:
         if new_lps.size:
             self.lps[idx].append(new_lps)
         self.length[idx] = have + new_ids.size
-        return Delta(idx, start, new_ids, new_lps)
+        return Delta(idx, have, new_ids, new_lps)
+
+    def _tail(self, idx: int, raw_ids: object, meta: dict) -> tuple[int, object, object]:
+        """(tokens skipped, output_ids, output_token_logprobs) of a chunk still to convert.
+        A cumulative chunk repeats every token so far: only the tail is converted (plus the
+        last known token, to check it was not rewritten), so a stream costs O(n), not O(n^2)."""
+        have = self.length[idx]
+        raw_lp = meta.get("output_token_logprobs")
+        if self.incremental or not have:
+            return 0, raw_ids, raw_lp
+        total = len(raw_ids) if isinstance(raw_ids, list) else None
+        if total is None and isinstance(raw_lp, list):
+            total = len(raw_lp)
+        if total is not None and total < have:
+            raise ParseError(
+                f"cumulative stream for index {idx} shrank from {have} to {total} tokens"
+                " (is the server running with --incremental-streaming-output?)"
+            )
+        skip = have - 1
+        if isinstance(raw_lp, list) and raw_lp:
+            raw_lp = raw_lp[skip:]
+        if isinstance(raw_ids, list):
+            raw_ids = raw_ids[skip:]
+        return skip, raw_ids, raw_lp
+
+    def _same_request(self, idx: int, rid: object) -> None:
+        """One request keeps one id for its whole stream; a change means chunks of two requests
+        were tagged with the same index."""
+        if rid is None:
+            return
+        if self.rid[idx] is None:
+            self.rid[idx] = rid
+        elif rid != self.rid[idx]:
+            raise ParseError(
+                f"stream chunks for index {idx} come from two requests "
+                f"({str(self.rid[idx])[:40]!r} and {str(rid)[:40]!r}): the index is wrong"
+            )
+
+    def _new_tokens(
+        self, idx: int, ids: np.ndarray, lps: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ids and logprobs a chunk adds: all of an incremental one; a cumulative one's
+        tail after the last known token, which must be unchanged."""
+        if self.incremental:
+            return ids, lps
+        have = self.length[idx]
+        if have and (ids.size == 0 or ids[0] != self.ids[idx][-1][-1]):
+            got = "nothing" if ids.size == 0 else int(ids[0])
+            raise ParseError(
+                f"cumulative stream for index {idx} rewrote token {have - 1} "
+                f"({int(self.ids[idx][-1][-1])} -> {got})"
+            )
+        known = 1 if have else 0
+        return ids[known:], (lps[known:] if lps.size else lps)
 
     def results(self) -> list[GenResult]:
         """The complete per-index results once the stream has ended."""
