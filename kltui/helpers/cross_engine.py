@@ -20,7 +20,7 @@ mismatches become Problems, and a different model or vocabulary refuses the comp
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -145,21 +145,8 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
 
     # 1. SGLang's greedy continuation (with its top-k, for the greedy comparison).
     if ctx.max_new_tokens > 0:
-        yield run.enter("decode")
-        try:
-            outs = await ctx.client.generate(
-                [s.prompt for s in samples],
-                ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
-                return_logprob=True,
-                logprob_start_len=-1,
-                top_logprobs_num=k,
-            )
-        except EngineError as e:
-            raise _fail(run, e, "decode") from None
-        for s, r in zip(samples, outs, strict=True):
-            s.cont, s.sglang_out = r.output_ids, r
-            yield TokensDecoded(HELPER, ctx.server, s.index, 0, r.output_ids, r.output_logprobs)
-        run.extra["sglang_decoded"] = len(outs)
+        async for ev in _sglang_decode(ctx, run, samples):
+            yield ev
 
     # Samples the baseline cannot hold are skipped, never truncated (other ids, other numbers).
     limit = run.vllm_identity.get("max_model_len")
@@ -224,6 +211,35 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
                 err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
                 raise _fail(run, err, "score") from None
             yield ev
+    for ev in _closing(ctx, run, dropped_ids):
+        yield ev
+
+
+async def _sglang_decode(
+    ctx: HelperContext, run: CrossRun, samples: list[Sample]
+) -> AsyncIterator[Event]:
+    """SGLang's greedy continuation of every sample, with its top-k."""
+    yield run.enter("decode")
+    try:
+        outs = await ctx.client.generate(
+            [s.prompt for s in samples],
+            ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
+            return_logprob=True,
+            logprob_start_len=-1,
+            top_logprobs_num=ctx.top_k,
+        )
+    except EngineError as e:
+        raise _fail(run, e, "decode") from None
+    for s, r in zip(samples, outs, strict=True):
+        s.cont, s.sglang_out = r.output_ids, r
+        yield TokensDecoded(HELPER, ctx.server, s.index, 0, r.output_ids, r.output_logprobs)
+    run.extra["sglang_decoded"] = len(outs)
+
+
+def _closing(ctx: HelperContext, run: CrossRun, dropped_ids: int) -> Iterator[Event]:
+    """The helper's end: the warnings of what it measured (ids it could not ask for, flips
+    across a wide margin, protocol findings) and its HelperFinished."""
+    k = ctx.top_k
     if dropped_ids:
         yield Problem(
             ctx.server,
@@ -236,7 +252,7 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
     if (wide := fin.summary["flip_margins"])["across_line"]:
         big = wide["largest"]
         yield Problem(
-            vllm.url,
+            run.baseline.url,
             f"{wide['across_line']} of {wide['flips']} top-1 flip(s) cross a margin of "
             f"{wide['line']:g} nats or more (widest: sample {big['sample']} position "
             f"{big['position']}, SGLang {_nats(big['margin_a'])} / vLLM "
@@ -246,8 +262,7 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
             helper=HELPER,
             phase="score",
         )
-    for p in run.protocol_problems(fin):  # each protocol finding is also a line of its own
-        yield p
+    yield from run.protocol_problems(fin)  # each protocol finding is also a line of its own
     yield fin
 
 
