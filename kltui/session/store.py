@@ -205,97 +205,105 @@ class SessionStore:
     def apply(self, event: Event) -> HelperState | None:
         """Fold one event into the store; return the helper state it changed, if any."""
         self.version += 1
-        match event:
-            case RunStarted():
-                self.run = event
-            case HelperStarted():
-                st = HelperState(
-                    event.helper,
-                    event.server,
-                    event.n_samples,
-                    event.threshold,
-                    event.tail_threshold,
-                    dict(event.settings),
-                    ThresholdSource.of(event.threshold_source),
-                    started=self._time_of(event),
-                    clock=self.clock,
-                )
-                st.book = ScoreBook(event.tail_threshold)
-                self.helpers[st.key] = st
-                return st
-            case PhaseChanged():
-                st = self._state(event.helper, event.server)
-                st.phase = event.phase
-                return st
-            case TokensDecoded():
-                st = self._state(event.helper, event.server)
-                parts = st.decoded_ids.setdefault(event.sample, [])
-                have = st.decoded_len.get(event.sample, 0)
-                # A cumulative snapshot may repeat what we have: keep only the new tail.
-                skip = max(0, have - event.start)
-                new = np.asarray(event.token_ids)[skip:]
-                if new.size:
-                    parts.append(new)
-                st.decoded_len[event.sample] = max(have, event.start + len(event.token_ids))
-                return st
-            case SampleScored():
-                st = self._state(event.helper, event.server)
-                add_scored(st.book, event)
-                st.decoded_ids.pop(event.sample, None)
-                if event.texts:
-                    self.token_text.update(
-                        (i, t)
-                        for i, t in zip(
-                            np.asarray(event.token_ids).tolist(), event.texts, strict=False
-                        )
-                        if t is not None
-                    )
-                return st
-            case SampleSkipped():
-                st = self._state(event.helper, event.server)
-                st.skipped[event.sample] = event.reason
-                st.skipped_tokens[event.sample] = (event.cached_tokens, event.input_tokens)
-                return st
-            case HelperFinished():
-                st = self._state(event.helper, event.server)
-                st.summary = Summary.of(
-                    event.summary,
-                    # NaN: a recording that starts mid-helper never said
-                    threshold=st.threshold if math.isfinite(st.threshold) else None,
-                    threshold_source=st.threshold_source,
-                    tail_threshold=st.tail_threshold,
-                )
-                st.phase = "done"
-                st.finished = self._time_of(event)
-                return st
-            case ExtrasFetched():
-                st = self._state(event.helper, event.server)
-                st.extras.setdefault(event.sample, []).append(event)
-                if event.texts:
-                    self.token_text.update(
-                        (i, t)
-                        for i, t in zip(
-                            np.asarray(event.token_ids).tolist(), event.texts, strict=False
-                        )
-                        if isinstance(t, str)
-                    )
-                for k, t in event.alt_texts.items():
-                    if isinstance(t, str) and str(k).lstrip("-").isdigit():
-                        self.token_text.setdefault(int(k), t)
-                return st
-            case Problem():
-                self.problems.append(event)
-                if event.helper and event.fatal:
-                    for st in self.helpers.values():
-                        if st.helper == event.helper and st.summary is None:
-                            st.phase = "error"
-            case StressTick():
-                self.stress.append(event)
-            case BatchProbed():
-                self.batch_probes.append(event)
-            case RunFinished():
-                self.finished = event
-        return None
+        fold = _FOLDS.get(type(event))
+        return None if fold is None else fold(self, event)
+
+    def _run_started(self, event: RunStarted) -> None:
+        self.run = event
+
+    def _helper_started(self, event: HelperStarted) -> HelperState:
+        st = HelperState(
+            event.helper,
+            event.server,
+            event.n_samples,
+            event.threshold,
+            event.tail_threshold,
+            dict(event.settings),
+            ThresholdSource.of(event.threshold_source),
+            started=self._time_of(event),
+            clock=self.clock,
+        )
+        st.book = ScoreBook(event.tail_threshold)
+        self.helpers[st.key] = st
+        return st
+
+    def _phase_changed(self, event: PhaseChanged) -> HelperState:
+        st = self._state(event.helper, event.server)
+        st.phase = event.phase
+        return st
+
+    def _tokens_decoded(self, event: TokensDecoded) -> HelperState:
+        st = self._state(event.helper, event.server)
+        parts = st.decoded_ids.setdefault(event.sample, [])
+        have = st.decoded_len.get(event.sample, 0)
+        # A cumulative snapshot may repeat what we have: keep only the new tail.
+        skip = max(0, have - event.start)
+        new = np.asarray(event.token_ids)[skip:]
+        if new.size:
+            parts.append(new)
+        st.decoded_len[event.sample] = max(have, event.start + len(event.token_ids))
+        return st
+
+    def _sample_scored(self, event: SampleScored) -> HelperState:
+        st = self._state(event.helper, event.server)
+        add_scored(st.book, event)
+        st.decoded_ids.pop(event.sample, None)
+        if event.texts:
+            self.token_text.update(
+                (i, t)
+                for i, t in zip(np.asarray(event.token_ids).tolist(), event.texts, strict=False)
+                if t is not None
+            )
+        return st
+
+    def _sample_skipped(self, event: SampleSkipped) -> HelperState:
+        st = self._state(event.helper, event.server)
+        st.skipped[event.sample] = event.reason
+        st.skipped_tokens[event.sample] = (event.cached_tokens, event.input_tokens)
+        return st
+
+    def _helper_finished(self, event: HelperFinished) -> HelperState:
+        st = self._state(event.helper, event.server)
+        st.summary = Summary.of(
+            event.summary,
+            # NaN: a recording that starts mid-helper never said
+            threshold=st.threshold if math.isfinite(st.threshold) else None,
+            threshold_source=st.threshold_source,
+            tail_threshold=st.tail_threshold,
+        )
+        st.phase = "done"
+        st.finished = self._time_of(event)
+        return st
+
+    def _extras_fetched(self, event: ExtrasFetched) -> HelperState:
+        st = self._state(event.helper, event.server)
+        st.extras.setdefault(event.sample, []).append(event)
+        if event.texts:
+            self.token_text.update(
+                (i, t)
+                for i, t in zip(np.asarray(event.token_ids).tolist(), event.texts, strict=False)
+                if isinstance(t, str)
+            )
+        for k, t in event.alt_texts.items():
+            if isinstance(t, str) and str(k).lstrip("-").isdigit():
+                self.token_text.setdefault(int(k), t)
+        return st
+
+    def _problem(self, event: Problem) -> None:
+        self.problems.append(event)
+        if event.helper and event.fatal:
+            for st in self.helpers.values():
+                if st.helper == event.helper and st.summary is None:
+                    st.phase = "error"
+
+    def _stress_tick(self, event: StressTick) -> None:
+        self.stress.append(event)
+
+    def _batch_probed(self, event: BatchProbed) -> None:
+        self.batch_probes.append(event)
+
+    def _run_finished(self, event: RunFinished) -> None:
+        self.finished = event
 
     def _time_of(self, event: Event) -> float:
         at = getattr(event, "at", None)  # events that carry the time they were made
@@ -310,3 +318,20 @@ class SessionStore:
             )
             self.helpers[key] = st
         return st
+
+
+# Each event type's fold, looked up once per event (the store folds every event of a run).
+_FOLDS: dict[type, Callable[[SessionStore, Any], HelperState | None]] = {
+    RunStarted: SessionStore._run_started,
+    HelperStarted: SessionStore._helper_started,
+    PhaseChanged: SessionStore._phase_changed,
+    TokensDecoded: SessionStore._tokens_decoded,
+    SampleScored: SessionStore._sample_scored,
+    SampleSkipped: SessionStore._sample_skipped,
+    HelperFinished: SessionStore._helper_finished,
+    ExtrasFetched: SessionStore._extras_fetched,
+    Problem: SessionStore._problem,
+    StressTick: SessionStore._stress_tick,
+    BatchProbed: SessionStore._batch_probed,
+    RunFinished: SessionStore._run_finished,
+}
