@@ -245,7 +245,48 @@ def _sampling(raw: dict, vocab_size: int) -> tuple[Sampling, int]:
     top_p, min_p = float(get("top_p", 1.0)), float(get("min_p", 0.0))
     freq, pres = float(get("frequency_penalty", 0.0)), float(get("presence_penalty", 0.0))
     rep = float(get("repetition_penalty", 1.0))
-    # SamplingParams.verify() in SGLang, same order and wording.
+    _verify(temperature, top_p, min_p, top_k, (freq, pres, rep), min_new, max_new)
+    _refuse_unsupported(raw)
+    n = int(get("n", 1))
+    if n < 1:
+        raise RequestError(f"n must be at least 1, got {n}.")
+    stop = raw.get("stop")
+    stop = (stop,) if isinstance(stop, str) else tuple(stop or ())
+    bias = _logit_bias(raw, vocab_size)
+    sampling = Sampling(
+        temperature=temperature,
+        max_new_tokens=128 if max_new is None else int(max_new),
+        ignore_eos=bool(get("ignore_eos", False)),
+        top_p=top_p,
+        top_k=TOP_K_ALL if top_k == -1 else top_k,
+        min_p=min_p,
+        stop=stop,
+        stop_token_ids=frozenset(raw.get("stop_token_ids") or ()),
+        frequency_penalty=freq,
+        presence_penalty=pres,
+        repetition_penalty=rep,
+        min_new_tokens=min_new,
+        sampling_seed=raw.get("sampling_seed"),
+        logit_bias=tuple(bias),
+        skip_special_tokens=bool(get("skip_special_tokens", True)),
+        spaces_between_special_tokens=bool(get("spaces_between_special_tokens", True)),
+        no_stop_trim=bool(get("no_stop_trim", False)),
+        stream_interval=raw.get("stream_interval"),
+    )
+    return sampling, n
+
+
+def _verify(
+    temperature: float,
+    top_p: float,
+    min_p: float,
+    top_k: int,
+    penalties: tuple[float, float, float],
+    min_new: int,
+    max_new: Any,
+) -> None:
+    """SamplingParams.verify() in SGLang, same order and wording."""
+    freq, pres, rep = penalties
     if temperature < 0.0:
         raise RequestError(f"temperature must be non-negative, got {temperature}.")
     if not 0.0 < top_p <= 1.0:
@@ -269,6 +310,11 @@ def _sampling(raw: dict, vocab_size: int) -> tuple[Sampling, int]:
             raise RequestError(
                 f"min_new_tokens must be in [0, max_new_tokens({max_new})], got {min_new}."
             )
+
+
+def _refuse_unsupported(raw: dict) -> None:
+    """What this server does not do (grammars, stop_regex, beam search), refused as SGLang
+    refuses it."""
     grammars = [raw.get(k) for k in ("json_schema", "regex", "ebnf", "structural_tag")]
     if sum(g is not None for g in grammars) > 1:
         raise RequestError("Only one of regex, json_schema, or ebnf can be set.")
@@ -281,11 +327,10 @@ def _sampling(raw: dict, vocab_size: int) -> tuple[Sampling, int]:
         raise RequestError("stop_regex is not supported by the kltui reference server.")
     if (raw.get("beam_width") or 1) > 1:
         raise RequestError("Beam search is not supported by the kltui reference server.")
-    n = int(get("n", 1))
-    if n < 1:
-        raise RequestError(f"n must be at least 1, got {n}.")
-    stop = raw.get("stop")
-    stop = (stop,) if isinstance(stop, str) else tuple(stop or ())
+
+
+def _logit_bias(raw: dict, vocab_size: int) -> list[tuple[int, float]]:
+    """logit_bias as (token id, bias) pairs, every id checked against the vocabulary."""
     bias = []
     for key, value in (raw.get("logit_bias") or {}).items():
         try:
@@ -295,27 +340,7 @@ def _sampling(raw: dict, vocab_size: int) -> tuple[Sampling, int]:
         if not 0 <= token < vocab_size:
             raise RequestError(f"logit_bias token id {token} is out of vocabulary.")
         bias.append((token, float(value)))
-    sampling = Sampling(
-        temperature=temperature,
-        max_new_tokens=128 if max_new is None else int(max_new),
-        ignore_eos=bool(get("ignore_eos", False)),
-        top_p=top_p,
-        top_k=TOP_K_ALL if top_k == -1 else top_k,
-        min_p=min_p,
-        stop=stop,
-        stop_token_ids=frozenset(raw.get("stop_token_ids") or ()),
-        frequency_penalty=freq,
-        presence_penalty=pres,
-        repetition_penalty=rep,
-        min_new_tokens=min_new,
-        sampling_seed=raw.get("sampling_seed"),
-        logit_bias=tuple(bias),
-        skip_special_tokens=bool(get("skip_special_tokens", True)),
-        spaces_between_special_tokens=bool(get("spaces_between_special_tokens", True)),
-        no_stop_trim=bool(get("no_stop_trim", False)),
-        stream_interval=raw.get("stream_interval"),
-    )
-    return sampling, n
+    return bias
 
 
 def parse_generate(
