@@ -94,48 +94,10 @@ class TitleBar(Static):
         self.set_class(any(p.fatal for p in problems), "-fatal")
         for name in STATE_CLASSES:
             self.set_class(name in on, name)
-        t = Text(no_wrap=True, overflow="ellipsis")
-        t.append(" kltui ", style=badge_part(self, "titlebar--brand"))
-        t.append(" ")
-        if status.mode == "replay":
-            t.append(" ▶ REPLAY ", style=badge_part(self, "titlebar--mode"))
-            t.append(" ")
-            t.append_text(safe(status.replay_label, limit=90))
-        else:
-            if status.running:
-                t.append("● ", style=part(self, "titlebar--live"))
-                t.append("LIVE", style="bold")
-            else:
-                t.append("○ idle", style="dim")
-        # (priority, text): the least important go first when the line is too narrow, whole,
-        # rather than cut mid-word at the edge ("kltui 0.1…")
-        extras: list[tuple[int, Text]] = []
-        run = store.run if store else None
-        if run is not None:
-            extras.append((3, Text(f"  run {status.run_no} · id {run.run_id}", style="dim")))
-            if status.mode != "replay":
-                extras.append((1, Text(f" · started {_local(run.started_at)}", style="dim")))
-            extras.append((0, Text(f" · kltui {run.kltui_version}", style="dim")))
-        if self.has_class("-read-only"):
-            extras.append((4, Text("  read-only", style=part(self, "titlebar--read-only"))))
-        if status.watch:
-            watch = Text("  ⟳ ", style=part(self, "titlebar--watch"))
-            watch.append(status.watch, style="dim")
-            extras.append((2, watch))
+        t = self._mode(status)
+        extras = self._extras(store, status)
         # The verdict sits at the right edge, where the eye lands last.
-        right = Text(no_wrap=True)
-        if problems:
-            n = len(problems)
-            right.append(
-                f" {n} problem{'s' if n != 1 else ''} ", style=part(self, "titlebar--problems")
-            )
-            right.append(" ")
-        fin = store.finished if store else None
-        if fin is not None:
-            right.append(f" {fin.verdict.upper()} ", style=badge_part(self, "titlebar--verdict"))
-        elif status.running:
-            right.append(" RUNNING ", style=badge_part(self, "titlebar--verdict"))
-        right.append(" ")
+        right = self._verdict(store, status, len(problems))
         # full width, before its first layout too; while a terminal shrinks the widget still
         # has its old width, so the narrower of the two (on_resize draws it again)
         width = min(self.size.width or self.app.size.width, self.app.size.width)
@@ -153,6 +115,56 @@ class TitleBar(Static):
             t.truncate(max(0, width - right.cell_len), overflow="ellipsis")
         t.append_text(right)
         self.update(t, layout=False)  # always one line
+
+    def _mode(self, status: RunStatus) -> Text:
+        """The line's start: the brand, then replay and its label, live, or idle."""
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(" kltui ", style=badge_part(self, "titlebar--brand"))
+        t.append(" ")
+        if status.mode == "replay":
+            t.append(" ▶ REPLAY ", style=badge_part(self, "titlebar--mode"))
+            t.append(" ")
+            t.append_text(safe(status.replay_label, limit=90))
+        elif status.running:
+            t.append("● ", style=part(self, "titlebar--live"))
+            t.append("LIVE", style="bold")
+        else:
+            t.append("○ idle", style="dim")
+        return t
+
+    def _extras(self, store: SessionStore | None, status: RunStatus) -> list[tuple[int, Text]]:
+        """(priority, text) of what follows the mode: the least important go first when the
+        line is too narrow, whole, rather than cut mid-word at the edge ("kltui 0.1…")."""
+        extras: list[tuple[int, Text]] = []
+        run = store.run if store else None
+        if run is not None:
+            extras.append((3, Text(f"  run {status.run_no} · id {run.run_id}", style="dim")))
+            if status.mode != "replay":
+                extras.append((1, Text(f" · started {_local(run.started_at)}", style="dim")))
+            extras.append((0, Text(f" · kltui {run.kltui_version}", style="dim")))
+        if self.has_class("-read-only"):
+            extras.append((4, Text("  read-only", style=part(self, "titlebar--read-only"))))
+        if status.watch:
+            watch = Text("  ⟳ ", style=part(self, "titlebar--watch"))
+            watch.append(status.watch, style="dim")
+            extras.append((2, watch))
+        return extras
+
+    def _verdict(self, store: SessionStore | None, status: RunStatus, n: int) -> Text:
+        """The right edge: the number of problems and the verdict (or RUNNING)."""
+        right = Text(no_wrap=True)
+        if n:
+            right.append(
+                f" {n} problem{'s' if n != 1 else ''} ", style=part(self, "titlebar--problems")
+            )
+            right.append(" ")
+        fin = store.finished if store else None
+        if fin is not None:
+            right.append(f" {fin.verdict.upper()} ", style=badge_part(self, "titlebar--verdict"))
+        elif status.running:
+            right.append(" RUNNING ", style=badge_part(self, "titlebar--verdict"))
+        right.append(" ")
+        return right
 
 
 # the flags drawn on their own (with their own colours), in this order
