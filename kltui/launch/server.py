@@ -32,7 +32,8 @@ from pathlib import Path
 
 import httpx
 
-from kltui.launch.supervisor import HARD_S, Supervised, group_listens
+from kltui.launch.supervised import Supervised
+from kltui.launch.supervisor import HARD_S, group_listens
 
 # What a server that lost the race for its port writes (uvicorn, SGLang, vLLM, the reference).
 PORT_TAKEN = re.compile(r"address already in use|errno 98\b|eaddrinuse", re.IGNORECASE)

@@ -314,9 +314,91 @@ class _Watchdog:
         if owner.get("pid") in (None, os.getpid()):
             rec.unlink(missing_ok=True)
 
+    def start(self, cmd: list[str]) -> subprocess.Popen | None:
+        """The server started in a session of its own; None (said, reported) when it cannot be."""
+        try:
+            return subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=subprocess.STDOUT if self.log is not None else None,
+                start_new_session=True,
+                preexec_fn=pdeathsig_kill,
+            )
+        except OSError as e:
+            kind = "not_found" if isinstance(e, FileNotFoundError) else "cannot_start"
+            self.say(f"cannot start {cmd[0]!r}: {e.strerror or e}", always=True)
+            self.status(error=kind, message=f"{cmd[0]}: {e.strerror or e}")
+            self.forget_record()
+            return None
 
-def main(argv: list[str]) -> int:
-    """The watchdog: start the command after `--`, stop its process group when the owner goes."""
+    def wait(
+        self, server: subprocess.Popen, owner: OwnerWatch | None, wake_r: int
+    ) -> tuple[str, int | None]:
+        """Wait for the first reason to stop: (that reason, the server's exit code if it
+        exited meanwhile). Children are reaped as they exit (this is their subreaper)."""
+        code: int | None = None
+        reason = ""
+        stdin_fd = sys.stdin.fileno() if self.args.stdin_owner else None
+        while not reason:
+            fds = [wake_r]
+            if owner is not None and owner.fd is not None:
+                fds.append(owner.fd)
+            if stdin_fd is not None:
+                fds.append(stdin_fd)
+            ready: list = []
+            with contextlib.suppress(InterruptedError):
+                ready = select.select(fds, [], [], owner.timeout() if owner else None)[0]
+            got = b""
+            with contextlib.suppress(BlockingIOError):
+                got = os.read(wake_r, 512)
+            for pid, st in reap():
+                if pid == server.pid:
+                    code = os.waitstatus_to_exitcode(st)
+                    server.returncode = code  # reaped here; Popen must not wait for it again
+                    self.status(exited=code)
+            if stdin_fd is not None and stdin_fd in ready and not os.read(stdin_fd, 512):
+                reason = "the owner closed its end of stdin"
+            elif owner and owner.gone():
+                reason = f"owner pid {self.args.owner_pid} is gone"
+            elif stopped := [s for s in got if s in STOP_SIGNALS]:
+                reason = f"got {signal.Signals(stopped[0]).name}"
+            elif code is not None:
+                reason = f"server exited with code {code}"
+        return reason, code
+
+    def stop(
+        self, server: subprocess.Popen, server_ident: dict, code: int | None
+    ) -> tuple[bool, int | None]:
+        """Stop the server's process group: (whether it is gone, the server's exit code when
+        known, from its own exit or from the stop)."""
+        pgid = server.pid
+        reaped: dict[int, int] = {}
+        gone = stop_group(pgid, self.args.grace, also=[server_ident], reaped=reaped)
+        if code is None and gone and server.pid not in reaped:
+            # stop_group can see the group gone while the leader is a zombie it has not reaped
+            # yet (it died between the reap and the /proc look): its status is there to collect
+            until = time.monotonic() + 1.0
+            with contextlib.suppress(ChildProcessError):
+                while (got_pid := os.waitpid(server.pid, os.WNOHANG))[0] == 0:
+                    if time.monotonic() >= until:
+                        break
+                    time.sleep(0.01)
+                else:
+                    reaped[server.pid] = got_pid[1]
+        if code is None and server.pid in reaped:  # it exited because we stopped it
+            code = os.waitstatus_to_exitcode(reaped[server.pid])
+            self.status(exited=code)
+        self.status(stopped=gone)
+        if gone:
+            self.say(f"process group {pgid} is gone")
+        else:
+            self.say(f"process group {pgid} still has processes after SIGKILL", always=True)
+        return gone, code
+
+
+def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    """The watchdog's options and the server command after `--` (exit 2 on a usage error)."""
     p = argparse.ArgumentParser(prog="supervisor.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--owner-pid", type=int, help="stop the server when this process is gone")
     p.add_argument("--owner-start", type=int, help="the owner's start time (/proc/PID/stat)")
@@ -334,15 +416,27 @@ def main(argv: list[str]) -> int:
         p.error("no server command after --")
     if (args.owner_pid is None) != (args.owner_start is None):
         p.error("--owner-pid and --owner-start go together")
-    w = _Watchdog(args)
+    return args, cmd
 
-    set_subreaper()
+
+def _wakeup_pipe() -> int:
+    """The read end of a pipe that every stop signal and SIGCHLD writes to (select waits on it)."""
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     os.set_blocking(wake_r, False)
     signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
     for sig in (*STOP_SIGNALS, signal.SIGCHLD):
         signal.signal(sig, lambda *_: None)  # a Python handler, so the wakeup fd hears it
+    return wake_r
+
+
+def main(argv: list[str]) -> int:
+    """The watchdog: start the command after `--`, stop its process group when the owner goes."""
+    args, cmd = _parse(argv)
+    w = _Watchdog(args)
+
+    set_subreaper()
+    wake_r = _wakeup_pipe()
 
     owner = None
     if args.owner_pid is not None:
@@ -355,20 +449,8 @@ def main(argv: list[str]) -> int:
             w.forget_record()
             return 1
 
-    try:
-        server = subprocess.Popen(
-            cmd,
-            stdin=subprocess.DEVNULL,
-            stdout=w.log,
-            stderr=subprocess.STDOUT if w.log is not None else None,
-            start_new_session=True,
-            preexec_fn=pdeathsig_kill,
-        )
-    except OSError as e:
-        kind = "not_found" if isinstance(e, FileNotFoundError) else "cannot_start"
-        w.say(f"cannot start {cmd[0]!r}: {e.strerror or e}", always=True)
-        w.status(error=kind, message=f"{cmd[0]}: {e.strerror or e}")
-        w.forget_record()
+    server = w.start(cmd)
+    if server is None:
         return 127
     pgid = server.pid
     server_ident = identity(server.pid) or {"pid": server.pid, "start": -1}
@@ -387,57 +469,9 @@ def main(argv: list[str]) -> int:
         f"; it stops when owner pid {args.owner_pid} goes away" if owner else ""
     ))  # fmt: skip
 
-    code: int | None = None
-    reason = ""
-    stdin_fd = sys.stdin.fileno() if args.stdin_owner else None
-    while not reason:
-        fds = [wake_r]
-        if owner is not None and owner.fd is not None:
-            fds.append(owner.fd)
-        if stdin_fd is not None:
-            fds.append(stdin_fd)
-        ready: list = []
-        with contextlib.suppress(InterruptedError):
-            ready = select.select(fds, [], [], owner.timeout() if owner else None)[0]
-        got = b""
-        with contextlib.suppress(BlockingIOError):
-            got = os.read(wake_r, 512)
-        for pid, st in reap():
-            if pid == server.pid:
-                code = os.waitstatus_to_exitcode(st)
-                server.returncode = code  # reaped here; Popen must not wait for it again
-                w.status(exited=code)
-        if stdin_fd is not None and stdin_fd in ready and not os.read(stdin_fd, 512):
-            reason = "the owner closed its end of stdin"
-        elif owner and owner.gone():
-            reason = f"owner pid {args.owner_pid} is gone"
-        elif stopped := [s for s in got if s in STOP_SIGNALS]:
-            reason = f"got {signal.Signals(stopped[0]).name}"
-        elif code is not None:
-            reason = f"server exited with code {code}"
-
+    reason, code = w.wait(server, owner, wake_r)
     w.say(f"{reason}: stopping process group {pgid}")
-    reaped: dict[int, int] = {}
-    gone = stop_group(pgid, args.grace, also=[server_ident], reaped=reaped)
-    if code is None and gone and server.pid not in reaped:
-        # stop_group can see the group gone while the leader is a zombie it has not reaped yet
-        # (it died between the reap and the /proc look): its status is there to collect now
-        until = time.monotonic() + 1.0
-        with contextlib.suppress(ChildProcessError):
-            while (got_pid := os.waitpid(server.pid, os.WNOHANG))[0] == 0:
-                if time.monotonic() >= until:
-                    break
-                time.sleep(0.01)
-            else:
-                reaped[server.pid] = got_pid[1]
-    if code is None and server.pid in reaped:  # it exited because we stopped it
-        code = os.waitstatus_to_exitcode(reaped[server.pid])
-        w.status(exited=code)
-    w.status(stopped=gone)
-    if gone:
-        w.say(f"process group {pgid} is gone")
-    else:
-        w.say(f"process group {pgid} still has processes after SIGKILL", always=True)
+    gone, code = w.stop(server, server_ident, code)
     for folder in args.remove:
         shutil.rmtree(folder, ignore_errors=True)
     w.forget_record()
@@ -446,122 +480,6 @@ def main(argv: list[str]) -> int:
     if code is None:
         return 0
     return code if code >= 0 else 128 - code
-
-
-# ---- the owner's side ----
-
-
-class Supervised:
-    """A command run under the watchdog, seen from the process that owns it (Linux only).
-
-    The watchdog is this process's child but in its own session, so a Ctrl-C meant for kltui's
-    terminal reaches neither it nor the server; it stops the server's whole process group when
-    this process goes away in any way, when `terminate` is called, or when the server exits. The
-    server's stdout and stderr are appended to `log_path`.
-    """
-
-    def __init__(
-        self,
-        cmd: list[str],
-        *,
-        log_path: Path,
-        env: dict[str, str] | None = None,
-        grace: float = 5.0,
-        cwd: str | Path | None = None,
-    ) -> None:
-        me = identity(os.getpid())
-        argv = [sys.executable, "-E", "-s", str(SCRIPT), "--status", "--quiet", "--stdin-owner"]
-        if me is not None:
-            argv += ["--owner-pid", str(me["pid"]), "--owner-start", str(me["start"])]
-        argv += ["--grace", str(grace), "--log", str(log_path), "--", *cmd]
-        self.grace = grace
-        self.server: dict | None = None  # {pid, start, pgid} once started
-        self.exit_code: int | None = None
-        self.error: tuple[str, str] | None = None  # (kind, message) when it could not start
-        self.stopped: bool | None = None
-        self._buf = b""
-        with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                env=env,
-                cwd=cwd,
-                start_new_session=True,
-            )
-        assert self.proc.stdout is not None
-        os.set_blocking(self.proc.stdout.fileno(), False)
-
-    @property
-    def pgid(self) -> int | None:
-        """The server's process group (its pid), once the watchdog started it."""
-        return None if self.server is None else int(self.server["pgid"])
-
-    def poll(self) -> None:
-        """Read whatever the watchdog has reported since the last call (never blocks)."""
-        out = self.proc.stdout
-        if out is None or out.closed:
-            return
-        while True:
-            try:
-                chunk = os.read(out.fileno(), 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            self._buf += chunk
-        *lines, self._buf = self._buf.split(b"\n")
-        for raw in lines:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                continue
-            if not isinstance(msg, dict):
-                continue
-            if "started" in msg:
-                self.server = msg["started"]
-            elif "error" in msg:
-                self.error = (str(msg["error"]), str(msg.get("message", "")))
-            elif "exited" in msg:
-                self.exit_code = int(msg["exited"])
-            elif "stopped" in msg:
-                self.stopped = bool(msg["stopped"])
-
-    def watchdog_alive(self) -> bool:
-        """True while the watchdog process runs."""
-        return self.proc.poll() is None
-
-    def server_running(self) -> bool:
-        """True while the server was started and has not exited (as far as reported)."""
-        self.poll()
-        return self.server is not None and self.exit_code is None and self.watchdog_alive()
-
-    def terminate(self) -> None:
-        """Ask the watchdog to stop the server's group (SIGTERM, SIGKILL after `grace`)."""
-        if self.watchdog_alive():
-            with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(signal.SIGTERM)
-
-    def kill(self) -> bool:
-        """End the watchdog and whatever is left of the server's group, here and now. True when
-        nothing of the group is left."""
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
-        pgid = self.pgid
-        return True if pgid is None else stop_group(pgid, 0.0)
-
-    def close(self) -> None:
-        """Release the pipes (closing stdin is itself a stop request to a live watchdog)."""
-        self.poll()
-        for f in (self.proc.stdin, self.proc.stdout):
-            if f is not None:
-                with contextlib.suppress(OSError):
-                    f.close()
 
 
 if __name__ == "__main__":
