@@ -137,7 +137,8 @@ def main(args: argparse.Namespace) -> int:
     if not (Path(args.checkpoint) / "config.json").is_file():
         print(f"error: no HF checkpoint (config.json) in {args.checkpoint}", file=sys.stderr)
         return 2
-    from kltui.reference.server import ServerSettings, serve  # torch loads here
+    from kltui.reference.server import serve  # torch loads here
+    from kltui.reference.state import ServerSettings
 
     settings = ServerSettings(
         checkpoint=Path(args.checkpoint),
