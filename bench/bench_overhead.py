@@ -89,7 +89,7 @@ async def main() -> None:
         )
         # the prompt ids kltui sends (tokenized by the server), reused by the bare client
         from kltui.engines.sglang import SGLangClient
-        from kltui.run.runner import build_prompt_set
+        from kltui.run.prompt_ids import build_prompt_set
 
         async with SGLangClient(srv.url) as c:
             pset = await build_prompt_set(cfg, c, await c.server_info())

@@ -20,7 +20,8 @@ from kltui.helpers.extras import fetch_extras, opened_window
 from kltui.helpers.phases import Run
 from kltui.registry import HELPERS
 from kltui.run.config import RunConfig
-from kltui.run.runner import build_prompt_set, helper_context
+from kltui.run.prompt_ids import build_prompt_set
+from kltui.run.runner import helper_context
 from kltui.session.events import Event, RunStarted
 from kltui.session.store import HelperState, RecordedConfig
 

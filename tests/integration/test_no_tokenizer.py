@@ -15,7 +15,7 @@ from kltui.engines.sglang import SGLangClient
 from kltui.reference import CHECKPOINT_DIR
 from kltui.reference.tokenizer import TextTokenizer
 from kltui.run.config import RunConfig
-from kltui.run.runner import build_prompt_set
+from kltui.run.prompt_ids import build_prompt_set
 from kltui.run.tokenizer import load
 from kltui.session.recording import read_recording
 from tests.integration.checkrun import check_run

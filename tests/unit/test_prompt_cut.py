@@ -11,7 +11,7 @@ import pytest
 from kltui.cli.commands import make_parser
 from kltui.cli.options import build_config
 from kltui.run.config import RunConfig, load_config_file
-from kltui.run.runner import build_prompt_set
+from kltui.run.prompt_ids import build_prompt_set
 
 LENGTHS = [4000, 2500, 1200]
 
