@@ -18,8 +18,6 @@ from rich.text import Text
 from textual import events
 from textual.binding import Binding
 from textual.cache import LRUCache
-from textual.color import Color
-from textual.filter import LineFilter
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -30,10 +28,8 @@ from kltui.metrics import scale
 from kltui.session.store import HelperState
 from kltui.tui import heat
 from kltui.tui.heatgeometry import GUTTER, Geometry, View, make_geometry, ruler_line
+from kltui.tui.widgets.heatcells import CellSegments, Filtering
 from kltui.tui.widgets.heatnav import HeatmapNavigation
-
-# the app's line filters and the background they blend with: what a final strip went through
-Filtering = tuple[tuple[LineFilter, ...], Color]
 
 ROW_STATUS = {"scored": " ", "decoding": "…", "skipped": "⊘", "pending": " "}
 
@@ -93,9 +89,8 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         # final strips (after Textual's line filters), keyed by the content strip's key and
         # what the filters and styles depend on: an unchanged view repaints from here
         self._final: LRUCache[tuple, Strip] = LRUCache(1024)
-        # one filtered Segment per (filters, background, raw Segment): cells repeat across
-        # rows, so a new row is mostly dictionary lookups instead of per-segment filtering
-        self._seg_filter: dict[Filtering, dict[Segment, list[Segment]]] = {}
+        # the Segments rows are made of, filtered once each (heatcells.py)
+        self._cells = CellSegments()
         self._levels: LRUCache[tuple, np.ndarray] = LRUCache(2048)
         self._palette: heat.Palette | None = None
         self._theme_gen = 0
@@ -103,9 +98,6 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         self._n_rows = 0
         self._geometry: Geometry | None = None
         self._geometry_key: tuple | None = None
-        self._styles_key: tuple | None = None
-        self._cell_styles: list[Style] = []
-        self._segments: dict[Filtering | None, list[dict[int, Segment]]] = {}
         self._painted: dict[int, tuple] = {}  # visible row -> signature last painted
         self._painted_view: tuple | None = None
         self._frame_key: tuple | None = None
@@ -120,7 +112,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
 
     def _theme_changed(self, _theme) -> None:
         self._palette = None
-        self._seg_filter.clear()
+        self._cells.clear_filtered()
         self._theme_gen += 1
         self._strips.clear()
         self._full_refresh()
@@ -316,7 +308,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         """One line of the frame's width; `flt` = (line filters, background) gives it already
         filtered, None as Textual's render_line returns it."""
         if key is None:
-            return Strip(self._filter([Segment(" " * frame[0], frame[4])], flt), frame[0])
+            return Strip(self._cells.filter([Segment(" " * frame[0], frame[4])], flt), frame[0])
         _base_key, row, sig, cursor_cell, _focus = key
         self._painted[row] = sig
         if flt is not None:  # the caller caches the final strip
@@ -360,7 +352,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         base_background, background = self.background_colors
         inner = Style(bgcolor=(base_background + background).rich_color)
         flt = (tuple(self.get_line_filters()), background)
-        pad = self._filter([Segment(" " * (region_width - frame[0]), inner)], flt)
+        pad = self._cells.filter([Segment(" " * (region_width - frame[0]), inner)], flt)
         ctx = (flt, region_width, inner)
         base_key = self._key_base(frame)
         final_cache = self._final
@@ -384,50 +376,13 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             strips = [strip.crop(x1, x2) for strip in strips]
         return strips
 
-    def _filter(self, segments: list[Segment], flt: Filtering | None) -> list[Segment]:
-        """`segments` through the line filters of `flt`, each distinct Segment filtered once
-        (the memo is what makes a new row mostly dictionary lookups)."""
-        if flt is None or not flt[0]:
-            return segments
-        memo = self._seg_filter.get(flt)
-        if memo is None or len(memo) > 8192:
-            if len(self._seg_filter) > 4:  # old themes' filters
-                self._seg_filter.clear()
-            memo = self._seg_filter[flt] = {}
-        filters, background = flt
-        out: list[Segment] = []
-        for seg in segments:
-            done = memo.get(seg)
-            if done is None:
-                done = [seg]
-                for f in filters:
-                    done = f.apply(done, background)
-                memo[seg] = done
-            out.extend(done)
-        return out
-
-    def _cell_cache(self, base: Style, flt: Filtering | None) -> list[dict[int, Segment]]:
-        """Per level, the Segment of a run of n characters (filtered by `flt`), reset when the
-        theme, glyph mode or widget style changes."""
-        key = (self._theme_gen, self.glyphs, base)
-        if key != self._styles_key:
-            pal = self.palette
-            levels = pal.glyph if self.glyphs else pal.bg
-            self._cell_styles = [base + st for st in levels]
-            self._segments = {}
-            self._styles_key = key
-        cache = self._segments.get(flt)
-        if cache is None:
-            cache = self._segments[flt] = [{} for _ in self._cell_styles]
-        return cache
-
     def _render_row(
         self, row: int, sig: tuple, frame: tuple, cursor_cell: int, flt: Filtering | None
     ) -> Strip:
         width, g, first, _top, base = frame
         st = self.state
         if st is None:  # a line key is made only with a helper shown: a blank line, as below rows
-            return Strip(self._filter([Segment(" " * width, base)], flt), width)
+            return Strip(self._cells.filter([Segment(" " * width, base)], flt), width)
         status = self.row_status(row)
         if cursor_cell >= 0:
             label_style = base + Style(bold=True, reverse=self.has_focus)
@@ -443,8 +398,8 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             text = f" skipped: {reason}"[: max(0, width - GUTTER)]
             segments.append(Segment(text, base + Style(dim=True, italic=True)))
             line = list(Strip(segments).adjust_cell_length(width, base))
-            return Strip(self._filter(line, flt), width)
-        segments = self._filter(segments, flt)
+            return Strip(self._cells.filter(line, flt), width)
+        segments = self._cells.filter(segments, flt)
         lv = self._row_levels(st, row, sig, g)
         vis = np.zeros(n_vis, dtype=np.int16)
         chunk = lv[first : first + n_vis]
@@ -466,52 +421,21 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
             marks[cursor_cell - first] = heat.MARK_CURSOR
         for c in marks:
             codes[c] = -1 - c
-        segments.extend(self._cell_segments(vis, codes, marks, g.chars, base, flt))
+        segments.extend(
+            self._cells.cells(
+                vis,
+                codes,
+                marks,
+                (g.chars, base, flt),
+                glyphs=self.glyphs,
+                theme_gen=self._theme_gen,
+                palette=lambda: self.palette,
+            )
+        )
         used = GUTTER + n_vis * g.chars
         if used < width:
-            segments.extend(self._filter([Segment(" " * (width - used), base)], flt))
+            segments.extend(self._cells.filter([Segment(" " * (width - used), base)], flt))
         return Strip(segments, width)
-
-    def _cell_segments(
-        self,
-        vis: np.ndarray,
-        codes: np.ndarray,
-        marks: dict[int, str],
-        chars: int,
-        base: Style,
-        flt: Filtering | None,
-    ) -> list[Segment]:
-        if vis.size == 0:
-            return []
-        change = np.empty(codes.size, dtype=bool)
-        change[0] = True
-        np.not_equal(codes[1:], codes[:-1], out=change[1:])
-        starts = np.flatnonzero(change)
-        ends = np.empty_like(starts)
-        ends[:-1] = starts[1:]
-        ends[-1] = codes.size
-        lengths = ((ends - starts) * chars).tolist()
-        run_levels = vis[starts].tolist()
-        cache = self._cell_cache(base, flt)
-        styles = self._cell_styles
-        fill = heat.GLYPHS if self.glyphs else [" "] * scale.N_LEVELS
-        # Runs repeat (same level, same length) across rows: reuse their Segments.
-        out: list[Segment] = []
-        append = out.append
-        for n, level in zip(lengths, run_levels, strict=True):
-            seg = cache[level].get(n)
-            if seg is None:
-                raw = Segment(fill[level] * n, styles[level])
-                seg = cache[level][n] = self._filter([raw], flt)[0]
-            append(seg)
-        if marks:
-            pal = self.palette
-            for c, mark in marks.items():
-                i = int(np.searchsorted(starts, c))
-                mstyle = pal.cursor if mark == heat.MARK_CURSOR else pal.marker
-                raw = Segment(mark + " " * (chars - 1), styles[run_levels[i]] + mstyle)
-                out[i] = self._filter([raw], flt)[0]
-        return out
 
     def clear_cache(self, *, reductions: bool = True, filtered: bool = True) -> None:
         """Forget the cached strips, and also the row reductions and filtered segments
@@ -519,7 +443,7 @@ class Heatmap(HeatmapNavigation, ScrollView, can_focus=True):
         self._strips.clear()
         self._final.clear()
         if filtered:
-            self._seg_filter.clear()
+            self._cells.clear_filtered()
         if reductions:
             self._levels.clear()
 
