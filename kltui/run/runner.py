@@ -361,8 +361,9 @@ def _stressed(
     (run/stress.py), seeded by the run's seed and the server's place."""
     if not (cfg.stress and cfg.stressed):
         return inner
-    from kltui.run.stress import Traffic, under_load
+    from kltui.run.stress import Traffic
     from kltui.run.stress_levels import LEVELS
+    from kltui.run.under_load import under_load
 
     traffic = Traffic(
         c.url,

@@ -28,7 +28,8 @@ resumes, primed with requests in flight, when the next phase starts. Counted: ev
 kind, completions, aborts, errors, evictions observed, and the server's own retraction and
 eviction counters from /metrics where it serves them (SGLang with --enable-metrics). Each count
 goes into the stream as a cumulative `StressTick` at every phase of the helpers, so a reading
-can say what the traffic did during the phase where a sample diverged.
+can say what the traffic did during the phase where a sample diverged (`run/under_load.py`
+runs the traffic around a helper stream's phases).
 """
 
 from __future__ import annotations
@@ -37,19 +38,16 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import numpy as np
 
-from kltui.registry import HELPERS
 from kltui.run.stress_levels import StressLevel
-from kltui.session.events import Event, HelperFinished, PhaseChanged, StressTick
+from kltui.session.events import StressTick
 
 KINDS = ("shared", "reuse", "long", "abort", "stream")
-SQUEEZED = ("prefill_cache_hit",)  # the helpers whose hits are squeezed (see above)
 RESUME_AFTER_SQUEEZE_S = 0.5  # the helper's hit requests go first
 PRIME_S = 2.0  # at most this long to get the first requests of a phase in flight
 METRICS_TIMEOUT_S = 5.0
@@ -454,13 +452,6 @@ class Traffic:
         self.counts.last_error = what
 
 
-def _cold_path(helper: str) -> bool:
-    """The helpers whose decode must be cold: the baseline path every other is compared with
-    (match checks that nothing was reused after its flush)."""
-    spec = HELPERS.get(helper)
-    return spec is not None and spec.role == "baseline"
-
-
 def _cached_tokens(line: str, default: int) -> int:
     key = '"cached_tokens":'
     i = line.find(key)
@@ -474,45 +465,3 @@ def _cached_tokens(line: str, default: int) -> int:
         return int(line[j:k])
     except ValueError:
         return default
-
-
-async def under_load(traffic: Traffic, inner: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    """One server's helper stream with the traffic running during its phases: paused for
-    each flush, resumed (primed) when the next phase starts, stopped when the stream ends;
-    a StressTick at the start, at every phase and at the end."""
-    yield await traffic.start()
-    try:
-        async for ev in inner:
-            if isinstance(ev, PhaseChanged):
-                if ev.phase == "flush":
-                    await traffic.pause()
-                    yield ev
-                    yield traffic.tick(f"{ev.helper}/flush")
-                    continue
-                if ev.helper in SQUEEZED and ev.phase in ("warm", "decode"):
-                    # warm alone (paused since its flush), then the squeeze before the hits;
-                    # the tick first, so the phase's traffic includes the squeeze
-                    tick = traffic.tick(f"{ev.helper}/{ev.phase}")
-                    if ev.phase == "decode":
-                        await traffic.squeeze(ev.helper)
-                        traffic.resume_soon()
-                    yield ev
-                    yield tick
-                    continue
-                # counted before priming: the phase's requests include the first ones
-                tick = traffic.tick(f"{ev.helper}/{ev.phase}")
-                await traffic.resume(
-                    cold=ev.phase == "decode" and _cold_path(ev.helper),
-                    ahead=ev.phase == "prefill",
-                )
-                yield ev
-                yield tick
-                continue
-            if isinstance(ev, HelperFinished):
-                yield ev
-                yield traffic.tick(f"{ev.helper}/done")
-                continue
-            yield ev
-    finally:
-        end = await traffic.stop()
-    yield end
