@@ -3,9 +3,6 @@ themselves are driven by `run/driver.RunDriver`; this module only views them (`C
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -16,16 +13,16 @@ from rich.progress import (
     TaskID,
     TextColumn,
 )
-from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
 from kltui.console import make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.summary import Summary
+from kltui.outputs.check_tables import alignment_table, cross_line, results_table, server_line
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
-from kltui.outputs.reports.common import contract_line, flip_line, write_json
+from kltui.outputs.reports.common import write_json
 from kltui.readings.batch_probe import probe_lines
 from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
 from kltui.readings.cross_server import ServerPair, cross_server
@@ -51,9 +48,8 @@ from kltui.session.events import (
     TokensDecoded,
 )
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore, helper_key
-from kltui.untrusted import console_markup, escape_controls, one_line, safe
+from kltui.untrusted import console_markup, escape_controls, one_line
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -256,119 +252,6 @@ def fleet_lines(f: Fleet) -> list[Text]:
     for url, why in f.not_fully_compared.items():
         out.append(Text(f"  · {url}: not fully compared: {why}"))
     return out
-
-
-def server_line(s: ServerIdentity) -> str:
-    """One server as `kltui check` prints it (the facts are session.servers')."""
-    url = console_markup(s.get("url", "?"))
-    if s.error:
-        return f"[red]✗[/] {url}: {console_markup(s.error)}"
-    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(s)))
-
-
-def cross_line(s: Mapping[str, Any]) -> Text:
-    """The migration guide's figures: agreement rates against its 95% line, |delta|, KL."""
-
-    def rate(x):
-        return "–" if x is None else f"{x * 100:.1f}%"
-
-    line = s.get("agreement_line", 0.95)
-    mism = s.get("first_token_mismatch")
-    where = f"sample {mism['sample']} @ {mism['position']}" if mism else "none"
-    out = Text.assemble(
-        ("cross_engine: ", "bold"),
-        f"top-1 agreement {rate(s.get('top1_agreement'))}, top-5 {rate(s.get('top5_agreement'))}"
-        f" (line {line * 100:.0f}%), max |Δlogprob| {fmt.sci(s.get('max_abs_delta'))}, "
-        f"mean {fmt.sci(s.get('mean_abs_delta'))}, union-top-k KL {fmt.sci(s.get('union_kl_mean'))}"
-        f", first greedy token mismatch {where}",
-    )
-    c = s.get("contract")
-    if isinstance(c, dict) and c.get("status") != "same":
-        style = "bold red" if c.get("status") == "difference" else "yellow"
-        out.append(f"; logprob contract {contract_line(c)}", style=style)
-    fm = s.get("flip_margins")
-    if isinstance(fm, dict) and fm.get("flips"):
-        out.append(
-            f"; top-1 flips {flip_line(fm)}", style="bold red" if fm.get("across_line") else ""
-        )
-    if s.get("config_mismatches"):
-        out.append(f"; config mismatches: {', '.join(s['config_mismatches'])}", style="yellow")
-    if s.get("config_unknown"):
-        # never read an empty mismatch list as "the same": say what could not be compared
-        out.append(f"; not known on both: {', '.join(s['config_unknown'])}", style="magenta")
-    return out
-
-
-_ROW_STYLE = {"match": "green", "mismatch": "yellow", "unknown": "magenta", "info": "dim"}
-
-
-def alignment_table(s: Mapping[str, Any]) -> Table | None:
-    """cross_engine's checklist: each setting as each engine reported it, and where from."""
-    rows = s.get("alignment")
-    if not isinstance(rows, list) or not rows:
-        return None
-    t = Table(title="engine settings (SGLang vs vLLM)", title_justify="left")
-    for col in ("setting", "SGLang", "vLLM", "status", "read from"):
-        t.add_column(col)
-    for r in rows:
-        if not isinstance(r, dict):
-            continue
-        status = str(r.get("status"))
-        style = _ROW_STYLE.get(status, "")
-        if status == "mismatch" and r.get("severity") == "refuse":
-            style = "bold red"
-        elif status == "mismatch" and r.get("severity") == "info":
-            style = "dim yellow"
-        t.add_row(
-            safe(r.get("label") or r.get("key"), limit=60),
-            safe("–" if r.get("sglang") is None else one_line(r.get("sglang"), 60)),
-            safe("–" if r.get("vllm") is None else one_line(r.get("vllm"), 60)),
-            safe(status, style),
-            safe(r.get("source") or "", "dim", limit=80),
-        )
-    return t
-
-
-def results_table(store: SessionStore) -> Table:
-    """The results table, one row per helper and server."""
-    t = Table(title="kltui results", title_justify="left")
-    for col in (
-        "helper",
-        "scored",
-        "skipped",
-        "avg_kl_div",
-        "threshold",
-        "token mean k3",
-        "max k3 (sample@pos)",
-        "tail > tau",
-        "first divergence",
-        "time",
-        "result",
-    ):
-        t.add_column(col, justify="right" if col not in ("helper", "result") else "left")
-    multi = len({st.server for st in store.helpers.values()}) > 1
-    for st in store.by_server():
-        v = HelperView.of(st)
-        s = v.summary
-        name = st.key if multi else st.helper
-        status = v.status
-        style = {"pass": "green", "fail": "red"}.get(status, "yellow")
-        mx = s.max_k3
-        where = f" ({s.max_k3_sample}@{s.max_k3_position})" if s.max_k3_sample is not None else ""
-        t.add_row(
-            console_markup(name),
-            f"{v.scored}/{v.samples}",
-            str(v.skipped),
-            fmt.sci(s.avg_kl_div),
-            fmt.sci(v.threshold),
-            fmt.sci(s.token_mean_k3),
-            fmt.sci(mx) + where,
-            f"{fmt.pct(s.tail_fraction)} ({(s.n_tail or 0)})",
-            fmt.position(s.first_divergence),
-            fmt.duration(st.elapsed) if v.finished else "–",
-            f"[{style}]{console_markup(str(status))}[/]",
-        )
-    return t
 
 
 class ConsoleRuns:

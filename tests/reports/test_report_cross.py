@@ -147,7 +147,7 @@ def test_the_settings_table_is_in_every_report_and_unknowns_are_named():
 def test_the_console_prints_the_table_and_what_is_unknown():
     from rich.console import Console
 
-    from kltui.outputs.headless import alignment_table, cross_line
+    from kltui.outputs.check_tables import alignment_table, cross_line
 
     figures = store().helpers[next(iter(store().helpers))].summary.figures
     console = Console(width=200, record=True, color_system=None)

@@ -119,7 +119,7 @@ def test_replay_headless_exits_as_check_did_for_the_recorded_verdicts(
 def test_console_results_group_rows_by_server_in_the_order_given():
     from rich.console import Console
 
-    from kltui.outputs.headless import results_table
+    from kltui.outputs.check_tables import results_table
     from kltui.session.store import SessionStore
 
     # --concurrency 2: the servers' helpers started interleaved, B's first
