@@ -261,6 +261,13 @@ def prompt_summary(ps: dict) -> str:
     """The prompt set as one line (source, count, tokens, lengths)."""
     if not ps:
         return "no prompt set recorded"
+    if ps.get("source") == "import":  # a file: what it is and holds, no prompt-set settings
+        n = ps.get("n")
+        return (
+            f"import: {ps.get('path')}, {ps.get('adapter')} (checked against "
+            f"{ps.get('checked_against')}), {(ps.get('bytes') or 0) / 1e6:.1f} MB"
+            + (f", {n} records" if isinstance(n, int) else "")
+        )
     return (
         f"{ps.get('source', '?')}: {ps.get('n', '?')} prompts, {ps.get('tokens', '?')} tokens "
         f"(length {ps.get('min_len', '?')}–{ps.get('max_len', '?')}, "

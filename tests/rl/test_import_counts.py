@@ -1,0 +1,65 @@
+"""What an import says it read (issue 46): the record count on the console's first line and in
+the reports' prompt-set line (a verl or slime JSONL file has no header line to leave out)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from kltui.cli import main
+from kltui.rl.stream import scan
+from tests.rl.files import header, record, verl_row, write_jsonl
+
+rng = np.random.default_rng(46)
+
+
+def samples(n: int, planted: dict[int, float]) -> list[tuple]:
+    """`n` samples whose trainer equals the rollout except in `planted` (sample -> offset)."""
+    out = []
+    for i in range(n):
+        roll = -rng.exponential(1.0, 12)
+        train = np.minimum(roll + planted.get(i, 0.0), 0.0)
+        out.append((rng.integers(1, 50, 4), rng.integers(0, 99, 12), roll, train))
+    return out
+
+
+def verl_file(path, n: int, planted: dict[int, float]):
+    rows = [
+        verl_row(p, ids, r, t, 16, 6, uid=f"u{i}")
+        for i, (p, ids, r, t) in enumerate(samples(n, planted))
+    ]
+    return write_jsonl(path, rows)
+
+
+def run_import(tmp_path, capsys, path) -> tuple[str, dict, str]:
+    out, md = tmp_path / "out.json", tmp_path / "out.md"
+    code = main(["import", str(path), "--json", str(out), "--md", str(md)])
+    console, _ = capsys.readouterr()
+    assert code == 1  # the planted offsets fail the gate
+    return console, json.loads(out.read_text()), md.read_text()
+
+
+def test_a_verl_jsonl_file_is_counted_to_its_last_record(tmp_path, capsys):
+    path = verl_file(tmp_path / "verl.jsonl", 6, {2: 0.1, 4: 0.3, 5: 0.3})
+    console, doc, md = run_import(tmp_path, capsys, path)
+    assert console.splitlines()[0].endswith(", 6 records")
+    assert doc["records"] == doc["usable"] == 6
+    prompts = next(line for line in md.splitlines() if line.startswith("- **Prompts**"))
+    assert "6 records" in prompts and "verl" in prompts
+    assert "?" not in prompts.split("; sha256")[0] and "None" not in prompts
+
+
+def test_the_count_leaves_out_a_header_line_and_blank_lines_only(tmp_path):
+    recs = [record([1], [2, 3], [-0.5, -0.5], [-0.5, -0.5]) for _ in range(4)]
+    kltui_rl = write_jsonl(tmp_path / "k.jsonl", recs, first=header())
+    assert scan(str(kltui_rl), True, True)[0] == 4
+    verl = verl_file(tmp_path / "v.jsonl", 5, {})
+    assert scan(str(verl), True, False)[0] == 5
+    gaps = tmp_path / "gaps.jsonl"
+    lines = verl.read_bytes().splitlines(keepends=True)
+    gaps.write_bytes(b"\n" + lines[0] + b"\n\n\n" + b"".join(lines[1:]).rstrip(b"\n") + b"\n\n")
+    assert scan(str(gaps), True, False)[0] == 5
+    no_newline = tmp_path / "last.jsonl"
+    no_newline.write_bytes(verl.read_bytes().rstrip(b"\n"))
+    assert scan(str(no_newline), True, False)[0] == 5
