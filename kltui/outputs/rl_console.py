@@ -8,7 +8,7 @@ from rich.table import Table
 
 from kltui.console import make_console
 from kltui.fmt import sci
-from kltui.rl.reading import rescore_reading
+from kltui.rl.reading import differing_line, rescore_reading
 from kltui.rl.rescore import SERVER_VS_ROLLOUT, TRAINER_VS_SERVER
 from kltui.session.events import (
     Event,
@@ -123,6 +123,8 @@ class ImportConsole:
             c.print(t)
         reading = rl.get("reading") or {}
         c.print(f"[bold]reading:[/] {console_markup(reading.get('label'))}", soft_wrap=True)
+        if line := differing_line(rl.get("differing_samples") or {}):
+            c.print(f"  {console_markup(line)}", soft_wrap=True)
         for line in reading.get("evidence") or []:
             c.print(f"  · {console_markup(line)}", soft_wrap=True)
         if reading.get("next_step"):

@@ -57,6 +57,7 @@ def import_document(store: SessionStore) -> dict:
         "by_step": rl.get("by_step", []),
         "gates": rl.get("gates", []),
         "reading": rl.get("reading", {}),
+        "differing_samples": rl.get("differing_samples"),  # null: recorded before the list
         "bad_records": rl.get("bad_records", 0),
         "bad": rl.get("bad", []),
         "rescored": rescored,

@@ -26,6 +26,46 @@ def _share_of_top(per_sample: np.ndarray, fraction: float) -> float:
     return float(top.sum()) / total
 
 
+LISTED_DIFFERING = 8  # samples named in the console and the JSON (all are counted)
+
+
+def differing_samples(s: SequenceSums, samples: np.ndarray) -> dict:
+    """Every sample where trainer and rollout differ, counted, and the worst LISTED_DIFFERING
+    by mean k3 (ties by sample), each with its mean k3, its differing tokens and the first
+    differing position (`samples`: the sample index of each sequence of `s`)."""
+    c = s.cols
+    mean_k3 = c["s_k3"] / np.maximum(c["n"], 1.0)
+    rows = np.flatnonzero(s.n_nonzero > 0)
+    order = rows[np.lexsort((samples[rows], -mean_k3[rows]))][:LISTED_DIFFERING]
+    return {
+        "total": int(rows.size),
+        "listed": [
+            {
+                "sample": int(samples[i]),
+                "mean_k3": float(mean_k3[i]),
+                "tokens_differ": int(s.n_nonzero[i]),
+                "first_position": int(s.first_diff[i]),
+            }
+            for i in order.tolist()
+        ],
+    }
+
+
+def differing_line(differing: dict) -> str | None:
+    """The differing samples as one line, worst first ("N more" past the listed ones); None
+    when none differs or the summary predates the list."""
+    listed = differing.get("listed") or []
+    total = int(differing.get("total") or 0)
+    if not total or not listed:
+        return None
+    named = ", ".join(
+        f"{d.get('sample')} (mean k3 {sci(d.get('mean_k3'))}, {d.get('tokens_differ')} tokens)"
+        for d in listed
+    )
+    more = f", and {total - len(listed)} more" if total > len(listed) else ""
+    return f"samples that differ ({total}, worst first): {named}{more}"
+
+
 def reading(
     s: SequenceSums,
     samples: np.ndarray,

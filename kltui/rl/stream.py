@@ -37,7 +37,7 @@ from kltui.metrics.rl import (
     verl_metrics,
 )
 from kltui.rl.gate import Gate, evaluate, metric_table
-from kltui.rl.reading import reading
+from kltui.rl.reading import differing_samples, reading
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -427,6 +427,7 @@ def build_summary(
         "percentiles": "from a histogram of 2^(1/64)-wide bins (within 1.1 %)",
         "bad_records": n_bad,
         "bad": bad,
+        "differing_samples": differing_samples(sums, sample_ids),
         "reading": reading(
             sums,
             sample_ids,

@@ -1,5 +1,7 @@
 """What an import says it read (issue 46): the record count on the console's first line and in
-the reports' prompt-set line (a verl or slime JSONL file has no header line to leave out)."""
+the reports' prompt-set line (a verl or slime JSONL file has no header line to leave out), and
+every sample where trainer and rollout differ, not only the worst one, in the console and the
+JSON."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import json
 import numpy as np
 
 from kltui.cli import main
+from kltui.rl.reading import LISTED_DIFFERING
 from kltui.rl.stream import scan
 from tests.rl.files import header, record, verl_row, write_jsonl
 
@@ -63,3 +66,25 @@ def test_the_count_leaves_out_a_header_line_and_blank_lines_only(tmp_path):
     no_newline = tmp_path / "last.jsonl"
     no_newline.write_bytes(verl.read_bytes().rstrip(b"\n"))
     assert scan(str(no_newline), True, False)[0] == 5
+
+
+def test_every_differing_sample_is_named_not_only_the_worst(tmp_path, capsys):
+    path = verl_file(tmp_path / "verl.jsonl", 6, {2: 0.1, 4: 0.3, 5: 0.2})
+    console, doc, _ = run_import(tmp_path, capsys, path)
+    listed = doc["differing_samples"]["listed"]
+    assert doc["differing_samples"]["total"] == 3
+    assert [d["sample"] for d in listed] == [4, 5, 2]  # worst first
+    assert all(d["tokens_differ"] > 0 and d["first_position"] >= 0 for d in listed)
+    line = next(x for x in console.splitlines() if "samples that differ" in x)
+    assert line.index(" 4 (") < line.index(" 5 (") < line.index(" 2 (")
+
+
+def test_past_the_listed_ones_the_rest_are_counted(tmp_path, capsys):
+    planted = {i: 0.01 * (i + 1) for i in range(0, 24, 2)}  # 12 samples of 24
+    console, doc, _ = run_import(tmp_path, capsys, verl_file(tmp_path / "v.jsonl", 24, planted))
+    found = doc["differing_samples"]
+    assert found["total"] == len(planted)
+    assert [d["sample"] for d in found["listed"]] == sorted(planted, reverse=True)[
+        :LISTED_DIFFERING
+    ]
+    assert f"and {len(planted) - LISTED_DIFFERING} more" in console

@@ -5,6 +5,7 @@ import helper's summary; empty for any other run."""
 from __future__ import annotations
 
 from kltui.fmt import sci
+from kltui.rl.reading import differing_line
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text, md_text
 
@@ -52,6 +53,8 @@ def rl_markdown(store: SessionStore) -> list[str]:
         lines.append(f"- gate {md_text(g.get('gate'))}: {sci(g.get('value'))} {mark}")
     for line in (rl.get("reading") or {}).get("evidence") or []:
         lines.append(f"- {md_text(line)}")
+    if differing := differing_line(rl.get("differing_samples") or {}):
+        lines.append(f"- {md_text(differing)}")
     bad = rl.get("bad") or []
     for line in bad[:20]:
         lines.append(f"- bad record: {md_text(line)}")
