@@ -130,7 +130,7 @@ async def test_the_next_step_is_shown_in_full_where_there_is_room(path, size):
         at = next(i for i, r in enumerate(rows) if r.startswith("next: "))
         step = " ".join(rows[at:]).removeprefix("next: ")
         assert step.split() == d.next_step.split(), rows
-        label = " ".join(rows[:at])
+        label = " ".join(r for r in rows[:at] if not r.startswith("suspect: "))
         mark = next(b for b in CONDITION_LABEL.values() if label.startswith(f"{b} "))
         label = label.removeprefix(mark).strip()  # after the badge ("COND 1", "…" ...)
         if not label.endswith("…"):
@@ -138,6 +138,26 @@ async def test_the_next_step_is_shown_in_full_where_there_is_room(path, size):
         else:
             shown = label.removesuffix("…").strip()
             assert d.label.startswith(shown) and len(shown) in clause_cuts(d.label), rows
+
+
+@pytest.mark.parametrize("size", [(100, 24), (110, 30), (120, 40), (140, 45)])
+async def test_a_cut_verdict_keeps_its_cause_and_the_next_step_from_100_columns(size):
+    # issue 46 item 4: at 110 columns the finished dashboard showed only "condition 2 (state
+    # bug): …", the cause (the state path) one key away
+    app = replay(FAULT)
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot, app)
+        (d,) = diagnose(app.store)
+        assert d.condition == 2 and d.suspects, d
+        rows = diagnosis_rows(app)
+        at = next(i for i, r in enumerate(rows) if r.startswith("next: "))
+        verdict = " ".join(rows[:at])  # the verdict's rows, and the suspect's where it is cut
+        assert verdict.startswith("COND 2 "), rows
+        assert d.suspects[0].split(" (")[0] in verdict, (rows, d.suspects)  # the path's name
+        for row in rows[:at]:
+            if row.startswith("suspect: "):  # one line, cut at a word at most
+                shown = row.removeprefix("suspect: ").removesuffix("…").strip()
+                assert d.suspects[0].startswith(shown), (row, d.suspects)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])

@@ -61,9 +61,11 @@ def clause_cuts(label: str) -> list[int]:
 class DiagnosisBar(Static):
     """The diagnosis at the bottom of the dashboard: one line per server, and the next step.
 
-    The panel has the lines app.tcss gives it (one on a short terminal); what does not fit is
-    cut where a clause ends, never mid-sentence, and the subtitle says `d` shows the rest. The
-    next step keeps its line whenever the panel has two."""
+    The panel has the lines app.tcss gives it (one on a short narrow terminal, three on a short
+    wide one); what does not fit is cut where a clause ends, never mid-sentence, and the
+    subtitle says `d` shows the rest. The next step keeps its line whenever the panel has two;
+    with three, a verdict cut before its first suspect (the cause: the state path of a state
+    bug, the likeliest kernel of batch variance) gets that suspect on a line of its own."""
 
     DEFAULT_CLASSES = "panel"  # its look: `.panel` in app.tcss
     COMPONENT_CLASSES = BADGE_CLASSES | {"diagnosis--error"}
@@ -147,14 +149,19 @@ class DiagnosisBar(Static):
                 "no diagnosis: no helper finished" if ended else "waiting for a helper to finish…"
             )
             lines.append(Text(wait, style="dim"))
-        step = diagnoses[0].next_step if len(diagnoses) == 1 else None
+        one = diagnoses[0] if len(diagnoses) == 1 else None
+        step = one.next_step if one else None
         step_head = Text("next: ", style="bold")
+        # the first suspect keeps a line of the panel when it has three (given back when the
+        # verdict is shown whole or names it), so a cut verdict still names its cause
+        suspect = one.suspects[0] if one and one.suspects and left >= 3 else None
+        avail = left - (suspect is not None)
         # the next step keeps a share of the panel (when it has two lines), the verdict at least
         # half of it: its "[rests on ...]" goes before the step's command
         reserve = 0
         if step:
             need = self._height(step_head + safe(step, limit=400), width)
-            reserve = min(need, left - max(1, left // 2)) if left >= 2 else 0
+            reserve = min(need, avail - max(1, avail // 2)) if avail >= 2 else 0
             self.cut = self.cut or reserve == 0
         for i, d in enumerate(diagnoses):
             head = badge(d, self)
@@ -162,10 +169,22 @@ class DiagnosisBar(Static):
             if multi:
                 head.append_text(safe(d.server, style="bold"))
                 head.append(": ")
-            share = max(1, (left - reserve) // (len(diagnoses) - i))
+            share = max(1, (avail - reserve) // (len(diagnoses) - i))
             t = self._fit(head, d.label, None, width, share)
-            left -= self._height(t, width)
+            used = self._height(t, width)
+            left, avail = left - used, avail - used
             lines.append(t)
+            shown = " ".join(t.plain.split())
+            if suspect is not None and (
+                not shown.endswith(MORE.strip()) or " ".join(suspect.split()) in shown
+            ):
+                suspect, avail = None, avail + 1  # the verdict is whole or names it: no line
+        if suspect is not None:
+            head = Text()
+            head.append("suspect: ", style="bold")  # on the span: the suspect stays plain
+            sus = self._fit(head, suspect, None, width, 1)
+            left -= self._height(sus, width)
+            lines.append(sus)
         nxt: Text | None = None
         if step and reserve:
             nxt = self._fit(
