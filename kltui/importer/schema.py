@@ -205,7 +205,7 @@ def check(
             raise Invalid(
                 name,
                 f"{int(bad.sum())} counted logprob(s) are NaN or infinite "
-                f"(first at position {pos}: {arr[pos]!r})",
+                f"(first at position {pos}: {float(arr[pos])})",
             )
         above = counted > POSITIVE_TOLERANCE
         if above.any():

@@ -44,12 +44,12 @@ def one_line(text: str, needle: str) -> str:
         (
             record([1], [5, 6], [-0.5, float("nan")], [-0.5, -0.3]),
             "rollout_logprobs",
-            "NaN or infinite (first at position 1",
+            "NaN or infinite (first at position 1: nan)",  # was np.float64(nan) (issue 46)
         ),
         (
             {**record([1], [5, 6], [-0.5, -0.2], [-0.5, -0.3]), "trainer_logprobs": [-0.5, None]},
             "trainer_logprobs",
-            "NaN or infinite",
+            "NaN or infinite (first at position 1: nan)",
         ),
         (
             record([1], [5, 6], [-0.5, -0.2], [-0.5, 0.25]),
