@@ -8,7 +8,7 @@ Every value came from a server (RunStarted.servers): views escape it for their m
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kltui.engines.identity import ServerIdentity
@@ -124,8 +124,17 @@ def fault_of(s: ServerIdentity) -> str | None:
     return None if fault in (None, "none", "") else str(fault)
 
 
-def server_facts(s: ServerIdentity) -> list[str]:
-    """A reachable server's identity as short plain-text facts ("tp 1", "radix on", ...)."""
+# an hf: reference's setting left to its default, as its worker resolves it (engines/hf.py)
+HF_DEFAULTS = {
+    "dtype": "the server's, else the checkpoint's",
+    "device": "cuda when available, else cpu",
+    "attn_implementation": "transformers' default (sdpa)",
+}
+
+
+def server_facts(s: ServerIdentity, ran: Mapping[str, object] | None = None) -> list[str]:
+    """A reachable server's identity as short plain-text facts ("tp 1", "radix on", ...);
+    `ran`: what an hf: reference loaded as (its helper's `reference_loaded`), once known."""
     engine = s.get("engine", "sglang")
     model = s.get("model_path") or s.get("served_model_name") or "?"
     facts = [f"{engine} {s.get('version', '?')}", f"model {model}"]
@@ -133,11 +142,12 @@ def server_facts(s: ServerIdentity) -> list[str]:
         facts[0] += " (baseline)"
         return facts + [f"{k} {s.get(k)}" for k in VLLM_KEYS if s.get(k) is not None]
     if engine == "hf":
-        # the reference is known before its worker loads: what was asked, not what ran (the
-        # helper's summary has that)
+        # the reference is known before its worker loads: what ran once it has (`ran`), else
+        # what was asked, a default spelled out as the worker resolves it
         facts[0] = "HF transformers (the reference)"
         for key in ("dtype", "device", "attn_implementation", "batch_size"):
-            facts.append(f"{key} {s.get(key) if s.get(key) is not None else 'default'}")
+            value = next((v for v in ((ran or {}).get(key), s.get(key)) if v is not None), None)
+            facts.append(f"{key} {value if value is not None else HF_DEFAULTS.get(key, '?')}")
         sha = s.get("local_weights_sha256")
         facts.append(f"weights sha256 {str(sha)[:12]}…" if sha else "weights not hashed")
         return facts
@@ -152,8 +162,8 @@ def server_facts(s: ServerIdentity) -> list[str]:
     return facts
 
 
-def server_summary(s: ServerIdentity) -> str:
+def server_summary(s: ServerIdentity, ran: Mapping[str, object] | None = None) -> str:
     """One plain-text line naming a server and the settings that matter (not escaped)."""
     if s.get("error"):
         return f"{s.get('url', '?')}: unreachable ({s.get('error')})"
-    return f"{s.get('url', '?')} · " + " · ".join(server_facts(s))
+    return f"{s.get('url', '?')} · " + " · ".join(server_facts(s, ran))

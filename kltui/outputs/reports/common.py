@@ -115,6 +115,16 @@ def reference_fields(summary: Summary | None) -> dict | None:
     return {name: summary.figures.get(key) for name, key in REFERENCE_FIELDS.items()}
 
 
+def reference_ran(store: SessionStore) -> dict | None:
+    """What the hf: reference loaded as (dtype, device, attention, ...), from hf_reference's
+    summary; None before it loaded or in a run without one."""
+    for st in store.helpers.values():
+        fields = reference_fields(st.summary)
+        if fields is not None and isinstance(fields.get("loaded"), dict) and fields["loaded"]:
+            return fields["loaded"]
+    return None
+
+
 def contract_line(c: object) -> str:
     """The logprob contract verdict in one line ("not checked" for older recordings)."""
     if not isinstance(c, dict):

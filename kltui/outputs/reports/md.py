@@ -18,6 +18,7 @@ from kltui.outputs.reports.common import (
     helper_status,
     max_location,
     prompt_summary,
+    reference_ran,
     run_time,
     timestamp,
     verdict,
@@ -198,7 +199,8 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         for h, why in pair.uncompared.items():
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in store.identities():
-        lines.append(f"- **Server** {md_text(server_summary(s))}")
+        ran = reference_ran(store) if s.get("engine") == "hf" else None
+        lines.append(f"- **Server** {md_text(server_summary(s, ran))}")
     if run is not None and run.prompt_set:
         ps = run.prompt_set
         lines.append(
