@@ -21,7 +21,7 @@ import numpy as np
 
 from kltui.readings.compare import SampleDiff, compare_books
 from kltui.readings.evidence import level_of, sample_mean
-from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, Paired, paired
+from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, STRAY_ULP_FLOOR, Paired, paired
 from kltui.session.events import StressTick
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
@@ -192,7 +192,8 @@ class HelperUnderLoad:
         p = self.paired
         assert p is not None
         test = (
-            f"higher under stress in {p.higher}, lower in {p.lower}, equal in {p.equal} "
+            f"higher under stress in {p.higher}, lower in {p.lower}, equal within the "
+            f"{STRAY_ULP_FLOOR:g} floor in {p.equal} "
             f"(signed-rank p={p.p:.2g}; beyond a x{MIN_RATIO:g} drift p={p.shift_p:.2g}; "
             f"minority sign test p={p.tail_p:.2g}; evidence needs p<{EVIDENCE_P:g})"
         )

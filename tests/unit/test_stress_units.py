@@ -236,3 +236,15 @@ def test_a_clean_reading_names_the_paths_the_traffic_never_reached():
                [start, busy, _end({"retractions": 0.0, "evicted_tokens": 0.0})]),
     )  # fmt: skip
     assert bug.lines()[0] == "stress (light): state bug under load"
+
+
+def test_averages_that_differ_below_the_floor_are_equal_within_it_and_say_so():
+    # issue 46 item 5: "equal in 32" while the averages read 2.238e-12 vs 2.230e-12
+    rng = np.random.default_rng(1)
+    quiet = [list(-1.0 + rng.normal(0, 2e-6, 6)) for _ in range(32)]
+    loud = [list(-1.0 + rng.normal(0, 2e-6, 6)) for _ in range(32)]
+    ticks = [_tick("start", 0, 0.0), _tick("end", 4, 1.0)]
+    (h,) = read(_store(False, quiet, False), _store(False, loud, True, ticks)).helpers
+    assert quiet != loud  # the two runs differ, every sample's mean k3 below the floor
+    assert h.paired is not None and h.paired.equal == 32 and h.verdict == "within noise"
+    assert "equal within the 1e-09 floor in 32" in h.line(), h.line()
