@@ -169,8 +169,13 @@ class Vary:
         return f"{self.knob.name}={','.join(self.values)}"
 
 
+# difflib's ratio from which a name is offered as a typo's fix: --attention-backend and --api-key
+# share half their letters (0.5), not a typo; atention-backend is one (0.97)
+CLOSE = 0.75
+
+
 def _closest(word: str, words: Iterable[str]) -> str | None:
-    found = difflib.get_close_matches(word, sorted(words), n=1, cutoff=0.5)
+    found = difflib.get_close_matches(word, sorted(words), n=1, cutoff=CLOSE)
     return found[0] if found else None
 
 
@@ -263,7 +268,11 @@ def check_known(varies: Iterable[Vary], flags: set[str]) -> tuple[Vary, ...]:
             want = v.knob.flags[0]
             near = _closest(want, flags)
             what = v.knob.name if v.knob.raw else f"{v.knob.name} ({want})"
-            hint = f"; closest: {near}" if near else ""
+            hint = (
+                f"; closest: {near}"
+                if near
+                else ", nor one close to it: this server has no such setting to vary"
+            )
             raise UsageError(
                 f"--vary {one_line(v.spec, 80)!r}: the installed server has no {what} flag{hint}"
             )

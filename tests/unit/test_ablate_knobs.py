@@ -147,6 +147,28 @@ def test_check_known_refuses_an_unknown_knob_with_the_closest_flag():
         check_known([parse_vary("tp=2")], set())
 
 
+# what `python -m kltui.reference serve --help` lists
+REFERENCE_FLAGS = {
+    "--api-key", "--checkpoint", "--chunked-prefill-size", "--cuda-graph-max-bs",
+    "--deterministic", "--disable-cuda-graph", "--disable-radix-cache", "--dtype",
+    "--enable-deterministic-inference", "--enable-metrics", "--fault", "--fault-window",
+    "--host", "--incremental-streaming-output", "--max-running-requests", "--max-total-tokens",
+    "--model-path", "--page-size", "--port", "--random-seed", "--skip-tokenizer-init",
+    "--stream-interval", "--test-retract-interval", "--threads",
+}  # fmt: skip
+
+
+def test_a_flag_is_suggested_only_when_it_is_close():
+    # issue 46 item 5: --vary attention-backend against the reference server: "closest: --api-key"
+    with pytest.raises(UsageError) as e:
+        check_known([parse_vary("attention-backend=fa3,triton")], REFERENCE_FLAGS)
+    msg = str(e.value)
+    assert "closest" not in msg and "--api-key" not in msg, msg
+    assert "this server has no such setting to vary" in msg, msg
+    with pytest.raises(UsageError, match="closest: --page-size"):
+        check_known([parse_vary("--page-sizes=1,16")], REFERENCE_FLAGS)
+
+
 def test_check_known_puts_the_installed_spelling_first():
     usage = installed_flags((DATA / "launch_server_usage_0.5.8.post1.txt").read_text())
     (tp,) = check_known([parse_vary("tp=2")], usage)
