@@ -16,7 +16,7 @@ from rich.progress import (
 from rich.text import Text
 
 from kltui import fmt
-from kltui.console import make_console
+from kltui.console import error_console, make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.summary import Summary
 from kltui.outputs.check_tables import alignment_table, cross_line, results_table, server_line
@@ -75,6 +75,7 @@ class HeadlessView:
 
     def __init__(self, store: SessionStore, console: Console) -> None:
         self.store, self.console = store, console
+        self.errors = error_console(console)  # a fatal problem: stderr; the verdict: stdout
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -123,7 +124,7 @@ class HeadlessView:
             case Problem():
                 style = "red" if ev.fatal else "yellow"
                 label = "error" if ev.fatal else "warning"
-                self.console.print(
+                (self.errors if ev.fatal else self.console).print(
                     f"[{style}]{label}:[/] {console_markup(ev.source)}: {console_markup(ev.message)}",
                     soft_wrap=True,  # one line per problem, also in CI logs
                     emoji=False,  # server text: ":warning:" is not a glyph

@@ -166,9 +166,12 @@ def test_fault_through_the_cli(case_id, hostile, tmp_path):
     res = check_cli(url.removeprefix("http://"), tmp_path, **case.cfg)
     assert res.rc == case.exit, res.out
     assert_clean_output(res)
-    fault_line(res, url, case.phase, case.message, "error" if case.fatal else "warning")
+    line = fault_line(res, url, case.phase, case.message, "error" if case.fatal else "warning")
     assert_recording(res, case.exit, case.phase, case.message, case.fatal)
-    assert res.out.rstrip().endswith(f"recording: {tmp_path / 'r.kltui.jsonl'}")
+    # an error goes to stderr, the results, the verdict and the recording's path to stdout
+    assert (line in res.stderr.splitlines()) == case.fatal, res.stderr
+    stdout = res.out.removesuffix(res.stderr)
+    assert stdout.rstrip().endswith(f"recording: {tmp_path / 'r.kltui.jsonl'}")
 
 
 def test_backoff_really_waits_between_attempts(tmp_path):
