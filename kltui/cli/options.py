@@ -36,7 +36,7 @@ short of cache hits); 2 usage, config or input-file error; 3 server or protocol 
 RUN_SIZES = {"samples": 32, "max_new_tokens": DEFAULT_MAX_NEW_TOKENS, "max_prompt_tokens": 3000}
 DEMO_SIZES = {"samples": 32, "max_new_tokens": 64, "max_prompt_tokens": 192}
 # the reference tokenizer's lengths of the first 32 built-in prompts (what the demo sends):
-# measured by tests/unit/test_demo_help.py, which fails when the prompts change
+# measured by tests/unit/cli/test_demo_help.py, which fails when the prompts change
 DEMO_PROMPT_TOKENS = (16, 96)
 
 # a run's options in the help's order (each declared in run/settings.py), around --config and

@@ -1,7 +1,7 @@
 """Every RunConfig field declared once: its flag(s) and help, its config-file key with the types
 and range it accepts, and its entry in the JSON report's `config`. The config file's checks
 (run/config.py), build_config's plain mapping (cli/run_config.py) and the schema's `config`
-entries derive from this table; tests/unit/test_settings.py checks that they agree."""
+entries derive from this table; tests/unit/run/test_settings.py checks that they agree."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from kltui.reference import CHECKPOINT_DIR
 from tests.integration.test_ablate import SIZES, ablate
 from tests.integration.test_server_identity import tcp_proxy
 from tests.json_contract import read_json
-from tests.unit.test_same_weights import perturb
+from tests.unit.readings.test_same_weights import perturb
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
 

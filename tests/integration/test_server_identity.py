@@ -18,7 +18,7 @@ from kltui.errors import UsageError
 from kltui.reference import CHECKPOINT_DIR
 from kltui.session.events import HelperStarted
 from tests.integration.checkrun import check_run
-from tests.unit.test_same_weights import perturb
+from tests.unit.readings.test_same_weights import perturb
 
 SMALL = dict(samples=3, max_new_tokens=8, max_prompt_tokens=48, helpers=["match"])
 

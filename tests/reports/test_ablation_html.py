@@ -10,7 +10,7 @@ import re
 from kltui.outputs.ablation_html import html_report
 from kltui.run.sweep_manifest import MEASURED, Sweep
 from tests.reports.synth import XSS
-from tests.unit.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
+from tests.unit.ablate.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 
 
 def synthetic(tmp_path, hostile: str = "") -> tuple[Sweep, object]:

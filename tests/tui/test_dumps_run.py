@@ -4,7 +4,6 @@ module table (`kltui --dumps FILE.json`)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -68,8 +67,7 @@ async def test_unreachable_server_is_one_literal_error_line(tmp_path):
 
 def saved_analysis(tmp_path) -> Path:
     pytest.importorskip("torch")
-    sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
-    from dumps_synth import make_pair
+    from tests.unit.dumps.dumps_synth import make_pair
 
     a, b = make_pair(tmp_path, plant_decode={"step": 2, "module": QKV1, "eps": 1e-3})
     out = tmp_path / "r.json"

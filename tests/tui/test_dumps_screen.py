@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from kltui.tui.screens.dumps import DumpsScreen
 from tests.tui.kit import StyledApp, drawn_at, until
 
 torch = pytest.importorskip("torch")
-sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))
-from dumps_synth import make_pair  # noqa: E402
-
 from kltui.dumps.analyze import analyze  # noqa: E402
+from tests.unit.dumps.dumps_synth import make_pair  # noqa: E402
 
 QKV1 = "model.layers.1.self_attn.qkv_proj"
 

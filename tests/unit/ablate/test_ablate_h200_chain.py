@@ -12,7 +12,7 @@ from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from tests.json_contract import read_json
 
-DATA = Path(__file__).parents[1] / "data" / "h200-chain"
+DATA = Path(__file__).parents[2] / "data" / "h200-chain"
 
 
 def test_the_h200_chain_went_from_the_setting_to_the_module_and_the_op():

@@ -38,7 +38,7 @@ def test_a_plain_fast_tokenizer_is_read_by_tokenizers_and_encodes_as_transformer
     import subprocess
     from pathlib import Path
 
-    script = Path(__file__).resolve().parents[2] / "bench" / "make_random_checkpoint.py"
+    script = Path(__file__).resolve().parents[3] / "bench" / "make_random_checkpoint.py"
     out = tmp_path / "ck"
     subprocess.run(
         [sys.executable, str(script), "tiny-llama", str(out), "--device", "cpu"],
@@ -133,7 +133,7 @@ def test_sample_config_for_rollout_servers_loads():
     from pathlib import Path
 
     cfg = load_config_file(
-        str(Path(__file__).parents[2] / "sample_configs/rollout_server_ids_only.yaml")
+        str(Path(__file__).parents[3] / "sample_configs/rollout_server_ids_only.yaml")
     )
     assert cfg.separator_ids == [128000, 11] and cfg.tokenizer is None
 

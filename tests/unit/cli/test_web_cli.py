@@ -29,7 +29,7 @@ def test_replay_without_a_file_serves_the_newest_recording(tmp_path, monkeypatch
     assert app_argv(["replay"], read_only=True) == ["replay", path, "--read-only"]
 
 
-SWEEP = Path(__file__).parents[1] / "tui" / "data" / "sweep"  # a real reference-server sweep
+SWEEP = Path(__file__).parents[2] / "tui" / "data" / "sweep"  # a real reference-server sweep
 
 
 def test_a_sweep_folder_is_served_and_replay_defaults_to_the_newest_entry(tmp_path, monkeypatch):

@@ -16,9 +16,9 @@ from kltui.ablate.plan import Config
 from kltui.cli import main
 from kltui.run.sweep_manifest import FAILED, Sweep
 from kltui.session import runs as runs_mod
-from tests.unit.test_runs import make_runs
+from tests.unit.session.test_runs import make_runs
 
-SWEEP = Path(__file__).parents[1] / "tui" / "data" / "sweep"  # a real reference-server sweep
+SWEEP = Path(__file__).parents[2] / "tui" / "data" / "sweep"  # a real reference-server sweep
 
 
 @pytest.fixture

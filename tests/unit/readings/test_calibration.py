@@ -10,7 +10,7 @@ import pytest
 from kltui.readings.calibration import FAULTS, NULLS, Noise, rate, rates
 from kltui.readings.paired import MIN_COMMON, paired
 
-FIXTURES = Path(__file__).resolve().parent.parent / "data" / "real_noise"
+FIXTURES = Path(__file__).resolve().parents[2] / "data" / "real_noise"
 RUNS = 300
 
 

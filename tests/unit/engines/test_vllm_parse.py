@@ -20,7 +20,7 @@ from kltui.engines.vllm_parse import (
 )
 
 SAMPLE = (
-    Path(__file__).resolve().parents[1] / "data/samples/vllm_v1_completions_prompt_logprobs.json"
+    Path(__file__).resolve().parents[2] / "data/samples/vllm_v1_completions_prompt_logprobs.json"
 )
 
 

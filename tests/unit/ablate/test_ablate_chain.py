@@ -9,7 +9,7 @@ import asyncio
 from kltui.dumps import chain
 from kltui.readings.ablation import read
 from kltui.run.sweep_manifest import MEASURED, Sweep
-from tests.unit.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
+from tests.unit.ablate.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 
 DUMPS = {
     "verdict": "first divergent module model.layers.0.self_attn.qkv_proj",

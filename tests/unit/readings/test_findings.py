@@ -10,7 +10,7 @@ from kltui.readings.findings import Finding
 from kltui.readings.path_test import PathKind
 from kltui.schemas import load
 
-READINGS = Path(__file__).resolve().parents[2] / "kltui" / "readings"
+READINGS = Path(__file__).resolve().parents[3] / "kltui" / "readings"
 
 
 def _diagnosis_schema() -> dict:

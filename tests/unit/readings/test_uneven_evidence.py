@@ -9,7 +9,7 @@ import numpy as np
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.store import SessionStore
-from tests.unit.test_diagnosis_verdicts import feed_rows, started
+from tests.unit.readings.test_diagnosis_verdicts import feed_rows, started
 
 N, LEN = 32, 24
 

@@ -4,20 +4,17 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-sys.path.insert(0, str(Path(__file__).parent))
-from dumps_synth import make_pair  # noqa: E402
-
 from kltui.cli import main  # noqa: E402
 from kltui.dumps.analyze import MisalignedError, analyze  # noqa: E402
 from kltui.dumps.files import DumpError  # noqa: E402
 from tests.json_contract import read_dumps  # noqa: E402
+from tests.unit.dumps.dumps_synth import make_pair  # noqa: E402
 
 QKV1 = "model.layers.1.self_attn.qkv_proj"
 LN0 = "model.layers.0.input_layernorm"

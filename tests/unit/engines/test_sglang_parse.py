@@ -7,7 +7,7 @@ import pytest
 from kltui.engines.sglang_parse import ParseError, StreamAssembler, parse_result, triples
 from kltui.engines.sse import DONE, SSEError, parse_data_line
 
-SAMPLES = Path(__file__).parent.parent / "data" / "samples"
+SAMPLES = Path(__file__).parents[2] / "data" / "samples"
 
 
 def load_sse(name: str) -> list:

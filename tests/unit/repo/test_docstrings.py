@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2] / "kltui"
+ROOT = Path(__file__).resolve().parents[3] / "kltui"
 
 # The share of public functions, classes and methods that must carry a docstring. Raised as
 # docstrings are added; never above what main has.

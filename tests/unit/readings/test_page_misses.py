@@ -14,7 +14,7 @@ from kltui.session.events import (
     SampleSkipped,
 )
 from kltui.session.store import SessionStore
-from tests.unit.test_diagnosis_verdicts import exact_rows, feed_rows
+from tests.unit.readings.test_diagnosis_verdicts import exact_rows, feed_rows
 
 S = "http://127.0.0.1:1"
 

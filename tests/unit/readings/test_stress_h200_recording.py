@@ -10,7 +10,7 @@ from kltui.readings.stress import read
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 
-DATA = Path(__file__).parents[1] / "data" / "h200-stress"
+DATA = Path(__file__).parents[2] / "data" / "h200-stress"
 
 
 def _stores():

@@ -15,7 +15,7 @@ from kltui.cli import main
 from kltui.session import runs as runs_mod
 from kltui.session.recording import Recorder, current_user, read_recording
 from tests.reports.synth import HelperSpec, record, run_events, server
-from tests.unit.test_runs import JAN_1_2026, stamp
+from tests.unit.session.test_runs import JAN_1_2026, stamp
 
 A = "http://127.0.0.1:30001"
 

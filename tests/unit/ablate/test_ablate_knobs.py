@@ -21,7 +21,7 @@ from kltui.ablate.knobs import (
 )
 from kltui.errors import UsageError
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "sglang_help"
+DATA = Path(__file__).resolve().parents[2] / "data" / "sglang_help"
 SGLANG = "python -m sglang.launch_server --model-path M".split()
 
 
