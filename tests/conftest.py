@@ -18,12 +18,39 @@ os.environ.setdefault(
     "AVX512_SPR",
 )
 
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
 import pytest  # noqa: E402
 
 from kltui.engines.http import HttpEngine  # noqa: E402
 from tests.hostile.server import HostileServer  # noqa: E402
 from tests.json_contract import validate  # noqa: E402
 from tests.servers import ReferenceServers  # noqa: E402
+
+# Recordings of runs that name no folder go to one of this process's own (each pytest-xdist
+# worker is a process), never to the user's runs folder nor to another worker's, whose listings
+# and pruning tests would see them.
+_RUNS = tempfile.mkdtemp(prefix=f"kltui-test-runs-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+os.environ["KLTUI_RUNS_DIR"] = _RUNS
+atexit.register(shutil.rmtree, _RUNS, ignore_errors=True)
+
+TESTS = Path(__file__).parent
+# the tiers whose modules share module-scoped fixtures that start servers or run sweeps: under
+# pytest-xdist (`--dist loadgroup`, README's command) each such module runs on one worker, so
+# that its fixtures are built once; unit, TUI and report tests spread one test at a time, and
+# tests/real groups itself (one worker, one server per engine)
+BY_MODULE = ("integration", "hostile", "reference", "web", "rl")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = Path(str(item.fspath))
+        parts = path.relative_to(TESTS).parts if path.is_relative_to(TESTS) else ()
+        if parts and parts[0] in BY_MODULE:
+            item.add_marker(pytest.mark.xdist_group("/".join(parts)))
 
 
 @pytest.fixture(scope="session")

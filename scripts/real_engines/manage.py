@@ -336,6 +336,9 @@ def server_command(engine: Engine, ckpt: Path, port: int, extra: list[str]) -> l
             "--context-length", ctx,
             "--mem-fraction-static", "0.05",
             "--max-total-tokens", "4096",
+            # an idle scheduler polls its sockets instead of spinning (~80% of a core each):
+            # on 2 cores a spinning one slowed every test beside it
+            "--sleep-on-idle",
         ]  # fmt: skip
     else:
         args = [

@@ -48,13 +48,33 @@ VLLM_MODULES = ("test_cross_engine_real", "test_hf_reference_real", "test_logpro
 _LAST_VLLM_USER: list[str] = []  # the node id of the last test of the run that takes vllm_url
 
 
+# a test of this tier may take this long, its servers' starts included (an SGLang start is
+# ~100 s on 2 busy cores); the environments' build, when the first test must do it, on top
+REAL_TIMEOUT_S = 1200
+
+
+def _built() -> bool:
+    """Whether both engine environments are built (else the first test builds them)."""
+    try:
+        status = json.loads(script("status", timeout=60).stdout)
+    except (subprocess.SubprocessError, ValueError, OSError):
+        return False
+    return all(e["built"] for e in status["engines"].values())
+
+
 def pytest_collection_modifyitems(config, items):
     here = Path(__file__).parent
     real = []
     for i, item in enumerate(items):
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.real_engines)
+            # one worker runs the whole tier under pytest-xdist: one server per engine
+            item.add_marker(pytest.mark.xdist_group("real_engines"))
             real.append(i)
+    if real and MODE not in ("0", "off", "skip"):
+        limit = REAL_TIMEOUT_S + (0 if _built() else BUILD_TIMEOUT)
+        for i in real:
+            items[i].add_marker(pytest.mark.timeout(limit))
 
     # the tier's items, in their own slots: first the vLLM modules' tests that take `vllm_url`,
     # then the rest of those modules, then every other module (a stable sort: the same order

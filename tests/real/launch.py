@@ -24,10 +24,12 @@ def say(config: pytest.Config, line: str) -> None:
     server start that runs for minutes must not look like a hang."""
     tr = config.pluginmanager.get_plugin("terminalreporter")
     capman = config.pluginmanager.get_plugin("capturemanager")
-    if tr is None:
-        print(line, file=sys.__stderr__, flush=True)
-        return
     with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+        # a pytest-xdist worker's terminal reporter writes where nobody reads; its stderr is
+        # the terminal's
+        if tr is None or os.environ.get("PYTEST_XDIST_WORKER"):
+            print(line, file=sys.__stderr__, flush=True)
+            return
         tr.write_line(line)
         tr.flush()
 

@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from tests.real import launch
 
 
@@ -31,8 +33,10 @@ def test_each_start_and_stop_is_announced(monkeypatch):
     assert lines[2].startswith("[real] sglang: stopped (http://127.0.0.1:41234) in ")
 
 
-def test_say_reaches_the_terminal_under_q_with_capture(tmp_path):
-    """`say` writes through pytest's terminal reporter, past output capture."""
+@pytest.mark.parametrize("workers", [[], ["-n", "1"]], ids=["serial", "xdist"])
+def test_say_reaches_the_terminal_under_q_with_capture(tmp_path, workers):
+    """`say` writes through pytest's terminal reporter, past output capture; on a pytest-xdist
+    worker (README's command), whose reporter nobody reads, to the terminal's stderr."""
     (tmp_path / "test_x.py").write_text(
         textwrap.dedent(
             """
@@ -47,10 +51,10 @@ def test_say_reaches_the_terminal_under_q_with_capture(tmp_path):
     root = launch.REPO
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-         str(tmp_path / "test_x.py")],
+         *workers, str(tmp_path / "test_x.py")],
         capture_output=True, text=True, cwd=tmp_path, timeout=120,
         env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "[real] sglang: starting sglang" in proc.stdout
-    assert "captured, not shown" not in proc.stdout
+    assert "[real] sglang: starting sglang" in (proc.stderr if workers else proc.stdout)
+    assert "captured, not shown" not in proc.stdout + proc.stderr

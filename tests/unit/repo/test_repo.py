@@ -53,3 +53,13 @@ def test_readme_lists_every_dashboard_key_and_where_to_find_them():
     assert "`e` problems" in keys
     if any(not b.show for b in bindings):  # then the footer cannot be where they all are
         assert "all shown in the footer" not in keys and "`?` lists them all" in keys
+
+
+def test_no_module_of_kltui_is_over_500_lines():
+    # one concept a file (issue 42): a module that grows past this is split by concept
+    long = {
+        str(p.relative_to(ROOT)): n
+        for p in (ROOT / "kltui").rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > 500
+    }
+    assert not long, long
