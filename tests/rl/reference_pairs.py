@@ -60,7 +60,7 @@ def reference_pairs(url: str, new_tokens: int = 24) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m tests.rl.reference_pairs --server URL --out FILE`: the README's fixture, the
+    """`python -m tests.rl.reference_pairs --server URL --out FILE`: docs/RL.md's fixture, the
     server's own decode (rollout) and prefill (trainer) logprobs with planted trainer offsets."""
     import argparse
     from pathlib import Path

@@ -63,7 +63,7 @@ async def test_the_footer_unfolds_when_the_terminal_widens():
 
 
 async def test_the_server_settings_fold_to_one_line_at_80x24():
-    # README: "the server settings fold to one line" (model, tp, dtype, radix, deterministic);
+    # docs/USING.md: "the server settings fold to one line" (model, tp, dtype, radix, deterministic);
     # the line showed only the URL and the version
     app = replay(FAULT)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -44,12 +44,14 @@ def test_readme_lists_every_dashboard_key_and_where_to_find_them():
     from kltui.tui.widgets.heatmap import Heatmap
     from kltui.tui.widgets.samples import SampleTable
 
-    text = " ".join((ROOT / "README.md").read_text().split())
+    # the keys paragraph moved with "Using it" to docs/USING.md (issue 46); the README links it
+    assert "](docs/USING.md#the-dashboard)" in (ROOT / "README.md").read_text()
+    text = " ".join((ROOT / "docs" / "USING.md").read_text().split())
     keys = text[text.index("Keys (") : text.index("`q` quit.") + len("`q` quit.")]
     bindings = [*KltuiApp.BINDINGS, *Heatmap.BINDINGS, *SampleTable.BINDINGS]
     named = [(b.key_display or b.key, b) for b in bindings]
     missing = [d for d, b in named if (len(d) == 1 or d == "enter") and f"`{d}`" not in keys]
-    assert not missing, f"README's keys paragraph does not list {missing}"
+    assert not missing, f"docs/USING.md's keys paragraph does not list {missing}"
     assert "`e` problems" in keys
     if any(not b.show for b in bindings):  # then the footer cannot be where they all are
         assert "all shown in the footer" not in keys and "`?` lists them all" in keys
@@ -63,3 +65,29 @@ def test_no_module_of_kltui_is_over_500_lines():
         if (n := len(p.read_text().splitlines())) > 500
     }
     assert not long, long
+
+
+def _slug(heading: str) -> str:
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_relative_links_in_readme_and_docs_resolve():
+    # issue 46: the README's sections moved into docs/; a link moved with them must still point
+    # at a file (and a heading, for `#anchor`) from where it now is
+    def headings(path: Path) -> set[str]:
+        text = re.sub(r"```.*?```", "", path.read_text(), flags=re.S)
+        return {_slug(h) for h in re.findall(r"^#+ (.*)$", text, re.M)}
+
+    broken = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", doc.read_text(), flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (doc.parent / path) if path else doc
+            if not dest.exists() or (
+                anchor and dest.suffix == ".md" and anchor not in headings(dest)
+            ):
+                broken.append(f"{doc.relative_to(ROOT)}: {target}")
+    assert not broken, broken
