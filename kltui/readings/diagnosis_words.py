@@ -355,7 +355,7 @@ def no_more(excess: Sequence[Paired]) -> str:
         )
     return (
         f"{'is' if len(excess) == 1 else 'are'} not above it on the same prompts beyond chance "
-        f"(p<{EVIDENCE_P:g}) nor beyond a x{MIN_RATIO:g} drift"
+        f"(p<{EVIDENCE_P:g}) nor beyond a x{MIN_RATIO:g} drift, nor spread wider than it"
     )
 
 
@@ -400,7 +400,8 @@ def limit_line(lim: Limit) -> str:
     return (
         f"{lim.helper}: rules out a state bug in >= {lim.k} of {lim.n} samples at "
         f">= x{lim.factor:g} its noise (found in >= {lim.detect:.0%} of plants into this run's "
-        "own per-sample values); fewer samples are not excluded"
+        "own per-sample values, each sample's two sides swapped at random); fewer samples are "
+        "not excluded"
     )
 
 

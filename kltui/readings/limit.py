@@ -3,13 +3,15 @@
 A reading that finds no state bug is an equivalence claim ("the cache paths add nothing"), and
 such a claim is only as strong as the test's power at this run's noise. The limit is measured,
 not assumed: a state bug multiplying the cache path's per-sample mean k3 by FACTOR is planted
-into the run's own per-sample values on k samples chosen at random, SIMS times for each k of a
-grid, and the decision the diagnosis makes (`path_test.judge`) is run on each. The stated limit
-is the smallest k from which every k' >= k of the grid is found in at least DETECT of the plants:
-"a state bug in >= k of n samples at >= x10 would have been seen with 95% probability". The
-decision's power is not monotone in k everywhere (a fault on half the samples moves the typical
-ratio it is judged against), which is why every larger k is checked too; when no k reaches it,
-the limit is not reached and the reading says a state bug is not excluded.
+into the run's own per-sample values on k samples chosen at random (each sample's two sides
+swapped at random first: `_found`), SIMS times for each k of a grid, and the decision the
+diagnosis makes (`path_test.judge`) is run on each. The stated limit is the smallest k from
+which every k' >= k of the grid is found in at least DETECT of the plants: "a state bug in >= k
+of n samples at >= x10 would have been seen with 95% probability". Every larger k is checked
+too, so that a dip in power anywhere above the limit cannot hide behind it; when no k reaches
+it, the limit is not reached and the reading says a state bug is not excluded.
+`bench/calibrate_diagnosis.py` checks the statement against new runs: a fault at the stated k in
+a new run of the same noise is found in at least 95 % of them (docs/DIAGNOSIS.md).
 
 With match exact the plant is exact too: any state bug makes its samples differ, and the limit
 is the fewest differing samples the one-path test calls beyond chance.
@@ -28,9 +30,12 @@ from kltui.readings.paired import (
     EXACT_N,
     MIN_COMMON,
     MIN_RATIO,
+    SPREAD_MIN,
+    SPREAD_P,
     STRAY_ULP_FLOOR,
     one_path_p,
     sign_p,
+    spread_tests,
     upper_tail,
 )
 from kltui.readings.path_test import PathSide
@@ -104,7 +109,8 @@ def _signed_rank_ps(d: np.ndarray) -> np.ndarray:
 
 def _state(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
     """`paired(...).significant` of every row of `mine` against `theirs` at once: the same
-    floor, drift and minority tests (path_test.judge calls that a state bug, match noisy)."""
+    floor, drift, minority and spread tests (path_test.judge calls that a state bug, match
+    noisy)."""
     f = STRAY_ULP_FLOOR
     far = math.log(MIN_RATIO)
     r = np.log(np.maximum(mine, 0.0) + f) - np.log(np.maximum(theirs, 0.0) + f)
@@ -121,20 +127,33 @@ def _state(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
     minority = np.array(
         [sign_p(int(u), int(v)) < EVIDENCE_P for u, v in zip(up, down, strict=True)]
     )
+    spread_p, excess = spread_tests(mine, theirs)
+    spread = (spread_p < SPREAD_P) & (excess >= SPREAD_MIN)
     level = mine.mean(axis=1) > f
-    return (mine.shape[1] >= MIN_COMMON) & level & (shift | minority)
+    return (mine.shape[1] >= MIN_COMMON) & level & (shift | minority | spread)
 
 
 def _found(mine: np.ndarray, theirs: np.ndarray, k: int, rng: np.random.Generator) -> float:
-    """The share of SIMS plants on k random samples that the decision finds. A plant sets the
-    sample's mean k3 to FACTOR times the larger of its own, match's on the same prompt and the
-    stray-ulp floor: a state bug sits above rounding, whatever the kernels' noise."""
+    """The share of SIMS plants on k random samples that the decision finds. Each plant first
+    swaps the two sides of every sample with chance 1/2 (the run's own noise with the sign of
+    each log ratio drawn afresh: what "no state bug, no drift" allows, so that a state bug the
+    run may already hold, unseen, and the drift are not counted as power), then sets k random
+    samples of the cache side to FACTOR times their value (match's on the same prompt where
+    the cache side sits at rounding level: a state bug on an exact path is measured against the
+    noise match shows there), floored at the stray-ulp level (a state bug sits above rounding,
+    whatever the kernels' noise). Drawing the signs afresh
+    averages over noise as a new run would: plants into the run's values as they stand found a
+    fault at the stated k in 95 % of plants but a fault at that k in a new run of the same
+    noise in 70 % (calibration, sigma 0.5, n = 32)."""
     n = mine.size
-    base = np.maximum(np.maximum(mine, theirs), STRAY_ULP_FLOOR) * FACTOR
+    swap = rng.random((SIMS, n)) < 0.5
+    cache = np.where(swap, theirs[None, :], mine[None, :])
+    match = np.where(swap, mine[None, :], theirs[None, :])
+    own = np.where(cache > STRAY_ULP_FLOOR, cache, match)
+    base = np.maximum(own, STRAY_ULP_FLOOR) * FACTOR
     chosen = np.argsort(rng.random((SIMS, n)), axis=1)[:, :k]
-    planted = np.repeat(mine[None, :], SIMS, axis=0)
-    np.put_along_axis(planted, chosen, base[chosen], axis=1)
-    return float(_state(planted, np.repeat(theirs[None, :], SIMS, axis=0)).mean())
+    np.put_along_axis(cache, chosen, np.take_along_axis(base, chosen, axis=1), axis=1)
+    return float(_state(cache, match).mean())
 
 
 def noisy_limit(helper: str, side: PathSide, match: PathSide) -> Limit:

@@ -12,7 +12,11 @@ effect size: the median of the pairwise averages of log ratios, at least MIN_RAT
 plain median it still sees a fault that hits a large minority of the samples). A few-percent shift, e.g.
 decode_cache_hit's longer contexts, passes the first half as n grows and never the second.
 Per-sample means are floored at the 1e-9 stray-ulp level before the ratio, so two sides both at
-rounding level compare as equal whatever their ratio. `bench/calibrate_diagnosis.py` measures
+rounding level compare as equal whatever their ratio. A third test sees what neither a shift nor
+a minority shows, a state bug on about half of the samples, which moves the typical ratio to
+half way and leaves the ratios symmetric about it: the spread of the path's samples against
+match's (`spread_tests`), whose power rises with the share of affected samples and with the
+size of their excess. `bench/calibrate_diagnosis.py` measures
 the false and true rates of exactly this function (docs/DIAGNOSIS.md).
 """
 
@@ -39,6 +43,19 @@ MIN_RATIO = 3.0
 # "orders of magnitude above match": the cache-hit fault is the one to fix first
 PRIMARY_RATIO = 100.0
 
+
+# the spread test (`spread_test`): a state bug on some of the samples widens the spread of the
+# cache path's log per-sample means against match's. A drift that varies from sample to sample
+# but stays within the tolerated x MIN_RATIO adds at most (log MIN_RATIO)^2 / 4 to that spread
+# (half the samples at x1, half at x3); the test asks for twice that, so that no drift inside
+# the tolerance, at any share of the samples, reads as a state bug (a x10 state bug adds
+# 0.99 on a quarter of the samples, 1.3 on half)
+SPREAD_MIN = 2 * (math.log(MIN_RATIO) / 2) ** 2
+# the spread test's level: half EVIDENCE_P. It is exact at its level under the exchangeable
+# null (the calibration measures it there), where the shift test is exact only at a x3 drift
+# and the minority sign test is discrete, both conservative below; so it spends its own share
+# of the 0.1 % aimed at (0.025 % on two helpers) and the table shows the sum
+SPREAD_P = EVIDENCE_P / 2
 
 HL_MAX_N = 3000  # above this the pairwise averages take too much memory: the plain median
 EXACT_N = 200  # above this the signed-rank statistic is normal to far better than EVIDENCE_P
@@ -93,6 +110,93 @@ def sign_p(up: int, down: int) -> float:
     return float(min(1.0, np.exp(logs - m * math.log(2)).sum()))
 
 
+def _normal_tail(z: np.ndarray) -> np.ndarray:
+    return np.array([0.5 * math.erfc(float(x) / math.sqrt(2)) for x in z], dtype=np.float64)
+
+
+def flip_tails(t: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Per row of `a`, the chance that sum_i e_i |a_i| >= t when every e_i is an independent
+    fair sign: the sign-flip null of a sum of symmetric terms. The Lugannani-Rice saddlepoint
+    approximation of that tail, accurate far into it where the normal one is not (a few large
+    terms make the sum's tail shorter than a normal's); exactly 2^-m where t is the largest sum
+    the m nonzero terms can make, and the normal tail where t is within one sd of 0."""
+    t = np.asarray(t, dtype=np.float64)
+    a = np.abs(np.asarray(a, dtype=np.float64))
+    total, var = a.sum(axis=1), (a * a).sum(axis=1)
+    m = np.count_nonzero(a, axis=1)
+    z = np.where(var > 0, t / np.sqrt(np.where(var > 0, var, 1.0)), -np.inf)
+    out = np.where(np.isfinite(z), _normal_tail(np.where(np.isfinite(z), z, 0.0)), 1.0)
+    top = (var > 0) & (t >= total * (1 - 1e-12))
+    out[top] = 0.5 ** m[top]
+    deep = (var > 0) & (z > 1.0) & ~top
+    if deep.any():
+        aa, tt = a[deep], t[deep]
+        lam = np.zeros(tt.size)
+        # K'(lam) = sum a tanh(lam a) is increasing and concave for lam > 0: Newton from 0
+        # stays below the root and converges to it monotonically
+        for _ in range(60):
+            th = np.tanh(lam[:, None] * aa)
+            k1 = (aa * th).sum(axis=1)
+            k2 = (aa * aa * (1 - th * th)).sum(axis=1)
+            step = (tt - k1) / np.maximum(k2, 1e-300)
+            lam = lam + step
+            if np.all(np.abs(step) <= 1e-12 * np.maximum(lam, 1e-300)):
+                break
+        x = np.abs(lam[:, None] * aa)
+        k0 = (x + np.log1p(np.exp(-2 * x)) - math.log(2)).sum(axis=1)
+        th = np.tanh(lam[:, None] * aa)
+        k2 = (aa * aa * (1 - th * th)).sum(axis=1)
+        w = np.sqrt(np.maximum(2 * (lam * tt - k0), 1e-300))
+        u = lam * np.sqrt(k2)
+        phi = np.exp(-w * w / 2) / math.sqrt(2 * math.pi)
+        lr = _normal_tail(w) + phi * (1 / np.maximum(u, 1e-300) - 1 / w)
+        out[deep] = np.clip(lr, 0.5 ** m[deep], 1.0)
+    return out
+
+
+def spread_tests(mine: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The spread test of every row of `mine` (the cache path's per-sample means) against
+    `theirs` (match's on the same prompts): (p, excess) per row.
+
+    A state bug on some samples puts their cache means above where the prompt's noise puts
+    them, so the cache path's log means spread wider than match's: var(x) - var(y) =
+    cov(x - y, x + y) for x, y the two sides' log means (Pitman and Morgan). Under "the same
+    noise process on each prompt, up to a common drift" the two sides of a prompt are
+    exchangeable once the drift (the median log ratio) is taken off, so each sample's
+    d = x - y - drift is as likely negative as positive given the pair, and x + y does not
+    change when they swap: the sign-flip null of T = sum d * (rank of x + y, centred). Its
+    power rises with the share of affected samples up to half and with the size of their
+    excess (a x10 state bug on a quarter of the samples: p ~ 1e-10 at n = 128, sigma 0.5).
+    Read where both sides are above the stray-ulp floor (the minority test's typical ratio
+    reads the same samples); `excess` is the moment estimate of var(x) - var(y), which the
+    verdict compares with SPREAD_MIN."""
+    mine = np.atleast_2d(np.asarray(mine, dtype=np.float64))
+    theirs = np.atleast_2d(np.asarray(theirs, dtype=np.float64))
+    theirs = np.broadcast_to(theirs, mine.shape)
+    f = STRAY_ULP_FLOOR
+    ok = np.isfinite(mine) & np.isfinite(theirs) & (mine > f) & (theirs > f)
+    x = np.log(np.where(ok, mine, 1.0) + f)
+    y = np.log(np.where(ok, theirs, 1.0) + f)
+    m = np.count_nonzero(ok, axis=1)
+    rows = mine.shape[0]
+    p, excess = np.ones(rows), np.zeros(rows)
+    use = m >= MIN_COMMON
+    if not use.any():
+        return p, excess
+    ok, x, y, m = ok[use], x[use], y[use], m[use]
+    r = np.where(ok, x - y, np.nan)
+    d = np.where(ok, r - np.nanmedian(r, axis=1, keepdims=True), 0.0)
+    s = np.where(ok, x + y, np.inf)  # rows' other samples rank last and weigh nothing
+    ranks = np.empty_like(s)
+    order = np.argsort(s, axis=1, kind="stable")
+    np.put_along_axis(ranks, order, np.arange(1, s.shape[1] + 1, dtype=np.float64)[None, :], 1)
+    g = np.where(ok, ranks - (m[:, None] + 1) / 2, 0.0)
+    p[use] = flip_tails((d * g).sum(axis=1), d * g)
+    centred = np.where(ok, s - np.where(ok, s, 0.0).sum(axis=1, keepdims=True) / m[:, None], 0.0)
+    excess[use] = (d * centred).sum(axis=1) / m
+    return p, excess
+
+
 def one_path_p(differing: int, units: int, other_units: int) -> float:
     """The chance that all `differing` units (samples) fall on a path of `units` compared units
     and none on the others' `other_units`, were each differing unit as likely to be any
@@ -125,6 +229,8 @@ class Paired:
     down: int = 0  # samples as far below it
     tail_p: float = 1.0  # exact sign test of up against down
     affected: tuple[int, ...] = ()  # positions (in the common samples) counted in `up`
+    spread_p: float = 1.0  # the spread test: wider than match's beyond chance (`spread_tests`)
+    excess: float = 0.0  # its effect: var of the cache side's log means minus match's
 
     @property
     def too_few(self) -> bool:
@@ -152,10 +258,21 @@ class Paired:
         return self.tail_p < EVIDENCE_P
 
     @property
+    def spread(self) -> bool:
+        """The cache path's samples spread wider than match's beyond chance and by more than
+        any drift within the tolerated x MIN_RATIO could make them (SPREAD_MIN)."""
+        return self.spread_p < SPREAD_P and self.excess >= SPREAD_MIN
+
+    @property
     def significant(self) -> bool:
-        """Condition 2 on this helper's path: a shift beyond the tolerated drift or a minority
-        of samples far above match, beyond chance, above the floor, on enough samples."""
-        return not self.too_few and self.level > STRAY_ULP_FLOOR and (self.shifted or self.minority)
+        """Condition 2 on this helper's path: a shift beyond the tolerated drift, a minority
+        of samples far above match, or a spread beyond match's, beyond chance, above the
+        floor, on enough samples."""
+        return (
+            not self.too_few
+            and self.level > STRAY_ULP_FLOOR
+            and (self.shifted or self.minority or self.spread)
+        )
 
     @property
     def suspect(self) -> bool:
@@ -170,9 +287,12 @@ class Paired:
             f"lower in {self.lower}, equal in {self.equal} (signed-rank p={self.p:.2g}); "
             f"typical per-sample ratio x{self.ratio:.3g} (beyond a x{MIN_RATIO:g} drift: "
             f"p={self.shift_p:.2g}); far above the typical ratio in {self.up}, far below in "
-            f"{self.down} (sign test p={self.tail_p:.2g}); a state bug needs p<{EVIDENCE_P:g} "
-            f"in one of the two tests"
-            + (f" and at least {MIN_COMMON} common samples" if self.too_few else "")
+            f"{self.down} (sign test p={self.tail_p:.2g}); spread wider than match's by "
+            f"{self.excess:.2g} (log means' variance; sign-flip p={self.spread_p:.2g}); a state "
+            f"bug needs p<{EVIDENCE_P:g} in the shift or the sign test, or p<{SPREAD_P:g} in the "
+            f"spread test with a spread beyond {SPREAD_MIN:.2g} (what a drift within "
+            f"x{MIN_RATIO:g} can add, twice)"
+            + (f", and at least {MIN_COMMON} common samples" if self.too_few else "")
         )
 
 
@@ -185,6 +305,7 @@ def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> P
     mine = np.asarray(mine, dtype=np.float64)
     theirs = np.asarray(theirs, dtype=np.float64)
     ok = np.isfinite(mine) & np.isfinite(theirs)
+    spread_p, excess = spread_tests(mine[ok][None, :], theirs[ok][None, :])
     where = np.flatnonzero(ok)
     mine, theirs = mine[ok], theirs[ok]
     f = STRAY_ULP_FLOOR
@@ -218,4 +339,6 @@ def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> P
         down=down,
         tail_p=sign_p(up, down),
         affected=tuple(int(i) for i in where[up_mask]),
+        spread_p=float(spread_p[0]),
+        excess=float(excess[0]),
     )

@@ -6,7 +6,8 @@ With match exact, "noise shared by every path happened to miss match" is the nul
 that all k differing samples fall on the cache path's samples and none on match's or on another
 exact path's (`one_path_p`) must be below EVIDENCE_P. Samples, not tokens: one noise event
 makes every later token of its sample differ. With match noisy, the paired tests over samples decide (`paired`):
-a shift beyond a tolerated drift, or a minority of samples far above their typical ratio.
+a shift beyond a tolerated drift, a minority of samples far above their typical ratio, or a
+spread of the path's samples wider than match's beyond what a tolerated drift gives.
 What reaches neither is kernel noise, or, where samples far above match outnumber those far
 below (or the helper fails its gate while some are), a suspicion that names its samples and is
 never a verdict.
