@@ -114,6 +114,7 @@ class Run:
     contexts: np.ndarray
     means: dict[str, np.ndarray]
     differing: dict[str, np.ndarray]
+    affected: int = 0  # samples a planted fault put a state bug on (`fraction`)
 
 
 def _gamma(rng: np.random.Generator, lengths: np.ndarray) -> np.ndarray:
@@ -175,6 +176,7 @@ def fraction(share: float, factor: float) -> Fault:
 
     def plant(rng: np.random.Generator, run: Run, noise: Noise) -> None:
         hit = rng.random(run.lengths.size) < share
+        run.affected = int(np.count_nonzero(hit))
         run.means["decode_cache_hit"] = np.where(
             hit, run.means["decode_cache_hit"] * factor, run.means["decode_cache_hit"]
         )
@@ -242,12 +244,19 @@ def sides(run: Run, rng: np.random.Generator, keep: float) -> dict[str, PathSide
     return out
 
 
-def verdicts(run: Run, rng: np.random.Generator, keep: float = 1.0) -> dict[str, str]:
-    """Each cache path's verdict kind, as `diagnose_server` reaches it (the exact cache paths'
-    samples pooled with match's)."""
+def judged(
+    run: Run, rng: np.random.Generator, keep: float = 1.0
+) -> tuple[dict[str, PathSide], dict[str, str]]:
+    """What the diagnosis reads of each helper, and each cache path's verdict kind as
+    `diagnose_server` reaches it (the exact cache paths' samples pooled with match's)."""
     s = sides(run, rng, keep)
     pool = sum(s[h].samples for h in CACHE if s[h].differing == 0)
-    return {h: judge(h, s[h], s["match"], pool).kind for h in CACHE}
+    return s, {h: judge(h, s[h], s["match"], pool).kind for h in CACHE}
+
+
+def verdicts(run: Run, rng: np.random.Generator, keep: float = 1.0) -> dict[str, str]:
+    """Each cache path's verdict kind (`judged`)."""
+    return judged(run, rng, keep)[1]
 
 
 Family = tuple[Shape, Fault | None]
@@ -283,16 +292,36 @@ NULLS: dict[str, Family] = {
     "real paired ratios": (Shape(0.0, real=True), None),
 }
 
-FAULT_SIGMA = 0.5  # the faults' own kernel noise: 5x the spread real H200 pairs show
+# the faults' own kernel noise, "mild": 5x the spread real H200 pairs show (sigma ~0.1)
+FAULT_SIGMA = MILD_SIGMA = 0.5
+# "heavy": the widest per-sample spread of the null families, 20x the H200 pairs'
+HEAVY_SIGMA = 2.0
+SHARES, FACTORS = (0.1, 0.25, 0.5, 1.0), (3.0, 10.0, 30.0)
+# the fault families that put a state bug on a share of the samples: name -> (noise, share,
+# factor), where the table checks that power never falls as the share or the factor grows
+FRACTIONS: dict[str, tuple[str, float, float]] = {
+    **{
+        f"{int(share * 100)} % of samples x{factor:g}": ("mild", share, factor)
+        for share in SHARES
+        for factor in FACTORS
+    },
+    **{
+        f"{int(share * 100)} % of samples x10, heavy noise (sigma {HEAVY_SIGMA:g})": (
+            "heavy",
+            share,
+            10.0,
+        )
+        for share in (0.25, 0.5, 1.0)
+    },
+}
 
 FAULTS: dict[str, Family] = {
     **{
-        f"{int(share * 100)} % of samples x{factor:g}": (
-            Shape(FAULT_SIGMA),
+        name: (
+            Shape(MILD_SIGMA if noise == "mild" else HEAVY_SIGMA),
             fraction(share, factor),
         )
-        for share in (0.1, 0.25, 0.5, 1.0)
-        for factor in (3.0, 10.0, 30.0)
+        for name, (noise, share, factor) in FRACTIONS.items()
     },
     **{
         f"{int(share * 100)} % of samples x{factor:g}, real H200 pair noise": (
@@ -358,4 +387,6 @@ def table(
     return rows
 
 
-__all__ = ["CACHE", "FAULTS", "LIMITS", "NULLS", "Noise", "Shape", "rate", "rates", "table"]
+__all__ = [
+    "CACHE", "FAULTS", "FRACTIONS", "LIMITS", "NULLS", "Noise", "Shape", "rate", "rates", "table",
+]  # fmt: skip

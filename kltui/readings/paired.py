@@ -100,6 +100,7 @@ def hodges_lehmann(r: np.ndarray) -> float:
     return float(np.median((r[i] + r[j]) / 2))
 
 
+@lru_cache(maxsize=8192)
 def sign_p(up: int, down: int) -> float:
     """One-sided chance of at least `up` of `up + down` fair coins landing up (exact)."""
     m = up + down

@@ -1,13 +1,16 @@
 """The diagnosis's error rates, simulated from the real per-sample noise in tests/data/real_noise
 with fixed seeds: every family of docs/DIAGNOSIS.md's table, fewer runs (the table comes from
-bench/calibrate_diagnosis.py, the same code with 10000 runs per cell)."""
+bench/calibrate_diagnosis.py, the same code with 10000 runs per cell), and its targets (issue
+43): power that never falls as a fault grows, a quarter of the samples at x10 found at n = 128
+under mild noise, stated limits that cover the truth and that new runs bear out."""
 
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from kltui.readings.calibration import FAULTS, NULLS, Noise, rate, rates
+from kltui.readings.calibration import FAULTS, FRACTIONS, NULLS, Noise, rate, rates
+from kltui.readings.calibration_limits import STATED, coverage, monotone, truth
 from kltui.readings.paired import MIN_COMMON, paired
 
 FIXTURES = Path(__file__).resolve().parents[2] / "data" / "real_noise"
@@ -55,13 +58,52 @@ def test_n_8_never_claims_a_state_bug_under_noise(noise):
 
 def test_a_fault_in_a_quarter_of_the_samples_is_found_at_n_128(noise):
     """Issue 43: the spread test finds what the minority test could not, a x10 state bug on a
-    quarter of the samples under sigma 0.5 noise (the minority test found 1.6 % at n = 128),
-    and its power never falls as the share or the size grows."""
-    quarter = rate(FAULTS["25 % of samples x10"], noise, 128, RUNS, seed=2)
-    half = rate(FAULTS["50 % of samples x10"], noise, 128, RUNS, seed=2)
-    larger = rate(FAULTS["25 % of samples x30"], noise, 128, RUNS, seed=2)
-    assert quarter >= 0.85 and half >= quarter - 0.05 and larger >= quarter - 0.05
-    assert rate(FAULTS["25 % of samples x10"], noise, 32, RUNS, seed=2) < quarter
+    quarter of the samples under mild noise (sigma 0.5; the minority test found 1.6 % at
+    n = 128, the bench now 92 %), and on half of them (0.2 % before)."""
+    assert rate(FAULTS["25 % of samples x10"], noise, 128, RUNS, seed=2) >= 0.88
+    assert rate(FAULTS["50 % of samples x10"], noise, 128, RUNS, seed=2) >= 0.98
+    assert rate(FAULTS["50 % of samples x10"], noise, 32, RUNS, seed=2) >= 0.35
+
+
+def test_power_never_falls_as_a_fault_grows(noise):
+    """No cell with a share and a factor no smaller is found more than 5 points less often,
+    under mild noise and under heavy, at n = 32 and 128 (at n = 8 nothing is found)."""
+    rows = [
+        {"name": name, "rates": {n: rates(FAULTS[name], noise, n, RUNS, seed=n) for n in (32, 128)}}
+        for name in FRACTIONS
+    ]
+    assert monotone(rows) == []
+
+
+def test_a_drift_within_the_tolerance_on_any_share_is_not_a_state_bug(noise):
+    """x3 is the tolerated drift: on 100 % of the samples the shift test lets it pass, and the
+    spread test's floor (twice what x3 on any share can add) keeps 25 % and 50 % at x3 out."""
+    for name in ("25 % of samples x3", "50 % of samples x3", "100 % of samples x3"):
+        assert rate(FAULTS[name], noise, 128, RUNS, seed=3) <= 0.03, name
+
+
+@pytest.mark.parametrize("name", STATED)
+def test_the_stated_limit_covers_the_truth(noise, name):
+    """A run that finds no state bug never claims to exclude the one planted: at n = 32 it
+    covers the truth (finds it, stays unsure, says not excluded, or states a limit above it)
+    in at least 95 % of runs, and at no n is a fault at or above the stated limit read as
+    condition 1 (the bench: 0 in 1000 runs per cell)."""
+    for n in (32, 128):
+        c = coverage(FAULTS[name], noise, n, 100, seed=n)
+        assert c["wrong"] == 0.0, (n, c)
+        assert n != 32 or c["covered"] >= 0.95, (n, c)
+
+
+def test_a_fault_at_the_stated_limit_is_found_in_a_new_run(noise):
+    """The limit a clean run states, taken at its word: a new run of the same noise with a x10
+    state bug on that many samples is found in at least 95 % of runs. Under mild noise a limit
+    is stated in most runs (all 32 samples at n = 32, a third of them at n = 128); under heavy
+    noise almost never (the reading says a state bug is not excluded)."""
+    for n, reached in ((32, 0.5), (128, 0.9)):
+        t = truth(NULLS["same process, sigma 0.5"], noise, n, 100, seed=n)
+        assert t["reached"] >= reached and t["found"] >= 0.95, (n, t)
+    t = truth(NULLS["same process, sigma 2"], noise, 128, 100, seed=4)
+    assert t["reached"] <= 0.05 and (t["reached"] == 0 or t["found"] >= 0.95), t
 
 
 def test_fewer_than_min_common_samples_never_count():

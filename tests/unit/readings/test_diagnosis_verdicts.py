@@ -183,9 +183,11 @@ def test_every_helper_still_diverges_only_when_every_one_does():
     rng = np.random.default_rng(5)
     st = SessionStore()
     started(st, enable_deterministic_inference=True)
-    feed_rows(st, "match", noisy_rows(rng, [2e-2] * 12, [32] * 12))
-    feed_rows(st, "prefill_cache_hit", exact_rows(rng, 12, 32))
-    feed_rows(st, "decode_cache_hit", noisy_rows(rng, [2e-2] * 12, [32] * 12))
+    # 32 samples: at 12 a state bug on every sample at x10 is found in too few new runs for
+    # the limit to be stated, and the reading is "not excluded" (readings/limit.py)
+    feed_rows(st, "match", noisy_rows(rng, [2e-2] * 32, [32] * 32))
+    feed_rows(st, "prefill_cache_hit", exact_rows(rng, 32, 32))
+    feed_rows(st, "decode_cache_hit", noisy_rows(rng, [2e-2] * 32, [32] * 32))
     (d,) = diagnose(st)
     assert d.conditions == [1]
     assert "every helper" not in d.label and "prefill_cache_hit exact" in d.label, d.label
