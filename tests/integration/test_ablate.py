@@ -96,7 +96,10 @@ def test_a_nondeterministic_base_is_localized_by_deterministic_on(bf16_sweep):
     assert all(h["effect"] == "removed" for h in det["helpers"].values())
     assert all(h["exact_samples"] == h["scored"] == 12 for h in det["helpers"].values())
     base = doc["ablation"]["configs"][0]
-    assert base["condition"] == 1 and base["helpers"]["match"]["avg_kl_div"] > 1e-6
+    # match's divergence is the kernels' (condition 1); at 12 samples a state bug is not
+    # excluded (readings/limit.py), so the base reads condition 1 with condition 2 left open
+    assert base["conditions"] == [1] and base["condition"] in (1, None)
+    assert base["helpers"]["match"]["avg_kl_div"] > 1e-6
     assert bf16_sweep["code"] == 0 and doc["exit_code"] == 0
     rows = table_rows(bf16_sweep["text"])
     assert rows["deterministic=on"].startswith("0 (removed) | 0 (removed) | 0 (removed) | 0")
