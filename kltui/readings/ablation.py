@@ -16,7 +16,11 @@ Per configuration and helper:
 The verdict says only what was measured:
 - "not reproduced": every helper the base tested is at or below the 1e-9 floor;
 - "localized": a knob on its own brings a diverging helper to the floor, beyond chance; every
-  such knob is listed;
+  such knob is listed. Or "localized on samples": the base sits orders of magnitude above
+  rounding on a few samples only and the knob leaves every sample at rounding level (the
+  diagnosis's direct evidence, `paired.far_samples`, with the configuration in match's place):
+  too few samples for a test over all of them (3 of 32: signed-rank p=0.12), each one evidence
+  on its own, named in the line and in `samples`;
 - "reduced": at least 10x lower beyond chance, not at the floor;
 - "no single knob explains it": nothing removes or reduces it; the next step is --pairs;
 - "inconclusive": too few common samples (paired.MIN_COMMON), or an effect inside the noise.
@@ -43,7 +47,8 @@ The JSON `ablation` document (`Ablation.to_json`), proposed shape:
                                     // no single knob | inconclusive
     "line": "localized: attention-backend=fa3 removes match's divergence (8.5e-3 -> 0, 32/32 samples bit-identical)",
     "helpers": [{"helper": "match", "kind": "localized", "line": "...",
-                 "sufficient": ["attention-backend=fa3"], "reducing": [], "untested_by": []}],
+                 "sufficient": ["attention-backend=fa3"], "reducing": [], "untested_by": [],
+                 "samples": []}],       // localized on these sample ids only ([]: on all)
     "traps": ["cuda-graph=off: the flag did not take effect: ..."],
     "next_step": "...",
     "chain": true                   // localized condition 1: the dumper drill-down applies
@@ -65,7 +70,7 @@ The JSON `ablation` document (`Ablation.to_json`), proposed shape:
        "match": {"avg_kl_div": 0.0, "base_avg_kl_div": 0.0085, "change": 0.0,
                  "scored": 32, "exact_samples": 32,
                  "common_samples": 32, "identical_to_base_samples": 0,
-                 "untested": null, "effect": "removed", "why": null,
+                 "untested": null, "effect": "removed", "why": null, "samples": [],
                  "paired": {"n": 32, "higher": 32, "lower": 0, "equal": 0, "p": 2.3e-10,
                             "ratio": 8.5e6, "shift_p": 2.3e-10},
                  "line": "match: 8.5e-3 -> 0 (removed; 32/32 samples bit-identical; ...)"}
@@ -87,6 +92,7 @@ from kltui.readings.ablation_config import (
     ConfigReading,
     HelperReading,
     helper_states,
+    ids_text,
     num,
     read_config,
 )
@@ -107,6 +113,7 @@ from kltui.readings.ablation_kinds import (
     REDUCED_BY,
     REDUCED_KIND,
     REMOVED,
+    REMOVED_ON,
     SAME,
     WORSE,
     Effect,
@@ -119,7 +126,7 @@ from kltui.session.store import SessionStore
 __all__ = [
     "BASE_EFFECT", "BASE_NOT_TESTED", "INCONCLUSIVE", "INCONCLUSIVE_KIND", "LOCALIZED", "LOWER",
     "NONE", "NOT_REPRODUCED", "NOT_TESTED", "NOTHING", "NO_SINGLE", "REDUCED", "REDUCED_BY",
-    "REDUCED_KIND", "REMOVED", "SAME", "WORSE", "Ablation", "ConfigReading", "Effect",
+    "REDUCED_KIND", "REMOVED", "REMOVED_ON", "SAME", "WORSE", "Ablation", "ConfigReading", "Effect",
     "HelperReading", "HelperVerdict", "SettingCheck", "Verdict", "VerdictKind", "num", "read",
 ]  # fmt: skip
 
@@ -134,6 +141,9 @@ class HelperVerdict:
     sufficient: tuple[str, ...] = ()  # configurations that remove it
     reducing: tuple[str, ...] = ()  # that lower it at least 10x, not to the floor
     untested_by: tuple[str, ...] = ()  # configurations that left its path untested
+    # localized on these sample ids only: the base far above rounding there, the sufficient
+    # configurations at rounding level everywhere (empty: on every sample, or not localized)
+    samples: tuple[int, ...] = ()
 
     def to_json(self) -> dict:
         """The helper's verdict as the JSON `ablation` document writes it."""
@@ -144,6 +154,7 @@ class HelperVerdict:
             "sufficient": list(self.sufficient),
             "reducing": list(self.reducing),
             "untested_by": list(self.untested_by),
+            "samples": list(self.samples),
         }
 
 
@@ -171,7 +182,26 @@ class Verdict:
 
 
 def _removal(r: HelperReading) -> str:
+    if r.effect == REMOVED_ON:
+        return f"{r.arrow()}, at rounding level on every sample"
     return f"{r.arrow()}, {r.exact_samples}/{r.scored} samples bit-identical"
+
+
+def _on_samples(
+    helper: str, found: Sequence[tuple[str, HelperReading]], together: bool
+) -> HelperVerdict:
+    """Localized on the named samples only: each configuration of `found` brings them from
+    orders of magnitude above rounding to rounding level (Effect.REMOVED_ON)."""
+    ids = tuple(sorted({i for _, r in found for i in r.samples}))
+    what = " and ".join(f"{n} ({_removal(r)})" for n, r in found)
+    verb = "removes" if len(found) == 1 else "each remove"
+    lead = f"no single knob explains {helper}'s divergence; together " if together else ""
+    line = (
+        f"localized on {len(ids)} sample{'s' if len(ids) != 1 else ''} ({ids_text(ids)}): {lead}"
+        f"{what} {verb} {helper}'s divergence there, where the base sits orders of magnitude "
+        "above rounding"
+    )
+    return HelperVerdict(helper, LOCALIZED, line, tuple(n for n, _ in found), samples=ids)
 
 
 def _helper_verdict(
@@ -210,6 +240,10 @@ def _helper_verdict(
             f"{'removes' if len(together) == 1 else 'each remove'} it"
         )
         return HelperVerdict(helper, LOCALIZED, line, tuple(n for n, _ in together))
+    if on := with_effect(singles, REMOVED_ON):
+        return _on_samples(helper, on, together=False)
+    if on := with_effect(combos, REMOVED_ON):
+        return _on_samples(helper, on, together=True)
     reduced = with_effect(singles, REDUCED) + with_effect(combos, REDUCED)
     if reduced:
         what = " and ".join(

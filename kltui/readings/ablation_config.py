@@ -25,6 +25,7 @@ from kltui.readings.ablation_kinds import (
     REDUCED,
     REDUCED_BY,
     REMOVED,
+    REMOVED_ON,
     SAME,
     WORSE,
     Effect,
@@ -33,9 +34,9 @@ from kltui.readings.ablation_settings import SettingCheck, settings_of, shown
 from kltui.readings.compare import compare_books
 from kltui.readings.coverage import starved, untested
 from kltui.readings.diagnosis import diagnose_server
-from kltui.readings.evidence import excess_over_match, level_of
+from kltui.readings.evidence import excess_over_match, level_of, sample_mean
 from kltui.readings.identity import Conflict, conflict, refusal
-from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired
+from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
 from kltui.registry import same_engine
 from kltui.session.store import HelperState, SessionStore
 
@@ -51,6 +52,27 @@ def num(x: float | None) -> str:
     mant, exp = f"{x:.1e}".split("e")
     mant = mant.rstrip("0").rstrip(".")
     return f"{mant}e{int(exp)}"
+
+
+def ids_text(ids: Sequence[int]) -> str:
+    """ "#3, #17 and #29" (the first 8)."""
+    shown = [f"#{i}" for i in ids[:8]]
+    more = f" and {len(ids) - 8} more" if len(ids) > 8 else ""
+    if len(shown) > 1 and not more:
+        return f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return ", ".join(shown) + more
+
+
+def removed_on(base: HelperState, st: HelperState) -> tuple[int, ...]:
+    """The sample ids where the base sits orders of magnitude above this configuration, which
+    stays at rounding level on every common sample, with none the other way: the knob removed
+    the divergence on those samples (`paired.far_samples`, the diagnosis's direct evidence
+    with this configuration in match's place). Empty when that is not what was measured."""
+    common = [s for s in base.book.order if s in st.book.samples]
+    high = np.array([sample_mean(base.book.samples[s]) for s in common], dtype=np.float64)
+    low = np.array([sample_mean(st.book.samples[s]) for s in common], dtype=np.float64)
+    far = far_samples(high, low)
+    return tuple(common[i] for i in far.up) if far.direct else ()
 
 
 def _floored(x: float) -> float:
@@ -109,6 +131,7 @@ class HelperReading:
     why: str | None = None  # for INCONCLUSIVE: n too small, or inside the noise
     lower: Paired | None = None  # base above this configuration, per sample
     higher: Paired | None = None  # this configuration above the base, per sample
+    samples: tuple[int, ...] = ()  # REMOVED_ON: the sample ids it was removed on
 
     @property
     def change(self) -> float | None:
@@ -164,6 +187,8 @@ class HelperReading:
             else ""
         )
         why = f": {self.why}" if self.why else ""
+        if self.samples:
+            why = f" {ids_text(self.samples)}, at rounding level on every sample" + why
         return f"{self.helper}: {self.arrow()} ({self.effect}{why}; {rest}{test})"
 
     def to_json(self) -> dict:
@@ -180,6 +205,7 @@ class HelperReading:
             "untested": self.untested,
             "effect": self.effect,
             "why": self.why,
+            "samples": list(self.samples),
             "paired": None
             if p is None
             else {
@@ -246,6 +272,10 @@ def effect_of(
         if tenfold:
             return reading(REDUCED, **kw)
         return reading(LOWER, **kw)
+    if at_floor and (ids := removed_on(base, st)):
+        # a knob that brings a few samples from far above rounding to it, and leaves the rest
+        # where they were, is too few samples for a test over all of them: each is evidence
+        return reading(REMOVED_ON, samples=ids, **kw)
     if at_floor or tenfold:
         return reading(
             INCONCLUSIVE,

@@ -13,6 +13,9 @@ class Effect(StrEnum):
 
     BASE = "base"
     REMOVED = "removed"  # at the floor, beyond chance
+    # at rounding level on every sample, where the base sits orders of magnitude above it on
+    # some (named) and nowhere below: removed on those samples, whatever a test over all says
+    REMOVED_ON = "removed on samples"
     REDUCED = "reduced"  # >= 10x lower, beyond chance
     LOWER = "lower"  # lower beyond chance, less than 10x
     NONE = "none"  # not lower beyond chance
@@ -35,6 +38,7 @@ class VerdictKind(StrEnum):
 
 
 BASE_EFFECT, REMOVED, REDUCED, LOWER = Effect.BASE, Effect.REMOVED, Effect.REDUCED, Effect.LOWER
+REMOVED_ON = Effect.REMOVED_ON
 NONE, WORSE, SAME, INCONCLUSIVE = Effect.NONE, Effect.WORSE, Effect.SAME, Effect.INCONCLUSIVE
 NOT_TESTED, NOTHING, BASE_NOT_TESTED = Effect.NOT_TESTED, Effect.NOTHING, Effect.BASE_NOT_TESTED
 NOT_REPRODUCED, LOCALIZED = VerdictKind.NOT_REPRODUCED, VerdictKind.LOCALIZED

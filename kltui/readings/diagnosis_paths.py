@@ -34,6 +34,7 @@ from kltui.readings.evidence import (
 )
 from kltui.readings.findings import Basis, Finding
 from kltui.readings.limit import noisy_limit
+from kltui.readings.paired import far_samples
 from kltui.readings.path_test import (
     FEW,
     NOISE,
@@ -174,12 +175,6 @@ def _affected_line(st: HelperState, e: Paired) -> str:
     return words.affected_line(st.helper, ids, rows, affected_in_common(st, ids, rows))
 
 
-# a cache sample this far above match's on the same prompt is "orders of magnitude" above it
-FAR = PRIMARY_RATIO
-# above this a sample is beyond anything rounding gives (1000x the stray-ulp floor)
-DIRECT_LEVEL = 1e3 * STRAY_ULP_FLOOR
-
-
 @dataclass(frozen=True)
 class Far:
     """A cache path's samples orders of magnitude above match on the same prompt and above
@@ -195,27 +190,20 @@ class Far:
 
 
 def far_of(c: Paths, helper: str) -> Far:
-    """Where `helper` sits orders of magnitude above match, sample by sample."""
+    """Where `helper` sits orders of magnitude above match, sample by sample (`far_samples`),
+    direct evidence only on a server whose match differs on most samples (rounding noise that
+    shows everywhere, not a deterministic path that happened to differ)."""
     st = c.cache[helper]
     side, ms = path_side(st), path_side(c.match, st.book.order)
-    ok = np.isfinite(side.means) & np.isfinite(ms.means)
-    f = STRAY_ULP_FLOOR
-    mine, theirs = np.where(ok, side.means, 0.0), np.where(ok, ms.means, 0.0)
-    ratio = (mine + f) / (theirs + f)
-    # beyond the kernels' own envelope too: in bf16 noise one prompt's match may sit at 1e-6
-    # while the same prompt's cache path sits at 1e-4, inside what match reaches elsewhere
-    envelope = max(float(theirs[ok].max()) if ok.any() else 0.0, f)
-    up = ok & (ratio >= FAR) & (mine > f) & (mine >= FAR * envelope)
-    down = int(np.count_nonzero(ok & (ratio <= 1 / FAR) & (theirs > f)))
-    ids = tuple(st.book.order[i] for i in np.flatnonzero(up))
-    top = float(mine[up].max()) if up.any() else 0.0
+    far = far_samples(side.means, ms.means)
+    ids = tuple(st.book.order[i] for i in far.up)
     msides = path_side(c.match)
-    rounding = bool(np.all(msides.means[np.isfinite(msides.means)] <= f))
+    # match at rounding level on every sample it scored, not only those the path shares
+    rounding = bool(np.all(msides.means[np.isfinite(msides.means)] <= STRAY_ULP_FLOOR))
     dense = msides.differing_samples * 2 >= max(msides.samples, 1)
-    direct = (
-        bool(ids) and down == 0 and rounding and dense and bool(np.all(mine[up] >= DIRECT_LEVEL))
-    )
-    return Far(helper, ids, down, top, int(np.count_nonzero(ok)), direct)
+    direct = bool(ids) and far.down == 0 and far.beyond_rounding and rounding and dense
+    n = int(np.count_nonzero(np.isfinite(side.means) & np.isfinite(ms.means)))
+    return Far(helper, ids, far.down, far.top, n, direct)
 
 
 def match_noisy(c: Paths) -> Diagnosis:

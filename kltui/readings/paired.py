@@ -300,6 +300,55 @@ class Paired:
 # below this, far-above samples that do not reach EVIDENCE_P are named as a suspicion
 SUSPECT_P = 0.01
 
+# a sample this far above the other side's on the same prompt is "orders of magnitude" above it
+FAR = PRIMARY_RATIO
+# above this a sample is beyond anything rounding gives (1000x the stray-ulp floor)
+DIRECT_LEVEL = 1e3 * STRAY_ULP_FLOOR
+
+
+@dataclass(frozen=True)
+class FarSamples:
+    """Where one side's per-sample means (`high`) sit orders of magnitude above the other's
+    (`low`) on the same prompts: `up`, the positions FAR above the low side's sample and above
+    anything the low side reaches on any prompt (its envelope: in bf16 noise one prompt's low
+    side may sit at 1e-6 while the same prompt's high side sits at 1e-4, inside what the low
+    side reaches elsewhere); `down`, how many sit as far below; `rounding`, whether the low side
+    stays at the stray-ulp floor on every prompt; `top`, the highest of the `up` means."""
+
+    up: tuple[int, ...]
+    down: int
+    rounding: bool
+    top: float
+    beyond_rounding: bool  # every `up` sample at DIRECT_LEVEL or more
+
+    @property
+    def direct(self) -> bool:
+        """Direct evidence, whatever a test over all samples says: the low side at rounding
+        level everywhere, the high side orders of magnitude beyond what rounding gives on some
+        prompts, and none the other way."""
+        return bool(self.up) and self.down == 0 and self.rounding and self.beyond_rounding
+
+
+def far_samples(high: np.ndarray, low: np.ndarray) -> FarSamples:
+    """Sample by sample, where `high` is orders of magnitude above `low` (NaN: not compared)."""
+    high = np.asarray(high, dtype=np.float64)
+    low = np.asarray(low, dtype=np.float64)
+    ok = np.isfinite(high) & np.isfinite(low)
+    f = STRAY_ULP_FLOOR
+    mine, theirs = np.where(ok, high, 0.0), np.where(ok, low, 0.0)
+    ratio = (mine + f) / (theirs + f)
+    envelope = max(float(theirs[ok].max()) if ok.any() else 0.0, f)
+    up = ok & (ratio >= FAR) & (mine > f) & (mine >= FAR * envelope)
+    down = int(np.count_nonzero(ok & (ratio <= 1 / FAR) & (theirs > f)))
+    rounding = bool(np.all(low[np.isfinite(low)] <= f))
+    return FarSamples(
+        tuple(int(i) for i in np.flatnonzero(up)),
+        down,
+        rounding,
+        float(mine[up].max()) if up.any() else 0.0,
+        bool(np.all(mine[up] >= DIRECT_LEVEL)),
+    )
+
 
 def paired(helper: str, mine: np.ndarray, theirs: np.ndarray, level: float) -> Paired:
     """The paired comparison of per-sample means `mine` (helper) and `theirs` (match)."""

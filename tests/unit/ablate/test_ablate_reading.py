@@ -19,6 +19,7 @@ from kltui.readings.ablation import (
     NOT_TESTED,
     REDUCED,
     REMOVED,
+    REMOVED_ON,
     SAME,
     num,
     read,
@@ -268,6 +269,71 @@ def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
     assert r is not None and (r.change or 1) < 0.1
     assert r.effect == INCONCLUSIVE and "inside the noise" in (r.why or ""), r.line()
     assert ab.verdict.kind == "inconclusive"
+
+
+def test_a_knob_that_brings_three_samples_to_rounding_is_localized_on_them():
+    """Issue 43: decode_cache_hit at 4.9e-4 on 3 of 32 samples where match reads 7.3e-13, the
+    rest rounding noise (~1e-12) on every path; the knob brings the three to ~1e-12 and leaves
+    the rest where they were. A test over all 32 samples sees 3 of 32 (signed-rank p=0.12,
+    "inside the noise"); each of the three is evidence on its own: localized on those."""
+    rng = np.random.default_rng(43)
+    hit = (4, 11, 23)
+    rest = [1e-12] * 32
+
+    def helpers(decode: list[float]) -> dict:
+        match = [7.3e-13 if i in hit else 1e-12 for i in range(32)]
+        return {
+            "match": rows_at(rng, match),
+            "prefill_cache_hit": rows_at(rng, rest),
+            "decode_cache_hit": rows_at(rng, decode),
+        }
+
+    base = [4.9e-4 if i in hit else 1e-12 for i in range(32)]
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, helpers(base)),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, helpers(rest)
+            ),
+        },
+    )
+    assert ab.diverging == ("decode_cache_hit",)
+    r = ab.configs[0].helper("decode_cache_hit")
+    assert r is not None and r.effect == REMOVED_ON and r.samples == hit, r.line()
+    assert r.lower is not None and not r.lower.beyond_chance  # what a test over all says
+    assert ab.verdict.kind == LOCALIZED, ab.verdict.line
+    (hv,) = ab.verdict.helpers
+    assert hv.samples == hit and hv.sufficient == ("attention-backend=fa3",)
+    assert "#4, #11 and #23" in ab.verdict.line, ab.verdict.line
+    doc = ab.to_json()
+    assert doc["verdict"]["helpers"][0]["samples"] == list(hit)
+    assert doc["configs"][1]["helpers"]["decode_cache_hit"]["samples"] == list(hit)
+    assert not ab.verdict.chain  # a state bug on samples, not the kernels: no dumper chain
+
+
+def test_samples_far_above_are_not_localized_when_the_knob_leaves_others_above_rounding():
+    """The same three samples, but the knob leaves a fourth far above rounding: not at
+    rounding level everywhere, so nothing is localized on samples."""
+    rng = np.random.default_rng(44)
+    hit = (4, 11, 23)
+    base = [4.9e-4 if i in hit else 1e-12 for i in range(32)]
+    cfg = [1e-12] * 32
+    cfg[30] = 4.9e-4
+    p = sweep("attention-backend=fa3")
+    ab = read(
+        p,
+        {
+            "base": store(url(0), INFO, {"decode_cache_hit": rows_at(rng, base)}),
+            "attention-backend=fa3": store(
+                url(1), INFO | {"attention_backend": "fa3"}, {"decode_cache_hit": rows_at(rng, cfg)}
+            ),
+        },
+    )
+    r = ab.configs[0].helper("decode_cache_hit")
+    assert r is not None and r.effect != REMOVED_ON and r.samples == (), r.line()
+    assert ab.verdict.kind != LOCALIZED
 
 
 # --------------------------------------------------------------------------- traps
