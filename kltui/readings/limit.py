@@ -21,7 +21,6 @@ is the fewest differing samples the one-path test calls beyond chance.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +34,7 @@ from kltui.readings.paired import (
     SPREAD_P,
     STRAY_ULP_FLOOR,
     one_path_p,
+    row_medians,
     sign_p,
     spread_tests,
     upper_tail,
@@ -122,9 +122,7 @@ def _state(mine: np.ndarray, theirs: np.ndarray) -> np.ndarray:
     r[(mine <= f) & (theirs <= f)] = 0.0
     shift = _signed_rank_ps(r - far) < EVIDENCE_P
     both = (mine > f) & (theirs > f)
-    with warnings.catch_warnings():  # a row with no sample above the floor on both sides
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(np.where(both, r, np.nan), axis=1, keepdims=True)
+    med = row_medians(np.where(both, r, np.nan))  # NaN: no sample above the floor on both
     res = r - np.where(np.isnan(med), 0.0, med)
     res[r == 0] = 0.0
     up = np.count_nonzero((res > far) & (r > 0), axis=1)
@@ -145,8 +143,9 @@ def _found(mine: np.ndarray, theirs: np.ndarray, k: int, rng: np.random.Generato
     - its samples drawn from this run's with replacement, each sample's two sides swapped with
       chance 1/2 (the sign of its log ratio drawn afresh: what "no state bug, no drift" allows,
       so that a state bug the run may hold unseen, and a drift, do not count as power), and the
-      spread of its log ratios scaled by sqrt(n / chi2_n), the uncertainty of a spread
-      measured on n samples: a new run of this noise, not this run again;
+      spread of its log ratios (where both sides are above the floor) scaled by
+      sqrt(n / chi2_n), the uncertainty of a spread measured on n samples: a new run of this
+      noise, not this run again;
     - k random samples of the cache side set to FACTOR times their value (match's on the same
       prompt where the cache side sits at rounding level: a state bug on an exact path is
       measured against the noise match shows there), floored at the stray-ulp level.
@@ -162,10 +161,14 @@ def _found(mine: np.ndarray, theirs: np.ndarray, k: int, rng: np.random.Generato
     cache = np.where(swap, theirs[pick], mine[pick])
     match = np.where(swap, mine[pick], theirs[pick])
     spread = np.sqrt(n / rng.chisquare(n, (SIMS, 1)))
-    r = np.log(cache + f) - np.log(match + f)
-    cache = np.maximum((match + f) * np.exp(spread * r) - f, 0.0)
+    # where both sides are above the floor (a ratio of two noises; at rounding level a side's
+    # value is no noise measured, and scaling a ratio against the floor would invent one)
+    both = (cache > f) & (match > f)
+    ratio = np.log(np.where(both, cache, 1.0)) - np.log(np.where(both, match, 1.0))
+    cache = np.where(both, match * np.exp(spread * ratio), cache)
     base = np.maximum(np.where(cache > f, cache, match), f) * FACTOR
-    chosen = np.argsort(rng.random((SIMS, n)), axis=1)[:, :k]
+    draw = rng.random((SIMS, n))  # k random samples: the k smallest draws
+    chosen = np.argpartition(draw, k - 1, axis=1)[:, :k] if k < n else np.argsort(draw, axis=1)
     np.put_along_axis(cache, chosen, np.take_along_axis(base, chosen, axis=1), axis=1)
     return float(_state(cache, match).mean())
 
@@ -175,9 +178,14 @@ def noisy_limit(helper: str, side: PathSide, match: PathSide) -> Limit:
     ok = np.isfinite(side.means) & np.isfinite(match.means)
     mine, theirs = side.means[ok], match.means[ok]
     n = int(mine.size)
-    rng = np.random.default_rng(SEED)
-    found = {k: _found(mine, theirs, k, rng) for k in _grid(n)}
-    return Limit(helper, n, _smallest(found))
+    # from the most samples down, each k with plants of its own (the same whatever else is
+    # planted), stopping at the first k short of PLANT_DETECT: no smaller k can be the limit
+    best = None
+    for k in reversed(_grid(n)):
+        if _found(mine, theirs, k, np.random.default_rng((SEED, k))) < PLANT_DETECT:
+            break
+        best = k
+    return Limit(helper, n, best)
 
 
 def exact_limit(helper: str, samples: int, others: int) -> Limit:
@@ -188,14 +196,3 @@ def exact_limit(helper: str, samples: int, others: int) -> Limit:
         (k for k in range(1, samples + 1) if one_path_p(k, samples, others) < EVIDENCE_P), None
     )
     return Limit(helper, samples, k, factor=0.0)
-
-
-def _smallest(found: dict[int, float]) -> int | None:
-    """The smallest k from which every larger grid point is found in PLANT_DETECT of the
-    plants."""
-    best = None
-    for k in sorted(found, reverse=True):
-        if found[k] < PLANT_DETECT:
-            break
-        best = k
-    return best

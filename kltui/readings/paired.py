@@ -23,6 +23,7 @@ the false and true rates of exactly this function (docs/DIAGNOSIS.md).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -107,8 +108,15 @@ def sign_p(up: int, down: int) -> float:
     if m == 0 or up == 0:
         return 1.0
     k = np.arange(up, m + 1)
-    logs = np.array([math.lgamma(m + 1) - math.lgamma(i + 1) - math.lgamma(m - i + 1) for i in k])
+    lf = _log_factorials(m)
+    logs = lf[m] - lf[k] - lf[m - k]
     return float(min(1.0, np.exp(logs - m * math.log(2)).sum()))
+
+
+@lru_cache(maxsize=64)
+def _log_factorials(m: int) -> np.ndarray:
+    """log(i!) for i = 0..m."""
+    return np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, m + 1, dtype=np.float64)))))
 
 
 def _normal_tail(z: np.ndarray) -> np.ndarray:
@@ -155,6 +163,16 @@ def flip_tails(t: np.ndarray, a: np.ndarray) -> np.ndarray:
     return out
 
 
+def row_medians(x: np.ndarray) -> np.ndarray:
+    """The median of each row's values that are not NaN (a column; NaN for a row of none):
+    np.nanmedian, without its row-by-row path where no row holds a NaN."""
+    if not np.isnan(x).any():
+        return np.median(x, axis=1, keepdims=True)
+    with warnings.catch_warnings():  # a row with no value
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmedian(x, axis=1, keepdims=True)
+
+
 def spread_tests(mine: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The spread test of every row of `mine` (the cache path's per-sample means) against
     `theirs` (match's on the same prompts): (p, excess) per row.
@@ -186,7 +204,7 @@ def spread_tests(mine: np.ndarray, theirs: np.ndarray) -> tuple[np.ndarray, np.n
         return p, excess
     ok, x, y, m = ok[use], x[use], y[use], m[use]
     r = np.where(ok, x - y, np.nan)
-    d = np.where(ok, r - np.nanmedian(r, axis=1, keepdims=True), 0.0)
+    d = np.where(ok, r - row_medians(r), 0.0)
     s = np.where(ok, x + y, np.inf)  # rows' other samples rank last and weigh nothing
     ranks = np.empty_like(s)
     order = np.argsort(s, axis=1, kind="stable")
