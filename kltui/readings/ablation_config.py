@@ -249,43 +249,47 @@ def effect_of(
         return reading(NOT_TESTED)
     if base_level is None or level is None or st is None or base is None:
         return reading(BASE_NOT_TESTED)
+    effect, kw = _compared(st, base, level, base_level, bool(common) and same == common)
+    return reading(effect, **kw)
+
+
+def _compared(
+    st: HelperState, base: HelperState, level: float, base_level: float, identical: bool
+) -> tuple[Effect, dict[str, Any]]:
+    """The effect of a configuration whose helper and the base's both tested their path, with
+    what the reading keeps of it (the paired tests, a reason, the samples)."""
     lower = excess_over_match(base, st)  # base above this configuration
     higher = excess_over_match(st, base)
-    kw = {"lower": lower, "higher": higher}
-    if common and same == common:
-        return reading(SAME, **kw)
+    kw: dict[str, Any] = {"lower": lower, "higher": higher}
+    if identical:
+        return SAME, kw
     if base_level <= STRAY_ULP_FLOOR:
         if higher.significant:
-            return reading(WORSE, why="the base is at the floor", **kw)
-        return reading(NOTHING, **kw)
+            return WORSE, kw | {"why": "the base is at the floor"}
+        return NOTHING, kw
     if lower.too_few:
-        return reading(
-            INCONCLUSIVE,
-            why=f"n too small: {lower.n} common samples, {MIN_COMMON} needed",
-            **kw,
-        )
+        return INCONCLUSIVE, kw | {
+            "why": f"n too small: {lower.n} common samples, {MIN_COMMON} needed"
+        }
     at_floor = level <= STRAY_ULP_FLOOR
     tenfold = level * REDUCED_BY <= base_level
     if lower.beyond_chance:
         if at_floor:
-            return reading(REMOVED, **kw)
-        if tenfold:
-            return reading(REDUCED, **kw)
-        return reading(LOWER, **kw)
+            return REMOVED, kw
+        return (REDUCED if tenfold else LOWER), kw
     if at_floor and (ids := removed_on(base, st)):
         # a knob that brings a few samples from far above rounding to it, and leaves the rest
         # where they were, is too few samples for a test over all of them: each is evidence
-        return reading(REMOVED_ON, samples=ids, **kw)
+        return REMOVED_ON, kw | {"samples": ids}
     if at_floor or tenfold:
-        return reading(
-            INCONCLUSIVE,
-            why=f"inside the noise: lower on {lower.higher} of {lower.n} samples, signed-rank "
-            f"p={lower.p:.2g}",
-            **kw,
+        why = (
+            f"inside the noise: lower on {lower.higher} of {lower.n} samples, signed-rank "
+            f"p={lower.p:.2g}"
         )
+        return INCONCLUSIVE, kw | {"why": why}
     if higher.beyond_chance and level > base_level:
-        return reading(WORSE, **kw)
-    return reading(NONE, **kw)
+        return WORSE, kw
+    return NONE, kw
 
 
 @dataclass(frozen=True)
