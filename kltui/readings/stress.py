@@ -21,7 +21,16 @@ import numpy as np
 
 from kltui.readings.compare import SampleDiff, compare_books
 from kltui.readings.evidence import level_of, sample_mean
-from kltui.readings.paired import EVIDENCE_P, MIN_COMMON, MIN_RATIO, STRAY_ULP_FLOOR, Paired, paired
+from kltui.readings.paired import (
+    EVIDENCE_P,
+    MIN_COMMON,
+    MIN_RATIO,
+    SPREAD_MIN,
+    SPREAD_P,
+    STRAY_ULP_FLOOR,
+    Paired,
+    paired,
+)
 from kltui.session.events import StressTick
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
@@ -195,7 +204,8 @@ class HelperUnderLoad:
             f"higher under stress in {p.higher}, lower in {p.lower}, equal within the "
             f"{STRAY_ULP_FLOOR:g} floor in {p.equal} "
             f"(signed-rank p={p.p:.2g}; beyond a x{MIN_RATIO:g} drift p={p.shift_p:.2g}; "
-            f"minority sign test p={p.tail_p:.2g}; evidence needs p<{EVIDENCE_P:g})"
+            f"minority sign test p={p.tail_p:.2g}; spread p={p.spread_p:.2g}; evidence needs "
+            f"p<{EVIDENCE_P:g}, the spread p<{SPREAD_P:g} with a spread beyond {SPREAD_MIN:.2g})"
         )
         if self.state_bug:
             return head + f"worse under load beyond noise: {test}"
