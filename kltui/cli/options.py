@@ -15,7 +15,7 @@ from kltui.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.run.settings import SETTINGS
 
 SUBCOMMANDS = (
-    "tui", "check", "ablate", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
+    "tui", "check", "ablate", "monitor", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
     "probe-ops",
 )  # fmt: skip
 

@@ -56,9 +56,11 @@ def make_parser() -> argparse.ArgumentParser:
 
     from kltui.cli.ablate import add_parser as add_ablate_parser
     from kltui.cli.import_cmd import add_parser as add_import_parser
+    from kltui.cli.monitor import add_parser as add_monitor_parser
 
     add_ablate_parser(sub)
     add_import_parser(sub)
+    add_monitor_parser(sub)
     _add_demo(sub)
     _add_report(sub)
     _add_replay(sub)

@@ -112,6 +112,17 @@ def _compact(value) -> str:
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
+class Traffic:
+    """Requests sent by every engine client of this process: `kltui monitor` reports a probe's
+    load as the difference of two readings (one probe runs at a time)."""
+
+    requests = 0
+
+
+async def _count_request(request: httpx.Request) -> None:
+    Traffic.requests += 1
+
+
 class HttpEngine:
     """Base for engine clients: one AsyncClient, errors mapped to one-line EngineErrors."""
 
@@ -134,6 +145,7 @@ class HttpEngine:
             headers=headers,
             timeout=httpx.Timeout(timeout, connect=min(connect_timeout, timeout)),
             transport=transport,
+            event_hooks={"request": [_count_request]},
         )
         self.timeout = timeout
         self.connect_timeout = min(connect_timeout, timeout)

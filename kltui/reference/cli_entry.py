@@ -42,6 +42,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fault-window", type=int, default=32, help="attention window of the window-evict fault"
     )
+    parser.add_argument(
+        "--fault-after-flushes",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the planted --fault stays dormant until the N-th successful /flush_cache (a bug "
+        "that appears after a server has run a while; /server_info says kltui_fault_active)",
+    )
     parser.add_argument("--page-size", type=int, default=1, help="radix cache page size")
     parser.add_argument(
         "--checkpoint",
@@ -161,6 +169,7 @@ def main(args: argparse.Namespace) -> int:
         chunked_prefill_size=args.chunked_prefill_size,
         enable_metrics=args.enable_metrics,
         retract_interval=args.test_retract_interval,
+        fault_after_flushes=args.fault_after_flushes,
     )
     try:
         return serve(settings, _launch_command())

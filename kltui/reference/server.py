@@ -184,6 +184,7 @@ async def flush_cache(request: Request) -> Response:
     deadline = loop.time() + max(timeout, 0.0)
     while True:
         if st.scheduler.flush_if_idle():
+            st.flushed()
             return Response(FLUSH_TEXT, status_code=200)
         if loop.time() >= deadline:
             return Response(FLUSH_TEXT, status_code=400)

@@ -49,6 +49,8 @@ class ServerSettings:
     dtype: str = "float32"
     enable_metrics: bool = False
     retract_interval: int | None = None
+    # the planted fault stays dormant until the N-th flush (0: from the start)
+    fault_after_flushes: int = 0
 
 
 class ReferenceState:
@@ -70,7 +72,11 @@ class ReferenceState:
             {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
         )
         self.bos_id = cfg.bos_token_id if cfg.bos_token_id is not None else 0
-        fault = Fault(settings.fault, settings.fault_window)
+        self.planted = Fault(settings.fault, settings.fault_window)
+        self.flushes = 0
+        fault = (
+            Fault("none", settings.fault_window) if settings.fault_after_flushes else self.planted
+        )
         self.cache = RadixCache(
             settings.page_size,
             settings.max_total_tokens,
@@ -111,6 +117,13 @@ class ReferenceState:
         a = self.engine.admit(req)
         self.engine.prefill([a])
         self.engine.decode([a])
+
+    def flushed(self) -> None:
+        """A flush succeeded: the N-th wakes a dormant fault (--fault-after-flushes N)."""
+        self.flushes += 1
+        if self.flushes == self.settings.fault_after_flushes:
+            self.engine.fault = self.planted
+            self.cache.partial_evict = self.planted.partial_evict
 
     def server_info(self) -> dict:
         s = self.settings
@@ -165,6 +178,8 @@ class ReferenceState:
             "kltui_reference_server": True,
             "kltui_fault": s.fault,
             "kltui_fault_window": s.fault_window if s.fault == "window-evict" else None,
+            "kltui_fault_active": self.engine.fault.name != "none",
+            "kltui_flushes": self.flushes,
             "kltui_checkpoint": Path(self.checkpoint).name,
             "internal_states": [
                 {

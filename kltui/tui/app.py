@@ -33,6 +33,8 @@ from kltui.tui import themes
 from kltui.tui.bindings import DASHBOARD_BINDINGS, all_binding_ids
 from kltui.tui.commands import KltuiCommands
 from kltui.tui.feeds import LiveFeed, ReplayFeed
+from kltui.tui.monitor_actions import MonitorActions
+from kltui.tui.monitor_feed import MonitorFeed
 from kltui.tui.redraw import REFRESH_HZ, Redraw
 from kltui.tui.screens.confirm_flush import ConfirmFlush
 from kltui.tui.screens.dumps import DumpsScreen
@@ -54,7 +56,7 @@ TOAST_LINGER_S = 1.0  # how long an expired toast may still be drawn
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
-class KltuiApp(Redraw, SweepActions, App[int]):
+class KltuiApp(Redraw, SweepActions, MonitorActions, App[int]):
     """The live dashboard (and replays): panels over one run's store."""
 
     CSS_PATH = "app.tcss"
@@ -72,7 +74,7 @@ class KltuiApp(Redraw, SweepActions, App[int]):
 
     def __init__(
         self,
-        feed: LiveFeed | ReplayFeed | SweepFeed,
+        feed: LiveFeed | ReplayFeed | SweepFeed | MonitorFeed,
         *,
         theme: str | None = None,
         keymap: dict[str, str] | None = None,

@@ -8,6 +8,7 @@ from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.fleet import FleetScreen
+from kltui.tui.screens.monitor import MonitorScreen
 from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.samples import SampleTable
 
@@ -46,6 +47,8 @@ DASHBOARD_BINDINGS: list[BindingType] = [
     ),
     # kltui ablate: the matrix of configurations (shown only in a sweep: SweepActions)
     Binding("a", "sweep", "Sweep matrix", id="app.sweep"),
+    # kltui monitor: the probes so far (shown only under a monitor: MonitorActions)
+    Binding("m", "monitor", "Monitor", id="app.monitor"),
 ]
 
 
@@ -75,6 +78,7 @@ def binding_groups() -> list[tuple[str, list[Binding]]]:
             "Sweep",
             own(AblationScreen) + [Binding("enter", "open", "Open the configuration's dashboard")],
         ),
+        ("Monitor", own(MonitorScreen) + [Binding("enter", "open", "Open the probe's dashboard")]),
         (
             "Anywhere",
             [

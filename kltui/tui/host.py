@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from kltui.run.watch import ServerWatch
     from kltui.session.store import HelperState, SessionStore
     from kltui.tui.feeds import LiveFeed, ReplayFeed
+    from kltui.tui.monitor_feed import MonitorFeed
     from kltui.tui.summaries import Summaries
     from kltui.tui.sweep_feed import SweepFeed
     from kltui.tui.widgets.header import RunStatus
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
         """KltuiApp's state and methods as its mixins see them (set in KltuiApp.__init__)."""
 
         read_only: bool
-        feed: LiveFeed | ReplayFeed | SweepFeed
+        feed: LiveFeed | ReplayFeed | SweepFeed | MonitorFeed
         store: SessionStore | None
         # the reactive itself, so that `type(self).selected` is one (set_reactive)
         selected: reactive[str | None] = reactive(None, init=False)

@@ -1,5 +1,5 @@
 """Entry points the CLI calls: run_app (live), run_replay, run_sweep_app (`kltui ablate`'s
-matrix), run_dumps_viewer (a saved dumps result without a server), and what is printed on the
+matrix), run_monitor_app (`kltui monitor`'s probes), run_dumps_viewer (a saved dumps result without a server), and what is printed on the
 terminal after the app quits."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from kltui.session.recording import read_recording
 from kltui.tui import themes
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed, ReplayFeed
+from kltui.tui.monitor_feed import MonitorFeed
 from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.sweep_feed import SweepFeed
 
@@ -68,6 +69,17 @@ def run_sweep_app(
     app = KltuiApp(feed, theme=theme, screenshot_dir=screenshot_dir, read_only=read_only)
     app.run()
     print_screenshots(app)
+
+
+def run_monitor_app(feed: MonitorFeed, *, theme: str | None, read_only: bool = False) -> int:
+    """`kltui monitor` on a terminal: the probes over each probe's dashboard. Quitting stops
+    the monitor cleanly (exit 0); after `--probes N`, the last probe's exit code."""
+    app = KltuiApp(feed, theme=theme, read_only=read_only)
+    app.run()
+    print_screenshots(app)
+    last = feed.monitor.last
+    done = feed.monitor.probes is not None and feed.monitor.count >= feed.monitor.probes
+    return last.exit_code if last is not None and done and not feed.monitor.stopping else 0
 
 
 def print_screenshots(app: KltuiApp) -> None:

@@ -56,15 +56,25 @@ class K3Strip(Widget):
         lp_a: np.ndarray,
         lp_b: np.ndarray,
         palette: heat.Palette | None,
+        *,
+        stretch: bool = True,
         **kw,
     ) -> None:
+        """`stretch`: the values spread over the whole width (a sample's positions); else one
+        column per value, the last ones that fit (a history, newest at the right)."""
         super().__init__(**kw)
         self.k3, self.lp_a, self.lp_b = k3, lp_a, lp_b
         self.palette = palette
+        self.stretch = stretch
 
     def render(self) -> Text:
         """ROWS lines of bars, the top line first."""
-        height, levels = columns(self.k3, self.lp_a, self.lp_b, self.size.width)
+        width = self.size.width
+        k3, lp_a, lp_b = self.k3, self.lp_a, self.lp_b
+        if not self.stretch:
+            k3, lp_a, lp_b = k3[-width:], lp_a[-width:], lp_b[-width:]
+            width = min(width, int(k3.size))
+        height, levels = columns(k3, lp_a, lp_b, width)
         pal = self.palette
         styles = [pal.fg[int(lv)] if pal else Style() for lv in levels]
         zero = pal.fg[scale.ZERO] if pal else Style()
