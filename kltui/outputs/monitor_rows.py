@@ -46,11 +46,11 @@ def probe_rows(history: Sequence[ProbeResult]) -> list[ProbeRow]:
         said = [c for c in r.changes if c.kind != ChangeKind.VERDICT] or list(r.changes)
         change = "; ".join(change_short(c) for c in said)
         detail = "\n".join(
-            [change_words(c, r.started + r.seconds) for c in r.changes]
+            [f"recording: {r.recording or 'not recorded'}"]
+            + [change_words(c, r.started + r.seconds) for c in r.changes]
             + [f"{s.server}: {s.label}" for s in rd.servers]
             + ([f"errors: {error_words(rd.errors)}"] if rd.errors else [])
             + ([f"kltui: {r.error}"] if r.error else [])
-            + [f"recording: {r.recording or 'not recorded'}"]
         )
         rows.append(
             ProbeRow(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kltui.readings.diagnosis import diagnose
-from kltui.readings.findings import Finding, Kind
+from kltui.readings.findings import Basis, Finding, Kind
 from kltui.readings.path_test import STATE
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
@@ -93,7 +93,8 @@ class Change:
     kind: ChangeKind
     before: str  # the earlier reading (a Kind, a finding or a verdict)
     after: str
-    # the samples named on the state-bug paths (APPEARED of condition 2); first: the lowest
+    # the samples named on the state-bug paths (APPEARED of condition 2), the first to differ
+    # first
     samples: tuple[int, ...] = ()
     paths: tuple[str, ...] = ()
 
@@ -115,6 +116,23 @@ def _figures(v: HelperView) -> HelperFigures:
     )
 
 
+def _state_samples(basis: Basis, views: list[HelperView]) -> tuple[int, ...]:
+    """The samples a state bug shows on: those the diagnosis names far above match, else every
+    sample that differs on a state-bug path (match exact: any difference is the path's); the
+    sample where the first such path first differed leads."""
+    named = {i for p in basis.tested if p.verdict == STATE for i in p.affected}
+    if not named:
+        named = {
+            int(e["index"])
+            for v in views
+            for e in v.summary.per_sample
+            if e.get("first_divergence") is not None
+        }
+    first = next((f.first_divergence[0] for f in map(_figures, views) if f.first_divergence), None)
+    lead = (first,) if first in named else ()
+    return lead + tuple(sorted(named - {first}))
+
+
 def read_probe(store: SessionStore, errors: tuple[ProbeError, ...] = ()) -> ProbeReading:
     """The probe's reading from its finished store (`errors`: what the monitor saw go wrong
     around it: a timeout, a fault of kltui)."""
@@ -123,16 +141,7 @@ def read_probe(store: SessionStore, errors: tuple[ProbeError, ...] = ()) -> Prob
     for d in diagnose(store):
         views = [HelperView.of(st) for st in store.helpers.values() if st.server == d.server]
         state = tuple(p.helper for p in d.basis.tested if p.verdict == STATE)
-        named = sorted({i for p in d.basis.tested if p.verdict == STATE for i in p.affected})
-        if state and not named:  # no sample far above match: where each path first differed
-            firsts = (
-                f.first_divergence
-                for v in views
-                if v.state.helper in state
-                for f in [_figures(v)]
-                if f.first_divergence
-            )
-            named = sorted({at[0] for at in firsts})
+        named = _state_samples(d.basis, [v for v in views if v.state.helper in state])
         servers.append(
             ServerProbe(
                 server=d.server,
@@ -142,7 +151,7 @@ def read_probe(store: SessionStore, errors: tuple[ProbeError, ...] = ()) -> Prob
                 label=d.label,
                 helpers=tuple(_figures(v) for v in views),
                 state_paths=state,
-                state_samples=tuple(named),
+                state_samples=named,
             )
         )
         if any(v.summary.status == "error" for v in views) and ProbeError.HELPER not in found:
