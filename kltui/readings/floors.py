@@ -99,8 +99,14 @@ def verdict_line(floors: dict | None) -> str:
     return "floors not measured"
 
 
+def _ratio(ratio: float | None) -> str:
+    if ratio is None:
+        return "?"
+    return f"{ratio:.3g}" if ratio < 100 else f"{ratio:,.0f}"
+
+
 def _times(ratio: float | None) -> str:
-    return "?" if ratio is None else f"{ratio:.3g} times"
+    return f"{_ratio(ratio)} times"
 
 
 def floor_rows(floors: dict | None) -> list[tuple[str, str]]:
@@ -112,3 +118,28 @@ def floor_rows(floors: dict | None) -> list[tuple[str, str]]:
         rows += [(f"{name} vs itself", engine_line(floors, key)) for key, name in ENGINES]
     rows.append(("gap against the floors", verdict_line(floors)))
     return rows
+
+
+def short_line(floors: dict | None) -> str:
+    """The reading in at most 24 characters (the TUI's helper row)."""
+    if floors is None or floors.get("error"):
+        return "not measured"
+    r = _reading(floors)
+    ratio = f"{_ratio(r.ratio)}x"
+    if r.kind is FloorKind.WITHIN:
+        return f"own noise ({ratio} floor)"
+    if r.kind is FloorKind.ABOVE:
+        return f"{ratio} the larger floor"
+    if r.kind is FloorKind.FLOOR_ZERO:
+        return "floors 0: engines differ"
+    if r.kind is FloorKind.IDENTICAL:
+        return "engines bit-identical"
+    return "not measured"
+
+
+def floor_value(floors: dict, key: str) -> str:
+    """One engine's floor as a number ("0 exactly" for a batch-invariant one)."""
+    f = floors.get(key)
+    if not isinstance(f, dict):
+        return "–"
+    return "0 exactly" if f.get("zero") else fmt.sci(f.get("avg_k3"))
