@@ -1,4 +1,5 @@
-"""cross_engine's cost over the two engines' own scoring requests (issue 30: at most 1.1x).
+"""cross_engine's cost over the two engines' own scoring requests (issue 30: at most 1.1x), and
+its floors' cost over cross_engine without them (issue 47: at most 1.25x).
 
     python bench/bench_cross_engine.py --server SGLANG_URL --baseline VLLM_URL --prompts ids.json
         [--samples 32] [--max-new-tokens 512] [--top-k 5] [--repeats 3]
@@ -10,6 +11,8 @@ Both sides run against the same two servers, in turn, `--repeats` times:
   vLLM's top-k ids as token_ids_logprob), answers decoded and nothing else;
 - kltui: `kltui check --helpers cross_engine` in-process (run_session): identification, the
   config table, the contract probe, parsing, scoring, events and the store.
+- kltui without floors: the same with `metrics.floors.FLOOR_SAMPLES = 0` (cross_engine as it
+  was before issue 47, but for the prefix-cache probe's three short requests, in both).
 Wall time is the budget's measure: the servers do the same work on both sides, so what kltui
 adds is its own requests (identify, probe) and its client-side work.
 """
@@ -26,6 +29,7 @@ import httpx
 import numpy as np
 
 from kltui.helpers.cross_batches import Sample, chunks, wanted_ids
+from kltui.metrics import floors
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.consume import pump
@@ -102,11 +106,17 @@ async def bare(
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-async def kltui_run(cfg: RunConfig) -> tuple[float, float]:
+async def kltui_run(cfg: RunConfig, floor_samples: int) -> tuple[float, float]:
     store = SessionStore()
+    floors.FLOOR_SAMPLES = floor_samples
     t0, c0 = time.perf_counter(), time.process_time()
     await pump(run_session(cfg), store, None)
-    return time.perf_counter() - t0, time.process_time() - c0
+    took = time.perf_counter() - t0, time.process_time() - c0
+    (st,) = store.helpers.values()
+    fl = st.summary.figures.get("floors") if st.summary is not None else None
+    if floor_samples and not (isinstance(fl, dict) and fl.get("samples")):
+        raise SystemExit(f"the floors were not measured: {fl}")
+    return took
 
 
 async def main() -> None:
@@ -137,14 +147,20 @@ async def main() -> None:
         yes_flush=True,
     )
     n, k = args.max_new_tokens, args.top_k
+    with_floors = floors.FLOOR_SAMPLES
     await bare(args.server, args.baseline, prompts[:2], 4, k)  # warm-up: connections, graphs
-    kl, br = [], []
+    kl, k0, br = [], [], []
     for _ in range(args.repeats):
-        kl.append(await kltui_run(cfg))
+        kl.append(await kltui_run(cfg, with_floors))
+        k0.append(await kltui_run(cfg, 0))
         br.append(await bare(args.server, args.baseline, prompts, n, k))
-        # each pair as it lands: a run cut short by its call's limit still leaves figures
-        print(f"  repeat {len(kl)}: kltui {kl[-1][0]:.2f} s, bare {br[-1][0]:.2f} s", flush=True)
-    km, bm = (statistics.median(x[0] for x in v) for v in (kl, br))
+        # each triple as it lands: a run cut short by its call's limit still leaves figures
+        print(
+            f"  repeat {len(kl)}: kltui {kl[-1][0]:.2f} s, without floors {k0[-1][0]:.2f} s, "
+            f"bare {br[-1][0]:.2f} s",
+            flush=True,
+        )
+    km, bm, km0 = (statistics.median(x[0] for x in v) for v in (kl, br, k0))
     kc, bc = (statistics.median(x[1] for x in v) for v in (kl, br))
     print(
         f"cross_engine, {len(prompts)} samples x {n} tokens, top-{k} (medians of "
@@ -152,6 +168,8 @@ async def main() -> None:
         f"{', '.join(f'{x[0]:.2f}' for x in br)} s):\n"
         f"  wall: kltui {km:.2f} s / the engines' own requests {bm:.2f} s = {km / bm:.3f}x "
         "(budget <= 1.1x)\n"
+        f"  floors ({with_floors} samples scored again on each engine): kltui {km:.2f} s / "
+        f"without floors {km0:.2f} s = {km / km0:.3f}x (budget <= 1.25x)\n"
         f"  client CPU: kltui {kc:.2f} s, bare {bc:.2f} s (on a CPU-only machine the servers "
         "share these cores, so wall time there mixes both)"
     )

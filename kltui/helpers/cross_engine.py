@@ -3,7 +3,8 @@
 Per sample: SGLang decodes a greedy continuation once (`--max-new-tokens`; with 0 the prompt
 alone is compared). Then, for prompt + continuation:
 - vLLM `/v1/completions`, `prompt_logprobs=K`, `max_tokens=1`: its logprob of every token and
-  its top-K at every position (a fresh prefill: vLLM skips its prefix cache for these);
+  its top-K at every position (a fresh prefill: vLLM skips its prefix cache for these, which
+  the contract probe checks before any number, `cross_probes.prefix_cache_probe`);
 - SGLang `/generate`, `max_new_tokens=0`, `logprob_start_len=0` (a fresh prefill too: the radix
   match is capped at logprob_start_len), `top_logprobs_num=K`, and `token_ids_logprob` holding
   vLLM's top-K ids, so SGLang's logprob of every id vLLM ranks is known (`kltui.metrics.cross`
@@ -11,7 +12,9 @@ alone is compared). Then, for prompt + continuation:
 The continuation's positions are scored (the whole prompt when there is none) and recorded as
 SampleScored events with lp_a = SGLang and lp_b = vLLM, so the heatmap and drill-down work as
 for the other helpers. Separately, vLLM decodes its own greedy continuation of each prompt, and
-the two greedy generations are compared with vLLM's own acceptance rule.
+the two greedy generations are compared with vLLM's own acceptance rule. Last, each engine's
+own noise beside the gap: a sample of the sequences scored again by each engine in another
+batch (`cross_floors`).
 
 Before any number, the two servers' configurations are put side by side (`kltui.metrics.alignment`);
 mismatches become Problems, and a different model or vocabulary refuses the comparison.
@@ -27,29 +30,19 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.identity import ServerIdentity
-from kltui.engines.sglang import SGLangClient
 from kltui.engines.sglang_parse import GenResult
-from kltui.engines.vllm import PROBE_TEXT, VLLMClient
+from kltui.engines.vllm import VLLMClient
 from kltui.engines.vllm_parse import Completion, TopK
 from kltui.engines.weights import local_config
 from kltui.helpers import cross_batches as batches
+from kltui.helpers import cross_floors
 from kltui.helpers.context import HelperContext, PhaseError
-from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
+from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk
+from kltui.helpers.cross_probes import contracts, probe_tokenizers, startup_log
 from kltui.helpers.phases import Run
 from kltui.metrics.alignment import WARN, Row, align, describe, mismatches, refusals, unknowns
-from kltui.metrics.contract import (
-    Contract,
-    Verdict,
-    judge,
-    probe_kind,
-    probe_rows,
-    sglang_contract,
-    vllm_contract,
-    with_probe,
-)
 from kltui.metrics.cross import (
     CrossPositions,
-    Side,
     cross_positions,
     cross_summary,
     first_token_mismatch,
@@ -95,6 +88,7 @@ class CrossRun(Run):
         self.greedy: list[tuple[int, dict | None]] = []
         self.per_sample: list[dict] = []
         self.contract: dict | None = None
+        self.floors: dict | None = None  # each engine against itself (cross_floors)
 
     def cross_figures(self) -> dict:
         """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment)."""
@@ -106,6 +100,7 @@ class CrossRun(Run):
         figures["kl_gate"] = self.kl_gate
         figures["cross_per_sample"] = self.per_sample
         figures["contract"] = self.contract
+        figures["floors"] = self.floors
         return figures
 
     def finished(self, **extra) -> HelperFinished:
@@ -164,6 +159,7 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
         else:
             todo.append(s)
 
+    floors = cross_floors.pick([s.index for s in todo])
     dropped_ids = 0
     for chunk in chunks(todo, k):
         # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
@@ -206,10 +202,17 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
         yield run.enter("score")
         for s, a, b, ids, g in zip(chunk, scored_a, scored_b, wanted, greedy, strict=True):
             try:
-                ev = _score(ctx, run, s, a, b, ids, g)
+                ev = _score(ctx, run, s, a, b, ids, g, floors, len(chunk))
             except ValueError as e:
                 err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
                 raise _fail(run, err, "score") from None
+            yield ev
+    if floors.first:
+        # 5. Each engine against itself: the floors' samples again, one at a time.
+        yield run.enter("floor")
+        run.floors = {}
+        means = {i: sc.metrics.mean_k3 for i, sc in run.book.samples.items()}
+        async for ev in cross_floors.measure(ctx, vllm, floors, run.cross, means, run.floors):
             yield ev
     for ev in _closing(ctx, run, dropped_ids):
         yield ev
@@ -270,26 +273,22 @@ def _nats(x: float | None) -> str:
     return "?" if x is None else f"{x:.3g}"
 
 
-def _score(ctx: HelperContext, run: CrossRun, s: Sample, a: GenResult, b, ids, g) -> Event:
+def _score(
+    ctx: HelperContext,
+    run: CrossRun,
+    s: Sample,
+    a: GenResult,
+    b,
+    ids,
+    g,
+    floors: cross_floors.Floors,
+    batch: int,
+) -> Event:
     k = ctx.top_k
-    seq, p0 = s.seq, s.start
-    n = seq.size - p0
-    top_a_full = pairs_to_topk(a.input_top, k, seq.size)
-    extra = token_ids_table(a.input_token_ids_logprobs, ids, seq.size, f"sample {s.index}")
-    side_a = Side(
-        token_ids=seq[p0:],
-        lp=a.input_logprobs[p0:],
-        top_ids=top_a_full.ids[p0:],
-        top_lp=top_a_full.lp[p0:],
-        extra_ids=ids,
-        extra_lp=extra[p0:],
-    )
-    side_b = Side(
-        token_ids=seq[p0:],
-        lp=b.prompt.lp[p0:],
-        top_ids=b.prompt.top.ids[p0:],
-        top_lp=b.prompt.top.lp[p0:],
-    )
+    p0 = s.start
+    n = s.seq.size - p0
+    side_a, side_b = cross_floors.sides(s, a, b, ids, k)
+    floors.keep(s, side_a, side_b, ids, batch)
     cross = cross_positions(side_a, side_b)
     run.cross.append((s.index, cross))
     greedy = None
@@ -331,91 +330,6 @@ def _refusal(rows: list[Row]) -> str | None:
     return "refusing to compare: " + "; ".join(describe(r) for r in bad)
 
 
-PROBE_TOKENS = 16
-
-
-async def _contracts(ctx: HelperContext, vllm: VLLMClient, run: CrossRun) -> Verdict:
-    """Both engines' logprob contracts at the positions compared (prompt positions: the
-    numbers; sampled positions: the greedy rule, which reads ids and ranks only), vLLM's checked
-    by a probe: one short prompt asked with prompt_logprobs=K and =1 (values that change with
-    the K asked are no contract at all). Recorded in run.contract; the prompt verdict returned.
-    """
-    ident = run.vllm_identity
-    mode = ident.get("logprobs_mode")
-    src = (ident.get("setting_sources") or {}).get("logprobs_mode")
-    declared = vllm_contract(
-        "prompt", mode, source=f"vLLM {src} logprobs_mode" if src else "vLLM logprobs_mode"
-    )
-    ids = next((np.asarray(p[:PROBE_TOKENS]) for p in ctx.prompts if len(p) >= 2), None)
-    probed: Contract = declared
-    k_note = None
-    if ids is not None:
-        # within --max-logprobs when it is known, so that a K above it fails where it is used,
-        # with the fix named (the alignment row already flagged it)
-        cap = ident.get("max_logprobs")
-        k = max(ctx.top_k, 1)
-        if isinstance(cap, int) and cap > 0:
-            k = min(k, cap)
-        (wide,) = await vllm.completions([ids], max_tokens=1, prompt_logprobs=k, temperature=0.0)
-        (one,) = await vllm.completions([ids], max_tokens=1, prompt_logprobs=1, temperature=0.0)
-        if wide.prompt is None or one.prompt is None:
-            raise vllm.fail("/v1/completions answered without the prompt_logprobs asked for")
-        top = wide.prompt.top
-        rows = probe_rows(top.ids[1:], top.lp[1:], ids[1:], wide.prompt.lp[1:])
-        probed = with_probe(declared, probe_kind(rows), f"{ids.size - 1} prompt positions at K={k}")
-        a, b = wide.prompt.lp[1:], one.prompt.lp[1:]
-        if k > 1 and not np.allclose(a, b, rtol=0, atol=1e-6, equal_nan=True):
-            j = int(np.argmax(~np.isclose(a, b, rtol=0, atol=1e-6, equal_nan=True)))
-            k_note = (
-                f"contract difference: vLLM's prompt logprob of a token changes with the "
-                f"number of top-k asked (position {j + 1}: {a[j]:.6g} at prompt_logprobs={k}, "
-                f"{b[j]:.6g} at 1); no value it returns is a fixed definition"
-            )
-    sg = sglang_contract("prompt")
-    verdict = judge(sg, probed)
-    if k_note is not None:
-        verdict = Verdict("difference", False, True, f"prompt_logprobs={ctx.top_k}", k_note)
-    sampled_v = vllm_contract("sampled", mode, temperature=0.0, source=declared.source)
-    sampled = judge(sglang_contract("sampled", 0.0), sampled_v)
-    run.contract = {
-        "status": verdict.status,
-        "setting": verdict.setting,
-        "message": verdict.message,
-        "prompt": {"sglang": sg.to_dict(), "vllm": probed.to_dict(), **verdict.to_dict()},
-        # the greedy comparison reads ids and ranks only, which every kind keeps
-        "sampled": {
-            "sglang": sglang_contract("sampled", 0.0).to_dict(),
-            "vllm": sampled_v.to_dict(),
-            **sampled.to_dict(),
-            "used_for": "ranks (the greedy rule's ids)",
-        },
-    }
-    return verdict
-
-
-def _startup_log(path: str | None) -> str | None:
-    """The tail of the launched baseline's startup output (None: kltui did not launch it, or
-    the file is gone: the settings only it names stay unknown)."""
-    if not path:
-        return None
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, 2)
-            f.seek(max(0, f.tell() - 8 * 2**20))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
-async def _probe_tokenizers(sglang: SGLangClient, vllm: VLLMClient) -> bool | None:
-    try:
-        (a,) = await sglang.tokenize([PROBE_TEXT])
-        b = await vllm.tokenize(PROBE_TEXT)
-    except EngineError:
-        return None  # the alignment row says "unknown"; a dead server is caught right after
-    return None if b is None else bool(np.array_equal(a, b))
-
-
 async def run_cross_engine(base: HelperContext, run: Run | None = None) -> AsyncIterator[Event]:
     """Compare `base.client` with the vLLM baseline `base.baseline_url` on `base.prompts`.
 
@@ -447,10 +361,10 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
         )
         yield run.enter("align")
         try:
-            run.vllm_identity = await vllm.identify(_startup_log(ctx.baseline_log))
+            run.vllm_identity = await vllm.identify(startup_log(ctx.baseline_log))
         except EngineError as e:
             raise _fail(run, e, "align") from None
-        probe = await _probe_tokenizers(ctx.client, vllm)
+        probe = await probe_tokenizers(ctx.client, vllm)
         checkpoint = await asyncio.to_thread(
             local_config, ctx.server, ctx.server_info.get("model_path")
         )
@@ -477,7 +391,7 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
             raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")
         yield run.enter("contract")
         try:
-            verdict = await _contracts(ctx, vllm, run)
+            verdict, run.contract = await contracts(ctx, vllm, run.vllm_identity)
         except EngineError as e:
             raise _fail(run, e, "contract") from None
         if not verdict.values:

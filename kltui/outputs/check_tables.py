@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
 from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import contract_line, flip_line
+from kltui.readings.floors import ENGINES, floors_of, how, verdict_line
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore
@@ -57,6 +59,49 @@ def cross_line(s: Mapping[str, Any]) -> Text:
         # never read an empty mismatch list as "the same": say what could not be compared
         out.append(f"; not known on both: {', '.join(s['config_unknown'])}", style="magenta")
     return out
+
+
+def floors_table(s: Mapping[str, Any]) -> tuple[Table | None, Text] | None:
+    """cross_engine's gap beside each engine's own noise, in the same figures, and the line
+    that reads the gap against them (None: no floors in this run or recording)."""
+    fl = floors_of(s)
+    if fl is None:
+        return None
+    line = Text.assemble(("floors: ", "bold"), verdict_line(fl))
+    if fl.get("error"):
+        return None, line
+    t = Table(title=f"each engine's own noise (floors): {how(fl)}", title_justify="left")
+    for col in ("pair", "avg k3", "mean |Δ|", "max |Δ|", "top-1", "flips (across)", "differing"):
+        t.add_column(col, justify="left" if col == "pair" else "right")
+    gap = fl.get("gap") if isinstance(fl.get("gap"), dict) else {}
+    rows: list[tuple[str, Any, str | None]] = [("SGLang vs vLLM (the gap)", gap, None)]
+    rows += [(f"{name} vs itself", fl.get(key), key) for key, name in ENGINES]
+    for label, f, key in rows:
+        if not isinstance(f, dict):
+            continue
+        fm = f.get("flip_margins") if isinstance(f.get("flip_margins"), dict) else None
+        zero = " (exactly 0)" if f.get("zero") else ""
+        t.add_row(
+            label,
+            fmt.sci(f.get("avg_k3")) + zero,
+            fmt.sci(f.get("mean_abs_delta")),
+            fmt.sci(f.get("max_abs_delta")),
+            fmt.pct(f.get("top1_agreement")),
+            "–" if fm is None else f"{fm.get('flips')} ({fm.get('across_line')})",
+            "–" if key is None else f"{f.get('differing_positions')}/{f.get('positions')}",
+        )
+    return t, line
+
+
+def print_cross(console: Console, figures: Mapping[str, Any]) -> None:
+    """cross_engine's figures, its floors and its settings table, as `kltui check` prints."""
+    console.print(cross_line(figures), soft_wrap=True, emoji=False)
+    if (floors := floors_table(figures)) is not None:
+        if floors[0] is not None:
+            console.print(floors[0])
+        console.print(floors[1], soft_wrap=True, emoji=False)
+    if (table := alignment_table(figures)) is not None:
+        console.print(table)
 
 
 _ROW_STYLE = {"match": "green", "mismatch": "yellow", "unknown": "magenta", "info": "dim"}

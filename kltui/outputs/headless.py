@@ -19,7 +19,7 @@ from kltui import fmt
 from kltui.console import error_console, make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.summary import Summary
-from kltui.outputs.check_tables import alignment_table, cross_line, results_table, server_line
+from kltui.outputs.check_tables import print_cross, results_table, server_line
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import write_json
@@ -168,9 +168,7 @@ class HeadlessView:
             known = registered(st.helper) is not None
             if known and not same_engine(st.helper) and st.summary and not is_reference(st):
                 figures = HelperView.of(st).figures
-                self.console.print(cross_line(figures), soft_wrap=True, emoji=False)
-                if (table := alignment_table(figures)) is not None:
-                    self.console.print(table)
+                print_cross(self.console, figures)
         print_reference(self.console, self.store)
         diags = diagnose(self.store)
         for d in diags:

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from kltui import fmt
+from kltui.readings.floors import ENGINES, floors_of, verdict_line
 from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -32,6 +33,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
 
 HELPER = "hf_reference"
+CROSS = "cross_engine"
 UNION_FLOOR = 1e-12  # union KL is exact to float32 rounding of the logprobs, not 1e-9
 
 
@@ -212,6 +214,10 @@ def three_way(store: SessionStore) -> ThreeWay | None:
     if isinstance(pair, dict):
         legs.append(_pair_leg(pair))
     across = _dtypes(legs)
+    floors = _floors(store)
+    if floors is not None:
+        legs += _floor_legs(floors)
+        across += f"; the engines' own noise (cross_engine's floors): {verdict_line(floors)}"
     if len(views) < 2:
         leg = legs[0]
         line = (
@@ -225,6 +231,44 @@ def three_way(store: SessionStore) -> ThreeWay | None:
     ukl = rank(a, b, "union_kl_mean", UNION_FLOOR)
     verdict, line = _verdict(k3, ukl)
     return ThreeWay(ref, legs, verdict, line + across, [k3, ukl], bool(across))
+
+
+def _floors(store: SessionStore) -> dict | None:
+    """cross_engine's measured floors in the same run (None: not run, or no floors)."""
+    for st in store.helpers.values():
+        if st.helper == CROSS and st.summary is not None:
+            fl = floors_of(HelperView.of(st).figures)
+            if fl is not None and not fl.get("error") and fl.get("sglang") is not None:
+                return fl
+    return None
+
+
+def _floor_legs(floors: dict) -> list[Leg]:
+    """Each engine against itself in another batch, as legs of the same table."""
+    legs = []
+    for key, name in ENGINES:
+        f = floors.get(key)
+        if not isinstance(f, dict):
+            continue
+        got = f.get("flip_margins")
+        fm: dict = got if isinstance(got, dict) else {}
+        legs.append(
+            Leg(
+                name=f"{name} vs itself",
+                samples=len(f.get("samples") or []),
+                positions=_int(f.get("positions")) or 0,
+                avg_kl_div=_num(f.get("avg_k3")),
+                mean_abs_delta=_num(f.get("mean_abs_delta")),
+                max_abs_delta=_num(f.get("max_abs_delta")),
+                top1_agreement=_num(f.get("top1_agreement")),
+                union_kl_mean=_num(f.get("union_kl_mean")),
+                union_exact=None,
+                flips=_int(fm.get("flips")),
+                near_tie_flips=_int(fm.get("within_line")),
+                wide_flips=_int(fm.get("across_line")),
+            )
+        )
+    return legs
 
 
 def _verdict(k3: Ranking, ukl: Ranking) -> tuple[str, str]:

@@ -135,6 +135,20 @@ class ExtrasFetched:
 
 
 @dataclass(frozen=True, slots=True)
+class FloorScored:
+    """cross_engine's floors: one sample scored a second time by each engine in another batch
+    composition (one at a time), at the positions of its SampleScored. `lp_a` is SGLang's
+    second answer (against the SampleScored's lp_a: SGLang's own noise), `lp_b` vLLM's."""
+
+    helper: str
+    server: str
+    sample: int
+    lp_a: np.ndarray
+    lp_b: np.ndarray
+    at: float | None = field(default_factory=time.time)
+
+
+@dataclass(frozen=True, slots=True)
 class Problem:
     """Something went wrong (fatal or not), with where it happened."""
 
@@ -201,6 +215,7 @@ Event = (
     | SampleSkipped
     | HelperFinished
     | ExtrasFetched
+    | FloorScored
     | Problem
     | StressTick
     | BatchProbed
@@ -218,6 +233,7 @@ EVENT_TYPES: dict[str, type] = {
         SampleSkipped,
         HelperFinished,
         ExtrasFetched,
+        FloorScored,
         Problem,
         StressTick,
         BatchProbed,

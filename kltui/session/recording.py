@@ -22,7 +22,8 @@ from kltui.session.events import Event
 FORMAT = "kltui-recording"
 # 2: ExtrasFetched events, `at` times, f4/i2 array codes (a version-1 reader refuses these)
 # 3: StressTick (--stress) and BatchProbed (--batch-sizes) events
-VERSION = 3
+# 4: FloorScored events (cross_engine's floors)
+VERSION = 4
 RUNS_DIR_ENV = "KLTUI_RUNS_DIR"
 
 

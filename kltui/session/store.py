@@ -22,6 +22,7 @@ from kltui.session.events import (
     BatchProbed,
     Event,
     ExtrasFetched,
+    FloorScored,
     HelperFinished,
     HelperStarted,
     PhaseChanged,
@@ -113,6 +114,8 @@ class HelperState:
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
+    # sample -> its second scoring by each engine in another batch (cross_engine's floors)
+    floors: dict[int, FloorScored] = field(default_factory=dict)
     # sample -> (cached_tokens, input_tokens) of a skipped request, as its SampleSkipped said
     skipped_tokens: dict[int, tuple[int, int]] = field(default_factory=dict)
     summary: Summary | None = None
@@ -289,6 +292,11 @@ class SessionStore:
                 self.token_text.setdefault(int(k), t)
         return st
 
+    def _floor_scored(self, event: FloorScored) -> HelperState:
+        st = self._state(event.helper, event.server)
+        st.floors[event.sample] = event
+        return st
+
     def _problem(self, event: Problem) -> None:
         self.problems.append(event)
         if event.helper and event.fatal:
@@ -330,6 +338,7 @@ _FOLDS: dict[type, Callable[[SessionStore, Any], HelperState | None]] = {
     SampleSkipped: SessionStore._sample_skipped,
     HelperFinished: SessionStore._helper_finished,
     ExtrasFetched: SessionStore._extras_fetched,
+    FloorScored: SessionStore._floor_scored,
     Problem: SessionStore._problem,
     StressTick: SessionStore._stress_tick,
     BatchProbed: SessionStore._batch_probed,

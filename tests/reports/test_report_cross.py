@@ -26,7 +26,7 @@ from tests.json_contract import validate
 URL, BASE = "http://127.0.0.1:30000", "http://127.0.0.1:8000"
 
 
-def store(contract: dict | None = None) -> SessionStore:
+def store(contract: dict | None = None, floors: dict | None = None) -> SessionStore:
     rng = np.random.default_rng(3)
     lp_a = -rng.random((2, 6))
     lp_b = lp_a + rng.normal(0, 1e-3, (2, 6))
@@ -82,6 +82,8 @@ def store(contract: dict | None = None) -> SessionStore:
     summary["status"] = "pass"
     if contract is not None:
         summary["contract"] = contract
+    if floors is not None:
+        summary["floors"] = floors
     events += [HelperFinished("cross_engine", URL, summary), RunFinished({}, "pass")]
     st = SessionStore()
     for ev in events:

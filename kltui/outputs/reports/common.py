@@ -16,6 +16,7 @@ from kltui.readings.batch_probe import probe_json
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
+from kltui.readings.floors import floor_rows, floors_of, verdict_line
 from kltui.readings.three_way import three_way
 from kltui.session import jsonfile
 from kltui.session.codec import tag_floats
@@ -91,6 +92,7 @@ CROSS_OBJECTS = {
     "config_table": "alignment",
     "flip_margins": "flip_margins",
     "contract": "contract",
+    "floors": "floors",
 }
 
 # hf_reference's object in the JSON report (`reference`): report name -> summary key
@@ -206,6 +208,7 @@ def cross_rows(summary: Summary | None) -> list[tuple[str, str]]:
         ("config mismatches", ", ".join(map(str, f["config_mismatches"] or [])) or "none"),
         # an empty mismatch list is not "the same": what one side does not report is listed
         ("not known on both", ", ".join(map(str, f["config_unknown"] or [])) or "none"),
+        *floor_rows(floors_of(summary.figures)),
     ]
 
 
@@ -324,6 +327,8 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
                 entry.update(
                     {name: v.summary.figures.get(key) for name, key in CROSS_OBJECTS.items()}
                 )
+                if isinstance(fl := entry.get("floors"), dict):
+                    entry["floors"] = {**fl, "line": verdict_line(fl)}
             entry["reference"] = reference_fields(v.summary)
             entry["per_sample"] = [
                 {**dict.fromkeys(PER_SAMPLE_FIELDS), **s} if isinstance(s, dict) else s

@@ -17,6 +17,7 @@ from kltui.metrics.k3 import ScoredSample, log_ratio
 from kltui.session.servers import NO_TOKENIZER
 from kltui.session.store import HelperState
 from kltui.tui import heat
+from kltui.tui.screens.noise_band import band, band_cell, band_note
 from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.header import TitleBar
 from kltui.tui.widgets.kstrip import K3Strip
@@ -126,6 +127,7 @@ class DrillDown(Screen):
                 self.extra_top[ev.start + j] = top
         k3 = self.scored.k3
         self.tail_positions = np.flatnonzero(~(k3 <= self.tau))  # NaN counts as tail
+        self.band = band(state, sample, self.scored)  # cross_engine's own-noise band
         self.message = ""
         self.fetch_note = ""  # fetching top-k and text for this sample: where that stands
 
@@ -251,6 +253,9 @@ class DrillDown(Screen):
         elif not (sc.top_a or sc.top_b):
             t.append("  top-k not recorded", style="dim")
         self._flip_note(t)
+        if self.band is not None:
+            t.append("\n")
+            t.append_text(band_note(self.band, sc))
         if self.fetch_note:
             t.append("\n")
             t.append(escape_controls(self.fetch_note), style="italic")
@@ -290,6 +295,7 @@ class DrillDown(Screen):
             ("id", "token id"),
             ("abs", "abs pos"),
             *([("text", "text")] if tt else []),
+            *([("band", "own noise A / B")] if self.band is not None else []),
         ]
         tops = [("top_a", "top-k A"), ("top_b", "top-k B")] if has_top else []
         if extra and not has_top:
@@ -323,6 +329,8 @@ class DrillDown(Screen):
             ]
             if tt:
                 row.append(token_repr(tt.get(tid)))
+            if self.band is not None:
+                row.append(band_cell(self.band[i]))
             rows.append(row)
             top_cells.append([topk_entries(self._top_of(key, i), tt) for key, _ in tops])
         flip_cells = (

@@ -22,6 +22,7 @@ from kltui.registry import same_engine
 from kltui.session.helper_view import HelperView
 from kltui.session.labels import MANY_SERVERS, server_labels
 from kltui.session.store import HelperState, SessionStore
+from kltui.tui.widgets.floor_row import floor_cells
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
@@ -193,6 +194,14 @@ class HelperProgress(Static):
             if compact:
                 row = (row[0], row[1], row[2][:1], row[4], row[6], row[7])
             grid.add_row(*row)
+            if (cells := floor_cells(summary)) is not None:
+                # cross_engine's floors: each engine against itself, beside the gap
+                self._keys.append(st.key)
+                label, reading, floors, gap = cells
+                if compact:
+                    grid.add_row(" ", label, "", floors, gap, "")
+                else:
+                    grid.add_row(" ", label, "", reading, floors, "", gap, "")
         if hidden[0]:
             self._keys.append(None)
             # ] and [ still step through every helper; c lists the servers side by side

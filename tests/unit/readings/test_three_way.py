@@ -148,3 +148,31 @@ def test_other_weights_are_different_and_a_rename_alone_is_not_proof():
     assert weights_state({"model_path": "/srv/mistral"}, ref)[0] == "different"
     rows = {r.key: r for r in align_reference({"dtype": "bfloat16"}, {"dtype": "float32"})}
     assert rows["dtype"].status == "mismatch"
+
+
+def test_cross_engines_floors_join_the_table_as_each_engine_against_itself():
+    from kltui.metrics.floors import read_floors
+
+    rng = np.random.default_rng(0)
+    st = _store(1e-7 * rng.lognormal(0, 0.5, 20), 3e-6 * rng.lognormal(0, 0.5, 20))
+    zero = {"samples": [0, 1], "positions": 16, "avg_k3": 0.0, "mean_abs_delta": 0.0,
+            "max_abs_delta": 0.0, "top1_agreement": 1.0, "union_kl_mean": 0.0,
+            "differing_positions": 0, "zero": True,
+            "flip_margins": {"flips": 0, "within_line": 0, "across_line": 0}}  # fmt: skip
+    noisy = {**zero, "avg_k3": 2e-6, "mean_abs_delta": 1e-3, "zero": False}
+    floors = {"samples": [0, 1], "of": 20, "composition": "one at a time", "error": None,
+              "sglang": zero, "vllm": noisy, "gap": {"avg_k3": 1e-6},
+              "reading": read_floors(1e-6, 0.0, 2e-6).to_dict()}  # fmt: skip
+    st.apply(HelperStarted("cross_engine", SG, 20, 2e-3, 1e-3))
+    st.apply(HelperFinished("cross_engine", SG, {"status": "pass", "floors": floors}))
+    tw = three_way(st)
+    assert tw is not None
+    legs = {leg.name: leg for leg in tw.legs}
+    assert legs["SGLang vs itself"].avg_kl_div == 0.0 and legs["SGLang vs itself"].samples == 2
+    assert legs["vLLM vs itself"].mean_abs_delta == 1e-3
+    assert (
+        "the engines' own noise (cross_engine's floors): within the engines' own noise" in tw.line
+    )
+    # without cross_engine's floors the table is the three pairs it was
+    assert [leg.name for leg in three_way(_store(np.ones(3), np.ones(3))).legs] == [
+        "SGLang vs HF", "vLLM vs HF"]  # fmt: skip

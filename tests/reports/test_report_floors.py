@@ -1,0 +1,86 @@
+"""cross_engine's floors (issue 47) in every report: the JSON entry (schema-checked), Markdown,
+HTML, JUnit's output and the console, each with the gap read against them."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import numpy as np
+from rich.console import Console
+
+from kltui.metrics.cross import Side
+from kltui.metrics.floors import floor_figures, floor_positions, read_floors
+from kltui.outputs.check_tables import print_cross
+from kltui.outputs.reports.common import json_report
+from kltui.outputs.reports.html import html_report
+from kltui.outputs.reports.junit import junit_report
+from kltui.outputs.reports.md import md_report
+from tests.json_contract import validate
+from tests.reports.test_report_cross import store
+
+IDS = np.arange(6)
+TOP = np.tile(np.arange(5), (6, 1))
+TOP_LP = np.tile(np.log([0.5, 0.2, 0.1, 0.05, 0.05]), (6, 1))
+
+
+def floors(sglang_noise: float, vllm_noise: float, gap: float) -> dict:
+    def fig(noise: float) -> dict:
+        lp = -np.linspace(0.5, 1.5, 6)
+        again = lp + noise * np.array([0, 1, 0, -1, 0, 0])
+        one = floor_positions(Side(IDS, lp, TOP, TOP_LP), Side(IDS, again, TOP, TOP_LP))
+        return floor_figures([(0, one)], k=5)
+
+    sg, vl = fig(sglang_noise), fig(vllm_noise)
+    reading = read_floors(gap, sg["avg_k3"], vl["avg_k3"])
+    return {
+        "samples": [0], "of": 2, "composition": "one at a time", "first_batch": 2,
+        "same_composition": False, "error": None, "sglang": sg, "vllm": vl,
+        "gap": {"avg_k3": gap, "mean_abs_delta": 8e-4, "max_abs_delta": 2e-3,
+                "top1_agreement": 0.917},
+        "reading": reading.to_dict(),
+    }  # fmt: skip
+
+
+ABOVE = "the engines differ by 1.000e-04 (avg k3), "
+
+
+def test_the_json_entry_has_both_floors_and_the_reading():
+    doc = json_report(store(floors=floors(0.0, 1e-3, 1e-4)))
+    validate(doc, "check")
+    fl = doc["helpers"]["cross_engine"]["floors"]
+    assert fl["sglang"]["zero"] is True and fl["sglang"]["avg_k3"] == 0.0
+    assert fl["vllm"]["zero"] is False and fl["vllm"]["differing_positions"] == 2
+    assert fl["reading"]["kind"] == "above floors" and fl["reading"]["larger_engine"] == "vLLM"
+    assert (
+        fl["line"].startswith(ABOVE) and "times the larger floor (vLLM against itself" in fl["line"]
+    )
+    # a run without floors (and every older recording) has null there
+    assert json_report(store())["helpers"]["cross_engine"]["floors"] is None
+
+
+def test_markdown_html_and_junit_show_the_floors_beside_the_gap():
+    st = store(floors=floors(1e-3, 1e-3, 1e-7))
+    md = md_report(st)
+    assert "1 of 2 samples scored again one at a time (first in batches of up to 2)" in md
+    assert "within the engines' own noise: the engines differ by 1.000e-07 (avg k3)" in md
+    assert "SGLang vs itself" in md and "vLLM vs itself" in md
+    html = html_report(st)
+    assert "gap against the floors" in html and "within the engines&#x27; own noise" in html
+    root = ET.fromstring(junit_report(st))
+    out = "".join(e.text or "" for e in root.iter("system-out"))
+    assert "within the engines' own noise" in out
+
+
+def test_the_console_puts_the_floors_in_one_table_and_says_a_zero_floor():
+    (st,) = store(floors=floors(0.0, 0.0, 1e-4)).helpers.values()
+    figures = st.summary.figures
+    console = Console(width=200, record=True, color_system=None)
+    print_cross(console, figures)
+    out = console.export_text()
+    assert "each engine's own noise (floors): 1 of 2 samples scored again one at a time" in out
+    row = next(ln for ln in out.splitlines() if "vLLM vs itself" in ln)
+    assert "0 (exactly 0)" in row and "0/6" in row
+    assert (
+        "floors: the engines differ by 1.000e-04 (avg k3) while each engine's floor is exactly 0"
+        in out
+    )
