@@ -30,9 +30,10 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
-def knob_of(name: str, value: str) -> Knob:
-    """The knob of a name (a raw flag when it is not one of KNOBS)."""
-    return KNOBS.get(name) or raw_knob(name, [value])
+def knob_of(name: str) -> Knob:
+    """The knob of a name (a raw flag when it is not one of KNOBS: its value as typed, which
+    reads /server_info's true/false as on/off all the same)."""
+    return KNOBS.get(name) or raw_knob(name)
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class SettingCheck:
         key is not reported (or is the base's too, the base asked for the same)."""
         if self.reported is None:
             return None
-        if _same(knob_of(self.knob, self.asked).normalize(self.asked), self.reported):
+        if _same(knob_of(self.knob).normalize(self.asked), self.reported):
             return True
         if self.base is not None and self.reported == self.base:
             return False
@@ -73,7 +74,7 @@ def settings_of(cfg: Config, info: Mapping, base_info: Mapping) -> tuple[Setting
     """Each knob of `cfg` as /server_info reports it, beside the base's."""
     out = []
     for name, value in cfg.changes.items():
-        s = knob_of(name, value).setting()
+        s = knob_of(name).setting()
         if s is None:
             out.append(SettingCheck(name, None, value, None, None))
             continue

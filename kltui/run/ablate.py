@@ -37,7 +37,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from kltui.ablate.knobs import Vary, apply, check_known, installed_flags, parse_vary
+from kltui.ablate.knobs import (
+    Vary,
+    apply,
+    check_known,
+    installed_flags,
+    parse_vary,
+    switch_flags,
+)
 from kltui.ablate.plan import Config, Plan, attach, pairs, plan
 from kltui.engines.errors import EngineError
 from kltui.engines.http import sglang_url
@@ -139,16 +146,20 @@ class SweepSpec:
         return "attach" if self.servers else "launch"
 
 
-def prepare(spec: SweepSpec, flags: set[str] | None = None) -> Plan:
+def prepare(
+    spec: SweepSpec, flags: set[str] | None = None, switches: set[str] | None = None
+) -> Plan:
     """The launch plan, every knob checked against the installed server's flags (`flags`,
-    else read from its --help) before anything starts."""
+    else read from its --help) before anything starts; a raw flag is a switch only when the
+    --help shows it taking no value (`switches`, read with `flags`; else none)."""
     varies = [parse_vary(v) for v in spec.varies]
     if not varies:
         raise UsageError("nothing to vary: give at least one --vary KNOB=V1,V2")
     argv = list(spec.launch)
     if flags is None:
-        flags = installed_flags(read_help(argv, min(spec.start_timeout, HELP_TIMEOUT_S)))
-    known: tuple[Vary, ...] = check_known(varies, flags)
+        text = read_help(argv, min(spec.start_timeout, HELP_TIMEOUT_S))
+        flags, switches = installed_flags(text), switch_flags(text)
+    known: tuple[Vary, ...] = check_known(varies, flags, switches or set())
     if (
         spec.parallel > 1
         and is_sglang(argv)
