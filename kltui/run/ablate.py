@@ -321,6 +321,10 @@ async def _start(
         run.failed(e)
         view.ended(k, n, run)
         return False
+    except asyncio.CancelledError:
+        # interrupted while it started: those seconds were its start too
+        run.start_s = time.monotonic() - t_start
+        raise
     run.start_s = srv.startup_s
     return True
 
@@ -337,10 +341,10 @@ async def _measure(
     """Run the helpers on the configuration's server (its URL set by now), then stop it."""
     url = run.url or ""
     view.started(k, n, run)
+    t0 = time.monotonic()
     try:
         cfg = replace(spec.cfg, servers=[url], helpers=list(spec.cfg.helpers), ablate=None)
         driver = RunDriver(cfg, record=str(sweep.folder / run.recording))
-        t0 = time.monotonic()
         outcome = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
         if outcome.error is None and driver.stress_next:
             # --stress: the same helpers again under background traffic; the quiet run stays
@@ -362,6 +366,9 @@ async def _measure(
         run.status = INTERRUPTED
         raise
     finally:
+        if run.run_s is None:
+            # cut short (interrupted, or its server died): the helpers' seconds all the same
+            run.run_s = time.monotonic() - t0
         if srv is not None:
             t1 = time.monotonic()
             await srv.stop()
