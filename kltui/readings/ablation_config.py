@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from kltui.readings.ablation_kinds import (
     WORSE,
     Effect,
 )
-from kltui.readings.ablation_settings import SettingCheck, settings_of, shown
+from kltui.readings.ablation_settings import SettingCheck, cache_turned_off, settings_of, shown
 from kltui.readings.compare import compare_books
 from kltui.readings.coverage import starved, untested
 from kltui.readings.diagnosis import diagnose_server
@@ -434,6 +434,21 @@ class ConfigReading:
         }
 
 
+def _blamed(h: HelperReading, st: HelperState | None, off: SettingCheck) -> HelperReading:
+    """A helper left vacuous by the configuration's own knob: its reason says the knob did it
+    (the helper's own words can only guess at a cause)."""
+    if h.effect != NOT_TESTED or st is None or st.summary is None:
+        return h
+    if st.summary.status != "vacuous":
+        return h
+    why = (
+        f"ran but compared nothing: {off.knob}={off.asked} turned the radix cache off "
+        f"(/server_info reports {off.key}=true, for the base {shown(off.base_raw)}), so no "
+        "cache hit can happen"
+    )
+    return replace(h, untested=why)
+
+
 def read_config(
     cfg: Config, store: SessionStore | None, base_store: SessionStore, base_states: dict
 ) -> ConfigReading:
@@ -475,13 +490,16 @@ def read_config(
             identical = True
         elif any(h.common and h.identical_to_base < h.common for h in tested):
             identical = False
+    settings = settings_of(cfg, info, base_info)
+    if (off := cache_turned_off(settings)) is not None:
+        helpers = tuple(_blamed(h, states.get(h.helper), off) for h in helpers)
     return ConfigReading(
         cfg,
         helpers,
         None if d is None else d.condition,
         () if d is None else tuple(d.conditions),
         None if d is None else d.label,
-        settings_of(cfg, info, base_info),
+        settings,
         identical,
         kernels=d is not None and d.kernels_shown,
     )

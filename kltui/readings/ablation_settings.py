@@ -46,6 +46,7 @@ class SettingCheck:
     base: str | None  # the base's reported value, read as the knob's
     reported: str | None  # this configuration's
     raw: object = None  # this configuration's value as /server_info wrote it
+    base_raw: object = None  # the base's
 
     @property
     def took_effect(self) -> bool | None:
@@ -79,6 +80,25 @@ def settings_of(cfg: Config, info: Mapping, base_info: Mapping) -> tuple[Setting
             out.append(SettingCheck(name, None, value, None, None))
             continue
         out.append(
-            SettingCheck(name, s.key, value, s.read(base_info), s.read(info), info.get(s.key))
+            SettingCheck(
+                name,
+                s.key,
+                value,
+                s.read(base_info),
+                s.read(info),
+                info.get(s.key),
+                base_info.get(s.key),
+            )
         )
     return tuple(out)
+
+
+CACHE_KEY = "disable_radix_cache"
+
+
+def cache_turned_off(checks: tuple[SettingCheck, ...]) -> SettingCheck | None:
+    """The knob of a configuration that turned the radix cache off itself: /server_info
+    reports disable_radix_cache=true here and another value for the base (None: not this)."""
+    return next(
+        (s for s in checks if s.key == CACHE_KEY and s.raw is True and s.report_changed), None
+    )

@@ -442,6 +442,11 @@ def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
     lines = cfg.untested_lines()
     assert any(line.startswith("radix-cache=off: decode_cache_hit not tested (") for line in lines)
     assert all(line in ab.verdict.traps for line in lines)
+    # issue 44: the knob itself turned the cache off, and the line says so, not that
+    # deterministic inference may have
+    assert all("radix-cache=off turned the radix cache off" in line for line in lines), lines
+    assert "deterministic" not in " ".join(lines)
+    assert "base false" in (r.untested or "")
     assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].sufficient == ()
     assert "no configuration that took effect tested its path (not tested by radix-cache=off)" in (
         ab.verdict.line
