@@ -111,10 +111,7 @@ def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
         for h in names:
             r = c.helper(h)
             cells.append("–" if r is None else r.cell())
-        cond = (
-            "–" if not c.measured else "inconclusive" if c.condition is None else str(c.condition)
-        )
-        out.append((c.name, cells, cond, note(c, runs.get(c.name))))
+        out.append((c.name, cells, c.condition_cell, note(c, runs.get(c.name))))
     return out
 
 

@@ -35,6 +35,7 @@ from kltui.readings.compare import compare_books
 from kltui.readings.coverage import starved, untested
 from kltui.readings.diagnosis import diagnose_server
 from kltui.readings.evidence import excess_over_match, level_of, sample_mean
+from kltui.readings.findings import Kind
 from kltui.readings.identity import Conflict, conflict, refusal
 from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
 from kltui.registry import same_engine
@@ -306,6 +307,8 @@ class ConfigReading:
     identical_to_base: bool | None = None  # every helper the base tested, compared and equal
     missing: str | None = None  # why there is no result (the configuration did not run)
     kernels: bool = False  # match's divergence read as the kernels' (Diagnosis.kernels_shown)
+    # every condition the diagnosis shows broken, as one key (Diagnosis.kind: "1+2" for both)
+    kind: Kind | None = None
 
     @property
     def name(self) -> str:
@@ -403,11 +406,22 @@ class ConfigReading:
         ]
         return max(moves) if moves else None
 
+    @property
+    def condition_cell(self) -> str:
+        """The condition as every table shows it, from the configuration's one diagnosis
+        (`diagnose_server`): 0, 1, 2, "1+2" when it shows both, inconclusive; – unmeasured."""
+        if not self.measured:
+            return "–"
+        if self.kind is None or self.kind == Kind.UNKNOWN:
+            return "inconclusive"
+        return "0" if self.kind == Kind.EXACT else str(self.kind)
+
     def line(self) -> str:
         """The configuration in one line."""
         if not self.measured:
             return f"{self.name}: not measured ({self.missing})"
-        cond = "inconclusive" if self.condition is None else f"condition {self.condition}"
+        cell = self.condition_cell
+        cond = cell if cell == "inconclusive" else f"condition {cell}"
         # a trapped configuration's levels are shown, never its effects: they do not count
         parts = ", ".join(
             f"{h.helper} {num(h.level) if self.trap and h.level is not None else h.cell()}"
@@ -502,4 +516,5 @@ def read_config(
         settings,
         identical,
         kernels=d is not None and d.kernels_shown,
+        kind=None if d is None else d.kind,
     )
