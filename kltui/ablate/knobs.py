@@ -3,8 +3,10 @@
 A knob is one launch setting: `attention-backend` is `--attention-backend V`, `cuda-graph=off`
 is `--disable-cuda-graph` present (on: absent), `tp` is `--tp-size N` (also spelled
 `--tensor-parallel-size` and `--tp`). Any raw flag is a knob too: `--vary
-"--triton-attention-num-kv-splits=1,8"` sets `--triton-attention-num-kv-splits V`, and a raw
-flag whose values are on/off is a switch (present for on).
+"--triton-attention-num-kv-splits=1,8"` sets `--triton-attention-num-kv-splits V` with each value
+as typed (`--chunked-prefill-size=0` is 0, `--max-running-requests=1` is 1); a raw flag is a
+switch (present for on, its values on/off) only when the installed server's `--help` shows that
+it takes no value (`switch_flags`, `check_known`).
 
 Flag names and forms are SGLang's `python/sglang/srt/server_args.py` (`--tp-size` with its
 alias `--tensor-parallel-size`; `--disable-cuda-graph`, `--disable-radix-cache`,
@@ -23,7 +25,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from kltui.errors import UsageError
@@ -146,12 +148,11 @@ KNOBS: dict[str, Knob] = {
 }
 
 
-def raw_knob(flag: str, values: Iterable[str] = ()) -> Knob:
-    """A knob for a raw flag: a switch when every value is on/off, else a flag with a value;
-    its /server_info key is the flag's `ServerArgs` field name (`--enable-mixed-chunk` ->
-    `enable_mixed_chunk`), SGLang's one rule for deriving flags from fields."""
-    vals = [v.strip().lower() for v in values]
-    switch = bool(vals) and all(v in _SWITCH_WORDS for v in vals)
+def raw_knob(flag: str, switch: bool = False) -> Knob:
+    """A knob for a raw flag: a flag with a value, written as typed, unless `switch` (the
+    installed `--help` shows that it takes none: `check_known`); its /server_info key is the
+    flag's `ServerArgs` field name (`--enable-mixed-chunk` -> `enable_mixed_chunk`), SGLang's
+    one rule for deriving flags from fields."""
     key = flag[2:].replace("-", "_")
     return Knob(flag, (flag,), SWITCH if switch else RAW, key)
 
@@ -193,7 +194,7 @@ def parse_vary(spec: str) -> Vary:
     if name.startswith("-"):
         if not _FLAG_ONLY.match(name):
             raise UsageError(f"--vary {shown!r}: {one_line(name, 60)!r} is not a flag name")
-        knob = raw_knob(name, values)
+        knob = raw_knob(name)
     else:
         known = KNOBS.get(name.lower())
         if known is None:
@@ -252,10 +253,65 @@ def installed_flags(help_text: str) -> set[str]:
     return flags
 
 
-def check_known(varies: Iterable[Vary], flags: set[str]) -> tuple[Vary, ...]:
+# "[--flag]" (a switch) or "[--flag METAVAR]", "[--flag {a,b}]" in an argparse usage block
+_USAGE_OPTION = re.compile(r"\[(--[A-Za-z0-9][A-Za-z0-9_-]*)(?:\s+([^\[\]\s][^\[\]]*))?\]")
+
+
+def switch_flags(help_text: str) -> set[str]:
+    """The long flags an argparse `--help` shows taking no value: an option line with no
+    metavar after any of its spellings (`--disable-radix-cache`, `--deterministic,
+    --enable-deterministic-inference`), or a usage entry `[--flag]`. An option line decides
+    over the usage block; a flag shown with a metavar anywhere takes a value."""
+    switches: set[str] = set()
+    valued: set[str] = set()
+    in_usage = False
+    for line in str(help_text).splitlines():
+        if line.lstrip().lower().startswith("usage:"):
+            in_usage = True
+        elif in_usage and (not line.strip() or not line[:1].isspace()):
+            in_usage = False
+        if in_usage:
+            for m in _USAGE_OPTION.finditer(line):
+                (valued if m.group(2) else switches).add(m.group(1))
+            continue
+        inv = _invocation(line)
+        if inv is None:
+            continue
+        parts = [p.strip().split() for p in inv.split(",") if p.strip()]
+        names = [p[0] for p in parts if p and _FLAG_ONLY.match(p[0])]
+        takes = any(len(p) > 1 for p in parts)
+        (valued if takes else switches).update(names)
+        if takes:
+            switches.difference_update(names)
+    return switches - valued - {"--help"}
+
+
+def _as_switch(v: Vary) -> Vary:
+    """A raw flag's vary once --help shows that the flag takes no value: its values read as
+    on/off (UsageError, one line, for any other value)."""
+    knob = replace(v.knob, kind=SWITCH)
+    try:
+        values = tuple(knob.normalize(x) for x in v.values)
+    except UsageError:
+        raise UsageError(
+            f"--vary {one_line(v.spec, 80)!r}: the installed server's --help shows "
+            f"{v.knob.name} taking no value: give on or off (present or absent)"
+        ) from None
+    twice = sorted({x for x in values if values.count(x) > 1})
+    if twice:
+        raise UsageError(
+            f"--vary {one_line(v.spec, 80)!r}: {', '.join(twice)} given more than once"
+        )
+    return Vary(knob, values)
+
+
+def check_known(
+    varies: Iterable[Vary], flags: set[str], switches: Collection[str] = frozenset()
+) -> tuple[Vary, ...]:
     """Refuse a knob whose flag the installed server does not list (UsageError, one line with
     the closest flag it does list); return the varies with each knob's installed spelling
-    first, so that it is the one written into a launch."""
+    first, so that it is the one written into a launch, and a raw flag that `switches` (the
+    flags the installed --help shows taking no value, `switch_flags`) holds made a switch."""
     if not flags:
         raise UsageError(
             "no flag could be read from the server's --help: cannot check the knobs before "
@@ -277,7 +333,10 @@ def check_known(varies: Iterable[Vary], flags: set[str]) -> tuple[Vary, ...]:
                 f"--vary {one_line(v.spec, 80)!r}: the installed server has no {what} flag{hint}"
             )
         rest = tuple(f for f in v.knob.flags if f not in have)
-        out.append(replace(v, knob=replace(v.knob, flags=have + rest)))
+        v = replace(v, knob=replace(v.knob, flags=have + rest))
+        if v.knob.raw and not v.knob.switch and have[0] in switches:
+            v = _as_switch(v)
+        out.append(v)
     return tuple(out)
 
 
@@ -329,7 +388,7 @@ def apply(argv: list[str], knob: Knob | str, value: str) -> list[str]:
     is written only when `value` is its `present_when`."""
     k = KNOBS[knob] if isinstance(knob, str) and knob in KNOBS else knob
     if isinstance(k, str):
-        k = raw_knob(k, [value])
+        k = raw_knob(k)
     v = k.normalize(value)
     argv = list(argv)
     found = _find(argv, k)

@@ -30,10 +30,17 @@ from kltui.session.events import Event, HelperFinished, Problem
 
 def _vacuous(ctx: HelperContext, run: Run) -> Problem | None:
     if ctx.server_info.get("disable_radix_cache"):
+        # name deterministic inference as a possible cause only where the server runs with it
+        why = (
+            " (--disable-radix-cache, or deterministic inference, which it runs with and which "
+            "forces this on some attention backends)"
+            if ctx.server_info.get("enable_deterministic_inference") is True
+            else ""
+        )
         return Problem(
             ctx.server,
-            f"{run.helper} is vacuous: the server runs with disable_radix_cache=true (deterministic "
-            "inference forces this on some attention backends), so no cache hit can happen",
+            f"{run.helper} is vacuous: the server runs with disable_radix_cache=true{why}, so no "
+            "cache hit can happen",
             fatal=False,
             helper=run.helper,
         )

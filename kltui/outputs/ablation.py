@@ -24,6 +24,7 @@ from kltui.outputs.ablation_rows import (
     chain_lines,
     configs_by_name,
     helper_names,
+    legend,
     pairs_line,
     rows,
     stress_lines,
@@ -154,6 +155,8 @@ def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
     """The table, each failure's line, the verdict with its traps and next step, the time
     split and the sweep folder."""
     console.print(table(sweep, ab))
+    for line in legend(ab):
+        console.print(safe(line, "dim"), soft_wrap=True)
     for r in sweep.failures():
         console.print(Text.assemble(("failed: ", "red"), safe(r.error)), soft_wrap=True)
     for line in tail_lines(ab):
@@ -203,6 +206,8 @@ def md_report(sweep: Sweep, ab: Ablation) -> str:
         row = [md_text(name), *(md_text(c) for c in cells), md_text(cond), md_text(what)]
         out.append("| " + " | ".join(row) + " |")
     out.append("")
+    if labels := legend(ab):
+        out += [f"<sub>{md_text(line)}</sub><br>" for line in labels] + [""]
     for r in sweep.failures():
         out.append(f"- failed: {md_text(r.error)}")
     for line in tail_lines(ab):

@@ -13,6 +13,7 @@ from kltui import __version__
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
+    legend,
     pairs_line,
     rows,
     stress_lines,
@@ -75,7 +76,12 @@ def _table(sweep: Sweep, ab: Ablation) -> str:
 <p class="lede">avg_kl_div of each helper, and its change against the base (the paired
 per-sample test decides removed, reduced, lower, none; bit-identical samples are counted).</p>
 <table class="results"><thead><tr><th>configuration</th>{head}<th class="n">condition</th>
-<th>note</th></tr></thead><tbody>{"".join(body)}</tbody></table></section>"""
+<th>note</th></tr></thead><tbody>{"".join(body)}</tbody></table>{_legend(ab)}</section>"""
+
+
+def _legend(ab: Ablation) -> str:
+    items = "".join(f"<li>{esc(line)}</li>" for line in legend(ab))
+    return f'<ul class="legend muted">{items}</ul>' if items else ""
 
 
 def _reading(sweep: Sweep, ab: Ablation) -> str:

@@ -141,7 +141,7 @@ def _bit_equal(h: HelperReading | None) -> str:
 def _condition(c: ConfigReading | None) -> str:
     if c is None or not c.measured:
         return ""
-    return "inconclusive" if c.condition is None else str(c.condition)
+    return c.condition_cell
 
 
 def matrix_rows(

@@ -4,7 +4,7 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 
 from __future__ import annotations
 
-from kltui.readings.ablation import Ablation, ConfigReading
+from kltui.readings.ablation import Ablation, ConfigReading, Effect
 from kltui.readings.stress import scope_of
 from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep
 
@@ -111,10 +111,48 @@ def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
         for h in names:
             r = c.helper(h)
             cells.append("–" if r is None else r.cell())
-        cond = (
-            "–" if not c.measured else "inconclusive" if c.condition is None else str(c.condition)
-        )
-        out.append((c.name, cells, cond, note(c, runs.get(c.name))))
+        out.append((c.name, cells, c.condition_cell, note(c, runs.get(c.name))))
+    return out
+
+
+# what each label of a helper's cell means, in the order the legend says them (words apart
+# from the kinds: readings/ablation_kinds.Effect)
+_LEGEND: dict[Effect, str] = {
+    Effect.REMOVED: "at the 1e-9 floor, lower than the base beyond chance (paired per-sample test)",
+    Effect.REMOVED_ON: (
+        "at rounding level on every sample, where the base sits orders of magnitude above it "
+        "on a few samples (named in the verdict)"
+    ),
+    Effect.REDUCED: "at least 10x lower than the base beyond chance, not to the floor",
+    Effect.LOWER: "lower than the base beyond chance, less than 10x",
+    Effect.NONE: "not lower than the base beyond chance: this knob does not explain it",
+    Effect.WORSE: "higher than the base beyond chance",
+    Effect.SAME: "bit-identical to the base on every common sample",
+    Effect.INCONCLUSIVE: "too few common samples, or a drop inside the noise",
+    Effect.NOTHING: "the base is at the floor on this helper and this configuration stays there",
+    Effect.INTRODUCED: (
+        "the base is at the floor and this configuration is above it: the knob breaks bit-exactness"
+    ),
+    Effect.NOT_TESTED: "this configuration's helper tested nothing (its line says why): not a fix",
+    Effect.BASE_NOT_TESTED: "the base's helper tested nothing: nothing to compare",
+}
+
+
+_UNBRACKETED = (Effect.NOT_TESTED, Effect.BASE_NOT_TESTED)  # the whole cell, no level
+
+
+def _label(e: Effect) -> str:
+    """The label as a cell shows it (`HelperReading.cell`)."""
+    return "(= base)" if e == Effect.SAME else str(e) if e in _UNBRACKETED else f"({e})"
+
+
+def legend(ab: Ablation) -> list[str]:
+    """What each label in the table's cells means, for the labels the table shows (plain
+    text, one line each: "(none): not lower than the base beyond chance: ...")."""
+    shown = {h.effect for c in ab.configs for h in c.helpers}
+    out = [f"{_label(e)}: {words}" for e, words in _LEGEND.items() if e in shown]
+    if any(not c.measured for c in ab.configs):
+        out.append("–: not measured (its note and its line say why)")
     return out
 
 

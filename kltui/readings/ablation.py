@@ -96,12 +96,20 @@ from kltui.readings.ablation_config import (
     num,
     read_config,
 )
+from kltui.readings.ablation_introduced import (
+    Introduction,
+    introduced_line,
+    introduced_step,
+    introductions,
+)
 from kltui.readings.ablation_kinds import (
     _STRENGTH,
     BASE_EFFECT,
     BASE_NOT_TESTED,
     INCONCLUSIVE,
     INCONCLUSIVE_KIND,
+    INTRODUCED,
+    INTRODUCED_KIND,
     LOCALIZED,
     LOWER,
     NO_SINGLE,
@@ -124,7 +132,8 @@ from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR
 from kltui.session.store import SessionStore
 
 __all__ = [
-    "BASE_EFFECT", "BASE_NOT_TESTED", "INCONCLUSIVE", "INCONCLUSIVE_KIND", "LOCALIZED", "LOWER",
+    "BASE_EFFECT", "BASE_NOT_TESTED", "INCONCLUSIVE", "INCONCLUSIVE_KIND", "INTRODUCED",
+    "INTRODUCED_KIND", "Introduction", "LOCALIZED", "LOWER",
     "NONE", "NOT_REPRODUCED", "NOT_TESTED", "NOTHING", "NO_SINGLE", "REDUCED", "REDUCED_BY",
     "REDUCED_KIND", "REMOVED", "REMOVED_ON", "SAME", "WORSE", "Ablation", "ConfigReading", "Effect",
     "HelperReading", "HelperVerdict", "SettingCheck", "Verdict", "VerdictKind", "num", "read",
@@ -168,6 +177,8 @@ class Verdict:
     traps: tuple[str, ...] = ()
     next_step: str | None = None
     chain: bool = False  # localized condition 1 in the base: the dumper drill-down applies
+    # knobs that bring a divergence to a helper the base passes at the floor (exit 1)
+    introduced: tuple[Introduction, ...] = ()
 
     def to_json(self) -> dict:
         """The verdict as the JSON `ablation` document writes it."""
@@ -178,6 +189,7 @@ class Verdict:
             "traps": list(self.traps),
             "next_step": self.next_step,
             "chain": self.chain,
+            "introduced": [i.to_json() for i in self.introduced],
         }
 
 
@@ -330,9 +342,17 @@ class Ablation:
         }
 
 
-def _joined(verdicts: Sequence[HelperVerdict]) -> str:
+def _joined(verdicts: Sequence[HelperVerdict], kind: VerdictKind) -> str:
     """The helpers' lines as one, each verdict word said once ("localized: A removes match's
-    divergence (...); A removes decode_cache_hit's divergence (...)")."""
+    divergence (...); A removes decode_cache_hit's divergence (...)"). Helpers that read
+    differently are led by the overall kind (the weakest, which sets the exit code) and each
+    helper's: "no single knob overall (localized for match; no single knob for
+    decode_cache_hit): localized: ...; no single knob explains ..."."""
+    kinds = list(dict.fromkeys(hv.kind for hv in verdicts))
+    lead = ""
+    if len(kinds) > 1:
+        each = "; ".join(f"{hv.kind} for {hv.helper}" for hv in verdicts)
+        lead = f"{kind} overall ({each}): "
     out: list[str] = []
     said = None
     for hv in verdicts:
@@ -344,7 +364,7 @@ def _joined(verdicts: Sequence[HelperVerdict]) -> str:
         else:
             said = None
         out.append(text)
-    return "; ".join(out)
+    return lead + "; ".join(out)
 
 
 def _next_step(kind: VerdictKind, chain: bool, paired_run: bool, small: bool) -> str | None:
@@ -408,15 +428,24 @@ def read(
         )
         v = Verdict(INCONCLUSIVE_KIND, line, (), traps, "make the base's helpers test their paths")
         return Ablation(base, rest, v, (), tuple(not_tested))
+    intros = introductions(rest)
     if not diverging:
         levels = ", ".join(f"{h.helper} {num(h.level)}" for h in tested)
+        if intros:
+            line = f"introduced: {introduced_line(intros)}; the base passes at the floor ({levels})"
+            v = Verdict(
+                INTRODUCED_KIND, line, (), traps, introduced_step(intros), introduced=intros
+            )
+            return Ablation(base, rest, v, (), tuple(not_tested))
         line = f"not reproduced: the base passes at the floor ({levels}): nothing to localize"
         if not_tested:
             line += f"; {'; '.join(not_tested)}"
         return Ablation(base, rest, Verdict(NOT_REPRODUCED, line, (), traps), (), tuple(not_tested))
     verdicts = tuple(_helper_verdict(h.helper, h, rest) for h in tested if h.helper in diverging)
     kind = min((hv.kind for hv in verdicts), key=lambda k: _STRENGTH[k])
-    line = _joined(verdicts)
+    line = _joined(verdicts, kind)
+    if intros:
+        line += f"; {introduced_line(intros)}"
     chain = kind == LOCALIZED and base.kernels
     small = any(hv.kind == INCONCLUSIVE_KIND and "needed" in hv.line for hv in verdicts)
     step = _next_step(kind, chain, paired_run, small)
@@ -437,6 +466,6 @@ def read(
             "measure at least one other configuration: fix the failed ones (their lines say "
             "why) or vary a knob that takes effect"
         )
-    v = Verdict(kind, line, verdicts, traps, step, chain)
+    v = Verdict(kind, line, verdicts, traps, step, chain, intros)
     no_effect = tuple(t for c in rest if (t := c.no_effect) is not None)
     return Ablation(base, rest, v, diverging, no_effect + tuple(not_tested))

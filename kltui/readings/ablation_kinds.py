@@ -24,6 +24,9 @@ class Effect(StrEnum):
     INCONCLUSIVE = "inconclusive"
     NOT_TESTED = "not tested"  # the configuration's helper tested nothing
     NOTHING = "nothing to remove"  # the base is at the floor on this helper
+    # the base at the floor, this configuration above it: beyond chance, or orders of magnitude
+    # above rounding on named samples with none the other way (it breaks bit-exactness)
+    INTRODUCED = "introduced"
     BASE_NOT_TESTED = "base not tested"
 
 
@@ -35,12 +38,16 @@ class VerdictKind(StrEnum):
     REDUCED = "reduced"
     NO_SINGLE = "no single knob"
     INCONCLUSIVE = "inconclusive"
+    # the base passes at the floor and a knob brings a divergence it does not have
+    INTRODUCED = "introduced"
 
 
 BASE_EFFECT, REMOVED, REDUCED, LOWER = Effect.BASE, Effect.REMOVED, Effect.REDUCED, Effect.LOWER
 REMOVED_ON = Effect.REMOVED_ON
 NONE, WORSE, SAME, INCONCLUSIVE = Effect.NONE, Effect.WORSE, Effect.SAME, Effect.INCONCLUSIVE
 NOT_TESTED, NOTHING, BASE_NOT_TESTED = Effect.NOT_TESTED, Effect.NOTHING, Effect.BASE_NOT_TESTED
+INTRODUCED = Effect.INTRODUCED
+INTRODUCED_KIND = VerdictKind.INTRODUCED
 NOT_REPRODUCED, LOCALIZED = VerdictKind.NOT_REPRODUCED, VerdictKind.LOCALIZED
 REDUCED_KIND, NO_SINGLE = VerdictKind.REDUCED, VerdictKind.NO_SINGLE
 INCONCLUSIVE_KIND = VerdictKind.INCONCLUSIVE

@@ -30,9 +30,10 @@ def _same(a: str, b: str) -> bool:
         return False
 
 
-def knob_of(name: str, value: str) -> Knob:
-    """The knob of a name (a raw flag when it is not one of KNOBS)."""
-    return KNOBS.get(name) or raw_knob(name, [value])
+def knob_of(name: str) -> Knob:
+    """The knob of a name (a raw flag when it is not one of KNOBS: its value as typed, which
+    reads /server_info's true/false as on/off all the same)."""
+    return KNOBS.get(name) or raw_knob(name)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class SettingCheck:
     base: str | None  # the base's reported value, read as the knob's
     reported: str | None  # this configuration's
     raw: object = None  # this configuration's value as /server_info wrote it
+    base_raw: object = None  # the base's
 
     @property
     def took_effect(self) -> bool | None:
@@ -52,7 +54,7 @@ class SettingCheck:
         key is not reported (or is the base's too, the base asked for the same)."""
         if self.reported is None:
             return None
-        if _same(knob_of(self.knob, self.asked).normalize(self.asked), self.reported):
+        if _same(knob_of(self.knob).normalize(self.asked), self.reported):
             return True
         if self.base is not None and self.reported == self.base:
             return False
@@ -73,11 +75,30 @@ def settings_of(cfg: Config, info: Mapping, base_info: Mapping) -> tuple[Setting
     """Each knob of `cfg` as /server_info reports it, beside the base's."""
     out = []
     for name, value in cfg.changes.items():
-        s = knob_of(name, value).setting()
+        s = knob_of(name).setting()
         if s is None:
             out.append(SettingCheck(name, None, value, None, None))
             continue
         out.append(
-            SettingCheck(name, s.key, value, s.read(base_info), s.read(info), info.get(s.key))
+            SettingCheck(
+                name,
+                s.key,
+                value,
+                s.read(base_info),
+                s.read(info),
+                info.get(s.key),
+                base_info.get(s.key),
+            )
         )
     return tuple(out)
+
+
+CACHE_KEY = "disable_radix_cache"
+
+
+def cache_turned_off(checks: tuple[SettingCheck, ...]) -> SettingCheck | None:
+    """The knob of a configuration that turned the radix cache off itself: /server_info
+    reports disable_radix_cache=true here and another value for the base (None: not this)."""
+    return next(
+        (s for s in checks if s.key == CACHE_KEY and s.raw is True and s.report_changed), None
+    )

@@ -37,7 +37,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
-from kltui.ablate.knobs import Vary, apply, check_known, installed_flags, parse_vary
+from kltui.ablate.knobs import (
+    Vary,
+    apply,
+    check_known,
+    installed_flags,
+    parse_vary,
+    switch_flags,
+)
 from kltui.ablate.plan import Config, Plan, attach, pairs, plan
 from kltui.engines.errors import EngineError
 from kltui.engines.http import sglang_url
@@ -139,16 +146,20 @@ class SweepSpec:
         return "attach" if self.servers else "launch"
 
 
-def prepare(spec: SweepSpec, flags: set[str] | None = None) -> Plan:
+def prepare(
+    spec: SweepSpec, flags: set[str] | None = None, switches: set[str] | None = None
+) -> Plan:
     """The launch plan, every knob checked against the installed server's flags (`flags`,
-    else read from its --help) before anything starts."""
+    else read from its --help) before anything starts; a raw flag is a switch only when the
+    --help shows it taking no value (`switches`, read with `flags`; else none)."""
     varies = [parse_vary(v) for v in spec.varies]
     if not varies:
         raise UsageError("nothing to vary: give at least one --vary KNOB=V1,V2")
     argv = list(spec.launch)
     if flags is None:
-        flags = installed_flags(read_help(argv, min(spec.start_timeout, HELP_TIMEOUT_S)))
-    known: tuple[Vary, ...] = check_known(varies, flags)
+        text = read_help(argv, min(spec.start_timeout, HELP_TIMEOUT_S))
+        flags, switches = installed_flags(text), switch_flags(text)
+    known: tuple[Vary, ...] = check_known(varies, flags, switches or set())
     if (
         spec.parallel > 1
         and is_sglang(argv)
@@ -310,6 +321,10 @@ async def _start(
         run.failed(e)
         view.ended(k, n, run)
         return False
+    except asyncio.CancelledError:
+        # interrupted while it started: those seconds were its start too
+        run.start_s = time.monotonic() - t_start
+        raise
     run.start_s = srv.startup_s
     return True
 
@@ -326,10 +341,10 @@ async def _measure(
     """Run the helpers on the configuration's server (its URL set by now), then stop it."""
     url = run.url or ""
     view.started(k, n, run)
+    t0 = time.monotonic()
     try:
         cfg = replace(spec.cfg, servers=[url], helpers=list(spec.cfg.helpers), ablate=None)
         driver = RunDriver(cfg, record=str(sweep.folder / run.recording))
-        t0 = time.monotonic()
         outcome = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
         if outcome.error is None and driver.stress_next:
             # --stress: the same helpers again under background traffic; the quiet run stays
@@ -351,6 +366,9 @@ async def _measure(
         run.status = INTERRUPTED
         raise
     finally:
+        if run.run_s is None:
+            # cut short (interrupted, or its server died): the helpers' seconds all the same
+            run.run_s = time.monotonic() - t0
         if srv is not None:
             t1 = time.monotonic()
             await srv.stop()

@@ -189,8 +189,10 @@ class Sweep:
 
     def exit_code(self, ablation: Ablation | None = None) -> int:
         """0: the verdict answers the question (localized, reduced, not reproduced); 1: it does
-        not (no single knob, inconclusive), or --stress found a state bug under load; 3: the base did not start or no other configuration
-        was measured; 130: interrupted."""
+        not (no single knob, inconclusive; for helpers that read differently, the weakest), a
+        knob introduces a divergence the base does not have, or --stress found a state bug
+        under load; 3: the base did not start or no other configuration was measured; 130:
+        interrupted."""
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.base.status != MEASURED or not any(r.status == MEASURED for r in self.runs[1:]):
@@ -202,6 +204,8 @@ class Sweep:
             if r.status == MEASURED
         ):
             return EXIT_FAIL  # as `kltui check --stress` fails on one, whatever the quiet verdict
+        if ab.verdict.introduced:
+            return EXIT_FAIL  # a knob breaks a helper the base passes bit-exact: a finding
         return EXIT_PASS if ab.verdict.kind in ANSWERED else EXIT_FAIL
 
     def to_json(self) -> dict:

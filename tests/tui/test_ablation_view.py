@@ -55,14 +55,20 @@ def live_feed(tmp_path: Path, *args: str, chain: bool = False) -> SweepFeed:
 
 
 def cell(app: KltuiApp, name: str, column: str) -> str:
-    """What the matrix shows in one cell now ("" while the row is not there)."""
+    """What the matrix's cell holds now, in full ("" while the row is not there): the cell on
+    screen is it, cut to its column with an ellipsis where it is longer."""
     screen = app.screen
     if not isinstance(screen, AblationScreen):
         return ""
     table = screen.query_one(SweepMatrix)
-    if name not in table.names:
+    row = table.row(name)
+    if name not in table.names or row is None:
         return ""
-    return str(table.get_cell(name, column))
+    full = str(getattr(row, column))
+    if column in table.shown_columns:
+        shown = str(table.get_cell(name, column))
+        assert shown == full or (shown.endswith("…") and full.startswith(shown[:-1])), shown
+    return full
 
 
 async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configuration(tmp_path):
@@ -267,6 +273,35 @@ def test_snapshot_of_a_sweep_read_back(snap_compare):
 
     app = KltuiApp(SweepFeed.replay(load(SWEEP)))
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.parametrize("width", [80, 100, 130, 200])
+def test_snapshot_of_the_matrix_laid_out_for_the_width(snap_compare, width):
+    # issue 44: at 130 columns the long verdict pushed the state column off screen and cells
+    # were cut without an ellipsis; every width keeps the state column, cut cells end in "…"
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: isinstance(pilot.app.screen, AblationScreen))
+        await pilot.pause(0.3)
+        table = pilot.app.screen.query_one(SweepMatrix)
+        assert table.shown_columns[-1] == "state"
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.size.width
+
+    app = KltuiApp(SweepFeed.replay(load(SWEEP)))
+    assert snap_compare(app, terminal_size=(width, 40), run_before=run_before)
+
+
+def test_the_matrix_layout_keeps_the_state_column_at_every_width():
+    from kltui.tui.widgets.ablation import FULL_WIDTH, MID_WIDTH, layout
+
+    names = ["base", "deterministic=on", "--fault=batch-switch:4+--max-running-requests=1"]
+    for width in range(60, 240):
+        cols = layout(width, names)
+        keys = [k for k, _, _ in cols]
+        assert keys[-1] == "state" and keys[0] == "name", width
+        assert ("tail" in keys) == (width >= FULL_WIDTH)
+        assert ("bit_equal" in keys) == (width >= MID_WIDTH)
+        if width >= 75:
+            assert sum(w for _, _, w in cols) <= width, width
 
 
 def test_snapshot_of_a_stressed_sweep_read_back(snap_compare):

@@ -60,6 +60,28 @@ def test_parallel_sglang_servers_share_the_memory_unless_the_command_sets_it():
     assert "--mem-fraction-static" not in prepare(spec(), FLAGS).base.argv
 
 
+def test_raw_values_reach_the_launch_as_typed_on_the_reference_servers_help():
+    # issue 44: the installed --help decides a raw flag's arity; its values are never rewritten
+    ref = [sys.executable, "-m", "kltui.reference", "serve", "--dtype", "bfloat16"]
+    p = prepare(
+        spec(
+            ref,
+            varies=(
+                "--chunked-prefill-size=0",
+                "--max-running-requests=1",
+                "--disable-radix-cache=on",
+            ),
+        )
+    )
+    assert p.skipped == ()
+    argv = {c.name: c.argv[len(ref) :] for c in p.singles}
+    assert argv == {
+        "--chunked-prefill-size=0": ("--chunked-prefill-size", "0"),
+        "--max-running-requests=1": ("--max-running-requests", "1"),
+        "--disable-radix-cache=on": ("--disable-radix-cache",),
+    }
+
+
 def test_unknown_knobs_and_an_empty_plan_are_refused_before_anything_starts():
     with pytest.raises(UsageError, match=r"the installed server has no page-size \(--page-size\)"):
         prepare(spec(varies=("page-size=1,4",)), FLAGS)

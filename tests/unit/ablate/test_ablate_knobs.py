@@ -18,6 +18,7 @@ from kltui.ablate.knobs import (
     installed_flags,
     parse_vary,
     settings_key,
+    switch_flags,
 )
 from kltui.errors import UsageError
 
@@ -49,8 +50,11 @@ def test_raw_flags_are_knobs_too():
     assert v.knob.raw and v.knob.flags == ("--triton-attention-num-kv-splits",)
     assert v.values == ("1", "8") and not v.knob.switch
     assert v.knob.key == "triton_attention_num_kv_splits"
+    # a raw flag's values are what the user typed, whatever they look like (issue 44)
     s = parse_vary("--enable-mixed-chunk=on,off")
-    assert s.knob.switch and s.values == ("on", "off")
+    assert not s.knob.switch and s.values == ("on", "off")
+    assert parse_vary("--chunked-prefill-size=0").values == ("0",)
+    assert parse_vary("--max-running-requests=1").values == ("1",)
 
 
 @pytest.mark.parametrize(
@@ -132,6 +136,17 @@ def test_installed_flags_from_the_reference_servers_help():
     assert {"--page-size", "--disable-radix-cache", "--port"} <= flags
     assert listed - {"--help"} <= flags
     assert "--deterministic" in flags or "--enable-deterministic-inference" in flags
+    switches = switch_flags(out)
+    assert {
+        "--disable-radix-cache",
+        "--deterministic",
+        "--enable-deterministic-inference",
+    } <= switches
+    assert (
+        not {"--chunked-prefill-size", "--max-running-requests", "--page-size", "--fault"}
+        & switches
+    )
+    assert not {"--dtype", "--checkpoint", "--model-path"} & switches
 
 
 def test_check_known_refuses_an_unknown_knob_with_the_closest_flag():
@@ -177,6 +192,54 @@ def test_check_known_puts_the_installed_spelling_first():
     (det,) = check_known([parse_vary("deterministic=on")], {"--deterministic", "--port"})
     assert det.knob.flags[0] == "--deterministic"
     assert apply(["serve"], det.knob, "on") == ["serve", "--deterministic"]
+
+
+# --------------------------------------------------------------------------- switches
+MIXED = {"--enable-mixed-chunk"}
+
+
+def test_switches_are_the_flags_the_help_shows_taking_no_value():
+    usage = switch_flags((DATA / "launch_server_usage_0.5.8.post1.txt").read_text())
+    assert {
+        "--disable-cuda-graph",
+        "--enable-deterministic-inference",
+        "--skip-tokenizer-init",
+    } <= usage
+    assert not {"--page-size", "--chunked-prefill-size", "--dtype", "--model-path"} & usage
+    assert "--cuda-graph-bs" not in usage  # "[--cuda-graph-bs CUDA_GRAPH_BS [CUDA_GRAPH_BS ...]]"
+    options = switch_flags((DATA / "server_options_excerpt.txt").read_text())
+    assert {"--disable-radix-cache", "--disable-cuda-graph", "--enable-torch-compile"} <= options
+    assert not {"--tp-size", "--tensor-parallel-size", "--model", "--attention-backend"} & options
+
+
+def test_a_raw_flag_is_a_switch_only_when_the_help_shows_it_taking_no_value():
+    # issue 44: --chunked-prefill-size=0 read as "off" (skipped as the base's own value) and
+    # --max-running-requests=1 as "on" (written bare: "expected one argument")
+    flags = REFERENCE_FLAGS
+    switches = {"--disable-radix-cache", "--deterministic", "--enable-metrics"}
+    cps, mrr, radix = check_known(
+        [
+            parse_vary("--chunked-prefill-size=0"),
+            parse_vary("--max-running-requests=1"),
+            parse_vary("--disable-radix-cache=on,off"),
+        ],
+        flags,
+        switches,
+    )
+    assert not cps.knob.switch and cps.values == ("0",)
+    assert apply(["serve"], cps.knob, "0") == ["serve", "--chunked-prefill-size", "0"]
+    assert not mrr.knob.switch and apply(["serve"], mrr.knob, "1") == [
+        "serve",
+        "--max-running-requests",
+        "1",
+    ]
+    assert radix.knob.switch and radix.values == ("on", "off")
+    assert apply(["serve"], radix.knob, "on") == ["serve", "--disable-radix-cache"]
+    with pytest.raises(UsageError) as e:
+        check_known([parse_vary("--enable-metrics=2")], flags, switches)
+    assert "--help shows --enable-metrics taking no value: give on or off" in str(e.value)
+    with pytest.raises(UsageError, match="on given more than once"):
+        check_known([parse_vary("--enable-metrics=yes,1")], flags, switches)
 
 
 # --------------------------------------------------------------------------- argv
@@ -225,7 +288,8 @@ def test_apply_raw_flags_in_both_forms():
     ]
     eq = [*SGLANG, "--triton-attention-num-kv-splits=8"]
     assert apply(eq, knob, "1") == [*SGLANG, "--triton-attention-num-kv-splits=1"]
-    switch = parse_vary("--enable-mixed-chunk=on,off").knob
+    (mixed,) = check_known([parse_vary("--enable-mixed-chunk=on,off")], MIXED, MIXED)
+    switch = mixed.knob
     assert apply(SGLANG, switch, "on") == [*SGLANG, "--enable-mixed-chunk"]
     # the raw flag's arity is unknown: the next word is its value unless it is a flag
     assert apply([*SGLANG, "--enable-mixed-chunk", "--port", "1"], switch, "off") == [

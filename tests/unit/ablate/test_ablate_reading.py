@@ -108,7 +108,10 @@ def test_not_reproduced_when_the_base_passes_at_the_floor():
     p = sweep("attention-backend=fa3")
     stores = {
         "base": store(url(0), INFO, noisy(0, 0.0)),
-        "attention-backend=fa3": store(url(1), INFO | {"attention_backend": "fa3"}, noisy(1)),
+        # at the floor too (a knob above it introduces a divergence: test_ablate_introduced)
+        "attention-backend=fa3": store(
+            url(1), INFO | {"attention_backend": "fa3"}, noisy(1, 1e-12)
+        ),
     }
     ab = read(p, stores)
     assert ab.verdict.kind == NOT_REPRODUCED
@@ -442,6 +445,11 @@ def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
     lines = cfg.untested_lines()
     assert any(line.startswith("radix-cache=off: decode_cache_hit not tested (") for line in lines)
     assert all(line in ab.verdict.traps for line in lines)
+    # issue 44: the knob itself turned the cache off, and the line says so, not that
+    # deterministic inference may have
+    assert all("radix-cache=off turned the radix cache off" in line for line in lines), lines
+    assert "deterministic" not in " ".join(lines)
+    assert "base false" in (r.untested or "")
     assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].sufficient == ()
     assert "no configuration that took effect tested its path (not tested by radix-cache=off)" in (
         ab.verdict.line

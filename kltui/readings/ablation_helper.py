@@ -1,0 +1,287 @@
+"""One helper of one configuration of an ablation against the base's (`readings/ablation_config.py`
+reads the configuration as a whole): its level, its per-sample tests against the base's and
+what it came to (`HelperReading`, `effect_of`): removed, reduced, introduced on a bit-exact
+base, not tested, and the rest of `Effect`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kltui.readings.ablation_kinds import (
+    BASE_EFFECT,
+    BASE_NOT_TESTED,
+    INCONCLUSIVE,
+    INTRODUCED,
+    LOWER,
+    NONE,
+    NOT_TESTED,
+    NOTHING,
+    REDUCED,
+    REDUCED_BY,
+    REMOVED,
+    REMOVED_ON,
+    SAME,
+    WORSE,
+    Effect,
+)
+from kltui.readings.compare import compare_books
+from kltui.readings.coverage import starved, untested
+from kltui.readings.evidence import excess_over_match, level_of, sample_mean
+from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
+from kltui.session.store import HelperState
+
+
+def num(x: float | None) -> str:
+    """A level as the verdicts print it: 0, 8.5e-3, 1.2e-12 (– for unknown)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "inf"
+    mant, exp = f"{x:.1e}".split("e")
+    mant = mant.rstrip("0").rstrip(".")
+    return f"{mant}e{int(exp)}"
+
+
+def ids_text(ids: Sequence[int]) -> str:
+    """ "#3, #17 and #29" (the first 8)."""
+    shown = [f"#{i}" for i in ids[:8]]
+    more = f" and {len(ids) - 8} more" if len(ids) > 8 else ""
+    if len(shown) > 1 and not more:
+        return f"{', '.join(shown[:-1])} and {shown[-1]}"
+    return ", ".join(shown) + more
+
+
+def removed_on(base: HelperState, st: HelperState) -> tuple[int, ...]:
+    """The sample ids where the base sits orders of magnitude above this configuration, which
+    stays at rounding level on every common sample, with none the other way: the knob removed
+    the divergence on those samples (`paired.far_samples`, the diagnosis's direct evidence
+    with this configuration in match's place). Empty when that is not what was measured."""
+    return far_above(base, st)
+
+
+def far_above(high: HelperState, low: HelperState) -> tuple[int, ...]:
+    """The sample ids where `high` sits orders of magnitude above `low`, which stays at
+    rounding level on every common sample, with none the other way (empty: not so)."""
+    common = [s for s in high.book.order if s in low.book.samples]
+    hi = np.array([sample_mean(high.book.samples[s]) for s in common], dtype=np.float64)
+    lo = np.array([sample_mean(low.book.samples[s]) for s in common], dtype=np.float64)
+    far = far_samples(hi, lo)
+    return tuple(common[i] for i in far.up) if far.direct else ()
+
+
+def _floored(x: float) -> float:
+    return max(x, 0.0) + STRAY_ULP_FLOOR
+
+
+def exact_samples_of(st: HelperState) -> int:
+    """Samples whose prefill and decode logprobs are bit-identical in this configuration."""
+    return sum(
+        1
+        for s in st.book.order
+        if np.array_equal(
+            np.asarray(st.book.samples[s].lp_a), np.asarray(st.book.samples[s].lp_b), equal_nan=True
+        )
+    )
+
+
+@dataclass(frozen=True)
+class HelperReading:
+    """One helper of one configuration against the base's."""
+
+    helper: str
+    config: str
+    level: float | None  # avg_kl_div (None: not tested)
+    base_level: float | None
+    scored: int
+    exact_samples: int  # bit-identical prefill vs decode in this configuration
+    common: int  # samples both this configuration and the base scored
+    identical_to_base: int  # of those, bit-identical to the base's
+    untested: str | None  # why this configuration's helper tested nothing
+    effect: Effect
+    why: str | None = None  # for INCONCLUSIVE: n too small, or inside the noise
+    lower: Paired | None = None  # base above this configuration, per sample
+    higher: Paired | None = None  # this configuration above the base, per sample
+    samples: tuple[int, ...] = ()  # REMOVED_ON: the sample ids it was removed on
+
+    @property
+    def change(self) -> float | None:
+        """avg_kl_div over the base's (None when either is unknown or the base is 0)."""
+        if self.level is None or not self.base_level:
+            return None
+        return self.level / self.base_level
+
+    @property
+    def movement(self) -> float | None:
+        """How far this configuration lowered the helper: log10 of the base's level over its
+        own, both floored at 1e-9 (negative: raised it). None when either did not test."""
+        if self.level is None or self.base_level is None:
+            return None
+        return math.log10(_floored(self.base_level) / _floored(self.level))
+
+    def arrow(self) -> str:
+        """ "8.5e-3 -> 0"."""
+        return f"{num(self.base_level)} -> {num(self.level)}"
+
+    def cell(self) -> str:
+        """The helper's cell in the console table of knobs x helpers."""
+        if self.effect == BASE_EFFECT:
+            return num(self.level)
+        if self.effect in (NOT_TESTED, BASE_NOT_TESTED):
+            return self.effect
+        if self.effect == SAME:
+            return f"{num(self.level)} (= base)"
+        return f"{num(self.level)} ({self.effect})"
+
+    def line(self) -> str:
+        """One line: the level against the base, the effect and what it rests on."""
+        if self.effect == BASE_EFFECT:
+            return (
+                f"{self.helper}: avg_kl_div {num(self.level)}, {self.exact_samples}/"
+                f"{self.scored} samples bit-identical"
+                if self.untested is None
+                else f"{self.helper}: not tested ({self.untested})"
+            )
+        if self.effect == NOT_TESTED:
+            return f"{self.helper}: not tested ({self.untested}): not a fix"
+        if self.effect == BASE_NOT_TESTED:
+            return f"{self.helper}: {num(self.level)}; the base did not test it, nothing to compare"
+        rest = (
+            f"{self.exact_samples}/{self.scored} samples bit-identical; "
+            f"{self.identical_to_base}/{self.common} identical to the base"
+        )
+        p = self.lower
+        test = (
+            f"; lower than the base in {p.higher} of {p.n} samples, higher in {p.lower} "
+            f"(signed-rank p={p.p:.2g})"
+            if p is not None and p.n
+            else ""
+        )
+        if self.effect == INTRODUCED:
+            return f"{self.helper}: {self.arrow()} (introduced: {self.introduced()}; {rest})"
+        why = f": {self.why}" if self.why else ""
+        if self.samples:
+            why = f" {ids_text(self.samples)}, at rounding level on every sample" + why
+        return f"{self.helper}: {self.arrow()} ({self.effect}{why}; {rest}{test})"
+
+    def introduced(self) -> str:
+        """What an introduced divergence rests on: the samples orders of magnitude above
+        rounding where the base is at rounding level on every sample, or the paired test."""
+        if self.samples:
+            return (
+                f"orders of magnitude above rounding on {ids_text(self.samples)}, the base at "
+                "rounding level on every sample"
+            )
+        h = self.higher
+        if h is None:
+            return "above the base's floor"
+        return f"higher than the base in {h.higher} of {h.n} samples (signed-rank p={h.p:.2g})"
+
+    def to_json(self) -> dict:
+        """The helper's entry in a configuration of the JSON `ablation` document."""
+        p = self.lower
+        return {
+            "avg_kl_div": self.level,
+            "base_avg_kl_div": self.base_level,
+            "change": self.change,
+            "scored": self.scored,
+            "exact_samples": self.exact_samples,
+            "common_samples": self.common,
+            "identical_to_base_samples": self.identical_to_base,
+            "untested": self.untested,
+            "effect": self.effect,
+            "why": self.why,
+            "samples": list(self.samples),
+            "paired": None
+            if p is None
+            else {
+                "n": p.n,
+                "higher": p.higher,
+                "lower": p.lower,
+                "equal": p.equal,
+                "p": p.p,
+                "ratio": p.ratio if math.isfinite(p.ratio) else None,
+                "shift_p": p.shift_p,
+            },
+            "line": self.line(),
+        }
+
+
+def effect_of(
+    name: str, helper: str, st: HelperState | None, base: HelperState | None
+) -> HelperReading:
+    """What one configuration's helper shows against the base's."""
+    base_why = untested(base) if base is not None else "did not run"
+    base_level = level_of(base) if base is not None and base_why is None else None
+    why = untested(st) if st is not None else "did not run"
+    if why is None and st is not None and base is not None and base_why is None:
+        # hits far shorter than the base's test less than the base did: never a fix
+        why = None if (short := starved(st, base)) is None else short.reason
+    level = level_of(st) if st is not None and why is None else None
+    scored = len(st.book.order) if st is not None else 0
+    exact = exact_samples_of(st) if st is not None else 0
+    if st is not None and base is not None:
+        diff = compare_books(base.book, st.book)
+        common, same = diff.comparable, diff.identical_samples
+    else:
+        common = same = 0
+
+    def reading(effect: Effect, **kw: Any) -> HelperReading:
+        return HelperReading(
+            helper, name, level, base_level, scored, exact, common, same, why, effect, **kw
+        )
+
+    if why is not None:
+        return reading(NOT_TESTED)
+    if base_level is None or level is None or st is None or base is None:
+        return reading(BASE_NOT_TESTED)
+    effect, kw = _compared(st, base, level, base_level, bool(common) and same == common)
+    return reading(effect, **kw)
+
+
+def _compared(
+    st: HelperState, base: HelperState, level: float, base_level: float, identical: bool
+) -> tuple[Effect, dict[str, Any]]:
+    """The effect of a configuration whose helper and the base's both tested their path, with
+    what the reading keeps of it (the paired tests, a reason, the samples)."""
+    lower = excess_over_match(base, st)  # base above this configuration
+    higher = excess_over_match(st, base)
+    kw: dict[str, Any] = {"lower": lower, "higher": higher}
+    if identical:
+        return SAME, kw
+    if base_level <= STRAY_ULP_FLOOR:
+        # the base is bit-exact (or at rounding level): a divergence here is this knob's
+        if higher.significant:
+            return INTRODUCED, kw
+        if level > STRAY_ULP_FLOOR and (ids := far_above(st, base)):
+            return INTRODUCED, kw | {"samples": ids}
+        return NOTHING, kw
+    if lower.too_few:
+        return INCONCLUSIVE, kw | {
+            "why": f"n too small: {lower.n} common samples, {MIN_COMMON} needed"
+        }
+    at_floor = level <= STRAY_ULP_FLOOR
+    tenfold = level * REDUCED_BY <= base_level
+    if lower.beyond_chance:
+        if at_floor:
+            return REMOVED, kw
+        return (REDUCED if tenfold else LOWER), kw
+    if at_floor and (ids := removed_on(base, st)):
+        # a knob that brings a few samples from far above rounding to it, and leaves the rest
+        # where they were, is too few samples for a test over all of them: each is evidence
+        return REMOVED_ON, kw | {"samples": ids}
+    if at_floor or tenfold:
+        why = (
+            f"inside the noise: lower on {lower.higher} of {lower.n} samples, signed-rank "
+            f"p={lower.p:.2g}"
+        )
+        return INCONCLUSIVE, kw | {"why": why}
+    if higher.beyond_chance and level > base_level:
+        return WORSE, kw
+    return NONE, kw

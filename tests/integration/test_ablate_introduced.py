@@ -1,0 +1,52 @@
+"""Issue 44 on real reference servers: a raw flag's values reach the launch as typed
+(`--max-running-requests=1` starts with `--max-running-requests 1`, not a bare flag that argparse
+refuses), and a knob that breaks a bit-exact base is named. The base is deterministic (every
+helper bit-exact); `--fault batch-switch:4` makes a step of more than 4 requests run the
+ordinary batched kernels (the reference server's batch-invariance breaker), so match diverges
+on it: verdict "introduced", exit 1."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from tests.integration.test_ablate import REFERENCE, ablate, table_rows
+from tests.json_contract import read_json
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc")
+
+
+def test_a_knob_that_breaks_a_deterministic_base_is_named_and_raw_values_are_kept(tmp_path, capsys):
+    code, _ = ablate(
+        tmp_path,
+        "--headless",
+        "--launch",
+        f"{REFERENCE} --dtype bfloat16 --deterministic",
+        "--vary",
+        "--fault=batch-switch:4",
+        "--vary",
+        "--max-running-requests=1",
+        "--helpers",
+        "match",
+        "--json",
+        str(tmp_path / "i.json"),
+    )
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "i.json", "ablation")
+    runs = {r["name"]: r for r in doc["sweep"]["configs"]}
+    mrr = runs["--max-running-requests=1"]
+    assert mrr["status"] == "measured", mrr["error"]
+    assert mrr["argv"][-2:] == ["--max-running-requests", "1"]
+    v = doc["ablation"]["verdict"]
+    assert v["kind"] == "introduced", v["line"]
+    assert [(i["config"], i["helper"]) for i in v["introduced"]] == [
+        ("--fault=batch-switch:4", "match")
+    ]
+    assert v["line"].startswith(
+        "introduced: --fault=batch-switch:4 introduces a divergence: match 0 -> "
+    )
+    switch = next(c for c in doc["ablation"]["configs"] if c["name"] == "--fault=batch-switch:4")
+    assert switch["helpers"]["match"]["effect"] == "introduced"
+    assert table_rows(out)["--fault=batch-switch:4"].split(" | ")[0].endswith("(introduced)")
+    assert code == doc["exit_code"] == 1
