@@ -44,6 +44,10 @@ DUMPER_ENV = {
 }
 NAME = "base+dumper"
 NEEDS_GRAPHS = "the divergence needs CUDA graphs; the dumper cannot see it"
+# the relaunched base's match also runs at these batch sizes (`--batch-sizes`): a divergence
+# that needs a batch (what a deterministic=on setting removes) shows where dumps at batch 1,
+# one request at a time, reproduce nothing
+BATCH_SIZES = [1, 4, 16]
 PROMPT_TOKENS, NEW_TOKENS = 32, 8
 
 # a module's name (its last part) -> the probe-ops op that computes it
@@ -72,6 +76,10 @@ class Chain:
     dumps: dict | None = None  # the drill-down's summary
     op: str | None = None
     probe: dict | None = None  # the op probe at the module's shapes
+    # the batch probe on the relaunched base: the smallest batch size whose tokens change
+    # (None: none of BATCH_SIZES), and where
+    batch_changed_at: int | None = None
+    batch_first: dict | None = None
     steps: list[str] = field(default_factory=list)  # what each finished step said
     # seconds per step (relaunch, match, dumps, stop, probe; to_json adds their total): the
     # sweep's time split leaves the chain out, so it is reported beside it
@@ -96,6 +104,8 @@ class Chain:
             "dumps": self.dumps,
             "op": self.op,
             "probe": self.probe,
+            "batch_changed_at": self.batch_changed_at,
+            "batch_first": self.batch_first,
             "steps": list(self.steps),
             "timing": {**self.timing, "total_s": round(sum(self.timing.values()), 3)}
             if self.timing
@@ -289,8 +299,9 @@ async def run_chain(
     try:
         say("chain: match on the relaunched base (does it still diverge without graphs?)")
         try:
-            cfg = replace(spec.cfg, servers=[url], helpers=["match"], ablate=None)
-            driver = RunDriver(cfg, record=str(sweep.folder / f"{NAME}.kltui.jsonl"))
+            driver = RunDriver(
+                _match_cfg(spec, url), record=str(sweep.folder / f"{NAME}.kltui.jsonl")
+            )
             outcome = await driver.run(view)
             srv.check_alive()
         except LaunchError as e:
@@ -307,6 +318,7 @@ async def run_chain(
         ch.steps.append(
             f"reproduced without CUDA graphs: match {ch.match_avg_kl_div:.3g} on the base"
         )
+        _batch_step(ch, outcome.store)
         say("chain: kltui dumps on the relaunched base")
         try:
             result = await _drill(drill, url, spec, dump_dir)
@@ -361,10 +373,7 @@ async def _module_and_op(
     ch.module, ch.module_status = module_of(result)
     if ch.module is None:
         ch.status = "no module"
-        ch.line = (
-            f"chain: kltui dumps found decode and the fresh prefill bit-identical without CUDA "
-            f"graphs ({one_line(str(result.get('verdict')), 300)})"
-        )
+        ch.line = no_module_line(ch, str(result.get("verdict")))
         return ch
     diff = result.get("max_abs_diff")
     shown = f", max |diff| {diff:.3g}" if isinstance(diff, float) else ""
@@ -403,6 +412,54 @@ async def _module_and_op(
         + probe_reading(ch.op, bool(res.get("identical")), argv)
     )
     return ch
+
+
+def _match_cfg(spec: SweepSpec, url: str):
+    """The relaunched base's match run: the sweep's run options, match alone, and the batch
+    probe at the batch sizes its samples reach."""
+    sizes = [b for b in BATCH_SIZES if b <= max(spec.cfg.samples, 1)]
+    return replace(spec.cfg, servers=[url], helpers=["match"], ablate=None, batch_sizes=sizes)
+
+
+def _batch_step(ch: Chain, store) -> None:
+    """The batch probe's finding on the relaunched base, into the chain."""
+    probes = [ev for ev in getattr(store, "batch_probes", []) if ev.helper == "match"]
+    if not probes or probes[0].error:
+        return
+    ev = probes[0]
+    ch.batch_changed_at, ch.batch_first = ev.changed_at, ev.first
+    sizes = ",".join(str(b) for b in ev.sizes)
+    if ev.changed_at is None:
+        ch.steps.append(f"batch probe: match bit-identical at batch sizes {sizes}")
+    else:
+        f = ev.first or {}
+        ch.steps.append(
+            f"batch probe: match's tokens change first at batch {ev.changed_at} (sizes "
+            f"{sizes}; sample {f.get('sample')} @ {f.get('position')}, {f.get('side')} side)"
+        )
+
+
+def no_module_line(ch: Chain, verdict: str) -> str:
+    """What a drill-down that names no module means, with what the batch probe found: what
+    was tried, why the module is not named, and what to run next (one line)."""
+    seen = (
+        "kltui dumps found decode and the fresh prefill bit-identical without CUDA graphs "
+        f"({one_line(verdict, 300)})"
+    )
+    n = ch.batch_changed_at
+    if n is None:
+        return (
+            f"chain: {seen}; match diverges over the whole run but neither one request nor "
+            "the batch probe reproduced it: run kltui dumps under the run's own load (kltui "
+            "check --stress light beside it) to find where it appears"
+        )
+    return (
+        f"chain: {seen}, one request at a time; the divergence needs a batch: tokens change "
+        f"first at batch {n}. kltui dumps compares one request's decode with its fresh "
+        f"prefill and cannot capture a batch, so the module at batch {n} is not named; next: "
+        f"kltui probe-ops --sizes {n} on the server's GPU (the usual ops at M=1 vs M={n}), "
+        f"or SGLang's dumper over a batch of {n} requests (docs/DUMPS.md)"
+    )
 
 
 def _probe(size: dict) -> dict:

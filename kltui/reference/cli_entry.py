@@ -118,6 +118,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
     )
     parser.add_argument(
+        "--disable-prefill-cuda-graph",
+        action="store_true",
+        help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
+    )
+    parser.add_argument(
         "--cuda-graph-max-bs",
         type=int,
         default=None,

@@ -213,6 +213,45 @@ def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf
     assert "From the setting to the module" in (bf16_sweep["tmp"] / "a.md").read_text()
 
 
+async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_batch_size(
+    bf16_sweep, tmp_path
+):
+    """Issue 44: the forgotten-flag case, where dumps of one request find decode and the fresh
+    prefill bit-identical. The chain relaunches the bfloat16 base (the reference server accepts
+    the dumper's flags and ignores them), runs the batch probe beside match, and a stand-in
+    for `kltui dumps` reproduces nothing at batch 1: the chain names the batch size where
+    tokens change, says why the module there is not named, and what to run next."""
+    from kltui.dumps import chain
+    from kltui.run.ablate import SweepSpec
+    from kltui.run.config import RunConfig
+    from kltui.run.sweep_manifest import load
+    from tests.integration.test_driver import Collect
+
+    sweep = load(bf16_sweep["folder"])
+    sweep.folder = tmp_path  # the chain's files go here, the fixture's folder stays as it was
+    cfg = RunConfig(samples=16, max_new_tokens=8, max_prompt_tokens=48)
+    spec = SweepSpec(cfg, tmp_path, launch=tuple(sweep.base.config.argv), start_timeout=60)
+    asked = []
+
+    async def nothing_at_batch_1(client, url, dump_dir, **kw):
+        asked.append(kw)
+        return {"verdict": "decode and the fresh prefill are bit-identical at every aligned "
+                "module over 8 decode steps", "first_divergent_module": None,
+                "first_differing_module": None}  # fmt: skip
+
+    ch = await chain.run_chain(spec, sweep, sweep.reading(), Collect(), drill=nothing_at_batch_1)
+    assert asked and ch.status == "no module", ch.line
+    assert ch.reproduced and ch.batch_changed_at in (4, 16), ch.lines()
+    n = ch.batch_changed_at
+    assert any(
+        s.startswith(f"batch probe: match's tokens change first at batch {n}") for s in ch.steps
+    )
+    assert f"the divergence needs a batch: tokens change first at batch {n}" in ch.line
+    assert "cannot capture a batch, so the module at batch" in ch.line
+    assert f"next: kltui probe-ops --sizes {n}" in ch.line
+    assert ch.to_json()["batch_changed_at"] == n
+
+
 def test_chain_asked_for_a_verdict_that_is_not_localized_says_why_none_ran(tmp_path, capsys):
     code, folder = ablate(
         tmp_path, "--launch", REFERENCE, "--vary", "radix-cache=off", "--chain",
