@@ -48,7 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         metavar="N",
         help="the planted --fault stays dormant until the N-th successful /flush_cache (a bug "
-        "that appears after a server has run a while; /server_info says kltui_fault_active)",
+        "that appears after a server has run a while; /server_info's internal_states says "
+        "kltui_fault_active)",
     )
     parser.add_argument("--page-size", type=int, default=1, help="radix cache page size")
     parser.add_argument(

@@ -178,14 +178,16 @@ class ReferenceState:
             "kltui_reference_server": True,
             "kltui_fault": s.fault,
             "kltui_fault_window": s.fault_window if s.fault == "window-evict" else None,
-            "kltui_fault_active": self.engine.fault.name != "none",
-            "kltui_flushes": self.flushes,
             "kltui_checkpoint": Path(self.checkpoint).name,
             "internal_states": [
                 {
                     "last_gen_throughput": self.scheduler.stats.throughput(),
                     "generated_tokens": self.scheduler.stats.generated_tokens,
                     "forward_steps": self.scheduler.stats.steps,
+                    # the server's state, beside SGLang's counters: flushes so far, and whether
+                    # the planted fault is awake (--fault-after-flushes)
+                    "kltui_flushes": self.flushes,
+                    "kltui_fault_active": self.engine.fault.name != "none",
                     "num_running_reqs": running,
                     "num_waiting_reqs": waiting,
                     "cached_tokens": self.cache.total_tokens,

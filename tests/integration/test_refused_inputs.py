@@ -1,6 +1,7 @@
 """Inputs that would make a run meaningless or lose its results are refused before any work:
-exit 2, one stderr line naming the option, no traceback, within a second, and no connection
-made to the server (a listening socket counts the connections)."""
+exit 2, one stderr line naming the option, no traceback, and no connection made to the server
+(a listening socket counts the connections: that, not a stopwatch, is what shows nothing ran;
+the time bound only catches a hang, since a loaded CI machine took 1.46 s to import and refuse)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def refused(argv: list[str], capsys, listener, must: str) -> str:
     assert len(lines) == 1 and lines[0].startswith("kltui: error: "), out.err
     assert "Traceback" not in out.err + out.out
     assert must in lines[0], lines[0]
-    assert took < 1.0, took
+    assert took < 10.0, took
     assert not listener.connected()
     return lines[0]
 

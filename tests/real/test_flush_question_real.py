@@ -34,7 +34,9 @@ async def test_running_batch_is_seen_through_v1_loads(sglang_url):
         assert await reason_to_ask(client) is None  # 127.0.0.1, idle: no question
         batch = {
             "input_ids": [[5 + i, 6, 7] for i in range(4)],
-            "sampling_params": {"max_new_tokens": 400, "ignore_eos": True},
+            # long enough to be seen running on a fast or a busy machine; the stream is closed
+            # once seen (SGLang aborts a request whose client went away)
+            "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True},
             "stream": True,
         }
         async with httpx.AsyncClient(base_url=sglang_url, timeout=120) as other:
