@@ -54,7 +54,7 @@ from kltui.launch.server import LaunchedServer, LaunchError
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, RunView
 from kltui.run.runner import refuse_incomparable
-from kltui.run.sweep_manifest import INTERRUPTED, MEASURED, TAIL_LINES, ConfigRun, Sweep
+from kltui.run.sweep_manifest import FAILED, INTERRUPTED, MEASURED, TAIL_LINES, ConfigRun, Sweep
 from kltui.session.recording import default_runs_dir
 from kltui.untrusted import one_line
 
@@ -279,16 +279,21 @@ async def _one(
     n: int,
     view: SweepView,
     starts: asyncio.Lock | None = None,
+    started: Callable[[], None] | None = None,
 ):
     """One configuration: started, measured, stopped; a failure is its one line. `starts`
-    serializes server starts between configurations run at once."""
+    serializes server starts between configurations run at once; `started` is called once its
+    start has ended (up or failed)."""
     srv = None
     if run.config.server is not None:
         run.url = run.config.server
     else:
         async with starts or contextlib.nullcontext():
-            if not await _start(spec, sweep, run, k, n, view, srv := _server(spec, sweep, run)):
-                return
+            up = await _start(spec, sweep, run, k, n, view, srv := _server(spec, sweep, run))
+        if started is not None:
+            started()
+        if not up:
+            return
     await _measure(spec, sweep, run, k, n, view, srv)
 
 
@@ -382,31 +387,42 @@ async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: S
     n = len(sweep.runs)
     order = {id(r): i + 1 for i, r in enumerate(sweep.runs)}
     pending = list(runs)
-    if pending and pending[0] is sweep.base:
-        await _settled([_one(spec, sweep, pending.pop(0), 1, n, view)])
+    base = pending.pop(0) if pending and pending[0] is sweep.base else None
+    if base is not None and (spec.parallel <= 1 or base.config.server is not None):
+        await _settled([_one(spec, sweep, base, 1, n, view)])
         sweep.write_manifest()
         if sweep.base.status != MEASURED:
             return
+        base = None
     sem = asyncio.Semaphore(spec.parallel)
     # Servers start one at a time even when they run at once: an engine sizes its KV cache
     # from the memory free while it loads, which a neighbour loading at the same moment takes
     # (seen on the H200: SGLang 0.5.17 at --mem-fraction-static 0.283 refused to start beside
-    # another loading 8B server, "Raise --mem-fraction-static above 0.287").
+    # another loading 8B server, "Raise --mem-fraction-static above 0.287"). What overlaps: a
+    # server's helpers run while the next one loads, the base's included.
     starts = asyncio.Lock()
+    base_up = asyncio.Event()  # the base's start has ended (up, or failed: nothing else runs)
 
     async def guarded(r: ConfigRun) -> None:
+        if r is not base and base is not None:
+            await base_up.wait()
+            if base.status == FAILED or base.url is None:
+                return
         async with sem:
-            await _one(spec, sweep, r, order[id(r)], n, view, starts)
+            try:
+                await _one(spec, sweep, r, order[id(r)], n, view, starts, base_up.set)
+            finally:
+                if r is base:  # cancelled or broken before its start ended: release the rest
+                    base_up.set()
             sweep.write_manifest()
 
-    await _settled([guarded(r) for r in pending])
+    await _settled([guarded(r) for r in ([base] if base is not None else []) + pending])
 
 
 async def _settled(coros: list) -> None:
     """Run `coros` as tasks until each has ended. Cancelled (Ctrl-C, the TUI's q), each is
-    cancelled once and waited for, however often the caller is cancelled meanwhile: a second
-    cancellation must not cut a configuration's cleanup short (its server stopped, its status
-    set to interrupted), as asyncio.gather would pass it on to them."""
+    cancelled once and waited for, however often the caller is cancelled meanwhile (its
+    cleanup must finish: server stopped, status interrupted), unlike asyncio.gather."""
     tasks = [asyncio.ensure_future(c) for c in coros]
     if not tasks:  # asyncio.wait refuses an empty set (--pairs with no pair to run)
         return

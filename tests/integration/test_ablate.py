@@ -479,6 +479,12 @@ def test_parallel_configurations_give_the_same_reading(tmp_path, capsys):
     starting = [i for i, ln in enumerate(events) if ln.endswith(": starting")]
     for a, b in zip(starting, starting[1:], strict=False):
         assert any(" up at " in ln or ln.startswith("failed") for ln in events[a:b]), events
+    # issue 44: the base's helpers run while the next server loads (the base must be up first,
+    # not measured first): configuration 2 starts before the base is measured
+    base_measured = next(
+        i for i, ln in enumerate(events) if ln.startswith("config 1/3 base: measured")
+    )
+    assert starting[1] < base_measured and " up at " in events[starting[1] - 1], events
 
 
 def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_path):
