@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from kltui.errors import UsageError
@@ -227,12 +227,8 @@ def _invocation(line: str) -> str | None:
     return re.split(r"\s{2,}", stripped, maxsplit=1)[0]
 
 
-def installed_flags(help_text: str) -> set[str]:
-    """Every long flag an argparse `--help` lists: the usage block's and each option line's,
-    aliases included (`--tensor-parallel-size TENSOR_PARALLEL_SIZE, --tp-size ...`). Flags
-    named only inside help sentences are not counted: a sentence may name a flag of another
-    program or one split across lines."""
-    flags: set[str] = set()
+def _help_lines(help_text: str) -> Iterator[tuple[bool, str]]:
+    """Each line of an argparse `--help`, and whether it is in the usage block."""
     in_usage = False
     for line in str(help_text).splitlines():
         if line.lstrip().lower().startswith("usage:"):
@@ -240,6 +236,16 @@ def installed_flags(help_text: str) -> set[str]:
         elif in_usage and (not line.strip() or not line[:1].isspace()):
             # the block's continuation lines are indented; "prog: error: ..." is not one
             in_usage = False
+        yield in_usage, line
+
+
+def installed_flags(help_text: str) -> set[str]:
+    """Every long flag an argparse `--help` lists: the usage block's and each option line's,
+    aliases included (`--tensor-parallel-size TENSOR_PARALLEL_SIZE, --tp-size ...`). Flags
+    named only inside help sentences are not counted: a sentence may name a flag of another
+    program or one split across lines."""
+    flags: set[str] = set()
+    for in_usage, line in _help_lines(help_text):
         if in_usage:
             flags.update(m.group(0) for m in _FLAG.finditer(line))
             continue
@@ -264,12 +270,7 @@ def switch_flags(help_text: str) -> set[str]:
     over the usage block; a flag shown with a metavar anywhere takes a value."""
     switches: set[str] = set()
     valued: set[str] = set()
-    in_usage = False
-    for line in str(help_text).splitlines():
-        if line.lstrip().lower().startswith("usage:"):
-            in_usage = True
-        elif in_usage and (not line.strip() or not line[:1].isspace()):
-            in_usage = False
+    for in_usage, line in _help_lines(help_text):
         if in_usage:
             for m in _USAGE_OPTION.finditer(line):
                 (valued if m.group(2) else switches).add(m.group(1))

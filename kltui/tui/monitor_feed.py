@@ -19,6 +19,7 @@ from kltui.session.events import Event
 from kltui.session.fold import fold
 from kltui.session.recording import RecordingError, read_recording
 from kltui.session.store import HelperState, SessionStore
+from kltui.tui.unwind import unwound
 
 HISTORY = 240  # probes kept for the screen (a day at --every 6m)
 
@@ -107,13 +108,7 @@ class MonitorFeed:
 
     async def settled(self, timeout: float) -> bool:
         """Wait until the probe loop has unwound (its worker cancelled)."""
-        if self._done is None or self._done.is_set():
-            return True
-        try:
-            await asyncio.wait_for(self._done.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await unwound(self._done, timeout)
 
     # ------------------------------------------------------------------ run/monitor.MonitorView
     def probe_started(self, number: int, at: float) -> None:

@@ -26,6 +26,7 @@ from kltui.run.reopen import NotFetched, replay_extras
 from kltui.run.sweep_manifest import ConfigRun, Sweep
 from kltui.session.events import Event
 from kltui.session.store import HelperState, SessionStore
+from kltui.tui.unwind import unwound
 
 ENDED = "ended"
 
@@ -202,13 +203,7 @@ class SweepFeed:
         """Wait until the sweep has unwound (after its worker was cancelled: every server
         stopped, every configuration's status set); False when it took longer than
         `timeout` seconds."""
-        if self._done is None or self._done.is_set():
-            return True
-        try:
-            await asyncio.wait_for(self._done.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await unwound(self._done, timeout)
 
     async def _chain(self, spec: SweepSpec, sweep: Sweep) -> None:
         """`--chain` after the sweep: setting -> module -> op, its lines under the matrix."""
