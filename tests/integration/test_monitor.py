@@ -131,12 +131,17 @@ async def test_a_server_killed_mid_probe_is_a_probe_error_and_the_monitor_goes_o
     monitor = Monitor(cfg, every=0, probes=3, record=probe_recordings(tmp_path))
     task = asyncio.create_task(monitor.run(view))
     async with httpx.AsyncClient(base_url=srv.url) as client:
+
+        async def generated() -> int:
+            info = (await client.get("/server_info")).json()["internal_states"][0]
+            return int(info["generated_tokens"])
+
         while not view.results:  # probe 1 measures with the server up
             await asyncio.sleep(0.05)
-        while True:  # probe 2 is decoding: kill the server under it
-            info = (await client.get("/server_info")).json()["internal_states"][0]
-            if info["num_running_reqs"] > 0:
-                break
+        after_1 = await generated()
+        # probe 2 is decoding (tokens beyond probe 1's; the running-request count can lag a
+        # step and still show probe 1's): kill the server under it
+        while await generated() <= after_1:
             await asyncio.sleep(0.01)
     os.kill(srv.pid, signal.SIGKILL)
     rc = await asyncio.wait_for(task, 120)

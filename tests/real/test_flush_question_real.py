@@ -34,9 +34,10 @@ async def test_running_batch_is_seen_through_v1_loads(sglang_url):
         assert await reason_to_ask(client) is None  # 127.0.0.1, idle: no question
         batch = {
             "input_ids": [[5 + i, 6, 7] for i in range(4)],
-            # long enough to be seen running on a fast or a busy machine; the stream is closed
-            # once seen (SGLang aborts a request whose client went away)
-            "sampling_params": {"max_new_tokens": 1500, "ignore_eos": True},
+            # as long as the model's 512-token context allows, to be seen running on a fast or a
+            # busy machine; the stream is closed once seen (SGLang aborts a request whose client
+            # went away)
+            "sampling_params": {"max_new_tokens": 500, "ignore_eos": True},
             "stream": True,
         }
         async with httpx.AsyncClient(base_url=sglang_url, timeout=120) as other:
@@ -45,8 +46,11 @@ async def test_running_batch_is_seen_through_v1_loads(sglang_url):
                 # SGLang refreshes the snapshot /v1/loads reads every few forward passes
                 seen = None
                 deadline = time.monotonic() + 30
+                got: list[str] = []
                 while time.monotonic() < deadline:
-                    await anext(lines)
+                    line = await anext(lines, None)
+                    assert line is not None, f"the stream ended before /v1/loads saw it: {got[-3:]}"
+                    got.append(line[:300])
                     seen = await server_load(client)
                     if seen is not None and seen.requests:
                         break
