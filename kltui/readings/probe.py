@@ -6,6 +6,7 @@ two readings compared, kind by kind.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -133,9 +134,17 @@ def _state_samples(basis: Basis, views: list[HelperView]) -> tuple[int, ...]:
     return lead + tuple(sorted(named - {first}))
 
 
-def read_probe(store: SessionStore, errors: tuple[ProbeError, ...] = ()) -> ProbeReading:
+_WORST = ("error", "interrupted", "fail", "pass")
+
+
+def read_probe(
+    store: SessionStore,
+    errors: tuple[ProbeError, ...] = (),
+    verdicts: Sequence[str | None] = (),
+) -> ProbeReading:
     """The probe's reading from its finished store (`errors`: what the monitor saw go wrong
-    around it: a timeout, a fault of kltui)."""
+    around it: a timeout, a fault of kltui; `verdicts`: every run's, with --stress the quiet
+    run's and "fail" for a state bug under load, the worst of them the probe's)."""
     found = list(errors)
     servers = []
     for d in diagnose(store):
@@ -162,6 +171,9 @@ def read_probe(store: SessionStore, errors: tuple[ProbeError, ...] = ()) -> Prob
             if kind not in found:
                 found.append(kind)
     verdict = store.finished.verdict if store.finished else None
+    worst = [v for v in _WORST if v in verdicts]
+    if worst and verdict is not None:
+        verdict = worst[0]
     tokens = sum(h.tokens for s in servers for h in s.helpers)
     return ProbeReading(verdict, tuple(servers), tuple(found), tokens)
 

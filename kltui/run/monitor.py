@@ -151,7 +151,8 @@ class Monitor:
             errors.append(ProbeError.INTERNAL)
             error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
         store = runs.stores[-1] if runs.stores else SessionStore()
-        reading = read_probe(store, tuple(errors))
+        verdicts = [v for o in runs.outcomes for v in o.verdicts]
+        reading = read_probe(store, tuple(errors), verdicts)
         prev = self.last
         result = ProbeResult(
             number=n,
