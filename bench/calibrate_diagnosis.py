@@ -1,26 +1,31 @@
 """Print the calibration table of the diagnosis's condition-2 reading and of its stated limits
 (docs/DIAGNOSIS.md), and whether each target holds.
 
-    python bench/calibrate_diagnosis.py [RUNS]
+    python bench/calibrate_diagnosis.py [RUNS] [--spread-only]
 
 Reads the real per-sample noise in tests/data/real_noise/*.json and simulates RUNS runs
 (default 10000) per family and sample count, each judged on both cache-hit helpers as
 `diagnose_server` judges them (kltui/readings/calibration.py); the stated limits are checked on
 RUNS / 10 runs per cell (kltui/readings/calibration_limits.py: each run plants its own limits).
+Then the power of the 25 %-at-x10 cell at n = 128 against the per-sample spread
+(`calibration.power_by_spread`, RUNS / 5 runs per sigma); --spread-only prints that alone.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
-import sys
 import time
 from pathlib import Path
+
+import numpy as np
 
 from kltui.readings.calibration import (
     FRACTIONS,
     HEAVY_SIGMA,
     MILD_SIGMA,
     Noise,
+    power_by_spread,
     table,
 )
 from kltui.readings.calibration_limits import DETECT, limit_table, monotone
@@ -37,11 +42,57 @@ def _pct(x: float) -> str:
     return "–" if math.isnan(x) else f"{100 * x:.1f} %"
 
 
+def _np_bound(sigma: float, n: int = 128, share: float = 0.25, factor: float = 10.0) -> float:
+    """The most power any test can have against the fault at a 0.1 % false rate: the
+    Neyman-Pearson likelihood-ratio test of one simple null (every log ratio normal, with the
+    fault's own mean as a tolerated drift and the spread known exactly) against the mixture
+    (a `share` of the samples `factor` higher). A test that must also hold every other null, and
+    does not know the spread, can only do worse."""
+    rng = np.random.default_rng(0)
+    s, delta = sigma * math.sqrt(2), math.log(factor)
+    mu0 = share * delta
+
+    def llr(r: np.ndarray) -> np.ndarray:
+        mix = (1 - share) * np.exp(-(r**2) / (2 * s * s)) + share * np.exp(
+            -((r - delta) ** 2) / (2 * s * s)
+        )
+        return (np.log(mix) + (r - mu0) ** 2 / (2 * s * s)).sum(axis=1)
+
+    null = np.concatenate([llr(rng.normal(mu0, s, (20000, n))) for _ in range(10)])
+    threshold = np.quantile(null, 1 - 1e-3)
+    hit = rng.random((50000, n)) < share
+    return float(np.mean(llr(rng.normal(0, s, (50000, n)) + hit * delta) > threshold))
+
+
+def _spread(noise: Noise, runs: int) -> None:
+    t0 = time.perf_counter()
+    curve = power_by_spread(noise, runs=runs, seed=0)
+    print(
+        f"\n25 % of samples x10 at n = 128, by per-helper jitter sigma (sd of a sample's log "
+        f"ratio = sigma x 1.41); {runs} runs per sigma ({time.perf_counter() - t0:.0f} s); the "
+        f"bound: the Neyman-Pearson test that knows the spread, at a 0.1 % false rate:\n"
+    )
+    print("| sigma | sd of the log ratio | condition 2 | the most any test finds |")
+    print("|---:|---:|---:|---:|")
+    for sigma, found in curve.items():
+        print(
+            f"| {sigma:g} | {sigma * math.sqrt(2):.2f} | {100 * found:.1f} % | "
+            f"{100 * _np_bound(sigma):.1f} % |"
+        )
+
+
 def main() -> None:
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="?", type=int, default=10000, help="runs per cell (10000)")
+    ap.add_argument("--spread-only", action="store_true", help="the power-by-spread block alone")
+    args = ap.parse_args()
+    runs = args.runs
     few = max(100, runs // 10)
     folder = Path(__file__).resolve().parent.parent / "tests" / "data" / "real_noise"
     noise = Noise.load(folder)
+    if args.spread_only:
+        _spread(noise, max(100, runs // 5))
+        return
     t0 = time.perf_counter()
     rows = table(noise, SIZES, runs=runs, seed=0)
     t1 = time.perf_counter()
@@ -102,6 +153,7 @@ def main() -> None:
         else "- no limit reached"
     )
     assert all(name in {r["name"] for r in rows} for name in FRACTIONS)
+    _spread(noise, max(100, runs // 5))
 
 
 if __name__ == "__main__":

@@ -375,6 +375,29 @@ def rate(family: Family, noise: Noise, n: int, runs: int, seed: int) -> float:
     return rates(family, noise, n, runs, seed)["state"]
 
 
+# the per-helper jitter sigmas of `power_by_spread`: 0.71 puts the sd of a sample's log ratio
+# (cache over match, two independent jitters) at 1.0; 1.0 puts it at 1.41
+SPREAD_SIGMAS = (0.25, 0.5, 0.71, 1.0, 1.41)
+
+
+def power_by_spread(
+    noise: Noise,
+    n: int = 128,
+    share: float = 0.25,
+    factor: float = 10.0,
+    sigmas: tuple[float, ...] = SPREAD_SIGMAS,
+    runs: int = 2000,
+    seed: int = 0,
+) -> dict[float, float]:
+    """How often a state bug on `share` of the samples at x`factor` is read as condition 2 at
+    each per-helper jitter sigma: the curve behind the "per-sample spread" of issue 43's power
+    target (docs/DIAGNOSIS.md, "How far the power reaches")."""
+    return {
+        sigma: rate((Shape(sigma), fraction(share, factor)), noise, n, runs, seed + i)
+        for i, sigma in enumerate(sigmas)
+    }
+
+
 def table(
     noise: Noise, sizes: tuple[int, ...] = (8, 32, 128), runs: int = 2000, seed: int = 0
 ) -> list[dict]:
@@ -388,5 +411,6 @@ def table(
 
 
 __all__ = [
-    "CACHE", "FAULTS", "FRACTIONS", "LIMITS", "NULLS", "Noise", "Shape", "rate", "rates", "table",
+    "CACHE", "FAULTS", "FRACTIONS", "LIMITS", "NULLS", "SPREAD_SIGMAS", "Noise", "Shape",
+    "power_by_spread", "rate", "rates", "table",
 ]  # fmt: skip
