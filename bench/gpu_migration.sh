@@ -19,6 +19,9 @@
 #                                       kltui ablate: triton + deterministic base, vary
 #                                       attention-backend=fa3 and cuda-graph=off; CHAIN=1 adds
 #                                       --chain (dumper relaunch, kltui dumps, op probe)
+#   [BASEARGS="--attention-backend fa3"] bash bench/gpu_migration.sh chainsteps
+#                                       the chain's steps after the sweep, directly: the base
+#                                       relaunched with the dumper, match + --batch-sizes, dumps
 # Or split over calls, each well under the per-call limit (servers stay up between calls, in
 # their own process groups; logs under /root/mig, copied into $OUT by every call):
 #   bash bench/gpu_migration.sh up graphs|eager   start vLLM (8000) then SGLang FA3 (30001);
@@ -39,6 +42,7 @@ ENVF=${ENVF:-/root/carry/env.sh}
 O=${OUT:-/tmp/gpu-migration}
 M=${MODEL:-/root/llama3-8b}
 IDS=${IDS:-/root/ids.json}
+DUMP_IDS=${DUMP_IDS:-/root/dump_ids.json}
 SAMPLES=${SAMPLES:-32}
 NEW=${NEW:-512}
 mkdir -p "$O"
@@ -200,6 +204,32 @@ ce)
     tail -40 "$O/ce-$v.txt"
   done
   ls "$O"
+  ;;
+chainsteps)
+  # the steps `kltui ablate --chain` takes after its sweep, run directly (when a device lease is
+  # too short for the sweep and the chain in one call): the base relaunched with the dumper's
+  # environment and no graphs (kltui/dumps/chain.py's DUMPER_ENV and NO_GRAPH_FLAGS), match with
+  # the batch probe on it, then `kltui dumps` (BASEARGS: the base's own flags)
+  D=$O/dumps
+  mkdir -p "$D"
+  ( export DUMPER_ENABLE=0 DUMPER_SERVER_PORT=reuse DUMPER_NON_INTRUSIVE_MODE=all DUMPER_DIR=$D
+    sglang_start 30001 dumper 0.4 ${BASEARGS:---attention-backend fa3} --disable-cuda-graph \
+      --disable-prefill-cuda-graph
+    printf '%s\n' "${PIDS[@]}" > "$O/chain.pids" )
+  while read -r p; do PIDS+=("$p"); done < "$O/chain.pids"
+  ready 30001 sglang-dumper || { tail -30 "$O/server-sglang-dumper.log"; exit 1; }
+  echo "$(date +%T) match with the batch probe on the relaunched base"
+  kltui check --server 127.0.0.1:30001 --helpers match --batch-sizes "${BATCH:-1,4,16}" \
+    --prompts "$IDS" --samples "$SAMPLES" --max-new-tokens "$NEW" \
+    --json "$O/chain-match.json" > "$O/chain-match.txt" 2>&1
+  echo "rc=$?"
+  tail -25 "$O/chain-match.txt"
+  echo "$(date +%T) kltui dumps on the relaunched base"
+  kltui dumps --server 127.0.0.1:30001 --dump-dir "$D" --prompt-ids "$DUMP_IDS" \
+    --json "$O/chain-dumps.json" > "$O/chain-dumps.txt" 2>&1
+  echo "rc=$?"
+  tail -25 "$O/chain-dumps.txt"
+  rm -rf "$D"
   ;;
 ablate)
   LAUNCH="${LAUNCH:-$PY -m sglang.launch_server --model-path $M --sampling-backend pytorch --host 127.0.0.1 --attention-backend triton --enable-deterministic-inference}"
