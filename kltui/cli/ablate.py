@@ -333,28 +333,16 @@ def _run(args: argparse.Namespace, spec) -> int:
 
 async def _chain(spec, sweep, view, console) -> None:
     """`--chain`: setting -> module -> op on the finished sweep, kept in its manifest."""
-    import asyncio
-
-    from kltui.dumps.chain import run_chain
+    from kltui.dumps.chain import chain_into
     from kltui.untrusted import console_markup
 
     n = len(sweep.runs)
-    try:
-        ch = await run_chain(
-            spec,
-            sweep,
-            sweep.reading(),
-            view.run_view(n, n, sweep.base),
-            say=lambda line: console.print(console_markup(line), soft_wrap=True),
-        )
-    except asyncio.CancelledError:
-        sweep.interrupted = True
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        return
-    sweep.chain = ch.to_json()
-    sweep.write_manifest()
+    await chain_into(
+        spec,
+        sweep,
+        view.run_view(n, n, sweep.base),
+        say=lambda line: console.print(console_markup(line), soft_wrap=True),
+    )
 
 
 def _tui(args: argparse.Namespace, feed, console) -> int:

@@ -64,7 +64,8 @@ _OPS = (
 class Chain:
     """The chain's result: how far it went and what each step found."""
 
-    status: str  # "refused", "failed", "needs cuda graphs", "module", "no module"
+    # "refused", "failed", "interrupted", "needs cuda graphs", "module", "no module"
+    status: str
     line: str  # the one line that says it (server text inside: escape it to show it)
     step: str | None = None  # the step that failed: relaunch, reproduce, dumps, probe
     setting: str | None = None  # the localized setting(s)
@@ -84,6 +85,27 @@ class Chain:
     # seconds per step (relaunch, match, dumps, stop, probe; to_json adds their total): the
     # sweep's time split leaves the chain out, so it is reported beside it
     timing: dict[str, float] = field(default_factory=dict)
+    running: str | None = None  # the step in progress (what an interruption names)
+
+    def failed(self, step: str, what: str) -> Chain:
+        """The chain stopped by a failure in `step`: one line naming it."""
+        self.step, self.status = step, "failed"
+        self.line = f"chain: {step} failed: {one_line(what, 600)}"
+        return self
+
+    def interrupted(self) -> Chain:
+        """The chain cut short (Ctrl-C, SIGTERM) in `running`: what the steps before it
+        measured is kept, and the line says where it stopped and what is left to run."""
+        step = self.running or "relaunch"
+        self.status, self.step = "interrupted", step
+        done = ", ".join(f"{k.removesuffix('_s')} {v:.1f} s" for k, v in self.timing.items())
+        self.line = (
+            f"chain: interrupted during the {step} step"
+            + (f" (after {done})" if done else "")
+            + "; the steps above are kept: run the sweep again with --chain and more time, or "
+            "relaunch the base with the dumper and run kltui dumps on it (docs/DUMPS.md)"
+        )
+        return self
 
     def lines(self) -> list[str]:
         """setting -> module -> op probe, one line each, then how it ended."""
@@ -256,31 +278,22 @@ async def run_chain(
     say: Callable[[str], None] = lambda _line: None,
     drill: DrillDown | None = None,
     probe: Callable[[dict], dict] | None = None,
+    started: Callable[[Chain], None] = lambda _ch: None,
 ) -> Chain:
     """The chain on a finished sweep (`refusal` first). `view` shows match's run on the
     relaunched base; `say` gets a line as each step begins; `drill` and `probe` default to
-    `dumps/run.drill_down` and `probe_ops.probe`."""
+    `dumps/run.drill_down` and `probe_ops.probe`; `started` gets the chain as soon as it
+    exists, so that an interruption keeps what it measured (`chain_into`)."""
     why = refusal(sweep, ab)
     if why is not None:
         return Chain("refused", why)
     setting = setting_of(ab)
     ch = Chain("failed", "", setting=setting, log=f"{NAME}.log")
+    started(ch)
     ch.steps.append(f"setting: {setting} ({ab.verdict.kind}, condition 1 in the base)")
-    dump_dir = (sweep.folder / "dumps").resolve()
-    log_path = sweep.folder / f"{NAME}.log"
-    srv = LaunchedServer(
-        _with_flags(sweep.base.config.argv),
-        name=NAME,
-        log_path=log_path,
-        env={**DUMPER_ENV, "DUMPER_DIR": str(dump_dir)},
-        start_timeout=spec.start_timeout,
-    )
+    srv, dump_dir, log_path = _relaunched(spec, sweep)
 
-    def fail(step: str, what: str) -> Chain:
-        ch.step, ch.status = step, "failed"
-        ch.line = f"chain: {step} failed: {one_line(what, 600)}"
-        return ch
-
+    fail = ch.failed
     clock = time.perf_counter()
 
     def lap(key: str) -> None:
@@ -290,6 +303,7 @@ async def run_chain(
         clock = now
 
     say(f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}")
+    ch.running = "relaunch"
     try:
         url = await srv.start()
     except LaunchError as e:
@@ -298,6 +312,7 @@ async def run_chain(
         lap("relaunch_s")
     try:
         say("chain: match on the relaunched base (does it still diverge without graphs?)")
+        ch.running = "reproduce"
         try:
             driver = RunDriver(
                 _match_cfg(spec, url), record=str(sweep.folder / f"{NAME}.kltui.jsonl")
@@ -320,6 +335,7 @@ async def run_chain(
         )
         _batch_step(ch, outcome.store)
         say("chain: kltui dumps on the relaunched base")
+        ch.running = "dumps"
         try:
             result = await _drill(drill, url, spec, dump_dir)
             srv.check_alive()
@@ -332,10 +348,50 @@ async def run_chain(
     finally:
         await srv.stop()
         lap("stop_s")
+    ch.running = "probe"
     await _module_and_op(ch, result, probe, sweep.base.config.argv)
     if ch.probe is not None or ch.step == "probe":
         lap("probe_s")
     return ch
+
+
+def _relaunched(spec: SweepSpec, sweep: Sweep) -> tuple[LaunchedServer, Path, Path]:
+    """The base's server as the chain relaunches it (dumper environment, no graphs), its dump
+    folder and its log."""
+    dump_dir = (sweep.folder / "dumps").resolve()
+    log_path = sweep.folder / f"{NAME}.log"
+    srv = LaunchedServer(
+        _with_flags(sweep.base.config.argv),
+        name=NAME,
+        log_path=log_path,
+        env={**DUMPER_ENV, "DUMPER_DIR": str(dump_dir)},
+        start_timeout=spec.start_timeout,
+    )
+    return srv, dump_dir, log_path
+
+
+async def chain_into(
+    spec: SweepSpec,
+    sweep: Sweep,
+    view: RunView,
+    say: Callable[[str], None],
+) -> None:
+    """`--chain` after a finished sweep, its result kept in the sweep's manifest; cut short
+    (Ctrl-C, SIGTERM), the sweep reads as interrupted and the chain keeps the steps it
+    finished, their times and the step it stopped in (`Chain.interrupted`)."""
+    began: list[Chain] = []
+    try:
+        ch = await run_chain(spec, sweep, sweep.reading(), view, say=say, started=began.append)
+    except asyncio.CancelledError:
+        sweep.interrupted = True
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        if not began:
+            return
+        ch = began[0].interrupted()
+    sweep.chain = ch.to_json()
+    sweep.write_manifest()
 
 
 async def _drill(drill: DrillDown | None, url: str, spec: SweepSpec, dump_dir: Path) -> dict:

@@ -207,18 +207,9 @@ class SweepFeed:
 
     async def _chain(self, spec: SweepSpec, sweep: Sweep) -> None:
         """`--chain` after the sweep: setting -> module -> op, its lines under the matrix."""
-        from kltui.dumps.chain import run_chain
+        from kltui.dumps.chain import chain_into
 
-        try:
-            ch = await run_chain(spec, sweep, sweep.reading(), _Quiet(), say=self._note)
-        except asyncio.CancelledError:
-            sweep.interrupted = True
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            return
-        sweep.chain = ch.to_json()
-        sweep.write_manifest()
+        await chain_into(spec, sweep, _Quiet(), say=self._note)
 
     def _note(self, line: str) -> None:
         self.notes.append(line)

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -250,6 +251,55 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
     assert "cannot capture a batch, so the module at batch" in ch.line
     assert f"next: kltui probe-ops --sizes {n}" in ch.line
     assert ch.to_json()["batch_changed_at"] == n
+
+
+async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_stopped(
+    bf16_sweep, tmp_path
+):
+    """Seen on the H200 (docs/FIELD_NOTES.md, section 13): a SIGTERM while `kltui dumps` read
+    the dumps lost the relaunch and match the chain had finished. Cut short, the chain is
+    `interrupted` in the step it was in, with the steps before it, their times, and the
+    relaunched server stopped."""
+    import asyncio
+
+    from kltui.dumps import chain
+    from kltui.run.ablate import SweepSpec
+    from kltui.run.config import RunConfig
+    from kltui.run.sweep_manifest import load
+    from tests.integration.test_driver import Collect
+
+    sweep = load(bf16_sweep["folder"])
+    sweep.folder = tmp_path
+    cfg = RunConfig(samples=16, max_new_tokens=8, max_prompt_tokens=48)
+    spec = SweepSpec(cfg, tmp_path, launch=tuple(sweep.base.config.argv), start_timeout=60)
+    in_dumps = asyncio.Event()
+    urls = []
+
+    async def hangs(client, url, dump_dir, **kw):
+        urls.append(url)
+        in_dumps.set()
+        await asyncio.Event().wait()
+
+    real = chain._drill
+    chain._drill = lambda drill, url, spec, dump_dir: real(hangs, url, spec, dump_dir)
+    try:
+        task = asyncio.create_task(chain.chain_into(spec, sweep, Collect(), say=lambda _l: None))
+        await asyncio.wait_for(in_dumps.wait(), 120)
+        task.cancel()
+        await task
+    finally:
+        chain._drill = real
+    ch = sweep.chain
+    assert sweep.interrupted and ch is not None
+    assert ch["status"] == "interrupted" and ch["step"] == "dumps", ch["line"]
+    assert ch["line"].startswith("chain: interrupted during the dumps step (after relaunch ")
+    assert any(s.startswith("reproduced without CUDA graphs: match ") for s in ch["steps"])
+    t = ch["timing"]
+    assert t["relaunch_s"] > 0 and t["match_s"] > 0 and "stop_s" in t and "dumps_s" in t
+    assert json.loads((tmp_path / "ablation.json").read_text())["chain"] == ch
+    host, port = urls[0].split("//")[-1].rsplit(":", 1)
+    with pytest.raises(OSError):  # the relaunched base was stopped
+        socket.create_connection((host, int(port)), timeout=5).close()
 
 
 def test_chain_asked_for_a_verdict_that_is_not_localized_says_why_none_ran(tmp_path, capsys):
