@@ -5,6 +5,7 @@ difference before any number, with or without dev mode (then the probe sees it).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,7 +17,10 @@ from kltui.session.events import HelperFinished, Problem, SampleScored
 from .test_cross_engine_real import run
 
 DEV = {"VLLM_SERVER_DEV_MODE": "1"}
-LOGS = Path.home() / ".cache" / "kltui-engines" / "run"
+# where scripts/real_engines.sh writes the servers' logs (KLTUI_ENGINES_CACHE, as it reads it)
+LOGS = (
+    Path(os.environ.get("KLTUI_ENGINES_CACHE") or Path.home() / ".cache" / "kltui-engines") / "run"
+)
 
 
 @pytest.fixture
