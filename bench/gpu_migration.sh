@@ -212,11 +212,10 @@ chainsteps)
   # the batch probe on it, then `kltui dumps` (BASEARGS: the base's own flags)
   D=$O/dumps
   mkdir -p "$D"
-  ( export DUMPER_ENABLE=0 DUMPER_SERVER_PORT=reuse DUMPER_NON_INTRUSIVE_MODE=all DUMPER_DIR=$D
+  # shellcheck disable=SC2086
+  DUMPER_ENABLE=0 DUMPER_SERVER_PORT=reuse DUMPER_NON_INTRUSIVE_MODE=all DUMPER_DIR=$D \
     sglang_start 30001 dumper 0.4 ${BASEARGS:---attention-backend fa3} --disable-cuda-graph \
-      --disable-prefill-cuda-graph
-    printf '%s\n' "${PIDS[@]}" > "$O/chain.pids" )
-  while read -r p; do PIDS+=("$p"); done < "$O/chain.pids"
+    --disable-prefill-cuda-graph
   ready 30001 sglang-dumper || { tail -30 "$O/server-sglang-dumper.log"; exit 1; }
   echo "$(date +%T) match with the batch probe on the relaunched base"
   kltui check --server 127.0.0.1:30001 --helpers match --batch-sizes "${BATCH:-1,4,16}" \

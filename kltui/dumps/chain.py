@@ -219,7 +219,6 @@ async def run_chain(
     ch.steps.append(f"setting: {setting} ({ab.verdict.kind}, condition 1 in the base)")
     srv, dump_dir, log_path = _relaunched(spec, sweep)
 
-    fail = ch.failed
     clock = time.perf_counter()
 
     def lap(key: str) -> None:
@@ -233,7 +232,7 @@ async def run_chain(
     try:
         url = await srv.start()
     except LaunchError as e:
-        return fail("relaunch", str(e))
+        return ch.failed("relaunch", str(e))
     finally:
         lap("relaunch_s")
     try:
@@ -246,11 +245,11 @@ async def run_chain(
             outcome = await driver.run(view)
             srv.check_alive()
         except LaunchError as e:
-            return fail("reproduce", str(e))
+            return ch.failed("reproduce", str(e))
         finally:
             lap("match_s")
         if outcome.error is not None or outcome.store is None:
-            return fail("reproduce", f"match could not run: {outcome.error}{_tail(log_path)}")
+            return ch.failed("reproduce", f"match could not run: {outcome.error}{_tail(log_path)}")
         again = read([sweep.base.config], {sweep.base.name: outcome.store})
         ch.reproduced, ch.match_avg_kl_div = reproduces(again)
         if not ch.reproduced:
@@ -266,9 +265,9 @@ async def run_chain(
             result = await _drill(drill, url, spec, dump_dir)
             srv.check_alive()
         except LaunchError as e:
-            return fail("dumps", str(e))
+            return ch.failed("dumps", str(e))
         except Exception as e:  # DumpError, EngineError, UsageError: one line each
-            return fail("dumps", f"{e}{_tail(log_path)}")
+            return ch.failed("dumps", f"{e}{_tail(log_path)}")
         finally:
             lap("dumps_s")
     finally:

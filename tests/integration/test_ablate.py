@@ -254,7 +254,7 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
 
 
 async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_stopped(
-    bf16_sweep, tmp_path
+    bf16_sweep, tmp_path, monkeypatch
 ):
     """Seen on the H200 (docs/FIELD_NOTES.md, section 13): a SIGTERM while `kltui dumps` read
     the dumps lost the relaunch and match the chain had finished. Cut short, the chain is
@@ -281,14 +281,13 @@ async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_
         await asyncio.Event().wait()
 
     real = chain._drill
-    chain._drill = lambda drill, url, spec, dump_dir: real(hangs, url, spec, dump_dir)
-    try:
-        task = asyncio.create_task(chain.chain_into(spec, sweep, Collect(), say=lambda _l: None))
-        await asyncio.wait_for(in_dumps.wait(), 120)
-        task.cancel()
-        await task
-    finally:
-        chain._drill = real
+    monkeypatch.setattr(
+        chain, "_drill", lambda drill, url, spec, dump_dir: real(hangs, url, spec, dump_dir)
+    )
+    task = asyncio.create_task(chain.chain_into(spec, sweep, Collect(), say=lambda _l: None))
+    await asyncio.wait_for(in_dumps.wait(), 120)
+    task.cancel()
+    await task
     ch = sweep.chain
     assert sweep.interrupted and ch is not None
     assert ch["status"] == "interrupted" and ch["step"] == "dumps", ch["line"]
