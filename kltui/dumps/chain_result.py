@@ -46,12 +46,11 @@ class Chain:
         measured is kept, and the line says where it stopped and what is left to run."""
         step = self.running or "relaunch"
         self.status, self.step = "interrupted", step
-        done = ", ".join(f"{k.removesuffix('_s')} {v:.1f} s" for k, v in self.timing.items())
+        # the steps' times are in the sweep's time line ("then the chain ..."), not repeated
         self.line = (
-            f"chain: interrupted during the {step} step"
-            + (f" (after {done})" if done else "")
-            + "; the steps above are kept: run the sweep again with --chain and more time, or "
-            "relaunch the base with the dumper and run kltui dumps on it (docs/DUMPS.md)"
+            f"chain: interrupted during the {step} step; the steps above are kept: run the "
+            "sweep again with --chain and more time, or relaunch the base with the dumper and "
+            "run kltui dumps on it (docs/DUMPS.md)"
         )
         return self
 

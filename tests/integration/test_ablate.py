@@ -291,7 +291,7 @@ async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_
     ch = sweep.chain
     assert sweep.interrupted and ch is not None
     assert ch["status"] == "interrupted" and ch["step"] == "dumps", ch["line"]
-    assert ch["line"].startswith("chain: interrupted during the dumps step (after relaunch ")
+    assert ch["line"].startswith("chain: interrupted during the dumps step; the steps above ")
     assert any(s.startswith("reproduced without CUDA graphs: match ") for s in ch["steps"])
     t = ch["timing"]
     assert t["relaunch_s"] > 0 and t["match_s"] > 0 and "stop_s" in t and "dumps_s" in t
