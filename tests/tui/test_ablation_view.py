@@ -359,3 +359,43 @@ async def test_quitting_mid_sweep_stops_every_server_and_keeps_what_was_measured
     # the manifest says so, and the base's recording reads back as measured
     again = load(sweep.folder)
     assert again.interrupted and again.runs[0].store is not None
+
+
+async def test_a_verdict_longer_than_its_box_scrolls_and_says_so():
+    # issue 44: the verdict pane cut a long verdict + chain line silently at 10 rows; now it
+    # takes the room the matrix leaves and scrolls in its own box, whose border says how much is
+    # out of view and which key scrolls
+    feed = SweepFeed.replay(load(SWEEP))
+    notes = [f"note {i}: [bold]not markup[/bold] on a long line" for i in range(30)]
+    feed.notes.extend(notes)
+    app = KltuiApp(feed)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, AblationScreen))
+        await pilot.pause(0.3)
+        box = app.screen.query_one("#ablation-verdict-box")
+        assert box.has_class("cut")
+        assert str(box.border_subtitle).endswith("more lines · v to scroll"), box.border_subtitle
+        # the subtitle counts exactly the rows out of view; the notes are there, literally
+        hidden = int(str(box.border_subtitle).split()[0])
+        assert box.scroll_y == 0 and box.max_scroll_y == hidden > 0
+        assert notes[-1] in drawn_at(app.screen, "#ablation-verdict")
+        await pilot.press("v")
+        await pilot.pause(0.1)
+        assert box.has_focus and str(box.border_subtitle).startswith("↑ ↓ scroll")
+        await pilot.press("end")
+        await pilot.pause(0.2)
+        assert box.scroll_y == box.max_scroll_y == hidden
+        await pilot.press("v")
+        await pilot.pause(0.1)
+        assert app.screen.query_one(SweepMatrix).has_focus
+        await pilot.press("q")
+
+
+def test_snapshot_of_a_verdict_cut_to_its_box(snap_compare):
+    async def run_before(pilot) -> None:
+        await until(pilot, lambda: isinstance(pilot.app.screen, AblationScreen))
+        await pilot.pause(0.3)
+
+    feed = SweepFeed.replay(load(SWEEP))
+    feed.notes.extend(f"note {i}: a line the box has no room for" for i in range(30))
+    assert snap_compare(KltuiApp(feed), terminal_size=(100, 40), run_before=run_before)

@@ -13,7 +13,7 @@ from typing import Protocol
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from kltui.outputs.ablation_matrix import Live, head_line, helpers_of, matrix_rows, verdict_lines
@@ -52,6 +52,7 @@ class AblationScreen(BoxModal[str | None]):
             key_display="]",
             id="ablation.next-helper",
         ),
+        Binding("v", "verdict", "Verdict", id="ablation.verdict"),
         Binding(
             "left_square_bracket",
             "helper(-1)",
@@ -78,7 +79,10 @@ class AblationScreen(BoxModal[str | None]):
         yield Static(id="ablation-head")
         yield SweepMatrix(id="ablation-table")
         yield Static(id="ablation-detail")
-        yield Static(id="ablation-verdict")
+        # the verdict, the notes and the chain's line can outgrow their share of the screen:
+        # they scroll in their own box, which says so on its border (never cut silently)
+        with VerticalScroll(id="ablation-verdict-box"):
+            yield Static(id="ablation-verdict")
 
     def on_mount(self) -> None:
         """Fill the matrix, follow the sweep, put the cursor on the configuration shown."""
@@ -121,6 +125,36 @@ class AblationScreen(BoxModal[str | None]):
             bold = src.ab is not None and line == src.ab.verdict.line
             out.append_text(safe(line, "bold" if bold else ""))
         self.query_one("#ablation-verdict", Static).update(out)
+        self.call_after_refresh(self._mark_cut)
+
+    def _mark_cut(self) -> None:
+        """The verdict box's border says how many lines are below (or above) its view."""
+        box = self.query_one("#ablation-verdict-box", VerticalScroll)
+        below = max(0, box.virtual_size.height - box.scrollable_content_region.height)
+        box.set_class(below > 0, "cut")
+        if below == 0:
+            box.border_subtitle = ""
+        elif box.has_focus:
+            box.border_subtitle = "↑ ↓ scroll · v back to the matrix"
+        else:
+            lines = "line" if below == 1 else "lines"
+            box.border_subtitle = f"{below} more {lines} · v to scroll"
+
+    def on_descendant_focus(self) -> None:
+        """Tab into (or out of) the verdict's box words its border for what keys do there."""
+        self._mark_cut()
+
+    def on_descendant_blur(self) -> None:
+        self._mark_cut()
+
+    def action_verdict(self) -> None:
+        """Focus the verdict's box to scroll it; again, back to the matrix."""
+        box = self.query_one("#ablation-verdict-box", VerticalScroll)
+        if box.has_focus:
+            self.query_one(SweepMatrix).focus()
+        else:
+            box.focus()
+        self.call_after_refresh(self._mark_cut)
 
     def _detail(self, rows=None) -> None:
         table = self.query_one(SweepMatrix)
