@@ -45,7 +45,18 @@ def _required() -> bool:
 # the modules whose tests share the plain vLLM server (`vllm_url`): run one after another, so
 # that it starts once for all of them (a vLLM start is ~50 s on 2 cores)
 VLLM_MODULES = ("test_cross_engine_real", "test_hf_reference_real", "test_logprob_contract_real")
-_LAST_VLLM_USER: list[str] = []  # the node id of the last test of the run that takes vllm_url
+_LAST_VLLM_USER: list[str] = []
+# the modules that take none of the tier's shared servers (sglang_url, vllm_url, their
+# variants): each server they use is a configuration no other module starts, so they run on a
+# worker of their own beside the rest of the tier (measured 2026-12-05 on 2 cores with three
+# workers: the tier on one worker took 630 s, the other workers ended at 585 s)
+OWN_SERVER_MODULES = (
+    "test_ablate_real",
+    "test_dumps_real",
+    "test_no_tokenizer_real",
+    "test_engine_lifecycle_real",
+    "test_sglang_kl_on_reference",
+)  # the node id of the last test of the run that takes vllm_url
 
 
 # a test of this tier may take this long, its servers' starts included (an SGLang start is
@@ -68,8 +79,11 @@ def pytest_collection_modifyitems(config, items):
     for i, item in enumerate(items):
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.real_engines)
-            # one worker runs the whole tier under pytest-xdist: one server per engine
-            item.add_marker(pytest.mark.xdist_group("real_engines"))
+            # under pytest-xdist the tier runs on two workers: the modules that share the plain
+            # SGLang and vLLM servers on one (each starts once), the modules that start only
+            # servers of their own (another configuration, or launched by the test) on another
+            own = Path(str(item.fspath)).stem in OWN_SERVER_MODULES
+            item.add_marker(pytest.mark.xdist_group("real_engines_own" if own else "real_engines"))
             real.append(i)
     if real and MODE not in ("0", "off", "skip"):
         limit = REAL_TIMEOUT_S + (0 if _built() else BUILD_TIMEOUT)

@@ -52,7 +52,7 @@ class AblationScreen(BoxModal[str | None]):
             key_display="]",
             id="ablation.next-helper",
         ),
-        Binding("v", "verdict", "Verdict", id="ablation.verdict"),
+        Binding("v", "verdict", "Scroll verdict", id="ablation.verdict"),
         Binding(
             "left_square_bracket",
             "helper(-1)",
