@@ -100,6 +100,9 @@ class AblationScreen(BoxModal[str | None]):
     def redraw(self, force: bool = False) -> None:
         """The rows again when the sweep moved."""
         src = self.source
+        # the box's scrollbar, once it shows, narrows the text and may wrap it to another line:
+        # the count on its border follows the layout as it settles, not only the sweep
+        self._mark_cut()
         if src.sweep is None or (src.version == self._seen and not force):
             return
         self._seen = src.version
