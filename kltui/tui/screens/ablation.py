@@ -131,7 +131,8 @@ class AblationScreen(BoxModal[str | None]):
         self.call_after_refresh(self._mark_cut)
 
     def _mark_cut(self) -> None:
-        """The verdict box's border says how many lines are below (or above) its view."""
+        """The verdict box's border says how many of its lines are out of view (above and below
+        together) and which key scrolls them."""
         box = self.query_one("#ablation-verdict-box", VerticalScroll)
         below = max(0, box.virtual_size.height - box.scrollable_content_region.height)
         box.set_class(below > 0, "cut")
