@@ -50,6 +50,10 @@ NEEDS_GRAPHS = "the divergence needs CUDA graphs; the dumper cannot see it"
 # one request at a time, reproduce nothing
 BATCH_SIZES = [1, 4, 16]
 PROMPT_TOKENS, NEW_TOKENS = 32, 8
+# dumps again at this prompt length when the first found decode and prefill bit-identical: on
+# the H200 (FA3 without deterministic inference, docs/FIELD_NOTES.md section 14) one request
+# of 32 tokens was bit-identical at every module while one of 64 named o_proj (M=1 vs M=72)
+LONG_PROMPT_TOKENS = 128
 
 # a module's name (its last part) -> the probe-ops op that computes it
 _OPS = (
@@ -262,8 +266,7 @@ async def run_chain(
         say("chain: kltui dumps on the relaunched base")
         ch.running = "dumps"
         try:
-            result = await _drill(drill, url, spec, dump_dir)
-            srv.check_alive()
+            result = await _dumps(ch, drill, url, spec, dump_dir, srv, say)
         except LaunchError as e:
             return ch.failed("dumps", str(e))
         except Exception as e:  # DumpError, EngineError, UsageError: one line each
@@ -319,13 +322,47 @@ async def chain_into(
     sweep.write_manifest()
 
 
-async def _drill(drill: DrillDown | None, url: str, spec: SweepSpec, dump_dir: Path) -> dict:
+async def _drill(
+    drill: DrillDown | None, url: str, spec: SweepSpec, dump_dir: Path, prompt_tokens: int
+) -> dict:
     from kltui.dumps.run import client_for, drill_down
 
     dump_dir.mkdir(parents=True, exist_ok=True)
     fn = drill or drill_down
     async with client_for(url, spec.cfg.server_api_key(), spec.cfg.request_timeout) as client:
-        return await fn(client, url, dump_dir, prompt_tokens=PROMPT_TOKENS, new_tokens=NEW_TOKENS)
+        return await fn(client, url, dump_dir, prompt_tokens=prompt_tokens, new_tokens=NEW_TOKENS)
+
+
+async def _dumps(
+    ch: Chain,
+    drill: DrillDown | None,
+    url: str,
+    spec: SweepSpec,
+    dump_dir: Path,
+    srv: LaunchedServer,
+    say: Callable[[str], None],
+) -> dict:
+    """kltui dumps on the relaunched base: a 32-token prompt, and a 128-token one when that
+    found decode and the fresh prefill bit-identical (a longer prefill takes other GEMM
+    shapes); the last one's result."""
+    result = await _drill(drill, url, spec, dump_dir, PROMPT_TOKENS)
+    ch.dump_prompt_tokens.append(PROMPT_TOKENS)
+    srv.check_alive()
+    if _nothing_differs(result):
+        ch.steps.append(
+            f"dumps, {PROMPT_TOKENS}-token prompt: decode and the fresh prefill bit-identical "
+            "at every aligned module"
+        )
+        say(f"chain: kltui dumps again with a {LONG_PROMPT_TOKENS}-token prompt")
+        result = await _drill(drill, url, spec, dump_dir, LONG_PROMPT_TOKENS)
+        ch.dump_prompt_tokens.append(LONG_PROMPT_TOKENS)
+        srv.check_alive()
+    return result
+
+
+def _nothing_differs(result: dict) -> bool:
+    """The drill-down found decode and the fresh prefill bit-identical (no module differs)."""
+    return not (result.get("first_divergent_module") or result.get("first_differing_module"))
 
 
 _DUMPS_KEYS = (
@@ -423,9 +460,10 @@ def _batch_step(ch: Chain, store) -> None:
 def no_module_line(ch: Chain, verdict: str) -> str:
     """What a drill-down that names no module means, with what the batch probe found: what
     was tried, why the module is not named, and what to run next (one line)."""
+    lengths = " and ".join(str(n) for n in ch.dump_prompt_tokens) or str(PROMPT_TOKENS)
     seen = (
-        "kltui dumps found decode and the fresh prefill bit-identical without CUDA graphs "
-        f"({one_line(verdict, 300)})"
+        "kltui dumps found decode and the fresh prefill bit-identical without CUDA graphs, "
+        f"with prompts of {lengths} tokens ({one_line(verdict, 300)})"
     )
     n = ch.batch_changed_at
     if n is None:

@@ -29,6 +29,9 @@ class Chain:
     # (None: none of BATCH_SIZES), and where
     batch_changed_at: int | None = None
     batch_first: dict | None = None
+    # the prompt lengths kltui dumps ran at: a second, longer one when the first found decode
+    # and the fresh prefill bit-identical (a longer prefill takes other GEMM shapes)
+    dump_prompt_tokens: list[int] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)  # what each finished step said
     # seconds per step (relaunch, match, dumps, stop, probe; to_json adds their total): the
     # sweep's time split leaves the chain out, so it is reported beside it
@@ -75,6 +78,7 @@ class Chain:
             "probe": self.probe,
             "batch_changed_at": self.batch_changed_at,
             "batch_first": self.batch_first,
+            "dump_prompt_tokens": list(self.dump_prompt_tokens),
             "steps": list(self.steps),
             "timing": {**self.timing, "total_s": round(sum(self.timing.values()), 3)}
             if self.timing

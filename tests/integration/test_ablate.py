@@ -241,7 +241,12 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
                 "first_differing_module": None}  # fmt: skip
 
     ch = await chain.run_chain(spec, sweep, sweep.reading(), Collect(), drill=nothing_at_batch_1)
-    assert asked and ch.status == "no module", ch.line
+    assert ch.status == "no module", ch.line
+    # bit-identical at 32 tokens, so dumps ran once more with a longer prompt (a longer
+    # prefill takes other GEMM shapes), and both lengths are said
+    assert [kw["prompt_tokens"] for kw in asked] == [32, 128] == ch.dump_prompt_tokens
+    assert "with prompts of 32 and 128 tokens" in ch.line
+    assert ch.to_json()["dump_prompt_tokens"] == [32, 128]
     assert ch.reproduced and ch.batch_changed_at in (4, 16), ch.lines()
     n = ch.batch_changed_at
     assert any(
@@ -251,6 +256,48 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
     assert "cannot capture a batch, so the module at batch" in ch.line
     assert f"next: kltui probe-ops --sizes {n}" in ch.line
     assert ch.to_json()["batch_changed_at"] == n
+
+
+async def test_a_chain_whose_short_dump_is_bit_identical_names_the_module_a_longer_one_finds(
+    bf16_sweep, tmp_path
+):
+    """Seen on the H200 (docs/FIELD_NOTES.md, section 14): on FA3 without deterministic
+    inference, dumps of one 32-token request were bit-identical at every module while a
+    64-token one named o_proj. The chain dumps again with a longer prompt before it gives up,
+    and names the module that one finds (a stand-in for `kltui dumps`: the reference server
+    has no dumper); a prompt that already differs is not dumped twice."""
+    from kltui.dumps import chain
+    from kltui.run.ablate import SweepSpec
+    from kltui.run.config import RunConfig
+    from kltui.run.sweep_manifest import load
+    from tests.integration.test_driver import Collect
+
+    sweep = load(bf16_sweep["folder"])
+    sweep.folder = tmp_path
+    cfg = RunConfig(samples=16, max_new_tokens=8, max_prompt_tokens=48)
+    spec = SweepSpec(cfg, tmp_path, launch=tuple(sweep.base.config.argv), start_timeout=60)
+    asked = []
+
+    async def differs_when_long(client, url, dump_dir, **kw):
+        asked.append(kw["prompt_tokens"])
+        if kw["prompt_tokens"] < 64:
+            return {"verdict": "decode and the fresh prefill are bit-identical at every "
+                    "aligned module over 8 decode steps", "first_divergent_module": None,
+                    "first_differing_module": None}  # fmt: skip
+        return {"verdict": "first divergent module: model.layers.0.self_attn.o_proj",
+                "first_divergent_module": "model.layers.0.self_attn.o_proj",
+                "first_differing_module": "model.layers.0.self_attn.o_proj",
+                "inputs_identical": True, "max_abs_diff": 3.9e-3, "decode_step": 1,
+                "position": 128, "dir_b": str(tmp_path / "no-such-dump"),
+                "fresh_prefill_tokens": 136}  # fmt: skip
+
+    ch = await chain.run_chain(spec, sweep, sweep.reading(), Collect(), drill=differs_when_long)
+    assert asked == [32, 128] == ch.dump_prompt_tokens
+    assert ch.module == "model.layers.0.self_attn.o_proj"
+    assert ch.module_status == "first-divergent" and ch.op == "linear", ch.lines()
+    assert ch.steps[-2].startswith("dumps, 32-token prompt: decode and the fresh prefill bit-")
+    assert ch.steps[-1].startswith("module: model.layers.0.self_attn.o_proj (first divergent")
+    assert ch.dumps is not None and ch.dumps["position"] == 128
 
 
 async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_stopped(
@@ -282,7 +329,7 @@ async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_
 
     real = chain._drill
     monkeypatch.setattr(
-        chain, "_drill", lambda drill, url, spec, dump_dir: real(hangs, url, spec, dump_dir)
+        chain, "_drill", lambda drill, url, spec, dump_dir, n: real(hangs, url, spec, dump_dir, n)
     )
     task = asyncio.create_task(chain.chain_into(spec, sweep, Collect(), say=lambda _l: None))
     await asyncio.wait_for(in_dumps.wait(), 120)
