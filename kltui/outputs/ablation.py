@@ -80,9 +80,22 @@ class SweepConsole:
     def __init__(self, console: Console, parallel: int = 1) -> None:
         self.console, self.parallel = console, parallel
         self.status: Status | None = None
+        self.known: int | None = None
 
     def planned(self, sweep: Sweep) -> None:
-        """Nothing to show: the command printed the configurations before the sweep began."""
+        """The first time, nothing: the command printed the configurations before the sweep
+        began. Later (--pairs adds some), one line naming them, so that "config 4/4" after
+        "3 configurations" reads as planned, not as a miscount."""
+        runs = sweep.runs
+        if self.known is not None and len(runs) > self.known:
+            new = ", ".join(r.name for r in runs[self.known :])
+            k = len(runs) - self.known
+            self.console.print(
+                f"kltui ablate: --pairs adds {k} configuration{'s' if k > 1 else ''} "
+                f"({console_markup(new)})",
+                soft_wrap=True,
+            )
+        self.known = len(runs)
 
     def _head(self, k: int, n: int, run: ConfigRun) -> str:
         return f"config {k}/{n} [bold]{console_markup(run.name)}[/]"

@@ -507,6 +507,11 @@ def test_pairs_combine_the_knobs_that_moved_it_after_the_singles(tmp_path, capsy
     doc = read_json(tmp_path / "p.json", "ablation")
     names = [c["name"] for c in doc["sweep"]["configs"]]
     assert names == ["base", "deterministic=on", "dtype=float32", "deterministic=on+dtype=float32"]
+    out = capsys.readouterr().out
+    # the first line counts 3; the pair is announced before "config 4/4" starts
+    assert "kltui ablate: 3 configurations" in out
+    added = out.index("--pairs adds 1 configuration (deterministic=on+dtype=float32)")
+    assert added < out.index("config 4/4")
     assert doc["sweep"]["pairs_run"] is True
     assert all(c["status"] == "measured" for c in doc["sweep"]["configs"])
     pair = doc["ablation"]["configs"][3]
