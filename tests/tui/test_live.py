@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 
+import httpx
 import pytest
 from textual.widgets import Footer
 from textual.widgets._toast import Toast
@@ -114,6 +116,16 @@ def _free_port() -> int:
 
 async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monkeypatch):
     monkeypatch.setattr(driver, "RETRY_FIRST_S", 8)  # a countdown long enough to look at
+    held, release, waiting = asyncio.Event(), asyncio.Event(), []
+    send = httpx.AsyncClient.send
+
+    async def held_send(self, *args, **kwargs):
+        if held.is_set() and not release.is_set():
+            waiting.append(True)
+            await release.wait()
+        return await send(self, *args, **kwargs)
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", held_send)
     url = f"http://127.0.0.1:{_free_port()}"
     record = tmp_path / "down.kltui.jsonl"
     app = KltuiApp(LiveFeed(RunConfig(servers=[url], samples=2), str(record)))
@@ -130,11 +142,16 @@ async def test_server_down_shows_status_retries_and_quits_cleanly(tmp_path, monk
         assert line in diagnosis and "waiting for a helper" not in diagnosis, diagnosis
         # the footer offers `e` now that there are problems
         await until(pilot, lambda: " e Problems" in footer_keys(app))
-        # while the next attempt connects, the last one's error stays on the dashboard
-        await until(pilot, lambda: app.store.run is None and app.status.retry_in is None, 30)
+        # while the next attempt connects, the last one's error stays on the dashboard; the
+        # attempt is held at its first request until this is read (a refused port fails in
+        # milliseconds: a loaded CI machine saw the attempt fail again before the assertion)
+        held.set()
+        await until(pilot, lambda: bool(waiting), 30)
+        assert app.store.run is None and app.status.retry_in is None  # connecting
         app.refresh_views()
         await pilot.pause()
         assert line in drawn(panel) and line in drawn(app.query_one(DiagnosisBar))
+        release.set()
         await until(pilot, lambda: app.status.retry_in is not None, timeout=30)
         await pilot.press("q")
     assert app.return_value == 3
