@@ -86,16 +86,15 @@ class SweepConsole:
         """The first time, nothing: the command printed the configurations before the sweep
         began. Later (--pairs adds some), one line naming them, so that "config 4/4" after
         "3 configurations" reads as planned, not as a miscount."""
-        runs = sweep.runs
-        if self.known is not None and len(runs) > self.known:
-            new = ", ".join(r.name for r in runs[self.known :])
-            k = len(runs) - self.known
+        added = sweep.runs[self.known :] if self.known is not None else ()
+        if added:
+            names = ", ".join(r.name for r in added)
             self.console.print(
-                f"kltui ablate: --pairs adds {k} configuration{'s' if k > 1 else ''} "
-                f"({console_markup(new)})",
+                f"kltui ablate: --pairs adds {len(added)} configuration"
+                f"{'s' if len(added) > 1 else ''} ({console_markup(names)})",
                 soft_wrap=True,
             )
-        self.known = len(runs)
+        self.known = len(sweep.runs)
 
     def _head(self, k: int, n: int, run: ConfigRun) -> str:
         return f"config {k}/{n} [bold]{console_markup(run.name)}[/]"
