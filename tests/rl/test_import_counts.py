@@ -14,15 +14,19 @@ from kltui.rl.reading import LISTED_DIFFERING
 from kltui.rl.stream import scan
 from tests.rl.files import header, record, verl_row, write_jsonl
 
-rng = np.random.default_rng(46)
-
 
 def samples(n: int, planted: dict[int, float]) -> list[tuple]:
-    """`n` samples whose trainer equals the rollout except in `planted` (sample -> offset)."""
+    """`n` samples whose trainer equals the rollout except in `planted` (sample -> offset).
+
+    Each file draws from its own seeded generator (the order xdist runs a module's tests in must
+    not change the data), and every rollout logprob sits below -0.5 so that no planted offset
+    (<= 0.3) is clipped at 0: a larger offset is then a larger mean k3, and "worst first" is
+    the planted order."""
+    rng = np.random.default_rng(46 + n)
     out = []
     for i in range(n):
-        roll = -rng.exponential(1.0, 12)
-        train = np.minimum(roll + planted.get(i, 0.0), 0.0)
+        roll = -0.5 - rng.exponential(1.0, 12)
+        train = roll + planted.get(i, 0.0)
         out.append((rng.integers(1, 50, 4), rng.integers(0, 99, 12), roll, train))
     return out
 
