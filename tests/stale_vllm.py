@@ -7,12 +7,17 @@ so that it agrees with itself bit for bit in any batch.
 `stale=True` plants vLLM bug #42019: a prompt-logprob request whose leading KV blocks were seen
 before (a prefix-cache hit) leaves those positions' logprobs unwritten, so they hold the previous
 request's values. This is NOT vLLM: it stands in for one to test kltui's refusal.
+
+For the floors' scheduling tests: `greedy_delay` holds every generating request (max_tokens > 1)
+that many seconds, and `fail_floors` answers 400 to a one-prompt prompt-logprob request once a
+batched one was seen (cross_engine's floors; the contract probe's requests come before).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 VOCAB = 400
@@ -40,10 +45,21 @@ def logprob(prev: int, pos: int, tok: int) -> float:
 class StaleVLLM:
     """The stand-in server (a thread); `url` once started; use as a context manager."""
 
-    def __init__(self, model_path: str, *, stale: bool, version: str = "0.27.0") -> None:
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        stale: bool,
+        version: str = "0.27.0",
+        greedy_delay: float = 0.0,
+        fail_floors: bool = False,
+    ) -> None:
         self.model_path = model_path
         self.stale = stale
         self.version = version
+        self.greedy_delay = greedy_delay
+        self.fail_floors = fail_floors
+        self.batched = False  # a prompt-logprob request of several prompts was seen
         self.seen: set[tuple[int, ...]] = set()
         self.last: list[float] = []  # the previous request's prompt logprobs (the stale buffer)
         self.lock = threading.Lock()
@@ -94,6 +110,14 @@ class StaleVLLM:
                 if self.path != "/v1/completions":
                     self._send(404, b'{"detail":"Not Found"}')
                     return
+                scoring = body.get("prompt_logprobs") is not None
+                if scoring and len(body["prompt"]) > 1:
+                    owner.batched = True
+                elif scoring and owner.fail_floors and owner.batched:
+                    self._send(400, b'{"error":{"message":"stand-in: floors refused"}}')
+                    return
+                if int(body.get("max_tokens") or 1) > 1 and owner.greedy_delay:
+                    time.sleep(owner.greedy_delay)
                 choices = [owner.complete(i, p, body) for i, p in enumerate(body["prompt"])]
                 self._send(200, json.dumps({"choices": choices}).encode())
 

@@ -160,14 +160,73 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
             todo.append(s)
 
     floors = cross_floors.pick([s.index for s in todo])
-    dropped_ids = 0
-    for chunk in chunks(todo, k):
-        # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
-        yield run.enter("baseline")
-        try:
+    # the floors' second scorings go while the comparison works on the other engine
+    second = cross_floors.Second(ctx, vllm, floors)
+    try:
+        dropped_ids = 0
+        for chunk in chunks(todo, k):
+            # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
+            yield run.enter("baseline")
+            scored_b, wanted, dropped, greedy_b = await _vllm_chunk(
+                ctx, run, chunk, second, len(samples)
+            )
+            for s in chunk:
+                second.offer("vllm", s)  # vLLM is idle while SGLang scores
+            dropped_ids += dropped
+
+            # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
+            yield run.enter("prefill")
+            try:
+                async with second.busy("sglang"):
+                    scored_a = await batches.teacher_forced(ctx, chunk, k, wanted)
+            except EngineError as e:
+                raise _fail(run, e, "prefill") from None
+
+            # 4. Score.
+            greedy: list[Completion | None] = list(greedy_b) if greedy_b else [None] * len(chunk)
+            yield run.enter("score")
+            for s, a, b, ids, g in zip(chunk, scored_a, scored_b, wanted, greedy, strict=True):
+                try:
+                    ev = _score(ctx, run, s, a, b, ids, g, floors, len(chunk))
+                except ValueError as e:
+                    err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
+                    raise _fail(run, err, "score") from None
+                yield ev
+        if floors.first:
+            # 5. Each engine against itself: what of the floors' second scorings is left.
+            yield run.enter("floor")
+            run.floors = {}
+            means = {i: sc.metrics.mean_k3 for i, sc in run.book.samples.items()}
+            async for ev in cross_floors.measure(ctx, second, run.cross, means, run.floors):
+                yield ev
+    finally:
+        await second.cancel()
+    for ev in _closing(ctx, run, dropped_ids):
+        yield ev
+
+
+async def _vllm_chunk(
+    ctx: HelperContext,
+    run: CrossRun,
+    chunk: list[Sample],
+    second: cross_floors.Second,
+    total: int,
+) -> tuple[list[Completion], list[np.ndarray], int, list[Completion] | None]:
+    """vLLM's part of one batch: its teacher-forced prompt logprobs (and from them, the ids
+    SGLang is asked for), then its own greedy generation; (scored, wanted ids, ids dropped,
+    greedy). The floors' SGLang requests for the batch are queued as soon as their ids are
+    known: SGLang is idle until the comparison's own SGLang request."""
+    vllm, k = run.baseline, ctx.top_k
+    try:
+        async with second.busy("vllm"):
             scored_b = await vllm.completions(
                 [s.seq for s in chunk], max_tokens=1, prompt_logprobs=k, temperature=0.0
             )
+            # asked with prompt_logprobs: completions() fails when an answer lacks them
+            tops = [[b.prompt.top.ids[s.start :]] for s, b in zip(chunk, scored_b, strict=True)]  # type: ignore[union-attr]
+            wanted, dropped = batches.wanted_ids(chunk, tops, k)
+            for s, ids in zip(chunk, wanted, strict=True):
+                second.offer("sglang", s, ids)
             greedy_b: list[Completion] | None = None
             if ctx.max_new_tokens > 0:
                 greedy_b = await vllm.completions(
@@ -176,46 +235,16 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
                     logprobs=k,
                     temperature=0.0,
                 )
-        except EngineError as e:
-            if e.kind in GONE_KINDS:
-                e = EngineError(
-                    e.server,
-                    f"baseline went away after {len(run.cross)} of {len(samples)} samples were "
-                    f"compared ({e.message}); what was measured is kept",
-                    e.kind,
-                )
-            raise _fail(run, e, "baseline") from None
-
-        # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
-        # asked with prompt_logprobs: completions() fails when an answer lacks them
-        tops = [[b.prompt.top.ids[s.start :]] for s, b in zip(chunk, scored_b, strict=True)]  # type: ignore[union-attr]
-        wanted, dropped = batches.wanted_ids(chunk, tops, k)
-        dropped_ids += dropped
-        yield run.enter("prefill")
-        try:
-            scored_a = await batches.teacher_forced(ctx, chunk, k, wanted)
-        except EngineError as e:
-            raise _fail(run, e, "prefill") from None
-
-        # 4. Score.
-        greedy: list[Completion | None] = list(greedy_b) if greedy_b else [None] * len(chunk)
-        yield run.enter("score")
-        for s, a, b, ids, g in zip(chunk, scored_a, scored_b, wanted, greedy, strict=True):
-            try:
-                ev = _score(ctx, run, s, a, b, ids, g, floors, len(chunk))
-            except ValueError as e:
-                err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
-                raise _fail(run, err, "score") from None
-            yield ev
-    if floors.first:
-        # 5. Each engine against itself: the floors' samples again, one at a time.
-        yield run.enter("floor")
-        run.floors = {}
-        means = {i: sc.metrics.mean_k3 for i, sc in run.book.samples.items()}
-        async for ev in cross_floors.measure(ctx, vllm, floors, run.cross, means, run.floors):
-            yield ev
-    for ev in _closing(ctx, run, dropped_ids):
-        yield ev
+    except EngineError as e:
+        if e.kind in GONE_KINDS:
+            e = EngineError(
+                e.server,
+                f"baseline went away after {len(run.cross)} of {total} samples were compared "
+                f"({e.message}); what was measured is kept",
+                e.kind,
+            )
+        raise _fail(run, e, "baseline") from None
+    return scored_b, wanted, dropped, greedy_b
 
 
 async def _sglang_decode(

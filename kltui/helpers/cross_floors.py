@@ -1,20 +1,28 @@
 """cross_engine's floors: each engine's own noise, measured in the same run on the same ids.
 
-After the comparison, a sample of its sequences (`metrics.floors.floor_sample`, at most
-FLOOR_SAMPLES) is scored a second time by each engine, one sequence at a time (the first
-scoring sent them in batches): vLLM's teacher-forced prompt logprobs and SGLang's teacher-forced
-prefill, with the same request fields as the first time (SGLang is asked for the same
-token_ids_logprob). Each engine's second answer against its first is that engine's floor, in
-the metrics the engines are compared with (`metrics.floors`). One FloorScored event per sample
-carries both second answers, so a recording replays them (the drill-down's own-noise band).
+A sample of the comparison's sequences (`metrics.floors.floor_sample`, at most FLOOR_SAMPLES)
+is scored a second time by each engine, one sequence at a time (the comparison sends them in
+batches): vLLM's teacher-forced prompt logprobs and SGLang's teacher-forced prefill, with the
+same request fields as the comparison's (SGLang is asked for the same token_ids_logprob). Each
+engine's second answer against its first is that engine's floor, in the metrics the engines are
+compared with (`metrics.floors`). One FloorScored event per sample carries both second answers,
+so a recording replays them (the drill-down's own-noise band).
+
+The second scorings are sent while the comparison leaves their engine idle (`Second`): the
+comparison works on one engine at a time, so SGLang's floor requests go while vLLM scores and
+generates, and vLLM's while SGLang scores. Neither engine prefills from a cache for these
+requests (SGLang: logprob_start_len 0; vLLM: skips its prefix cache for prompt logprobs, which
+the contract probe checks before any number), so which of a sequence's two scorings comes first
+does not change either answer.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -89,42 +97,109 @@ def pick(indices: list[int]) -> Floors:
     return Floors(floor_metrics.floor_sample(indices, floor_metrics.FLOOR_SAMPLES), len(indices))
 
 
+Engine = str  # "sglang" or "vllm"
+
+
+class Second:
+    """The floors' second scorings, each alone on its engine, sent while the comparison works
+    on the other engine.
+
+    Each engine has a lock: the comparison holds it while it sends that engine a batch (`busy`),
+    and a floor request holds it while it is in flight, so a floor sequence never shares its
+    engine with another request, and the comparison waits for at most one floor request. A
+    sample is offered to an engine's queue once its request can be built (`offer`); one worker
+    per engine sends what is queued, one at a time. What is still queued when the comparison
+    ends is sent then (`finish`). The first engine error stops the floors (`error`): the
+    comparison's numbers do not depend on them."""
+
+    def __init__(self, ctx: HelperContext, vllm: VLLMClient, fl: Floors) -> None:
+        self.ctx, self.vllm, self.fl = ctx, vllm, fl
+        self.locks: dict[Engine, asyncio.Lock] = {"sglang": asyncio.Lock(), "vllm": asyncio.Lock()}
+        self.queues: dict[Engine, asyncio.Queue] = {e: asyncio.Queue() for e in self.locks}
+        self.answers: dict[Engine, dict[int, Any]] = {e: {} for e in self.locks}
+        self.error: EngineError | ValueError | None = None
+        self.tasks = [asyncio.create_task(self._work(e)) for e in self.locks] if fl.picks else []
+
+    @asynccontextmanager
+    async def busy(self, engine: Engine) -> AsyncIterator[None]:
+        """The comparison's hold on `engine` while it sends a batch."""
+        async with self.locks[engine]:
+            yield
+
+    def offer(self, engine: Engine, s: Sample, ids: np.ndarray | None = None) -> None:
+        """Queue a pick's second scoring on `engine` (SGLang's with `ids`, vLLM's top-k ids of
+        its first scoring, as token_ids_logprob); a sample not picked is ignored."""
+        if s.index not in self.fl.picks or self.error is not None:
+            return
+        k = self.ctx.top_k
+        call: Callable[[], Awaitable[Any]]
+        if engine == "vllm":
+
+            async def call() -> Completion:
+                out = await self.vllm.completions(
+                    [s.seq], max_tokens=1, prompt_logprobs=k, temperature=0.0
+                )
+                return out[0]
+        else:
+            wanted = ids if ids is not None else np.zeros(0, np.int64)
+
+            async def call() -> GenResult:
+                return (await batches.teacher_forced(self.ctx, [s], k, [wanted]))[0]
+
+        self.queues[engine].put_nowait((s.index, call))
+
+    async def _work(self, engine: Engine) -> None:
+        queue = self.queues[engine]
+        while (item := await queue.get()) is not None:
+            index, call = item
+            if self.error is not None:
+                continue  # drain without sending: the floors are abandoned
+            async with self.locks[engine]:
+                try:
+                    self.answers[engine][index] = await call()
+                except (EngineError, ValueError) as e:
+                    self.error = self.error or e
+
+    async def finish(self) -> None:
+        """Send what is still queued, and wait for it."""
+        for q in self.queues.values():
+            q.put_nowait(None)
+        await asyncio.gather(*self.tasks)
+
+    async def cancel(self) -> None:
+        """Stop the workers (the comparison failed or was stopped)."""
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
 async def measure(
     ctx: HelperContext,
-    vllm: VLLMClient,
-    fl: Floors,
+    second: Second,
     cross: list[tuple[int, CrossPositions]],
     mean_k3: dict[int, float],
     out: dict,
 ) -> AsyncIterator[Event]:
-    """Score each kept sample again on both engines, one at a time on each (the engines at
-    once); FloorScored per sample;
-    the floors' figures and reading into `out` (the summary's `floors`). An engine error is a
-    warning: the comparison's numbers are all measured already."""
+    """Wait for the second scorings still in flight or queued (`Second`), compare each engine's
+    with its first; FloorScored per sample; the floors' figures and reading into `out` (the
+    summary's `floors`). An engine error is a warning: the comparison's numbers are all
+    measured already."""
     k = ctx.top_k
+    fl = second.fl
     got: dict[str, list[tuple[int, CrossPositions]]] = {"sglang": [], "vllm": []}
     out.update(
         samples=[], of=fl.of, composition=COMPOSITION, error=None,
         first_batch=max((f.batch for f in fl.first.values()), default=None),
         same_composition=bool(fl.first) and all(f.batch == 1 for f in fl.first.values()),
     )  # fmt: skip
-    firsts = list(fl.first.items())
-
-    async def on_vllm() -> list[Completion]:
-        return [
-            (await vllm.completions([f.sample.seq], max_tokens=1, prompt_logprobs=k,
-                                    temperature=0.0))[0]
-            for _, f in firsts
-        ]  # fmt: skip
-
-    async def on_sglang() -> list[GenResult]:
-        return [(await batches.teacher_forced(ctx, [f.sample], k, [f.ids]))[0] for _, f in firsts]
-
+    await second.finish()
     try:
-        # each engine sees one sequence at a time; the two engines work at once (on the H200
-        # the floors cost 1.26x cross_engine with the 16 requests one after another)
-        b2s, a2s = await asyncio.gather(on_vllm(), on_sglang())
-        for (index, f), a2, b2 in zip(firsts, a2s, b2s, strict=True):
+        if second.error is not None:
+            raise second.error
+        for index, f in fl.first.items():
+            a2, b2 = second.answers["sglang"].get(index), second.answers["vllm"].get(index)
+            if a2 is None or b2 is None:
+                raise ValueError(f"sample {index}: no second scoring")
             a, b = sides(f.sample, a2, b2, f.ids, k)
             got["sglang"].append((index, floor_metrics.floor_positions(f.a, a)))
             got["vllm"].append((index, floor_metrics.floor_positions(f.b, b)))

@@ -5,6 +5,7 @@ on 127.0.0.1, free ports)."""
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import numpy as np
@@ -83,3 +84,76 @@ def test_floors_beside_the_gap_and_a_batch_invariant_floor_is_exactly_zero(sglan
     assert sorted(st.floors) == [0, 1, 2, 3]
     assert np.array_equal(st.floors[2].lp_a, again[2].lp_a)
     assert st.summary is not None and st.summary.figures["floors"]["reading"] == floors["reading"]
+
+
+def _timed_requests(monkeypatch) -> list[dict]:
+    """Every POST this process sends: its server, path, how many sequences, max tokens, and
+    when it was in flight (the real request still goes out)."""
+    log: list[dict] = []
+    send = httpx.AsyncClient.send
+
+    async def spy(self, request, **kw):
+        t0 = time.monotonic()
+        try:
+            return await send(self, request, **kw)
+        finally:
+            if request.method == "POST":
+                body = json.loads(request.content)
+                seqs = body.get("input_ids", body.get("prompt"))
+                sp = body.get("sampling_params") or {}
+                log.append({
+                    "server": f"{request.url.host}:{request.url.port}",
+                    "path": request.url.path,
+                    "n": len(seqs) if isinstance(seqs, list) and isinstance(seqs[0], list) else 1,
+                    "tokens": body.get("max_tokens", sp.get("max_new_tokens")),
+                    "scoring": body.get("prompt_logprobs") is not None
+                    or body.get("logprob_start_len") == 0,
+                    "start": t0,
+                    "end": time.monotonic(),
+                })  # fmt: skip
+
+    monkeypatch.setattr(httpx.AsyncClient, "send", spy)
+    return log
+
+
+def test_floor_requests_go_alone_on_their_engine_while_the_other_engine_works(
+    sglang, tmp_path, monkeypatch
+):
+    """Each floor request is the only request in flight on its engine (the floors'
+    composition), and SGLang's go while vLLM generates (the stand-in holds vLLM's greedy
+    generation 3 s): the floors cost less than their requests one after another."""
+    url, model = sglang
+    out = tmp_path / "r.json"
+    log = _timed_requests(monkeypatch)
+    with StaleVLLM(model, stale=False, greedy_delay=3.0) as vllm:
+        rc = main(["check", "--server", url, "--baseline", vllm.url, *ARGS, "--json", str(out)])
+    assert rc in (0, 1)
+    floors = json.loads(out.read_text())["helpers"]["cross_engine"]["floors"]
+    assert floors["samples"] == [0, 1, 2, 3] and floors["error"] is None
+    main_scoring = min(r["start"] for r in log if r["scoring"] and r["n"] == 4)
+    later = [r for r in log if r["start"] >= main_scoring]
+    floor = [r for r in later if r["scoring"] and r["n"] == 1]
+    assert sorted(r["path"] for r in floor) == ["/generate"] * 4 + ["/v1/completions"] * 4
+    for f in floor:
+        others = [r for r in later if r is not f and r["server"] == f["server"]]
+        alone = [r for r in others if r["start"] < f["end"] and f["start"] < r["end"]]
+        assert not alone, (f, alone)
+    (greedy,) = [r for r in later if r["path"] == "/v1/completions" and r["tokens"] == 8]
+    on_sglang = [r for r in floor if r["path"] == "/generate"]
+    assert all(greedy["start"] < r["start"] and r["end"] < greedy["end"] for r in on_sglang)
+
+
+def test_a_floor_request_that_fails_is_one_warning_and_the_comparison_stands(
+    sglang, tmp_path, capsys
+):
+    url, model = sglang
+    out = tmp_path / "r.json"
+    with StaleVLLM(model, stale=False, fail_floors=True) as vllm:
+        rc = main(["check", "--server", url, "--baseline", vllm.url, *ARGS, "--json", str(out)])
+    text = capsys.readouterr().out
+    assert rc in (0, 1), text
+    entry = json.loads(out.read_text())["helpers"]["cross_engine"]
+    assert entry["scored"] == 4 and entry["floors"]["samples"] == []
+    assert "floors refused" in entry["floors"]["error"]
+    said = [ln for ln in text.splitlines() if "floors not measured" in ln]
+    assert said and "the comparison's figures stand" in said[0], text
