@@ -56,7 +56,7 @@ def engine_line(floors: dict, key: str) -> str:
     if f.get("zero"):
         return (
             f"exactly 0: bit-identical at all {f.get('positions')} positions "
-            "(batch-invariant in this run)"
+            "(alone and in the first scoring's batches alike)"
         )
     got = f.get("flip_margins")
     fm: dict = got if isinstance(got, dict) else {}
@@ -81,9 +81,12 @@ def verdict_line(floors: dict | None) -> str:
     if r.kind is FloorKind.IDENTICAL:
         return "the engines agree bit for bit on the floors' samples"
     if r.kind is FloorKind.FLOOR_ZERO:
+        # A zero floor is one composition against another on a sample of the sequences, not a
+        # proof of batch invariance: say what was compared, so the claim stays that wide.
         return (
             f"the engines differ by {gap} (avg k3) while each engine's floor is exactly 0 "
-            "(batch-invariant): all of the gap is between the engines"
+            f"({_zero_scope(floors)}): none of the gap is either engine's own noise between "
+            "those batches"
         )
     if r.kind is FloorKind.WITHIN:
         return (
@@ -97,6 +100,15 @@ def verdict_line(floors: dict | None) -> str:
             f"({r.larger_engine} against itself, {fmt.sci(r.larger)})"
         )
     return "floors not measured"
+
+
+def _zero_scope(floors: dict) -> str:
+    """What a zero floor covers: how many sequences, scored in which two compositions."""
+    n = len(floors.get("samples") or [])
+    comp = floors.get("composition") or "in another batch"
+    first = floors.get("first_batch")
+    within = f"in batches of up to {first}" if isinstance(first, int) else "in the first scoring"
+    return f"{n} of {floors.get('of', '?')} sequences bit-identical {comp} and {within}"
 
 
 def _ratio(ratio: float | None) -> str:

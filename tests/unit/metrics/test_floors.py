@@ -111,7 +111,11 @@ def test_the_verdict_says_how_many_times_the_larger_floor_or_within_the_noise():
     within = _floors(read_floors(3e-3, 2e-4, 3e-3))
     assert verdict_line(within).startswith("within the engines' own noise: ")
     zero = _floors(read_floors(1e-6, 0.0, 0.0))
-    assert "each engine's floor is exactly 0" in verdict_line(zero)
+    assert verdict_line(zero) == (
+        "the engines differ by 1.000e-06 (avg k3) while each engine's floor is exactly 0 "
+        "(1 of 4 sequences bit-identical one at a time and in batches of up to 4): none of the "
+        "gap is either engine's own noise between those batches"
+    )
     rows = dict(floor_rows(above))
     assert (
         rows["floors"] == "1 of 4 samples scored again one at a time (first in batches of up to 4)"
