@@ -58,6 +58,17 @@ def _hit_check(ctx: HelperContext, run: Run, hits: int, kind: str) -> Problem | 
     return Problem(ctx.server, run.extra["hit_failure"], fatal=False, helper=run.helper)
 
 
+def _pool_facts(ctx: HelperContext, run: Run, inputs: list[np.ndarray]) -> None:
+    """What the cache had to hold for every hit: every sample is warmed before the first hit,
+    so when the hit requests' inputs together exceed the server's KV pool, the radix cache
+    (LRU) can evict the earliest before their turn. Both figures go in the summary; the
+    reading (readings/coverage.pool_misses) compares them."""
+    pool = ctx.server_info.get("max_total_num_tokens")
+    valid = isinstance(pool, int) and not isinstance(pool, bool) and pool > 0
+    run.extra["kv_pool_tokens"] = pool if valid else None
+    run.extra["hit_input_tokens"] = int(sum(x.size for x in inputs))
+
+
 async def _opening(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     """HelperStarted, then why the helper is vacuous and its end, else the temperature warning."""
     yield run.started(
@@ -90,6 +101,7 @@ async def _on_hits(
     inputs: list[np.ndarray] = []
     async for ev in prepare(ctx, run, inputs):
         yield ev
+    _pool_facts(ctx, run, inputs)
     items: list[tuple[int, np.ndarray, GenResult]] = []
     async for ev in run.decode(inputs, items, lambda s, r: missed(ctx, s, r)):
         yield ev

@@ -46,6 +46,10 @@ class Summary:
     hits: int | None = None  # cache helpers: samples that hit the radix cache
     hit_ratio: float | None = None
     hit_failure: str | None = None
+    # cache helpers: the server's KV pool (max_total_num_tokens, None: not reported) and the
+    # tokens of every hit request's input, all warmed before the first hit
+    kv_pool_tokens: int | None = None
+    hit_input_tokens: int | None = None
     error: str | None = None
     reason: str | None = None
     separator_ids: list | None = None  # decode_cache_hit: the turn-2 "," as sent

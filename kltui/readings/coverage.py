@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Literal
 
 import numpy as np
 
@@ -150,3 +151,34 @@ def page_misses(st: HelperState, page: int | None, new_tokens: int | None) -> st
             f"prompt; --max-new-tokens {2 * page} (twice the page size) gives every sample one"
         )
     return None
+
+
+@dataclass(frozen=True)
+class PoolShort:
+    """A cache-hit helper's misses where its hit requests' inputs, all warmed before the first
+    hit, hold more tokens than the server's KV pool: the radix cache (LRU) can evict the
+    earliest before their turn. Measured: the pool the server reported and the tokens sent."""
+
+    kind: Literal["kv-pool-short"]
+    helper: str
+    missed: int
+    samples: int
+    pool_tokens: int
+    input_tokens: int
+    fit: int  # samples of this run's mean input length the pool holds at once
+
+
+def pool_misses(st: HelperState) -> PoolShort | None:
+    """The helper missed hits, and its hit requests' inputs together exceed the server's KV
+    pool (both recorded by the helper); None when either is unknown, or they fit."""
+    s = st.summary
+    if s is None or not st.skipped_tokens:
+        return None
+    pool, asked, samples = s.kv_pool_tokens, s.hit_input_tokens, s.samples
+    if not pool or not asked or not samples or asked <= pool:
+        return None
+    mean = asked / samples
+    return PoolShort(
+        "kv-pool-short", st.helper, len(st.skipped_tokens), samples, pool, asked,
+        max(1, int(pool // mean)),
+    )  # fmt: skip

@@ -24,7 +24,7 @@ import weakref
 from kltui.readings import diagnosis_words as words
 from kltui.readings.advice import settings_line
 from kltui.readings.compare import rerun_equality
-from kltui.readings.coverage import page_misses, untested
+from kltui.readings.coverage import page_misses, pool_misses, untested
 from kltui.readings.diagnosis_paths import Paths, match_exact, match_noisy
 from kltui.readings.evidence import (
     count_line,
@@ -70,6 +70,8 @@ def _coverage(
         if st is not None and (reason is not None or failed):
             if (hint := page_misses(st, page, new_tokens)) is not None:
                 notes.append(hint)
+            if (short := pool_misses(st)) is not None:
+                notes.append(words.pool_note(short))
     for h, st in states.items():  # a helper the registry gives no role still gets its note
         if h not in why and h not in (baseline_path(), *cache_helpers()):
             reason = untested(st)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kltui.fmt import sci
+from kltui.readings.coverage import PoolShort
 from kltui.readings.evidence import EVIDENCE_P, MIN_COMMON, MIN_RATIO, STRAY_ULP_FLOOR, Paired
 from kltui.readings.findings import Basis
 from kltui.readings.limit import Limit
@@ -29,6 +30,18 @@ def _and(names: Sequence[str]) -> str:
 def coverage_note(helper: str, reason: str) -> str:
     """A helper that ran and did not test its path."""
     return f"{helper}: not tested: {reason} (says nothing about its path)"
+
+
+def pool_note(p: PoolShort) -> str:
+    """A cache helper's misses beside a KV pool smaller than what its hits needed at once."""
+    return (
+        f"{p.helper}: {p.missed} of {p.samples} samples missed their hit, and the {p.samples} "
+        f"hit requests' inputs hold {p.input_tokens:,} tokens where the server's KV pool holds "
+        f"{p.pool_tokens:,} (max_total_num_tokens): every sample is warmed before the first "
+        "hit, so the radix cache can evict the earliest before their turn; --samples "
+        f"{p.fit} or fewer, shorter prompts (--max-prompt-tokens), or a larger pool "
+        "(--mem-fraction-static, or the server alone on its GPU) test this path"
+    )
 
 
 def protocol_line(message: str) -> str:

@@ -65,3 +65,27 @@ async def test_page_rounded_misses_are_explained_from_what_they_measured(
     assert "prefill_cache_hit: all 16 skipped samples have prompts of at most 16 tokens" in ev, ev
     assert "decode_cache_hit: all 32 skipped samples hit whole 16-token pages" in ev, ev
     assert "--max-new-tokens 32 (twice the page size)" in ev
+
+
+async def test_misses_under_a_kv_pool_smaller_than_the_hits_inputs_name_the_pool(
+    reference_servers, tmp_path
+):
+    """A deterministic server whose KV pool (100 tokens) holds less than the 8 first turns
+    warmed before decode_cache_hit's first hit: most samples miss, and the reading names the
+    pool the server reported, the tokens the hits needed, and what tests the path; the JSON
+    keeps both figures for each cache helper."""
+    srv = reference_servers.own(deterministic=True, extra_args=("--max-total-tokens", "100"))
+    rc, doc, text = await check_run(srv.url, tmp_path, samples=8, max_new_tokens=8)
+    dec = doc["helpers"]["decode_cache_hit"]
+    assert dec["kv_pool_tokens"] == 100 and dec["hit_input_tokens"] > 100, dec
+    assert dec["skipped"] > 0, dec
+    pre = doc["helpers"]["prefill_cache_hit"]
+    assert pre["kv_pool_tokens"] == 100 and pre["hit_input_tokens"] > 100, pre
+    (d,) = doc["diagnosis"]
+    ev = "\n".join(d["evidence"])
+    assert (
+        f"decode_cache_hit: {dec['skipped']} of 8 samples missed their hit, and the 8 hit "
+        f"requests' inputs hold {dec['hit_input_tokens']:,} tokens where the server's KV pool "
+        "holds 100 (max_total_num_tokens)"
+    ) in ev, ev
+    assert "conditions 1 and 2 hold" not in d["label"], d["label"]

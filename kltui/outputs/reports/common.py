@@ -48,6 +48,8 @@ SUMMARY_FIELDS = (
     "hits",
     "hit_ratio",
     "hit_failure",
+    "kv_pool_tokens",
+    "hit_input_tokens",
     "separator_ids",
     "separator_source",
     "error",
