@@ -123,26 +123,38 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     """Identifies every server (and the baseline), refuses different models, builds the
     prompt set on the first server that answered."""
     found = _Connected()
-    for c in clients:
-        try:
-            identity, found.infos[c.url] = await _identify(c, cfg.server_api_key())
-            found.servers.append(identity.record())
-        except EngineError as e:
+    # Every server (and the baseline) at once: SGLang's /health runs a one-token generate and
+    # polls for it once a second, so each answer takes a second or more; one after another,
+    # a fleet of N replicas waited N seconds before anything was measured.
+    baseline = (
+        identify_vllm(cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60))
+        if cfg.baseline
+        else None
+    )
+    results = await asyncio.gather(
+        *(_identify(c, cfg.server_api_key()) for c in clients),
+        *([baseline] if baseline is not None else []),
+        return_exceptions=True,
+    )
+    for c, got in zip(clients, results, strict=False):  # in the order given, as before
+        if isinstance(got, EngineError):
             found.servers.append(
-                ServerIdentity.unreachable(c.url, "sglang", e.message, e.kind).record()
+                ServerIdentity.unreachable(c.url, "sglang", got.message, got.kind).record()
             )
             found.problems.append(
-                Problem(c.url, f"{e.message} (phase: connect)", fatal=True, phase="connect")
+                Problem(c.url, f"{got.message} (phase: connect)", fatal=True, phase="connect")
             )
-    if cfg.baseline:
+            continue
+        if isinstance(got, BaseException):
+            raise got  # a router refused (UsageError), or a fault of kltui's own
+        identity, found.infos[c.url] = got
+        found.servers.append(identity.record())
+    if baseline is not None:
         # the baseline's identity is recorded even when unreachable; cross_engine reports it
-        found.servers.append(
-            (
-                await identify_vllm(
-                    cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60)
-                )
-            ).record()
-        )
+        got = results[-1]
+        if isinstance(got, BaseException):
+            raise got
+        found.servers.append(got.record())
     found.live = [c for c in clients if c.url in found.infos]
     live = [s for s in found.servers if s.get("url") in found.infos]
     await refuse_incomparable(
