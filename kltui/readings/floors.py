@@ -35,13 +35,23 @@ def _reading(floors: dict) -> FloorReading:
     )
 
 
+def _scope(floors: dict) -> tuple[str, str | None, int | None]:
+    """("N of M", the second scoring's composition, the first scoring's largest batch)."""
+    n = len(floors.get("samples") or [])
+    first = floors.get("first_batch")
+    comp = floors.get("composition")
+    return (
+        f"{n} of {floors.get('of', '?')}",
+        comp if isinstance(comp, str) and comp else None,
+        first if isinstance(first, int) else None,
+    )
+
+
 def how(floors: dict) -> str:
     """Which samples were scored again, and in what batch."""
-    n = len(floors.get("samples") or [])
-    comp = floors.get("composition") or "another batch"
-    first = floors.get("first_batch")
-    text = f"{n} of {floors.get('of', '?')} samples scored again {comp}"
-    if isinstance(first, int):
+    count, comp, first = _scope(floors)
+    text = f"{count} samples scored again {comp or 'another batch'}"
+    if first is not None:
         text += f" (first in batches of up to {first})"
     if floors.get("same_composition"):
         text += ": the same composition as the first scoring, so run-to-run noise only"
@@ -104,11 +114,9 @@ def verdict_line(floors: dict | None) -> str:
 
 def _zero_scope(floors: dict) -> str:
     """What a zero floor covers: how many sequences, scored in which two compositions."""
-    n = len(floors.get("samples") or [])
-    comp = floors.get("composition") or "in another batch"
-    first = floors.get("first_batch")
-    within = f"in batches of up to {first}" if isinstance(first, int) else "in the first scoring"
-    return f"{n} of {floors.get('of', '?')} sequences bit-identical {comp} and {within}"
+    count, comp, first = _scope(floors)
+    within = "in the first scoring" if first is None else f"in batches of up to {first}"
+    return f"{count} sequences bit-identical {comp or 'in another batch'} and {within}"
 
 
 def _ratio(ratio: float | None) -> str:
