@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 import numpy as np
 
 from kltui.engines.errors import EngineError
+from kltui.engines.identity import as_int
 from kltui.engines.sglang_parse import GenResult
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext
@@ -63,9 +64,8 @@ def _pool_facts(ctx: HelperContext, run: Run, inputs: list[np.ndarray]) -> None:
     so when the hit requests' inputs together exceed the server's KV pool, the radix cache
     (LRU) can evict the earliest before their turn. Both figures go in the summary; the
     reading (readings/coverage.pool_misses) compares them."""
-    pool = ctx.server_info.get("max_total_num_tokens")
-    valid = isinstance(pool, int) and not isinstance(pool, bool) and pool > 0
-    run.extra["kv_pool_tokens"] = pool if valid else None
+    pool = as_int(ctx.server_info.get("max_total_num_tokens"))
+    run.extra["kv_pool_tokens"] = pool if pool is not None and pool > 0 else None
     run.extra["hit_input_tokens"] = int(sum(x.size for x in inputs))
 
 

@@ -136,7 +136,7 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
         *([baseline] if baseline is not None else []),
         return_exceptions=True,
     )
-    for c, got in zip(clients, results, strict=False):  # in the order given, as before
+    for c, got in zip(clients, results[: len(clients)], strict=True):  # in the order given
         if isinstance(got, EngineError):
             found.servers.append(
                 ServerIdentity.unreachable(c.url, "sglang", got.message, got.kind).record()
