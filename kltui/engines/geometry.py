@@ -174,9 +174,7 @@ def _mamba_of(d: object) -> MambaState | None:
         return None
     strategy = d.get("strategy")
     return MambaState(
-        strategy=MambaStrategy(strategy)
-        if strategy in MambaStrategy.__members__.values()
-        else None,
+        strategy=next((m for m in MambaStrategy if m.value == strategy), None),
         strategy_source=_source(d.get("strategy_source")),
         track_interval=Sourced.of(d.get("track_interval")),
         chunk_size=Sourced.of(d.get("chunk_size")),
