@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -166,7 +167,7 @@ def one(kind: str, url: str, args, work: Path) -> dict:
     env = dict(os.environ, SGLANG_TEST_SKIP_CACHE_HIT_ASSERT="1")
     p = subprocess.run(
         [
-            sys.executable,
+            *shlex.split(args.sglang_python),
             "-c",
             WORKER,
             url,
@@ -218,6 +219,7 @@ def main() -> int:
     ap.add_argument("--max-new-tokens", type=int, default=128)
     ap.add_argument("--seed", type=int, default=57)
     ap.add_argument("--timeout", type=int, default=200)
+    ap.add_argument("--sglang-python", default=sys.executable, help="a python with sglang")
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/gpu-hybrid"))
     args = ap.parse_args()
     # $OUT brings back at most 8 files: the per-kind JSON goes there, the rest to a work folder
