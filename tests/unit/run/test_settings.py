@@ -115,6 +115,7 @@ def test_every_flag_not_copied_has_its_hook():
 def test_every_copied_flag_sets_its_field(tmp_path, monkeypatch):
     monkeypatch.setattr("kltui.run.prompts.load_file", lambda path: None)
     monkeypatch.setattr("kltui.run.tokenizer.resolve", lambda name: None)
+    monkeypatch.setattr("kltui.engines.model_config.load_model_config", lambda path, src: None)
     log = tmp_path / "vllm.log"
     log.write_text("")
     parser = make_parser()
