@@ -14,8 +14,8 @@ import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
-from kltui.engines.geometry import Source
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.geometry import Source, geometry_of
+from kltui.engines.identity import ServerIdentity, identity_of
 from kltui.engines.model_config import ModelConfig, ModelConfigError, load_model_config
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
@@ -25,6 +25,7 @@ from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.extras import after_gate
 from kltui.helpers.phases import Run
+from kltui.metrics.hit_rules import HitRule
 from kltui.metrics.summary import Summary
 from kltui.readings.identity import ConflictKind, conflict, refusal
 from kltui.registry import HELPERS, Helper
@@ -349,8 +350,11 @@ async def _run(
     def server_run(c: SGLangClient, specs: list[Helper]) -> Callable[[], AsyncIterator[Event]]:
         info = found.infos[c.url]
 
+        geometry = geometry_of(identity_of(found.servers, c.url))
+
         def ctx_of(spec: Helper) -> HelperContext:
             ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
+            ctx.geometry = geometry
             if spec.scope == "reference":
                 ctx.reference = reference_plan(cfg, found.servers, found.reference)
             return ctx
@@ -456,6 +460,7 @@ def helper_context(
         incremental=bool(info.get("incremental_streaming_output")),
         flush_timeout=cfg.flush_timeout,
         min_cache_hit_ratio=cfg.min_cache_hit_ratio,
+        hit_rule=HitRule(cfg.hit_rule),
         # SGLang reads this with os.environ.get: any non-empty value (even "0") skips the asserts
         skip_hit_assert=bool(os.environ.get("SGLANG_TEST_SKIP_CACHE_HIT_ASSERT")),
         server_info=info,

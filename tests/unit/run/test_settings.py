@@ -18,7 +18,7 @@ from kltui.run.settings_model import YamlKey
 from kltui.schemas import load
 
 # a value of each accepted type, tried in this order; the first one in range is used
-CANDIDATES = (True, 1, 0.5, "sglang-ci", "light", "gate", "a-name")
+CANDIDATES = (True, 1, 0.5, "sglang-ci", "light", "gate", "kl_test_utils", "a-name")
 
 
 def test_every_runconfig_field_is_declared_once_in_its_order():
