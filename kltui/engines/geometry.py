@@ -56,10 +56,12 @@ class Sourced:
     source: Source
 
     def record(self) -> dict[str, Any]:
+        """The recorded form: {"value", "source"}."""
         return {"value": self.value, "source": str(self.source)}
 
     @classmethod
     def of(cls, d: object) -> Sourced | None:
+        """Read a recorded figure (untrusted: None unless both value and source read)."""
         if not isinstance(d, dict):
             return None
         value, source = as_int(d.get("value")), _source(d.get("source"))
@@ -117,6 +119,7 @@ class StateGeometry:
 
     @property
     def kind(self) -> StateKind:
+        """What the cache restores, from the parts this geometry has."""
         if self.mamba and self.window:
             return StateKind.HYBRID
         if self.mamba:

@@ -92,6 +92,7 @@ class ModelConfig:
 
     @property
     def architecture(self) -> str | None:
+        """The first of `architectures` (what SGLang picks the model class by)."""
         archs = self.fields.get("architectures")
         return archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
 
@@ -106,6 +107,7 @@ class ModelConfig:
 
     @property
     def layer_types(self) -> list[str] | None:
+        """Each layer's type (`sliding_attention`, `linear_attention`, ...), None when unsaid."""
         lt = self.fields.get("layer_types")
         return lt if isinstance(lt, list) else None
 

@@ -119,10 +119,9 @@ IDENTITY_KEYS = (
 
 
 def server_identity(
-    url: str, info: dict, model: dict, geometry: StateGeometry | None = None
+    url: str, info: dict, model: dict, geo: StateGeometry | None = None
 ) -> ServerIdentity:
-    """The subset of /server_info and /model_info that decides what a result means, and the
-    model's state geometry (built from both when not given, without a config.json)."""
+    """What of /server_info and /model_info decides what a result means, and the geometry."""
     out: dict[str, Any] = {"url": url, "engine": "sglang"}
     out.update({k: info.get(k) for k in SERVER_INFO_KEYS})  # null: this server did not say
     out["model_path"] = info.get("model_path") or model.get("model_path")
@@ -132,7 +131,7 @@ def server_identity(
     out.update(dict.fromkeys(LOCAL_WEIGHTS_KEYS))
     if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
         out["skip_tokenizer_init"] = True
-    out["geometry"] = (geometry or build_geometry(info, model, None)).record()
+    out["geometry"] = (geo or build_geometry(info, model, None)).record()
     return ServerIdentity.of(out)
 
 
@@ -211,10 +210,8 @@ class SGLangClient(HttpEngine):
     async def identify_with_info(
         self, model_config: ModelConfig | None = None
     ) -> tuple[ServerIdentity, dict]:
-        """This server's identity and the whole /server_info it came from (what the helpers
-        read); /model_info is optional (older servers answer 404). The state geometry reads
-        `model_config` (--model-config), else the config.json in the server's model folder when
-        the server is on this machine (a loopback URL: its model_path is a path here)."""
+        """This server's identity and its /server_info (/model_info: optional, older servers
+        404); the geometry reads `model_config`, else a loopback server's model folder's."""
         info = await self.server_info()
         try:
             model = await self.model_info()

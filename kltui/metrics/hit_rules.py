@@ -72,6 +72,7 @@ class HitCount:
 
     @property
     def hit(self) -> bool:
+        """Whether the rule accepted the request."""
         return isinstance(self.kind, HitKind)
 
     def record(self) -> dict[str, Any]:

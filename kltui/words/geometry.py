@@ -16,6 +16,7 @@ def _sources(*sources: Source | None) -> str:
 
 
 def mamba_phrase(m: MambaState) -> str:
+    """ "mamba extra_buffer · track 256 · chunk 64 (sources)"."""
     parts = ["mamba " + (str(m.strategy) if m.strategy else "?")]
     if m.track_interval is not None:
         parts.append(f"track {m.track_interval.value}")
@@ -27,6 +28,7 @@ def mamba_phrase(m: MambaState) -> str:
 
 
 def window_phrase(w: SlidingWindow) -> str:
+    """ "sliding window 128 on 2 of 4 layers (source)"."""
     where = ""
     if w.n_layers is not None and w.layers:
         where = f" on {len(w.layers)} of {w.n_layers} layers"
@@ -37,6 +39,7 @@ def window_phrase(w: SlidingWindow) -> str:
 
 
 def experts_phrase(e: Experts) -> str:
+    """ "MoE 8 experts top-2 (source)"."""
     top = "" if e.top_k is None else f" top-{e.top_k}"
     return f"MoE {e.n_experts} experts{top}" + _sources(e.source)
 
