@@ -47,9 +47,9 @@ SERVER_SETTINGS = (
 )  # fmt: skip
 INPUT_SETTINGS = (
     "baseline", "hf_baseline", "baseline_log", "helpers", "samples", "max_new_tokens", "prompts",
-    "max_prompt_tokens", "seed", "tokenizer", "separator_ids", "temperature",
+    "max_prompt_tokens", "seed", "tokenizer", "separator_ids", "model_config", "temperature",
 )  # fmt: skip
-GATE_SETTINGS = ("preset", "tail_threshold", "top_k", "extras")
+GATE_SETTINGS = ("preset", "tail_threshold", "top_k", "extras", "hit_rule")
 REQUEST_SETTINGS = ("stream_interval", "flush_timeout", "request_timeout", "api_key")
 STRESS_SETTINGS = ("stress", "batch_sizes")  # issue 32: state bugs that need load
 

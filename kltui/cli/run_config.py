@@ -218,6 +218,14 @@ def _check_files(cfg: RunConfig) -> None:
         from kltui.run.tokenizer import resolve
 
         resolve(cfg.tokenizer)  # so is a tokenizer that is not there
+    if cfg.model_config:
+        from kltui.engines.geometry import Source
+        from kltui.engines.model_config import ModelConfigError, load_model_config
+
+        try:  # a bad model config names the file and field before any server is contacted
+            load_model_config(cfg.model_config, Source.FLAG)
+        except ModelConfigError as e:
+            raise UsageError(f"--model-config {e}") from None
 
 
 def record_path(args: argparse.Namespace) -> str | None:

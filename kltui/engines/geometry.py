@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from kltui.engines.identity import as_int
+from kltui.engines.identity import ServerIdentity, as_float, as_int
 
 
 class Source(StrEnum):
@@ -56,10 +56,12 @@ class Sourced:
     source: Source
 
     def record(self) -> dict[str, Any]:
+        """The recorded form: {"value", "source"}."""
         return {"value": self.value, "source": str(self.source)}
 
     @classmethod
     def of(cls, d: object) -> Sourced | None:
+        """Read a recorded figure (untrusted: None unless both value and source read)."""
         if not isinstance(d, dict):
             return None
         value, source = as_int(d.get("value")), _source(d.get("source"))
@@ -78,6 +80,9 @@ class MambaState:
     strategy_source: Source | None
     track_interval: Sourced | None
     chunk_size: Sourced | None
+    # the model's own mamba chunk (config.json's mamba_chunk_size, or SGLang's default for the
+    # architecture), before SGLang takes the larger of it and the page size
+    model_chunk_size: Sourced | None = None
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class SlidingWindow:
     size: Sourced
     layers: tuple[int, ...]
     n_layers: int | None
+    # /server_info's swa_full_tokens_ratio: the window layers' KV pool against the full layers'
+    full_tokens_ratio: float | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +119,7 @@ class StateGeometry:
 
     @property
     def kind(self) -> StateKind:
+        """What the cache restores, from the parts this geometry has."""
         if self.mamba and self.window:
             return StateKind.HYBRID
         if self.mamba:
@@ -134,13 +142,19 @@ class StateGeometry:
                 "strategy_source": None if m.strategy_source is None else str(m.strategy_source),
                 "track_interval": m.track_interval.record() if m.track_interval else None,
                 "chunk_size": m.chunk_size.record() if m.chunk_size else None,
+                "model_chunk_size": m.model_chunk_size.record() if m.model_chunk_size else None,
             }
         )
         w = self.window
         out["sliding_window"] = (
             None
             if w is None
-            else {"size": w.size.record(), "layers": list(w.layers), "n_layers": w.n_layers}
+            else {
+                "size": w.size.record(),
+                "layers": list(w.layers),
+                "n_layers": w.n_layers,
+                "full_tokens_ratio": w.full_tokens_ratio,
+            }
         )
         e = self.experts
         out["experts"] = (
@@ -178,6 +192,7 @@ def _mamba_of(d: object) -> MambaState | None:
         strategy_source=_source(d.get("strategy_source")),
         track_interval=Sourced.of(d.get("track_interval")),
         chunk_size=Sourced.of(d.get("chunk_size")),
+        model_chunk_size=Sourced.of(d.get("model_chunk_size")),
     )
 
 
@@ -189,7 +204,12 @@ def _window_of(d: object) -> SlidingWindow | None:
     if size is None:
         return None
     good = tuple(x for x in layers if as_int(x) is not None) if isinstance(layers, list) else ()
-    return SlidingWindow(size=size, layers=good, n_layers=as_int(d.get("n_layers")))
+    return SlidingWindow(
+        size=size,
+        layers=good,
+        n_layers=as_int(d.get("n_layers")),
+        full_tokens_ratio=as_float(d.get("full_tokens_ratio")),
+    )
 
 
 def _experts_of(d: object) -> Experts | None:
@@ -199,3 +219,8 @@ def _experts_of(d: object) -> Experts | None:
     if n is None or source is None:
         return None
     return Experts(n_experts=n, top_k=as_int(d.get("top_k")), source=source)
+
+
+def geometry_of(identity: ServerIdentity) -> StateGeometry:
+    """A recorded server's geometry (unknown for an older recording or another engine)."""
+    return StateGeometry.of(identity.get("geometry"))

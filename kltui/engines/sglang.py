@@ -11,11 +11,15 @@ import numpy as np
 import orjson
 
 from kltui.engines.errors import EngineError, FlushBusy
+from kltui.engines.geometry import StateGeometry
+from kltui.engines.geometry_build import build_geometry
 from kltui.engines.http import JSON_HEADERS, HttpEngine, is_transient, with_backoff
 from kltui.engines.idcheck import check_ids
 from kltui.engines.identity import ServerIdentity
+from kltui.engines.model_config import ModelConfig, local_config
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
 from kltui.engines.sse import DONE, SSEError, iter_events, iter_lines
+from kltui.engines.weights import is_loopback
 from kltui.untrusted import one_line, sanitize
 
 # SGLang 0.5.23 schema-checks sampling_params (unknown key -> HTTP 400), so only these go out.
@@ -110,11 +114,14 @@ IDENTITY_KEYS = (
     "skip_tokenizer_init",
     "weight_version",
     *LOCAL_WEIGHTS_KEYS,
+    "geometry",  # engines/geometry.StateGeometry.record()
 )
 
 
-def server_identity(url: str, info: dict, model: dict) -> ServerIdentity:
-    """The subset of /server_info and /model_info that decides what a result means."""
+def server_identity(
+    url: str, info: dict, model: dict, geo: StateGeometry | None = None
+) -> ServerIdentity:
+    """What of /server_info and /model_info decides what a result means, and the geometry."""
     out: dict[str, Any] = {"url": url, "engine": "sglang"}
     out.update({k: info.get(k) for k in SERVER_INFO_KEYS})  # null: this server did not say
     out["model_path"] = info.get("model_path") or model.get("model_path")
@@ -124,6 +131,7 @@ def server_identity(url: str, info: dict, model: dict) -> ServerIdentity:
     out.update(dict.fromkeys(LOCAL_WEIGHTS_KEYS))
     if info.get("skip_tokenizer_init"):  # only then: every other server has its tokenizer
         out["skip_tokenizer_init"] = True
+    out["geometry"] = (geo or build_geometry(info, model, None)).record()
     return ServerIdentity.of(out)
 
 
@@ -199,15 +207,20 @@ class SGLangClient(HttpEngine):
         identity, _info = await self.identify_with_info()
         return identity
 
-    async def identify_with_info(self) -> tuple[ServerIdentity, dict]:
-        """This server's identity and the whole /server_info it came from (what the helpers
-        read); /model_info is optional (older servers answer 404)."""
+    async def identify_with_info(
+        self, model_config: ModelConfig | None = None
+    ) -> tuple[ServerIdentity, dict]:
+        """This server's identity and its /server_info (/model_info: optional, older servers
+        404); the geometry reads `model_config`, else a loopback server's model folder's."""
         info = await self.server_info()
         try:
             model = await self.model_info()
         except EngineError:
             model = {}
-        return server_identity(self.url, info, model), info
+        if model_config is None and is_loopback(self.url):
+            model_config = local_config(info.get("model_path") or model.get("model_path"))
+        geometry = build_geometry(info, model, model_config)
+        return server_identity(self.url, info, model, geometry), info
 
     async def model_info(self) -> dict:
         """The server's /model_info (or older /get_model_info), sanitized."""

@@ -1,8 +1,12 @@
 """`prefill_cache_hit` and `decode_cache_hit`: side B decodes on a radix-cache hit.
 
-Hit rules are SGLang's: a prefill hit is `cached_tokens > 0`; a decode hit needs
-`cached_tokens > len(turn1 prompt) + 1` (the hit reaches KV written by decode). Misses are
-skipped and reported, never averaged in; fewer than `min_cache_hit_ratio` hits fails the helper.
+Hit rules are SGLang's (metrics/hit_rules.py): on a dense server kl_test_utils' (a prefill hit
+is `cached_tokens > 0`; a decode hit needs `cached_tokens > len(turn1 prompt) + 1`, the hit
+reaches KV written by decode); on a Mamba server, where the cache restores a state only at
+checkpoints, kl_multiturn_utils' with the server's chunk and track interval (`--hit-rule
+kl_test_utils` keeps the first everywhere, for parity). Each request's count (kind and figures)
+goes in the summary's `cache_counts`. Misses are skipped and reported, never averaged in; fewer
+than `min_cache_hit_ratio` hits fails the helper.
 
 Requests are SGLang's (`sglang.test.kl_test_utils`, 0.5.23): the warm prefill without logprobs,
 turn 1 and the decode with `return_logprob` and `logprob_start_len=-1`, the replay with
@@ -26,6 +30,7 @@ from kltui.engines.sglang_parse import GenResult
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
+from kltui.metrics.hit_rules import HitCount, HitRule, MissKind, decode_count, prefill_count
 from kltui.session.events import Event, HelperFinished, Problem
 
 
@@ -90,7 +95,7 @@ async def _on_hits(
     run: Run,
     kind: str,
     prepare: Callable[[HelperContext, Run, list[np.ndarray]], AsyncIterator[Event]],
-    missed: Callable[[HelperContext, int, GenResult], str | None],
+    missed: Callable[[HelperContext, Run, int, GenResult, np.ndarray], str | None],
 ) -> AsyncIterator[Event]:
     """A cache helper from start to end: `prepare` warms the cache and gives the decode's inputs;
     the decode's hits are replayed and scored, its misses skipped with why."""
@@ -103,7 +108,7 @@ async def _on_hits(
         yield ev
     _pool_facts(ctx, run, inputs)
     items: list[tuple[int, np.ndarray, GenResult]] = []
-    async for ev in run.decode(inputs, items, lambda s, r: missed(ctx, s, r)):
+    async for ev in run.decode(inputs, items, lambda s, r: missed(ctx, run, s, r, inputs[s])):
         yield ev
     if (p := _hit_check(ctx, run, len(items), kind)) is not None:
         yield p
@@ -127,9 +132,37 @@ async def _warm_prompts(
     inputs.extend(ctx.prompts)
 
 
-def _prefill_miss(ctx: HelperContext, sample: int, r: GenResult) -> str | None:
+def _mamba_step(ctx: HelperContext, what: str) -> int | None:
+    """The server's chunk or track interval where the engine's rule counts on checkpoints
+    (a Mamba server, --hit-rule engine), else None (kl_test_utils' rule)."""
+    m = ctx.geometry.mamba
+    if ctx.hit_rule is HitRule.KL_TEST_UTILS or m is None:
+        return None
+    figure = m.chunk_size if what == "chunk" else m.track_interval
+    return figure.value if figure is not None and figure.value > 0 else None
+
+
+def _counted(run: Run, sample: int, count: HitCount) -> str | None:
+    """Record one request's count in the summary; the skip reason of a miss, None on a hit."""
+    run.extra.setdefault("cache_counts", []).append({"sample": sample, **count.record()})
+    run.extra["hit_rule"], run.extra["hit_step"] = str(count.counted_by), count.step
+    if count.hit:
+        return None
+    if count.kind is MissKind.NO_PREFIX:
+        return "prefill cache miss (cached_tokens=0)"
+    if count.kind is MissKind.BEFORE_DECODE_REGION:
+        return f"no decode-region hit (cached_tokens={count.cached} <= {count.lower - 1})"
+    bound = f">= {count.lower}" if count.upper is None else f"in [{count.lower}, {count.upper}]"
+    return f"no checkpoint hit (cached_tokens={count.cached}, accepted {bound}: {count.kind})"
+
+
+def _prefill_miss(
+    ctx: HelperContext, run: Run, sample: int, r: GenResult, sent: np.ndarray
+) -> str | None:
     """Why a decode missed the prefill cache, or None on a hit."""
-    return None if r.cached_tokens > 0 else "prefill cache miss (cached_tokens=0)"
+    return _counted(
+        run, sample, prefill_count(r.cached_tokens, sent.size, _mamba_step(ctx, "chunk"))
+    )
 
 
 @helper("prefill_cache_hit")
@@ -196,12 +229,15 @@ async def _first_turn(
     )
 
 
-def _decode_miss(ctx: HelperContext, sample: int, r: GenResult) -> str | None:
-    """Why a decode missed the cache's decode region, or None on a hit."""
-    need = ctx.prompts[sample].size + 1
-    if r.cached_tokens > need:
-        return None
-    return f"no decode-region hit (cached_tokens={r.cached_tokens} <= {need})"
+def _decode_miss(
+    ctx: HelperContext, run: Run, sample: int, r: GenResult, sent: np.ndarray
+) -> str | None:
+    """Why a decode missed the cache's decode region, or None on a hit. Turn 2's input is
+    turn 1's prompt (h), its output (o) and the separator."""
+    h = ctx.prompts[sample].size
+    o = sent.size - h - (0 if ctx.comma_ids is None else ctx.comma_ids.size)
+    count = decode_count(r.cached_tokens, h, o, _mamba_step(ctx, "track"))
+    return _counted(run, sample, count)
 
 
 @helper("decode_cache_hit")

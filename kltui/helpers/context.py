@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 
 from kltui.engines.errors import EngineError
+from kltui.engines.geometry import StateGeometry
 from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
+from kltui.metrics.hit_rules import HitRule
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import ThresholdSource
 from kltui.registry import DEFAULT_MAX_NEW_TOKENS
@@ -72,6 +74,9 @@ class HelperContext:
     min_cache_hit_ratio: float = 0.5
     skip_hit_assert: bool = False
     server_info: dict = field(default_factory=dict)
+    # the server's state geometry (its RunStarted record) and the rule that counts a cache hit
+    geometry: StateGeometry = field(default_factory=StateGeometry)
+    hit_rule: HitRule = HitRule.ENGINE
     comma_ids: np.ndarray | None = None  # the turn-2 separator "," as ids
     comma_source: str = ""  # where comma_ids came from
     # run/tokenizer.LocalTokenizer or PendingTokenizer (encode, token_texts, describe) for a

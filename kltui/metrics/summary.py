@@ -46,6 +46,11 @@ class Summary:
     hits: int | None = None  # cache helpers: samples that hit the radix cache
     hit_ratio: float | None = None
     hit_failure: str | None = None
+    # cache helpers: the SGLang rule that counted the hits (metrics/hit_rules.CountedBy), its
+    # chunk or track interval (None under kl_test_utils' rule), and each request's count
+    hit_rule: str | None = None
+    hit_step: int | None = None
+    cache_counts: list | None = None
     # cache helpers: the server's KV pool (max_total_num_tokens, None: not reported) and the
     # tokens of every hit request's input, all warmed before the first hit
     kv_pool_tokens: int | None = None

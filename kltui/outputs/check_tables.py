@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import fmt
+from kltui.engines.geometry import geometry_of
 from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import contract_line, flip_line
 from kltui.readings.floors import ENGINES, floors_of, how, verdict_line
@@ -18,6 +19,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore
 from kltui.untrusted import console_markup, one_line, safe
+from kltui.words.geometry import geometry_phrases
 
 
 def server_line(s: ServerIdentity) -> str:
@@ -25,7 +27,8 @@ def server_line(s: ServerIdentity) -> str:
     url = console_markup(s.get("url", "?"))
     if s.error:
         return f"[red]✗[/] {url}: {console_markup(s.error)}"
-    return f"[bold]{url}[/] " + console_markup(" · ".join(server_facts(s)))
+    facts = server_facts(s) + geometry_phrases(geometry_of(s))
+    return f"[bold]{url}[/] " + console_markup(" · ".join(facts))
 
 
 def cross_line(s: Mapping[str, Any]) -> Text:

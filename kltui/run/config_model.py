@@ -81,6 +81,11 @@ class RunConfig:
     # `kltui ablate`'s section of a config file; how a sweep is laid out, not what one run
     # measures, so it is never recorded
     ablate: AblateSection | None = field(default=None, repr=False)
+    # the model's config.json when the server's model path is not readable here (issue 57)
+    model_config: str | None = None
+    # what counts as a cache hit: "engine" (a Mamba server's checkpoints, as SGLang's
+    # kl_multiturn_utils counts them) or "kl_test_utils" (its rule on every server, for parity)
+    hit_rule: str = "engine"
 
     def server_api_key(self) -> str | None:
         """The SGLang servers' (and router's) key: --api-key, else KLTUI_API_KEY; never sent to

@@ -14,7 +14,9 @@ import numpy as np
 
 from kltui import __version__
 from kltui.engines.errors import EngineError
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.geometry import Source, geometry_of
+from kltui.engines.identity import ServerIdentity, identity_of
+from kltui.engines.model_config import ModelConfig, ModelConfigError, load_model_config
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import identify_vllm
@@ -23,6 +25,7 @@ from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.extras import after_gate
 from kltui.helpers.phases import Run
+from kltui.metrics.hit_rules import HitRule
 from kltui.metrics.summary import Summary
 from kltui.readings.identity import ConflictKind, conflict, refusal
 from kltui.registry import HELPERS, Helper
@@ -94,10 +97,12 @@ async def _servers_session(
             await c.aclose()
 
 
-async def _identify(client: SGLangClient, api_key: str | None) -> tuple[ServerIdentity, dict]:
+async def _identify(
+    client: SGLangClient, api_key: str | None, model_config: ModelConfig | None = None
+) -> tuple[ServerIdentity, dict]:
     """A server's identity and /server_info once it is healthy; a router is refused."""
     await client.wait_healthy()
-    identity, info = await client.identify_with_info()
+    identity, info = await client.identify_with_info(model_config)
     if not info.get("model_path"):
         # every SGLang server reports its model_path; a router's /get_server_info does not
         workers = await probe_router(client.url, api_key, timeout=min(client.timeout, 60))
@@ -131,8 +136,9 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
         if cfg.baseline
         else None
     )
+    model_config = _model_config(cfg)
     results = await asyncio.gather(
-        *(_identify(c, cfg.server_api_key()) for c in clients),
+        *(_identify(c, cfg.server_api_key(), model_config) for c in clients),
         *([baseline] if baseline is not None else []),
         return_exceptions=True,
     )
@@ -162,6 +168,16 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     )
     found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
     return found
+
+
+def _model_config(cfg: RunConfig) -> ModelConfig | None:
+    """--model-config, read (checked before the run; a file changed since is refused here)."""
+    if not cfg.model_config:
+        return None
+    try:
+        return load_model_config(cfg.model_config, Source.FLAG)
+    except ModelConfigError as e:
+        raise UsageError(f"--model-config {e}") from None
 
 
 async def refuse_incomparable(
@@ -334,8 +350,11 @@ async def _run(
     def server_run(c: SGLangClient, specs: list[Helper]) -> Callable[[], AsyncIterator[Event]]:
         info = found.infos[c.url]
 
+        geometry = geometry_of(identity_of(found.servers, c.url))
+
         def ctx_of(spec: Helper) -> HelperContext:
             ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
+            ctx.geometry = geometry
             if spec.scope == "reference":
                 ctx.reference = reference_plan(cfg, found.servers, found.reference)
             return ctx
@@ -441,6 +460,7 @@ def helper_context(
         incremental=bool(info.get("incremental_streaming_output")),
         flush_timeout=cfg.flush_timeout,
         min_cache_hit_ratio=cfg.min_cache_hit_ratio,
+        hit_rule=HitRule(cfg.hit_rule),
         # SGLang reads this with os.environ.get: any non-empty value (even "0") skips the asserts
         skip_hit_assert=bool(os.environ.get("SGLANG_TEST_SKIP_CACHE_HIT_ASSERT")),
         server_info=info,

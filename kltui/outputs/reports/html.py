@@ -9,6 +9,7 @@ palette PNGs embedded as data: URIs.
 from __future__ import annotations
 
 from kltui import __version__, fmt
+from kltui.engines.geometry import geometry_of
 from kltui.outputs.reports.common import (
     Origin,
     helper_names,
@@ -33,6 +34,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
+from kltui.words.geometry import geometry_line
 
 CSP = (
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
@@ -285,6 +287,9 @@ def servers_html(store: SessionStore) -> str:
         if s.error
     )
     rows = settings_rows(servers)
+    states = [geometry_line(geometry_of(s)) for s in servers]
+    if any(states):  # a stateful model's cache geometry (nothing for a dense one)
+        rows.append(("state geometry", [st or "–" for st in states]))
     if len(servers) == 1:  # one column of values reads better as a grid of labelled cells
         cells = "".join(
             f"<div><dt>{esc(label)}</dt><dd>{esc(values[0])}</dd></div>" for label, values in rows

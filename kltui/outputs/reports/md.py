@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from kltui import __version__, fmt
+from kltui.engines.geometry import geometry_of
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import (
     Origin,
@@ -35,6 +36,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
+from kltui.words.geometry import geometry_line
 
 MAX_PROBLEMS = 8
 _HEX = re.compile(r"[0-9a-fA-F]{1,128}")
@@ -200,7 +202,11 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in store.identities():
         ran = reference_ran(store) if s.get("engine") == "hf" else None
-        lines.append(f"- **Server** {md_text(server_summary(s, ran))}")
+        state = geometry_line(geometry_of(s))
+        lines.append(
+            f"- **Server** {md_text(server_summary(s, ran))}"
+            + (f"; state: {md_text(state)}" if state else "")
+        )
     if run is not None and run.prompt_set:
         ps = run.prompt_set
         lines.append(

@@ -13,12 +13,14 @@ from rich.text import Text
 from textual.dom import DOMNode
 from textual.widgets import Static
 
+from kltui.engines.geometry import geometry_of
 from kltui.engines.identity import ServerIdentity
 from kltui.session.labels import MANY_SERVERS
 from kltui.session.servers import BY_KEY, NO_TOKENIZER, SUMMARY_KEYS, fault_of, off_on, on_off
 from kltui.session.store import RecordedConfig, SessionStore
 from kltui.tui.widgets.parts import badge_part, part
 from kltui.untrusted import safe
+from kltui.words.geometry import geometry_phrases
 
 
 @dataclass
@@ -269,6 +271,8 @@ def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) ->
         t = Text("fault ", style=strong_bad)
         t.append_text(safe(fault, style=strong_bad, limit=40))
         out.append(t)
+    # a stateful model's cache geometry (words/geometry.py; nothing for a dense model)
+    out.extend(safe(phrase, limit=80) for phrase in geometry_phrases(geometry_of(s)))
     return out
 
 

@@ -14,6 +14,7 @@ from kltui.tui import heat
 from kltui.tui.heatgeometry import GUTTER
 from kltui.tui.widgets.heatmap import Heatmap, ruler
 from kltui.untrusted import safe, token_repr
+from kltui.words.hits import sample_count_text
 
 
 def legend(
@@ -97,7 +98,7 @@ def cursor_line(
     if scored is None:
         if sample in st.skipped:
             t.append(" · skipped: ", style="dim")
-            t.append_text(safe(st.skipped[sample], limit=120))
+            t.append_text(safe(_skip_reason(st, sample), limit=120))
         elif st.decoded_len.get(sample):
             t.append(f" · decoding · {st.decoded_len[sample]} tokens so far", style="dim")
         else:
@@ -203,3 +204,12 @@ class HeatmapPanel(Vertical):
             zoom = f"{hm.zoom} tokens/cell, max shown"
         mode = "fit" if hm.zoom is None else "zoomed, shift+←/→ pans"
         self.border_subtitle = hm.zoom_note or f"{zoom} · {mode} · {g.max_len} positions"
+
+
+def _skip_reason(st: HelperState, sample: int) -> str:
+    """A checkpoint miss in words once the helper's summary holds its count (words/hits.py);
+    kl_test_utils' misses keep the helper's own reason."""
+    sm = st.summary
+    if sm is not None and sm.hit_rule not in (None, "kl_test_utils"):
+        return sample_count_text(sm.cache_counts, sample) or st.skipped[sample]
+    return st.skipped[sample]

@@ -32,7 +32,7 @@ class Waiting:
         if self.down:
             raise EngineError(self.url, f"{self.url}: connection refused", "unreachable")
 
-    async def identify_with_info(self) -> tuple[ServerIdentity, dict]:
+    async def identify_with_info(self, model_config=None) -> tuple[ServerIdentity, dict]:
         port = int(self.url.rsplit(":", 1)[1])
         info = {"url": self.url, "engine": "sglang", "model_path": "/m", "port": port,
                 "startup_time": float(port)}  # fmt: skip

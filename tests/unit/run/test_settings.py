@@ -18,7 +18,7 @@ from kltui.run.settings_model import YamlKey
 from kltui.schemas import load
 
 # a value of each accepted type, tried in this order; the first one in range is used
-CANDIDATES = (True, 1, 0.5, "sglang-ci", "light", "gate", "a-name")
+CANDIDATES = (True, 1, 0.5, "sglang-ci", "light", "gate", "kl_test_utils", "a-name")
 
 
 def test_every_runconfig_field_is_declared_once_in_its_order():
@@ -115,6 +115,7 @@ def test_every_flag_not_copied_has_its_hook():
 def test_every_copied_flag_sets_its_field(tmp_path, monkeypatch):
     monkeypatch.setattr("kltui.run.prompts.load_file", lambda path: None)
     monkeypatch.setattr("kltui.run.tokenizer.resolve", lambda name: None)
+    monkeypatch.setattr("kltui.engines.model_config.load_model_config", lambda path, src: None)
     log = tmp_path / "vllm.log"
     log.write_text("")
     parser = make_parser()
