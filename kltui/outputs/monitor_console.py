@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.text import Text
 
 from kltui.console import error_console
-from kltui.readings.probe_words import change_words, clock, error_words, reading_words
 from kltui.run.monitor import ProbeResult
 from kltui.untrusted import one_line
+from kltui.words.probe import change_words, clock, error_words, reading_words
 
 
 class ConsoleMonitor:

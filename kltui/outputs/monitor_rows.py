@@ -1,6 +1,6 @@
 """What the TUI's monitor screen shows of the probes so far, as data: a row per probe (newest
 first), each helper's avg_kl_div along the probes for its strip, and the monitor's head line.
-The words come from `readings/probe_words.py`; nothing here reads a store."""
+The words come from `words/probe.py`; nothing here reads a store."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kltui.readings.probe import ChangeKind
-from kltui.readings.probe_words import change_short, change_words, clock, error_words
 from kltui.run.monitor import ProbeResult
+from kltui.words.probe import change_short, change_words, clock, error_words
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ class MonitorFeed:
         self.running = None
         self.version += 1
         if self.sink is not None and result.changes:
-            from kltui.readings.probe_words import change_words
+            from kltui.words.probe import change_words
 
             for c in result.changes:
                 self.sink.monitor_note(change_words(c, result.started + result.seconds))

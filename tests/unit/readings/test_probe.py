@@ -15,7 +15,7 @@ from kltui.readings.probe import (
     ServerProbe,
     changes,
 )
-from kltui.readings.probe_words import change_words, error_words
+from kltui.words.probe import change_words, error_words
 
 URL = "http://127.0.0.1:30000"
 
