@@ -10,7 +10,7 @@ from rich.text import Text
 from kltui.console import error_console
 from kltui.run.monitor import ProbeResult
 from kltui.untrusted import one_line
-from kltui.words.probe import change_words, clock, error_words, reading_words
+from kltui.words.probe import change_words, clock, error_words, reading_words, standing_words
 
 
 class ConsoleMonitor:
@@ -39,6 +39,10 @@ class ConsoleMonitor:
         self.console.print(Text(one_line(line, 2000)), soft_wrap=True)
         if r.error:
             self.errors.print(Text(one_line(f"kltui monitor: probe {r.number}: {r.error}", 400)))
+        for st in r.standings:  # a settled reading's limit, said once per server
+            self.console.print(
+                Text(one_line(f"reading: {standing_words(st)}", 2000)), soft_wrap=True
+            )
         for c in r.changes:
             said = change_words(c, r.started + r.seconds)
             recs = f": {r.recording} (before: {r.previous_recording})" if r.recording else ""

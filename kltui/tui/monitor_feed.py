@@ -123,8 +123,10 @@ class MonitorFeed:
         self.history.append(result)
         self.running = None
         self.version += 1
-        if self.sink is not None and result.changes:
-            from kltui.words.probe import change_words
+        if self.sink is not None and (result.changes or result.standings):
+            from kltui.words.probe import change_words, standing_words
 
+            for st in result.standings:  # said once per server
+                self.sink.monitor_note(standing_words(st))
             for c in result.changes:
                 self.sink.monitor_note(change_words(c, result.started + result.seconds))

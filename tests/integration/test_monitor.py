@@ -21,7 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kltui.outputs.prometheus import MonitorMetrics
 from kltui.readings.findings import Kind
-from kltui.readings.probe import ChangeKind, ProbeError
+from kltui.readings.probe import ProbeError
+from kltui.readings.probe_changes import ChangeKind
 from kltui.run.config import RunConfig
 from kltui.run.monitor import Monitor, ProbeResult, probe_recordings
 from kltui.session.recording import read_recording
