@@ -134,7 +134,7 @@ def _reading(seen: Seen, cur: ServerProbe) -> list[Change]:
     return out
 
 
-def _absent_verdict(after: ProbeReading) -> str | None:
+def absent_verdict(after: ProbeReading) -> str | None:
     """The verdict of a server a probe did not read: error (it did not answer), interrupted
     with the probe; None while the probe never ended."""
     if after.verdict is None:
@@ -146,7 +146,7 @@ def changes(memory: Memory, after: ProbeReading) -> list[Change]:
     """What changed in `after`, per server, against the last reading of each (a server not
     read before has nothing to change from; one `after` did not read changes its verdict)."""
     out: list[Change] = []
-    absent = _absent_verdict(after)
+    absent = absent_verdict(after)
     for url, gone in memory.items():
         if after.server(url) is None and absent is not None and absent != gone.verdict:
             out.append(Change(url, ChangeKind.VERDICT, gone.verdict, absent, since=gone.probe))
@@ -184,7 +184,7 @@ def remember(memory: Memory, after: ProbeReading, probe: int) -> dict[str, Seen]
     """The monitor's memory after probe number `probe` (`after`)."""
     out = dict(memory)
     for url, seen in memory.items():
-        if after.server(url) is None and (now := _absent_verdict(after)) is not None:
+        if after.server(url) is None and (now := absent_verdict(after)) is not None:
             out[url] = replace(seen, verdict=now)
     for s in after.servers:
         old = memory.get(s.server)

@@ -90,6 +90,18 @@ class _ProbeRuns:
 
 RecordPath = Callable[[int], str | None]
 
+KEEP_PROBES = 288  # recordings kept by default: a day of probes at the default --every 5m
+# A probe's recording, measured on the reference server (8 samples x 32 new tokens x 3 helpers:
+# 84 KB; 8 x 64: 126 KB; 16 x 32: 115 KB): about this much per probe and per token scored
+_RECORDING_BASE = 50_000
+_RECORDING_PER_TOKEN = 55
+
+
+def recording_estimate(cfg: RunConfig) -> int:
+    """About how many bytes one probe's recordings take (both runs' under --stress)."""
+    tokens = len(cfg.helpers) * cfg.samples * cfg.max_new_tokens
+    return (_RECORDING_BASE + _RECORDING_PER_TOKEN * tokens) * (2 if cfg.stress else 1)
+
 
 def probe_recordings(folder: Path, started: float | None = None) -> RecordPath:
     """Probe n's recording in `folder`: `monitor-<start>-<pid>-p<n>.kltui.jsonl`, so that one

@@ -39,8 +39,16 @@ class MonitorFeed:
 
     mode = "live"
 
-    def __init__(self, monitor: Monitor, metrics: object | None = None, listen: str | None = None):
+    def __init__(
+        self,
+        monitor: Monitor,
+        metrics: object | None = None,
+        listen: str | None = None,
+        notes: list[str] | None = None,
+    ):
+        """`notes`: said once as the monitor starts (what it keeps)."""
         self.monitor = monitor
+        self.notes = notes or []
         self.metrics = metrics  # outputs/prometheus.MonitorMetrics, fed as the console feeds it
         self.listen = listen  # where /metrics is served, for the screen's head line
         self.history: deque[ProbeResult] = deque(maxlen=HISTORY)
@@ -98,6 +106,8 @@ class MonitorFeed:
         self._begun = True
         self._done = asyncio.Event()
         sink.open_monitor()
+        for line in self.notes:
+            sink.monitor_note(line)
         try:
             await self.monitor.run(self)
         finally:

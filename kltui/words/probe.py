@@ -38,6 +38,14 @@ def error_words(errors: tuple[ProbeError, ...]) -> str:
     return "; ".join(_ERRORS[e] for e in errors)
 
 
+def keep_words(keep: int, per_probe: int) -> str:
+    """The monitor's retention, said at start: "keeping the last 288 probes' recordings (~24
+    MB); --keep N"."""
+    mb = keep * per_probe / 1e6
+    size = f"~{mb:.0f} MB" if mb >= 10 else f"~{mb:.1f} MB"
+    return f"keeping the last {keep} probes' recordings ({size}); --keep N"
+
+
 def finding_words(s: ServerProbe) -> str:
     """A server's reading in a word or two: the diagnosis's finding, except the settled
     condition 1 of a probe too small to exclude a state bug (its limit is said once)."""
