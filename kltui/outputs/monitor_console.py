@@ -45,11 +45,10 @@ class ConsoleMonitor:
             )
         for c in r.changes:
             said = change_words(c, r.started + r.seconds)
-            recs = f": {r.recording} (before: {r.previous_recording})" if r.recording else ""
+            recs = f": {r.recording} (before: {r.before(c)})" if r.recording else ""
             self.console.print(Text(one_line(f"changed: {said}{recs}", 2000)), soft_wrap=True)
-            now = r.reading.server(c.server)
+        for url in dict.fromkeys(c.server for c in r.changes):
+            now = r.reading.server(url)
             if now is not None:  # the diagnosis's own words, once, where the reading changed
-                self.console.print(
-                    Text(one_line(f"  {c.server}: {now.label}", 2000)), soft_wrap=True
-                )
+                self.console.print(Text(one_line(f"  {url}: {now.label}", 2000)), soft_wrap=True)
         self.console.file.flush()  # a log file or a pipe sees each probe as it ends

@@ -96,7 +96,13 @@ def _conditions(kind: Kind) -> set[str]:
 
 
 def _replaced(seen: Seen, cur: ServerProbe) -> list[Change]:
-    moved = process_changes(seen.reading.identity, cur.identity)
+    # a value one read lacks (None: not computed that time, e.g. the local weights' hash) is
+    # no evidence of another process
+    moved = {
+        k: (a, b)
+        for k, (a, b) in process_changes(seen.reading.identity, cur.identity).items()
+        if a is not None and b is not None
+    }
     if not moved:
         return []
     shown = tuple((k, shown_value(a), shown_value(b)) for k, (a, b) in moved.items())

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -46,6 +46,12 @@ class ProbeResult:
     error: str | None = None  # one line, for ProbeError.INTERNAL
     # settled readings said for the first time (what they rule out): said once per server
     standings: tuple[Standing, ...] = ()
+    # the recording of each probe a change is against (Change.since -> its recording)
+    earlier: Mapping[int, str] = field(default_factory=dict)
+
+    def before(self, c: Change) -> str | None:
+        """The recording of the probe `c` is against (None: not recorded, or removed)."""
+        return self.earlier.get(c.since) if c.since is not None else None
 
     @property
     def exit_code(self) -> int:
@@ -179,8 +185,11 @@ class Monitor:
         said = standings(self.memory, reading)
         self.memory = remember(self.memory, reading, n)
         written = [o.recording for o in runs.outcomes if o.recording]
-        since = next((c.since for c in found if c.since is not None), None)
-        before = self._recorded.get(since, []) if since is not None else []
+        earlier = {
+            c.since: self._recorded[c.since][0]
+            for c in found
+            if c.since is not None and self._recorded.get(c.since)
+        }
         result = ProbeResult(
             number=n,
             started=started,
@@ -189,9 +198,10 @@ class Monitor:
             recording=written[0] if written else None,
             reading=reading,
             changes=tuple(found),
-            previous_recording=before[0] if before else None,
+            previous_recording=next(iter(earlier.values()), None),
             error=error,
             standings=tuple(said),
+            earlier=earlier,
         )
         self.last = result
         self._recorded[n] = written

@@ -103,6 +103,13 @@ def test_the_same_process_is_no_replacement_and_a_server_without_startup_time_cl
     assert changes(after(EXACT), EXACT) == []
     bare = {"url": URL}
     assert changes(after(reading(Kind.EXACT, Finding.EXACT, identity=bare)), EXACT) == []
+    # a value one read did not compute (the local weights' hash in a probe with errors, seen
+    # on the reference server) is no evidence of another process
+    hashed = reading(Kind.EXACT, Finding.EXACT, identity={**PROCESS, "local_weights_sha256": "ab"})
+    unhashed = reading(
+        Kind.EXACT, Finding.EXACT, identity={**PROCESS, "local_weights_sha256": None}
+    )
+    assert changes(after(hashed), unhashed) == [] and changes(after(unhashed), hashed) == []
 
 
 LIMITS_OPEN = (Limit("prefill_cache_hit", 8, None),)
