@@ -217,6 +217,7 @@ def test_the_cli_serves_metrics_prunes_its_recordings_and_stops_on_sigterm(
     lines = [ln for ln in out.splitlines() if ln.startswith("probe ")]
     assert len(lines) >= 4 and all(" · pass · " in ln for ln in lines[:4])
     assert f"metrics on http://127.0.0.1:{port}/metrics" in err
+    assert "kltui monitor: keeping the last 288 probes' recordings (~" in err  # said at start
     # KLTUI_RUNS_KEEP=2: the folder keeps the newest probes only (one more may be the one
     # SIGTERM cut short)
     kept = sorted(tmp_path.glob("monitor-*.kltui.jsonl"))
