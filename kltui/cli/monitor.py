@@ -1,5 +1,5 @@
 """`kltui monitor`: the run of `kltui check` as a canary probe every `--every`, each probe
-recorded in the runs folder (pruned by KLTUI_RUNS_KEEP), a line per probe and per change of
+recorded in the runs folder (the last --keep N probes kept), a line per probe and per change of
 reading, and with `--prometheus` the readings as metrics on /metrics (docs/MONITORING.md)."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="probe servers every --every, with Prometheus metrics (docs/MONITORING.md)",
         description="Run kltui check's helpers as a small canary probe every --every against "
         "the servers (or a router's replicas). Each probe is a recording in the runs folder "
-        "(KLTUI_RUNS_KEEP prunes them); a change of reading between probes (a condition that "
+        "(the last --keep N of them are kept); a change of reading between probes (a condition that "
         "appears or clears) is printed with both recordings. --prometheus serves the readings "
         "on /metrics. SIGTERM or Ctrl-C stops it cleanly, between or during a probe (exit 0).",
     )
@@ -86,6 +86,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="probe 1's recording (probe N: FILE-N.kltui.jsonl; default: the runs folder)",
     )
     p.add_argument("--no-record", action="store_true", help="do not record the probes")
+    p.add_argument(
+        "--keep",
+        type=pos_int,
+        metavar="N",
+        help="keep the recordings of the last N probes, removing older ones (default: 288, a "
+        "day at --every 5m)",
+    )
     p.add_argument("--headless", action="store_true", help="print lines instead of the TUI")
     p.set_defaults(func=cmd_monitor)
 
@@ -134,17 +141,22 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         from kltui.outputs.prometheus import MonitorMetrics, parse_listen
 
         listen = parse_listen(args.prometheus, args.prometheus_public)
-        metrics = MonitorMetrics(router=cfg.router, every=args.every)
-    from kltui.run.monitor import Monitor
+        metrics = MonitorMetrics(router=cfg.router, every=args.every, servers=cfg.servers)
+    from kltui.run.monitor import KEEP_PROBES, Monitor, recording_estimate
+    from kltui.words.probe import keep_words
 
+    record = _recordings(args)
+    keep = args.keep or KEEP_PROBES
     monitor = Monitor(
         cfg,
         every=args.every,
         probes=args.probes,
         probe_timeout=args.probe_timeout or 600.0,
-        record=_recordings(args),
+        record=record,
         before_probe=None if args.no_record or args.record else _prune,
+        keep=keep,
     )
+    kept = keep_words(keep, recording_estimate(cfg)) if record is not None else None
     server = metrics.serve(*listen) if metrics is not None and listen is not None else None
     try:
         if use_tui(args):
@@ -152,8 +164,11 @@ def cmd_monitor(args: argparse.Namespace) -> int:
             from kltui.tui.monitor_feed import MonitorFeed
 
             where = f"http://{listen[0]}:{listen[1]}/metrics" if listen else None
-            return run_monitor_app(MonitorFeed(monitor, metrics, where), theme=cfg.theme)
+            feed = MonitorFeed(monitor, metrics, where, notes=[kept] if kept else [])
+            return run_monitor_app(feed, theme=cfg.theme)
         headless_note("kltui monitor", args)
+        if kept:
+            print(f"kltui monitor: {kept}", file=sys.stderr)
         return asyncio.run(_headless(monitor, metrics, listen))
     finally:
         if server is not None:

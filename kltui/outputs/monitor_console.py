@@ -8,9 +8,9 @@ from rich.console import Console
 from rich.text import Text
 
 from kltui.console import error_console
-from kltui.readings.probe_words import change_words, clock, error_words, reading_words
 from kltui.run.monitor import ProbeResult
 from kltui.untrusted import one_line
+from kltui.words.probe import change_words, clock, error_words, reading_words, standing_words
 
 
 class ConsoleMonitor:
@@ -39,13 +39,16 @@ class ConsoleMonitor:
         self.console.print(Text(one_line(line, 2000)), soft_wrap=True)
         if r.error:
             self.errors.print(Text(one_line(f"kltui monitor: probe {r.number}: {r.error}", 400)))
+        for st in r.standings:  # a settled reading's limit, said once per server
+            self.console.print(
+                Text(one_line(f"reading: {standing_words(st)}", 2000)), soft_wrap=True
+            )
         for c in r.changes:
             said = change_words(c, r.started + r.seconds)
-            recs = f": {r.recording} (before: {r.previous_recording})" if r.recording else ""
+            recs = f": {r.recording} (before: {r.before(c)})" if r.recording else ""
             self.console.print(Text(one_line(f"changed: {said}{recs}", 2000)), soft_wrap=True)
-            now = r.reading.server(c.server)
+        for url in dict.fromkeys(c.server for c in r.changes):
+            now = r.reading.server(url)
             if now is not None:  # the diagnosis's own words, once, where the reading changed
-                self.console.print(
-                    Text(one_line(f"  {c.server}: {now.label}", 2000)), soft_wrap=True
-                )
+                self.console.print(Text(one_line(f"  {url}: {now.label}", 2000)), soft_wrap=True)
         self.console.file.flush()  # a log file or a pipe sees each probe as it ends

@@ -1,6 +1,6 @@
 """What the TUI's monitor screen shows of the probes so far, as data: a row per probe (newest
 first), each helper's avg_kl_div along the probes for its strip, and the monitor's head line.
-The words come from `readings/probe_words.py`; nothing here reads a store."""
+The words come from `words/probe.py`; nothing here reads a store."""
 
 from __future__ import annotations
 
@@ -9,9 +9,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kltui.readings.probe import ChangeKind
-from kltui.readings.probe_words import change_short, change_words, clock, error_words
+from kltui.readings.probe_changes import ChangeKind
 from kltui.run.monitor import ProbeResult
+from kltui.words.probe import (
+    change_short,
+    change_words,
+    clock,
+    error_words,
+    finding_words,
+    standing_words,
+)
 
 
 @dataclass(frozen=True)
@@ -33,8 +40,8 @@ def _reading(r: ProbeResult) -> str:
     if not servers:
         return error_words(r.reading.errors) or "nothing read"
     if len(servers) == 1:
-        return str(servers[0].finding)
-    return ", ".join(f"{i + 1}: {s.finding}" for i, s in enumerate(servers))
+        return finding_words(servers[0])
+    return ", ".join(f"{i + 1}: {finding_words(s)}" for i, s in enumerate(servers))
 
 
 def probe_rows(history: Sequence[ProbeResult]) -> list[ProbeRow]:
@@ -48,6 +55,7 @@ def probe_rows(history: Sequence[ProbeResult]) -> list[ProbeRow]:
         detail = "\n".join(
             [f"recording: {r.recording or 'not recorded'}"]
             + [change_words(c, r.started + r.seconds) for c in r.changes]
+            + [standing_words(st) for st in r.standings]
             + [f"{s.server}: {s.label}" for s in rd.servers]
             + ([f"errors: {error_words(rd.errors)}"] if rd.errors else [])
             + ([f"kltui: {r.error}"] if r.error else [])

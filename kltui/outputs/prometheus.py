@@ -2,21 +2,27 @@
 by prometheus_client (the official client, the `monitor` extra).
 
 Names follow Prometheus' conventions: `kltui_` prefix, base units (`_seconds`), `_total` on
-counters, enum-style states as prometheus_client's `Enum` (one series per state, 1 for the
-current one). Per-helper series are labelled server, replica, model and helper; `replica` is the
-worker's URL under `--router` (server: the router) and empty otherwise. A series whose server or
-helper was not read in the last probe is removed, so a stale value never looks current; the
-first divergence position has no series while no token differs. docs/MONITORING.md lists them
-with example alert rules.
+counters, `_info` on info metrics (value 1, the facts as labels, for joins), enum-style states
+as prometheus_client's `Enum` (one series per state, 1 for the current one). Per-helper series
+are labelled server, replica, model and helper; `replica` is the worker's URL under `--router`
+(server: the router) and empty otherwise; `model` is the model's name, never a path. A series
+whose server or helper was not read in the last probe is removed, so a stale value never looks
+current; the first divergence position has no series while no token differs. Every counter's
+series exists from the first scrape (at 0), so `increase()` sees the first event.
+docs/MONITORING.md lists them; docs/monitoring/kltui-alerts.yml joins them.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kltui.errors import UsageError
-from kltui.readings.probe import ProbeError
+from kltui.readings.probe import ProbeError, ServerProbe
+from kltui.readings.probe_changes import ChangeKind, absent_verdict
+from kltui.untrusted import one_line
 
 if TYPE_CHECKING:
     from kltui.run.monitor import ProbeResult
@@ -26,6 +32,11 @@ VERDICTS = ["none", "pass", "fail", "error", "interrupted"]  # none: no probe en
 HELPER_LABELS = ("server", "replica", "model", "helper")
 SERVER_LABELS = ("server", "replica", "model")
 INSTALL = "kltui monitor --prometheus needs prometheus_client: pip install 'kltui[monitor]'"
+CONDITION_HELP = (
+    "the conditions the last probe read broken: exact (none: bit-identical), 1 (condition 1 = "
+    "batch-variant kernels), 2 (condition 2 = state bug), 1+2, unknown (inconclusive or not "
+    "tested)"
+)
 
 
 def parse_listen(spec: str, public: bool) -> tuple[str, int]:
@@ -47,10 +58,40 @@ def parse_listen(spec: str, public: bool) -> tuple[str, int]:
     return host, int(port)
 
 
+def _text(v: object) -> str:
+    """A label value from a server's text (one line, cut; "" when unknown)."""
+    return "" if v is None else one_line(v, 120)
+
+
+def server_facts(s: ServerProbe) -> dict[str, str]:
+    """`kltui_server_info`'s labels beyond server and replica: what the server said of itself
+    and its state geometry (engines/geometry.py; "" where it said nothing)."""
+    ident, geo = s.identity, s.geometry
+    det = ident.enable_deterministic_inference
+    mamba, window, experts = geo.mamba, geo.window, geo.experts
+    track = mamba.track_interval if mamba else None
+    chunk = mamba.chunk_size if mamba else None
+    return {
+        "model": s.model,
+        "engine": _text(ident.engine),
+        "version": _text(ident.version),
+        "deterministic": "" if det is None else str(det).lower(),
+        "attention_backend": _text(ident.attention_backend),
+        "state": str(geo.kind) if geo.known else "",
+        "track_interval": str(track.value) if track else "",
+        "chunk": str(chunk.value) if chunk else "",
+        "window": str(window.size.value) if window else "",
+        "experts": str(experts.n_experts) if experts else "",
+    }
+
+
 class MonitorMetrics:
     """The monitor's metrics in their own registry (nothing of the process's default one)."""
 
-    def __init__(self, router: str | None = None, every: float | None = None) -> None:
+    def __init__(
+        self, router: str | None = None, every: float | None = None, servers: Sequence[str] = ()
+    ) -> None:
+        """`servers`: those probed (their verdict and change counters exist from the start)."""
         try:
             import prometheus_client as pc
         except ImportError:
@@ -67,6 +108,9 @@ class MonitorMetrics:
         self.avg_kl_div = per_helper(
             "kltui_avg_kl_div", "SGLang's avg_kl_div: mean over samples of each sample's mean k3"
         )
+        self.gate = per_helper(
+            "kltui_gate", "the avg_kl_div gate the helper is held to (kltui check's threshold)"
+        )
         self.tail_fraction = per_helper(
             "kltui_tail_fraction", "share of tokens whose k3 is above the tail threshold"
         )
@@ -77,17 +121,28 @@ class MonitorMetrics:
         )
         self.samples = per_helper("kltui_samples_tested", "samples scored by the helper")
         self.condition = pc.Enum(
-            "kltui_condition",
-            "the diagnosis: exact (conditions 1 and 2 hold), 1 (batch variance), 2 (state bug), "
-            "1+2, unknown (inconclusive or not tested)",
-            labelnames=SERVER_LABELS,
-            states=CONDITIONS,
-            registry=reg,
-        )
-        self.verdict = pc.Enum(
-            "kltui_verdict", "the last probe's verdict, as kltui check's", states=VERDICTS,
+            "kltui_condition", CONDITION_HELP, labelnames=SERVER_LABELS, states=CONDITIONS,
             registry=reg,
         )  # fmt: skip
+        self.verdict = pc.Enum(
+            "kltui_verdict",
+            "the server's verdict in the last probe, as kltui check's on it (error: it did not "
+            "answer)",
+            labelnames=("server", "replica"),
+            states=VERDICTS,
+            registry=reg,
+        )
+        self.server_info = pc.Info(
+            "kltui_server",
+            "what the server said of itself: model name, engine, version, deterministic "
+            "inference, attention backend and state geometry (state, track_interval, chunk, "
+            "window, experts)",
+            labelnames=("server", "replica"),
+            registry=reg,
+        )
+        from kltui import __version__
+
+        pc.Info("kltui_build", "the kltui that probes", registry=reg).info({"version": __version__})
         self.duration = pc.Gauge(
             "kltui_probe_duration_seconds", "wall time of the last probe", registry=reg
         )
@@ -105,13 +160,16 @@ class MonitorMetrics:
             self.errors.labels(kind=str(kind))
         self.last_good = pc.Gauge(
             "kltui_last_good_probe_timestamp_seconds",
-            "when the last probe that measured (pass or fail, no error) ended, Unix time",
+            "when the last probe that measured (pass or fail, no error) ended, Unix time (the "
+            "monitor's start while none has)",
             registry=reg,
         )
+        self.last_good.set(time.time())
         self.changes = pc.Counter(
             "kltui_reading_changes",
-            "changes of reading between probes (appeared, cleared, finding, verdict)",
-            ["server", "change"],
+            "changes of a server's reading between probes: appeared, cleared (a condition; "
+            "condition 2 = state bug), finding, verdict, replaced (another server process)",
+            ["server", "replica", "change"],
             registry=reg,
         )
         self.interval = pc.Gauge(
@@ -120,6 +178,18 @@ class MonitorMetrics:
         if every is not None:
             self.interval.set(every)
         self._series: dict[Any, set[tuple[str, ...]]] = {}
+        self._servers: set[tuple[str, str]] = set()
+        for url in servers:
+            self._new_server((url, ""))
+
+    def _new_server(self, base: tuple[str, str]) -> None:
+        """A server's verdict and change counters, from its first sight (at 0)."""
+        if base in self._servers:
+            return
+        self._servers.add(base)
+        self.verdict.labels(*base).state("none")
+        for kind in ChangeKind:
+            self.changes.labels(*base, str(kind))
 
     def _labels(self, server: str, model: str) -> tuple[str, str, str]:
         if self.router:
@@ -138,21 +208,26 @@ class MonitorMetrics:
         self.duration.set(r.seconds)
         self.requests.inc(r.requests)
         self.tokens.inc(r.reading.tokens)
-        self.verdict.state(r.reading.verdict or "none")
         for e in r.reading.errors:
             self.errors.labels(kind=str(e)).inc()
         if r.reading.measured:
             self.last_good.set(r.started + r.seconds)
         seen: dict[Any, set[tuple[str, ...]]] = {m: set() for m in self._helper_metrics()}
         seen[self.condition] = set()
+        read: set[tuple[str, str]] = set()
         for s in r.reading.servers:
             base = self._labels(s.server, s.model)
+            self._new_server(base[:2])
+            read.add(base[:2])
+            self.verdict.labels(*base[:2]).state(s.verdict)
+            self.server_info.labels(*base[:2]).info(server_facts(s))
             self.condition.labels(*base).state(str(s.kind))
             seen[self.condition].add(base)
             for h in s.helpers:
                 labels = (*base, h.helper)
                 values = {
                     self.avg_kl_div: h.avg_kl_div,
+                    self.gate: h.gate,
                     self.tail_fraction: h.tail_fraction,
                     self.max_k3: h.max_k3,
                     self.samples: float(h.scored),
@@ -162,13 +237,16 @@ class MonitorMetrics:
                     if value is not None:
                         metric.labels(*labels).set(value)
                         seen[metric].add(labels)
+        absent = absent_verdict(r.reading) or "interrupted"
+        for base2 in self._servers - read:
+            self.verdict.labels(*base2).state(absent)
         for metric, current in seen.items():
             self._keep(metric, current)
         for c in r.changes:
-            self.changes.labels(server=c.server, change=str(c.kind)).inc()
+            self.changes.labels(*self._labels(c.server, "")[:2], str(c.kind)).inc()
 
     def _helper_metrics(self) -> tuple[Any, ...]:
-        return (self.avg_kl_div, self.tail_fraction, self.max_k3, self.samples,
+        return (self.avg_kl_div, self.gate, self.tail_fraction, self.max_k3, self.samples,
                 self.first_divergence)  # fmt: skip
 
     def exposition(self) -> bytes:
@@ -188,4 +266,4 @@ class MonitorMetrics:
         return server
 
 
-__all__ = ["CONDITIONS", "MonitorMetrics", "VERDICTS", "parse_listen"]
+__all__ = ["CONDITIONS", "MonitorMetrics", "VERDICTS", "parse_listen", "server_facts"]

@@ -1,18 +1,23 @@
 """One probe of `kltui monitor`, read from its finished store: each server's diagnosis (the one
-memoized `diagnose_server` every front end shares) and each helper's figures, as data; and what
-changed between two probes. Nothing here decides anything the diagnosis does not: a change is
-two readings compared, kind by kind.
+memoized `diagnose_server` every front end shares), its verdict, its identity and each helper's
+figures, as data. What changed between probes is `probe_changes.py`'s. Nothing here decides
+anything the diagnosis does not, with one exception said in `monitor_kind`: a probe's size
+cannot exclude a state bug on a noisy server, and that reading settles as condition 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
+from kltui.engines.geometry import StateGeometry
+from kltui.engines.identity import ServerIdentity
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Basis, Finding, Kind
+from kltui.readings.limit import Limit
 from kltui.readings.path_test import STATE
+from kltui.readings.verdict import Diagnosis
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
 
@@ -28,15 +33,6 @@ class ProbeError(StrEnum):
     INTERNAL = "internal"  # a fault of kltui or of an input file
 
 
-class ChangeKind(StrEnum):
-    """What differs between two probes of one server."""
-
-    APPEARED = "appeared"  # a condition broken now that was not before (2 after 0, 1+2 after 1)
-    CLEARED = "cleared"  # a condition broken before that is not now
-    FINDING = "finding"  # the same conditions, another finding (e.g. exact -> stray ulps)
-    VERDICT = "verdict"  # the probe's verdict (pass, fail, error) changed
-
-
 @dataclass(frozen=True)
 class HelperFigures:
     """One helper's figures in a probe (what `/metrics` exports per helper)."""
@@ -50,6 +46,7 @@ class HelperFigures:
     scored: int
     samples: int
     tokens: int
+    gate: float | None = None  # the avg_kl_div threshold it was held to (check's gate)
 
 
 @dataclass(frozen=True)
@@ -57,14 +54,25 @@ class ServerProbe:
     """One server's reading in a probe."""
 
     server: str
-    model: str
+    model: str  # the model's name (`model_name`), never a filesystem path
     finding: Finding
-    kind: Kind  # the conditions shown broken (exact, 1, 2, 1+2, unknown)
+    kind: Kind  # the conditions read broken (exact, 1, 2, 1+2, unknown): `monitor_kind`
     label: str  # the diagnosis's words, as check prints them
     helpers: tuple[HelperFigures, ...]
     # the cache paths read as a state bug, and the samples the diagnosis names on them
     state_paths: tuple[str, ...] = ()
     state_samples: tuple[int, ...] = ()
+    verdict: str = "pass"  # this server's own: pass | fail | error | interrupted
+    identity: ServerIdentity = field(default_factory=ServerIdentity, compare=False)
+    # what the reading rules out on each cache path (readings/limit.py), and the diagnosis's
+    # command for a run large enough to say more
+    limits: tuple[Limit, ...] = ()
+    next_command: str | None = None
+
+    @property
+    def geometry(self) -> StateGeometry:
+        """The server's state geometry, as its identity recorded it (unknown when it did not)."""
+        return StateGeometry.of(self.identity.get("geometry"))
 
 
 @dataclass(frozen=True)
@@ -86,18 +94,22 @@ class ProbeReading:
         return next((s for s in self.servers if s.server == url), None)
 
 
-@dataclass(frozen=True)
-class Change:
-    """A reading that changed between two probes of one server."""
+def model_name(identity: ServerIdentity) -> str:
+    """The model as a label: the served model name when the server was given one, else the
+    last component of its model path (a path names a machine's folder, not the model)."""
+    path = (identity.model_path or "").rstrip("/\\")
+    served = identity.get("served_model_name")
+    if isinstance(served, str) and served.strip() and served.rstrip("/\\") != path:
+        return served.strip()
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
-    server: str
-    kind: ChangeKind
-    before: str  # the earlier reading (a Kind, a finding or a verdict)
-    after: str
-    # the samples named on the state-bug paths (APPEARED of condition 2), the first to differ
-    # first
-    samples: tuple[int, ...] = ()
-    paths: tuple[str, ...] = ()
+
+def monitor_kind(d: Diagnosis) -> Kind:
+    """The conditions a probe reads broken. The diagnosis's own kind, except "state bug not
+    excluded" (match noisy, no cache path above it, too few samples to state a limit): a
+    probe's size never states one on a noisy server, so that reading is condition 1, its
+    limit said once (`probe_changes.Standing`), instead of "unknown" at every probe."""
+    return Kind.ONE if d.finding is Finding.NOT_EXCLUDED else d.kind
 
 
 def _figures(v: HelperView) -> HelperFigures:
@@ -114,6 +126,7 @@ def _figures(v: HelperView) -> HelperFigures:
         scored=v.scored,
         samples=v.samples,
         tokens=s.tokens or 0,
+        gate=s.threshold,
     )
 
 
@@ -137,6 +150,19 @@ def _state_samples(basis: Basis, views: list[HelperView]) -> tuple[int, ...]:
 _WORST = ("error", "interrupted", "fail", "pass")
 
 
+def _server_verdict(views: list[HelperView], fatal: bool, run: str | None, load: bool) -> str:
+    """One server's verdict as `kltui check`'s on it alone: interrupted with the probe, error
+    for a helper in error or a fatal problem on it, fail for a gate missed (or a state bug
+    under --stress: `load`, the run's), else pass."""
+    if run in (None, "interrupted"):
+        return "interrupted"
+    if fatal or any(v.summary.status in ("error", "invalid") for v in views):
+        return "error"
+    if load or not views or any(not v.summary.passed for v in views):
+        return "fail"
+    return "pass"
+
+
 def read_probe(
     store: SessionStore,
     errors: tuple[ProbeError, ...] = (),
@@ -146,21 +172,31 @@ def read_probe(
     around it: a timeout, a fault of kltui; `verdicts`: every run's, with --stress the quiet
     run's and "fail" for a state bug under load, the worst of them the probe's)."""
     found = list(errors)
+    run = store.finished.verdict if store.finished else None
+    worst = next((v for v in _WORST if v in verdicts), None)
+    verdict = worst if worst is not None and run is not None else run
+    load = worst == "fail" and run == "pass"  # --stress: the stressed run failed it
+    fatal = {p.source for p in store.problems if p.fatal}
     servers = []
     for d in diagnose(store):
         views = [HelperView.of(st) for st in store.helpers.values() if st.server == d.server]
         state = tuple(p.helper for p in d.basis.tested if p.verdict == STATE)
         named = _state_samples(d.basis, [v for v in views if v.state.helper in state])
+        identity = store.identity(d.server)
         servers.append(
             ServerProbe(
                 server=d.server,
-                model=store.identity(d.server).model_path or "",
+                model=model_name(identity),
                 finding=d.finding,
-                kind=d.kind,
+                kind=monitor_kind(d),
                 label=d.label,
                 helpers=tuple(_figures(v) for v in views),
                 state_paths=state,
                 state_samples=named,
+                verdict=_server_verdict(views, d.server in fatal, run, load),
+                identity=identity,
+                limits=d.limits,
+                next_command=d.next_command,
             )
         )
         if any(v.summary.status == "error" for v in views) and ProbeError.HELPER not in found:
@@ -170,50 +206,5 @@ def read_probe(
             kind = ProbeError.UNREACHABLE if p.phase == "connect" else ProbeError.SERVER
             if kind not in found:
                 found.append(kind)
-    verdict = store.finished.verdict if store.finished else None
-    worst = [v for v in _WORST if v in verdicts]
-    if worst and verdict is not None:
-        verdict = worst[0]
     tokens = sum(h.tokens for s in servers for h in s.helpers)
     return ProbeReading(verdict, tuple(servers), tuple(found), tokens)
-
-
-def _conditions(kind: Kind) -> set[str]:
-    return set() if kind in (Kind.EXACT, Kind.UNKNOWN) else set(str(kind).split("+"))
-
-
-def changes(before: ProbeReading, after: ProbeReading) -> list[Change]:
-    """What changed from one probe to the next, per server read in both (a server missing
-    from one of them is a probe error, counted as such, not a change of reading)."""
-    out: list[Change] = []
-    if before.verdict != after.verdict and before.verdict and after.verdict:
-        out.append(Change("", ChangeKind.VERDICT, before.verdict, after.verdict))
-    for cur in after.servers:
-        prev = before.server(cur.server)
-        if prev is None:
-            continue
-        if Kind.UNKNOWN in (prev.kind, cur.kind):
-            # inconclusive clears nothing and shows nothing: only the finding changed
-            if prev.finding != cur.finding:
-                out.append(
-                    Change(cur.server, ChangeKind.FINDING, str(prev.finding), str(cur.finding))
-                )
-            continue
-        was, now = _conditions(prev.kind), _conditions(cur.kind)
-        if now - was:
-            two = "2" in now - was
-            out.append(
-                Change(
-                    cur.server,
-                    ChangeKind.APPEARED,
-                    str(prev.kind),
-                    str(cur.kind),
-                    cur.state_samples if two else (),
-                    cur.state_paths if two else (),
-                )
-            )
-        if was - now:
-            out.append(Change(cur.server, ChangeKind.CLEARED, str(prev.kind), str(cur.kind)))
-        if was == now and prev.finding != cur.finding:
-            out.append(Change(cur.server, ChangeKind.FINDING, str(prev.finding), str(cur.finding)))
-    return out

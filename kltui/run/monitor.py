@@ -4,7 +4,9 @@ Each probe is one session of the run driver (a quiet run, and with --stress its 
 recorded to its own file in the runs folder and read once by `readings/probe.read_probe` (the
 shared per-server diagnosis); the monitor keeps only the last reading, to say what changed. A
 dead or restarted server is a probe error, never the monitor's end; a probe that runs past
-`probe_timeout` is cut short (what it measured is recorded) and counted as a timeout.
+`probe_timeout` is cut short (what it measured is recorded) and counted as a timeout. The
+monitor's own recordings are kept to the last `keep` probes' (older ones removed as each probe
+ends), so a monitor left running for weeks does not fill its disk.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from kltui.engines.http import Traffic
 from kltui.errors import session_exit
-from kltui.readings.probe import Change, ProbeError, ProbeReading, changes, read_probe
+from kltui.readings.probe import ProbeError, ProbeReading, read_probe
+from kltui.readings.probe_changes import Change, Seen, Standing, changes, remember, standings
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, SessionOutcome
 from kltui.session.events import Event
@@ -38,9 +41,17 @@ class ProbeResult:
     recording: str | None
     reading: ProbeReading
     changes: tuple[Change, ...] = ()
-    # the recording of the probe the changes are against
+    # the recording of the probe the changes are against (the last that read the server)
     previous_recording: str | None = None
     error: str | None = None  # one line, for ProbeError.INTERNAL
+    # settled readings said for the first time (what they rule out): said once per server
+    standings: tuple[Standing, ...] = ()
+    # the recording of each probe a change is against (Change.since -> its recording)
+    earlier: Mapping[int, str] = field(default_factory=dict)
+
+    def before(self, c: Change) -> str | None:
+        """The recording of the probe `c` is against (None: not recorded, or removed)."""
+        return self.earlier.get(c.since) if c.since is not None else None
 
     @property
     def exit_code(self) -> int:
@@ -85,6 +96,18 @@ class _ProbeRuns:
 
 RecordPath = Callable[[int], str | None]
 
+KEEP_PROBES = 288  # recordings kept by default: a day of probes at the default --every 5m
+# A probe's recording, measured on the reference server (8 samples x 32 new tokens x 3 helpers:
+# 84 KB; 8 x 64: 126 KB; 16 x 32: 115 KB): about this much per probe and per token scored
+_RECORDING_BASE = 50_000
+_RECORDING_PER_TOKEN = 55
+
+
+def recording_estimate(cfg: RunConfig) -> int:
+    """About how many bytes one probe's recordings take (both runs' under --stress)."""
+    tokens = len(cfg.helpers) * cfg.samples * cfg.max_new_tokens
+    return (_RECORDING_BASE + _RECORDING_PER_TOKEN * tokens) * (2 if cfg.stress else 1)
+
 
 def probe_recordings(folder: Path, started: float | None = None) -> RecordPath:
     """Probe n's recording in `folder`: `monitor-<start>-<pid>-p<n>.kltui.jsonl`, so that one
@@ -106,9 +129,14 @@ class Monitor:
         probe_timeout: float | None = None,
         record: RecordPath | None = None,
         before_probe: Callable[[], None] | None = None,
+        keep: int | None = None,
     ) -> None:
-        """`before_probe`: called before each probe (KLTUI_RUNS_KEEP's pruning)."""
+        """`before_probe`: called before each probe (KLTUI_RUNS_KEEP's pruning); `keep`: the
+        probes whose recordings are kept (None: all of them)."""
         self.cfg = cfg
+        self.keep = keep
+        self.memory: dict[str, Seen] = {}  # each server as last read (readings/probe_changes)
+        self._recorded: dict[int, list[str]] = {}  # probe -> its recordings, oldest first
         self.every = every
         self.probes = probes
         self.probe_timeout = probe_timeout
@@ -153,20 +181,45 @@ class Monitor:
         store = runs.stores[-1] if runs.stores else SessionStore()
         verdicts = [v for o in runs.outcomes for v in o.verdicts]
         reading = read_probe(store, tuple(errors), verdicts)
-        prev = self.last
+        found = changes(self.memory, reading)
+        said = standings(self.memory, reading)
+        self.memory = remember(self.memory, reading, n)
+        written = [o.recording for o in runs.outcomes if o.recording]
+        earlier = {
+            c.since: self._recorded[c.since][0]
+            for c in found
+            if c.since is not None and self._recorded.get(c.since)
+        }
         result = ProbeResult(
             number=n,
             started=started,
             seconds=time.time() - started,
             requests=Traffic.requests - sent,
-            recording=next((o.recording for o in runs.outcomes if o.recording), None),
+            recording=written[0] if written else None,
             reading=reading,
-            changes=tuple(changes(prev.reading, reading)) if prev else (),
-            previous_recording=prev.recording if prev else None,
+            changes=tuple(found),
+            previous_recording=next(iter(earlier.values()), None),
             error=error,
+            standings=tuple(said),
+            earlier=earlier,
         )
         self.last = result
+        self._recorded[n] = written
+        self._prune()
         return result
+
+    def _prune(self) -> None:
+        """Remove the recordings of the probes beyond `keep` (the newest kept); without
+        `keep`, forget the names of those no change can be against any more."""
+        if self.keep is None:
+            wanted = {seen.probe for seen in self.memory.values()} | {self.count}
+            for old in set(self._recorded) - wanted:
+                del self._recorded[old]
+            return
+        for old in sorted(self._recorded)[: max(0, len(self._recorded) - self.keep)]:
+            for path in self._recorded.pop(old):
+                with contextlib.suppress(OSError):  # gone already, or not ours to remove
+                    os.unlink(path)
 
     async def run(self, view: MonitorView) -> int:
         """Probe until `probes` are done (the last one's exit code) or the task is cancelled

@@ -39,8 +39,16 @@ class MonitorFeed:
 
     mode = "live"
 
-    def __init__(self, monitor: Monitor, metrics: object | None = None, listen: str | None = None):
+    def __init__(
+        self,
+        monitor: Monitor,
+        metrics: object | None = None,
+        listen: str | None = None,
+        notes: list[str] | None = None,
+    ):
+        """`notes`: said once as the monitor starts (what it keeps)."""
         self.monitor = monitor
+        self.notes = notes or []
         self.metrics = metrics  # outputs/prometheus.MonitorMetrics, fed as the console feeds it
         self.listen = listen  # where /metrics is served, for the screen's head line
         self.history: deque[ProbeResult] = deque(maxlen=HISTORY)
@@ -98,6 +106,8 @@ class MonitorFeed:
         self._begun = True
         self._done = asyncio.Event()
         sink.open_monitor()
+        for line in self.notes:
+            sink.monitor_note(line)
         try:
             await self.monitor.run(self)
         finally:
@@ -123,8 +133,10 @@ class MonitorFeed:
         self.history.append(result)
         self.running = None
         self.version += 1
-        if self.sink is not None and result.changes:
-            from kltui.readings.probe_words import change_words
+        if self.sink is not None and (result.changes or result.standings):
+            from kltui.words.probe import change_words, standing_words
 
+            for st in result.standings:  # said once per server
+                self.sink.monitor_note(standing_words(st))
             for c in result.changes:
                 self.sink.monitor_note(change_words(c, result.started + result.seconds))

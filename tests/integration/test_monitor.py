@@ -21,7 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kltui.outputs.prometheus import MonitorMetrics
 from kltui.readings.findings import Kind
-from kltui.readings.probe import ChangeKind, ProbeError
+from kltui.readings.probe import ProbeError
+from kltui.readings.probe_changes import ChangeKind
 from kltui.run.config import RunConfig
 from kltui.run.monitor import Monitor, ProbeResult, probe_recordings
 from kltui.session.recording import read_recording
@@ -216,6 +217,7 @@ def test_the_cli_serves_metrics_prunes_its_recordings_and_stops_on_sigterm(
     lines = [ln for ln in out.splitlines() if ln.startswith("probe ")]
     assert len(lines) >= 4 and all(" · pass · " in ln for ln in lines[:4])
     assert f"metrics on http://127.0.0.1:{port}/metrics" in err
+    assert "kltui monitor: keeping the last 288 probes' recordings (~" in err  # said at start
     # KLTUI_RUNS_KEEP=2: the folder keeps the newest probes only (one more may be the one
     # SIGTERM cut short)
     kept = sorted(tmp_path.glob("monitor-*.kltui.jsonl"))

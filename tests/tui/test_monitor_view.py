@@ -10,14 +10,8 @@ import time
 import numpy as np
 
 from kltui.readings.findings import Finding, Kind
-from kltui.readings.probe import (
-    Change,
-    ChangeKind,
-    HelperFigures,
-    ProbeError,
-    ProbeReading,
-    ServerProbe,
-)
+from kltui.readings.probe import HelperFigures, ProbeError, ProbeReading, ServerProbe
+from kltui.readings.probe_changes import Change, ChangeKind
 from kltui.run.config import RunConfig
 from kltui.run.monitor import Monitor, ProbeResult, probe_recordings
 from kltui.tui.app import KltuiApp

@@ -1,27 +1,35 @@
-"""What changed between two probes of `kltui monitor` (readings/probe.changes), on readings
-built by hand: a condition that appears names its samples and paths, one that clears says what
-it is now, an inconclusive reading clears nothing, and the words say it as the console does."""
+"""What changed between probes of `kltui monitor` (readings/probe_changes), on readings built by
+hand, against the monitor's memory of each server: a condition that appears names its samples
+and paths, one that clears says what it is now, an inconclusive reading clears nothing, a
+server that did not answer is compared after with its last reading (a restart that brings a
+state bug in says "condition 2 appeared"), a new process is a change of its own, and a noisy
+server's reading settles as condition 1 with its limit said once. Asserts on kinds and figures;
+the words are tests/unit/words/test_probe_words.py's."""
 
 from __future__ import annotations
 
-import time
-
+from kltui.engines.identity import ServerIdentity
 from kltui.readings.findings import Finding, Kind
-from kltui.readings.probe import (
+from kltui.readings.limit import Limit
+from kltui.readings.probe import ProbeError, ProbeReading, ServerProbe, model_name
+from kltui.readings.probe_changes import (
     Change,
     ChangeKind,
-    ProbeError,
-    ProbeReading,
-    ServerProbe,
+    LimitKind,
+    Memory,
     changes,
+    remember,
+    standings,
 )
-from kltui.readings.probe_words import change_words, error_words
 
 URL = "http://127.0.0.1:30000"
+PROCESS = {"url": URL, "startup_time": 100.0, "model_path": "/srv/models/tiny-llama"}
 
 
 def reading(kind: Kind, finding: Finding, verdict: str = "pass", **kw) -> ProbeReading:
-    s = ServerProbe(URL, "m", finding, kind, str(finding), (), **kw)
+    identity = ServerIdentity.of(kw.pop("identity", PROCESS))
+    s = ServerProbe(URL, "m", finding, kind, str(finding), (), verdict=verdict, identity=identity,
+                    **kw)  # fmt: skip
     return ProbeReading(verdict, (s,))
 
 
@@ -29,12 +37,20 @@ EXACT = reading(Kind.EXACT, Finding.EXACT)
 STATE = reading(
     Kind.TWO, Finding.STATE_BUG, "fail", state_paths=("prefill_cache_hit",), state_samples=(7, 12)
 )
+GONE = ProbeReading("error", (), (ProbeError.UNREACHABLE,))
 
 
-def test_condition_2_appearing_names_its_samples_and_paths():
-    got = changes(EXACT, STATE)
-    kinds = [c.kind for c in got]
-    assert kinds == [ChangeKind.VERDICT, ChangeKind.APPEARED]
+def after(*readings: ProbeReading) -> Memory:
+    memory: Memory = {}
+    for n, r in enumerate(readings, 1):
+        memory = remember(memory, r, n)
+    return memory
+
+
+def test_condition_2_appearing_names_its_samples_paths_and_the_probe_it_is_against():
+    got = changes(after(EXACT), STATE)
+    assert [c.kind for c in got] == [ChangeKind.VERDICT, ChangeKind.APPEARED]
+    assert all(c.server == URL and c.since == 1 for c in got)  # the verdict's too
     c = got[1]
     assert (c.before, c.after, c.samples, c.paths) == (
         "exact",
@@ -42,42 +58,92 @@ def test_condition_2_appearing_names_its_samples_and_paths():
         (7, 12),
         ("prefill_cache_hit",),
     )
-    at = time.mktime((2026, 12, 4, 14, 2, 0, 0, 0, -1))
-    assert change_words(c, at) == (
-        f"condition 2 appeared at 14:02:00 on {URL}, first in sample 7 "
-        "(prefill_cache_hit; samples #7, #12)"
-    )
 
 
 def test_a_condition_that_clears_and_one_added_to_another():
     one = reading(Kind.ONE, Finding.BATCH_VARIANCE, "fail")
     both = reading(Kind.BOTH, Finding.BOTH, "fail", state_paths=("decode_cache_hit",))
-    (appeared,) = changes(one, both)
+    (appeared,) = changes(after(one), both)
     assert appeared.kind == ChangeKind.APPEARED and appeared.paths == ("decode_cache_hit",)
-    assert change_words(appeared, 0).startswith("condition 2 appeared")
-    kinds = [c.kind for c in changes(both, one)]
-    assert kinds == [ChangeKind.CLEARED]
-    assert change_words(changes(STATE, EXACT)[1], 0).startswith("condition 2 cleared")
-
-
-def test_batch_variance_appearing_names_no_samples():
-    one = reading(Kind.ONE, Finding.BATCH_VARIANCE, "fail")
-    c = changes(EXACT, one)[-1]
-    assert c.kind == ChangeKind.APPEARED and c.samples == () and c.paths == ()
-    assert change_words(c, 0).startswith("condition 1 appeared")
+    assert [c.kind for c in changes(after(both), one)] == [ChangeKind.CLEARED]
+    cleared = changes(after(STATE), EXACT)
+    assert [c.kind for c in cleared] == [ChangeKind.VERDICT, ChangeKind.CLEARED]
 
 
 def test_inconclusive_clears_nothing_and_the_same_reading_is_no_change():
     unclear = reading(Kind.UNKNOWN, Finding.STATE_UNCLEAR, "fail")
-    (c,) = [c for c in changes(STATE, unclear) if c.server]
+    (c,) = changes(after(STATE), unclear)
     assert c.kind == ChangeKind.FINDING and (c.before, c.after) == ("state bug", "state unclear")
-    assert changes(STATE, STATE) == [] and changes(EXACT, EXACT) == []
+    assert changes(after(STATE), STATE) == [] and changes(after(EXACT), EXACT) == []
     stray = reading(Kind.EXACT, Finding.STRAY_ULPS)
-    assert [c.kind for c in changes(EXACT, stray)] == [ChangeKind.FINDING]
+    assert [c.kind for c in changes(after(EXACT), stray)] == [ChangeKind.FINDING]
 
 
-def test_a_server_missing_from_a_probe_is_no_change_of_reading():
-    gone = ProbeReading("error", (), (ProbeError.UNREACHABLE,))
-    assert changes(STATE, gone) == [Change("", ChangeKind.VERDICT, "fail", "error")]
-    assert not gone.measured and STATE.measured
-    assert error_words(gone.errors) == "no server answered"
+def test_a_server_that_did_not_answer_changes_its_verdict_with_its_server_named():
+    assert changes(after(STATE), GONE) == [
+        Change(URL, ChangeKind.VERDICT, "fail", "error", since=1)
+    ]
+    assert changes(after(STATE, GONE), GONE) == []  # still down: nothing new
+
+
+def test_a_restart_that_brings_a_state_bug_in_is_replaced_verdict_and_condition_2_appeared():
+    restarted = {**PROCESS, "startup_time": 250.0, "kltui_fault": "stale-prefix"}
+    bug = reading(Kind.TWO, Finding.STATE_BUG, "fail", identity=restarted,
+                  state_paths=("prefill_cache_hit",), state_samples=(0,))  # fmt: skip
+    got = changes(after(EXACT, GONE), bug)
+    kinds = [c.kind for c in got]
+    assert kinds == [ChangeKind.REPLACED, ChangeKind.VERDICT, ChangeKind.APPEARED]
+    replaced, verdict, appeared = got
+    assert {k for k, _, _ in replaced.settings} == {"startup_time"}  # kltui_fault: new key
+    assert (verdict.before, verdict.after) == ("error", "fail")
+    assert appeared.since == 1 and (appeared.before, appeared.after) == ("exact", "2")
+
+
+def test_the_same_process_is_no_replacement_and_a_server_without_startup_time_claims_none():
+    assert changes(after(EXACT), EXACT) == []
+    bare = {"url": URL}
+    assert changes(after(reading(Kind.EXACT, Finding.EXACT, identity=bare)), EXACT) == []
+    # a value one read did not compute (the local weights' hash in a probe with errors, seen
+    # on the reference server) is no evidence of another process
+    hashed = reading(Kind.EXACT, Finding.EXACT, identity={**PROCESS, "local_weights_sha256": "ab"})
+    unhashed = reading(
+        Kind.EXACT, Finding.EXACT, identity={**PROCESS, "local_weights_sha256": None}
+    )
+    assert changes(after(hashed), unhashed) == [] and changes(after(unhashed), hashed) == []
+
+
+LIMITS_OPEN = (Limit("prefill_cache_hit", 8, None),)
+LIMITS_MET = (Limit("prefill_cache_hit", 32, 6),)
+
+
+def test_a_noisy_probe_too_small_to_exclude_a_state_bug_settles_as_condition_1_said_once():
+    noisy = reading(Kind.ONE, Finding.NOT_EXCLUDED, limits=LIMITS_OPEN, next_command="kltui check")
+    (said,) = standings({}, noisy)
+    assert (said.kind, said.limit, said.next_command) == (Kind.ONE, LimitKind.NOT_EXCLUDED,
+                                                          "kltui check")  # fmt: skip
+    assert standings(after(noisy), noisy) == []  # said once
+    # an inconclusive probe between two settled ones does not make it said again
+    unclear = reading(Kind.UNKNOWN, Finding.FEW_FAR_ABOVE)
+    assert standings(after(noisy, unclear), noisy) == []
+    # the same conditions with another condition-1 finding are no change of reading
+    batch = reading(Kind.ONE, Finding.BATCH_VARIANCE, limits=LIMITS_MET)
+    assert changes(after(noisy), batch) == [] and changes(after(batch), noisy) == []
+    # after a state bug came and went, the settled reading is said again
+    assert [s.limit for s in standings(after(noisy, STATE), batch)] == [LimitKind.EXCLUDED]
+
+
+def test_what_a_settled_reading_rules_out_by_its_limits():
+    assert standings({}, reading(Kind.EXACT, Finding.EXACT))[0].limit == LimitKind.NOT_TESTED
+    met = reading(Kind.EXACT, Finding.EXACT, limits=(Limit("prefill_cache_hit", 8, 2, 0.0),))
+    assert standings({}, met)[0].limit == LimitKind.EXCLUDED
+    assert standings({}, STATE) == []  # a state bug is said by its change, not as settled
+
+
+def test_the_model_label_is_a_name_never_a_path():
+    assert model_name(ServerIdentity.of(PROCESS)) == "tiny-llama"
+    served = {**PROCESS, "served_model_name": "tiny"}
+    assert model_name(ServerIdentity.of(served)) == "tiny"
+    same = {**PROCESS, "served_model_name": PROCESS["model_path"]}  # SGLang's default
+    assert model_name(ServerIdentity.of(same)) == "tiny-llama"
+    assert model_name(ServerIdentity.of({"model_path": "Qwen/Qwen3-8B/"})) == "Qwen3-8B"
+    assert model_name(ServerIdentity()) == ""
