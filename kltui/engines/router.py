@@ -90,6 +90,7 @@ class RouterClient(HttpEngine):
     """The few routes kltui reads from SGLang's router: its worker list."""
 
     engine = "sglang-router"
+    product = "an SGLang router"
     attempts = 3
 
     async def workers_once(self) -> list[RouterWorker] | None:

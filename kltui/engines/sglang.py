@@ -138,6 +138,7 @@ class SGLangClient(HttpEngine):
     """HTTP client of one SGLang server: health, identity, /generate with logprobs, cache flush."""
 
     engine = "sglang"
+    product = "an SGLang server"
     # Only idempotent requests are retried: /health, /server_info, /model_info, /flush_cache.
     # A /generate is never re-sent: a second attempt would run on a different batch and cache
     # state than the one being measured.

@@ -45,6 +45,7 @@ class VLLMClient(HttpEngine):
     """HTTP client of one vLLM (OpenAI-compatible) server: health, identity, completions with logprobs."""
 
     engine = "vllm"
+    product = "a vLLM server"
     health_attempts = 4
     info_attempts = 3
 
