@@ -35,6 +35,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
+from kltui.words.cross_server import reading_line, uncompared
 
 MAX_PROBLEMS = 8
 _HEX = re.compile(r"[0-9a-fA-F]{1,128}")
@@ -194,9 +195,9 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         )
         lines.append(
             f"- **Servers compared** A {md_text(x)} vs B {md_text(y)}: "
-            f"{md_text(pair.reading)}" + (f" ({where})" if where else "")
+            f"{md_text(reading_line(pair))}" + (f" ({where})" if where else "")
         )
-        for h, why in pair.uncompared.items():
+        for h, why in uncompared(pair).items():
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in store.identities():
         ran = reference_ran(store) if s.get("engine") == "hf" else None
