@@ -22,12 +22,6 @@ T = TypeVar("T")
 API_KEY_ENV = "KLTUI_API_KEY"
 BASELINE_API_KEY_ENV = "KLTUI_BASELINE_API_KEY"
 REDACTED = "<redacted>"
-# Faults after which the same idempotent request may well succeed: the server is starting,
-# restarting, overloaded or was briefly unreachable. A 4xx other than "busy" will not change.
-TRANSIENT_KINDS = frozenset(
-    {"unreachable", "timeout", "reset", "transport", "unhealthy", "flush-busy"}
-    | {f"http-{c}" for c in (500, 502, 503, 504)}
-)
 
 
 def normalize_url(spec: str, flag: str = "--server") -> str:
@@ -188,7 +182,7 @@ class HttpEngine:
 
     def fail(self, message: str, kind: str = "protocol") -> EngineError:
         """An EngineError for this server with the message redacted."""
-        return EngineError(self.url, self.redact(message), kind)
+        return EngineError.of(self.url, self.redact(message), kind)
 
     def transport_error(
         self, exc: Exception, route: str, timeout: float | None = None
@@ -294,5 +288,6 @@ async def with_backoff(
 
 
 def is_transient(err: BaseException) -> bool:
-    """Whether an error is worth retrying (a transient EngineError kind)."""
-    return isinstance(err, EngineError) and err.kind in TRANSIENT_KINDS
+    """Whether an error is worth retrying: the server is starting, restarting, overloaded or
+    was briefly unreachable (`EngineError.transient`); a 4xx other than "busy" will not change."""
+    return isinstance(err, EngineError) and err.transient
