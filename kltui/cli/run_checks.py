@@ -13,13 +13,17 @@ OUTPUT_OPTIONS = ("json", *REPORT_FORMATS, "record")
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Gates that would make every verdict meaningless (NaN never compares, a gate <= 0 can
-    never pass) are refused before anything runs."""
-    for flag in ("threshold", "tail_threshold"):
+    """Gates that would make every verdict meaningless (NaN never compares, a gate below 0 can
+    never pass) are refused before anything runs. --threshold 0 asks for bit-exactness
+    (`within_threshold`); a tail threshold of 0 would count every token as tail."""
+    for flag, least in (("threshold", 0.0), ("tail_threshold", None)):
         v = getattr(args, flag, None)
-        if v is not None and not (math.isfinite(v) and v > 0):
-            name = "--" + flag.replace("_", "-")
+        if v is None or (math.isfinite(v) and (v > 0 or v == least)):
+            continue
+        name = "--" + flag.replace("_", "-")
+        if least is None:
             raise UsageError(f"{name} {v!r}: must be a positive finite number")
+        raise UsageError(f"{name} {v!r}: must be a finite number >= 0 (0: bit-exact)")
 
 
 def check_outputs(args: argparse.Namespace) -> None:

@@ -177,7 +177,7 @@ class HFReference:
 
     def fail(self, message: str, kind: str = "worker") -> EngineError:
         """An EngineError naming the reference (its log's last lines added for a crash)."""
-        return EngineError(self.url, message, kind)
+        return EngineError.of(self.url, message, kind)
 
     def _log_tail(self) -> str:
         if self._log is None:

@@ -22,12 +22,6 @@ T = TypeVar("T")
 API_KEY_ENV = "KLTUI_API_KEY"
 BASELINE_API_KEY_ENV = "KLTUI_BASELINE_API_KEY"
 REDACTED = "<redacted>"
-# Faults after which the same idempotent request may well succeed: the server is starting,
-# restarting, overloaded or was briefly unreachable. A 4xx other than "busy" will not change.
-TRANSIENT_KINDS = frozenset(
-    {"unreachable", "timeout", "reset", "transport", "unhealthy", "flush-busy"}
-    | {f"http-{c}" for c in (500, 502, 503, 504)}
-)
 
 
 def normalize_url(spec: str, flag: str = "--server") -> str:
@@ -123,10 +117,26 @@ async def _count_request(request: httpx.Request) -> None:
     Traffic.requests += 1
 
 
+def _says_html(resp: httpx.Response) -> bool:
+    return "text/html" in resp.headers.get("content-type", "").lower()
+
+
+def is_html_page(resp: httpx.Response) -> bool:
+    """Whether an answer is a web page (a static file server, a proxy's page), not an engine's
+    JSON: said in one line instead of its markup."""
+    return _says_html(resp) or _html_head(resp.content)
+
+
+def _html_head(body: bytes) -> bool:
+    return body[:256].lstrip().lower().startswith((b"<!doctype html", b"<html"))
+
+
 class HttpEngine:
     """Base for engine clients: one AsyncClient, errors mapped to one-line EngineErrors."""
 
     retry_base_delay = 0.25
+    # what a server that answers a web page where the engine's route should be is not
+    product = "an engine server"
 
     def __init__(
         self,
@@ -172,7 +182,7 @@ class HttpEngine:
 
     def fail(self, message: str, kind: str = "protocol") -> EngineError:
         """An EngineError for this server with the message redacted."""
-        return EngineError(self.url, self.redact(message), kind)
+        return EngineError.of(self.url, self.redact(message), kind)
 
     def transport_error(
         self, exc: Exception, route: str, timeout: float | None = None
@@ -197,6 +207,8 @@ class HttpEngine:
     def http_error(self, resp: httpx.Response, route: str, kind: str | None = None) -> EngineError:
         """An EngineError describing a non-2xx answer to `route`."""
         kind = kind or f"http-{resp.status_code}"
+        if resp.status_code in (404, 405) and is_html_page(resp):
+            return self.not_this_engine(route, resp.status_code)
         if not resp.content.strip():
             status = " ".join(
                 filter(None, (str(resp.status_code), one_line(resp.reason_phrase, 40)))
@@ -204,6 +216,12 @@ class HttpEngine:
             return self.fail(f"{route} answered HTTP {status} with an empty body", kind)
         return self.fail(
             f"{route} answered HTTP {resp.status_code}: {self.error_detail(resp)}", kind
+        )
+
+    def not_this_engine(self, route: str, status: int) -> EngineError:
+        """A web page where the engine's route should be: another kind of server."""
+        return self.fail(
+            f"not {self.product} ({route} answered {status}, an HTML page)", "not-engine"
         )
 
     async def post_json(self, route: str, body: object, *, max_bytes: int | None = None):
@@ -216,9 +234,11 @@ class HttpEngine:
         """One request, its JSON answer decoded; a body past `max_bytes` stops the read."""
         try:
             async with self._client.stream(method, route, **kw) as resp:
-                if resp.status_code >= 400:
+                if resp.status_code >= 400 or _says_html(resp):
                     await resp.aread()
-                    raise self.http_error(resp, route)
+                    if resp.status_code >= 400:
+                        raise self.http_error(resp, route)
+                    raise self.not_this_engine(route, resp.status_code)
                 parts, size = [], 0
                 async for chunk in resp.aiter_bytes():
                     size += len(chunk)
@@ -231,9 +251,12 @@ class HttpEngine:
                     parts.append(chunk)
         except httpx.HTTPError as e:
             raise self.transport_error(e, route) from None
+        body = b"".join(parts)
         try:
-            return loads_json(b"".join(parts))
+            return loads_json(body)
         except ValueError as e:
+            if _html_head(body):
+                raise self.not_this_engine(route, resp.status_code) from None
             raise self.fail(f"{route} returned malformed JSON ({e})", "malformed-json") from None
 
 
@@ -265,5 +288,6 @@ async def with_backoff(
 
 
 def is_transient(err: BaseException) -> bool:
-    """Whether an error is worth retrying (a transient EngineError kind)."""
-    return isinstance(err, EngineError) and err.kind in TRANSIENT_KINDS
+    """Whether an error is worth retrying: the server is starting, restarting, overloaded or
+    was briefly unreachable (`EngineError.transient`); a 4xx other than "busy" will not change."""
+    return isinstance(err, EngineError) and err.transient

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kltui.engines.errors import EngineError
+from kltui.engines.errors import MalformedJSON, RouteNotFound
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
 from kltui.untrusted import sanitize
 
@@ -90,16 +90,15 @@ class RouterClient(HttpEngine):
     """The few routes kltui reads from SGLang's router: its worker list."""
 
     engine = "sglang-router"
+    product = "an SGLang router"
     attempts = 3
 
     async def workers_once(self) -> list[RouterWorker] | None:
         """The router's workers; None when this URL answers no worker list (a server)."""
         try:
             doc = await self.request_json("GET", WORKERS_ROUTE, max_bytes=16 * 2**20)
-        except EngineError as e:
-            if e.kind in ("http-404", "http-405", "malformed-json"):
-                return None
-            raise
+        except (RouteNotFound, MalformedJSON):
+            return None
         return parse_workers(doc, self.redact)
 
     async def workers(self) -> list[RouterWorker] | None:

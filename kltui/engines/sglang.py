@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import orjson
 
-from kltui.engines.errors import EngineError, FlushBusy
+from kltui.engines.errors import EngineError, FlushBusy, NoTokenizer, RouteNotFound
 from kltui.engines.geometry import StateGeometry
 from kltui.engines.geometry_build import build_geometry
 from kltui.engines.http import JSON_HEADERS, HttpEngine, is_transient, with_backoff
@@ -146,6 +146,7 @@ class SGLangClient(HttpEngine):
     """HTTP client of one SGLang server: health, identity, /generate with logprobs, cache flush."""
 
     engine = "sglang"
+    product = "an SGLang server"
     # Only idempotent requests are retried: /health, /server_info, /model_info, /flush_cache.
     # A /generate is never re-sent: a second attempt would run on a different batch and cache
     # state than the one being measured.
@@ -181,9 +182,7 @@ class SGLangClient(HttpEngine):
     async def _info_once(self, route: str, legacy: str) -> dict:
         try:
             info = await self.request_json("GET", route)
-        except EngineError as e:
-            if e.kind not in ("http-404", "http-405"):
-                raise
+        except RouteNotFound:
             info = await self.request_json("GET", legacy)
         if not isinstance(info, dict):
             raise self.fail(f"{route} did not return a JSON object (is this an SGLang server?)")
@@ -469,7 +468,7 @@ class SGLangClient(HttpEngine):
             )
         except EngineError as e:
             if any(m in e.message for m in NO_TOKENIZER_MARKS):
-                e.kind = "no-tokenizer"
+                raise NoTokenizer(e.server, e.message, "no-tokenizer") from None
             raise
         if isinstance(data, dict):
             data = [data]

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from kltui.engines.errors import EngineError
+from kltui.engines.errors import AuthRejected, BadRequest, EngineError, RouteNotFound
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
 from kltui.engines.identity import ServerIdentity
 from kltui.engines.vllm_parse import Completion, ParseError, parse_completions
@@ -45,6 +45,7 @@ class VLLMClient(HttpEngine):
     """HTTP client of one vLLM (OpenAI-compatible) server: health, identity, completions with logprobs."""
 
     engine = "vllm"
+    product = "a vLLM server"
     health_attempts = 4
     info_attempts = 3
 
@@ -88,7 +89,7 @@ class VLLMClient(HttpEngine):
         )
 
     def _auth_hint(self, e: EngineError) -> EngineError:
-        if e.kind in ("http-401", "http-403"):
+        if isinstance(e, AuthRejected):
             e.message += " (the vLLM baseline wants an API key: KLTUI_BASELINE_API_KEY)"
         return e
 
@@ -96,8 +97,8 @@ class VLLMClient(HttpEngine):
         """The server's /version, or None when it has no such route."""
         try:
             data = await self._get("/version")
-        except EngineError as e:
-            if e.kind == "http-404":
+        except RouteNotFound as e:
+            if e.status == 404:
                 return None
             raise
         return one_line(data.get("version"), 80) if isinstance(data, dict) else None
@@ -126,10 +127,8 @@ class VLLMClient(HttpEngine):
         """vLLM's resolved config from `/server_info` (only with VLLM_SERVER_DEV_MODE=1)."""
         try:
             data = await self._get("/server_info?config_format=json")
-        except EngineError as e:
-            if e.kind in ("http-404", "http-405"):
-                return None
-            raise
+        except RouteNotFound:
+            return None
         return sanitize(data, self.redact) if isinstance(data, dict) else None
 
     async def cache_config_metric(self) -> dict | None:
@@ -153,9 +152,9 @@ class VLLMClient(HttpEngine):
             body["model"] = self.model_id
         try:
             data = await self.post_json("/tokenize", body, max_bytes=BASE_ANSWER_BYTES)
+        except RouteNotFound:
+            return None
         except EngineError as e:
-            if e.kind in ("http-404", "http-405"):
-                return None
             raise self._auth_hint(e) from None
         tokens = data.get("tokens") if isinstance(data, dict) else None
         if not isinstance(tokens, list):
@@ -212,7 +211,7 @@ class VLLMClient(HttpEngine):
             raise self.fail(f"/v1/completions: {e}", "malformed-answer") from None
 
     def _explain(self, e: EngineError, k: int) -> EngineError:
-        if e.kind == "http-400" and (m := _MAX_LOGPROBS.search(e.message)):
+        if isinstance(e, BadRequest) and (m := _MAX_LOGPROBS.search(e.message)):
             return self.fail(
                 f"/v1/completions answered HTTP 400: vLLM caps logprobs at --max-logprobs "
                 f"{m.group(1)} but kltui asked for {k}; restart vLLM with --max-logprobs {k} "

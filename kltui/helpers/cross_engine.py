@@ -59,7 +59,6 @@ from kltui.session.events import (
 
 HELPER = "cross_engine"
 # Faults after which the baseline is gone rather than answering something wrong.
-GONE_KINDS = ("unreachable", "reset", "timeout", "transport", "http-502", "http-503", "http-504")
 
 
 class CrossEngineError(PhaseError):
@@ -236,8 +235,8 @@ async def _vllm_chunk(
                     temperature=0.0,
                 )
     except EngineError as e:
-        if e.kind in GONE_KINDS:
-            e = EngineError(
+        if e.gone:
+            e = EngineError.of(
                 e.server,
                 f"baseline went away after {len(run.cross)} of {total} samples were compared "
                 f"({e.message}); what was measured is kept",

@@ -20,8 +20,8 @@ from kltui.engines.sglang import SGLangClient
 from kltui.engines.vllm import PROBE_TEXT, VLLMClient
 from kltui.helpers.context import HelperContext
 from kltui.metrics.contract import (
+    Comparability,
     Contract,
-    Verdict,
     judge,
     probe_kind,
     probe_rows,
@@ -47,7 +47,7 @@ def _k(ctx: HelperContext, ident: ServerIdentity) -> int:
 
 async def contracts(
     ctx: HelperContext, vllm: VLLMClient, ident: ServerIdentity
-) -> tuple[Verdict, dict]:
+) -> tuple[Comparability, dict]:
     """Both engines' logprob contracts at the positions compared (prompt positions: the
     numbers; sampled positions: the greedy rule, which reads ids and ranks only), vLLM's checked
     by a probe: one short prompt asked with prompt_logprobs=K and =1 (values that change with
@@ -82,10 +82,10 @@ async def contracts(
     sg = sglang_contract("prompt")
     verdict = judge(sg, probed)
     if k_note is not None:
-        verdict = Verdict("difference", False, True, f"prompt_logprobs={ctx.top_k}", k_note)
+        verdict = Comparability("difference", False, True, f"prompt_logprobs={ctx.top_k}", k_note)
     cache = await prefix_cache_probe(ctx, vllm, ident, k)
     if cache["status"] == "stale":
-        verdict = Verdict("difference", False, False, "prefix caching", cache["message"])
+        verdict = Comparability("difference", False, False, "prefix caching", cache["message"])
     sampled_v = vllm_contract("sampled", mode, temperature=0.0, source=declared.source)
     sampled = judge(sglang_contract("sampled", 0.0), sampled_v)
     contract = {

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Callable
 
 import numpy as np
 
-from kltui.engines.errors import EngineError
+from kltui.engines.errors import EngineError, ServerRestarted
 from kltui.engines.idcheck import describe as describe_ids
 from kltui.engines.idcheck import unexplained
 from kltui.engines.sglang import PROCESS_IDENTITY
@@ -55,7 +55,7 @@ def helper(name: str) -> Callable:
             except PhaseError as e:
                 if e.finished is None:
                     e.finished = run.partial(str(e))
-                    if e.err.kind == "server-restarted":
+                    if isinstance(e.err, ServerRestarted):
                         e.finished.summary["status"] = "invalid"
                 raise
 
@@ -217,7 +217,7 @@ class Run:
                 )
                 if a != b
             ]
-            raise EngineError(
+            raise ServerRestarted(
                 self.ctx.server,
                 f"server restarted or changed during the run ({', '.join(changed)} changed); "
                 "results of this helper are invalid",

@@ -71,7 +71,7 @@ class Contract:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class Comparability:
     """Whether two contracts give comparable numbers: `values` (|delta|, k3, KL), `ranks`
     (top-1, top-k overlap, margins)."""
 
@@ -226,14 +226,14 @@ def with_probe(declared: Contract, probed: str | None, what: str) -> Contract:
     )
 
 
-def judge(a: Contract, b: Contract) -> Verdict:
+def judge(a: Contract, b: Contract) -> Comparability:
     """Can A's numbers be compared with B's? Same kind: yes. A kind unknown: compared, said
     unknown. Different kinds: ranks yes (order survives a per-position shift and 1/T), values
     no, naming the setting."""
     setting = " / ".join(x for x in (a.setting, b.setting) if x)
     if a.kind is None or b.kind is None:
         who = a if a.kind is None else b
-        return Verdict(
+        return Comparability(
             UNKNOWN,
             True,
             True,
@@ -243,14 +243,14 @@ def judge(a: Contract, b: Contract) -> Verdict:
         )
     if a.kind == b.kind and (a.kind != SCALED or a.temperature == b.temperature):
         notes = "; ".join(f"{c.engine}: {c.note}" for c in (a, b) if c.note)
-        return Verdict(
+        return Comparability(
             NORMALISED if notes else SAME,
             True,
             True,
             setting,
             f"both {a.kind}" + (f" ({notes})" if notes else ""),
         )
-    return Verdict(
+    return Comparability(
         DIFFERENCE,
         False,
         True,

@@ -161,8 +161,11 @@ def _percentile(values: np.ndarray, q: float) -> float:
 
 
 def within_threshold(avg: float | None, threshold: float) -> bool:
-    """SGLang's pass rule: avg_kl_div strictly below the threshold (NaN and inf never pass)."""
-    return avg is not None and bool(np.isfinite(avg)) and avg < threshold
+    """SGLang's pass rule: avg_kl_div strictly below the threshold (NaN and inf never pass).
+    A threshold of 0 asks for bit-exactness (nothing is below 0): avg_kl_div exactly 0."""
+    if avg is None or not np.isfinite(avg):
+        return False
+    return avg < threshold or (threshold == 0 and avg == 0)
 
 
 def helper_summary(

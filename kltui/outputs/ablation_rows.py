@@ -5,6 +5,7 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 from __future__ import annotations
 
 from kltui.readings.ablation import Ablation, ConfigReading, Effect
+from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.readings.stress import scope_of
 from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep
 
@@ -138,6 +139,18 @@ _LEGEND: dict[Effect, str] = {
 }
 
 
+def _below_rounding(floor: float) -> dict[Effect, str]:
+    """The labels whose words change at a gate below the 1e-9 floor, read sample by sample
+    (`--threshold 0`: bit-exact)."""
+    at = "bit-exact on every sample" if floor == 0 else f"at or below {floor:g} on every sample"
+    return {
+        Effect.REMOVED: (
+            f"{at}, where the base is above it on enough samples to rule out chance (sign test)"
+        ),
+        Effect.INCONCLUSIVE: "too few common samples, or the base above the gate on too few",
+    }
+
+
 _UNBRACKETED = (Effect.NOT_TESTED, Effect.BASE_NOT_TESTED)  # the whole cell, no level
 
 
@@ -150,7 +163,8 @@ def legend(ab: Ablation) -> list[str]:
     """What each label in the table's cells means, for the labels the table shows (plain
     text, one line each: "(none): not lower than the base beyond chance: ...")."""
     shown = {h.effect for c in ab.configs for h in c.helpers}
-    out = [f"{_label(e)}: {words}" for e, words in _LEGEND.items() if e in shown]
+    words = _LEGEND | (_below_rounding(ab.floor) if ab.floor < STRAY_ULP_FLOOR else {})
+    out = [f"{_label(e)}: {words[e]}" for e in _LEGEND if e in shown]
     if any(not c.measured for c in ab.configs):
         out.append("–: not measured (its note and its line say why)")
     return out

@@ -50,6 +50,7 @@ from kltui.session.events import (
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
+from kltui.words.cross_server import reading_line, uncompared
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -209,7 +210,7 @@ def pair_lines(pair: ServerPair, store: SessionStore | None = None) -> list[Text
     """A cross-server comparison: the reading, whether both load the same weights (verified,
     different or unverified), each helper compared, each one left out and why."""
     x, y = pair.servers
-    out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {pair.reading}")]
+    out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {reading_line(pair)}")]
     ix, iy = (store.identity(x), store.identity(y)) if store is not None else (None, None)
     if ix and iy:
         out.append(Text(f"  · model: {model_check(ix, iy).line()}"))
@@ -217,7 +218,7 @@ def pair_lines(pair: ServerPair, store: SessionStore | None = None) -> list[Text
         if c.identical is not None:
             same = f"{c.diff.identical_samples}/{c.diff.comparable} samples identical"
             out.append(Text(f"  · {h}: {same}, {describe_first(c.diff)}"))
-    for h, why in pair.uncompared.items():
+    for h, why in uncompared(pair).items():
         out.append(Text(f"  · {h}: not compared: {why}"))
     return out
 

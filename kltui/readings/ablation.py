@@ -96,6 +96,7 @@ from kltui.readings.ablation_config import (
     num,
     read_config,
 )
+from kltui.readings.ablation_exact import floor_of
 from kltui.readings.ablation_introduced import (
     Introduction,
     introduced_line,
@@ -312,6 +313,9 @@ class Ablation:
     verdict: Verdict
     diverging: tuple[str, ...] = ()  # helpers the base tested above the floor
     notes: tuple[str, ...] = field(default=())
+    # the level divergences are read against: the 1e-9 stray-ulp floor, or the base's gate
+    # where it is lower (`--threshold 0`: bit-exact; readings/ablation_exact.py)
+    floor: float = STRAY_ULP_FLOOR
 
     def movement(self) -> dict[str, float]:
         """Each single-knob configuration that counts (measured, no trap) -> how far it
@@ -337,6 +341,7 @@ class Ablation:
         """The JSON `ablation` document (shape: this module's docstring)."""
         return {
             "base": self.base.name,
+            "floor": self.floor,
             "verdict": self.verdict.to_json(),
             "configs": [c.to_json(self.diverging) for c in (self.base, *self.configs)],
         }
@@ -421,7 +426,11 @@ def read(
     not_tested = [
         f"{h.helper} not tested in the base ({h.untested})" for h in base.helpers if h.untested
     ]
-    diverging = tuple(h.helper for h in tested if (h.level or 0.0) > STRAY_ULP_FLOOR)
+    floors = {h: floor_of(st) for h, st in base_states.items()}
+    diverging = tuple(
+        h.helper for h in tested if (h.level or 0.0) > floors.get(h.helper, STRAY_ULP_FLOOR)
+    )
+    floor = min((floors.get(h.helper, STRAY_ULP_FLOOR) for h in tested), default=STRAY_ULP_FLOOR)
     if not tested:
         line = "inconclusive: the base tested nothing" + (
             f" ({'; '.join(not_tested)})" if not_tested else ""
@@ -436,11 +445,12 @@ def read(
             v = Verdict(
                 INTRODUCED_KIND, line, (), traps, introduced_step(intros), introduced=intros
             )
-            return Ablation(base, rest, v, (), tuple(not_tested))
+            return Ablation(base, rest, v, (), tuple(not_tested), floor)
         line = f"not reproduced: the base passes at the floor ({levels}): nothing to localize"
         if not_tested:
             line += f"; {'; '.join(not_tested)}"
-        return Ablation(base, rest, Verdict(NOT_REPRODUCED, line, (), traps), (), tuple(not_tested))
+        v = Verdict(NOT_REPRODUCED, line, (), traps)
+        return Ablation(base, rest, v, (), tuple(not_tested), floor)
     verdicts = tuple(_helper_verdict(h.helper, h, rest) for h in tested if h.helper in diverging)
     kind = min((hv.kind for hv in verdicts), key=lambda k: _STRENGTH[k])
     line = _joined(verdicts, kind)
@@ -468,4 +478,4 @@ def read(
         )
     v = Verdict(kind, line, verdicts, traps, step, chain, intros)
     no_effect = tuple(t for c in rest if (t := c.no_effect) is not None)
-    return Ablation(base, rest, v, diverging, no_effect + tuple(not_tested))
+    return Ablation(base, rest, v, diverging, no_effect + tuple(not_tested), floor)

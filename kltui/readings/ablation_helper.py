@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from kltui.readings.ablation_exact import PairedTest, below_rounding, floor_of
 from kltui.readings.ablation_kinds import (
     BASE_EFFECT,
     BASE_NOT_TESTED,
@@ -32,7 +33,7 @@ from kltui.readings.ablation_kinds import (
 from kltui.readings.compare import compare_books
 from kltui.readings.coverage import starved, untested
 from kltui.readings.evidence import excess_over_match, level_of, sample_mean
-from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
+from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples, sign_p
 from kltui.session.store import HelperState
 
 
@@ -109,6 +110,7 @@ class HelperReading:
     lower: Paired | None = None  # base above this configuration, per sample
     higher: Paired | None = None  # this configuration above the base, per sample
     samples: tuple[int, ...] = ()  # REMOVED_ON: the sample ids it was removed on
+    test: PairedTest = PairedTest.SIGNED_RANK  # what `lower` and `higher` rest on
 
     @property
     def change(self) -> float | None:
@@ -159,7 +161,7 @@ class HelperReading:
         p = self.lower
         test = (
             f"; lower than the base in {p.higher} of {p.n} samples, higher in {p.lower} "
-            f"(signed-rank p={p.p:.2g})"
+            f"({self.test} p={p.p:.2g})"
             if p is not None and p.n
             else ""
         )
@@ -181,7 +183,7 @@ class HelperReading:
         h = self.higher
         if h is None:
             return "above the base's floor"
-        return f"higher than the base in {h.higher} of {h.n} samples (signed-rank p={h.p:.2g})"
+        return f"higher than the base in {h.higher} of {h.n} samples ({self.test} p={h.p:.2g})"
 
     def to_json(self) -> dict:
         """The helper's entry in a configuration of the JSON `ablation` document."""
@@ -208,6 +210,7 @@ class HelperReading:
                 "p": p.p,
                 "ratio": p.ratio if math.isfinite(p.ratio) else None,
                 "shift_p": p.shift_p,
+                "test": self.test,
             },
             "line": self.line(),
         }
@@ -241,8 +244,36 @@ def effect_of(
         return reading(NOT_TESTED)
     if base_level is None or level is None or st is None or base is None:
         return reading(BASE_NOT_TESTED)
-    effect, kw = _compared(st, base, level, base_level, bool(common) and same == common)
+    identical = bool(common) and same == common
+    floor = floor_of(base)
+    if floor < STRAY_ULP_FLOOR and (level <= floor or base_level <= floor):
+        effect, kw = _below_rounding(st, base, level, base_level, floor, identical)
+    else:
+        effect, kw = _compared(st, base, level, base_level, identical)
     return reading(effect, **kw)
+
+
+def _below_rounding(
+    st: HelperState, base: HelperState, level: float, base_level: float, floor: float, same: bool
+) -> tuple[Effect, dict[str, Any]]:
+    """The effect against a gate below the 1e-9 floor (`readings/ablation_exact.py`), where
+    either side is at the gate: removed, introduced, nothing to remove or inconclusive."""
+    t = below_rounding(st, base, level, base_level, floor)
+    kw: dict[str, Any] = {"lower": t.lower, "higher": t.higher, "test": PairedTest.SIGN}
+    if same:
+        return SAME, kw
+    if base_level <= floor:
+        return (INTRODUCED if level > floor and t.introduced else NOTHING), kw
+    if t.removed:
+        return REMOVED, kw
+    p = t.lower
+    if p.n < MIN_COMMON:
+        return INCONCLUSIVE, kw | {"why": f"n too small: {p.n} common samples, {MIN_COMMON} needed"}
+    why = (
+        f"inside the noise: the base above the gate on {p.higher} of {p.n} samples where this "
+        f"configuration is not, the other way on {p.lower} (sign test p={sign_p(p.higher, p.lower):.2g})"
+    )
+    return INCONCLUSIVE, kw | {"why": why}
 
 
 def _compared(

@@ -14,11 +14,10 @@ models -> nothing about kernels or state at all.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
-from kltui.fmt import sci
 from kltui.readings.compare import BookDiff, compare_books
 from kltui.readings.coverage import untested
 from kltui.readings.evidence import level_of
@@ -63,23 +62,10 @@ class ServerPair:
     identical: bool | None  # see the module's docstring
     same_model: bool | None  # None when either server's identity is unknown or unverified
     settings_differ: dict[str, tuple[Any, Any]]  # compared setting -> (A's, B's)
-    uncompared: dict[str, str]  # helper -> why it was not compared
+    uncompared: dict[str, tuple[Missing, ...]]  # helper -> why it was not compared, per side
     helpers: dict[str, HelperComparison]
-    reading: str
+    reading: PairReading  # words/cross_server.py says it
     model_check: ModelCheck | None = None  # same / different / unverified weights, with why
-
-    def to_json(self) -> dict[str, Any]:
-        """The pair as the JSON result's `cross_server` entry (docs/JSON.md)."""
-        return {
-            "servers": list(self.servers),
-            "identical": self.identical,
-            "same_model": self.same_model,
-            "model_check": self.model_check.to_json() if self.model_check else None,
-            "settings_differ": {k: list(v) for k, v in self.settings_differ.items()},
-            "uncompared": dict(self.uncompared),
-            "helpers": {h: c.to_json() for h, c in self.helpers.items()},
-            "reading": self.reading,
-        }
 
 
 def _servers(store: SessionStore) -> list[str]:
@@ -97,44 +83,80 @@ def _expected(store: SessionStore, x: str, y: str) -> list[str]:
     return [h for h in dict.fromkeys(names) if same_engine(h)]
 
 
-def _skipped(st: HelperState) -> str:
+class MissingKind(StrEnum):
+    """Why a helper has no scored sample on one server of a pair."""
+
+    ERRORED_BEFORE = "errored before"  # the server errored before the helper ran
+    NOT_RUN_YET = "not run yet"  # the run still goes (the TUI's live view)
+    DID_NOT_RUN = "did not run"
+    ERRORED_IN = "errored in"  # the server errored during the helper (`phase`)
+    SKIPPED = "skipped"  # every sample it started skipped (`skipped`)
+    SAID = "said"  # the helper said why before any request (vacuous, invalid: `reason`)
+    STILL_RUNNING = "still running"
+    DID_NOT_FINISH = "did not finish"
+    NO_SCORED = "no scored samples"
+    NOT_TESTED = "not tested"  # coverage's rule: too little of its path tested (`reason`)
+    NO_COMMON = "no common sample"  # both scored, never the same sample
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A helper's skipped samples on one server: each reason's lead and its count (most common
+    first); with one reason, the first skipped sample and the rest of its reason."""
+
+    count: int
+    n_samples: int
+    kinds: tuple[tuple[str, int], ...]
+    sample: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Missing:
+    """Why one helper was not compared, on one side of the pair (`label`: A or B)."""
+
+    kind: MissingKind
+    helper: str
+    label: str = ""
+    phase: str | None = None
+    reason: str | None = None  # the helper's own reason, or coverage's (recorded text)
+    skipped: Skipped | None = None
+
+
+def _skipped(st: HelperState) -> Skipped:
     kinds = Counter(r.split(" (")[0] for r in st.skipped.values())
-    if len(kinds) == 1:
-        sample, reason = next(iter(st.skipped.items()))
-        detail = reason[len(next(iter(kinds))) :].strip(" ()")
-        kind = next(iter(kinds))
-        shown = f"{kind} (sample {sample}: {detail})" if detail else kind
-    else:
-        shown = ", ".join(f"{k} x{n}" for k, n in kinds.most_common())
-    if len(st.skipped) >= st.n_samples:
-        return f"every sample skipped: {shown}"
-    return f"{len(st.skipped)} of {st.n_samples} samples skipped: {shown}"
+    if len(kinds) != 1:
+        return Skipped(len(st.skipped), st.n_samples, tuple(kinds.most_common()))
+    kind = next(iter(kinds))
+    sample, reason = next(iter(st.skipped.items()))
+    detail = reason[len(kind) :].strip(" ()")
+    return Skipped(len(st.skipped), st.n_samples, ((kind, len(st.skipped)),), sample, detail)
 
 
-def _missing(store: SessionStore, helper: str, server: str, label: str) -> str | None:
+def _missing(store: SessionStore, helper: str, server: str, label: str) -> Missing | None:
     """Why `helper` has no scored sample on `server` (None when it has some)."""
     st = store.helpers.get(helper_key(helper, server))
     if st is None:
         if store.fatal(server) is not None:
-            return f"{label} errored before {helper}"
+            return Missing(MissingKind.ERRORED_BEFORE, helper, label)
         if store.finished is None:  # the TUI's view of a run still going
-            return f"{helper} has not run on {label} yet"
-        return f"{helper} did not run on {label}"
+            return Missing(MissingKind.NOT_RUN_YET, helper, label)
+        return Missing(MissingKind.DID_NOT_RUN, helper, label)
     if st.book.samples:
         return None
     p = store.fatal(server, helper)
     if st.phase == "error" or p is not None:
-        phase = f" (phase {p.phase})" if p is not None and p.phase else ""
-        return f"{label} errored in {helper}{phase}"
+        return Missing(MissingKind.ERRORED_IN, helper, label, p.phase if p is not None else None)
     if st.skipped:
-        return f"no scored samples on {label} ({_skipped(st)})"
+        return Missing(MissingKind.SKIPPED, helper, label, skipped=_skipped(st))
     reason = st.summary.reason if st.summary is not None else None
     if reason:  # vacuous (radix cache off) or invalid, said before any request
-        return f"no scored samples on {label} ({reason.removeprefix(f'{helper} is ')})"
+        return Missing(MissingKind.SAID, helper, label, reason=reason)
     if st.summary is None:
         going = store.finished is None
-        return f"{helper} {'is still running' if going else 'did not finish'} on {label}"
-    return f"no scored samples on {label}"
+        kind = MissingKind.STILL_RUNNING if going else MissingKind.DID_NOT_FINISH
+        return Missing(kind, helper, label)
+    return Missing(MissingKind.NO_SCORED, helper, label)
 
 
 def _cached_differ(x: HelperState, y: HelperState, samples: list[int]) -> int:
@@ -149,21 +171,21 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     ix, iy = store.identity(x), store.identity(y)
     differ = {k: (ix.get(k), iy.get(k)) for k in COMPARED if ix.get(k) != iy.get(k)}
     helpers: dict[str, HelperComparison] = {}
-    uncompared: dict[str, str] = {}
+    uncompared: dict[str, tuple[Missing, ...]] = {}
     for name in _expected(store, x, y):
         why = [_missing(store, name, s, lab) for s, lab in zip((x, y), LABELS, strict=True)]
-        if any(why):
-            uncompared[name] = "; ".join(w for w in why if w)
+        if gone := tuple(w for w in why if w is not None):
+            uncompared[name] = gone
             continue
         sx, sy = store.helpers[helper_key(name, x)], store.helpers[helper_key(name, y)]
         # coverage's one rule: a side that tested too little of its path is no evidence
-        thin = [
-            f"not tested on {lab} ({w})"
+        thin = tuple(
+            Missing(MissingKind.NOT_TESTED, name, lab, reason=w)
             for st, lab in ((sx, LABELS[0]), (sy, LABELS[1]))
             if (w := untested(st)) is not None
-        ]
+        )
         if thin:
-            uncompared[name] = "; ".join(thin)
+            uncompared[name] = thin
             continue
         diff = compare_books(sx.book, sy.book)
         helpers[name] = HelperComparison(
@@ -176,7 +198,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
             max(level_of(sx), level_of(sy)) <= STRAY_ULP_FLOOR,
         )
         if diff.identical is None:
-            uncompared[name] = "no sample scored on both servers"
+            uncompared[name] = (Missing(MissingKind.NO_COMMON, name),)
     verdicts = [h.identical for h in helpers.values() if h.identical is not None]
     if False in verdicts:
         identical = False
@@ -189,7 +211,7 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     reading = _reading(helpers, uncompared, differ, identical, models)
     if check is not None and check.state == "unverified":
         # the same name is not the same weights: every reading below holds only if they are
-        reading = f"{reading}; {check.why}: this reading holds only if they are the same"
+        reading = replace(reading, unverified=check.why)
     return ServerPair(
         servers=(x, y),
         identical=identical,
@@ -202,158 +224,143 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     )
 
 
-def _helper_list(names: Iterable[str]) -> str:
-    return ", ".join(names)
+class PairKind(StrEnum):
+    """What the pattern of differences between two servers means."""
+
+    DIFFERENT_MODELS = "different models"  # compared under --allow-different-models
+    NOTHING_COMPARED = "nothing compared"
+    PARTLY_IDENTICAL = "bit-identical where compared"  # others not compared
+    IDENTICAL_EXACT = "bit-identical, every path exact"
+    IDENTICAL_SAME_SETTINGS = "bit-identical, same settings"
+    # bit-identical although settings differ, some helpers diverging (deterministically):
+    IDENTICAL_KERNEL = "bit-identical, a kernel"  # the baseline diverges too (condition 1)
+    IDENTICAL_ROUNDING = "bit-identical, rounding"  # the baseline exact, the rest at the floor
+    IDENTICAL_LOGIC_FAULT = "bit-identical, a logic fault"  # the baseline exact (condition 2)
+    IDENTICAL_NO_BASELINE = "bit-identical, no baseline"  # the baseline did not run
+    KERNELS = "kernels or races"  # the baseline path differs between servers
+    CACHE_PATH = "a cache path differs"  # the baseline identical, a cache path not
+    BASELINE_NOT_COMPARED = "baseline not compared"
 
 
-def _levels(c: HelperComparison) -> str:
-    a, b = c.avg_kl_div
-    return f"avg_kl_div A {sci(a)}, B {sci(b)}"
+class SuspectKind(StrEnum):
+    """What a helper that differs (or diverges) between servers points at."""
+
+    ROUNDING = "rounding"  # at or below the stray-ulp floor on both: no state bug
+    BOTH_DIVERGE = "both diverge"  # neither server singled out
+    ONE_SERVER = "one server"  # a state bug on `server`'s path (condition 2)
+    EITHER = "either server"  # a state bug on one server's path, which one unknown
 
 
-def _rounding(name: str, c: HelperComparison, verb: str = "differs") -> str:
-    """`name` at rounding level on both servers: what it is, and that it is no state bug."""
-    return (
-        f"{name} {verb} at rounding level (below the {STRAY_ULP_FLOOR:g} floor): not a state "
-        f"bug ({_levels(c)}: rounding on that path's shapes)"
-    )
+@dataclass(frozen=True)
+class Suspect:
+    """One helper's part in the reading, with the figures it rests on."""
+
+    helper: str
+    kind: SuspectKind
+    levels: tuple[float | None, float | None]  # avg_kl_div on A and B
+    path: str  # the path the helper exercises (registry)
+    server: str | None = None  # ONE_SERVER: "A" or "B"
 
 
-def _suspect(name: str, c: HelperComparison) -> str:
+@dataclass(frozen=True)
+class PairReading:
+    """The reading of a pair: its kind and the helpers and settings it names."""
+
+    kind: PairKind
+    base: str  # the registry's baseline path helper (match)
+    changed: tuple[str, ...] = ()  # settings that differ
+    compared: tuple[str, ...] = ()
+    uncompared: tuple[str, ...] = ()
+    differing: tuple[str, ...] = ()  # compared helpers that differ between the servers
+    diverging: tuple[str, ...] = ()  # IDENTICAL_*: helpers above 0 on a server
+    suspects: tuple[Suspect, ...] = ()  # CACHE_PATH: each differing helper; IDENTICAL_*: rounding
+    shapes: tuple[str, ...] = ()  # CACHE_PATH: other cached lengths, the baseline not exact
+    identical: bool | None = None  # DIFFERENT_MODELS: bit-identical all the same
+    models: str | None = None  # DIFFERENT_MODELS: what shows it (identity's why)
+    unverified: str | None = None  # the same name, weights not verified: why (identity's)
+
+
+def _suspect(name: str, c: HelperComparison) -> Suspect:
     """Which server's `name` path holds the state bug: the one whose own comparison on that
     path diverges while the other's stays at or below the floor; when both diverge, neither
     is singled out (a larger level is no evidence that the other path is sound)."""
-    if c.below_floor:
-        return _rounding(name, c)
     a, b = c.avg_kl_div
     path = path_of(name)
+    if c.below_floor:
+        return Suspect(name, SuspectKind.ROUNDING, c.avg_kl_div, path)
     if isinstance(a, float) and isinstance(b, float) and a != b:
         if min(a, b) > STRAY_ULP_FLOOR:
-            return (
-                f"{name} differs between the servers and diverges on both (avg_kl_div A "
-                f"{a:.3g}, B {b:.3g}): whatever separates the servers changes what that path "
-                f"computes on both rather than confining it to one; each server's own diagnosis "
-                f"says whether its {path} holds a state bug"
-            )
-        label = "A" if a > b else "B"
-        return (
-            f"{name} differs (avg_kl_div A {a:.3g}, B {b:.3g}): a state bug on {label}'s "
-            f"{path} (condition 2)"
-        )
-    return f"{name} differs: a state bug on the {path} of one server (condition 2)"
+            return Suspect(name, SuspectKind.BOTH_DIVERGE, c.avg_kl_div, path)
+        return Suspect(name, SuspectKind.ONE_SERVER, c.avg_kl_div, path, "A" if a > b else "B")
+    return Suspect(name, SuspectKind.EITHER, c.avg_kl_div, path)
 
 
 def _reading(
     helpers: dict[str, HelperComparison],
-    uncompared: dict[str, str],
+    uncompared: dict[str, tuple[Missing, ...]],
     differ: dict[str, tuple[Any, Any]],
     identical: bool | None,
     models: str | None,
-) -> str:
+) -> PairReading:
     """What the pattern of differences between the two servers means."""
-    changed = ", ".join(differ) if differ else "no reported setting"
-    left = _helper_list(uncompared)
-    skipped = f"; not compared: {left}" if uncompared else ""
     compared = {h: c for h, c in helpers.items() if c.identical is not None}
+    base = baseline_path()  # the registry's baseline path: a difference there is the kernels'
+    reading = PairReading(
+        PairKind.NOTHING_COMPARED, base, tuple(differ), tuple(compared), tuple(uncompared)
+    )
     if models is not None:
-        what = (
-            "bit-identical, so the weights may be the same under two names"
-            if identical
-            else "a difference says nothing about kernels or cache state"
-        )
-        return (
-            f"different models ({models}), compared because --allow-different-models was "
-            f"given: {what}" + skipped
-        )
+        return replace(reading, kind=PairKind.DIFFERENT_MODELS, identical=identical, models=models)
     if not compared:
-        return f"nothing compared: no helper has a sample scored on both servers ({left})"
-    differing = [h for h, c in compared.items() if c.identical is False]
+        return reading
+    differing = tuple(h for h, c in compared.items() if c.identical is False)
     if not differing:
         if uncompared:
-            return (
-                f"bit-identical on {_helper_list(compared)} only (settings that differ: "
-                f"{changed}); not compared: {left}, so nothing is said about "
-                + ("its path" if len(uncompared) == 1 else "their paths")
-            )
-        return _all_identical(helpers, differ, changed)
-    base = baseline_path()  # the registry's baseline path: a difference there is the kernels'
+            return replace(reading, kind=PairKind.PARTLY_IDENTICAL)
+        return _all_identical(reading, helpers)
+    reading = replace(reading, differing=differing)
     if base in differing:
-        others = [h for h in differing if h != base]
-        also = f"; {_helper_list(others)} differ too, which {base}'s difference can explain" * bool(
-            others
-        )
-        return (
-            f"{base} differs between servers (settings that differ: {changed}): the kernels give "
-            "other numbers on the two configurations, so kernels or races (batch variance) are "
-            f"involved{also}" + skipped
-        )
-    if base in compared:
-        exact = all(v == 0.0 for v in compared[base].avg_kl_div)
-        parts = [_suspect(h, helpers[h]) for h in differing]
-        shapes = [
-            h
-            for h in differing
-            if helpers[h].cached_tokens_differ_samples and not helpers[h].below_floor
-        ]
-        caveat = ""
-        if shapes and not exact:
-            caveat = (
-                f"; but {_helper_list(shapes)} restored a different number of cached tokens on "
-                f"the two servers and {base} is not exact, so a batch-variant kernel on the "
-                "cache-hit path can explain it too"
-            )
-        return (
-            f"{base} is bit-identical across servers, so their kernels agree; "
-            + "; ".join(parts)
-            + caveat
-            + skipped
-        )
-    return (
-        f"{_helper_list(differing)} differ between servers, but {base} was not compared, so "
-        f"kernels cannot be told from cache state: run {base} on both" + skipped
+        return replace(reading, kind=PairKind.KERNELS)
+    if base not in compared:
+        return replace(reading, kind=PairKind.BASELINE_NOT_COMPARED)
+    exact = all(v == 0.0 for v in compared[base].avg_kl_div)
+    shapes = tuple(
+        h
+        for h in differing
+        if helpers[h].cached_tokens_differ_samples and not helpers[h].below_floor
+    )
+    return replace(
+        reading,
+        kind=PairKind.CACHE_PATH,
+        suspects=tuple(_suspect(h, helpers[h]) for h in differing),
+        shapes=() if exact else shapes,
     )
 
 
-def _all_identical(
-    helpers: dict[str, HelperComparison], differ: dict[str, tuple[Any, Any]], changed: str
-) -> str:
-    diverging = [
+def _all_identical(reading: PairReading, helpers: dict[str, HelperComparison]) -> PairReading:
+    """Every helper compared and bit-identical: what their own levels say."""
+    diverging = tuple(
         h for h, c in helpers.items() if any(isinstance(v, float) and v > 0 for v in c.avg_kl_div)
-    ]
-    if not diverging:
-        return f"bit-identical across servers (settings that differ: {changed}); every path exact"
-    if not differ:
-        return (
-            "bit-identical across servers, but they report the same settings: run one with a "
-            "setting changed (page size, tp, cuda graph) to separate logic from kernels"
-        )
-    lead = (
-        f"bit-identical across servers although {changed} differ, and "
-        f"{', '.join(diverging)} still diverge: the divergence is deterministic and does not "
-        f"depend on {changed} (not a race, and not that setting)"
     )
-    base = baseline_path()
+    reading = replace(reading, diverging=diverging)
+    base = reading.base
+    if not diverging:
+        return replace(reading, kind=PairKind.IDENTICAL_EXACT)
+    if not reading.changed:
+        return replace(reading, kind=PairKind.IDENTICAL_SAME_SETTINGS)
     if base in diverging:
         # Measured on an H200 (docs/FIELD_NOTES.md): a decode-vs-extend attention kernel gave
         # the same bits with CUDA graphs on and off; only a logic fault reading would be wrong.
-        return (
-            f"{lead}; {base} diverges too, so a kernel on the decode path that both "
-            "configurations run with the same shapes is the suspect (condition 1): find it "
-            "with kltui dumps"
-        )
-    if base in helpers:
-        state = [h for h in diverging if not helpers[h].below_floor]
-        # the floor holds here as in every reading of condition 2
-        rounding = "; ".join(
-            _rounding(h, helpers[h], "diverges") for h in diverging if h not in state
-        )
-        if not state:
-            return f"{lead}; {base} is exact, so the kernels agree; {rounding}"
-        return (
-            f"{lead}; {base} is exact, so the kernels agree: a deterministic logic fault on "
-            "the cache path (condition 2)" + f"; {rounding}" * bool(rounding)
-        )
-    return f"{lead}; run {base} too, to tell a kernel (condition 1) from a logic fault"
+        return replace(reading, kind=PairKind.IDENTICAL_KERNEL)
+    if base not in helpers:
+        return replace(reading, kind=PairKind.IDENTICAL_NO_BASELINE)
+    # the floor holds here as in every reading of condition 2
+    rounding = tuple(_suspect(h, helpers[h]) for h in diverging if helpers[h].below_floor)
+    kind = (
+        PairKind.IDENTICAL_ROUNDING
+        if len(rounding) == len(diverging)
+        else PairKind.IDENTICAL_LOGIC_FAULT
+    )
+    return replace(reading, kind=kind, suspects=rounding)
 
 
 def cross_server(store: SessionStore) -> list[ServerPair]:

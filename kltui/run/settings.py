@@ -49,6 +49,10 @@ def _nonneg(v: Any) -> bool:
     return v >= 0
 
 
+def _nonneg_finite(v: Any) -> bool:
+    return math.isfinite(v) and v >= 0
+
+
 def _str_list() -> dict[str, Any]:
     return nullable("array", items={"type": "string"})
 
@@ -224,8 +228,8 @@ SETTINGS = SettingTable(
         ),
         "threshold": Setting(
             nullable("number"),
-            YamlKey("threshold", _NUMBER, "a positive number", _positive_finite),
-            (flag("--threshold", "avg_kl_div gate for every helper", type=number),),
+            YamlKey("threshold", _NUMBER, "a number >= 0 (0: bit-exact)", _nonneg_finite),
+            (flag("--threshold", "avg_kl_div gate for every helper (0: bit-exact)", type=number),),
         ),
         "preset": Setting(
             ref(STRING_OR_NULL),

@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from kltui.cli.commands import main
 from tests.integration.test_ablate import REFERENCE, ablate, table_rows
 from tests.json_contract import read_json
 
@@ -50,3 +51,28 @@ def test_a_knob_that_breaks_a_deterministic_base_is_named_and_raw_values_are_kep
     assert switch["helpers"]["match"]["effect"] == "introduced"
     assert table_rows(out)["--fault=batch-switch:4"].split(" | ")[0].endswith("(introduced)")
     assert code == doc["exit_code"] == 1
+
+
+def test_threshold_0_names_the_knob_that_makes_the_base_bit_exact(tmp_path, capsys):
+    """Issue 59: `--threshold 0` asks for bit-exactness. The float32 base's batch noise (~1e-12,
+    under the 1e-9 floor) is the divergence, and deterministic=on, which takes match to exactly
+    0, is named (the same stores at the default gate read "not reproduced": the unit tests)."""
+    folder = tmp_path / "exact"
+    code = main(
+        ["ablate", "--headless", "--launch", REFERENCE, "--vary", "deterministic=on"]
+        + ["--threshold", "0", "--helpers", "match", "--samples", "16", "--max-new-tokens", "8"]
+        + ["--max-prompt-tokens", "48", "--folder", str(folder), "--json", str(tmp_path / "e.json")]
+    )
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "e.json", "ablation")
+    ab = doc["ablation"]
+    assert ab["floor"] == 0
+    base, det = ab["configs"]
+    assert base["helpers"]["match"]["avg_kl_div"] > 0, out
+    m = det["helpers"]["match"]
+    assert (m["avg_kl_div"], m["effect"], m["paired"]["test"]) == (0, "removed", "sign test"), out
+    v = ab["verdict"]
+    assert v["kind"] == "localized" and v["helpers"][0]["sufficient"] == ["deterministic=on"]
+    assert v["line"].startswith("localized: deterministic=on removes match's divergence (")
+    assert "bit-exact on every sample" in out
+    assert code == doc["exit_code"] == 0

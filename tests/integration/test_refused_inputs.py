@@ -68,7 +68,7 @@ def test_helpers_that_name_no_helper(listener, tmp_path, capsys):
     [
         ("--threshold", "nan"),
         ("--threshold", "-1e-3"),
-        ("--threshold", "0"),
+        ("--threshold", "-0.0001"),
         ("--threshold", "inf"),
         ("--tail-threshold", "nan"),
         ("--tail-threshold", "-0.5"),
@@ -79,8 +79,8 @@ def test_thresholds_that_no_verdict_can_meet(flag, value, listener, tmp_path, ca
 
 
 @pytest.mark.parametrize("yaml_text, must", [
-    ("threshold: .nan\n", "'threshold' must be a positive number"),
-    ("threshold: -0.01\n", "'threshold' must be a positive number"),
+    ("threshold: .nan\n", "'threshold' must be a number >= 0 (0: bit-exact)"),
+    ("threshold: -0.01\n", "'threshold' must be a number >= 0 (0: bit-exact)"),
     ("tail_threshold: .nan\n", "'tail_threshold' must be a positive number"),
     ("thresholds:\n  - model: '*'\n    kl_div: .nan\n", "'kl_div' must be a positive number"),
     ("helpers: []\n", "'helpers' names no helper"),

@@ -34,6 +34,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
+from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.geometry import geometry_line
 
 CSP = (
@@ -186,11 +187,11 @@ def cross_server_html(pairs: list[ServerPair]) -> str:
         )
         left = "".join(
             f"<li><code>{esc(h)}</code> not compared: {esc(why)}</li>"
-            for h, why in pair.uncompared.items()
+            for h, why in uncompared(pair).items()
         )
         blocks.append(
             f"""<h3>A <code>{esc(x)}</code> vs B <code>{esc(y)}</code></h3>
-<p>{esc(pair.reading)}</p>{f"<ul>{settings}</ul>" if settings else ""}\
+<p>{esc(reading_line(pair))}</p>{f"<ul>{settings}</ul>" if settings else ""}\
 {f'<ul class="uncompared">{left}</ul>' if left else ""}
 <table class="results"><thead><tr><th>helper</th><th>values</th>
 <th class="n">identical samples</th><th>first difference</th>

@@ -36,6 +36,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
+from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.geometry import geometry_line
 
 MAX_PROBLEMS = 8
@@ -196,9 +197,9 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
         )
         lines.append(
             f"- **Servers compared** A {md_text(x)} vs B {md_text(y)}: "
-            f"{md_text(pair.reading)}" + (f" ({where})" if where else "")
+            f"{md_text(reading_line(pair))}" + (f" ({where})" if where else "")
         )
-        for h, why in pair.uncompared.items():
+        for h, why in uncompared(pair).items():
             lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
     for s in store.identities():
         ran = reference_ran(store) if s.get("engine") == "hf" else None

@@ -15,6 +15,7 @@ from kltui.readings.compare import describe_first
 from kltui.readings.cross_server import ServerPair
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
+from kltui.words.cross_server import reading_line, uncompared
 
 MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them all
 
@@ -26,10 +27,10 @@ def pair_group(pair: ServerPair, vars_: dict) -> Group:
     head.append("  vs  B ", style="bold")
     head.append_text(safe(y))
     colour = {True: "kl-ok", False: "kl-warn", None: ""}[pair.identical]
-    parts: list = [head, safe(pair.reading, style=vars_.get(colour, ""))]
+    parts: list = [head, safe(reading_line(pair), style=vars_.get(colour, ""))]
     for k, (a, b) in pair.settings_differ.items():
         parts.append(safe(f"  {k}: {a} vs {b}", style="dim"))
-    for helper, why in pair.uncompared.items():
+    for helper, why in uncompared(pair).items():
         parts.append(
             Text.assemble((f"{helper}: ", "bold"), "not compared: ").append_text(
                 safe(why, style=vars_.get("kl-warn", ""))

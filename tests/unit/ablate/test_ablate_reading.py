@@ -51,15 +51,17 @@ def rows_at(rng, levels, length: int = 16):
     return out
 
 
-def store(url: str, info: dict, helpers: dict, cached: dict | None = None) -> SessionStore:
+def store(
+    url: str, info: dict, helpers: dict, cached: dict | None = None, threshold: float = 1e-3
+) -> SessionStore:
     """A finished run on one server: helper -> rows, or "vacuous" (radix cache off); `cached`:
-    helper -> each sample's cached_tokens (default 5)."""
+    helper -> each sample's cached_tokens (default 5); `threshold`: every helper's gate."""
     st = SessionStore()
     server = {"url": url, "engine": "sglang", **info}
     st.apply(RunStarted("r", 0.0, {"max_new_tokens": 16, "temperature": 0.0}, [server], {}, "0"))
     for helper, rows in helpers.items():
         n = 32 if isinstance(rows, str) else len(rows)
-        st.apply(HelperStarted(helper, url, n, 1e-3, 1e-3))
+        st.apply(HelperStarted(helper, url, n, threshold, 1e-3))
         if rows == "vacuous":
             st.apply(
                 HelperFinished(
@@ -80,7 +82,7 @@ def store(url: str, info: dict, helpers: dict, cached: dict | None = None) -> Se
             ids = np.arange(a.size)
             book.add(i, ids, a, b, hits[i], 30)
             st.apply(SampleScored(helper, url, i, ids, a, b, hits[i], 30))
-        summary = book.summary(n_samples=len(rows), n_skipped=0, threshold=1e-3)
+        summary = book.summary(n_samples=len(rows), n_skipped=0, threshold=threshold)
         summary["status"] = "pass" if summary["passed"] else "fail"
         st.apply(HelperFinished(helper, url, summary))
     return st

@@ -5,9 +5,10 @@ import numpy as np
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.common import json_report
 from kltui.readings.compare import compare_books, compare_samples, describe_first_dict
-from kltui.readings.cross_server import cross_server
+from kltui.readings.cross_server import PairKind, cross_server
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
+from kltui.words.cross_server import pair_json
 from tests.json_contract import validate
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
@@ -105,12 +106,11 @@ def test_identical_across_configurations_with_match_diverging_is_a_kernel():
     # The H200 case (docs/FIELD_NOTES.md): every helper diverges, bit-identical with CUDA graphs
     # on and off; the dumps named the decode attention kernel, not a logic fault.
     (typed,) = cross_server(two_servers(0.0, page_size=16))
-    pair = typed.to_json()  # as the JSON result writes it
+    assert typed.reading.kind == PairKind.IDENTICAL_KERNEL
+    assert typed.reading.changed == ("page_size",)
+    pair = pair_json(typed)  # as the JSON result writes it
     assert pair["servers"] == [A, B] and pair["identical"] is True
     assert pair["settings_differ"] == {"page_size": [1, 16]}
-    assert "does not depend on page_size" in pair["reading"]
-    assert "condition 1" in pair["reading"] and "kltui dumps" in pair["reading"]
-    assert "logic fault" not in pair["reading"]
     assert pair["helpers"]["match"]["identical_samples"] == 4
 
 
@@ -118,12 +118,12 @@ def test_identical_across_configurations_with_match_exact_is_a_logic_fault():
     (pair,) = cross_server(two_servers(0.0, exact_match=True, page_size=16))
     assert pair.identical is True
     assert pair.helpers["match"].avg_kl_div == (0.0, 0.0)
-    assert "deterministic logic fault" in pair.reading and "condition 2" in pair.reading
+    assert pair.reading.kind == PairKind.IDENTICAL_LOGIC_FAULT
 
 
 def test_different_values_point_at_kernels_or_races():
     (pair,) = cross_server(two_servers(1e-6, tp_size=2))
-    assert pair.identical is False and "kernels or races" in pair.reading
+    assert pair.identical is False and pair.reading.kind == PairKind.KERNELS
     m = pair.helpers["match"].diff
     assert m.first is not None and m.first.side == "prefill" and m.max_abs("prefill") > 0
     assert m.max_abs("decode") == 0.0
@@ -134,4 +134,4 @@ def test_different_values_point_at_kernels_or_races():
 
 def test_same_settings_say_little():
     (pair,) = cross_server(two_servers(0.0))
-    assert pair.identical is True and "report the same settings" in pair.reading
+    assert pair.identical is True and pair.reading.kind == PairKind.IDENTICAL_SAME_SETTINGS

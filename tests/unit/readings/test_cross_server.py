@@ -5,8 +5,12 @@ import numpy as np
 
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.k3 import ScoreBook
-from kltui.readings.cross_server import cross_server
+from kltui.readings.cross_server import MissingKind as M
+from kltui.readings.cross_server import PairKind as P
+from kltui.readings.cross_server import Skipped, cross_server
+from kltui.readings.cross_server import SuspectKind as S
 from kltui.readings.identity import models_differ as differ
+from kltui.registry import path_of
 from kltui.session.events import (
     HelperFinished,
     HelperStarted,
@@ -17,6 +21,7 @@ from kltui.session.events import (
     SampleSkipped,
 )
 from kltui.session.store import SessionStore
+from kltui.words.cross_server import pair_json
 
 A, B = "http://127.0.0.1:1", "http://127.0.0.1:2"
 N = 4
@@ -46,6 +51,11 @@ def helper(store, name, url, noise=0.0, skip=None):
     store.apply(HelperFinished(name, url, summary))
 
 
+def kinds(pair) -> dict:
+    """Helper -> (why, side) for every helper not compared."""
+    return {h: [(m.kind, m.label) for m in ms] for h, ms in pair.uncompared.items()}
+
+
 def test_every_sample_skipped_on_b_is_not_compared_and_not_identical():
     store = run(["match", "prefill_cache_hit"])
     for url in (A, B):
@@ -54,12 +64,11 @@ def test_every_sample_skipped_on_b_is_not_compared_and_not_identical():
     helper(store, "prefill_cache_hit", B, skip="prefill cache miss")
     (pair,) = cross_server(store)
     assert pair.identical is None
-    assert pair.uncompared == {
-        "prefill_cache_hit": "no scored samples on B (every sample skipped: prefill cache miss "
-        "(sample 0: cached_tokens=0))"
-    }
-    assert pair.reading.startswith("bit-identical on match only")
-    assert "logic fault" not in pair.reading
+    ((why,),) = pair.uncompared.values()
+    assert (why.kind, why.label, why.skipped) == (
+        M.SKIPPED, "B", Skipped(4, 4, (("prefill cache miss", 4),), 0, "cached_tokens=0")
+    )  # fmt: skip
+    assert pair.reading.kind == P.PARTLY_IDENTICAL and pair.reading.compared == ("match",)
 
 
 def test_b_unreachable_from_the_start_is_named_per_helper():
@@ -69,8 +78,8 @@ def test_b_unreachable_from_the_start_is_named_per_helper():
     helper(store, "match", A)
     (pair,) = cross_server(store)
     assert pair.identical is None and pair.helpers == {}
-    assert pair.uncompared == {"match": "B errored before match"}
-    assert pair.reading.startswith("nothing compared")
+    assert kinds(pair) == {"match": [(M.ERRORED_BEFORE, "B")]}
+    assert pair.reading.kind == P.NOTHING_COMPARED
 
 
 def test_match_differing_means_kernels():
@@ -80,8 +89,7 @@ def test_match_differing_means_kernels():
         helper(store, "prefill_cache_hit", url, noise)
     (pair,) = cross_server(store)
     assert pair.identical is False
-    assert pair.reading.startswith("match differs between servers")
-    assert "kernels or races" in pair.reading and "state bug" not in pair.reading
+    assert pair.reading.kind == P.KERNELS and pair.reading.suspects == ()
 
 
 def test_cache_helper_differing_with_match_exact_names_the_server():
@@ -92,8 +100,11 @@ def test_cache_helper_differing_with_match_exact_names_the_server():
     helper(store, "decode_cache_hit", B)
     (pair,) = cross_server(store)
     assert pair.identical is False
-    assert "state bug on A's reuse of decode-written KV" in pair.reading
-    assert "kernels or races" not in pair.reading
+    assert pair.reading.kind == P.CACHE_PATH
+    ((h, kind, server, path),) = [
+        (s.helper, s.kind, s.server, s.path) for s in pair.reading.suspects
+    ]
+    assert (h, kind, server, path) == ("decode_cache_hit", S.ONE_SERVER, "A", path_of(h))
 
 
 def test_helpers_differing_without_match_cannot_tell_kernels_from_state():
@@ -102,7 +113,7 @@ def test_helpers_differing_without_match_cannot_tell_kernels_from_state():
     helper(store, "prefill_cache_hit", B)
     (pair,) = cross_server(store)
     assert pair.identical is False
-    assert "match was not compared" in pair.reading and "state bug" not in pair.reading
+    assert pair.reading.kind == P.BASELINE_NOT_COMPARED and pair.reading.suspects == ()
 
 
 def test_helper_not_asked_on_b_is_named():
@@ -111,11 +122,11 @@ def test_helper_not_asked_on_b_is_named():
     helper(store, "match", B)
     helper(store, "prefill_cache_hit", A)  # e.g. a recording cut short
     (pair,) = cross_server(store)
-    assert pair.uncompared == {"prefill_cache_hit": "prefill_cache_hit has not run on B yet"}
+    assert kinds(pair) == {"prefill_cache_hit": [(M.NOT_RUN_YET, "B")]}
     assert pair.identical is None
     store.apply(RunFinished({}, "fail"))
     (pair,) = cross_server(store)
-    assert pair.uncompared == {"prefill_cache_hit": "prefill_cache_hit did not run on B"}
+    assert kinds(pair) == {"prefill_cache_hit": [(M.DID_NOT_RUN, "B")]}
 
 
 def test_a_run_still_going_says_so():
@@ -123,8 +134,8 @@ def test_a_run_still_going_says_so():
     helper(store, "match", A)
     store.apply(HelperStarted("match", B, N, 1e-3, 1e-3))
     (pair,) = cross_server(store)
-    assert pair.uncompared == {"match": "match is still running on B"}
-    assert pair.identical is None and pair.reading.startswith("nothing compared")
+    assert kinds(pair) == {"match": [(M.STILL_RUNNING, "B")]}
+    assert pair.identical is None and pair.reading.kind == P.NOTHING_COMPARED
 
 
 def test_models_differ_by_path_name_or_weight_version():
@@ -157,9 +168,9 @@ def test_the_same_model_name_without_a_weights_check_is_unverified_not_the_same_
     (pair,) = cross_server(store)
     assert pair.same_model is None
     assert pair.model_check is not None and pair.model_check.state == "unverified"
-    assert pair.reading.startswith("match differs between servers")
-    assert pair.reading.endswith("this reading holds only if they are the same"), pair.reading
-    assert pair.to_json()["model_check"]["state"] == "unverified"
+    assert pair.reading.kind == P.KERNELS
+    assert (pair.reading.unverified or "").startswith("same model name")
+    assert pair_json(pair)["model_check"]["state"] == "unverified"
 
 
 def test_a_side_that_scored_too_few_samples_is_not_compared_never_identical():
@@ -178,4 +189,6 @@ def test_a_side_that_scored_too_few_samples_is_not_compared_never_identical():
     store.apply(HelperFinished("match", B, book.summary(n_samples=N, n_skipped=3, threshold=1e-3)))
     (pair,) = cross_server(store)
     assert pair.identical is None and "match" not in pair.helpers
-    assert pair.uncompared["match"].startswith("not tested on B (only 1 of 4 samples scored")
+    ((why,),) = pair.uncompared.values()
+    assert (why.kind, why.label) == (M.NOT_TESTED, "B")
+    assert (why.reason or "").startswith("only 1 of 4 samples scored")

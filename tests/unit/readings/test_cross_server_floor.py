@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
+from kltui.readings.cross_server import PairKind as P
+from kltui.readings.cross_server import SuspectKind as S
 from kltui.readings.cross_server import cross_server
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
@@ -47,6 +49,11 @@ def helper(store: SessionStore, name: str, url: str, decode_off: float = 0.0) ->
     store.apply(HelperFinished(name, url, summary))
 
 
+def suspects(pair) -> list:
+    """(helper, kind, server) of every helper the reading names."""
+    return [(s.helper, s.kind, s.server) for s in pair.reading.suspects]
+
+
 def test_a_cache_helper_differing_at_rounding_level_is_no_state_bug():
     store = run(["match", "prefill_cache_hit"])
     for url in (A, B):
@@ -57,11 +64,8 @@ def test_a_cache_helper_differing_at_rounding_level_is_no_state_bug():
     level = pair.helpers["prefill_cache_hit"].avg_kl_div[1]
     assert level is not None and 0 < level < STRAY_ULP_FLOOR / 100  # the audit's ~1000x below
     assert pair.identical is False  # the bits still differ: that stays true
-    assert "a state bug on" not in pair.reading and "condition 2" not in pair.reading
-    assert (
-        "prefill_cache_hit differs at rounding level (below the 1e-09 floor): not a state bug"
-        in pair.reading
-    )
+    assert pair.reading.kind == P.CACHE_PATH
+    assert suspects(pair) == [("prefill_cache_hit", S.ROUNDING, None)]
 
 
 def test_above_the_floor_the_state_bug_reading_stays():
@@ -71,7 +75,7 @@ def test_above_the_floor_the_state_bug_reading_stays():
     helper(store, "prefill_cache_hit", A)
     helper(store, "prefill_cache_hit", B, decode_off=STATE_BUG)
     (pair,) = cross_server(store)
-    assert "a state bug on B's" in pair.reading and "(condition 2)" in pair.reading
+    assert suspects(pair) == [("prefill_cache_hit", S.ONE_SERVER, "B")]
 
 
 def test_one_helper_at_rounding_and_one_above_are_read_apart():
@@ -83,9 +87,10 @@ def test_one_helper_at_rounding_and_one_above_are_read_apart():
     helper(store, "decode_cache_hit", A, decode_off=STATE_BUG)
     helper(store, "decode_cache_hit", B)
     (pair,) = cross_server(store)
-    assert "a state bug on A's reuse of decode-written KV" in pair.reading
-    assert "prefill_cache_hit differs at rounding level" in pair.reading
-    assert "a state bug on B's" not in pair.reading
+    assert suspects(pair) == [
+        ("prefill_cache_hit", S.ROUNDING, None),
+        ("decode_cache_hit", S.ONE_SERVER, "A"),
+    ]
 
 
 def test_identical_servers_whose_cache_path_diverges_below_the_floor_is_no_logic_fault():
@@ -95,8 +100,8 @@ def test_identical_servers_whose_cache_path_diverges_below_the_floor_is_no_logic
         helper(store, "prefill_cache_hit", url, decode_off=ROUNDING)
     (pair,) = cross_server(store)
     assert pair.identical is True
-    assert "logic fault" not in pair.reading and "condition 2" not in pair.reading, pair.reading
-    assert "at rounding level (below the 1e-09 floor): not a state bug" in pair.reading
+    assert pair.reading.kind == P.IDENTICAL_ROUNDING
+    assert suspects(pair) == [("prefill_cache_hit", S.ROUNDING, None)]
 
 
 def test_identical_servers_whose_cache_path_diverges_above_the_floor_is_a_logic_fault():
@@ -106,7 +111,7 @@ def test_identical_servers_whose_cache_path_diverges_above_the_floor_is_a_logic_
         helper(store, "prefill_cache_hit", url, decode_off=STATE_BUG)
     (pair,) = cross_server(store)
     assert pair.identical is True
-    assert "a deterministic logic fault on the cache path (condition 2)" in pair.reading
+    assert pair.reading.kind == P.IDENTICAL_LOGIC_FAULT and pair.reading.suspects == ()
 
 
 def test_a_path_diverging_on_both_servers_names_neither():
@@ -121,6 +126,4 @@ def test_a_path_diverging_on_both_servers_names_neither():
     helper(store, "prefill_cache_hit", B, decode_off=1.1 * STATE_BUG)
     (pair,) = cross_server(store)
     assert pair.identical is False
-    assert "a state bug on A's" not in pair.reading and "a state bug on B's" not in pair.reading
-    assert "prefill_cache_hit differs between the servers and diverges on both" in pair.reading
-    assert "each server's own diagnosis says whether its prefix restore" in pair.reading
+    assert suspects(pair) == [("prefill_cache_hit", S.BOTH_DIVERGE, None)]
