@@ -160,7 +160,7 @@ class StateKeeper:
         self, rs: RequestState, kv: torch.Tensor, prompt_len: int, n: int, windows: list
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The KV a finished request caches (n tokens) and, on --arch swa, its tombstones."""
-        if self.arch.page_size > 1 and self.track_slot_fault(rs, prompt_len):
+        if not self.arch.mamba and self.track_slot_fault(rs, prompt_len):
             kv = kv.clone()
             page = self.arch.page_size
             first = prompt_len + (-prompt_len) % page

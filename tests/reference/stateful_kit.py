@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kltui.reference import CHECKPOINT_DIR
 from kltui.reference.launcher import ReferenceServer
-from tests.reference.kit import RefClient
+from tests.reference.kit import RefClient, k3
 from tests.servers import ReferenceServers
 
 CORPUS = CHECKPOINT_DIR.parent / "corpus.txt"
@@ -26,3 +26,29 @@ def prompts(client: RefClient, lengths: list[int]) -> list[list[int]]:
 
 def exact(values: list[float]) -> bool:
     return all(v == 0.0 for v in values)
+
+
+def multiturn(
+    c: RefClient, prefix: list[int], branches: list[list[int]], turns: list[list[int]], n: int
+) -> list[tuple[int, int, int, float]]:
+    """SGLang's kl_multiturn_utils run, reduced: branches over a shared prefix, each turn
+    appending its suffix to the branch's history and output, submitted one at a time
+    interleaved across branches; then every turn replayed alone after a flush. Returns
+    (branch, turn, cached_tokens, mean k3) per turn."""
+    c.flush()
+    history = [[*prefix, *b] for b in branches]
+    runs = []
+    for t, suffix in enumerate([[], *turns]):
+        for b in range(len(branches)):
+            ids = [*history[b], *suffix]
+            (res,) = c.decode_batch([ids], n)
+            out = res["output_ids"]
+            lps = [e[0] for e in res["meta_info"]["output_token_logprobs"]]
+            runs.append((b, t, ids, out, lps, res["meta_info"]["cached_tokens"]))
+            history[b] = [*ids, *out]
+    rows = []
+    for b, t, ids, out, lps, cached in runs:
+        (replayed,) = c.replay([ids], [out])
+        ks = k3(replayed, lps)
+        rows.append((b, t, cached, sum(ks) / len(ks)))
+    return rows
