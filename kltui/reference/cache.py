@@ -22,7 +22,16 @@ import torch
 
 
 class _Node:
-    __slots__ = ("key", "kv", "decode_written", "children", "parent", "last_access", "freed")
+    __slots__ = (
+        "key",
+        "kv",
+        "decode_written",
+        "swa_dead",
+        "children",
+        "parent",
+        "last_access",
+        "freed",
+    )
 
     def __init__(
         self,
@@ -35,6 +44,8 @@ class _Node:
         self.key = key
         self.kv = kv  # [layers, 2, len(key), kv_heads, head_dim]
         self.decode_written = decode_written  # bool [len(key)]
+        # --arch swa: the window layers' KV of these tokens was freed (SGLang's tombstone)
+        self.swa_dead = None if decode_written is None else torch.zeros_like(decode_written)
         self.children: dict[int, _Node] = {}
         self.parent = parent
         self.last_access = tick
@@ -46,6 +57,7 @@ class Match:
     length: int
     kv: torch.Tensor | None  # [layers, 2, length, kv_heads, head_dim], a copy; None if length 0
     decode_written: torch.Tensor  # bool [length]
+    swa_dead: torch.Tensor | None = None  # bool [length]: window-layer KV freed (--arch swa)
 
 
 def _common(a: Sequence[int], b: Sequence[int], start: int) -> int:
@@ -104,19 +116,26 @@ class RadixCache:
         length = self._floor(pos)
         if length == 0:
             return empty
-        kvs, flags, left = [], [], length
+        kvs, flags, dead, left = [], [], [], length
         for nd, n in pieces:
             take = min(n, left)
             kvs.append(nd.kv[:, :, :take])
             flags.append(nd.decode_written[:take])
+            dead.append(nd.swa_dead[:take])
             left -= take
             if left == 0:
                 break
-        return Match(length, torch.cat(kvs, dim=2).clone(), torch.cat(flags))
+        return Match(length, torch.cat(kvs, dim=2).clone(), torch.cat(flags), torch.cat(dead))
 
-    def insert(self, tokens: Sequence[int], kv: torch.Tensor, decode_written: torch.Tensor) -> int:
+    def insert(
+        self,
+        tokens: Sequence[int],
+        kv: torch.Tensor,
+        decode_written: torch.Tensor,
+        swa_dead: torch.Tensor | None = None,
+    ) -> int:
         """Cache the page-aligned prefix of tokens (kv[:, :, i] holds token i); returns how many
-        tokens were new."""
+        tokens were new. swa_dead marks tokens whose window-layer KV is freed (--arch swa)."""
         if self.disabled:
             return 0
         length = self._floor(len(tokens))
@@ -133,6 +152,8 @@ class RadixCache:
                     node,
                     tick,
                 )
+                if swa_dead is not None:
+                    leaf.swa_dead = swa_dead[pos:length].clone()
                 node.children[tokens[pos]] = leaf
                 added += length - pos
                 break
@@ -157,6 +178,8 @@ class RadixCache:
             child.last_access,
         )
         head.freed = child.freed
+        head.swa_dead = child.swa_dead[:n].clone()
+        child.swa_dead = child.swa_dead[n:].clone()
         head.children[child.key[n]] = child
         child.parent.children[child.key[0]] = head
         child.key = child.key[n:]

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from kltui.reference import CHECKPOINT_DIR
+from kltui.reference.arch import ARCHS, FLA_CHUNK_SIZE, STRATEGIES, Arch
 from kltui.reference.faults import FAULTS, fault_arg
 
 PARENT_PID_ENV = "KLTUI_REFERENCE_PARENT_PID"
@@ -110,13 +111,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="weights, activations and KV cache (SGLang's flag; auto and the default: float32). "
         "bfloat16 batched kernels round like a GPU server's, far above the 1e-9 floor",
     )
-    # SGLang's CUDA-graph flags, accepted so that an SGLang command line runs here unchanged, and
-    # ignored: this server has no CUDA graphs (/server_info says disable_cuda_graph: true either
-    # way), which makes them the flags a test can show "did not take effect" with.
+    # SGLang's CUDA-graph flags, accepted so that an SGLang command line runs here unchanged. The
+    # llama arch has no CUDA graphs (/server_info says disable_cuda_graph: true either way), which
+    # makes them the flags a test can show "did not take effect" with; the stateful archs replay
+    # "captured" decode steps unless --disable-cuda-graph (what graph-stale-tail needs).
     parser.add_argument(
         "--disable-cuda-graph",
         action="store_true",
-        help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
+        help="mamba and swa archs: no captured decode graphs (llama: accepted and ignored)",
     )
     parser.add_argument(
         "--disable-prefill-cuda-graph",
@@ -130,10 +132,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
     )
+    _add_arch_arguments(parser)
     parser.add_argument(
         "--skip-tokenizer-init",
         action="store_true",
         help="as SGLang's flag: ids in and out only; a text prompt gets SGLang's HTTP 400",
+    )
+
+
+def _add_arch_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--arch",
+        choices=ARCHS,
+        default="llama",
+        help="llama (dense, the default); mamba (a recurrent layer whose state the radix cache "
+        "keeps at checkpoints); swa (sliding-window attention on alternate layers)",
+    )
+    parser.add_argument(
+        "--mamba-radix-cache-strategy",
+        "--mamba-scheduler-strategy",
+        dest="mamba_radix_cache_strategy",
+        choices=STRATEGIES,
+        default="extra_buffer",
+        help="--arch mamba: SGLang's strategy (extra_buffer: checkpoints at prefill chunks and "
+        "every track interval; no_buffer: only where a request ended)",
+    )
+    parser.add_argument(
+        "--mamba-track-interval",
+        type=int,
+        default=256,
+        help="--arch mamba: decode saves the state every N tokens (256; a multiple of the page)",
+    )
+    parser.add_argument(
+        "--mamba-chunk-size",
+        type=int,
+        default=FLA_CHUNK_SIZE,
+        help="--arch mamba: the model's chunk (config.json's mamba_chunk_size; 64); prefill "
+        "saves at multiples of max(chunk, page size)",
+    )
+    parser.add_argument(
+        "--sliding-window",
+        type=int,
+        default=128,
+        help="--arch swa: the window of the sliding layers (128; config.json's sliding_window)",
+    )
+
+
+def _arch(args: argparse.Namespace) -> Arch:
+    return Arch(
+        name=args.arch,
+        page_size=args.page_size,
+        mamba_chunk_size=args.mamba_chunk_size,
+        mamba_track_interval=args.mamba_track_interval,
+        mamba_radix_cache_strategy=args.mamba_radix_cache_strategy,
+        sliding_window=args.sliding_window,
+        disable_cuda_graph=args.disable_cuda_graph,
     )
 
 
@@ -148,6 +201,10 @@ def main(args: argparse.Namespace) -> int:
         if value < 1:
             print(f"error: {flag} must be at least 1", file=sys.stderr)
             return 2
+    arch = _arch(args)
+    if arch.problem():
+        print(f"error: {arch.problem()}", file=sys.stderr)
+        return 2
     if not (Path(args.checkpoint) / "config.json").is_file():
         print(f"error: no HF checkpoint (config.json) in {args.checkpoint}", file=sys.stderr)
         return 2
@@ -176,6 +233,7 @@ def main(args: argparse.Namespace) -> int:
         enable_metrics=args.enable_metrics,
         retract_interval=args.test_retract_interval,
         fault_after_flushes=args.fault_after_flushes,
+        arch=arch,
     )
     try:
         return serve(settings, _launch_command())

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kltui.reference.arch import Arch
 from kltui.reference.cache import RadixCache
+from kltui.reference.checkpoints import RequestState, StateKeeper
 from kltui.reference.faults import STALE_MIN_SHARED, Fault, fp8_like
 from kltui.reference.model import LlamaForCausalLM, Segment, log_softmax_rows
 
@@ -116,6 +118,7 @@ class Active:
         self.generator = torch.Generator().manual_seed(seed)
         self.counts: dict[int, int] = {}
         self.origin = 0  # the HTTP request it came in (the scheduler's ticket)
+        self.rs = new_request_state(model, len(req.input_ids))
         # retracted (the scheduler's --test-retract-interval): its KV was dropped and the next
         # prefill recomputes it for seq[:-1], emitting nothing, as SGLang re-prefills a
         # retracted request's prompt and output so far
@@ -124,6 +127,12 @@ class Active:
     def prefill_ids(self) -> list[int]:
         """The ids whose KV the next prefill computes."""
         return self.seq[:-1] if self.resume else self.req.input_ids
+
+
+def new_request_state(model: LlamaForCausalLM, prompt_len: int) -> RequestState:
+    rec = model.recurrent
+    state = None if rec is None else rec.new_state(model.lm_head.weight.dtype)
+    return RequestState(state, prompt_len)
 
 
 class Engine:
@@ -138,8 +147,11 @@ class Engine:
         decode_tail,
         random_seed: int | None = None,
         chunked_prefill_size: int = 8192,
+        keeper: StateKeeper | None = None,
     ) -> None:
         self.model = model
+        # the stateful archs' checkpoints and window (the llama arch's when none is given)
+        self.keeper = keeper or StateKeeper(Arch(page_size=cache.page_size), fault)
         self.cache = cache
         self.eos_ids = frozenset(eos_ids)
         self.deterministic = deterministic
@@ -153,6 +165,7 @@ class Engine:
     def flush(self) -> None:
         """Empty the radix cache (and what the stale-prompt-logprobs fault remembers)."""
         self.cache.flush()
+        self.keeper.flush()
         self._memo.clear()
 
     def retract(self, a: Active) -> None:
@@ -161,6 +174,7 @@ class Engine:
         a.decode_written.zero_()
         a.prefix_len = 0
         a.window = None
+        a.rs = new_request_state(self.model, len(a.req.input_ids))
         a.resume = True
 
     def admit(self, req: GenRequest) -> Active:
@@ -177,16 +191,18 @@ class Engine:
             self._restore(a)
         segments: list[Segment] = []
         offset = 0  # new tokens of this step before the request
-        for a in batch:
+        for index, a in enumerate(batch):
             n = len(a.prefill_ids()) - a.prefix_len
+            a.rs.batch_index = index
+            snap = self.keeper.prefill_snaps(a.rs, a.prefix_len, n + a.prefix_len, a.rs.full)
             cut = self.chunked_prefill_size - offset
             if self.fault.chunk_boundary and 0 < cut < n:
                 # the rows past the budget are a second chunk that lost the first one's state
                 b = a.prefix_len + cut
-                segments.append(Segment(a.kv, a.prefix_len, cut, a.window))
-                segments.append(Segment(a.kv, b, n - cut, a.window, floor=b))
+                segments.append(Segment(a.kv, a.prefix_len, cut, a.window, 0, a.rs.state, snap))
+                segments.append(Segment(a.kv, b, n - cut, a.window, b, a.rs.state, snap))
             else:
-                segments.append(Segment(a.kv, a.prefix_len, n, a.window))
+                segments.append(Segment(a.kv, a.prefix_len, n, a.window, 0, a.rs.state, snap))
             offset += n
         tokens = torch.tensor([t for a in batch for t in a.prefill_ids()[a.prefix_len :]])
         hidden = self._forward(tokens, segments, len(batch))
@@ -220,12 +236,15 @@ class Engine:
             if a.req.use_cache:
                 n = len(a.req.input_ids)
                 self.cache.insert(a.req.input_ids, a.kv[:, :, :n], a.decode_written[:n])
+                self.keeper.after_prefill(a.rs, a.req.input_ids, _snaps(segments, a))
             if wants_next:
                 row = first + n_rows
                 self._emit(a, logits[row], logprobs[row], progress)
             else:
                 a.finished = True
                 progress.finish_reason = {"type": "length", "length": 0}
+                if a.req.use_cache:
+                    self.keeper.on_finish(a.rs, a.req.input_ids, len(a.req.input_ids))
             out.append(progress)
         return out
 
@@ -233,20 +252,26 @@ class Engine:
         segments = []
         corrupt = self.fault.corrupt_after()
         damaged: list[tuple[Active, torch.Tensor, int]] = []
+        saves = []  # (request, position, its state before the step) where decode saves
+        evict_page = self.keeper.arch.page_size if self.fault.kind == "swa-early-evict" else 0
         for a in batch:
             pos = len(a.seq) - 1
             a.decode_written[pos] = True
+            if self.keeper.decode_due(a.rs, pos):
+                saves.append((a, pos, a.rs.state.clone()))
             kv = a.kv
             if corrupt is not None and pos > corrupt:
                 # the step reads a rounded copy; the row it writes goes back to the real cache
                 kv = a.kv.clone()
                 kv[:, :, corrupt:pos] = fp8_like(kv[:, :, corrupt:pos])
                 damaged.append((a, kv, pos))
-            segments.append(Segment(kv, pos, 1, a.window))
+            segments.append(Segment(kv, pos, 1, a.window, 0, a.rs.state, evict_page=evict_page))
         tokens = torch.tensor([a.seq[-1] for a in batch])
         logits, logprobs = self._logits(self._forward(tokens, segments, len(batch)), len(batch))
         for a, kv, pos in damaged:
             a.kv[:, :, pos] = kv[:, :, pos]
+        for a, pos, before in saves:
+            self.keeper.after_decode(a.rs, pos, before)
         out = []
         for i, a in enumerate(batch):
             progress = Progress()
@@ -283,13 +308,16 @@ class Engine:
         ids = a.prefill_ids()
         limit = len(ids) - 1 if a.resume else a.req.max_prefix_len()
         match = self.cache.match(ids, limit)
-        if match.length == 0:
+        n = self.keeper.hit_length(ids, match.length, match.swa_dead)
+        a.rs.full = match.length
+        if n == 0 or match.kv is None:
             return
-        a.kv[:, :, : match.length] = match.kv
-        a.decode_written[: match.length] = match.decode_written
-        a.prefix_len = match.length
-        self.fault.corrupt_restored(a.kv, match.length)
-        a.window = self.fault.attention_window(bool(match.decode_written.any()))
+        a.kv[:, :, :n] = match.kv[:, :, :n]
+        a.decode_written[:n] = match.decode_written[:n]
+        a.prefix_len = n
+        self.keeper.restore(a.rs, ids, n)
+        self.fault.corrupt_restored(a.kv, n)
+        a.window = self.fault.attention_window(bool(match.decode_written[:n].any()))
 
     def _input_logprobs(self, a: Active, info: PrefillInfo, rows: torch.Tensor) -> None:
         """Entry k scores input_ids[start + k] from row start + k - 1; entry 0 has no row."""
@@ -347,7 +375,11 @@ class Engine:
                 # KV exists for everything but the last sampled token (SGLang's
                 # cache_finished_req), so a follow-up turn can hit the decode-written region.
                 n = len(a.seq) - 1
-                self.cache.insert(a.seq[:n], a.kv[:, :, :n], a.decode_written[:n])
+                kv, dead = self.keeper.finish_kv(
+                    a.rs, a.kv[:, :, :n], len(req.input_ids), n, self.model.layer_windows
+                )
+                self.cache.insert(a.seq[:n], kv, a.decode_written[:n], dead)
+                self.keeper.on_finish(a.rs, a.seq, n)
 
     def _sample(
         self, a: Active, logits: torch.Tensor, raw: torch.Tensor
@@ -415,6 +447,13 @@ class Engine:
                 if stop in tail:
                     return {"type": "stop", "matched": stop}
         return None
+
+
+def _snaps(segments: list[Segment], a: Active) -> dict:
+    """The states one request's prefill segments saved (two with the chunk-boundary fault)."""
+    if a.rs.state is None:
+        return {}
+    return {k: v for s in segments if s.state is a.rs.state for k, v in s.snaps.items()}
 
 
 def _row_log_softmax(row: torch.Tensor) -> torch.Tensor:

@@ -31,6 +31,41 @@ server, whose helpers flush between phases and send batches smaller than every b
   its first half and frees the rest, but the node still answers matches for its whole length:
   a prefix restored after the partial eviction reads freed (zeroed) KV. A quiet helper never
   fills the pool.
+
+Five faults on the stateful archs' saves (issue 57; reference/checkpoints.py), each shaped like
+a real SGLang bug; every one is bit-exact wherever its saved state is never restored:
+- `batch-state-offset` (--arch mamba): in a prefill step of several requests, the checkpoint of
+  the 2nd..nth request (batch index i >= 1) holds the state at i tokens before the position it
+  is saved as (the request's offset in the flattened batch misapplied, as the track indices
+  gathered per request in SGLang's extend batch can be). Visible where a hit restores such a
+  prefill checkpoint (prefill_cache_hit; decode_cache_hit when turn 2 lands on it); gone with
+  --max-running-requests 1, where every prefill step holds one request.
+- `graph-stale-tail` (--arch mamba, while CUDA graphs are on): a decode save keeps the SSM state
+  of its step but the conv state of the step before (a captured graph's static buffer read
+  before its tail was written; SGLang #24221 is the same race on the chunked-prefill path).
+  Visible where a hit restores a decode save (decode_cache_hit when decoding crossed the track
+  interval); gone with --disable-cuda-graph.
+- `checkpoint-off-by-one` (--arch mamba): every save, prefill and decode, holds the state one
+  token before the position it is saved as (PR #31369: the track boundary recorded against a
+  seqlen the tracked state does not correspond to). Visible in every hit on a checkpoint.
+- `swa-early-evict` (--arch swa): a decoding request's window layer loses the page its window
+  starts in (the oldest in-window page freed one page early): a decode step at position p
+  reads the keys from ((p + 1 - W) // page + 1) * page on, once p + 1 > W. Prefill is exact, so
+  every helper diverges from the first token decoded past the window.
+- `decode-track-slot` (shaped like SGLang PR #29792: under overlap scheduling the decode-side
+  track save ran for the wrong batch and took the wrong slot). Trigger, exactly: a request
+  whose prefix hit h (its cached_tokens) is > 0 and for which h or its prompt length is not a
+  multiple of G (G = the track grid lcm(max(mamba chunk, page), --mamba-track-interval) on
+  --arch mamba; the page size on --arch llama and swa, so page 1 never triggers). Such a
+  request's decode-side saves are wrong: on mamba each decode save holds the request's previous
+  save (the other ping-pong slot: its prefill checkpoint, or the state before the step when it
+  had none); on llama/swa the KV it caches when it finishes has, at the first slot of every page
+  wholly written by its decode, the KV of the slot before. Its own tokens and logprobs are
+  right; only a later request that restores those saves diverges. The single-turn helpers never
+  restore the saves of a request that itself hit (prefill_cache_hit's and decode_cache_hit's
+  hit requests are followed by a flush), so they stay bit-exact; a multi-turn run shows it in
+  every turn whose hit restores the saves of a turn that had itself started from a hit (turn 3
+  on, and turn 2 of a branch whose turn 1 hit the shared prefix).
 """
 
 from __future__ import annotations
@@ -50,6 +85,11 @@ FAULTS = (
     "chunk-boundary",
     "batch-switch:N",
     "evict-under-pressure",
+    "batch-state-offset",
+    "graph-stale-tail",
+    "checkpoint-off-by-one",
+    "swa-early-evict",
+    "decode-track-slot",
 )
 # faults that take a number after a colon, and its default when none is given
 _ARGUMENT = {"kv-corrupt-after": 64, "batch-switch": 8}

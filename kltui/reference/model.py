@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -190,6 +191,11 @@ class Segment:
     the last `window` positions (used only by the planted window-evict fault). `floor`, when
     set, hides the keys below it (the planted chunk-boundary fault: a chunk that lost the state
     of the chunks before it).
+
+    The stateful archs add: `state`, the request's recurrent state (reference/mamba.py),
+    advanced in place; `snap_at`, sequence lengths whose state to save (length -> the length
+    it is saved as) into `snaps`; `evict_page`, when set, the planted swa-early-evict fault: a
+    decode row on a window layer loses the page its window starts in.
     """
 
     kv: torch.Tensor
@@ -197,6 +203,10 @@ class Segment:
     count: int
     window: int | None = None
     floor: int = 0
+    state: Any = None
+    snap_at: dict[int, int] = field(default_factory=dict)
+    snaps: dict[int, Any] = field(default_factory=dict)
+    evict_page: int = 0
 
 
 class LlamaForCausalLM(nn.Module):
@@ -210,6 +220,9 @@ class LlamaForCausalLM(nn.Module):
         self.register_buffer("rope_sin", sin, persistent=False)
         self.scaling = cfg.head_dim**-0.5
         self.group = cfg.num_attention_heads // cfg.num_key_value_heads
+        # --arch swa: the sliding window of each attention layer (None: full attention)
+        self.layer_windows: list[int | None] = [None] * cfg.num_hidden_layers
+        self.recurrent: nn.Module | None = None  # --arch mamba: reference/mamba.py's block
 
     # ---- the pieces every path shares ----
 
@@ -255,6 +268,42 @@ class LlamaForCausalLM(nn.Module):
         probs = torch.softmax(scores, dim=-1)
         return torch.matmul(probs, v).transpose(0, 1).reshape(count, -1)
 
+    def _window(self, s: Segment, li: int) -> int | None:
+        """The window of layer li for segment s: the layer's own (--arch swa) and the planted
+        window-evict fault's, whichever is narrower."""
+        own = self.layer_windows[li]
+        if s.window is None or own is None:
+            return own if s.window is None else s.window
+        return min(own, s.window)
+
+    def _lo(self, s: Segment, li: int, pos: int) -> int:
+        """The first key position a query at pos reads on layer li."""
+        window = self._window(s, li)
+        lo = 0 if window is None else max(0, pos + 1 - window)
+        if s.evict_page and self.layer_windows[li] is not None and lo > 0 and s.count == 1:
+            # swa-early-evict: the page holding the window's first key was freed already
+            lo = min(pos, (lo // s.evict_page + 1) * s.evict_page)
+        return max(lo, s.floor)
+
+    def _recur_batched(self, x: torch.Tensor, segments: Sequence[Segment]) -> torch.Tensor:
+        if self.recurrent is None:
+            return x
+        outs, row = [], 0
+        for s in segments:
+            y, snaps = self.recurrent.batched(x[row : row + s.count], s.state, s.snap_at, s.start)
+            s.snaps.update(snaps)
+            outs.append(y)
+            row += s.count
+        return torch.cat(outs)
+
+    def _recur_rows(self, rows: list[torch.Tensor], where: list[tuple[Segment, int]]) -> None:
+        if self.recurrent is None:
+            return
+        for i, (s, pos) in enumerate(where):
+            rows[i] = self.recurrent.row(rows[i], s.state)
+            if pos + 1 in s.snap_at:
+                s.snaps[s.snap_at[pos + 1]] = s.state.clone()
+
     # ---- training / reference: one full causal sequence per batch row ----
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
@@ -291,7 +340,7 @@ class LlamaForCausalLM(nn.Module):
         """
         positions = torch.cat([torch.arange(s.start, s.start + s.count) for s in segments])
         cos, sin = self.rope_cos[positions], self.rope_sin[positions]
-        x = self.model.embed_tokens(token_ids)
+        x = self._recur_batched(self.model.embed_tokens(token_ids), segments)
         for li, layer in enumerate(self.model.layers):
             q, k, v = self._qkv(layer, x, cos, sin)
             outs, row = [], 0
@@ -299,15 +348,15 @@ class LlamaForCausalLM(nn.Module):
                 end = s.start + s.count
                 s.kv[li, 0, s.start : end] = k[row : row + s.count]
                 s.kv[li, 1, s.start : end] = v[row : row + s.count]
-                lo = max(0, end - s.window) if s.window is not None and s.count == 1 else 0
-                lo = max(lo, s.floor)
+                window = self._window(s, li)
+                lo = self._lo(s, li, end - 1) if s.count == 1 else s.floor
                 outs.append(
                     self._attend(
                         q[row : row + s.count].transpose(0, 1),
                         s.kv[li, 0, lo:end].transpose(0, 1),
                         s.kv[li, 1, lo:end].transpose(0, 1),
                         s.start,
-                        s.window,
+                        window,
                     )
                 )
                 row += s.count
@@ -331,6 +380,7 @@ class LlamaForCausalLM(nn.Module):
             for j in range(s.count):
                 rows.append(self.model.embed_tokens.weight[ids[len(where)]].clone()[None, :])
                 where.append((s, s.start + j))
+        self._recur_rows(rows, where)
         for li, layer in enumerate(self.model.layers):
             for i, (s, pos) in enumerate(where):
                 cos = self.rope_cos[pos : pos + 1].clone()
@@ -338,8 +388,7 @@ class LlamaForCausalLM(nn.Module):
                 q, k, v = self._qkv(layer, rows[i], cos, sin)
                 s.kv[li, 0, pos] = k[0]
                 s.kv[li, 1, pos] = v[0]
-                lo = 0 if s.window is None else max(0, pos + 1 - s.window)
-                lo = max(lo, s.floor)
+                lo = self._lo(s, li, pos)
                 attended = self._attend(
                     q.transpose(0, 1).contiguous(),
                     s.kv[li, 0, lo : pos + 1].transpose(0, 1).contiguous(),

@@ -5,6 +5,7 @@ with what its info endpoints report (/server_info, /get_loads, /metrics, /model_
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from dataclasses import dataclass
@@ -14,9 +15,12 @@ from pathlib import Path
 import torch
 
 from kltui.reference import CHECKPOINT_DIR
+from kltui.reference.arch import Arch, remove_folder
 from kltui.reference.cache import RadixCache
+from kltui.reference.checkpoints import StateKeeper
 from kltui.reference.engine import Engine, GenRequest, Sampling
 from kltui.reference.faults import Fault
+from kltui.reference.mamba import RecurrentBlock
 from kltui.reference.model import LlamaForCausalLM, dtype_name, load_model
 from kltui.reference.responses import Renderer
 from kltui.reference.scheduler import Scheduler
@@ -51,6 +55,7 @@ class ServerSettings:
     retract_interval: int | None = None
     # the planted fault stays dormant until the N-th flush (0: from the start)
     fault_after_flushes: int = 0
+    arch: Arch = Arch()
 
 
 class ReferenceState:
@@ -65,6 +70,9 @@ class ReferenceState:
         )
         torch.manual_seed(self.random_seed)
         self.model: LlamaForCausalLM = load_model(settings.checkpoint, settings.dtype)
+        self.arch = dataclasses.replace(settings.arch, page_size=settings.page_size)
+        self._build_arch()
+        self.served = settings.arch.served_folder(Path(settings.checkpoint).resolve())
         self.tokenizer = TextTokenizer(settings.checkpoint)
         cfg = self.model.config
         self.context_length = cfg.max_position_embeddings
@@ -92,6 +100,7 @@ class ReferenceState:
             decode_tail=lambda ids: self.tokenizer.decode(ids, True),
             random_seed=self.random_seed,
             chunked_prefill_size=settings.chunked_prefill_size,
+            keeper=StateKeeper(self.arch, fault),
         )
         self.scheduler = Scheduler(
             self.engine,
@@ -105,6 +114,21 @@ class ReferenceState:
             with_text=not settings.skip_tokenizer_init,
         )
         self.startup_time = time.time()
+
+    def _build_arch(self) -> None:
+        """--arch mamba: the recurrent block (seeded weights); --arch swa: layer windows."""
+        n = self.model.config.num_hidden_layers
+        if self.arch.swa:
+            self.model.layer_windows = self.arch.layer_windows(n)
+        if self.arch.mamba:
+            cfg = self.model.config
+            block = RecurrentBlock(cfg.hidden_size, cfg.rms_norm_eps)
+            block.init_weights()
+            self.model.recurrent = block.to(self.model.lm_head.weight.dtype).eval()
+
+    def close(self) -> None:
+        """Remove the served config folder of a stateful arch."""
+        remove_folder(self.served, Path(self.checkpoint))
 
     def warm_up(self) -> None:
         """One tiny generate outside the cache, so the first real request pays no lazy init."""
@@ -123,6 +147,7 @@ class ReferenceState:
         self.flushes += 1
         if self.flushes == self.settings.fault_after_flushes:
             self.engine.fault = self.planted
+            self.engine.keeper.fault = self.planted
             self.cache.partial_evict = self.planted.partial_evict
 
     def server_info(self) -> dict:
@@ -131,9 +156,10 @@ class ReferenceState:
         cfg = self.model.config
         kv_bytes_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4
         weight_bytes = sum(p.numel() for p in self.model.parameters()) * 4
+        served = str(self.served)
         return {
-            "model_path": self.checkpoint,
-            "tokenizer_path": self.checkpoint,
+            "model_path": served,
+            "tokenizer_path": served,
             "tokenizer_mode": "auto",
             "skip_tokenizer_init": s.skip_tokenizer_init,
             "load_format": "auto",
@@ -142,7 +168,7 @@ class ReferenceState:
             "kv_cache_dtype": "auto",
             "context_length": self.context_length,
             "device": "cpu",
-            "served_model_name": self.checkpoint,
+            "served_model_name": served,
             "is_embedding": False,
             "host": s.host,
             "port": s.port,
@@ -163,7 +189,7 @@ class ReferenceState:
             "sampling_backend": "pytorch",
             "disable_radix_cache": s.disable_radix_cache,
             "enable_deterministic_inference": s.deterministic,
-            "disable_cuda_graph": True,
+            **self.arch.server_info(),
             "disable_overlap_schedule": True,
             "speculative_algorithm": None,
             "enable_cache_report": False,
@@ -179,6 +205,7 @@ class ReferenceState:
             "kltui_fault": s.fault,
             "kltui_fault_window": s.fault_window if s.fault == "window-evict" else None,
             "kltui_checkpoint": Path(self.checkpoint).name,
+            "kltui_arch": self.arch.name,
             "internal_states": [
                 {
                     "last_gen_throughput": self.scheduler.stats.throughput(),
@@ -240,17 +267,18 @@ class ReferenceState:
         return "\n".join(out) + "\n"
 
     def model_info(self) -> dict:
+        served_cfg = self.arch.config({"num_hidden_layers": self.model.config.num_hidden_layers})
         return {
-            "model_path": self.checkpoint,
-            "tokenizer_path": self.checkpoint,
+            "model_path": str(self.served),
+            "tokenizer_path": str(self.served),
             "is_generation": True,
             "preferred_sampling_params": None,
             "weight_version": "default",
             "has_image_understanding": False,
             "has_audio_understanding": False,
-            "model_type": "llama",
-            "architectures": ["LlamaForCausalLM"],
-            "served_model_name": self.checkpoint,
+            "model_type": served_cfg.get("model_type", "llama"),
+            "architectures": served_cfg.get("architectures", ["LlamaForCausalLM"]),
+            "served_model_name": str(self.served),
             "load_format": "auto",
             "reasoning_parser": None,
             "tool_call_parser": None,
