@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kltui.reference import fault_track_slot
 from kltui.reference.cache import RadixCache
 from kltui.reference.faults import STALE_MIN_SHARED, Fault, fp8_like
 from kltui.reference.model import LlamaForCausalLM, Segment, log_softmax_rows
@@ -120,6 +121,8 @@ class Active:
         # prefill recomputes it for seq[:-1], emitting nothing, as SGLang re-prefills a
         # retracted request's prompt and output so far
         self.resume = False
+        # decode-track-slot: the first decode step's save goes to the wrong slot
+        self.misplaced_save = False
 
     def prefill_ids(self) -> list[int]:
         """The ids whose KV the next prefill computes."""
@@ -247,6 +250,10 @@ class Engine:
         logits, logprobs = self._logits(self._forward(tokens, segments, len(batch)), len(batch))
         for a, kv, pos in damaged:
             a.kv[:, :, pos] = kv[:, :, pos]
+        for a in batch:
+            if a.misplaced_save:  # decode-track-slot fires once, on the first decoded token
+                a.misplaced_save = False
+                fault_track_slot.misplace_first_save(a.kv, len(a.seq) - 1)
         out = []
         for i, a in enumerate(batch):
             progress = Progress()
@@ -290,6 +297,10 @@ class Engine:
         a.prefix_len = match.length
         self.fault.corrupt_restored(a.kv, match.length)
         a.window = self.fault.attention_window(bool(match.decode_written.any()))
+        interval = self.fault.track_interval()
+        a.misplaced_save = interval is not None and fault_track_slot.fires(
+            self.cache.page_size, interval, match.length, match.decode_written
+        )
 
     def _input_logprobs(self, a: Active, info: PrefillInfo, rows: torch.Tensor) -> None:
         """Entry k scores input_ids[start + k] from row start + k - 1; entry 0 has no row."""

@@ -31,12 +31,19 @@ server, whose helpers flush between phases and send batches smaller than every b
   its first half and frees the rest, but the node still answers matches for its whole length:
   a prefix restored after the partial eviction reads freed (zeroed) KV. A quiet helper never
   fills the pool.
+
+One fault only a multi-turn run finds (issue 58), shaped like SGLang #29792:
+- `decode-track-slot:T`: under --page-size > 1, a request whose radix hit restores two decode
+  runs and ends off the track interval T saves its first decoded token's KV in the wrong slot
+  (reference/fault_track_slot.py says exactly when and what).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from kltui.reference.fault_track_slot import DEFAULT_TRACK_INTERVAL, NAME
 
 if TYPE_CHECKING:  # the CLI imports this module before torch is needed
     import torch
@@ -50,9 +57,10 @@ FAULTS = (
     "chunk-boundary",
     "batch-switch:N",
     "evict-under-pressure",
+    "decode-track-slot:T",
 )
 # faults that take a number after a colon, and its default when none is given
-_ARGUMENT = {"kv-corrupt-after": 64, "batch-switch": 8}
+_ARGUMENT = {"kv-corrupt-after": 64, "batch-switch": 8, NAME: DEFAULT_TRACK_INTERVAL}
 NAMES = tuple(f.split(":")[0] for f in FAULTS)
 STALE_PERIOD, STALE_PHASE = 8, 3
 STALE_MIN_SHARED = 8
@@ -112,7 +120,7 @@ class Fault:
 
     @property
     def arg(self) -> int | None:
-        """The N of kv-corrupt-after:N and batch-switch:N."""
+        """The N of kv-corrupt-after:N and batch-switch:N, the T of decode-track-slot:T."""
         return parse_fault(self.name)[1]
 
     def corrupt_restored(self, kv: torch.Tensor, length: int) -> None:
@@ -147,3 +155,7 @@ class Fault:
     @property
     def partial_evict(self) -> bool:
         return self.kind == "evict-under-pressure"
+
+    def track_interval(self) -> int | None:
+        """The track interval of decode-track-slot:T (None: another fault)."""
+        return self.arg if self.kind == NAME else None
