@@ -16,8 +16,9 @@ Effect: the decode-side KV save of the first decoded token (the token the prefil
 position p = len(input ids)) writes the slot of position p - 1, and slot p keeps nothing
 (zeros). That step's own logprob is right (its attention ran on the KV it had just computed);
 every later decode step of the request reads a wrong slot p - 1 and an empty slot p, so its
-output logprobs diverge from the second decoded token on, while a fresh prefill of the same
-ids (the helpers' replay) is right. The request's cache insert at its end keeps the wrong slots.
+output logprobs diverge from generated position 2 on (position 0 was sampled by the prefill,
+position 1 by the step that saved in the wrong slot), while a fresh prefill of the same ids
+(the helpers' replay) is right. The request's cache insert at its end keeps the wrong slots.
 """
 
 from __future__ import annotations
