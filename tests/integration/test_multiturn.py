@@ -83,3 +83,30 @@ async def test_the_track_slot_fault_shows_only_in_multiturn(reference_servers, t
     (d,) = res["diagnosis"]
     assert d["condition"] == 2, d
     assert "g0b0 turn 2" in text and "g1b3 turn 2" in text
+
+
+async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_path, prompts):
+    """The recording replays into the same reading; Markdown, HTML and JUnit name the turns."""
+    import xml.etree.ElementTree as ET
+
+    from kltui.cli.report import load_store
+    from kltui.outputs.reports.common import json_report
+    from kltui.outputs.reports.html import html_report
+    from kltui.outputs.reports.junit import junit_report
+    from kltui.outputs.reports.md import md_report
+
+    url = reference_servers.url(deterministic=True, page_size=4, fault="decode-track-slot")
+    rc, res, _ = await check_run(
+        url, tmp_path, helpers=["multiturn"], prompts=prompts, samples=24, **SMALL
+    )
+    store, origin = load_store(str(tmp_path / "r.jsonl"))
+    replayed = json_report(store)["helpers"]["multiturn"]["multiturn"]
+    assert replayed == res["helpers"]["multiturn"]["multiturn"]  # recorded, read back the same
+    md = md_report(store, origin)
+    assert "#### multiturn on" in md and "| g1b3 turn 2 | 152 |" in md
+    assert "g0b0 turn 2 (from position 2)" in html_report(store, origin)
+    root = ET.fromstring(junit_report(store, origin).encode("utf-8"))
+    (case,) = [c for c in root.iter("testcase") if c.get("name", "").startswith("multiturn[")]
+    (failure,) = case.findall("failure")
+    assert "g0b0 turn 2" in failure.get("message", "")
+    assert "the divergence follows where the hit ends" in (failure.text or "")
