@@ -22,8 +22,9 @@ class Helper:
     """One helper as data: what it gates on, what it compares, how it runs, its role."""
 
     name: str
-    # ThresholdEntry field gating avg_kl_div (SGLang's kl_div, kl_div_prefill, kl_div_decode;
-    # an entry without it falls back to kl_div, as SGLang's `or` does)
+    # ThresholdEntry field gating avg_kl_div (SGLang's kl_div, kl_div_prefill, kl_div_decode,
+    # and kl_div_multiturn, the kit's kl_threshold; an entry without it falls back to kl_div,
+    # as SGLang's `or` does)
     threshold_field: str
     # what side B of "A vs B" is: the same request decoded, or another engine
     side_b: str
@@ -93,6 +94,16 @@ HELPERS: dict[str, Helper] = {
             "mamba state or decode-side KV layout)",
             start="kltui.helpers.cache_hit:decode_cache_hit",
             turns=2,
+            cache_path="decode",
+        ),
+        Helper(
+            "multiturn",
+            threshold_field="kl_div_multiturn",
+            side_b="decode",
+            path="multi-turn reuse over competing branches (interleaved radix hits at many "
+            "history lengths: the decode-side save past a page or track boundary)",
+            start="kltui.helpers.multiturn:multiturn",
+            default=False,
             cache_path="decode",
         ),
         Helper(

@@ -13,6 +13,7 @@ from kltui.cli.run_config import build_config as build_config
 from kltui.cli.run_config import record_path as record_path
 from kltui.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.run.settings import SETTINGS
+from kltui.run.settings_multiturn import MULTITURN_SETTINGS
 
 SUBCOMMANDS = (
     "tui", "check", "ablate", "monitor", "demo", "replay", "runs", "report", "serve-reference", "web", "dumps",
@@ -52,6 +53,7 @@ INPUT_SETTINGS = (
 GATE_SETTINGS = ("preset", "tail_threshold", "top_k", "extras", "hit_rule")
 REQUEST_SETTINGS = ("stream_interval", "flush_timeout", "request_timeout", "api_key")
 STRESS_SETTINGS = ("stress", "batch_sizes")  # issue 32: state bugs that need load
+MULTITURN_OPTIONS = tuple(MULTITURN_SETTINGS)  # issue 58: the multiturn helper's shape
 
 
 def add_settings(
@@ -87,6 +89,7 @@ def add_run_options(
     p.add_argument("--no-record", action="store_true", help="do not record this run")
     p.add_argument("--json", metavar="FILE", help="write the JSON result")
     add_settings(p, STRESS_SETTINGS, sizes)
+    add_settings(p.add_argument_group("multiturn"), MULTITURN_OPTIONS, sizes)
 
 
 def days_arg(s: str) -> float:

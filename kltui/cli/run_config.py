@@ -128,6 +128,25 @@ def _batch_sizes(args: argparse.Namespace, cfg: RunConfig) -> None:
         cfg.batch_sizes = sorted(set(sizes))
 
 
+def _multiturn_suffixes(args: argparse.Namespace, cfg: RunConfig) -> None:
+    spec = getattr(args, "multiturn_turn_suffixes", None)
+    if spec is not None:
+        try:
+            lengths = [int(x) for x in spec.split(",") if x.strip()]
+        except ValueError:
+            lengths = []
+        if not lengths or any(n < 1 for n in lengths):
+            raise UsageError(
+                f"--multiturn-turn-suffixes {spec!r}: give positive token counts like 512,256"
+            )
+        cfg.multiturn_turn_suffixes = lengths
+
+
+def _multiturn_interleave(args: argparse.Namespace, cfg: RunConfig) -> None:
+    if getattr(args, "multiturn_no_interleave", False):
+        cfg.multiturn_interleave = False
+
+
 # the flags that are not copied as they are, by the field they set, in the order they apply
 # (--theme is the dashboard's own: only a config file's theme is recorded)
 HOOKS: dict[str, Callable[[argparse.Namespace, RunConfig], None]] = {
@@ -140,6 +159,8 @@ HOOKS: dict[str, Callable[[argparse.Namespace, RunConfig], None]] = {
     "stream": _stream,
     "router": _router,
     "batch_sizes": _batch_sizes,
+    "multiturn_turn_suffixes": _multiturn_suffixes,
+    "multiturn_interleave": _multiturn_interleave,
 }
 
 

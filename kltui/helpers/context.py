@@ -13,6 +13,7 @@ from kltui.engines.geometry import StateGeometry
 from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
 from kltui.metrics.hit_rules import HitRule
+from kltui.helpers.multiturn_plan import MultiturnShape
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import ThresholdSource
 from kltui.registry import DEFAULT_MAX_NEW_TOKENS
@@ -96,6 +97,10 @@ class HelperContext:
     reference: ReferencePlan | None = None
     # side A's engine when it is not `client` (hf_reference's vLLM row): the events' server
     server_url: str | None = None
+    # multiturn: the kit's shape, and the sampling_seed its decode-side requests send (None:
+    # none sent, as by every other helper)
+    multiturn: MultiturnShape = field(default_factory=MultiturnShape)
+    sampling_seed: int | None = None
 
     @property
     def server_tokenizes(self) -> bool:
@@ -120,5 +125,6 @@ class HelperContext:
             temperature=self.temperature,
             max_new_tokens=max_new_tokens,
             ignore_eos=True,
+            sampling_seed=self.sampling_seed if max_new_tokens > 0 else None,
             stream_interval=self.stream_interval if streamed else None,
         )

@@ -76,6 +76,8 @@ class Run:
         # prompt_tokens): an answer swapped between prompts cannot be told from a divergence
         self.unverified: set[int] = set()
         self.extra: dict = {}
+        # samples of the helper when they are not its prompts (multiturn: one per turn)
+        self.n_samples: int | None = None
         # sample -> the ids side A replayed (prompt + generated), for the extras pass
         self.scored_inputs: dict[int, np.ndarray] = {}
 
@@ -85,12 +87,16 @@ class Run:
         return HelperStarted(
             self.helper,
             self.ctx.server,
-            len(self.ctx.prompts),
+            self.samples(),
             self.ctx.threshold,
             self.ctx.tail_threshold,
             settings,
             threshold_source=src.to_dict() if src is not None else None,
         )
+
+    def samples(self) -> int:
+        """How many samples the helper scores (its prompts unless it says otherwise)."""
+        return len(self.ctx.prompts) if self.n_samples is None else self.n_samples
 
     def enter(self, phase: str) -> PhaseChanged:
         """Enter a phase; the event that says so."""
@@ -432,7 +438,7 @@ class Run:
     def finished(self, **extra) -> HelperFinished:
         """The HelperFinished event with the summary of everything scored."""
         summary = self.book.summary(
-            n_samples=len(self.ctx.prompts), n_skipped=self.skipped, threshold=self.ctx.threshold
+            n_samples=self.samples(), n_skipped=self.skipped, threshold=self.ctx.threshold
         )
         # the thresholds went down once, in HelperStarted (`started`); the store puts them back
         del summary["threshold"], summary["tail_threshold"]

@@ -20,6 +20,7 @@ from kltui.console import error_console, make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.summary import Summary
 from kltui.outputs.check_tables import print_cross, results_table, server_line
+from kltui.outputs.multiturn_console import print_multiturn
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import write_json
@@ -171,6 +172,7 @@ class HeadlessView:
                 figures = HelperView.of(st).figures
                 print_cross(self.console, figures)
         print_reference(self.console, self.store)
+        print_multiturn(self.console, self.store)
         diags = diagnose(self.store)
         for d in diags:
             if d.condition is None and not d.evidence:

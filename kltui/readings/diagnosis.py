@@ -39,6 +39,7 @@ from kltui.readings.limit import exact_limit
 from kltui.readings.path_test import judge
 from kltui.readings.verdict import Diagnosis, Verdicts
 from kltui.registry import baseline_path, cache_helpers, same_engine
+from kltui.registry import helper as registered
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 
@@ -60,6 +61,8 @@ def _coverage(
     why: dict[str, str] = {}
     for h in (baseline_path(), *cache_helpers()):
         st = states.get(h)
+        if st is None and not _default(h):  # an opt-in path (multiturn) is no missing one
+            continue
         reason = "did not run" if st is None else untested(st)
         if reason is not None:
             why[h] = reason
@@ -79,6 +82,11 @@ def _coverage(
                 why[h] = reason
                 notes.append(words.coverage_note(h, reason))
     return notes, why
+
+
+def _default(helper: str) -> bool:
+    spec = registered(helper)
+    return spec is not None and spec.default
 
 
 def _protocol_lines(states: dict[str, HelperState]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from kltui.helpers.multiturn_plan import MultiturnShape
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.readings.fleet_model import DEFAULT_FLEET_REQUIRE
 from kltui.registry import DEFAULT_HELPERS, DEFAULT_MAX_NEW_TOKENS
@@ -86,6 +87,32 @@ class RunConfig:
     # what counts as a cache hit: "engine" (a Mamba server's checkpoints, as SGLang's
     # kl_multiturn_utils counts them) or "kl_test_utils" (its rule on every server, for parity)
     hit_rule: str = "engine"
+    # multiturn (issue 58, run/settings_multiturn.py): unified_radix_cache_kit's shape
+    multiturn_groups: int = 3
+    multiturn_branches: int = 3
+    multiturn_prefix: int = 512
+    multiturn_branch_suffix: int = 256
+    multiturn_branch_step: int = 64
+    multiturn_turn_suffixes: list[int] = field(default_factory=lambda: [512, 256])
+    multiturn_interleave: bool = True
+    multiturn_replay_batch: int = 1
+    multiturn_temperature: float = 1.0
+    multiturn_sampling_seed: int = 42
+
+    def multiturn_shape(self) -> MultiturnShape:
+        """The multiturn helper's shape from these settings."""
+        return MultiturnShape(
+            groups=self.multiturn_groups,
+            branches=self.multiturn_branches,
+            prefix=self.multiturn_prefix,
+            branch_suffix=self.multiturn_branch_suffix,
+            branch_step=self.multiturn_branch_step,
+            turn_suffixes=tuple(self.multiturn_turn_suffixes),
+            interleave=self.multiturn_interleave,
+            replay_batch=self.multiturn_replay_batch,
+            temperature=float(self.multiturn_temperature),
+            sampling_seed=self.multiturn_sampling_seed,
+        )
 
     def server_api_key(self) -> str | None:
         """The SGLang servers' (and router's) key: --api-key, else KLTUI_API_KEY; never sent to

@@ -14,6 +14,7 @@ from kltui.run.config_ablate import read_ablate
 from kltui.run.config_nodes import ConfigError, check_helpers, check_type, known_keys, line
 from kltui.run.settings import SETTINGS
 from kltui.run.settings_model import YamlKey
+from kltui.run.settings_multiturn import LENGTHS_DESC, lengths_ok
 from kltui.run.thresholds import ThresholdEntry
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 Reader = Callable[[str, "RunConfig", Any, yaml.Node], None]
 _ENTRY_KEYS = set(ThresholdEntry.__dataclass_fields__)
 _FLEET = SETTINGS.yaml_section("fleet")
+_MULTITURN = SETTINGS.yaml_section("multiturn")
 
 
 def set_scalar(
@@ -132,6 +134,23 @@ def _check_entry_key(path: str, k: str, v: Any, v_node: yaml.Node) -> None:
             raise ConfigError(path, f"'{k}' must be a positive number", line(v_node))
 
 
+def read_multiturn(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
+    """`multiturn: {groups, branches, prefix, branch_suffix, branch_step, turn_suffixes,
+    interleave, replay_batch, temperature, sampling_seed}` (run/settings_multiturn.py)."""
+    if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
+        raise ConfigError(path, "'multiturn' must be a mapping like {groups: 3}", line(node))
+    for k, v_node in known_keys(path, node, {*_MULTITURN, "turn_suffixes"}, " in multiturn"):
+        if k == "turn_suffixes":
+            if not lengths_ok(value[k]):
+                raise ConfigError(
+                    path, f"'multiturn.turn_suffixes' must be {LENGTHS_DESC}", line(v_node)
+                )
+            cfg.multiturn_turn_suffixes = list(value[k])
+            continue
+        name, yk = _MULTITURN[k]
+        set_scalar(path, cfg, name, yk, value[k], v_node)
+
+
 def read_ablate_section(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
     """`ablate:` (run/config_ablate.py)."""
     cfg.ablate = read_ablate(path, value, node)
@@ -147,4 +166,5 @@ READERS: dict[str, Reader] = {
     "baseline": read_baselines,
     "fleet": read_fleet,
     "ablate": read_ablate_section,
+    "multiturn": read_multiturn,
 }

@@ -474,4 +474,5 @@ def helper_context(
         tokenizer=tok,
         comma_ids=np.asarray(cfg.separator_ids, dtype=np.int64) if cfg.separator_ids else None,
         comma_source="--separator-ids" if cfg.separator_ids else "",
+        multiturn=cfg.multiturn_shape(),
     )

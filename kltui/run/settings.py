@@ -22,6 +22,7 @@ from kltui.run.settings_model import (
     ref,
 )
 from kltui.run.settings_state import STATE_SETTINGS
+from kltui.run.settings_multiturn import MULTITURN_SETTINGS
 from kltui.run.stress_levels import LEVELS
 
 STRESS_LEVELS = tuple(LEVELS)  # --stress (run/stress_levels.py)
@@ -475,6 +476,7 @@ SETTINGS = SettingTable(
         ),
         "ablate": Setting(None, YamlKey("ablate")),  # how a sweep is laid out (config_ablate.py)
         **STATE_SETTINGS,
+        **MULTITURN_SETTINGS,
     },
     # not a field: whether a key is used (--api-key or KLTUI_API_KEY), recorded in its stead
     record_also={"api_key_set": nullable("boolean")},

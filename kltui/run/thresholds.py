@@ -19,6 +19,8 @@ class ThresholdEntry:
     kl_div: float | None = None
     kl_div_prefill: float | None = None
     kl_div_decode: float | None = None
+    # multiturn's gate (unified_radix_cache_kit's kl_threshold), else kl_div
+    kl_div_multiturn: float | None = None
     tail_threshold: float | None = None
 
     def matches(self, model: str | None, tp: int | None) -> bool:

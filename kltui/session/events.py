@@ -86,6 +86,13 @@ class SampleScored:
     # Positions where side A's server reported another token id than the one scored there,
     # as [[position, reported_id], ...] (a server quirk, see engines/idcheck.py); still scored
     id_mismatch: list | None = None
+    # multiturn: where the sample sits (its conversation's group and branch, and the turn) and
+    # the cached_tokens its turn was held to (metrics/turn_hits.HitExpectation.to_dict()); None
+    # for every other helper and in older recordings (a reader that predates them ignores them)
+    group: int | None = None
+    branch: int | None = None
+    turn: int | None = None
+    hit_expected: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)

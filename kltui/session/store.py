@@ -34,6 +34,7 @@ from kltui.session.events import (
     StressTick,
     TokensDecoded,
 )
+from kltui.session.turns import TurnPlace
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,8 @@ class HelperState:
     skipped_tokens: dict[int, tuple[int, int]] = field(default_factory=dict)
     summary: Summary | None = None
     book: ScoreBook = field(default_factory=ScoreBook)
+    # multiturn: sample -> its place in the branch tree and its hit (session/turns.py)
+    places: dict[int, TurnPlace] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -251,6 +254,8 @@ class SessionStore:
         st = self._state(event.helper, event.server)
         add_scored(st.book, event)
         st.decoded_ids.pop(event.sample, None)
+        if (place := TurnPlace.of(event)) is not None:
+            st.places[event.sample] = place
         if event.texts:
             self.token_text.update(
                 (i, t)

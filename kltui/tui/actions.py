@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from textual.worker import Worker, WorkerState
 
 from kltui.errors import session_exit
+from kltui.outputs.reports.multiturn_json import reading_of
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
@@ -23,6 +24,7 @@ from kltui.session.store import HelperState
 from kltui.tui.bindings import binding_groups
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.host import DashboardHost
+from kltui.tui.screens.branches import BranchTree
 from kltui.tui.screens.compare import CompareScreen
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.drilldown import DrillDown
@@ -39,7 +41,15 @@ class DashboardActions(DashboardHost):
     """What the dashboard's keys do (a mixin of KltuiApp; its host's part: DashboardHost)."""
 
     DASHBOARD_ONLY = frozenset(
-        {"cycle_helper", "first_divergence", "rerun", "problems", "diagnosis", "compare"}
+        {
+            "cycle_helper",
+            "first_divergence",
+            "rerun",
+            "problems",
+            "diagnosis",
+            "compare",
+            "branches",
+        }
     )
 
     # what a reviewer of a served dashboard (`kltui web --read-only`) must not do
@@ -212,6 +222,27 @@ class DashboardActions(DashboardHost):
         """Show the diagnosis screen."""
         diags = diagnose(self.store) if self.store is not None and self.store.helpers else []
         self.push_screen(DiagnosisScreen(diags))
+
+    def action_branches(self) -> None:
+        """The multiturn branch tree of the selected helper (else of the first multiturn one);
+        Enter on a turn opens its drill-down."""
+        st = self.selected_state()
+        if self.store is not None and (st is None or not st.places):
+            st = next((s for s in self.store.helpers.values() if s.places), None)
+            if st is not None:
+                self.select_helper(st.key)
+        reading = reading_of(self.store, st) if self.store is not None and st else None
+        if st is None or reading is None:
+            self.last_message = "no multiturn turns in this run (--helpers multiturn)"
+            self.notify(self.last_message, timeout=3)
+            return
+        palette = self.query_one(Heatmap).palette
+
+        def opened(sample: int | None) -> None:
+            if sample is not None:
+                self.open_sample(sample)
+
+        self.push_screen(BranchTree(st, reading, palette), opened)
 
     def action_compare(self) -> None:
         """Show the fleet of a --router run, or the server-vs-server comparison (or say there

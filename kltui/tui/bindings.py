@@ -42,6 +42,8 @@ DASHBOARD_BINDINGS: list[BindingType] = [
     Binding("r", "rerun", "Re-run", id="app.rerun"),
     Binding("s", "save_svg", "Screenshot", id="app.screenshot"),
     Binding("d", "diagnosis", "Diagnosis", show=False, id="app.diagnosis"),
+    # the multiturn helper's branch tree (group > branch > turn)
+    Binding("t", "branches", "Turns (multiturn)", show=False, id="app.branches"),
     Binding(
         "c", "compare", "Compare servers (a fleet: its replicas)", show=False, id="app.compare"
     ),

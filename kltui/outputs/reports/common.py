@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kltui import __version__, fmt
 from kltui.metrics.summary import Summary
+from kltui.outputs.reports.multiturn_json import multiturn_entry, reading_of
 from kltui.readings.batch_probe import probe_json
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
@@ -319,6 +320,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
         entry.update(dict.fromkeys(CROSS_FIELDS))
         entry.update(dict.fromkeys(CROSS_OBJECTS))
         entry["reference"] = None
+        entry["multiturn"] = multiturn_entry(reading_of(store, st))
         v = HelperView.of(st)
         if v.finished:
             # the JSON copies what the helper reported, key for key

@@ -23,6 +23,7 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
+from kltui.outputs.reports.multiturn_section import multiturn_details, multiturn_failure
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
@@ -70,6 +71,7 @@ def details(st: HelperState) -> str:
         f"first divergence {fmt.position(s.first_divergence)}",
     ]
     lines += [f"{label} {value}" for label, value in cross_rows(s)]
+    lines += multiturn_details(st)
     return "\n".join(lines)
 
 
@@ -86,7 +88,8 @@ def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> st
     v = HelperView.of(st)
     status, s = v.result, v.summary
     if status == "fail":
-        _sub(case, "failure", details(st), message=failure_message(s), type="threshold")
+        message = failure_message(s) + multiturn_failure(st)
+        _sub(case, "failure", details(st), message=message, type="threshold")
         return "failures"
     if status in ("error", "invalid"):
         msg = s.error or f"helper stopped in phase {st.phase}"

@@ -24,6 +24,7 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
+from kltui.outputs.reports.multiturn_section import multiturn_markdown
 from kltui.outputs.reports.reference_section import reference_markdown
 from kltui.outputs.reports.rl_section import rl_markdown
 from kltui.readings.compare import describe_first
@@ -182,6 +183,7 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
             lines.append(f"- **{name}** {shown}")
             lines += config_md(config_table(st.summary))
     lines += reference_markdown(store)
+    lines += multiturn_markdown(store)
     for d in diagnose(store):
         lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
         if d.next_step:

@@ -52,7 +52,7 @@ def _yaml(key: str, value: str) -> str:
     if "." not in key:
         return f"{key}: {value}\n"
     top, inner = key.split(".", 1)
-    router = "" if inner == "router" else "  router: 'h:1'\n"
+    router = "" if top != "fleet" or inner == "router" else "  router: 'h:1'\n"
     return f"{top}:\n{router}  {inner}: {value}\n"
 
 

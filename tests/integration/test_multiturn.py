@@ -1,0 +1,112 @@
+"""`kltui check --helpers multiturn` against the reference server (issue 58): exact with every
+hit as SGLang asserts it on a deterministic server; on the decode-track-slot fault (SGLang
+#29792's shape) it fails and names the turns, while the three single-turn helpers pass on the
+same server."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from tests.integration.checkrun import check_run
+
+# small shapes for CI (the defaults stay the kit's): 2 groups x 4 branches, 3 turns
+SMALL = dict(
+    multiturn_groups=2,
+    multiturn_branches=4,
+    multiturn_prefix=64,
+    multiturn_branch_suffix=16,
+    multiturn_branch_step=4,
+    multiturn_turn_suffixes=[32, 16],
+    max_new_tokens=16,
+)
+# turn 2's hit is floor((64 + 4b + 79) / 4) * 4: 140, 144, 148, 152 for branches 0 to 3; the
+# fault fires where it ends off the 16-token track interval, on every branch but 1
+DIRTY = {(g, b, 2) for g in (0, 1) for b in (0, 2, 3)}
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    """24 prompts of 80 ids: the groups take their prefixes from the first two; the single-turn
+    helpers score all 24, enough for the diagnosis to tell a state bug from noise."""
+    rng = random.Random(7)
+    path = tmp_path / "ids.json"
+    path.write_text(json.dumps([[rng.randint(2, 1000) for _ in range(80)] for _ in range(24)]))
+    return str(path)
+
+
+def turns(h: dict) -> dict[tuple[int, int, int], dict]:
+    return {(t["group"], t["branch"], t["turn"]): t for t in h["multiturn"]["turns"]}
+
+
+async def test_multiturn_is_exact_with_every_hit_as_asserted(reference_servers, tmp_path, prompts):
+    url = reference_servers.url(deterministic=True, page_size=4)
+    rc, res, text = await check_run(
+        url, tmp_path, helpers=["multiturn"], prompts=prompts, samples=24, **SMALL
+    )
+    assert rc == 0, text
+    h = res["helpers"]["multiturn"]
+    assert (h["status"], h["avg_kl_div"], h["scored"], h["hits"]) == ("pass", 0.0, 24, 24)
+    rows = turns(h)
+    assert len(rows) == 24
+    assert all(r["hit_ok"] for r in rows.values())
+    assert rows[(0, 0, 0)]["cached_tokens"] == 64  # turn 0: exactly the warmed prefix
+    assert rows[(0, 0, 2)]["cached_tokens"] == 140 and 140 in rows[(0, 0, 2)]["expected"]
+    assert h["multiturn"]["divergent"] == []
+    assert "multiturn" in text
+
+
+async def test_the_track_slot_fault_shows_only_in_multiturn(reference_servers, tmp_path, prompts):
+    url = reference_servers.url(deterministic=True, page_size=4, fault="decode-track-slot")
+    helpers = ["match", "prefill_cache_hit", "decode_cache_hit", "multiturn"]
+    rc, res, text = await check_run(
+        url, tmp_path, helpers=helpers, prompts=prompts, samples=24, **SMALL
+    )
+    assert rc == 1, text
+    for name in helpers[:3]:
+        assert res["helpers"][name]["status"] == "pass", (name, res["helpers"][name])
+    h = res["helpers"]["multiturn"]
+    assert h["status"] == "fail" and h["hits"] == 24  # every hit as asserted, the KL is not
+    dirty = {(d["group"], d["branch"], d["turn"]) for d in h["multiturn"]["divergent"]}
+    assert dirty == DIRTY
+    # position 1 was decoded by the step whose KV save went to the wrong slot; the next reads it
+    assert {d["first_divergence"] for d in h["multiturn"]["divergent"]} == {2}
+    rem = h["multiturn"]["remainders"]
+    assert rem["kind"] == "separates", rem
+    # turn 2's hits: 140, 148, 152 on the divergent branches, 144 on the clean one
+    found = {(f["quantity"], f["modulus"]): f for f in rem["found"]}
+    assert found[("cached_tokens", 16)]["divergent"] == [4, 8, 12], rem
+    assert found[("cached_tokens", 16)]["clean"] == [0], rem
+    assert ("cached_tokens", 4) not in found  # the page size: every hit is whole pages
+    (d,) = res["diagnosis"]
+    assert d["condition"] == 2, d
+    assert "g0b0 turn 2" in text and "g1b3 turn 2" in text
+
+
+async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_path, prompts):
+    """The recording replays into the same reading; Markdown, HTML and JUnit name the turns."""
+    import xml.etree.ElementTree as ET
+
+    from kltui.cli.report import load_store
+    from kltui.outputs.reports.common import json_report
+    from kltui.outputs.reports.html import html_report
+    from kltui.outputs.reports.junit import junit_report
+    from kltui.outputs.reports.md import md_report
+
+    url = reference_servers.url(deterministic=True, page_size=4, fault="decode-track-slot")
+    rc, res, _ = await check_run(
+        url, tmp_path, helpers=["multiturn"], prompts=prompts, samples=24, **SMALL
+    )
+    store, origin = load_store(str(tmp_path / "r.jsonl"))
+    replayed = json_report(store)["helpers"]["multiturn"]["multiturn"]
+    assert replayed == res["helpers"]["multiturn"]["multiturn"]  # recorded, read back the same
+    md = md_report(store, origin)
+    assert "#### multiturn on" in md and "| g1b3 turn 2 | 152 |" in md
+    assert "g0b0 turn 2 (from position 2)" in html_report(store, origin)
+    root = ET.fromstring(junit_report(store, origin).encode("utf-8"))
+    (case,) = [c for c in root.iter("testcase") if c.get("name", "").startswith("multiturn[")]
+    (failure,) = case.findall("failure")
+    assert "g0b0 turn 2" in failure.get("message", "")
+    assert "the divergence follows where the hit ends" in (failure.text or "")
