@@ -11,6 +11,7 @@ from kltui.console import error_console
 from kltui.readings.probe_words import change_words, clock, error_words, reading_words
 from kltui.run.monitor import ProbeResult
 from kltui.untrusted import one_line
+from kltui.words.diagnosis import label
 
 
 class ConsoleMonitor:
@@ -46,6 +47,6 @@ class ConsoleMonitor:
             now = r.reading.server(c.server)
             if now is not None:  # the diagnosis's own words, once, where the reading changed
                 self.console.print(
-                    Text(one_line(f"  {c.server}: {now.label}", 2000)), soft_wrap=True
+                    Text(one_line(f"  {c.server}: {label(now.diagnosis)}", 2000)), soft_wrap=True
                 )
         self.console.file.flush()  # a log file or a pipe sees each probe as it ends

@@ -12,6 +12,7 @@ import numpy as np
 from kltui.readings.probe import ChangeKind
 from kltui.readings.probe_words import change_short, change_words, clock, error_words
 from kltui.run.monitor import ProbeResult
+from kltui.words.diagnosis import label
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def probe_rows(history: Sequence[ProbeResult]) -> list[ProbeRow]:
         detail = "\n".join(
             [f"recording: {r.recording or 'not recorded'}"]
             + [change_words(c, r.started + r.seconds) for c in r.changes]
-            + [f"{s.server}: {s.label}" for s in rd.servers]
+            + [f"{s.server}: {label(s.diagnosis)}" for s in rd.servers]
             + ([f"errors: {error_words(rd.errors)}"] if rd.errors else [])
             + ([f"kltui: {r.error}"] if r.error else [])
         )

@@ -1,7 +1,7 @@
 """The typed findings of a server's diagnosis: what was decided (`Finding`), what it rests on
 (`Basis`: the helpers tested with their sample counts, each cache path's verdict with its
 p-value and affected samples, the helpers not tested and why). The words are rendered apart
-(`diagnosis_words.py`); tests and front ends read these.
+(`kltui/words/diagnosis.py`); tests and front ends read these.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kltui.readings.diagnosis import diagnose
+from kltui.readings.diagnosis import Diagnosis, diagnose
 from kltui.readings.findings import Basis, Finding, Kind
 from kltui.readings.path_test import STATE
 from kltui.session.helper_view import HelperView
@@ -60,7 +60,7 @@ class ServerProbe:
     model: str
     finding: Finding
     kind: Kind  # the conditions shown broken (exact, 1, 2, 1+2, unknown)
-    label: str  # the diagnosis's words, as check prints them
+    diagnosis: Diagnosis  # its words (words/diagnosis.label) as check prints them
     helpers: tuple[HelperFigures, ...]
     # the cache paths read as a state bug, and the samples the diagnosis names on them
     state_paths: tuple[str, ...] = ()
@@ -157,7 +157,7 @@ def read_probe(
                 model=store.identity(d.server).model_path or "",
                 finding=d.finding,
                 kind=d.kind,
-                label=d.label,
+                diagnosis=d,
                 helpers=tuple(_figures(v) for v in views),
                 state_paths=state,
                 state_samples=named,

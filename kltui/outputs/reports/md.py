@@ -35,6 +35,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
+from kltui.words.diagnosis import said
 
 MAX_PROBLEMS = 8
 _HEX = re.compile(r"[0-9a-fA-F]{1,128}")
@@ -180,9 +181,10 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
             lines += config_md(config_table(st.summary))
     lines += reference_markdown(store)
     for d in diagnose(store):
-        lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
-        if d.next_step:
-            lines.append(f"  - next: {md_text(d.next_step)}")
+        text = said(d)
+        lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(text.label)}")
+        if text.next_step:
+            lines.append(f"  - next: {md_text(text.next_step)}")
     fl = fleet(store)
     lines += fleet_md(fl) if fl is not None else []
     for pair in cross_server(store) if fl is None else ():

@@ -16,12 +16,13 @@ from kltui.readings.probe import (
     changes,
 )
 from kltui.readings.probe_words import change_words, error_words
+from kltui.readings.verdict import Diagnosis
 
 URL = "http://127.0.0.1:30000"
 
 
 def reading(kind: Kind, finding: Finding, verdict: str = "pass", **kw) -> ProbeReading:
-    s = ServerProbe(URL, "m", finding, kind, str(finding), (), **kw)
+    s = ServerProbe(URL, "m", finding, kind, Diagnosis(URL, finding, None), (), **kw)
     return ProbeReading(verdict, (s,))
 
 
