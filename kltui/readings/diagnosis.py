@@ -39,6 +39,7 @@ from kltui.readings.diagnosis_parts import (
     StepKind,
 )
 from kltui.readings.diagnosis_paths import Paths, match_exact, match_noisy
+from kltui.readings.diagnosis_restore import cold_side, restore_split, restored
 from kltui.readings.evidence import (
     count_of,
     is_exact,
@@ -208,11 +209,21 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
     dirty = [h for h, st in cache.items() if not exact[h]]
     # with match exact, the exact cache paths' samples are where shared noise could also fall
     pool = sum(path_side(st).samples for h, st in cache.items() if exact[h])
+    # match differing only where its decode reused cached tokens: judged on its cold samples
+    split = None if exact[base] else restore_split(match, pool)
     # each cache path against match on the same sample ids, in the cache helper's order
     verdicts = [
-        judge(h, path_side(cache[h]), path_side(match, cache[h].book.order), pool) for h in dirty
+        judge(
+            h,
+            path_side(cache[h]),
+            cold_side(match, split) if split else path_side(match, cache[h].book.order),
+            pool,
+        )
+        for h in dirty
     ]
     paths = Paths(store, server, info, match, cache, verdicts, evidence, why, exact, basis)
+    if split is not None:
+        return restored(paths, split)
     return match_exact(paths) if exact[base] else match_noisy(paths)
 
 

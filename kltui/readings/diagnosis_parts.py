@@ -53,7 +53,6 @@ class StepKind(StrEnum):
     DUMPS = "find the kernel"
     RELAUNCH_DETERMINISTIC = "relaunch deterministic"
     DETERMINISTIC_UNKNOWN = "deterministic inference unknown"
-    GEOMETRY_COVER = "generate past the geometry's boundaries"
     RECORDED = "recorded"  # an imported file's own step (untrusted text)
 
 
@@ -126,6 +125,8 @@ class Headline:
     excess: tuple[Paired, ...] = ()
     text: str | None = None  # an imported file's own label (untrusted text)
     importing: bool = False  # PENDING: an imported file still being read
+    cold: int | None = None  # match's samples that reused fewer cached tokens (RESTORE_*)
+    least: int | None = None  # the fewest cached tokens a differing sample of match reused
 
 
 # --------------------------------------------------------------------------- evidence
@@ -150,12 +151,7 @@ class EvidenceKind(StrEnum):
     LIMIT = "stated limit"
     KERNELS_STEP = "match's step"
     RECORDED = "recorded"
-    GEOMETRY_RESIDUES = "geometry residues"
-    CHECKPOINT_HITS = "cached against checkpoints"
-    BOUNDARY_ONSET = "onset against the geometry"
-    GEOMETRY_COVERAGE = "geometry coverage"
     CACHED_DECODE = "divergence on reused cache"
-    MOE_ROUTING = "moe routing"
 
 
 @dataclass(frozen=True)
@@ -374,6 +370,23 @@ class Recorded(Line):
 
     kind: ClassVar[EvidenceKind] = EvidenceKind.RECORDED
     text: str
+
+
+@dataclass(frozen=True)
+class CachedDecode(Line):
+    """match's decode ran on a radix hit (cached_tokens > 0) in some samples, and its
+    differing samples are those that reused the most: the divergence follows the reused
+    cache."""
+
+    kind: ClassVar[EvidenceKind] = EvidenceKind.CACHED_DECODE
+    helper: str
+    least: int  # the fewest cached tokens a differing sample's decode reused
+    cached: tuple[int, ...]  # samples whose decode reused at least `least` cached tokens
+    differing: tuple[int, ...]  # samples that differ (all among `cached`)
+    cold: int  # the other samples (fewer or no cached tokens), every one bit-identical
+    # the chance that the differing samples all fall on the cached ones, times the thresholds
+    # that could have been chosen (one per distinct cached_tokens value above 0)
+    p: float
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,11 @@ def _differs(sample: ScoredSample) -> np.ndarray:
     return ~(a == b) & ~_both_nonfinite(sample)
 
 
+def differing_samples(st: HelperState) -> tuple[int, ...]:
+    """The sample ids with a differing token (non-finite pairs left out)."""
+    return tuple(s for s in st.book.order if _differs(st.book.samples[s]).any())
+
+
 def is_exact(st: HelperState) -> bool:
     """No differing token, leaving out positions non-finite on both sides."""
     if (HelperView.of(st).summary.samples_with_difference or 0) == 0:

@@ -42,6 +42,10 @@ class Finding(StrEnum):
     FAR_ABOVE = "far above match on named samples"
     # no state bug found, and none of any size would have been found reliably at this spread
     NOT_EXCLUDED = "state bug not excluded"
+    # match differs only in the samples whose decode reused cached tokens, its cold samples
+    # bit-identical: a state bug on the restore path, whichever helper shows it
+    RESTORE_STATE = "state bug on the reused cache"
+    RESTORE_UNCLEAR = "differs on the reused cache, too few to tell"
 
 
 class Kind(StrEnum):

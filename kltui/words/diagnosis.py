@@ -133,7 +133,40 @@ def _too_few_common(h: Headline, b: Basis) -> str:
     )
 
 
+def _restored(h: Headline) -> str:
+    k = len(h.samples)
+    only = "exactly the" if k == h.n else f"{k} of the"
+    return (
+        f"match differs only in {only} {h.n} sample{'' if h.n == 1 else 's'} whose decode "
+        f"reused at least {h.least} cached tokens ({shown_ids(h.samples)}) and is "
+        f"bit-identical in the {h.cold} that reused fewer"
+    )
+
+
+def _restore_state(h: Headline, b: Basis) -> str:
+    also = (
+        f"; {joined(h.helpers)} diverge{plural(len(h.helpers))} beyond chance against match's "
+        "exact samples"
+        if h.helpers
+        else ""
+    )
+    return (
+        f"condition 2 (state bug): {_restored(h)}, so the kernels agree and the divergence "
+        f"follows the reused cache{also}: the fault is in {path_of(h.primary or '')}, not in "
+        "the kernels" + tail(b)
+    )
+
+
+def _restore_unclear(h: Headline, b: Basis) -> str:
+    return (
+        f"inconclusive: {_restored(h)}: a state bug on the restore rather than kernel noise, "
+        f"unless chance put every difference there (p={h.p:.2g})" + tail(b)
+    )
+
+
 _LABELS: dict[Finding, Callable[[Headline, Basis], str]] = {
+    Finding.RESTORE_STATE: _restore_state,
+    Finding.RESTORE_UNCLEAR: _restore_unclear,
     Finding.PENDING: _pending,
     Finding.NOTHING_TESTED: _nothing_tested,
     Finding.SAMPLING: _sampling,

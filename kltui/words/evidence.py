@@ -8,6 +8,7 @@ from collections.abc import Callable
 from kltui.fmt import sci
 from kltui.readings.diagnosis_parts import (
     Affected,
+    CachedDecode,
     Concentrated,
     Count,
     KernelsStep,
@@ -38,6 +39,7 @@ from kltui.words.common import (
     SPREAD_MIN,
     SPREAD_P,
     STRAY_ULP_FLOOR,
+    shown_ids,
 )
 
 
@@ -190,6 +192,18 @@ def onset_line(o: Onset) -> str:
     )
 
 
+def cached_decode_line(c: CachedDecode) -> str:
+    """match's divergence confined to the samples whose decode reused the most cached tokens."""
+    k, n = len(c.differing), len(c.cached)
+    which = "exactly those differ" if k == n else f"{k} of those differ"
+    return (
+        f"{c.helper}: its decode reused at least {c.least} cached tokens in {n} of "
+        f"{n + c.cold} samples and {which} ({shown_ids(c.differing)}); the {c.cold} that "
+        "reused fewer are bit-identical: noise shared by every path would put every "
+        f"difference there with chance p={c.p:.2g} (a state bug needs p<{EVIDENCE_P:g})"
+    )
+
+
 def limit_line(lim: Limit) -> str:
     """What a reading rules out on one cache path, or that it rules nothing out."""
     if not lim.factor:  # match exact: any state bug makes its samples differ
@@ -233,6 +247,7 @@ _LINES: dict[type, Callable[..., str]] = {
     LimitLine: lambda e: limit_line(e.limit),
     KernelsStep: lambda e: f"for match's divergence: {step(e.step)}",
     Recorded: lambda e: e.text,
+    CachedDecode: cached_decode_line,
 }
 
 
