@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from kltui.engines.geometry import StateGeometry
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
 from kltui.readings.diagnosis_parts import (
@@ -77,14 +78,32 @@ def kernel_suspects(info: ServerIdentity, store: SessionStore) -> list[Suspect]:
     return out
 
 
+def _geometry_suspects(path: str | None, geometry: StateGeometry) -> list[Suspect]:
+    """What the server's state geometry puts on a cache path: the conv/SSM checkpoint a prefix
+    hit restores, the decode checkpoint (track) save turn 2 restores, the window's eviction."""
+    out = []
+    mamba, window = geometry.mamba, geometry.window
+    if mamba is not None and path == "decode" and mamba.track_interval is not None:
+        out.append(Suspect(SuspectKind.TRACK_SAVE, figure=mamba.track_interval.value))
+    if mamba is not None:
+        chunk = mamba.chunk_size.value if mamba.chunk_size is not None else None
+        out.append(Suspect(SuspectKind.SSM_CHECKPOINT, figure=chunk))
+    if window is not None:
+        out.append(Suspect(SuspectKind.WINDOW_EVICTION, figure=window.size.value))
+    return out
+
+
 def state_suspects(dirty: list[str], info: ServerIdentity) -> list[Suspect]:
-    """The state path to suspect first among the diverging cache helpers (registry roles)."""
+    """The state path to suspect first among the diverging cache helpers (registry roles), and
+    on a Mamba or sliding-window server what its state geometry puts on that path."""
     first = next((h for h in cache_helpers() if h in dirty), None)
     if first is None:
         return []
+    path = HELPERS[first].cache_path
     out = [Suspect(SuspectKind.PATH, name=first)]
+    out += _geometry_suspects(path, StateGeometry.of(info.get("geometry")))
     page = info.page_size
-    if HELPERS[first].cache_path == "prefill" and page is not None and page > 1:
+    if path == "prefill" and page is not None and page > 1:
         out.append(Suspect(SuspectKind.PAGE_RESTORE, figure=page))
     return out
 

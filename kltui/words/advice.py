@@ -112,9 +112,12 @@ def _suspect_state(s: Suspect) -> str:
             "the state saved while decoding is what turn 2 restores"
         )
     if k is SuspectKind.SSM_CHECKPOINT:
+        every = (
+            f" (prefill checkpoints every {s.figure} tokens, the chunk size)" if s.figure else ""
+        )
         return (
-            f"the conv/SSM checkpoint restore (prefill checkpoints every {s.figure} tokens, the "
-            "chunk size): a hit restores the recurrent state saved at the last checkpoint"
+            f"the conv/SSM checkpoint restore{every}: a hit restores the recurrent state saved "
+            "at the last checkpoint"
         )
     if k is SuspectKind.WINDOW_EVICTION:
         return (
@@ -223,12 +226,6 @@ def step(s: Step) -> str:
             "find the kernel: relaunch this server with SGLang's dumper hooks and run "
             f"`{cmd}`; the first module whose inputs are bit-identical and whose output "
             "differs is the shape-variant kernel"
-        )
-    if s.kind is StepKind.GEOMETRY_COVER:
-        return (
-            f"re-run with `--max-new-tokens {s.samples}` so that decoding crosses "
-            f"{' and '.join(s.helpers)}: where the state is saved or evicted is only tested "
-            "when generation passes it"
         )
     if s.kind is StepKind.RECORDED:
         return s.text or ""
