@@ -12,8 +12,8 @@ from kltui.engines.errors import EngineError
 from kltui.engines.geometry import StateGeometry
 from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
-from kltui.metrics.hit_rules import HitRule
 from kltui.helpers.multiturn_plan import MultiturnShape
+from kltui.metrics.hit_rules import HitRule
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import ThresholdSource
 from kltui.registry import DEFAULT_MAX_NEW_TOKENS

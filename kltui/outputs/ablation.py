@@ -39,6 +39,7 @@ from kltui.session import jsonfile
 from kltui.session.events import Event
 from kltui.session.store import SessionStore
 from kltui.untrusted import console_markup, md_text, one_line, safe, xml_text
+from kltui.words.diagnosis import label as diagnosis_label
 
 PROGRESS_LINE = 100  # characters of the log's last line shown beside the start progress
 
@@ -189,9 +190,13 @@ def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
 # --------------------------------------------------------------------------- JSON and reports
 def document(sweep: Sweep, ab: Ablation) -> dict:
     """The JSON document `kltui ablate --json` writes (docs/JSON.md, ablation.schema.json)."""
+    reading = ab.to_json()
+    # each configuration's diagnosis in words (the reading holds it typed)
+    for c, doc in zip((ab.base, *ab.configs), reading["configs"], strict=True):
+        doc["diagnosis"] = None if c.diagnosis is None else diagnosis_label(c.diagnosis)
     return {
         "kltui_version": __version__,
-        "ablation": ab.to_json(),
+        "ablation": reading,
         "sweep": sweep.to_json(),
         "chain": sweep.chain,
         "exit_code": sweep.exit_code(ab),

@@ -52,6 +52,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
 from kltui.words.cross_server import reading_line, uncompared
+from kltui.words.diagnosis import said
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -177,14 +178,17 @@ class HeadlessView:
         for d in diags:
             if d.condition is None and not d.evidence:
                 continue
+            words = said(d)
             head = f"diagnosis {d.server}: " if len(diags) > 1 else "diagnosis: "
-            self.console.print(Text.assemble((head, "bold"), d.label), soft_wrap=True)
-            for line in d.evidence:
+            self.console.print(Text.assemble((head, "bold"), words.label), soft_wrap=True)
+            for line in words.evidence:
                 self.console.print(Text("  · " + line), soft_wrap=True)
-            for line in d.suspects:
+            for line in words.suspects:
                 self.console.print(Text("  suspect: " + line), soft_wrap=True)
-            if d.next_step:
-                self.console.print(Text.assemble(("  next: ", "bold"), d.next_step), soft_wrap=True)
+            if words.next_step:
+                self.console.print(
+                    Text.assemble(("  next: ", "bold"), words.next_step), soft_wrap=True
+                )
         fl = fleet(self.store)
         if fl is not None:  # every replica against every other replaces the pairs with the first
             for text in fleet_lines(fl):

@@ -10,6 +10,7 @@ from rich.text import Text
 from kltui.console import error_console
 from kltui.run.monitor import ProbeResult
 from kltui.untrusted import one_line
+from kltui.words.diagnosis import label
 from kltui.words.probe import change_words, clock, error_words, reading_words, standing_words
 
 
@@ -50,5 +51,7 @@ class ConsoleMonitor:
         for url in dict.fromkeys(c.server for c in r.changes):
             now = r.reading.server(url)
             if now is not None:  # the diagnosis's own words, once, where the reading changed
-                self.console.print(Text(one_line(f"  {url}: {now.label}", 2000)), soft_wrap=True)
+                self.console.print(
+                    Text(one_line(f"  {url}: {label(now.diagnosis)}", 2000)), soft_wrap=True
+                )
         self.console.file.flush()  # a log file or a pipe sees each probe as it ends

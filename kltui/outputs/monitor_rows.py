@@ -11,6 +11,7 @@ import numpy as np
 
 from kltui.readings.probe_changes import ChangeKind
 from kltui.run.monitor import ProbeResult
+from kltui.words.diagnosis import label
 from kltui.words.probe import (
     change_short,
     change_words,
@@ -56,7 +57,7 @@ def probe_rows(history: Sequence[ProbeResult]) -> list[ProbeRow]:
             [f"recording: {r.recording or 'not recorded'}"]
             + [change_words(c, r.started + r.seconds) for c in r.changes]
             + [standing_words(st) for st in r.standings]
-            + [f"{s.server}: {s.label}" for s in rd.servers]
+            + [f"{s.server}: {label(s.diagnosis)}" for s in rd.servers]
             + ([f"errors: {error_words(rd.errors)}"] if rd.errors else [])
             + ([f"kltui: {r.error}"] if r.error else [])
         )

@@ -21,7 +21,7 @@ from kltui.readings.ablation_helper import (
 from kltui.readings.ablation_kinds import BASE_EFFECT, NOT_TESTED, SAME
 from kltui.readings.ablation_settings import SettingCheck, cache_turned_off, settings_of, shown
 from kltui.readings.coverage import untested
-from kltui.readings.diagnosis import diagnose_server
+from kltui.readings.diagnosis import Diagnosis, diagnose_server
 from kltui.readings.evidence import level_of
 from kltui.readings.findings import Kind
 from kltui.readings.identity import Conflict, conflict, refusal
@@ -64,7 +64,7 @@ class ConfigReading:
     helpers: tuple[HelperReading, ...] = ()
     condition: int | None = None
     conditions: tuple[int, ...] = ()
-    diagnosis: str | None = None
+    diagnosis: Diagnosis | None = None  # its words: outputs/ablation.document
     settings: tuple[SettingCheck, ...] = ()
     identical_to_base: bool | None = None  # every helper the base tested, compared and equal
     missing: str | None = None  # why there is no result (the configuration did not run)
@@ -199,7 +199,7 @@ class ConfigReading:
             "missing": self.missing,
             "condition": self.condition,
             "conditions": list(self.conditions),
-            "diagnosis": self.diagnosis,
+            "diagnosis": None,  # the diagnosis's label, rendered above readings (words/)
             "took_effect": self.took_effect,
             "settings": {s.key or s.knob: s.to_json() for s in self.settings},
             "identical_to_base": self.identical_to_base,
@@ -274,7 +274,7 @@ def read_config(
         helpers,
         None if d is None else d.condition,
         () if d is None else tuple(d.conditions),
-        None if d is None else d.label,
+        d,
         settings,
         identical,
         kernels=d is not None and d.kernels_shown,

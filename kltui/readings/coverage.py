@@ -122,7 +122,19 @@ def tested(st: HelperState) -> bool:
     return untested(st) is None
 
 
-def page_misses(st: HelperState, page: int | None, new_tokens: int | None) -> str | None:
+@dataclass(frozen=True)
+class PageMisses:
+    """Every skipped sample of a cache helper is the radix cache's page rounding: `n` skipped,
+    the page size; for decode_cache_hit the tokens generated and the cached_tokens seen."""
+
+    helper: str
+    n: int
+    page: int
+    new_tokens: int | None = None
+    seen: tuple[int, ...] = ()
+
+
+def page_misses(st: HelperState, page: int | None, new_tokens: int | None) -> PageMisses | None:
     """Why a cache-hit helper's skipped samples missed, when every one of them is the radix
     cache's page rounding as measured (cached_tokens a whole number of pages, and for a
     prefill hit a prompt no longer than one page); None when that is not what was measured."""
@@ -135,21 +147,10 @@ def page_misses(st: HelperState, page: int | None, new_tokens: int | None) -> st
     if st.helper == "prefill_cache_hit":
         if any(c or i > page for c, i in rows):
             return None
-        return (
-            f"prefill_cache_hit: all {n} skipped samples have prompts of at most {page} tokens, "
-            f"the server's page size, and cached_tokens 0: the radix cache keeps whole pages "
-            f"only, so a prompt no longer than a page leaves nothing to hit; prompts longer than "
-            f"{page} tokens (or a server with --page-size 1) test this path"
-        )
+        return PageMisses(st.helper, n, page)
     if st.helper == "decode_cache_hit" and new_tokens is not None and new_tokens < 2 * page:
-        seen = sorted({c for c, _ in rows})
-        shown = ", ".join(str(c) for c in seen[:4]) + (", ..." if len(seen) > 4 else "")
-        return (
-            f"decode_cache_hit: all {n} skipped samples hit whole {page}-token pages only "
-            f"(cached_tokens {shown}), none past the first turn's prompt: with "
-            f"page size {page}, {new_tokens} generated tokens rarely fill a page past the "
-            f"prompt; --max-new-tokens {2 * page} (twice the page size) gives every sample one"
-        )
+        seen = tuple(sorted({c for c, _ in rows}))
+        return PageMisses(st.helper, n, page, new_tokens, seen)
     return None
 
 

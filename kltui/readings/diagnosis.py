@@ -21,16 +21,30 @@ from __future__ import annotations
 import math
 import weakref
 
-from kltui.readings import diagnosis_words as words
-from kltui.readings.advice import settings_line
+from kltui.readings.advice import settings_of
 from kltui.readings.compare import rerun_equality
 from kltui.readings.coverage import page_misses, pool_misses, untested
+from kltui.readings.diagnosis_parts import (
+    Command,
+    CommandKind,
+    Headline,
+    LimitLine,
+    Line,
+    NotTested,
+    PageNote,
+    PoolNote,
+    Protocol,
+    Recorded,
+    Step,
+    StepKind,
+)
 from kltui.readings.diagnosis_paths import Paths, match_exact, match_noisy
+from kltui.readings.diagnosis_restore import cold_side, restore_split, restored
 from kltui.readings.evidence import (
-    count_line,
+    count_of,
     is_exact,
     is_usable,
-    nonfinite_line,
+    nonfinite_of,
     nonfinite_positions,
     path_side,
 )
@@ -54,10 +68,10 @@ def _temperature(store: SessionStore) -> float:
 
 def _coverage(
     states: dict[str, HelperState], page: int | None = None, new_tokens: int | None = None
-) -> tuple[list[str], dict[str, str]]:
+) -> tuple[list[Line], dict[str, str]]:
     """(the notes on helpers that did not test their path, helper -> why) for every path the
     diagnosis needs: match and each cache-hit helper. Only a tested helper is evidence."""
-    notes: list[str] = []
+    notes: list[Line] = []
     why: dict[str, str] = {}
     for h in (baseline_path(), *cache_helpers()):
         st = states.get(h)
@@ -67,20 +81,20 @@ def _coverage(
         if reason is not None:
             why[h] = reason
             if st is not None:
-                notes.append(words.coverage_note(h, reason))
+                notes.append(NotTested(h, reason))
         # why a cache path's samples missed, wherever the misses cost it a test or its gate
         failed = st is not None and st.summary is not None and st.summary.result == "fail"
         if st is not None and (reason is not None or failed):
             if (hint := page_misses(st, page, new_tokens)) is not None:
-                notes.append(hint)
+                notes.append(PageNote(hint))
             if (short := pool_misses(st)) is not None:
-                notes.append(words.pool_note(short))
+                notes.append(PoolNote(short))
     for h, st in states.items():  # a helper the registry gives no role still gets its note
         if h not in why and h not in (baseline_path(), *cache_helpers()):
             reason = untested(st)
             if reason is not None:
                 why[h] = reason
-                notes.append(words.coverage_note(h, reason))
+                notes.append(NotTested(h, reason))
     return notes, why
 
 
@@ -89,12 +103,12 @@ def _default(helper: str) -> bool:
     return spec is not None and spec.default
 
 
-def _protocol_lines(states: dict[str, HelperState]) -> list[str]:
+def _protocol_lines(states: dict[str, HelperState]) -> list[Line]:
     """Each protocol finding of a helper, as its own line: never read as numerics."""
-    out = []
+    out: list[Line] = []
     for st in states.values():
         for f in (st.summary.protocol or []) if st.summary is not None else []:
-            out.append(words.protocol_line(f["message"]))
+            out.append(Protocol(f["message"]))
     return out
 
 
@@ -123,16 +137,15 @@ def _import_reading(store: SessionStore, server: str) -> Diagnosis | None:
                 server=server,
                 finding=Finding.IMPORTED,
                 condition=None,
-                label=found["label"],
-                evidence=[str(e) for e in found.get("evidence") or []],
-                next_step=step if isinstance(step, str) else None,
-                next_command=cmd if isinstance(cmd, str) else None,
+                headline=Headline(text=found["label"]),
+                evidence=tuple(Recorded(str(e)) for e in found.get("evidence") or []),
+                step=Step(StepKind.RECORDED, text=step) if isinstance(step, str) else None,
+                command=Command(CommandKind.RECORDED, server, text=cmd)
+                if isinstance(cmd, str)
+                else None,
             )
     return Diagnosis(
-        server=server,
-        finding=Finding.PENDING,
-        condition=None,
-        label="the file is still being read",
+        server=server, finding=Finding.PENDING, condition=None, headline=Headline(importing=True)
     )
 
 
@@ -165,7 +178,7 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
         for st in store.helpers.values()
         if st.server == server and same_engine(st.helper)
     }
-    settings = settings_line(info)
+    settings = settings_of(info)
     notes, why = _coverage(states, info.page_size, store.config.max_new_tokens)
     notes = ([settings] if settings else []) + _protocol_lines(states) + notes
     usable = {h: st for h, st in states.items() if h not in why and is_usable(st)}
@@ -173,43 +186,52 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
     one = Verdicts(server, basis)
     if not usable:
         if not any(st.summary is not None for st in states.values()):
-            return one(Finding.PENDING, words.PENDING, notes)
-        return one(
-            Finding.NOTHING_TESTED,
-            words.nothing_tested(why),
-            notes,
-            next_step=words.NOTHING_TESTED_STEP,
-        )
-    evidence = [count_line(st) for st in usable.values()] + notes
+            return one(Finding.PENDING, Headline(), notes)
+        return one(Finding.NOTHING_TESTED, Headline(), notes, step=Step(StepKind.NOTHING_TESTED))
+    evidence: list[Line] = [count_of(st) for st in usable.values()]
+    evidence += notes
     temp = _temperature(store)
     if temp > 0:
-        return one(Finding.SAMPLING, words.sampling(temp), evidence, next_step=words.SAMPLING_STEP)
+        return one(
+            Finding.SAMPLING,
+            Headline(temperature=temp),
+            evidence,
+            step=Step(StepKind.SAMPLING),
+        )
     nonfinite = {h: w for h, st in usable.items() if (w := nonfinite_positions(st))}
-    evidence += [nonfinite_line(h, w) for h, w in nonfinite.items()]
+    evidence += [nonfinite_of(h, w) for h, w in nonfinite.items()]
     exact = {h: is_exact(st) for h, st in usable.items()}
     if all(exact.values()):
-        return _all_exact(
-            store, one, usable, why, words.nonfinite_prefix(list(nonfinite)), evidence
-        )
+        return _all_exact(store, one, usable, why, tuple(nonfinite), evidence)
     base, cache_names = baseline_path(), cache_helpers()
     match = usable.get(base)
     if match is None:
         dirty = [h for h in usable if not exact[h]]
         return one(
             Finding.BASELINE_NOT_TESTED,
-            words.baseline_not_tested(dirty, base, why.get(base, "did not run"), basis),
+            Headline(helpers=tuple(dirty), base=base, why=why.get(base, "did not run")),
             evidence,
-            next_step=words.baseline_step(base, cache_names),
+            step=Step(StepKind.BASELINE, helpers=(base, *cache_names)),
         )
     cache = {h: st for h, st in usable.items() if h in cache_names}
     dirty = [h for h, st in cache.items() if not exact[h]]
     # with match exact, the exact cache paths' samples are where shared noise could also fall
     pool = sum(path_side(st).samples for h, st in cache.items() if exact[h])
+    # match differing only where its decode reused cached tokens: judged on its cold samples
+    split = None if exact[base] else restore_split(match, pool)
     # each cache path against match on the same sample ids, in the cache helper's order
     verdicts = [
-        judge(h, path_side(cache[h]), path_side(match, cache[h].book.order), pool) for h in dirty
+        judge(
+            h,
+            path_side(cache[h]),
+            cold_side(match, split) if split else path_side(match, cache[h].book.order),
+            pool,
+        )
+        for h in dirty
     ]
     paths = Paths(store, server, info, match, cache, verdicts, evidence, why, exact, basis)
+    if split is not None:
+        return restored(paths, split)
     return match_exact(paths) if exact[base] else match_noisy(paths)
 
 
@@ -218,8 +240,8 @@ def _all_exact(
     one: Verdicts,
     usable: dict[str, HelperState],
     why: dict[str, str],
-    prefix: str,
-    evidence: list[str],
+    nonfinite: tuple[str, ...],
+    evidence: list[Line],
 ) -> Diagnosis:
     """Every tested helper bit-identical: conditions 1 and 2 hold where tested."""
     base, cache_names = baseline_path(), cache_helpers()
@@ -241,19 +263,22 @@ def _all_exact(
         limits = tuple(
             exact_limit(h, n, sum(sides.values()) - n) for h, n in sides.items() if h in cache_names
         )
+        figures = Headline(
+            others=tuple(unasked), nonfinite=nonfinite, partial=partial, fails=tuple(fails)
+        )
         return one(
             Finding.EXACT,
-            words.exact(prefix, unasked, partial, fails, one.basis),
-            evidence + [words.limit_line(lim) for lim in limits],
+            figures,
+            evidence + [LimitLine(lim) for lim in limits],
             condition=0,
-            next_step=words.EXACT_MISSED_STEP if fails else None,
+            step=Step(StepKind.EXACT_MISSED) if fails else None,
             limits=limits,
         )
     return one(
         Finding.EXACT_WHERE_TESTED,
-        words.exact_where_tested(prefix, list(usable), base in usable, one.basis),
+        Headline(helpers=tuple(usable), nonfinite=nonfinite, match_tested=base in usable),
         evidence,
-        next_step=words.EXACT_WHERE_TESTED_STEP,
+        step=Step(StepKind.EXACT_WHERE_TESTED),
     )
 
 

@@ -2,7 +2,7 @@
 match tested its path and something differs): with match exact, a cache path that differs is
 condition 2 when shared noise could not have missed every other path (`match_exact`); with
 match noisy, a cache path is condition 2 only beyond match's noise on the same prompts
-(`match_noisy`). Decisions only: the words come from `diagnosis_words.py`.
+(`match_noisy`). Decisions only: the words are `kltui/words/diagnosis.py`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from kltui.engines.identity import ServerIdentity
-from kltui.readings import diagnosis_words as words
 from kltui.readings.advice import (
     CONDITION2_STEP,
     condition1_advice,
@@ -21,16 +20,30 @@ from kltui.readings.advice import (
     rerun_command,
     state_suspects,
 )
+from kltui.readings.diagnosis_parts import (
+    Affected,
+    Command,
+    Headline,
+    KernelsStep,
+    LimitLine,
+    Line,
+    Noise,
+    OnePath,
+    PairedLine,
+    Step,
+    StepKind,
+    Stray,
+)
 from kltui.readings.evidence import (
     MIN_COMMON,
     PRIMARY_RATIO,
     STRAY_ULP_FLOOR,
     Paired,
-    affected_in_common,
+    affected_of,
     is_exact,
     level_of,
     path_side,
-    shape_lines,
+    shape_of,
 )
 from kltui.readings.findings import Basis, Finding
 from kltui.readings.limit import noisy_limit
@@ -61,7 +74,7 @@ class Paths:
     match: HelperState
     cache: dict[str, HelperState]
     verdicts: list[PathVerdict]
-    evidence: list[str]
+    evidence: list[Line]
     why: dict[str, str]
     exact: dict[str, bool]
     given: Basis  # the tested helpers with their sample counts, in the store's order
@@ -111,40 +124,56 @@ def _affected_ids(st: HelperState, e: Paired) -> tuple[int, ...]:
 
 
 # --------------------------------------------------------------------------- match exact
+def _one_path(
+    c: Paths, v: PathVerdict, match_samples: int, clean: tuple[tuple[str, int], ...]
+) -> OnePath:
+    """The one-path test's figures for a cache path that differs while match is exact."""
+    side = path_side(c.cache[v.helper])
+    return OnePath(
+        v.helper,
+        side.differing_samples,
+        side.samples,
+        side.differing,
+        side.tokens,
+        match_samples,
+        clean,
+        v.p,
+    )
+
+
 def match_exact(c: Paths) -> Diagnosis:
     """Kernels agree on match's shapes; a divergence only a cache path shows is state, when it
     is above the floor and more than noise shared by every path could put on one path alone."""
     one = c.verdicts_of()
     stray, unclear, state = c.of(STRAY), c.of(UNCLEAR), c.of(STATE)
-    clean = [(h, path_side(st).samples) for h, st in c.cache.items() if is_exact(st)]
-    others = words.exact_others(path_side(c.match).samples, clean)
-    c.evidence += [words.stray_line(v.helper) for v in stray]
-    for v in (*state, *unclear):
-        c.evidence.append(words.one_path_line(v.helper, path_side(c.cache[v.helper]), others, v.p))
+    clean = tuple((h, path_side(st).samples) for h, st in c.cache.items() if is_exact(st))
+    msamples = path_side(c.match).samples
+    c.evidence += [Stray(v.helper) for v in stray]
+    c.evidence += [_one_path(c, v, msamples, clean) for v in (*state, *unclear)]
     if state:
         names = [v.helper for v in state]
         primary = next(h for h in cache_helpers() if h in names)  # prefill-written KV first
-        c.evidence += [x for h in names for x in shape_lines(c.cache[h], c.info.page_size)]
+        c.evidence += [x for h in names for x in shape_of(c.cache[h], c.info.page_size)]
         return one(
             Finding.STATE_BUG,
-            words.state_bug(names, primary, one.basis),
+            Headline(helpers=tuple(names), primary=primary),
             c.evidence,
             condition=2,
             conditions=(2,),
             suspects=state_suspects(names, c.info),
-            next_step=CONDITION2_STEP,
-            next_command=cross_check_command(c.server, names),
+            step=CONDITION2_STEP,
+            command=cross_check_command(c.server, names),
         )
     if unclear:
         names = [v.helper for v in unclear]
-        c.evidence += [x for h in names for x in shape_lines(c.cache[h], c.info.page_size)]
+        c.evidence += [x for h in names for x in shape_of(c.cache[h], c.info.page_size)]
         return one(
             Finding.STATE_UNCLEAR,
-            words.state_unclear(names, min(v.p or 1 for v in unclear), one.basis),
+            Headline(helpers=tuple(names), p=min(v.p or 1 for v in unclear)),
             c.evidence,
             suspects=state_suspects(names, c.info),
-            next_step=words.STATE_UNCLEAR_STEP,
-            next_command=rerun_command(c.server, 128),
+            step=Step(StepKind.STATE_UNCLEAR),
+            command=rerun_command(c.server, 128),
         )
     below = [v.helper for v in stray]
     step, cmd, action = condition1_advice(
@@ -152,12 +181,12 @@ def match_exact(c: Paths) -> Diagnosis:
     )
     return one(
         Finding.STRAY_ULPS,
-        words.stray_ulps(below, level_of(c.cache[below[0]]), one.basis),
+        Headline(helpers=tuple(below), level=level_of(c.cache[below[0]])),
         c.evidence,
         condition=1,
         conditions=(1,),
-        next_step=step,
-        next_command=cmd,
+        step=step,
+        command=cmd,
         action=action,
     )
 
@@ -167,12 +196,11 @@ def _paired_of(c: Paths, kind: str) -> list[Paired]:
     return [v.paired for v in c.of(kind) if v.paired is not None]
 
 
-def _affected_line(st: HelperState, e: Paired) -> str:
+def _affected_line(st: HelperState, e: Paired) -> Affected:
     """The samples far above match, and what they share that the others do not."""
     s = HelperView.of(st).summary
     rows = {p.get("index"): p for p in s.per_sample if isinstance(p, dict)}
-    ids = list(_affected_ids(st, e))
-    return words.affected_line(st.helper, ids, rows, affected_in_common(st, ids, rows))
+    return affected_of(st, list(_affected_ids(st, e)), rows)
 
 
 @dataclass(frozen=True)
@@ -209,10 +237,10 @@ def far_of(c: Paths, helper: str) -> Far:
 def match_noisy(c: Paths) -> Diagnosis:
     """Match diverges: condition 1 on this server. Does a cache path add a state bug on top?"""
     excess = [v.paired for v in c.verdicts if v.paired is not None]
-    c.evidence += [e.line() for e in excess]
+    c.evidence += [PairedLine(e) for e in excess]
     for v in c.of(NOISE):
         if v.paired is not None and v.paired.beyond_chance:
-            c.evidence.append(words.noise_line(v.paired))
+            c.evidence.append(Noise(v.paired))
     suspect = _paired_of(c, SUSPECT)
     c.evidence += [_affected_line(c.cache[e.helper], e) for e in suspect]
     if state := _paired_of(c, STATE):
@@ -234,16 +262,16 @@ def _direct(c: Paths, f: Far) -> Diagnosis:
     """Match at rounding level on every sample and a cache path orders of magnitude above it
     on some prompts, none the other way: rounding cannot give that, whatever the others do."""
     one = c.verdicts_of()
-    c.evidence += shape_lines(c.cache[f.helper], c.info.page_size)
+    c.evidence += shape_of(c.cache[f.helper], c.info.page_size)
     return one(
         Finding.DIRECT_STATE,
-        words.direct_state(f.helper, f.up, f.top, level_of(c.match), one.basis),
+        Headline(helpers=(f.helper,), samples=f.up, level=f.top, match_level=level_of(c.match)),
         c.evidence,
         condition=2,
         conditions=(1, 2),
         suspects=state_suspects([f.helper], c.info),
-        next_step=CONDITION2_STEP,
-        next_command=cross_check_command(c.server, [f.helper]),
+        step=CONDITION2_STEP,
+        command=cross_check_command(c.server, [f.helper]),
     )
 
 
@@ -251,20 +279,20 @@ def _far_above(c: Paths, f: Far) -> Diagnosis:
     """Samples orders of magnitude above match with none the other way, short of evidence:
     named, never read as kernel noise, never sent to the kernels' dumps."""
     one = c.verdicts_of()
-    c.evidence += shape_lines(c.cache[f.helper], c.info.page_size)
+    c.evidence += shape_of(c.cache[f.helper], c.info.page_size)
     samples = 4 * max(f.n, 32)
     return one(
         Finding.FAR_ABOVE,
-        words.far_above(f.helper, f.up, f.n, level_of(c.match), one.basis),
+        Headline(helpers=(f.helper,), samples=f.up, n=f.n, match_level=level_of(c.match)),
         c.evidence,
         conditions=(1,),
         suspects=state_suspects([f.helper], c.info),
-        next_step=words.not_excluded_step(samples),
-        next_command=rerun_command(c.server, samples),
+        step=Step(StepKind.NOT_EXCLUDED, samples=samples),
+        command=rerun_command(c.server, samples),
     )
 
 
-def _advice(c: Paths) -> tuple[str, str | None, str | None]:
+def _advice(c: Paths) -> tuple[Step, Command | None, str | None]:
     return condition1_advice(c.server, c.info, c.match, c.failing(), c.uncovered())
 
 
@@ -276,7 +304,7 @@ def _state_beyond_noise(c: Paths, state: list[Paired]) -> Diagnosis:
     for e in state:
         if e.affected and e.up < e.n:
             c.evidence.append(_affected_line(c.cache[e.helper], e))
-    c.evidence += [x for h in names for x in shape_lines(c.cache[h], c.info.page_size)]
+    c.evidence += [x for h in names for x in shape_of(c.cache[h], c.info.page_size)]
     mlevel = level_of(c.match)
     top = max(state, key=lambda e: e.level)
     suspects = kernel_suspects(c.info, c.store)
@@ -284,24 +312,24 @@ def _state_beyond_noise(c: Paths, state: list[Paired]) -> Diagnosis:
     if gate_ok and top.level >= PRIMARY_RATIO * max(mlevel, STRAY_ULP_FLOOR):
         return one(
             Finding.STATE_BUG_FIRST,
-            words.state_bug_first(names, top.level, mlevel, one.basis),
+            Headline(helpers=tuple(names), level=top.level, match_level=mlevel),
             c.evidence,
             condition=2,
             conditions=(1, 2),
             suspects=state_suspects(names, c.info) + suspects,
-            next_step=CONDITION2_STEP,
-            next_command=cross_check_command(c.server, names),
+            step=CONDITION2_STEP,
+            command=cross_check_command(c.server, names),
         )
     step, cmd, action = _advice(c)
     return one(
         Finding.BOTH,
-        words.both(names, mlevel, one.basis),
+        Headline(helpers=tuple(names), match_level=mlevel),
         c.evidence,
         condition=1,
         conditions=(1, 2),
         suspects=suspects + state_suspects(names, c.info),
-        next_step=step,
-        next_command=cmd,
+        step=step,
+        command=cmd,
         action=action,
     )
 
@@ -310,31 +338,30 @@ def _suspected(c: Paths, suspect: list[Paired]) -> Diagnosis:
     """Above match but short of a verdict: named, with what would decide it."""
     one = c.verdicts_of()
     e = max(suspect, key=lambda e: e.up)
-    fails = [h for h in c.failing() if h in (x.helper for x in suspect)]
+    fails = tuple(h for h in c.failing() if h in (x.helper for x in suspect))
     step, _, _ = _advice(c)
     rerun = 4 * max(e.n, 32)
     kernels = True  # a broad excess leaves the kernels' noise in question
     if e.beyond_chance and e.large:
         # above match in most samples, not in a few: the open question is the size of the
         # shift against the tolerated drift, which more samples decide, not more like some
-        finding, what = Finding.BROAD_EXCESS, words.broad_excess(e)
-        decide = words.broad_excess_step(e, rerun, step)
+        finding = Finding.BROAD_EXCESS
+        decide = Step(StepKind.BROAD_EXCESS, samples=rerun, ratio=e.ratio, then=step)
     else:
         # far above match with none below: the kernels are not named until it is told
         kernels = e.down > 0
-        finding, what = Finding.FEW_FAR_ABOVE, words.few_far_above(e)
-        decide = words.few_far_above_step(
-            max(MIN_COMMON, e.down + MIN_COMMON), step if kernels else None
-        )
+        finding = Finding.FEW_FAR_ABOVE
+        need = max(MIN_COMMON, e.down + MIN_COMMON)
+        decide = Step(StepKind.FEW_FAR_ABOVE, samples=need, then=step if kernels else None)
     blame = kernel_suspects(c.info, c.store) if kernels else []
     return one(
         finding,
-        words.suspect(words.failing_gate(fails), level_of(c.match), what, one.basis),
+        Headline(failing=fails, match_level=level_of(c.match), paired=e),
         c.evidence,
         conditions=(1,),
         suspects=blame + state_suspects([e.helper], c.info),
-        next_step=decide,
-        next_command=rerun_command(c.server, rerun),
+        step=decide,
+        command=rerun_command(c.server, rerun),
     )
 
 
@@ -342,64 +369,74 @@ def _too_few_common(c: Paths, few: list[Paired]) -> Diagnosis:
     """Too few common samples for the paired test."""
     one = c.verdicts_of()
     step, _, _ = _advice(c)
+    names = tuple(e.helper for e in few)
     return one(
         Finding.TOO_FEW_COMMON,
-        words.too_few_common(
-            [e.helper for e in few], min(e.n for e in few), level_of(c.match), one.basis
-        ),
+        Headline(helpers=names, n=min(e.n for e in few), match_level=level_of(c.match)),
         c.evidence,
         conditions=(1,),
         suspects=kernel_suspects(c.info, c.store),
-        next_step=words.too_few_step(step),
-        next_command=rerun_command(c.server, 32),
+        step=Step(StepKind.TOO_FEW, samples=32, then=step),
+        command=rerun_command(c.server, 32),
     )
+
+
+def _condition1_finding(c: Paths, excess: list[Paired]) -> tuple[Finding, Headline]:
+    """Which condition-1 reading, by what was tested, with its figures."""
+    mlevel = level_of(c.match)
+    clean = tuple(h for h in c.cache if c.exact[h])
+    dirty = tuple(h for h in c.cache if not c.exact[h])
+    failing = tuple(c.failing())
+    if c.cache and len(clean) == len(c.cache):
+        return Finding.MATCH_PATH_ONLY, Headline(others=clean, match_level=mlevel, failing=failing)
+    if not c.cache:
+        ran = tuple(h for h in c.uncovered() if h in cache_helpers())
+        return Finding.CACHE_NOT_TESTED, Headline(others=ran, match_level=mlevel, failing=failing)
+    if c.info.enable_deterministic_inference:
+        figures = Headline(helpers=dirty, others=clean, match_level=mlevel, failing=failing)
+        return Finding.DETERMINISTIC_SHAPE, figures
+    figures = Headline(helpers=dirty, excess=tuple(excess), match_level=mlevel, failing=failing)
+    return Finding.BATCH_VARIANCE, figures
 
 
 def _condition1(c: Paths, excess: list[Paired]) -> Diagnosis:
     """Kernel noise, and no cache path above it: condition 1, worded by what was tested."""
     one = c.verdicts_of()
-    mlevel = level_of(c.match)
-    clean = [h for h in c.cache if c.exact[h]]
-    dirty = [h for h in c.cache if not c.exact[h]]
-    if c.cache and len(clean) == len(c.cache):
-        finding, label = Finding.MATCH_PATH_ONLY, words.match_path_only(clean, mlevel)
-    elif not c.cache:
-        ran = [h for h in c.uncovered() if h in cache_helpers()]
-        finding, label = Finding.CACHE_NOT_TESTED, words.cache_not_tested(ran, mlevel)
-    elif c.info.enable_deterministic_inference:
-        finding = Finding.DETERMINISTIC_SHAPE
-        label = words.deterministic_shape(clean, dirty, mlevel)
-    else:
-        finding, label = Finding.BATCH_VARIANCE, words.batch_variance(dirty, excess, mlevel)
+    finding, figures = _condition1_finding(c, excess)
     limits = tuple(
         noisy_limit(h, path_side(st), path_side(c.match, st.book.order))
         for h, st in c.cache.items()
     )
-    c.evidence += [words.limit_line(lim) for lim in limits]
+    c.evidence += [LimitLine(lim) for lim in limits]
     step, cmd, action = _advice(c)
     if any(not lim.reached for lim in limits):
         samples = 4 * max(max(lim.n for lim in limits), 32)
         det = c.info.enable_deterministic_inference
         return one(
             Finding.NOT_EXCLUDED,
-            words.not_excluded(list(c.cache), mlevel, det, c.failing(), one.basis),
-            c.evidence + [words.kernels_step(step)],
+            Headline(
+                helpers=tuple(c.cache),
+                match_level=figures.match_level,
+                deterministic=det,
+                failing=figures.failing,
+            ),
+            c.evidence + [KernelsStep(step)],
             conditions=(1,),
             suspects=kernel_suspects(c.info, c.store),
-            next_step=words.not_excluded_step(samples),
-            next_command=rerun_command(c.server, samples),
+            step=Step(StepKind.NOT_EXCLUDED, samples=samples),
+            command=rerun_command(c.server, samples),
             action=action,
             limits=limits,
         )
     return one(
         finding,
-        label + words.gate_failures(c.failing()) + words.tail(one.basis),
+        figures,
         c.evidence,
         condition=1,
         conditions=(1,),
         suspects=kernel_suspects(c.info, c.store),
-        next_step=step,
-        next_command=cmd,
+        step=step,
+        command=cmd,
         action=action,
         limits=limits,
     )

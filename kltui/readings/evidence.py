@@ -1,13 +1,26 @@
 """The evidence a diagnosis stands on, read off finished helpers: which are usable, which are
 bit-exact, where logprobs are non-finite on both sides, whether a cache-hit helper's k3 exceeds
-match's beyond kernel noise (`paired`), and where in generation divergence sits."""
+match's beyond kernel noise (`paired`), and where in generation divergence sits: typed records
+(`diagnosis_parts`), whose words are `kltui/words/evidence.py`."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from kltui.fmt import sci
 from kltui.metrics.k3 import ScoredSample
+from kltui.readings.diagnosis_parts import (
+    Affected,
+    Concentrated,
+    Count,
+    Figure,
+    Line,
+    Nonfinite,
+    Onset,
+    OnsetKind,
+    PageResidues,
+    SampleRow,
+    Separator,
+)
 from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -60,25 +73,20 @@ def nonfinite_positions(st: HelperState) -> dict[int, list[int]]:
     return out
 
 
-def nonfinite_line(helper: str, where: dict[int, list[int]]) -> str:
-    """The line naming the samples and positions where a helper saw non-finite logprobs."""
-    n = sum(len(p) for p in where.values())
-    listed = "; ".join(
-        f"#{s} @ {', '.join(map(str, p[:6]))}{' …' if len(p) > 6 else ''}"
-        for s, p in list(where.items())[:6]
-    )
-    more = f" (and {len(where) - 6} more samples)" if len(where) > 6 else ""
-    return (
-        f"{helper}: {n} non-finite logprobs (NaN or inf) at the same positions in prefill and "
-        f"decode: {listed}{more}: a numeric fault in the model's output on both paths, not a "
-        "prefill/decode difference; these positions are left out of the diagnosis"
-    )
+def nonfinite_of(helper: str, where: dict[int, list[int]]) -> Nonfinite:
+    """The samples and positions where a helper saw non-finite logprobs on both sides."""
+    return Nonfinite(helper, tuple((s, tuple(p)) for s, p in where.items()))
 
 
 def _differs(sample: ScoredSample) -> np.ndarray:
     a = np.asarray(sample.lp_a, dtype=np.float64)
     b = np.asarray(sample.lp_b, dtype=np.float64)
     return ~(a == b) & ~_both_nonfinite(sample)
+
+
+def differing_samples(st: HelperState) -> tuple[int, ...]:
+    """The sample ids with a differing token (non-finite pairs left out)."""
+    return tuple(s for s in st.book.order if _differs(st.book.samples[s]).any())
 
 
 def is_exact(st: HelperState) -> bool:
@@ -97,15 +105,12 @@ def sample_mean(sample: ScoredSample) -> float:
     return float(np.mean(k)) if k.size else float("nan")
 
 
-def count_line(st: HelperState) -> str:
-    """The evidence line of one helper: samples that differ, avg_kl_div, max k3, first divergence."""
+def count_of(st: HelperState) -> Count:
+    """One helper's evidence: samples that differ, avg_kl_div, max k3, first divergence."""
     s = HelperView.of(st).summary
     fd = s.first_divergence
-    where = f", first divergence sample {fd['sample']} @ {fd['position']}" if fd else ""
-    return (
-        f"{st.helper}: {(s.samples_with_difference or 0)}/{s.scored} samples differ, "
-        f"avg_kl_div {sci(s.avg_kl_div)}, max k3 {sci(s.max_k3)}{where}"
-    )
+    first = (fd["sample"], fd["position"]) if fd else None
+    return Count(st.helper, s.samples_with_difference or 0, s.scored, s.avg_kl_div, s.max_k3, first)
 
 
 def level_of(st: HelperState) -> float:
@@ -151,27 +156,27 @@ def path_side(st: HelperState, order: list[int] | None = None) -> PathSide:
     )
 
 
-def affected_in_common(st: HelperState, ids: list[int], rows: dict) -> str:
+def _row(p: dict) -> SampleRow:
+    return SampleRow(p["index"], p.get("prompt_len"), p.get("cached_tokens"))
+
+
+def affected_in_common(st: HelperState, ids: list[int], rows: dict) -> tuple[Separator, ...]:
     """What the affected samples share that the others do not: a prompt length, context
-    (prompt + generated) or cached_tokens threshold that separates them, or a page remainder."""
+    (prompt + generated) or cached_tokens threshold that separates them (the first two)."""
     others = [i for i in st.book.order if i not in set(ids)]
     if not ids or not others:
-        return ""
+        return ()
 
-    def figure(i: int, key: str) -> float | None:
+    def figure(i: int, key: Figure) -> float | None:
         p = rows.get(i) or {}
-        if key == "context":
+        if key is Figure.CONTEXT:
             plen, sample = p.get("prompt_len"), st.book.samples.get(i)
             return None if plen is None or sample is None else float(plen + sample.k3.size)
-        v = p.get(key)
+        v = p.get("prompt_len" if key is Figure.PROMPT else "cached_tokens")
         return float(v) if isinstance(v, int | float) else None
 
     out = []
-    for key, name in (
-        ("context", "prompt + generated"),
-        ("prompt_len", "prompt length"),
-        ("cached_tokens", "cached_tokens"),
-    ):
+    for key in Figure:
         fa = [figure(i, key) for i in ids]
         fb = [figure(i, key) for i in others]
         a = [v for v in fa if v is not None]
@@ -179,13 +184,44 @@ def affected_in_common(st: HelperState, ids: list[int], rows: dict) -> str:
         if len(a) < len(fa) or len(b) < len(fb):
             continue
         if min(a) > max(b):
-            out.append(f"every one has {name} >= {min(a):g} (the others <= {max(b):g})")
+            out.append(Separator(key, True, min(a), max(b)))
         elif max(a) < min(b):
-            out.append(f"every one has {name} <= {max(a):g} (the others >= {min(b):g})")
-    return "; ".join(out[:2])
+            out.append(Separator(key, False, max(a), min(b)))
+    return tuple(out[:2])
 
 
-def shape_lines(st: HelperState, page_size: int | None) -> list[str]:
+def affected_of(st: HelperState, ids: list[int], rows: dict) -> Affected:
+    """The samples far above match with their prompt and cache figures, and what sets them
+    apart."""
+    listed = tuple(_row(rows[i]) if i in rows else SampleRow(i, recorded=False) for i in ids)
+    return Affected(st.helper, listed, affected_in_common(st, ids, rows))
+
+
+def _onset(helper: str, rows: list[dict]) -> Onset:
+    """Where in generation the divergent samples start to differ."""
+    firsts = np.array([p["first_divergence"] for p in rows])
+    at_start = int(np.count_nonzero(firsts == 0))
+    jumps = sum(1 for p in rows if p.get("first_above_tail") == 0)
+    # what the state the decode started from holds: the prompt's prefix, plus turn 1's
+    # decode-written KV for decode_cache_hit (registry: the path it restores)
+    decode = helper in HELPERS and HELPERS[helper].cache_path == "decode"
+    n = len(rows)
+    if at_start == n:
+        kind = (
+            OnsetKind.RESTORED_WRONG
+            if jumps * 2 >= n
+            else OnsetKind.FIRST_ROUNDING
+            if jumps == 0
+            else OnsetKind.FIRST_MIXED
+        )
+        return Onset(helper, kind, n, jumps, at_start, 0, None, None, decode)
+    later = firsts[firsts > 0]
+    kind = OnsetKind.SOME_LATER if at_start else OnsetKind.MID
+    med, low = int(np.median(later)), int(later.min())
+    return Onset(helper, kind, n, jumps, at_start, int(later.size), med, low, decode)
+
+
+def shape_of(st: HelperState, page_size: int | None) -> list[Line]:
     """Which sequences diverge and where in generation: the two questions the KL guide asks."""
     s = HelperView.of(st).summary
     helper = st.helper
@@ -193,66 +229,19 @@ def shape_lines(st: HelperState, page_size: int | None) -> list[str]:
     scored = s.scored or 0
     if not rows or not scored:
         return []
-    out = []
+    out: list[Line] = []
     if len(rows) <= scored / 4:
-        bad = ", ".join(
-            f"#{p['index']} (prompt {p['prompt_len']}, cached {p['cached_tokens']})"
-            for p in rows[:6]
-        )
-        out.append(
-            f"{helper}: divergence is concentrated in {len(rows)} of {scored} requests: {bad}; "
-            "compare their prompt length and cached_tokens with the passing ones"
-        )
+        listed = tuple(_row(p) for p in rows[:6])
+        out.append(Concentrated(helper, len(rows), scored, listed))
     if isinstance(page_size, int) and page_size > 1:
         passing = [p for p in s.per_sample if not p.get("n_nonzero")]
 
         # cached_tokens is a whole number of pages by construction; the prompt's partial
         # last page (prompt_len % page size) is what a page-granular restore can get wrong
-        def residues(ps: list[dict]) -> str:
-            vals = sorted({int(p["prompt_len"]) % page_size for p in ps})
-            return ", ".join(map(str, vals[:8])) + (" …" if len(vals) > 8 else "")
+        def residues(ps: list[dict]) -> tuple[int, ...]:
+            return tuple(sorted({int(p["prompt_len"]) % page_size for p in ps}))
 
         if passing:
-            out.append(
-                f"{helper}: prompt tokens past the last full page (prompt_len % page size "
-                f"{page_size}): divergent {{{residues(rows)}}}, passing {{{residues(passing)}}}"
-            )
-    firsts = np.array([p["first_divergence"] for p in rows])
-    at_start = int(np.count_nonzero(firsts == 0))
-    jumps = sum(1 for p in rows if p.get("first_above_tail") == 0)
-    # what the state the decode started from holds: the prompt's prefix, plus turn 1's
-    # decode-written KV for decode_cache_hit (registry: the path it restores)
-    restored = {"decode": "prompt and decode-written KV"}.get(
-        (HELPERS[helper].cache_path or "") if helper in HELPERS else "", "restored prefix"
-    )
-    if at_start == len(rows) and jumps * 2 >= len(rows):
-        out.append(
-            f"{helper}: every divergent sample differs from the first generated token, above "
-            f"the tail threshold there in {jumps} of {len(rows)}: the state the decode started "
-            f"from ({restored}, or attention over it) was already wrong when generation began"
-        )
-    elif at_start == len(rows) and jumps == 0:
-        out.append(
-            f"{helper}: every divergent sample differs from the first generated token, but at "
-            "rounding level there (below the tail threshold in every one), as kernel noise "
-            "does: where it starts says nothing about the state"
-        )
-    elif at_start == len(rows):
-        out.append(
-            f"{helper}: every divergent sample differs from the first generated token, above "
-            f"the tail threshold there in {jumps} of {len(rows)} and below it in the rest: "
-            "a large first-token difference in some, rounding in others"
-        )
-    else:
-        later = firsts[firsts > 0]
-        out.append(
-            f"{helper}: divergence starts at the first generated token in {at_start} of "
-            f"{len(rows)} divergent samples and later in {later.size} (median position "
-            f"{int(np.median(later))}, earliest {int(later.min())}): something during decode "
-            "in those (window hand-off, checkpoint rotation, batch composition)"
-            if at_start
-            else f"{helper}: divergence starts mid-generation (median position "
-            f"{int(np.median(firsts))}, earliest {int(firsts.min())}): something during "
-            "decode (window hand-off, checkpoint rotation, batch composition)"
-        )
+            out.append(PageResidues(helper, page_size, residues(rows), residues(passing)))
+    out.append(_onset(helper, rows))
     return out

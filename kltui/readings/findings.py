@@ -1,7 +1,7 @@
 """The typed findings of a server's diagnosis: what was decided (`Finding`), what it rests on
 (`Basis`: the helpers tested with their sample counts, each cache path's verdict with its
 p-value and affected samples, the helpers not tested and why). The words are rendered apart
-(`diagnosis_words.py`); tests and front ends read these.
+(`kltui/words/diagnosis.py`); tests and front ends read these.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ class Finding(StrEnum):
     FAR_ABOVE = "far above match on named samples"
     # no state bug found, and none of any size would have been found reliably at this spread
     NOT_EXCLUDED = "state bug not excluded"
+    # match differs only in the samples whose decode reused cached tokens, its cold samples
+    # bit-identical: a state bug on the restore path, whichever helper shows it
+    RESTORE_STATE = "state bug on the reused cache"
+    RESTORE_UNCLEAR = "differs on the reused cache, too few to tell"
 
 
 class Kind(StrEnum):

@@ -299,21 +299,6 @@ class Paired:
         state bug in a few samples looks like, and what chance gives now and then."""
         return not self.significant and self.up > self.down and self.tail_p < SUSPECT_P
 
-    def line(self) -> str:
-        """The paired comparison as one line of evidence."""
-        return (
-            f"{self.helper} vs match on {self.n} common samples: higher in {self.higher}, "
-            f"lower in {self.lower}, equal in {self.equal} (signed-rank p={self.p:.2g}); "
-            f"typical per-sample ratio x{self.ratio:.3g} (beyond a x{MIN_RATIO:g} drift: "
-            f"p={self.shift_p:.2g}); far above the typical ratio in {self.up}, far below in "
-            f"{self.down} (sign test p={self.tail_p:.2g}); spread wider than match's by "
-            f"{self.excess:.2g} (log means' variance; sign-flip p={self.spread_p:.2g}); a state "
-            f"bug needs p<{EVIDENCE_P:g} in the shift or the sign test, or p<{SPREAD_P:g} in the "
-            f"spread test with a spread beyond {SPREAD_MIN:.2g} (what a drift within "
-            f"x{MIN_RATIO:g} can add, twice)"
-            + (f", and at least {MIN_COMMON} common samples" if self.too_few else "")
-        )
-
 
 # below this, far-above samples that do not reach EVIDENCE_P are named as a suspicion
 SUSPECT_P = 0.01

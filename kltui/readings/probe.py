@@ -14,6 +14,7 @@ from enum import StrEnum
 from kltui.engines.geometry import StateGeometry
 from kltui.engines.identity import ServerIdentity
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.diagnosis_parts import Command
 from kltui.readings.findings import Basis, Finding, Kind
 from kltui.readings.limit import Limit
 from kltui.readings.path_test import STATE
@@ -57,7 +58,7 @@ class ServerProbe:
     model: str  # the model's name (`model_name`), never a filesystem path
     finding: Finding
     kind: Kind  # the conditions read broken (exact, 1, 2, 1+2, unknown): `monitor_kind`
-    label: str  # the diagnosis's words, as check prints them
+    diagnosis: Diagnosis  # its words (words/diagnosis.label) as check prints them
     helpers: tuple[HelperFigures, ...]
     # the cache paths read as a state bug, and the samples the diagnosis names on them
     state_paths: tuple[str, ...] = ()
@@ -67,7 +68,7 @@ class ServerProbe:
     # what the reading rules out on each cache path (readings/limit.py), and the diagnosis's
     # command for a run large enough to say more
     limits: tuple[Limit, ...] = ()
-    next_command: str | None = None
+    next_command: Command | None = None  # the diagnosis's next command (words render it)
 
     @property
     def geometry(self) -> StateGeometry:
@@ -189,14 +190,14 @@ def read_probe(
                 model=model_name(identity),
                 finding=d.finding,
                 kind=monitor_kind(d),
-                label=d.label,
+                diagnosis=d,
                 helpers=tuple(_figures(v) for v in views),
                 state_paths=state,
                 state_samples=named,
                 verdict=_server_verdict(views, d.server in fatal, run, load),
                 identity=identity,
                 limits=d.limits,
-                next_command=d.next_command,
+                next_command=d.command,
             )
         )
         if any(v.summary.status == "error" for v in views) and ProbeError.HELPER not in found:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from kltui.engines.identity import process_changes, shown_value
+from kltui.readings.diagnosis_parts import Command
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
 from kltui.readings.probe import ProbeReading, ServerProbe
@@ -62,7 +63,7 @@ class Standing:
     kind: Kind  # EXACT or ONE
     limit: LimitKind
     limits: tuple[Limit, ...]
-    next_command: str | None = None  # a run large enough to state the limit (NOT_EXCLUDED)
+    next_command: Command | None = None  # a run large enough to state the limit (NOT_EXCLUDED)
 
 
 @dataclass(frozen=True)

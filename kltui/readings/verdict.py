@@ -1,31 +1,32 @@
-"""A server's diagnosis as every front end reads it: `Diagnosis`, the typed finding with what
-it rests on and its words, and `Verdicts`, the one way the decision builds one."""
+"""A server's diagnosis as every front end reads it: `Diagnosis`, the typed finding with the
+figures of its headline, its evidence records, suspects and next step, and what it rests on;
+and `Verdicts`, the one way the decision builds one. The words are `kltui/words/diagnosis.py`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from kltui.readings.diagnosis_parts import Command, Headline, Line, Step, Suspect
 from kltui.readings.findings import Basis, Finding, Kind
 from kltui.readings.limit import Limit
 
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """One server's verdict on conditions 1 and 2: the finding, what it rests on, its words
-    (label, evidence) and the next step."""
+    """One server's verdict on conditions 1 and 2: the finding and its figures, the evidence
+    records, the suspects, the next step and its command, and what it rests on."""
 
     server: str
     finding: Finding
     condition: int | None  # 0 both hold, 1 or 2 the one to fix first, None inconclusive
-    label: str
+    headline: Headline = field(default_factory=Headline)
     # every condition the evidence shows broken ([1, 2] when both)
     conditions: list[int] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)
-    suspects: list[str] = field(default_factory=list)
-    next_step: str | None = None
+    evidence: tuple[Line, ...] = ()
+    suspects: tuple[Suspect, ...] = ()
+    step: Step | None = None
     # the exact command of the next step, and what the TUI can open for it ("dumps")
-    next_command: str | None = None
+    command: Command | None = None
     action: str | None = None
     basis: Basis = field(default_factory=Basis)
     # what a clean or condition-1 reading rules out, per cache path (readings/limit.py)
@@ -47,34 +48,6 @@ class Diagnosis:
         The kernels' own next step (the dumper drill-down) applies to both."""
         return self.condition == 1 or self.finding is Finding.NOT_EXCLUDED
 
-    # the names the first reports used
-    @property
-    def headline(self) -> str:
-        """The label (the name the first reports used)."""
-        return self.label
-
-    @property
-    def details(self) -> list[str]:
-        """The evidence (the name the first reports used)."""
-        return self.evidence
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form (docs/JSON.md `diagnosis`)."""
-        return {
-            "server": self.server,
-            "condition": self.condition,
-            "conditions": list(self.conditions),
-            "finding": str(self.finding),
-            "label": self.label,
-            "evidence": list(self.evidence),
-            "suspects": list(self.suspects),
-            "next_step": self.next_step,
-            "next_command": self.next_command,
-            "action": self.action,
-            "rests_on": self.basis.to_json(),
-            "limits": [lim.to_json() for lim in self.limits],
-        }
-
 
 class Verdicts:
     """Builds one server's Diagnosis for a finding, the basis folded in: the condition comes
@@ -86,14 +59,14 @@ class Verdicts:
     def __call__(
         self,
         finding: Finding,
-        label: str,
-        evidence: list[str],
+        headline: Headline,
+        evidence: list[Line],
         *,
         conditions: tuple[int, ...] = (),
         condition: int | None = None,
-        suspects: list[str] | None = None,
-        next_step: str | None = None,
-        next_command: str | None = None,
+        suspects: list[Suspect] | None = None,
+        step: Step | None = None,
+        command: Command | None = None,
         action: str | None = None,
         limits: tuple[Limit, ...] = (),
     ) -> Diagnosis:
@@ -101,12 +74,12 @@ class Verdicts:
             server=self.server,
             finding=finding,
             condition=condition,
+            headline=headline,
             conditions=list(conditions),
-            label=label,
-            evidence=evidence,
-            suspects=suspects or [],
-            next_step=next_step,
-            next_command=next_command,
+            evidence=tuple(evidence),
+            suspects=tuple(suspects or ()),
+            step=step,
+            command=command,
             action=action,
             basis=self.basis,
             limits=limits,

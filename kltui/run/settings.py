@@ -21,8 +21,8 @@ from kltui.run.settings_model import (
     nullable,
     ref,
 )
-from kltui.run.settings_state import STATE_SETTINGS
 from kltui.run.settings_multiturn import MULTITURN_SETTINGS
+from kltui.run.settings_state import STATE_SETTINGS
 from kltui.run.stress_levels import LEVELS
 
 STRESS_LEVELS = tuple(LEVELS)  # --stress (run/stress_levels.py)

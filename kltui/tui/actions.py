@@ -273,8 +273,8 @@ class DashboardActions(DashboardHost):
         """Where the diagnosis hands over to the dumper drill-down (`kltui dumps`) for `server`:
         the hooks are probed first; without them the launch settings and the command are shown,
         with them the capture runs (server idle only) and the module table opens."""
-        from kltui.readings.advice import dumps_command
         from kltui.tui.screens.dumps_run import DumpsRequest, DumpsRunScreen
+        from kltui.words.advice import dumps_command
 
         if self.read_only:
             self._say("read-only: the dumper drill-down drives the server, so it is off")

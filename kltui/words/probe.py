@@ -11,6 +11,7 @@ from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
 from kltui.readings.probe import ProbeError, ProbeReading, ServerProbe
 from kltui.readings.probe_changes import Change, ChangeKind, LimitKind, Standing
+from kltui.words.advice import command
 
 _ERRORS = {
     ProbeError.UNREACHABLE: "no server answered",
@@ -54,7 +55,7 @@ def finding_words(s: ServerProbe) -> str:
 
 def server_words(s: ServerProbe) -> str:
     """One server's reading in a probe, short: its finding and each helper's avg_kl_div (the
-    diagnosis's own words are `ServerProbe.label`)."""
+    diagnosis's own words are `words.diagnosis.label(ServerProbe.diagnosis)`)."""
     figures = ", ".join(
         f"{h.helper} {sci(h.avg_kl_div) if h.avg_kl_div is not None else h.status or '-'}"
         for h in s.helpers
@@ -131,7 +132,7 @@ def standing_words(s: Standing) -> str:
     open_ = [lim for lim in s.limits if not lim.reached]
     if s.limit == LimitKind.NOT_EXCLUDED:
         n = max(lim.n for lim in open_)
-        cmd = f"; for a limit: {s.next_command}" if s.next_command else ""
+        cmd = f"; for a limit: {command(s.next_command)}" if s.next_command else ""
         return (
             f"{head}; a probe of {n} samples is too small to rule out a state bug on "
             f"{', '.join(lim.helper for lim in open_)}: read as condition 1 from here on "

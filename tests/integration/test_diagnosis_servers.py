@@ -23,6 +23,25 @@ async def check(urls: list[str], tmp_path: Path, **kw) -> tuple[int, dict, str]:
     )
 
 
+async def test_a_divergence_that_follows_the_reused_cache_is_condition_2_in_match_too(
+    reference_servers, tmp_path
+):
+    """Issue 57's audit: one request at a time, later prompts reuse what earlier ones left in
+    the radix cache, so match's own decode runs on a hit in some samples, and exactly those
+    differ. Read as condition 2 on the restore path, never as kernel noise."""
+    url = reference_servers.url(
+        deterministic=True, fault="stale-prefix", extra_args=("--max-running-requests", "1")
+    )
+    _, res, text = await check([url], tmp_path)
+    (d,) = res["diagnosis"]
+    assert res["helpers"]["match"]["avg_kl_div"] > 1e-9, text  # match itself diverges
+    assert d["finding"] == "state bug on the reused cache", text
+    assert (d["condition"], d["conditions"], d["action"]) == (2, [2], None), text
+    assert "kernel" not in " ".join(d["suspects"]) and "dumps" not in (d["next_command"] or "")
+    tested = {t["helper"]: t for t in d["rests_on"]["tested"]}
+    assert tested["prefill_cache_hit"]["verdict"] == "state", d["rests_on"]
+
+
 @pytest.mark.parametrize(
     ("server", "condition", "conditions", "named"),
     [

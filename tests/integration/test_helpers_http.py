@@ -11,6 +11,7 @@ import pytest
 from kltui.readings.diagnosis import diagnose
 from kltui.session.recording import read_recording
 from kltui.session.store import SessionStore
+from kltui.words.diagnosis import said
 from tests.integration.checkrun import check_run
 
 SMALL = dict(samples=8, max_new_tokens=24, max_prompt_tokens=64)
@@ -55,7 +56,7 @@ async def test_stale_prefix_shows_only_on_cache_hit_paths(reference_servers, tmp
     for ev in read_recording(str(tmp_path / "r.jsonl")).events:
         store.apply(ev)
     (diag,) = diagnose(store)
-    assert diag.conditions == [2] and "prefill_cache_hit" in diag.label
+    assert diag.conditions == [2] and "prefill_cache_hit" in said(diag).label
 
 
 async def test_window_evict_shows_only_in_decode_cache_hit(reference_servers, tmp_path):

@@ -10,6 +10,7 @@ import numpy as np
 from kltui.rl.stream import HELPER, ImportOptions
 from kltui.tui.app import KltuiApp
 from kltui.tui.import_feed import ImportFeed
+from kltui.words.diagnosis import said
 from tests.rl.files import header, record, write_jsonl
 from tests.tui.kit import until
 
@@ -63,7 +64,9 @@ async def test_the_import_fills_the_dashboard(tmp_path):
         from kltui.readings.diagnosis import diagnose
 
         (d,) = diagnose(app.store)
-        assert d.condition is None and d.label.startswith("training-inference mismatch in 3 of 20")
+        assert d.condition is None and said(d).label.startswith(
+            "training-inference mismatch in 3 of 20"
+        )
         # f jumps to the first divergence, Enter opens the drill-down there
         await pilot.press("f", "enter")
         await pilot.pause()

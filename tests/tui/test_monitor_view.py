@@ -9,9 +9,11 @@ import time
 
 import numpy as np
 
+from kltui.readings.diagnosis_parts import Headline
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.probe import HelperFigures, ProbeError, ProbeReading, ServerProbe
 from kltui.readings.probe_changes import Change, ChangeKind
+from kltui.readings.verdict import Diagnosis
 from kltui.run.config import RunConfig
 from kltui.run.monitor import Monitor, ProbeResult, probe_recordings
 from kltui.tui.app import KltuiApp
@@ -81,8 +83,9 @@ def _probe(n: int, kind: Kind, finding: Finding, avg: float | None, **kw) -> Pro
         ),
     )
     url = "http://127.0.0.1:30000"
-    label = f"{finding} (synthetic)"
-    servers = () if avg is None else (ServerProbe(url, "m", finding, kind, label, figures),)
+    # a diagnosis whose words are a fixed synthetic line (an imported file's own label)
+    said = Diagnosis(url, Finding.IMPORTED, None, Headline(text=f"{finding} (synthetic)"))
+    servers = () if avg is None else (ServerProbe(url, "m", finding, kind, said, figures),)
     verdict = kw.pop("verdict", "fail" if avg else "pass")
     errors = kw.pop("errors", ())
     start = time.mktime((2026, 12, 4, 14, 0, 0, 0, 0, -1)) + 60 * n

@@ -12,6 +12,7 @@ from kltui.tui.widgets.counters import Counters
 from kltui.tui.widgets.diagnosis import CONDITION_LABEL, DiagnosisBar, clause_cuts
 from kltui.tui.widgets.footer import KltuiFooter
 from kltui.tui.widgets.samples import SampleTable
+from kltui.words.diagnosis import said
 from tests.tui.kit import drawn, replayed, until
 from tests.tui.test_snapshots import FAULT, NOISE, replay
 
@@ -115,7 +116,10 @@ async def test_the_diagnosis_line_at_80x24_ends_where_a_clause_ends():
         (row,) = diagnosis_rows(app)
         assert row.startswith("COND 2 ") and row.endswith(" …"), row
         shown = row.removeprefix("COND 2").strip().removesuffix("…").strip()
-        assert len(shown) in clause_cuts(d.label) and d.label.startswith(shown), (shown, d.label)
+        assert len(shown) in clause_cuts(said(d).label) and said(d).label.startswith(shown), (
+            shown,
+            said(d).label,
+        )
         assert "d: in full" in drawn(app.query_one(DiagnosisBar)).splitlines()[-1]
 
 
@@ -129,15 +133,17 @@ async def test_the_next_step_is_shown_in_full_where_there_is_room(path, size):
         rows = diagnosis_rows(app)
         at = next(i for i, r in enumerate(rows) if r.startswith("next: "))
         step = " ".join(rows[at:]).removeprefix("next: ")
-        assert step.split() == d.next_step.split(), rows
+        assert step.split() == said(d).next_step.split(), rows
         label = " ".join(r for r in rows[:at] if not r.startswith("suspect: "))
         mark = next(b for b in CONDITION_LABEL.values() if label.startswith(f"{b} "))
         label = label.removeprefix(mark).strip()  # after the badge ("COND 1", "…" ...)
         if not label.endswith("…"):
-            assert label.split() == d.label.split(), rows  # all of it
+            assert label.split() == said(d).label.split(), rows  # all of it
         else:
             shown = label.removesuffix("…").strip()
-            assert d.label.startswith(shown) and len(shown) in clause_cuts(d.label), rows
+            assert said(d).label.startswith(shown) and len(shown) in clause_cuts(said(d).label), (
+                rows
+            )
 
 
 @pytest.mark.parametrize("size", [(100, 24), (110, 30), (120, 40), (140, 45)])
@@ -148,16 +154,19 @@ async def test_a_cut_verdict_keeps_its_cause_and_the_next_step_from_100_columns(
     async with app.run_test(size=size) as pilot:
         await settle(pilot, app)
         (d,) = diagnose(app.store)
-        assert d.condition == 2 and d.suspects, d
+        assert d.condition == 2 and said(d).suspects, d
         rows = diagnosis_rows(app)
         at = next(i for i, r in enumerate(rows) if r.startswith("next: "))
         verdict = " ".join(rows[:at])  # the verdict's rows, and the suspect's where it is cut
         assert verdict.startswith("COND 2 "), rows
-        assert d.suspects[0].split(" (")[0] in verdict, (rows, d.suspects)  # the path's name
+        assert said(d).suspects[0].split(" (")[0] in verdict, (
+            rows,
+            said(d).suspects,
+        )  # the path's name
         for row in rows[:at]:
             if row.startswith("suspect: "):  # one line, cut at a word at most
                 shown = row.removeprefix("suspect: ").removesuffix("…").strip()
-                assert d.suspects[0].startswith(shown), (row, d.suspects)
+                assert said(d).suspects[0].startswith(shown), (row, said(d).suspects)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])

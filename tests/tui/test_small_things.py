@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widgets._toast import Toast
 
+from kltui.words.diagnosis import said
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed
 
@@ -35,7 +36,7 @@ def test_condition_1_has_one_name_in_the_tui_and_the_html(tmp_path):
     specs = [HelperSpec(h, noise=3e-2) for h in ("match", "prefill_cache_hit", "decode_cache_hit")]
     store, origin = load_store(record(tmp_path / "c1.jsonl", run_events(specs, n_samples=24)))
     (d,) = diagnose(store)
-    assert d.kind == "1", d.label
+    assert d.kind == "1", said(d).label
     name = CONDITION_LABEL["1"].split(" · ", 1)[1]
-    assert d.label.startswith(f"condition 1 ({name}):"), (d.label, name)
+    assert said(d).label.startswith(f"condition 1 ({name}):"), (said(d).label, name)
     assert f"condition 1 · {name}" in html_report(store, origin)

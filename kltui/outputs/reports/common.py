@@ -24,6 +24,7 @@ from kltui.session.codec import tag_floats
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 from kltui.words.cross_server import pair_json
+from kltui.words.diagnosis import to_json as diagnosis_json
 
 SUMMARY_FIELDS = (
     "status",
@@ -410,7 +411,7 @@ def json_report(store: SessionStore) -> dict:
                 }
                 for p in store.problems
             ],
-            "diagnosis": [d.to_dict() for d in diagnose(store)],
+            "diagnosis": [diagnosis_json(d) for d in diagnose(store)],
             "cross_server": [pair_json(pair) for pair in cross_server(store)],
             "fleet": None if (fl := fleet(store)) is None else fl.to_json(),
             "three_way": None if (tw := three_way(store)) is None else tw.to_json(),

@@ -36,6 +36,7 @@ from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
 from kltui.words.cross_server import reading_line, uncompared
+from kltui.words.diagnosis import said
 from kltui.words.geometry import geometry_line
 
 CSP = (
@@ -154,13 +155,13 @@ def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
         return ""
     cards = []
     for d in diagnoses:
-        kind = d.kind
-        step = f'<p class="next">Next: {esc(d.next_step)}</p>' if d.next_step else ""
+        kind, text = d.kind, said(d)
+        step = f'<p class="next">Next: {esc(text.next_step)}</p>' if text.next_step else ""
         cards.append(
             f"""<div class="diag cond-{esc(kind.replace("+", "-"))}">
 <div class="diag-head"><span class="cond">{esc(CONDITION_LABEL.get(kind, kind))}</span>
 <code>{esc(d.server)}</code></div>
-<p>{esc(d.label)}</p>{step}{_items("Evidence", d.evidence)}{_items("Suspects", d.suspects)}</div>"""
+<p>{esc(text.label)}</p>{step}{_items("Evidence", text.evidence)}{_items("Suspects", text.suspects)}</div>"""
         )
     return f"<section><h2>Diagnosis</h2>{''.join(cards)}</section>"
 

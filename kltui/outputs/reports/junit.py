@@ -32,6 +32,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import xml_text
+from kltui.words.diagnosis import said
 
 SUITE = "kltui"
 IDENTITY_KEYS = ("url", *SUMMARY_KEYS, "error")
@@ -239,9 +240,10 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
         suite.set("timestamp", timestamp(started).replace(" UTC", "").replace(" ", "T"))
     lines = [line for line, _ in origin.reruns] if origin is not None else []
     for d in diagnose(store):
-        lines.append(f"{d.server}: {d.label}")
-        if d.next_step:
-            lines.append(f"  next: {d.next_step}")
+        text = said(d)
+        lines.append(f"{d.server}: {text.label}")
+        if text.next_step:
+            lines.append(f"  next: {text.next_step}")
     lines += [
         f"{'error' if p.fatal else 'warning'}: {p.source}: {p.message}" for p in store.problems
     ]

@@ -38,6 +38,7 @@ from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
 from kltui.words.cross_server import reading_line, uncompared
+from kltui.words.diagnosis import said
 from kltui.words.geometry import geometry_line
 
 MAX_PROBLEMS = 8
@@ -185,9 +186,10 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     lines += reference_markdown(store)
     lines += multiturn_markdown(store)
     for d in diagnose(store):
-        lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(d.label)}")
-        if d.next_step:
-            lines.append(f"  - next: {md_text(d.next_step)}")
+        text = said(d)
+        lines.append(f"- **Diagnosis** {md_text(d.server)}: {md_text(text.label)}")
+        if text.next_step:
+            lines.append(f"  - next: {md_text(text.next_step)}")
     fl = fleet(store)
     lines += fleet_md(fl) if fl is not None else []
     for pair in cross_server(store) if fl is None else ():

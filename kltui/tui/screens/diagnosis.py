@@ -18,6 +18,7 @@ from kltui.readings.diagnosis import Diagnosis
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.diagnosis import BADGE_CLASSES, badge
 from kltui.untrusted import safe
+from kltui.words.diagnosis import said
 
 
 def diagnosis_group(diagnoses: list[Diagnosis], node: DOMNode) -> Group:
@@ -29,13 +30,14 @@ def diagnosis_group(diagnoses: list[Diagnosis], node: DOMNode) -> Group:
         head = badge(d, node)
         head.append(" ")
         head.append_text(safe(d.server, style="bold"))
-        parts += [head, safe(d.label)]
-        for title, lines in (("evidence", d.evidence), ("suspects", d.suspects)):
+        text = said(d)
+        parts += [head, safe(text.label)]
+        for title, lines in (("evidence", text.evidence), ("suspects", text.suspects)):
             if lines:
                 parts.append(Text(title, style="bold"))
                 parts += [Text("  · ").append_text(safe(x)) for x in lines]
-        if d.next_step:
-            parts.append(Text("next: ", style="bold").append_text(safe(d.next_step)))
+        if text.next_step:
+            parts.append(Text("next: ", style="bold").append_text(safe(text.next_step)))
         if d.action == "dumps":
             parts.append(Text("u: open the dumper drill-down for this server", style="dim"))
         parts.append(Text(""))

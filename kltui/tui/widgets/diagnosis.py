@@ -11,6 +11,7 @@ from textual.widgets import Static
 from kltui.readings.diagnosis import Diagnosis
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
+from kltui.words.diagnosis import label, said
 
 # the component class of each condition's badge, coloured in app.tcss
 CONDITION_CLASS = {
@@ -149,7 +150,7 @@ class DiagnosisBar(Static):
                 "no diagnosis: no helper finished" if ended else "waiting for a helper to finish…"
             )
             lines.append(Text(wait, style="dim"))
-        one = diagnoses[0] if len(diagnoses) == 1 else None
+        one = said(diagnoses[0]) if len(diagnoses) == 1 else None
         step = one.next_step if one else None
         step_head = Text("next: ", style="bold")
         # the first suspect keeps a line of the panel when it has three (given back when the
@@ -170,7 +171,7 @@ class DiagnosisBar(Static):
                 head.append_text(safe(d.server, style="bold"))
                 head.append(": ")
             share = max(1, (avail - reserve) // (len(diagnoses) - i))
-            t = self._fit(head, d.label, None, width, share)
+            t = self._fit(head, label(d), None, width, share)
             used = self._height(t, width)
             left, avail = left - used, avail - used
             lines.append(t)

@@ -8,11 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.ablate.plan import Config
+from kltui.outputs.ablation import document
 from kltui.outputs.ablation_matrix import matrix_rows
 from kltui.outputs.ablation_rows import rows
 from kltui.readings.diagnosis import diagnose_server
 from kltui.readings.findings import Kind
 from kltui.run.sweep_manifest import MEASURED, ConfigRun, Sweep
+from kltui.words.diagnosis import said
 from tests.unit.ablate.test_ablate_reading import INFO, rows_at, store, url
 
 
@@ -25,7 +27,7 @@ def test_the_condition_column_is_the_configurations_own_diagnosis(tmp_path):
     }
     base = store(url(0), INFO, both)
     d = diagnose_server(base, url(0))
-    assert d.kind == Kind.BOTH and d.label.startswith("conditions 1 and 2")
+    assert d.kind == Kind.BOTH and said(d).label.startswith("conditions 1 and 2")
     other = store(url(1), INFO | {"attention_backend": "fa3"}, both)
     sweep = Sweep(
         tmp_path,
@@ -44,5 +46,5 @@ def test_the_condition_column_is_the_configurations_own_diagnosis(tmp_path):
     assert [cond for _, _, cond, _ in rows(sweep, ab)] == ["1+2", "1+2"]
     assert [r.condition for r in matrix_rows(sweep, ab, "match", {})] == ["1+2", "1+2"]
     assert ab.base.line().endswith("[condition 1+2]")
-    doc = ab.to_json()["configs"][0]
-    assert doc["conditions"] == [1, 2] and doc["diagnosis"] == d.label
+    doc = document(sweep, ab)["ablation"]["configs"][0]
+    assert doc["conditions"] == [1, 2] and doc["diagnosis"] == said(d).label

@@ -12,6 +12,7 @@ from kltui.readings.evidence import signed_rank_p
 from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
+from kltui.words.diagnosis import said, to_json
 
 S = "http://127.0.0.1:1"
 
@@ -52,7 +53,7 @@ def sigma(level: float) -> float:
 
 
 def text_of(d) -> str:
-    return json.dumps(d.to_dict())
+    return json.dumps(to_json(d))
 
 
 def test_all_exact():
@@ -61,16 +62,16 @@ def test_all_exact():
         feed(st, h, 0.0)
     (d,) = diagnose(st)
     assert (d.condition, d.conditions, d.kind) == (0, [], "exact")
-    assert d.next_step is None
+    assert said(d).next_step is None
 
 
 def test_exact_but_a_path_untested_says_so():
     st = SessionStore()
     feed(st, "match", 0.0)
     (d,) = diagnose(st)
-    assert d.condition is None and d.conditions == [], d.label
-    assert "condition 1 holds on match's shapes; condition 2 is not established" in d.label
-    assert "prefill_cache_hit not tested (did not run)" in d.label
+    assert d.condition is None and d.conditions == [], said(d).label
+    assert "condition 1 holds on match's shapes; condition 2 is not established" in said(d).label
+    assert "prefill_cache_hit not tested (did not run)" in said(d).label
 
 
 def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
@@ -80,7 +81,7 @@ def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
         feed(st, h, sigma(1e-4), n=32)  # at 12 samples the limit is not reached
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1] and d.finding is Finding.BATCH_VARIANCE
-    assert "--enable-deterministic-inference (off on this server)" in d.next_step
+    assert "--enable-deterministic-inference (off on this server)" in said(d).next_step
     assert d.action is None
 
 
@@ -101,14 +102,14 @@ def test_deterministic_on_and_still_nonzero_points_at_the_dumper():
     feed(st, "prefill_cache_hit", sigma(3.81e-4), n=16, length=128, seed=1)
     feed(st, "decode_cache_hit", sigma(3.96e-4), n=16, length=128, seed=2)
     (d,) = diagnose(st)
-    assert d.condition == 1 and d.conditions == [1], d.evidence
-    assert d.finding is Finding.DETERMINISTIC_SHAPE and "shape-variant" in d.label
+    assert d.condition == 1 and d.conditions == [1], said(d).evidence
+    assert d.finding is Finding.DETERMINISTIC_SHAPE and "shape-variant" in said(d).label
     assert "--enable-deterministic-inference" not in text_of(d)  # already on: never advised
     assert d.action == "dumps"
-    assert d.next_command == "kltui dumps --server 127.0.0.1:1 --dump-dir DIR"
-    assert any("triton attention backend" in s and "split" in s for s in d.suspects)
-    assert any("CUDA graph is on" in s for s in d.suspects)
-    assert any("deterministic inference on" in e for e in d.evidence)  # the settings it read
+    assert said(d).next_command == "kltui dumps --server 127.0.0.1:1 --dump-dir DIR"
+    assert any("triton attention backend" in s and "split" in s for s in said(d).suspects)
+    assert any("CUDA graph is on" in s for s in said(d).suspects)
+    assert any("deterministic inference on" in e for e in said(d).evidence)  # the settings it read
 
 
 def test_cache_helper_50x_above_match_is_a_hidden_condition_2():
@@ -118,8 +119,8 @@ def test_cache_helper_50x_above_match_is_a_hidden_condition_2():
     feed(st, "prefill_cache_hit", sigma(5e-4))
     (d,) = diagnose(st)
     assert d.conditions == [1, 2] and d.condition == 1
-    assert "prefill_cache_hit" in d.label and "similar" not in d.label
-    assert any("higher in 12, lower in 0" in e for e in d.evidence)
+    assert "prefill_cache_hit" in said(d).label and "similar" not in said(d).label
+    assert any("higher in 12, lower in 0" in e for e in said(d).evidence)
 
 
 def test_match_noisy_and_cache_helpers_exactly_zero_is_not_similar_level():
@@ -129,7 +130,7 @@ def test_match_noisy_and_cache_helpers_exactly_zero_is_not_similar_level():
     feed(st, "decode_cache_hit", 0.0)
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1]
-    assert d.finding is Finding.MATCH_PATH_ONLY and "similar" not in d.label
+    assert d.finding is Finding.MATCH_PATH_ONLY and "similar" not in said(d).label
 
 
 def test_stray_ulps_are_not_a_state_bug():
@@ -138,9 +139,9 @@ def test_stray_ulps_are_not_a_state_bug():
     feed(st, "match", sigma(1e-12))
     feed(st, "prefill_cache_hit", sigma(1e-10))
     (d,) = diagnose(st)
-    assert d.conditions == [1], d.label
+    assert d.conditions == [1], said(d).label
     # both sides at rounding level on every sample: compared as equal, whatever their ratio
-    assert any("equal in 12" in e for e in d.evidence), d.evidence
+    assert any("equal in 12" in e for e in said(d).evidence), said(d).evidence
 
 
 def test_condition_2_only_on_prefill_cache_path():
@@ -151,10 +152,13 @@ def test_condition_2_only_on_prefill_cache_path():
     feed(st, "decode_cache_hit", 0.0)
     (d,) = diagnose(st)
     assert d.condition == 2 and d.conditions == [2] and d.finding is Finding.STATE_BUG
-    assert d.basis.path("prefill_cache_hit").verdict == "state" and "prefill_cache_hit" in d.label
-    assert any("first generated token" in x for x in d.evidence)
-    assert any("page size 4" in s for s in d.suspects)
-    assert "cross_server" in d.next_step and d.action is None
+    assert (
+        d.basis.path("prefill_cache_hit").verdict == "state"
+        and "prefill_cache_hit" in said(d).label
+    )
+    assert any("first generated token" in x for x in said(d).evidence)
+    assert any("page size 4" in s for s in said(d).suspects)
+    assert "cross_server" in said(d).next_step and d.action is None
 
 
 def test_mid_generation_divergence_is_described():
@@ -163,7 +167,7 @@ def test_mid_generation_divergence_is_described():
     feed(st, "decode_cache_hit", 0.3, start=9)
     (d,) = diagnose(st)
     assert d.condition == 2
-    assert any("mid-generation (median position 9" in x for x in d.evidence)
+    assert any("mid-generation (median position 9" in x for x in said(d).evidence)
 
 
 def test_condition_1_plus_2():
@@ -178,7 +182,7 @@ def test_match_alone_does_not_claim_cache_helpers_agree():
     st = SessionStore()
     feed(st, "match", 1e-4)
     (d,) = diagnose(st)
-    assert d.condition == 1 and "run the cache-hit helpers" in d.label
+    assert d.condition == 1 and "run the cache-hit helpers" in said(d).label
 
 
 def test_without_match_it_is_inconclusive():
@@ -201,8 +205,8 @@ def test_vacuous_helper_is_named_not_counted():
         )
     )
     (d,) = diagnose(st)
-    assert d.condition is None and "prefill_cache_hit not tested" in d.label
-    assert any("compared nothing: radix cache disabled" in e for e in d.evidence)
+    assert d.condition is None and "prefill_cache_hit not tested" in said(d).label
+    assert any("compared nothing: radix cache disabled" in e for e in said(d).evidence)
 
 
 def test_evidence_statistics():

@@ -11,6 +11,7 @@ from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
+from kltui.words.diagnosis import said, to_json
 
 S = "http://127.0.0.1:1"
 HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
@@ -61,7 +62,7 @@ def exact_rows(rng, n: int, length: int = 16):
 
 
 def text_of(d) -> str:
-    return json.dumps(d.to_dict())
+    return json.dumps(to_json(d))
 
 
 def test_cache_helper_orders_above_a_passing_match_is_condition_2_first():
@@ -74,13 +75,13 @@ def test_cache_helper_orders_above_a_passing_match_is_condition_2_first():
     feed_rows(st, "prefill_cache_hit", noisy_rows(rng, [1.1e-6] * 16, lengths))
     feed_rows(st, "decode_cache_hit", noisy_rows(rng, [1.2] * 16, lengths, start=4))
     (d,) = diagnose(st)
-    assert d.condition == 2 and d.conditions == [1, 2], d.label
+    assert d.condition == 2 and d.conditions == [1, 2], said(d).label
     assert (
         d.finding is Finding.STATE_BUG_FIRST and d.basis.path("decode_cache_hit").verdict == "state"
     )
-    assert "isolate the trigger" in d.next_step
-    assert "--enable-deterministic-inference" not in d.next_step
-    assert d.next_command == (
+    assert "isolate the trigger" in said(d).next_step
+    assert "--enable-deterministic-inference" not in said(d).next_step
+    assert said(d).next_command == (
         "kltui check --server 127.0.0.1:1 --server OTHER_HOST:PORT --helpers match,decode_cache_hit"
     )
     assert d.action is None
@@ -114,14 +115,14 @@ def test_heterogeneous_sample_scales_are_not_a_state_bug():
 def test_one_sample_with_three_times_the_noise_is_not_a_state_bug():
     for seed in range(10):
         d = _null(seed, 32, sigma=0.0, one_bad=3.0)
-        assert d.conditions == [1], d.label
+        assert d.conditions == [1], said(d).label
 
 
 def test_a_small_systematic_shift_is_not_a_state_bug_at_large_n():
     """decode_cache_hit's longer contexts shift its noise a little: expected, not a bug."""
     d = _null(3, 128, sigma=0.05, shift=1.3)
-    assert d.conditions == [1], d.evidence
-    assert any("within the x3 drift" in e for e in d.evidence), d.evidence
+    assert d.conditions == [1], said(d).evidence
+    assert any("within the x3 drift" in e for e in said(d).evidence), said(d).evidence
 
 
 def test_too_few_samples_is_inconclusive_not_no_more_than_match():
@@ -131,9 +132,9 @@ def test_too_few_samples_is_inconclusive_not_no_more_than_match():
     feed_rows(st, "match", noisy_rows(rng, [1e-3] * 8, [32] * 8))
     feed_rows(st, "prefill_cache_hit", noisy_rows(rng, [3e-2] * 8, [32] * 8))  # ~1000x
     (d,) = diagnose(st)
-    assert d.finding is Finding.TOO_FEW_COMMON, d.label
-    assert "no more than" not in d.label and d.condition is None
-    assert "--samples 32" in d.next_step
+    assert d.finding is Finding.TOO_FEW_COMMON, said(d).label
+    assert "no more than" not in said(d).label and d.condition is None
+    assert "--samples 32" in said(d).next_step
 
 
 def test_temperature_above_zero_gives_no_kernel_verdict():
@@ -144,9 +145,9 @@ def test_temperature_above_zero_gives_no_kernel_verdict():
         feed_rows(st, h, noisy_rows(rng, [0.1] * 12, [32] * 12))
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == []
-    assert d.finding is Finding.SAMPLING and "temperature 0.7" in d.label
+    assert d.finding is Finding.SAMPLING and "temperature 0.7" in said(d).label
     assert "dumps" not in text_of(d).replace("--temperature", "")
-    assert d.next_command is None and d.action is None
+    assert said(d).next_command is None and d.action is None
 
 
 def test_non_finite_logprobs_on_both_sides_are_their_own_finding():
@@ -160,9 +161,9 @@ def test_non_finite_logprobs_on_both_sides_are_their_own_finding():
     feed_rows(st, "prefill_cache_hit", exact_rows(rng, 12))
     feed_rows(st, "decode_cache_hit", exact_rows(rng, 12))
     (d,) = diagnose(st)
-    assert "cold" not in d.label and "shape-variant" not in d.label, d.label
-    assert "non-finite" in d.label and d.condition == 0
-    (line,) = [e for e in d.evidence if "non-finite" in e]
+    assert "cold" not in said(d).label and "shape-variant" not in said(d).label, said(d).label
+    assert "non-finite" in said(d).label and d.condition == 0
+    (line,) = [e for e in said(d).evidence if "non-finite" in e]
     assert "#0 @ 3, 7; #1 @ 3, 7; #2 @ 5" in line
 
 
@@ -175,7 +176,7 @@ def test_one_ulp_blip_with_match_exact_is_not_condition_2():
     a[3] = np.nextafter(a[3], 0.0)
     feed_rows(st, "prefill_cache_hit", rows)
     (d,) = diagnose(st)
-    assert d.conditions == [1] and 2 not in d.conditions, d.label
+    assert d.conditions == [1] and 2 not in d.conditions, said(d).label
     assert d.finding is Finding.STRAY_ULPS
 
 
@@ -190,7 +191,9 @@ def test_every_helper_still_diverges_only_when_every_one_does():
     feed_rows(st, "decode_cache_hit", noisy_rows(rng, [2e-2] * 32, [32] * 32))
     (d,) = diagnose(st)
     assert d.conditions == [1]
-    assert "every helper" not in d.label and "prefill_cache_hit exact" in d.label, d.label
+    assert "every helper" not in said(d).label and "prefill_cache_hit exact" in said(d).label, said(
+        d
+    ).label
 
 
 def test_untested_paths_are_never_part_of_conditions_hold():
@@ -203,11 +206,11 @@ def test_untested_paths_are_never_part_of_conditions_hold():
     st.apply(HelperStarted("decode_cache_hit", S, 12, 1e-3, 1e-3))
     st.apply(HelperFinished("decode_cache_hit", S, {"status": "error", "error": "boom"}))
     (d,) = diagnose(st)
-    assert d.condition is None and d.conditions == [], d.label
-    assert "conditions 1 and 2 hold" not in d.label
-    assert "prefill_cache_hit not tested (ran but compared nothing)" in d.label
-    assert "decode_cache_hit not tested (error: boom)" in d.label
-    assert "match 12/12" in d.label  # what the reading rests on
+    assert d.condition is None and d.conditions == [], said(d).label
+    assert "conditions 1 and 2 hold" not in said(d).label
+    assert "prefill_cache_hit not tested (ran but compared nothing)" in said(d).label
+    assert "decode_cache_hit not tested (error: boom)" in said(d).label
+    assert "match 12/12" in said(d).label  # what the reading rests on
 
 
 def test_page_evidence_is_the_prompt_partial_page_not_cached_tokens():
@@ -221,10 +224,12 @@ def test_page_evidence_is_the_prompt_partial_page_not_cached_tokens():
     # 3 differing samples of 12 against match's 12 exact: shared noise, a sample at a time,
     # misses match that way with chance C(12,3)/C(24,3) = 0.11: no state bug is claimed, the
     # evidence still reads the page remainder
-    assert d.condition is None and d.finding is Finding.STATE_UNCLEAR, d.label
-    assert "(p=0.11)" in d.label and d.basis.path(d.basis.tested[-1].helper).p is not None
-    assert not any("cached_tokens %" in e for e in d.evidence), d.evidence
-    assert any("prompt_len % page size 4): divergent {2}, passing {2}" in e for e in d.evidence)
+    assert d.condition is None and d.finding is Finding.STATE_UNCLEAR, said(d).label
+    assert "(p=0.11)" in said(d).label and d.basis.path(d.basis.tested[-1].helper).p is not None
+    assert not any("cached_tokens %" in e for e in said(d).evidence), said(d).evidence
+    assert any(
+        "prompt_len % page size 4): divergent {2}, passing {2}" in e for e in said(d).evidence
+    )
 
 
 def test_pure_noise_is_never_state_wrong_at_position_0():
@@ -234,7 +239,7 @@ def test_pure_noise_is_never_state_wrong_at_position_0():
     feed_rows(st, "match", exact_rows(rng, 12, 32))
     feed_rows(st, "decode_cache_hit", noisy_rows(rng, [1e-4] * 12, [32] * 12))
     (d,) = diagnose(st)
-    assert not any("already wrong" in e for e in d.evidence), d.evidence
+    assert not any("already wrong" in e for e in said(d).evidence), said(d).evidence
 
 
 def test_pass_at_rounding_level_is_far_below_the_gate_not_a_relaunch():
@@ -245,8 +250,8 @@ def test_pass_at_rounding_level_is_far_below_the_gate_not_a_relaunch():
         feed_rows(st, h, noisy_rows(rng, [1.4e-6] * 12, [32] * 12))  # avg_kl_div ~1e-12
     (d,) = diagnose(st)
     assert d.condition == 1
-    assert d.next_step.startswith("nothing to fix for the gate"), d.next_step
-    assert "far below" in d.next_step and "RL rollouts" in d.next_step
+    assert said(d).next_step.startswith("nothing to fix for the gate"), said(d).next_step
+    assert "far below" in said(d).next_step and "RL rollouts" in said(d).next_step
 
 
 def test_too_few_samples_at_rounding_level_never_say_no_more_than_match():
@@ -257,9 +262,9 @@ def test_too_few_samples_at_rounding_level_never_say_no_more_than_match():
     feed_rows(st, "prefill_cache_hit", noisy_rows(rng, [1.4e-6] * 8, [32] * 8))
     (d,) = diagnose(st)
     # 8 samples: no state bug of any size would be found reliably, so none is ruled out
-    assert d.condition is None and d.finding is Finding.NOT_EXCLUDED, d.label
-    assert "no more than" not in d.label and "not excluded" in d.label
-    assert [lim.k for lim in d.limits] == [None] and "--repeat 3" in (d.next_step or "")
+    assert d.condition is None and d.finding is Finding.NOT_EXCLUDED, said(d).label
+    assert "no more than" not in said(d).label and "not excluded" in said(d).label
+    assert [lim.k for lim in d.limits] == [None] and "--repeat 3" in (said(d).next_step or "")
 
 
 def vacuous(store: SessionStore, helper: str, n: int = 12) -> None:
@@ -279,12 +284,12 @@ def test_rounding_noise_with_cache_paths_that_compared_nothing_is_no_nothing_to_
     vacuous(st, "prefill_cache_hit")
     vacuous(st, "decode_cache_hit")
     (d,) = diagnose(st)
-    assert "nothing to fix for the gate" not in d.next_step, d.next_step
-    assert d.next_step.startswith("nothing to fix in this noise"), d.next_step
-    assert "prefill_cache_hit and decode_cache_hit ran and tested nothing" in d.next_step
-    assert d.finding is Finding.CACHE_NOT_TESTED, d.label
-    assert "ran but compared nothing, so whether a state bug hides" in d.label, d.label
-    assert "run the cache-hit helpers" not in d.label
+    assert "nothing to fix for the gate" not in said(d).next_step, said(d).next_step
+    assert said(d).next_step.startswith("nothing to fix in this noise"), said(d).next_step
+    assert "prefill_cache_hit and decode_cache_hit ran and tested nothing" in said(d).next_step
+    assert d.finding is Finding.CACHE_NOT_TESTED, said(d).label
+    assert "ran but compared nothing, so whether a state bug hides" in said(d).label, said(d).label
+    assert "run the cache-hit helpers" not in said(d).label
 
 
 def test_rounding_noise_with_cache_helpers_not_asked_for_is_nothing_to_fix():
@@ -294,8 +299,8 @@ def test_rounding_noise_with_cache_helpers_not_asked_for_is_nothing_to_fix():
     started(st, enable_deterministic_inference=False)
     feed_rows(st, "match", noisy_rows(rng, [1.4e-6] * 12, [32] * 12))
     (d,) = diagnose(st)
-    assert d.next_step.startswith("nothing to fix for the gate"), d.next_step
-    assert "run the cache-hit helpers" in d.label
+    assert said(d).next_step.startswith("nothing to fix for the gate"), said(d).next_step
+    assert "run the cache-hit helpers" in said(d).label
 
 
 def rows_with_means(rng, means, length: int = 32) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -325,10 +330,15 @@ def test_a_broad_excess_short_of_the_drift_bar_is_not_read_as_a_few_samples():
     feed_rows(st, "prefill_cache_hit", rows_with_means(rng, base))
     feed_rows(st, "decode_cache_hit", rows_with_means(rng, base * ratio))
     (d,) = diagnose(st)
-    v = next(e for e in d.evidence if e.startswith("decode_cache_hit vs match"))
+    v = next(e for e in said(d).evidence if e.startswith("decode_cache_hit vs match"))
     assert "higher in 28, lower in 4" in v and "sign test p=0.3" in v, v
-    assert d.condition is None and d.finding is Finding.BROAD_EXCESS, d.label
-    assert "decode_cache_hit fails its gate" in d.label, d.label
-    assert "decode_cache_hit is above match in 28 of 32 samples" in d.label, d.label
-    assert "not beyond a x3 drift" in d.label and "a state bug in a few samples" not in d.label
-    assert d.next_step.startswith("decide it with more samples (`--samples 128`)"), d.next_step
+    assert d.condition is None and d.finding is Finding.BROAD_EXCESS, said(d).label
+    assert "decode_cache_hit fails its gate" in said(d).label, said(d).label
+    assert "decode_cache_hit is above match in 28 of 32 samples" in said(d).label, said(d).label
+    assert (
+        "not beyond a x3 drift" in said(d).label
+        and "a state bug in a few samples" not in said(d).label
+    )
+    assert said(d).next_step.startswith("decide it with more samples (`--samples 128`)"), said(
+        d
+    ).next_step

@@ -4,7 +4,7 @@ the request's input length), never guessed: the radix cache's page rounding."""
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.readings.coverage import page_misses
+from kltui.readings.coverage import PageMisses, page_misses
 from kltui.readings.diagnosis import diagnose
 from kltui.session.events import (
     HelperFinished,
@@ -14,6 +14,7 @@ from kltui.session.events import (
     SampleSkipped,
 )
 from kltui.session.store import SessionStore
+from kltui.words.diagnosis import said
 from tests.unit.readings.test_diagnosis_verdicts import exact_rows, feed_rows
 
 S = "http://127.0.0.1:1"
@@ -32,14 +33,13 @@ def skipped_state(helper: str, rows: list[tuple[int, int]], new: int = 8, page: 
 def test_decode_misses_on_whole_pages_name_the_page_size_and_the_fix():
     st = skipped_state("decode_cache_hit", [(32, 49), (0, 14), (32, 49)])
     hint = page_misses(st.helpers[f"decode_cache_hit@{S}"], 16, 8)
-    assert hint is not None and "all 3 skipped samples hit whole 16-token pages" in hint, hint
-    assert "(cached_tokens 0, 32)" in hint and "--max-new-tokens 32" in hint
+    assert hint == PageMisses("decode_cache_hit", 3, 16, new_tokens=8, seen=(0, 32))
 
 
 def test_prefill_misses_of_prompts_within_a_page():
     st = skipped_state("prefill_cache_hit", [(0, 5), (0, 16)])
     hint = page_misses(st.helpers[f"prefill_cache_hit@{S}"], 16, 8)
-    assert hint is not None and "prompts of at most 16 tokens" in hint, hint
+    assert hint == PageMisses("prefill_cache_hit", 2, 16)
 
 
 def test_no_hint_where_the_measurement_does_not_show_page_rounding():
@@ -79,8 +79,10 @@ def test_bit_identical_where_compared_but_a_gate_failed_says_so():
     summary |= {"status": "fail", "hit_failure": "Too few prefill cache hits 16/32 (need > 16)"}
     st.apply(HelperFinished("prefill_cache_hit", S, summary))
     (d,) = diagnose(st)
-    assert d.condition == 0, d.label
-    assert "hold on the samples compared" in d.label, d.label
-    assert "but prefill_cache_hit fails its gate (Too few prefill cache hits 16/32" in d.label
-    assert d.next_step and d.next_step.startswith("cover the samples that missed"), d.next_step
-    assert any("prompts of at most 16 tokens" in e for e in d.evidence), d.evidence
+    assert d.condition == 0, said(d).label
+    assert "hold on the samples compared" in said(d).label, said(d).label
+    assert "but prefill_cache_hit fails its gate (Too few prefill cache hits 16/32" in said(d).label
+    assert said(d).next_step and said(d).next_step.startswith("cover the samples that missed"), (
+        said(d).next_step
+    )
+    assert any("prompts of at most 16 tokens" in e for e in said(d).evidence), said(d).evidence

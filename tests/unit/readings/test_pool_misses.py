@@ -6,6 +6,7 @@ from kltui.readings.coverage import pool_misses
 from kltui.readings.diagnosis import diagnose
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleSkipped
 from kltui.session.store import SessionStore
+from kltui.words.diagnosis import said
 
 S = "http://127.0.0.1:1"
 
@@ -35,7 +36,7 @@ def test_inputs_above_the_pool_name_both_figures_and_what_fits():
     )  # fmt: skip
     assert short.fit == 26  # 50,245 // (59,889 / 32)
     (d,) = diagnose(st)
-    ev = "\n".join(d.evidence)
+    ev = "\n".join(said(d).evidence)
     assert "59,889 tokens where the server's KV pool holds 50,245" in ev, ev
     assert "--samples 26 or fewer" in ev, ev
 
@@ -51,5 +52,5 @@ def test_no_pool_reading_when_the_inputs_fit_or_a_figure_is_missing():
         st = finished("decode_cache_hit", missed, samples, pool, asked)
         assert pool_misses(st.helpers[f"decode_cache_hit@{S}"]) is None, (pool, asked)
         (d,) = diagnose(st)
-        ev = "\n".join(d.evidence)
+        ev = "\n".join(said(d).evidence)
         assert "max_total_num_tokens" not in ev, ev

@@ -9,6 +9,7 @@ the words are tests/unit/words/test_probe_words.py's."""
 from __future__ import annotations
 
 from kltui.engines.identity import ServerIdentity
+from kltui.readings.diagnosis_parts import Command, CommandKind
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
 from kltui.readings.probe import ProbeError, ProbeReading, ServerProbe, model_name
@@ -21,6 +22,7 @@ from kltui.readings.probe_changes import (
     remember,
     standings,
 )
+from kltui.readings.verdict import Diagnosis
 
 URL = "http://127.0.0.1:30000"
 PROCESS = {"url": URL, "startup_time": 100.0, "model_path": "/srv/models/tiny-llama"}
@@ -28,7 +30,7 @@ PROCESS = {"url": URL, "startup_time": 100.0, "model_path": "/srv/models/tiny-ll
 
 def reading(kind: Kind, finding: Finding, verdict: str = "pass", **kw) -> ProbeReading:
     identity = ServerIdentity.of(kw.pop("identity", PROCESS))
-    s = ServerProbe(URL, "m", finding, kind, str(finding), (), verdict=verdict, identity=identity,
+    s = ServerProbe(URL, "m", finding, kind, Diagnosis(URL, finding, None), (), verdict=verdict, identity=identity,
                     **kw)  # fmt: skip
     return ProbeReading(verdict, (s,))
 
@@ -112,15 +114,16 @@ def test_the_same_process_is_no_replacement_and_a_server_without_startup_time_cl
     assert changes(after(hashed), unhashed) == [] and changes(after(unhashed), hashed) == []
 
 
+RERUN = Command(CommandKind.RERUN, URL, samples=32)
 LIMITS_OPEN = (Limit("prefill_cache_hit", 8, None),)
 LIMITS_MET = (Limit("prefill_cache_hit", 32, 6),)
 
 
 def test_a_noisy_probe_too_small_to_exclude_a_state_bug_settles_as_condition_1_said_once():
-    noisy = reading(Kind.ONE, Finding.NOT_EXCLUDED, limits=LIMITS_OPEN, next_command="kltui check")
+    noisy = reading(Kind.ONE, Finding.NOT_EXCLUDED, limits=LIMITS_OPEN, next_command=RERUN)
     (said,) = standings({}, noisy)
     assert (said.kind, said.limit, said.next_command) == (Kind.ONE, LimitKind.NOT_EXCLUDED,
-                                                          "kltui check")  # fmt: skip
+                                                          RERUN)  # fmt: skip
     assert standings(after(noisy), noisy) == []  # said once
     # an inconclusive probe between two settled ones does not make it said again
     unclear = reading(Kind.UNKNOWN, Finding.FEW_FAR_ABOVE)

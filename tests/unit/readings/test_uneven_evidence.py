@@ -10,6 +10,7 @@ import pytest
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.store import SessionStore
+from kltui.words.diagnosis import said
 from tests.unit.readings.test_diagnosis_verdicts import feed_rows, started
 
 N, LEN = 32, 24
@@ -43,20 +44,20 @@ def _minority(affected: int, size: float = 0.05, seed: int = 0) -> SessionStore:
 
 def test_a_state_bug_in_a_minority_of_samples_is_condition_2():
     (d,) = diagnose(_minority(12))
-    assert 2 in d.conditions, d.label
-    assert any("far above match on #0" in e for e in d.evidence), d.evidence
+    assert 2 in d.conditions, said(d).label
+    assert any("far above match on #0" in e for e in said(d).evidence), said(d).evidence
 
 
 def test_a_state_bug_in_three_samples_that_fails_the_gate_is_never_nothing_to_fix():
     """match at rounding level on every sample, decode_cache_hit orders of magnitude above it
     on three: direct evidence on those samples (issue 43's window-110 case), never kernels."""
     (d,) = diagnose(_minority(3, size=0.3))
-    summary = d.label + (d.next_step or "")
+    summary = said(d).label + (said(d).next_step or "")
     assert "nothing to fix" not in summary and "kltui dumps" not in summary, summary
-    assert d.condition == 2 and d.finding is Finding.DIRECT_STATE, d.label
-    assert d.label.startswith("condition 2 (state bug) on 3 samples (#0, #1, #2)")
+    assert d.condition == 2 and d.finding is Finding.DIRECT_STATE, said(d).label
+    assert said(d).label.startswith("condition 2 (state bug) on 3 samples (#0, #1, #2)")
     assert len(d.basis.path("decode_cache_hit").affected) == 3
-    assert any("far above match on #0" in e for e in d.evidence), d.evidence
+    assert any("far above match on #0" in e for e in said(d).evidence), said(d).evidence
 
 
 def test_three_samples_far_above_a_noisy_match_are_named_never_kernel_noise():
@@ -73,10 +74,10 @@ def test_three_samples_far_above_a_noisy_match_are_named_never_kernel_noise():
         rows[i] = (b + 0.3 * rng.standard_normal(LEN), b)
     feed_rows(st, "decode_cache_hit", rows)
     (d,) = diagnose(st)
-    assert d.condition is None, d.label
-    assert d.finding in (Finding.FAR_ABOVE, Finding.FEW_FAR_ABOVE), d.label
-    assert "#0" in d.label + " ".join(d.evidence)
-    assert d.action != "dumps" and "kltui dumps" not in (d.next_step or "")
+    assert d.condition is None, said(d).label
+    assert d.finding in (Finding.FAR_ABOVE, Finding.FEW_FAR_ABOVE), said(d).label
+    assert "#0" in said(d).label + " ".join(said(d).evidence)
+    assert d.action != "dumps" and "kltui dumps" not in (said(d).next_step or "")
 
 
 def test_affected_samples_are_set_apart_by_what_they_share():
@@ -96,7 +97,7 @@ def test_affected_samples_are_set_apart_by_what_they_share():
     for p in s.per_sample:
         p["prompt_len"] = 200 + p["index"] if p["index"] < 14 else 30 + p["index"]
     (d,) = diagnose(st)
-    line = next(e for e in d.evidence if "far above match on" in e)
+    line = next(e for e in said(d).evidence if "far above match on" in e)
     assert "every one has prompt length >= 200" in line, line
 
 
@@ -118,14 +119,14 @@ def test_sparse_noise_that_misses_match_is_not_condition_2():
     feed_rows(st, "prefill_cache_hit", rows)
     feed_rows(st, "decode_cache_hit", [(a.copy(), b) for a, b in exact])
     (d,) = diagnose(st)
-    assert d.condition is None and 2 not in d.conditions, d.label
+    assert d.condition is None and 2 not in d.conditions, said(d).label
     # 1 differing sample of 8; match's 8 and decode_cache_hit's 8 exact: 8/24
-    assert "inconclusive" in d.label and "p=0.33" in d.label, d.label
+    assert "inconclusive" in said(d).label and "p=0.33" in said(d).label, said(d).label
     assert any(
         "1 of 8 samples differ (1 of 128 tokens), match's 8 nor decode_cache_hit's 8 samples none"
         in e
-        for e in d.evidence
-    ), d.evidence
+        for e in said(d).evidence
+    ), said(d).evidence
 
 
 def test_one_noise_event_carried_through_a_sample_is_not_condition_2():
@@ -139,9 +140,9 @@ def test_one_noise_event_carried_through_a_sample_is_not_condition_2():
     rows[7][0][2:] += 1e-2 * rng.standard_normal(14)
     feed_rows(st, "decode_cache_hit", rows)
     (d,) = diagnose(st)
-    assert d.condition is None and 2 not in d.conditions, d.label
-    assert "in too few samples" in d.label and "p=0.33" in d.label, d.label
-    assert d.next_step.startswith("decide it with more samples"), d.next_step
+    assert d.condition is None and 2 not in d.conditions, said(d).label
+    assert "in too few samples" in said(d).label and "p=0.33" in said(d).label, said(d).label
+    assert said(d).next_step.startswith("decide it with more samples"), said(d).next_step
 
 
 def test_a_state_bug_in_most_samples_with_match_exact_is_still_condition_2():
@@ -154,8 +155,8 @@ def test_a_state_bug_in_most_samples_with_match_exact_is_still_condition_2():
         rows[i][0][2:] += 1e-2 * rng.standard_normal(14)
     feed_rows(st, "decode_cache_hit", rows)
     (d,) = diagnose(st)
-    assert d.condition == 2 and d.finding is Finding.STATE_BUG, d.label
-    assert any("12 of 32 samples differ" in e for e in d.evidence), d.evidence
+    assert d.condition == 2 and d.finding is Finding.STATE_BUG, said(d).label
+    assert any("12 of 32 samples differ" in e for e in said(d).evidence), said(d).evidence
 
 
 def test_a_real_state_bug_with_match_exact_is_still_condition_2():
@@ -163,7 +164,7 @@ def test_a_real_state_bug_with_match_exact_is_still_condition_2():
     feed_rows(st, "prefill_cache_hit", [(a + 0.01 * rng.standard_normal(16), b) for a, b in exact])
     feed_rows(st, "decode_cache_hit", [(a.copy(), b) for a, b in exact])
     (d,) = diagnose(st)
-    assert d.condition == 2 and d.conditions == [2], d.label
+    assert d.condition == 2 and d.conditions == [2], said(d).label
 
 
 def test_a_start_mostly_at_the_first_token_is_not_mid_generation_at_position_0():
@@ -176,7 +177,7 @@ def test_a_start_mostly_at_the_first_token_is_not_mid_generation_at_position_0()
         rows.append((a, b))
     feed_rows(st, "prefill_cache_hit", rows)
     (d,) = diagnose(st)
-    text = " ".join(d.evidence)
+    text = " ".join(said(d).evidence)
     assert "median position 0" not in text, text
     assert "at the first generated token in 9 of 12 divergent samples and later in 3" in text
 
@@ -209,8 +210,8 @@ def test_the_window_110_case_names_its_three_samples_and_is_never_nothing_to_fix
     rows = [_at(rng, 4.9e-4, start=8) if i in hit else _at(rng, rest) for i in range(N)]
     feed_rows(st, "decode_cache_hit", rows)
     (d,) = diagnose(st)
-    said = d.label + " " + (d.next_step or "")
-    assert "nothing to fix" not in said and d.action != "dumps", said
-    assert d.finding is Finding.DIRECT_STATE and d.condition == 2, d.label
+    text = said(d).label + " " + (said(d).next_step or "")
+    assert "nothing to fix" not in text and d.action != "dumps", text
+    assert d.finding is Finding.DIRECT_STATE and d.condition == 2, said(d).label
     assert d.basis.path("decode_cache_hit").affected == hit
-    assert "(#5, #17, #26)" in d.label, d.label
+    assert "(#5, #17, #26)" in said(d).label, said(d).label

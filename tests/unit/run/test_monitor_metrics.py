@@ -14,6 +14,7 @@ from kltui.outputs.prometheus import MonitorMetrics
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.probe import HelperFigures, ProbeError, ProbeReading, ServerProbe
 from kltui.readings.probe_changes import Change, ChangeKind
+from kltui.readings.verdict import Diagnosis
 from kltui.run.monitor import ProbeResult
 
 ROUTER = "http://127.0.0.1:30000"
@@ -23,7 +24,12 @@ A, B = "http://127.0.0.1:30001", "http://127.0.0.1:30002"
 def server(url: str, kind: Kind, avg: float) -> ServerProbe:
     h = HelperFigures("match", "pass", avg, 0.0, avg, None if avg == 0 else (0, 3), 8, 8, 256)
     return ServerProbe(
-        url, "m", Finding.EXACT if avg == 0 else Finding.BATCH_VARIANCE, kind, "", (h,)
+        url,
+        "m",
+        Finding.EXACT if avg == 0 else Finding.BATCH_VARIANCE,
+        kind,
+        Diagnosis(url, Finding.IMPORTED, None),
+        (h,),
     )
 
 

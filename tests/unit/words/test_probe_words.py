@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from kltui.readings.diagnosis_parts import Command, CommandKind
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
 from kltui.readings.probe import ProbeError, ServerProbe
@@ -79,7 +80,7 @@ STANDINGS = {
             Kind.ONE,
             LimitKind.NOT_EXCLUDED,
             (Limit("prefill_cache_hit", 8, None),),
-            "kltui check --server 127.0.0.1:30000 --samples 128",
+            Command(CommandKind.RERUN, URL, samples=128),
         ),  # fmt: skip
         f"condition 1 on {URL}; a probe of 8 samples is too small to rule out a state bug on "
         "prefill_cache_hit: read as condition 1 from here on (said once); for a limit: "
