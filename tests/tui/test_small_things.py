@@ -39,3 +39,22 @@ def test_condition_1_has_one_name_in_the_tui_and_the_html(tmp_path):
     name = CONDITION_LABEL["1"].split(" · ", 1)[1]
     assert d.label.startswith(f"condition 1 ({name}):"), (d.label, name)
     assert f"condition 1 · {name}" in html_report(store, origin)
+
+
+async def test_a_decoding_helper_shows_its_tokens_per_second_and_eta():
+    # issue 59: minutes of "waiting for the first scored sample" with no estimate; a run cut
+    # mid-decode: 8 samples x 48 tokens, 3 of the 8 samples' 16-token chunks per sample, the
+    # recording's events 0.01 s apart
+    events = synth.session(n=8, length=48, helpers=("match",), finish=False)
+    decoding = [i for i, ev in enumerate(events) if type(ev).__name__ == "TokensDecoded"]
+    events = events[: decoding[11] + 1]  # 12 chunks of 16 tokens: samples 0-3 whole
+    app = replay_app(events)
+    for width, want in ((160, "tok/s · ETA "), (100, "ETA ")):
+        async with app.run_test(size=(width, 45)) as pilot:
+            await replayed(pilot, app)
+            row = drawn(app.query_one("HelperProgress"))
+            assert "decoded 4/8" in row and want in row, row
+            counters = drawn(app.query_one("Counters"))
+            assert "waiting for the first scored sample" in counters
+            assert "decoding at 1,600 tok/s, ETA 0.1s" in counters, counters
+        app = replay_app(events)
