@@ -76,7 +76,7 @@ async def test_first_divergence_then_drill_down_and_tail_navigation():
         assert drill.sample == fd["sample"]
         assert drill.table.row_count == scored.k3.size
         assert drill.position == fd["position"]
-        await pilot.press("m")
+        await pilot.press("w")
         assert drill.position == scored.metrics.argmax_k3
         tails = np.flatnonzero(scored.k3 > st.tail_threshold)
         await pilot.press("f")

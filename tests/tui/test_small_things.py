@@ -58,3 +58,48 @@ async def test_a_decoding_helper_shows_its_tokens_per_second_and_eta():
             assert "waiting for the first scored sample" in counters
             assert "decoding at 1,600 tok/s, ETA 0.1s" in counters, counters
         app = replay_app(events)
+
+
+# keys that close what they opened (c, d), go back or quit (escape, q), or step through the
+# helpers on the dashboard and in the sweep matrix alike ([ and ]): one meaning in each place
+TOGGLES = {"c", "d", "escape", "q", "left_square_bracket", "right_square_bracket"}
+
+
+def test_every_other_key_means_one_thing_on_every_screen():
+    # issue 59: `m` was "Max k3" in the drill-down and "Monitor" on the dashboard
+    from collections import defaultdict
+
+    from kltui.tui.bindings import binding_groups
+
+    actions = defaultdict(set)
+    for _, group in binding_groups():
+        for b in group:
+            for key in b.key.split(","):
+                actions[key.strip()].add(b.action)
+    clashes = {k: v for k, v in actions.items() if len(v) > 1 and k not in TOGGLES}
+    assert not clashes, clashes
+    assert actions["m"] == {"monitor"} and actions["w"] == {"max_k3"}
+
+
+def said(app) -> str:
+    """The toasts' words, unwrapped."""
+    return " ".join(toasts(app).replace("▌", " ").split())
+
+
+async def test_a_and_m_say_where_they_apply_on_a_plain_dashboard():
+    # issue 59: `a` and `m` did nothing and said nothing outside kltui ablate / kltui monitor
+    app = replay_app(synth.session(n=3, length=16, helpers=("match",)))
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("a")
+        await pilot.pause()
+        assert "a: the sweep matrix, in a dashboard opened by kltui ablate" in said(app)
+        await pilot.press("m")
+        await pilot.pause()
+        assert "m: the monitor's probes, in a dashboard opened by kltui monitor" in said(app)
+        assert len(app.screen_stack) == 1
+        await pilot.press("question_mark")
+        await pilot.pause()
+        shown = " ".join(drawn(w) for w in app.screen.query("Static"))
+        assert "Sweep matrix (kltui ablate only)" in shown, shown
+        assert "Monitor (kltui monitor only)" in shown
