@@ -4,12 +4,11 @@ phases every helper shares are `phases.py`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kltui.engines.errors import EngineError
-from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
 from kltui.metrics.k3 import DEFAULT_TAIL_THRESHOLD
 from kltui.metrics.presets import ThresholdSource
@@ -17,6 +16,9 @@ from kltui.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.session.events import (
     HelperFinished,
 )
+
+if TYPE_CHECKING:  # the HF reference's module loads only with a run that has one
+    from kltui.engines.hf import HFSettings
 
 COMPARABLE_TEMPERATURES = (0.0, 1.0)
 

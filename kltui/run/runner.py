@@ -17,7 +17,6 @@ from kltui.engines.errors import EngineError
 from kltui.engines.identity import ServerIdentity
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
-from kltui.engines.vllm import identify_vllm
 from kltui.engines.weights import local_weights
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
@@ -31,7 +30,6 @@ from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompt_ids import build_prompt_set, check_separator
 from kltui.run.prompts import PromptSet
-from kltui.run.reference import connect_reference, reference_plan
 from kltui.run.tokenizer import LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 
@@ -126,11 +124,12 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     # Every server (and the baseline) at once: SGLang's /health runs a one-token generate and
     # polls for it once a second, so each answer takes a second or more; one after another,
     # a fleet of N replicas waited N seconds before anything was measured.
-    baseline = (
-        identify_vllm(cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60))
-        if cfg.baseline
-        else None
-    )
+    baseline = None
+    if cfg.baseline:  # vLLM's client loads only with a baseline
+        from kltui.engines.vllm import identify_vllm
+
+        timeout = min(cfg.request_timeout, 60)
+        baseline = identify_vllm(cfg.baseline, cfg.baseline_api_key(), timeout=timeout)
     results = await asyncio.gather(
         *(_identify(c, cfg.server_api_key()) for c in clients),
         *([baseline] if baseline is not None else []),
@@ -160,7 +159,10 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     await refuse_incomparable(
         live, fleet=bool(cfg.router), allow_different_models=cfg.allow_different_models
     )
-    found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
+    if cfg.hf_baseline:  # the HF reference's modules load only with one
+        from kltui.run.reference import connect_reference
+
+        found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
     return found
 
 
@@ -337,6 +339,8 @@ async def _run(
         def ctx_of(spec: Helper) -> HelperContext:
             ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
             if spec.scope == "reference":
+                from kltui.run.reference import reference_plan
+
                 ctx.reference = reference_plan(cfg, found.servers, found.reference)
             return ctx
 
