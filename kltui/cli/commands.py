@@ -5,7 +5,9 @@ at import)."""
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import sys
 
 from kltui.argtypes import KltuiParser
@@ -23,6 +25,7 @@ def main(argv: list[str] | None = None) -> int:
         argv = ["import", argv[0], "--tui", *argv[1:]]
     known = (*SUBCOMMANDS, "import", "-h", "--help", "--version")
     if argv and argv[0] not in known:
+        _refuse_unknown_command(argv[0])
         argv = ["tui", *argv]
     if argv and argv[0] == "web":
         return _web(argv[1:])
@@ -47,6 +50,17 @@ def _is_import_file(arg: str) -> bool:
     if arg.startswith("-") or arg in SUBCOMMANDS or arg.endswith(".kltui.jsonl"):
         return False
     return arg.lower().endswith((".jsonl", ".parquet", ".pq", ".pt")) and os.path.isfile(arg)
+
+
+def _refuse_unknown_command(word: str) -> None:
+    """A first word that names no command (`kltui chek`) is a typo, not the dashboard's
+    argument: say so, with the nearest command, rather than "tui: unrecognized arguments"."""
+    if word.startswith("-") or not re.fullmatch(r"[A-Za-z][A-Za-z_-]*", word):
+        return  # an option of the dashboard, or a path (the dashboard names it)
+    commands = sorted((*SUBCOMMANDS, "import"))
+    near = difflib.get_close_matches(word, commands, n=1)
+    hint = f"did you mean {near[0]}?" if near else f"the commands: {', '.join(commands)}"
+    KltuiParser(prog="kltui").error(f"unknown command {word!r} ({hint})")
 
 
 def _web(argv: list[str]) -> int:

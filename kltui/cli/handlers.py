@@ -156,7 +156,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return run_replay(
         args.file,
         speed=args.speed,
-        instant=args.instant,
+        # a reviewer opening a recording wants it at once; the recorded pace only on request
+        instant=args.instant or args.speed is None,
         theme=args.theme,
         read_only=args.read_only,
         screenshot_dir=args.screenshot_dir,

@@ -114,7 +114,8 @@ def options(args: argparse.Namespace):
         from kltui.run.tokenizer import load
 
         texts = load(args.tokenizer).token_texts
-    hint = f"kltui import {args.file} --server URL"
+    # with --server the re-scoring is under way: no command to suggest
+    hint = None if args.server else f"kltui import {args.file} --server URL"
     return ImportOptions(
         adapter=args.format,
         threshold=args.threshold,

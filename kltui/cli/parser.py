@@ -168,10 +168,12 @@ def _add_replay(sub: Subparsers) -> None:
     pace.add_argument(
         "--speed",
         type=number,
-        help="replay at X times the recorded pace (default 1: real time, as slowly as the run "
-        "went; --speed 10 is ten times faster, --instant loads it all at once)",
+        help="replay at X times the recorded pace (--speed 1: real time, as slowly as the run "
+        "went; --speed 10 is ten times faster); without it the recording opens at once",
     )
-    pace.add_argument("--instant", action="store_true", help="load everything at once")
+    pace.add_argument(
+        "--instant", action="store_true", help="open everything at once (the default)"
+    )
     add_dashboard_options(replay, flush=False)
     replay.add_argument(
         "--headless",

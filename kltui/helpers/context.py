@@ -4,13 +4,12 @@ phases every helper shares are `phases.py`."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.geometry import StateGeometry
-from kltui.engines.hf import HFSettings
 from kltui.engines.sglang import PROCESS_IDENTITY, SGLangClient, sampling_params
 from kltui.helpers.multiturn_plan import MultiturnShape
 from kltui.metrics.hit_rules import HitRule
@@ -20,6 +19,9 @@ from kltui.registry import DEFAULT_MAX_NEW_TOKENS
 from kltui.session.events import (
     HelperFinished,
 )
+
+if TYPE_CHECKING:  # the HF reference's module loads only with a run that has one
+    from kltui.engines.hf import HFSettings
 
 COMPARABLE_TEMPERATURES = (0.0, 1.0)
 

@@ -23,7 +23,7 @@ def with_server(opts: ImportOptions, server: str, api_key: str | None) -> None:
             recs,
             server,
             api_key,
-            threshold=opts.gate_threshold,
+            threshold=opts.server_threshold,
             tail_threshold=opts.tail_threshold,
         )
 

@@ -73,7 +73,7 @@ def reading(
     bad: int,
     veto: float,
     catastrophic_seqs: int,
-    server_cmd: str,
+    server_cmd: str | None,
 ) -> dict:
     """The import's diagnosis as JSON: label, evidence lines, next step and its command
     (`samples`: the sample index of each sequence of `s`)."""
@@ -130,12 +130,19 @@ def reading(
         f"training-inference mismatch in {differ} of {n} samples; worst sample "
         f"{worst} (mean k3 {sci(worst_k3)}); cause not readable from the file"
     )
+    why = (
+        "teacher-forced prefill shows whether today's server reproduces the rollout's "
+        "logprobs, and the match helper on the same prompts whether its decode differs from "
+        "its prefill"
+    )
+    if server_cmd is None:  # --server is re-scoring the file now: its "server now" lines follow
+        step = "the re-scoring on the server, in this run, says which: " + why
+    else:
+        step = "re-score the file on the rollout server: " + why
     return {
         "label": label,
         "evidence": evidence,
-        "next_step": "re-score the file on the rollout server: teacher-forced prefill shows "
-        "whether today's server reproduces the rollout's logprobs, and the match helper on "
-        "the same prompts whether its decode differs from its prefill",
+        "next_step": step,
         "next_command": server_cmd,
     }
 

@@ -63,13 +63,13 @@ class ImportOptions:
     """How an import is read, gated and shown."""
 
     adapter: str = "auto"
-    threshold: float | None = None  # avg_kl_div's gate (None: DEFAULT_KL_DIV)
+    threshold: float | None = None  # avg_kl_div's gate (None: see gate_threshold)
     tail_threshold: float = 1e-3
     veto: float = 1e-4  # slime's rs_veto_threshold for the catastrophic fractions
     gates: list[Gate] = field(default_factory=list)
     keep: int = DEFAULT_KEEP
     texts: Callable[[list[int]], list[str]] | None = None  # a local tokenizer's token texts
-    server_hint: str = "kltui import FILE --server URL"
+    server_hint: str | None = "kltui import FILE --server URL"  # None: --server re-scores it
     clock: Callable[[], float] = time.time  # the events' times (a test fixes it)
     # after the file's helper, before RunFinished: more helpers on the shown records (the worst
     # `rescore` of them), e.g. rescore.py's re-scoring on a live server
@@ -77,13 +77,23 @@ class ImportOptions:
     rescore: int = 64
 
     @property
-    def gate_threshold(self) -> float:
-        """avg_kl_div's threshold."""
+    def gate_threshold(self) -> float | None:
+        """avg_kl_div's gate: --threshold; else the default, unless the user gave gates of
+        their own (a --gate replaces the default gate, it does not add to it): None."""
+        if self.threshold is not None:
+            return self.threshold
+        return None if self.gates else DEFAULT_KL_DIV
+
+    @property
+    def server_threshold(self) -> float:
+        """The gate of the re-scoring helpers on a --server (a server's own gate)."""
         return DEFAULT_KL_DIV if self.threshold is None else self.threshold
 
-    def threshold_source(self) -> ThresholdSource:
-        """Where the threshold came from."""
-        return ThresholdSource("flag") if self.threshold is not None else ThresholdSource("default")
+    def threshold_source(self) -> ThresholdSource | None:
+        """Where avg_kl_div's gate came from (None: there is none)."""
+        if self.threshold is not None:
+            return ThresholdSource("flag")
+        return None if self.gates else ThresholdSource("default")
 
 
 HASH_WHOLE = 256 << 20  # files up to this size are hashed whole; bigger ones by their ends
@@ -243,7 +253,7 @@ async def import_events(
         HELPER,
         server,
         total or 0,
-        opts.gate_threshold,
+        math.inf if opts.gate_threshold is None else opts.gate_threshold,  # inf: no gate
         opts.tail_threshold,
         settings={
             "source": "import",
@@ -253,7 +263,7 @@ async def import_events(
             "checked_against": header.source_version,
             "veto_threshold": opts.veto,
         },
-        threshold_source=opts.threshold_source().to_dict(),
+        threshold_source=made.to_dict() if (made := opts.threshold_source()) else None,
         at=started,
     )
     yield PhaseChanged(HELPER, server, "read", at=opts.clock())
@@ -390,7 +400,8 @@ def build_summary(
     verl, slime = verl_metrics(sums), slime_metrics(sums, opts.veto)
     table = metric_table(summary, verl, slime)
     gates = evaluate(opts.gates, table)
-    passed_kl = n > 0 and within_threshold(avg, opts.gate_threshold)
+    kl_gate = opts.gate_threshold
+    passed_kl = n > 0 and (kl_gate is None or within_threshold(avg, kl_gate))
     summary["passed"] = passed_kl and all(g["passed"] for g in gates) and n_bad == 0
     if n_bad:
         summary["status"] = "invalid"
@@ -415,12 +426,18 @@ def build_summary(
         "slime_veto_threshold": opts.veto,
         "by_step": by_step(sums),
         "gates": [
-            {
-                "gate": f"avg_kl_div<{opts.gate_threshold:g}",
-                "metric": "avg_kl_div",
-                "value": avg,
-                "passed": passed_kl,
-            },
+            *(
+                []
+                if kl_gate is None
+                else [
+                    {
+                        "gate": f"avg_kl_div<{kl_gate:g}",
+                        "metric": "avg_kl_div",
+                        "value": avg,
+                        "passed": passed_kl,
+                    }
+                ]
+            ),
             *gates,
         ],
         "interval_method": method,

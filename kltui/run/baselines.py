@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from kltui.errors import UsageError
 from kltui.run.config_nodes import ConfigError, known_keys, line
 from kltui.run.settings import HF_DTYPES
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # YAML is read only with a config file: loaded there
+    import yaml
+
     from kltui.run.config_model import RunConfig
 
 HF_KEYS = {
@@ -53,6 +53,8 @@ def set_baseline(cfg: RunConfig, spec: str, where: str) -> None:
 def read_baselines(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
     """`baseline:` as a string, a mapping ({vllm: URL} or {hf: PATH, dtype:, device:,
     attn_implementation:, batch_size:}) or a list of those."""
+    import yaml  # loaded with the config file (run/config.py)
+
     items = (
         list(zip(value, node.value, strict=True)) if isinstance(value, list) else [(value, node)]
     )

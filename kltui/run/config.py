@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from kltui.metrics.presets import DETERMINISTIC_KL_DIV
 from kltui.run.baselines import set_baseline, split_baseline
@@ -16,12 +15,17 @@ from kltui.run.config_readers import READERS, set_scalar
 from kltui.run.settings import SETTINGS, STRESS_LEVELS
 from kltui.run.thresholds import Threshold, ThresholdEntry, resolve_threshold
 
+if TYPE_CHECKING:
+    import yaml
+
 _SCALARS = SETTINGS.yaml_scalars()
 _TOP_KEYS = SETTINGS.yaml_top_keys()
 
 
 def load_config_file(path_str: str, base: RunConfig | None = None) -> RunConfig:
     """Reads a YAML config into a RunConfig; every error names the file and line."""
+    import yaml  # only a run with a config file reads YAML (a check's start stays light)
+
     text = _read(path_str)
     root = _compose(path_str, text)
     cfg = base or RunConfig()
@@ -49,6 +53,8 @@ def _read(path_str: str) -> str:
 
 
 def _compose(path_str: str, text: str) -> yaml.Node | None:
+    import yaml
+
     try:
         return yaml.compose(text)
     except yaml.YAMLError as e:

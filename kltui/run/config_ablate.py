@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from kltui.run.config_nodes import ConfigError, known_keys, line
+
+if TYPE_CHECKING:  # YAML is read only with a config file: loaded there
+    import yaml
 
 
 @dataclass
@@ -40,6 +41,8 @@ ABLATE_KEYS = {
 def read_ablate(path: str, value: Any, node: yaml.Node) -> AblateSection:
     """The `ablate:` section, every field checked; the knobs themselves are checked by
     `kltui ablate` against the installed server's flags."""
+    import yaml  # loaded with the config file (run/config.py)
+
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise ConfigError(
             path, "'ablate' must be a mapping like {launch: CMD, vary: [KNOB=V1,V2]}", line(node)

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from kltui.errors import FileLineError, UsageError
 from kltui.registry import HELPERS
+
+if TYPE_CHECKING:  # YAML is read only with a config file: loaded there
+    import yaml
 
 
 class ConfigError(FileLineError):

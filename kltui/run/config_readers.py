@@ -7,8 +7,6 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from kltui.run.baselines import read_baselines
 from kltui.run.config_ablate import read_ablate
 from kltui.run.config_nodes import ConfigError, check_helpers, check_type, known_keys, line
@@ -17,11 +15,13 @@ from kltui.run.settings_model import YamlKey
 from kltui.run.settings_multiturn import LENGTHS_DESC, lengths_ok
 from kltui.run.thresholds import ThresholdEntry
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # YAML is read only with a config file: loaded there
+    import yaml
+
     from kltui.run.config_model import RunConfig
 
 # a structured key's reader: (file, the config it sets, the value, its node)
-Reader = Callable[[str, "RunConfig", Any, yaml.Node], None]
+Reader = Callable[[str, "RunConfig", Any, "yaml.Node"], None]
 _ENTRY_KEYS = set(ThresholdEntry.__dataclass_fields__)
 _FLEET = SETTINGS.yaml_section("fleet")
 _MULTITURN = SETTINGS.yaml_section("multiturn")
@@ -74,6 +74,8 @@ def read_keymap(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
 def read_fleet(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
     """`fleet: {router: URL, concurrency: N, require: gate|identical}`: the router whose workers
     are checked, how many at once, and what fails the run."""
+    import yaml  # loaded with the config file (run/config.py)
+
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise ConfigError(path, "'fleet' must be a mapping like {router: HOST:PORT}", line(node))
     for k, v_node in known_keys(path, node, set(_FLEET), " in fleet"):
@@ -105,6 +107,8 @@ def read_separator_ids(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -
 
 def read_thresholds(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
     """`thresholds:`, a list of per-model entries as SGLang's ThresholdEntry."""
+    import yaml  # loaded with the config file (run/config.py)
+
     if not isinstance(value, list) or not isinstance(node, yaml.SequenceNode):
         raise ConfigError(path, "'thresholds' must be a list of {model, tp, kl_div...}", line(node))
     out = []

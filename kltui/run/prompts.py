@@ -1,8 +1,9 @@
 """Prompt sets: the built-in set and files, seeded truncation, and the set's identity hash.
 
-Formats: `.txt` (one prompt per line), `.jsonl` (`{"text": ...}`, `{"input_ids": [...]}` or a
-LongBench-v2 record `{"context", "question"}` per line), `.json` (a list of token-id lists, the
-format of SGLang's LongBench input-id cache, or a list of such records or strings).
+Formats: `.txt` (one prompt per line), `.jsonl` (`{"text": ...}`, `{"input_ids": [...]}`,
+`{"prompt": ...}` or a LongBench-v2 record `{"context", "question"}` per line), `.json` (a list
+of token-id lists, the format of SGLang's LongBench input-id cache, or a list of such records
+or strings).
 Text is tokenized by the server, so no local tokenizer is needed and ids match the server's.
 """
 
@@ -130,14 +131,23 @@ def _item(obj, path: str, line: int | None) -> str | list[int]:
             if not isinstance(obj["text"], str):
                 raise PromptFileError(path, "field 'text' must be a string", line)
             return _item(obj["text"], path, line)
+        if "prompt" in obj:
+            # the key of vLLM's `bench serve --dataset-name custom` files and of the OpenAI
+            # completions request: a string, or token ids as that request allows
+            if not isinstance(obj["prompt"], str | list):
+                raise PromptFileError(
+                    path, "field 'prompt' must be a string or a token-id list", line
+                )
+            return _item(obj["prompt"], path, line)
         if "context" in obj and "question" in obj:
             # LongBench-v2 records, joined exactly as kl_test_utils does.
             return _item(f"{obj['context']} {obj['question']}", path, line)
         keys = ", ".join(sorted(obj)[:6])
-        raise PromptFileError(
-            path, f"record has none of 'text', 'input_ids', 'context'+'question' (has {keys})", line
-        )
+        raise PromptFileError(path, f"record has none of {RECORD_KEYS} (has {keys})", line)
     raise PromptFileError(path, f"unexpected {type(obj).__name__}; expected a prompt", line)
+
+
+RECORD_KEYS = "'input_ids', 'text', 'prompt', 'context'+'question'"  # read in this order
 
 
 def load_file(path_str: str) -> PromptSource:

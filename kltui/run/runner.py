@@ -19,7 +19,6 @@ from kltui.engines.identity import ServerIdentity, identity_of
 from kltui.engines.model_config import ModelConfig, ModelConfigError, load_model_config
 from kltui.engines.router import probe_router, router_refusal
 from kltui.engines.sglang import SGLangClient
-from kltui.engines.vllm import identify_vllm
 from kltui.engines.weights import local_weights
 from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext, PhaseError
@@ -34,7 +33,6 @@ from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompt_ids import build_prompt_set, check_separator
 from kltui.run.prompts import PromptSet
-from kltui.run.reference import connect_reference, reference_plan
 from kltui.run.tokenizer import LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 
@@ -131,11 +129,12 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     # Every server (and the baseline) at once: SGLang's /health runs a one-token generate and
     # polls for it once a second, so each answer takes a second or more; one after another,
     # a fleet of N replicas waited N seconds before anything was measured.
-    baseline = (
-        identify_vllm(cfg.baseline, cfg.baseline_api_key(), timeout=min(cfg.request_timeout, 60))
-        if cfg.baseline
-        else None
-    )
+    baseline = None
+    if cfg.baseline:  # vLLM's client loads only with a baseline
+        from kltui.engines.vllm import identify_vllm
+
+        timeout = min(cfg.request_timeout, 60)
+        baseline = identify_vllm(cfg.baseline, cfg.baseline_api_key(), timeout=timeout)
     model_config = _model_config(cfg)
     results = await asyncio.gather(
         *(_identify(c, cfg.server_api_key(), model_config) for c in clients),
@@ -166,7 +165,10 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
     await refuse_incomparable(
         live, fleet=bool(cfg.router), allow_different_models=cfg.allow_different_models
     )
-    found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
+    if cfg.hf_baseline:  # the HF reference's modules load only with one
+        from kltui.run.reference import connect_reference
+
+        found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
     return found
 
 
@@ -356,6 +358,8 @@ async def _run(
             ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
             ctx.geometry = geometry
             if spec.scope == "reference":
+                from kltui.run.reference import reference_plan
+
                 ctx.reference = reference_plan(cfg, found.servers, found.reference)
             return ctx
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from kltui.engines.identity import as_int
 from kltui.metrics.presets import ThresholdSource
 from kltui.metrics.summary import Summary
 from kltui.session.store import HelperState
@@ -90,6 +91,38 @@ class HelperView:
     def seconds(self) -> float | None:
         """The helper's duration on the store's clock, once it finished."""
         return self.state.elapsed if self.state.finished is not None else None
+
+    @property
+    def max_new_tokens(self) -> int | None:
+        """The tokens each sample decodes, as the helper's settings said (None: not said)."""
+        return as_int(self.state.settings.get("max_new_tokens"))
+
+    @property
+    def decoded(self) -> int:
+        """Tokens the scored decode streamed so far (every sample together)."""
+        return sum(self.state.decoded_len.values())
+
+    @property
+    def decode_rate(self) -> float | None:
+        """Tokens per second of the scored decode: the tokens after its first chunk over the
+        time from that chunk to the latest (None before a second chunk, later in time)."""
+        st = self.state
+        if st.decode_first is None or st.decode_last is None:
+            return None
+        t0, first = st.decode_first
+        span = st.decode_last - t0
+        return (self.decoded - first) / span if span > 0 else None
+
+    @property
+    def decode_eta(self) -> float | None:
+        """Seconds until every sample has its max_new_tokens at `decode_rate`, while the
+        decode runs (None: not decoding, or no rate or budget yet). With ignore_eos off a
+        sample may stop sooner: then it is an upper bound."""
+        st, rate = self.state, self.decode_rate
+        budget = (self.max_new_tokens or 0) * st.n_samples
+        if st.phase != "decode" or not rate or not budget:
+            return None
+        return max(0.0, budget - self.decoded) / rate
 
     @property
     def figures(self) -> Mapping[str, Any]:

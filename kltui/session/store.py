@@ -114,6 +114,10 @@ class HelperState:
     # sample -> generated tokens seen so far while decoding (not yet scored)
     decoded_ids: dict[int, list[np.ndarray]] = field(default_factory=dict)
     decoded_len: dict[int, int] = field(default_factory=dict)
+    # the scored decode's pace (HelperView.decode_rate): the time and token count of its first
+    # TokensDecoded, and the time of its latest (store clock)
+    decode_first: tuple[float, int] | None = None
+    decode_last: float | None = None
     skipped: dict[int, str] = field(default_factory=dict)
     # sample -> its second scoring by each engine in another batch (cross_engine's floors)
     floors: dict[int, FloorScored] = field(default_factory=dict)
@@ -248,6 +252,10 @@ class SessionStore:
         if new.size:
             parts.append(new)
         st.decoded_len[event.sample] = max(have, event.start + len(event.token_ids))
+        now = self._time_of(event)
+        if st.decode_first is None:
+            st.decode_first = (now, int(new.size))
+        st.decode_last = now
         return st
 
     def _sample_scored(self, event: SampleScored) -> HelperState:

@@ -36,6 +36,9 @@ from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
 from kltui.untrusted import escape_controls
 
+# refreshes a screenshot waits for the toasts it clears to leave the screen
+TOAST_WAIT_REFRESHES = 10
+
 
 class DashboardActions(DashboardHost):
     """What the dashboard's keys do (a mixin of KltuiApp; its host's part: DashboardHost)."""
@@ -325,14 +328,32 @@ class DashboardActions(DashboardHost):
             n += 1
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            saved = self.save_screenshot(filename=path.name, path=str(folder))
         except OSError as e:
-            self.last_message = f"screenshot not saved: {folder}: {e.strerror}"
-            self.notify(escape_controls(self.last_message), severity="error")
+            self._not_saved(folder, e)
+            return
+        # the dashboard, not the toasts over it (the last "screenshot saved" among them): taken
+        # once they are gone from the screen
+        self.clear_notifications()
+        self.call_after_refresh(self._write_screenshot, path)
+
+    def _write_screenshot(self, path: Path, waited: int = 0) -> None:
+        from kltui.tui.svg import write_svg
+
+        if self.screen.query("Toast") and waited < TOAST_WAIT_REFRESHES:
+            self.call_after_refresh(self._write_screenshot, path, waited + 1)
+            return
+        try:
+            saved = write_svg(self.export_screenshot(), path)
+        except OSError as e:
+            self._not_saved(path.parent, e)
             return
         self.screenshots.append(saved)  # printed on the terminal after quit
         self.last_message = f"screenshot saved: {saved}"
         self.notify(escape_controls(self.last_message), timeout=5)
+
+    def _not_saved(self, folder: Path, e: OSError) -> None:
+        self.last_message = f"screenshot not saved: {folder}: {e.strerror}"
+        self.notify(escape_controls(self.last_message), severity="error")
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         """Save a screenshot (the palette's entry), named like the key's."""

@@ -225,9 +225,6 @@ class KltuiApp(Redraw, SweepActions, MonitorActions, App[int]):
             self.notify("read-only: re-run and screenshots are off", timeout=4)
         for note in self._startup_notes:
             self.notify(escape_controls(note), severity="warning", timeout=8)
-        hint = self.feed.pace_hint() if isinstance(self.feed, ReplayFeed) else None
-        if hint:  # a real-time replay of a long run looks stuck: say how to go faster
-            self.notify(hint, timeout=8)
         self.theme_changed_signal.subscribe(self, lambda _t: self.refresh_views(force=True))
         self.set_interval(1 / REFRESH_HZ, self._tick)
         self.query_one(Heatmap).focus()

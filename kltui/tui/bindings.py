@@ -48,9 +48,9 @@ DASHBOARD_BINDINGS: list[BindingType] = [
         "c", "compare", "Compare servers (a fleet: its replicas)", show=False, id="app.compare"
     ),
     # kltui ablate: the matrix of configurations (shown only in a sweep: SweepActions)
-    Binding("a", "sweep", "Sweep matrix", id="app.sweep"),
+    Binding("a", "sweep", "Sweep matrix", tooltip="kltui ablate only", id="app.sweep"),
     # kltui monitor: the probes so far (shown only under a monitor: MonitorActions)
-    Binding("m", "monitor", "Monitor", id="app.monitor"),
+    Binding("m", "monitor", "Monitor", tooltip="kltui monitor only", id="app.monitor"),
 ]
 
 

@@ -177,18 +177,9 @@ class ReplayFeed:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created)) if created else "?"
         pace = "instant" if self.instant else f"×{self.speed:g}"
         if not self.instant and self.speed == 1.0:
-            pace = "×1 real time (--speed N or --instant: faster)"
+            pace = "×1 real time"
         cut = " · cut short" if rec.truncated else ""
         return f"{when} · {Path(rec.path).name} · {pace}{cut}"
-
-    def pace_hint(self) -> str | None:
-        """What to say when the replay runs as slowly as the run did (the default)."""
-        if self.instant or self.speed != 1.0:
-            return None
-        return (
-            "replaying at the recorded pace (real time): `kltui replay --speed 10` is ten "
-            "times faster, `--instant` shows it all at once"
-        )
 
     async def _paced(self, run: RecordedRun) -> AsyncIterator[Event]:
         """The run's events at the replay's speed (the fold sets the clock; this only waits)."""

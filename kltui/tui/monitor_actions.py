@@ -52,6 +52,12 @@ class MonitorActions(DashboardActions):
         if isinstance(self.feed, MonitorFeed):
             self.open_monitor()
 
+    def key_m(self) -> None:
+        """`m` on a dashboard that is not a monitor's (its binding is off there): say so,
+        instead of a key press that does nothing visible."""
+        if not isinstance(self.feed, MonitorFeed) and len(self.screen_stack) == 1:
+            self._say("m: the monitor's probes, in a dashboard opened by kltui monitor")
+
     # ------------------------------------------------------------------ tui/monitor_feed.MonitorSink
     def open_monitor(self) -> None:
         """The monitor screen on top of the dashboard."""

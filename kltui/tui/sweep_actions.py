@@ -62,6 +62,12 @@ class SweepActions(DashboardActions):
         if isinstance(self.feed, SweepFeed):
             self.open_matrix()
 
+    def key_a(self) -> None:
+        """`a` on a dashboard that is not a sweep's (its binding is off there): say so, instead
+        of a key press that does nothing visible."""
+        if not isinstance(self.feed, SweepFeed) and len(self.screen_stack) == 1:
+            self._say("a: the sweep matrix, in a dashboard opened by kltui ablate")
+
     # ------------------------------------------------------------------ tui/sweep_feed.SweepSink
     def open_matrix(self) -> None:
         """The matrix on top of the dashboard, on the helper it showed last."""

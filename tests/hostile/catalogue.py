@@ -685,9 +685,9 @@ BAD_FILES = [
         "prompts-bad-record",
         "a JSONL record without a prompt field",
         "p.jsonl",
-        b'{"text": "ok"}\n{"prompt": "x"}\n',
+        b'{"text": "ok"}\n{"instruction": "x"}\n',
         "--prompts",
-        r"p\.jsonl:2: record has none of 'text', 'input_ids', 'context'\+'question'",
+        r"p\.jsonl:2: record has none of 'input_ids', 'text', 'prompt', 'context'\+'question'",
     ),
     BadFile(
         "prompts-id-overflow",

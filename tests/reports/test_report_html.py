@@ -146,3 +146,21 @@ def test_error_and_unfinished_helpers(tmp_path):
     assert "! error" in parts["h1"] and "error: HTTP 500 from /generate" in parts["h1"]
     assert "… incomplete" in parts["h2"] and "did not finish" in parts["h2"]
     assert "The run did not finish: results below are partial." in page
+
+
+def test_largest_k3_tokens_show_their_text_escaped_and_short_logprobs():
+    # issue 59: ids without their text, logprobs with 15 digits
+    store = SessionStore()
+    store.apply(HelperStarted("match", "s", 1, 2e-3, 1e-3))
+    lp_b = np.array([-0.123456789012345, -1.0, -2.0])
+    lp_a = lp_b + np.array([1e-7, 0.25, 0.0])
+    texts = [" the", "<img src=x onerror=alert(1)>", "\x1b[31m"]
+    store.apply(SampleScored("match", "s", 0, np.array([7, 8, 9]), lp_a, lp_b, 0, 5, texts=texts))
+    page = html_report(store)
+    table = re.search(r"<h4>Largest k3 tokens</h4><table.*?</table>", page, re.S).group(0)
+    rows = re.findall(r"<tr><td class='n'>.*?</tr>", table)
+    assert len(rows) == 2  # position 2 is bit-identical: not listed
+    assert "<td class='n'>8</td><td><code>&lt;img␣src=x␣onerror=alert(1)&gt;</code></td>" in rows[0]
+    assert "<code>␣the</code>" in rows[1] and "-0.123457" in rows[1]
+    assert "<td class='n'>1.000e-07</td>" in rows[1]  # r shows what 6 decimals cannot
+    assert "0.123456789" not in table and "<img" not in table

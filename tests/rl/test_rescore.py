@@ -46,6 +46,9 @@ def test_three_numbers_per_token_and_the_match_helper(tmp_path, capsys, url):
     )
     assert "the mismatch is between the trainer and the inference engine" in printed
     assert "match on the same prompts: the server's decode equals its prefill" in printed
+    # issue 59: with --server given, no "kltui import FILE --server URL" to run next
+    assert "--server URL" not in printed and doc["reading"]["next_command"] is None
+    assert doc["reading"]["next_step"].startswith("the re-scoring on the server")
     # the three-column row of the planted token: trainer, rollout as recorded, server now
     row = next(ln for ln in printed.splitlines() if ln.strip().startswith("│") and " 2 │" in ln)
     cells = [c.strip() for c in row.strip("│ ").split("│")]

@@ -76,7 +76,7 @@ async def test_first_divergence_then_drill_down_and_tail_navigation():
         assert drill.sample == fd["sample"]
         assert drill.table.row_count == scored.k3.size
         assert drill.position == fd["position"]
-        await pilot.press("m")
+        await pilot.press("w")
         assert drill.position == scored.metrics.argmax_k3
         tails = np.flatnonzero(scored.k3 > st.tail_threshold)
         await pilot.press("f")
@@ -187,6 +187,7 @@ async def test_screenshot_key_writes_a_named_svg(tmp_path):
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
         await pilot.press("s")
+        await until(pilot, lambda: app.screenshots)  # written once the toasts left the screen
         files = list(tmp_path.glob(f"kltui-{app.selected_state().helper}-*.svg"))
         assert len(files) == 1
         assert files[0].read_text().startswith("<svg")

@@ -387,7 +387,7 @@ def html_report(store: SessionStore, origin: Origin | None = None) -> str:
     names = helper_names(store)
     show_server = multi_server(store)
     helpers = "".join(
-        helper_html(i, st, names[key], show_server)
+        helper_html(i, st, names[key], show_server, store.token_text)
         for i, (key, st) in enumerate(store.helpers.items(), 1)
     )
     title = f"kltui report · {verdict(store)}" + (f" · {run.run_id}" if run else "")

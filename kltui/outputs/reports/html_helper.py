@@ -3,8 +3,6 @@ tokens and per-sample table. Every string from a server or recording goes throug
 
 from __future__ import annotations
 
-import numpy as np
-
 from kltui import fmt
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.metrics.summary import Summary
@@ -16,14 +14,14 @@ from kltui.outputs.reports.common import (
     max_location,
 )
 from kltui.outputs.reports.heatmap import heatmap_html
+from kltui.outputs.reports.top_tokens import largest_k3, logprob
 from kltui.registry import HELPERS
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
+from kltui.untrusted import UNKNOWN_TOKEN_TEXT, escape_controls
 from kltui.untrusted import html_text as esc
 
 MAX_SAMPLE_ROWS_OPEN = 16  # longer per-sample tables start folded
-
-TOP_TOKENS = 10
 
 STATUS_LABEL = {
     "pass": "✓ pass",
@@ -131,39 +129,36 @@ def notes_html(st: HelperState) -> str:
     return "".join(f'<p class="note {c}">{esc(t)}</p>' for c, t in notes)
 
 
-def top_tokens_html(st: HelperState) -> str:
-    """The tokens with the largest k3 of a helper."""
-    samples = [st.book.samples[i] for i in st.book.order]
-    if not samples:
+def token_html(text: str | None) -> str:
+    """Token text, escaped, its spaces made visible as the TUI shows them ("␣"); a dim
+    "(no text)" where nobody fetched it, never an empty cell."""
+    if text is None:
+        return f'<span class="muted">{UNKNOWN_TOKEN_TEXT}</span>'
+    return f"<code>{esc(escape_controls(text).replace(' ', '␣'))}</code>"
+
+
+def top_tokens_html(st: HelperState, token_text: dict[int, str] | None = None) -> str:
+    """The tokens with the largest k3 of a helper, each with its text."""
+    top = largest_k3(st, token_text)
+    if top is None:
         return ""
-    k = np.concatenate([s.k3 for s in samples])
-    if not k.size:
-        return ""
-    owner = np.repeat(np.arange(len(samples)), [s.k3.size for s in samples])
-    offset = np.concatenate([np.arange(s.k3.size) for s in samples])
-    rank = np.where(np.isnan(k), np.inf, k)  # a NaN is a fault: list it first
-    n = min(TOP_TOKENS, k.size)
-    top = np.argpartition(-rank, n - 1)[:n]
-    top = top[np.argsort(-rank[top], kind="stable")]
-    shown = [i for i in top if rank[i] > 0 or np.isnan(k[i])]
-    if not shown:
+    if not top:
         return (
             '<h4>Largest k3 tokens</h4><p class="muted">Every scored token has bit-identical '
             "logprobs on both paths.</p>"
         )
-    rows = []
-    for i in shown:
-        s, p = samples[owner[i]], int(offset[i])
-        rows.append(
-            f"<tr><td class='n'>{esc(s.sample)}</td><td class='n'>{p}</td>"
-            f"<td class='n'>{esc(int(s.token_ids[p]))}</td><td class='n'>{esc(repr(float(s.lp_a[p])))}</td>"
-            f"<td class='n'>{esc(repr(float(s.lp_b[p])))}</td><td class='n strong'>{num_cell(float(k[i]))}</td></tr>"
-        )
+    rows = [
+        f"<tr><td class='n'>{esc(t.sample)}</td><td class='n'>{t.position}</td>"
+        f"<td class='n'>{esc(t.token_id)}</td><td>{token_html(t.text)}</td>"
+        f"<td class='n'>{logprob(t.lp_a)}</td><td class='n'>{logprob(t.lp_b)}</td>"
+        f"<td class='n'>{num_cell(t.r)}</td><td class='n strong'>{num_cell(t.k3)}</td></tr>"
+        for t in top
+    ]
     spec = HELPERS.get(st.helper)
     side_b = spec.side_b if spec else "decode"
     return f"""<h4>Largest k3 tokens</h4><table class="tokens"><thead><tr><th class="n">sample</th>
-<th class="n">position</th><th class="n">token id</th><th class="n">logprob A (prefill)</th>
-<th class="n">logprob B ({side_b})</th><th class="n">k3</th></tr></thead>
+<th class="n">position</th><th class="n">token id</th><th>text</th><th class="n">logprob A (prefill)</th>
+<th class="n">logprob B ({side_b})</th><th class="n">r = A − B</th><th class="n">k3</th></tr></thead>
 <tbody>{"".join(rows)}</tbody></table>"""
 
 
@@ -222,8 +217,14 @@ def config_html(rows: list[dict]) -> str:
     )
 
 
-def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
-    """One helper's section of the report."""
+def helper_html(
+    i: int,
+    st: HelperState,
+    name: str,
+    show_server: bool,
+    token_text: dict[int, str] | None = None,
+) -> str:
+    """One helper's section of the report (`token_text`: the run's token texts)."""
     server = f" <code class='srv'>{esc(st.server)}</code>" if show_server else ""
     if st.n_scored:
         body = stats_html(st)
@@ -241,4 +242,4 @@ def helper_html(i: int, st: HelperState, name: str, show_server: bool) -> str:
         )
     return f"""<section class="helper" id="h{i}">
 <div class="helper-head"><h2>{esc(name)}</h2>{badge(helper_status(st))}{server}</div>
-{notes_html(st)}{body}{heat}{top_tokens_html(st)}{samples_html(st)}</section>"""
+{notes_html(st)}{body}{heat}{top_tokens_html(st, token_text)}{samples_html(st)}</section>"""

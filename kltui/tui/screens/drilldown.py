@@ -98,7 +98,8 @@ class DrillDown(Screen):
         Binding("f", "first_divergence", "First divergence", id="drill.first"),
         Binding("n", "tail(1)", "Next tail", id="drill.next-tail"),
         Binding("p,N", "tail(-1)", "Prev tail", id="drill.prev-tail"),
-        Binding("m", "max_k3", "Max k3", id="drill.max"),
+        # `m` is the monitor's key on the dashboard: one meaning per key
+        Binding("w", "max_k3", "Worst token (max k3)", id="drill.max"),
         Binding("x", "fetch_extras", "Fetch top-k", show=False, id="drill.fetch"),
     ]
     COMPONENT_CLASSES = {"drill--bad"}  # coloured in app.tcss

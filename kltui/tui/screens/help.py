@@ -55,7 +55,10 @@ def keys_table(
             if display is not None:
                 parts = [display(Binding(k, "")) for k in parts]
             shown = ", ".join(parts)
-            table.add_row(shown, b.description or b.action, b.id or "")
+            what = b.description or b.action
+            if b.tooltip:  # where the key applies, when not everywhere (`a`, `m`)
+                what = f"{what} ({b.tooltip})"
+            table.add_row(shown, what, b.id or "")
         table.add_row("", "", "")
     return table
 

@@ -18,6 +18,17 @@ from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
 
 
+def pace(st: HelperState | None) -> Text:
+    """While the scored decode runs: its speed and time left, under the waiting line."""
+    v = HelperView.of(st) if st is not None and st.phase == "decode" else None
+    rate = v.decode_rate if v is not None else None
+    if v is None or rate is None:
+        return Text()
+    eta = v.decode_eta
+    left = f", ETA {fmt.duration(eta)}" if eta is not None else ""
+    return Text(f"\ndecoding at {rate:,.0f} tok/s{left}", style="dim")
+
+
 def _num(v) -> float | None:
     if v is None or isinstance(v, str):
         return None
@@ -41,7 +52,7 @@ class Counters(Static):
         grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
         if st is None or summary is None:
             what = "no helper selected" if st is None else "waiting for the first scored sample"
-            self.update(Text(what, style="dim"))
+            self.update(Text(what, style="dim").append_text(pace(st)))
             return
         v = HelperView.of(st, summary)
         s = v.summary

@@ -22,7 +22,7 @@ SHORT = {
     "app.pop_screen": "Back",
     "tail(1)": "Next tail",
     "tail(-1)": "Prev tail",
-    "max_k3": "Max",
+    "max_k3": "Worst",
     "cycle_sort": "Sort",
     "sweep": "Sweep",
 }

@@ -93,6 +93,20 @@ def result_mark(summary: Summary | None, st: HelperState, node: DOMNode) -> Text
     return Text(RESULT_LABEL[status], style=part(node, "helper--result", RESULT_CLASS[status]))
 
 
+def pace(view: HelperView, *, compact: bool = False) -> Text:
+    """The decode's speed and time left while it runs (" · 410 tok/s · ETA 1m05s"; compact:
+    the ETA alone); empty before the speed is known."""
+    t = Text(no_wrap=True)
+    rate, eta = view.decode_rate, view.decode_eta
+    if rate is None or view.state.phase != "decode":
+        return t
+    if not compact:
+        t.append(f" · {rate:,.0f} tok/s", style="dim")
+    if eta is not None:
+        t.append(f" · ETA {fmt.duration(eta)}", style="dim")
+    return t
+
+
 def helper_label(st: HelperState, labels: dict[str, str]) -> str:
     """The helper's name, with its server's short label when the run has several servers."""
     return f"{st.helper}@{labels[st.server]}" if len(labels) > 1 else st.helper
@@ -232,9 +246,10 @@ class HelperProgress(Static):
         )
         n = max(1, st.n_samples)
         done = (st.n_scored + len(st.skipped)) / n
-        max_new = int(st.settings.get("max_new_tokens") or 0)
+        view = HelperView.of(st, summary)
+        max_new = view.max_new_tokens
         if max_new:
-            decoded = sum(st.decoded_len.values()) / (n * max_new)
+            decoded = view.decoded / (n * max_new)
         else:
             decoded = st.n_decoded / n
         if phase == "done":
@@ -242,10 +257,11 @@ class HelperProgress(Static):
         counts = Text(no_wrap=True)
         skipped = len(st.skipped)
         if st.n_scored == 0 and not skipped and phase not in ("done", "error"):
-            tokens = sum(st.decoded_len.values())
             counts.append(f"decoded {st.n_decoded}/{st.n_samples}", style="bold")
-            if not self._compact:
-                counts.append(f" · {tokens:,} tokens", style="dim")
+            speed = pace(view, compact=bool(self._compact))
+            if not self._compact and not speed:  # the pace, once known, takes the count's room
+                counts.append(f" · {view.decoded:,} tokens", style="dim")
+            counts.append_text(speed)
         elif self._compact:
             counts.append(f"{st.n_scored}/{st.n_samples}", style="bold")
             if skipped:
@@ -266,7 +282,7 @@ class HelperProgress(Static):
         value = summary.avg_kl_div if summary else None
         avg.append(fmt.sci(value), style="bold" if summary and not summary.live else "")
         avg.append(" / ", style="dim")
-        avg.append(fmt.sci(HelperView.of(st, summary).threshold, 1), style="dim")
+        avg.append(fmt.sci(view.threshold, 1), style="dim")
         return (
             sel,
             name,

@@ -27,6 +27,17 @@ from kltui.cli.commands import main
             "kltui dumps analyze: error: the following arguments are required: DIR_A, DIR_B",
         ),
         (["web", "--port", "x"], "kltui web: error: argument --port: invalid int value: 'x'"),
+        # issue 59: a mistyped command is named with the nearest one, not "tui: unrecognized"
+        (
+            ["chek", "--server", "127.0.0.1:30000"],
+            "kltui: error: unknown command 'chek' (did you mean check?)",
+        ),
+        (["replya"], "kltui: error: unknown command 'replya' (did you mean replay?)"),
+        (
+            ["frobnicate"],
+            "kltui: error: unknown command 'frobnicate' (the commands: ablate, check, demo, "
+            "dumps, import, monitor, probe-ops, replay, report, runs, serve-reference, tui, web)",
+        ),
     ],
 )
 def test_the_message_comes_first_and_usage_is_one_line(capsys, argv, first):

@@ -22,6 +22,11 @@ def test_txt_jsonl_json_formats(tmp_path):
         '{"text": "hello"}\n{"input_ids": [1, 2, 3]}\n{"context": "ctx", "question": "q?"}\n'
     )
     assert load_file(str(tmp_path / "b.jsonl")).items == ["hello", [1, 2, 3], "ctx q?"]
+    # issue 59: the common `prompt` key (vLLM's custom benchmark files, OpenAI completions)
+    (tmp_path / "p.jsonl").write_text('{"prompt": "hi there"}\n{"prompt": [4, 5]}\n')
+    assert load_file(str(tmp_path / "p.jsonl")).items == ["hi there", [4, 5]]
+    (tmp_path / "p.json").write_text(json.dumps([{"prompt": "a"}, {"prompt": "b"}]))
+    assert load_file(str(tmp_path / "p.json")).items == ["a", "b"]
     (tmp_path / "c.json").write_text(json.dumps([[5, 6], [7, 8, 9]]))
     assert load_file(str(tmp_path / "c.json")).items == [[5, 6], [7, 8, 9]]
 
@@ -33,7 +38,8 @@ def test_txt_jsonl_json_formats(tmp_path):
         ("bin.txt", b"\x00\x01\x02", "binary"),
         ("bad.jsonl", '{"text": "ok"}\n{nope\n', r"bad.jsonl:2: invalid JSON"),
         ("bad.json", '[[1, 2], ["a"]]', "token-id list"),
-        ("rec.jsonl", '{"prompt": "x"}\n', r"rec.jsonl:1: record has none of"),
+        ("rec.jsonl", '{"instruction": "x"}\n', r"rec.jsonl:1: record has none of"),
+        ("num.jsonl", '{"prompt": 3}\n', r"num.jsonl:1: field 'prompt' must be a string"),
         ("x.csv", "a,b", "unknown extension"),
         ("neg.json", "[[1, -2]]", ">= 0"),
         ("notlist.json", '{"a": 1}', "expected a JSON list"),

@@ -38,6 +38,9 @@ def test_fleet_require_choices_are_the_readings():
     from kltui.readings.fleet_model import FLEET_REQUIRE as READ
 
     assert FLEET_REQUIRE == READ and DEFAULT_FLEET_REQUIRE in FLEET_REQUIRE
+    from kltui.run.config_model import RunConfig
+
+    assert RunConfig().fleet_require == DEFAULT_FLEET_REQUIRE
 
 
 def _sample(yk: YamlKey) -> object:

@@ -48,3 +48,33 @@ def test_after_the_summary_it_answers_with_the_helpers_own_figures():
     assert dict(v.figures) == {"top1_agreement": 0.9}
     assert v.reported(("status", "avg_kl_div")) == {"status": "fail"}
     assert v.seconds is not None
+
+
+def _decoding(times: list[float], chunk: int = 4) -> tuple[SessionStore, HelperView]:
+    """A helper of 2 samples x 100 new tokens whose decode streams `chunk` tokens per sample
+    at each of `times` (the store's clock)."""
+    from kltui.session.events import TokensDecoded
+
+    now = [0.0]
+    store = SessionStore(clock=lambda: now[0])
+    store.apply(HelperStarted("match", URL, 2, 0.5, 1e-3, {"max_new_tokens": 100}, at=0.0))
+    store.apply(PhaseChanged("match", URL, "decode"))
+    for i, t in enumerate(times):
+        now[0] = t
+        ids = np.arange(chunk)
+        for sample in (0, 1):
+            lp = np.zeros(chunk)
+            store.apply(TokensDecoded("match", URL, sample, i * chunk, ids, lp))
+    return store, HelperView.of(store.helpers[f"match@{URL}"])
+
+
+def test_the_decode_rate_and_eta_come_from_the_streamed_tokens():
+    # issue 59: minutes of "waiting for the first scored sample" with no estimate
+    _, first = _decoding([10.0])
+    assert first.decode_rate is None and first.decode_eta is None  # one instant: no pace yet
+    store, v = _decoding([10.0, 11.0, 12.0])
+    # 24 tokens; the first event (4 tokens at t=10) starts the clock: 20 more in 2 s
+    assert v.decoded == 24 and v.decode_rate == 10.0
+    assert v.decode_eta == (200 - 24) / 10.0
+    store.apply(PhaseChanged("match", URL, "prefill"))
+    assert v.decode_eta is None and v.decode_rate == 10.0  # the decode is over: no ETA
