@@ -9,6 +9,7 @@ from kltui.metrics.turn_hits import HitExpectation
 from kltui.readings.multiturn import (
     HitKind,
     MultiturnReading,
+    Quantity,
     RemainderKind,
     Remainders,
     TurnRow,
@@ -101,8 +102,14 @@ def remainder_line(rem: Remainders) -> str:
     return (
         f"multiturn: the divergent turns' {f.quantity} mod {f.modulus} is "
         f"{_set(f.divergent)}, the clean turns' {_set(f.clean)}: the divergence follows where "
-        f"the hit ends" + (f" (also {also})" if also else "")
+        f"{_WHERE[f.quantity]}" + (f" (also {also})" if also else "")
     )
+
+
+_WHERE = {
+    Quantity.CACHED_TOKENS: "the hit ends",
+    Quantity.HISTORY: "the turn's input ends (where its prefill stopped and decode began)",
+}
 
 
 def _set(values: tuple[int, ...]) -> str:

@@ -1,6 +1,6 @@
 """`kltui check --helpers multiturn` against the reference server (issue 58): exact with every
 hit as SGLang asserts it on a deterministic server; on the decode-track-slot fault (SGLang
-#29792's shape) it fails and names the turns, while the three single-turn helpers pass on the
+#29792's shape: docs/REFERENCE_SERVER.md) it fails and names the turns, while the three single-turn helpers pass on the
 same server."""
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ SMALL = dict(
     multiturn_groups=2,
     multiturn_branches=4,
     multiturn_prefix=64,
-    multiturn_branch_suffix=16,
-    multiturn_branch_step=4,
+    multiturn_branch_suffix=17,
+    multiturn_branch_step=1,
     multiturn_turn_suffixes=[32, 16],
     max_new_tokens=16,
 )
-# turn 2's hit is floor((64 + 4b + 79) / 4) * 4: 140, 144, 148, 152 for branches 0 to 3; the
-# fault fires where it ends off the 16-token track interval, on every branch but 1
-DIRTY = {(g, b, 2) for g in (0, 1) for b in (0, 2, 3)}
+# branch b's turn 0 is 64 + 17 + b ids long on a 64-token hit: off the 4-token page for branches
+# 0 to 2, so (decode-track-slot, docs/REFERENCE_SERVER.md) their decode saves are wrong, and
+# every later turn of theirs restores them; branch 3 (84 ids) stays clean
+DIRTY = {(g, b, t) for g in (0, 1) for b in (0, 1, 2) for t in (1, 2)}
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ async def test_multiturn_is_exact_with_every_hit_as_asserted(reference_servers, 
     assert len(rows) == 24
     assert all(r["hit_ok"] for r in rows.values())
     assert rows[(0, 0, 0)]["cached_tokens"] == 64  # turn 0: exactly the warmed prefix
-    assert rows[(0, 0, 2)]["cached_tokens"] == 140 and 140 in rows[(0, 0, 2)]["expected"]
+    assert rows[(0, 0, 2)]["cached_tokens"] == 144 and 144 in rows[(0, 0, 2)]["expected"]
     assert h["multiturn"]["divergent"] == []
     assert "multiturn" in text
 
@@ -71,18 +72,19 @@ async def test_the_track_slot_fault_shows_only_in_multiturn(reference_servers, t
     assert h["status"] == "fail" and h["hits"] == 24  # every hit as asserted, the KL is not
     dirty = {(d["group"], d["branch"], d["turn"]) for d in h["multiturn"]["divergent"]}
     assert dirty == DIRTY
-    # position 1 was decoded by the step whose KV save went to the wrong slot; the next reads it
-    assert {d["first_divergence"] for d in h["multiturn"]["divergent"]} == {2}
+    # the restored prefix itself is wrong: the first generated token already reads it
+    assert {d["first_divergence"] for d in h["multiturn"]["divergent"]} == {0}
     rem = h["multiturn"]["remainders"]
     assert rem["kind"] == "separates", rem
-    # turn 2's hits: 140, 148, 152 on the divergent branches, 144 on the clean one
+    # every hit is whole pages (cached_tokens mod 4 is 0 everywhere); what the divergent turns
+    # share is an input that ended off the page
     found = {(f["quantity"], f["modulus"]): f for f in rem["found"]}
-    assert found[("cached_tokens", 16)]["divergent"] == [4, 8, 12], rem
-    assert found[("cached_tokens", 16)]["clean"] == [0], rem
-    assert ("cached_tokens", 4) not in found  # the page size: every hit is whole pages
+    assert found[("history", 4)]["divergent"] == [1, 2, 3], rem
+    assert found[("history", 4)]["clean"] == [0], rem
+    assert ("cached_tokens", 4) not in found
     (d,) = res["diagnosis"]
     assert d["condition"] == 2, d
-    assert "g0b0 turn 2" in text and "g1b3 turn 2" in text
+    assert "g0b0 turn 1" in text and "g0b2 turn 2" in text and "and 6 more" in text
 
 
 async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_path, prompts):
@@ -103,10 +105,10 @@ async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_pat
     replayed = json_report(store)["helpers"]["multiturn"]["multiturn"]
     assert replayed == res["helpers"]["multiturn"]["multiturn"]  # recorded, read back the same
     md = md_report(store, origin)
-    assert "#### multiturn on" in md and "| g1b3 turn 2 | 152 |" in md
-    assert "g0b0 turn 2 (from position 2)" in html_report(store, origin)
+    assert "#### multiturn on" in md and "| g1b2 turn 2 | 144 |" in md
+    assert "g0b0 turn 1 (from position 0)" in html_report(store, origin)
     root = ET.fromstring(junit_report(store, origin).encode("utf-8"))
     (case,) = [c for c in root.iter("testcase") if c.get("name", "").startswith("multiturn[")]
     (failure,) = case.findall("failure")
-    assert "g0b0 turn 2" in failure.get("message", "")
-    assert "the divergence follows where the hit ends" in (failure.text or "")
+    assert "g0b0 turn 1" in failure.get("message", "")
+    assert "the divergence follows where the turn's input ends" in (failure.text or "")

@@ -88,3 +88,9 @@ def test_remainder_lines():
         "multiturn: the divergent turns' cached_tokens mod 16 is {4, 8, 12}, the clean turns' "
         "{0}: the divergence follows where the hit ends (also mod 32)"
     )
+    history = (Separation(Quantity.HISTORY, 4, (1, 2, 3), (0,)),)
+    assert remainder_line(Remainders(RemainderKind.SEPARATES, history, (4,))) == (
+        "multiturn: the divergent turns' history mod 4 is {1, 2, 3}, the clean turns' {0}: the "
+        "divergence follows where the turn's input ends (where its prefill stopped and decode "
+        "began)"
+    )
