@@ -13,6 +13,7 @@ the engines' job. A recorded geometry is untrusted: a value of the wrong type re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -116,6 +117,19 @@ class StateGeometry:
     experts: Experts | None = None
     config_path: str | None = None  # the config.json read, if any (untrusted text)
     known: bool = False  # False: no /server_info key and no config.json said anything
+
+    def track_grid(self) -> int | None:
+        """Where decode saves a Mamba checkpoint: SGLang 0.5.23's `mamba_track_grid`,
+        lcm(chunk size, page size, track interval) (the interval itself on a default server;
+        coarser where the interval is finer than the chunk). None without a Mamba state."""
+        m = self.mamba
+        if m is None or m.track_interval is None or m.track_interval.value <= 0:
+            return None
+        grid = m.track_interval.value
+        for part in (m.chunk_size, self.page_size):
+            if part is not None and part.value > 0:
+                grid = math.lcm(grid, part.value)
+        return grid
 
     @property
     def kind(self) -> StateKind:

@@ -138,7 +138,9 @@ def _mamba_step(ctx: HelperContext, what: str) -> int | None:
     m = ctx.geometry.mamba
     if ctx.hit_rule is HitRule.KL_TEST_UTILS or m is None:
         return None
-    figure = m.chunk_size if what == "chunk" else m.track_interval
+    if what != "chunk":  # decode saves land on the track grid (lcm with the chunk and page)
+        return ctx.geometry.track_grid()
+    figure = m.chunk_size
     return figure.value if figure is not None and figure.value > 0 else None
 
 

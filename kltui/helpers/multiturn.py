@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kltui.engines.geometry import Source
 from kltui.engines.identity import as_int
 from kltui.engines.sglang_parse import GenResult
 from kltui.engines.weights import is_loopback
@@ -35,7 +36,8 @@ from kltui.helpers.multiturn_plan import (
     where,
 )
 from kltui.helpers.phases import Run, helper
-from kltui.metrics.turn_hits import HitExpectation, HitRules, dense_rules
+from kltui.metrics.hit_rules import HitRule
+from kltui.metrics.turn_hits import HitExpectation, HitRules, dense_rules, mamba_rules
 from kltui.session.events import Event, Problem, SampleScored
 
 # (sample, input, result, expectation) of one decoded turn
@@ -59,7 +61,15 @@ def vocab_of(ctx: HelperContext) -> tuple[int, str]:
 
 
 def rules_of(ctx: HelperContext) -> HitRules:
-    """The hit rules for this server: SGLang's dense asserts with its page size."""
+    """The hit rules for this server: on a Mamba server (its state geometry, --hit-rule engine)
+    kl_multiturn_utils' checkpoint asserts with its chunk and track interval, else SGLang's
+    dense asserts with its page size."""
+    m = ctx.geometry.mamba
+    chunk, grid = (m.chunk_size if m else None), ctx.geometry.track_grid()
+    if ctx.hit_rule is HitRule.ENGINE and chunk and grid and chunk.value > 0:
+        interval = m.track_interval if m else None
+        source = f"{chunk.source}, {interval.source if interval else Source.DERIVED}"
+        return mamba_rules(chunk.value, grid, source)
     page = as_int(ctx.server_info.get("page_size"))
     return dense_rules(page if page is not None and page > 0 else 1)
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from kltui.metrics.hit_rules import mamba_decode_floor, mamba_prefill_range
+
 
 class HitRule(StrEnum):
     """Which of SGLang's cache asserts a turn's hit is held to."""
@@ -109,4 +111,27 @@ def dense_rules(page_size: int, source: str = "/server_info") -> HitRules:
         prefill_exact,
         lambda h, o: decode_dense(h, o, page),
         f"dense, page_size {page} ({source})",
+    )
+
+
+def mamba_prefill(prefix_len: int, chunk: int) -> HitExpectation:
+    """Turn 0 on a Mamba server: the last chunk boundary at or below the prefix, or the one
+    before it (make_mamba_prefill_assert)."""
+    lower, upper = mamba_prefill_range(prefix_len, chunk)
+    return HitExpectation(HitRule.PREFILL_MAMBA, (), lower, upper)
+
+
+def mamba_decode(history_len: int, output_len: int, interval: int) -> HitExpectation:
+    """A later turn on a Mamba server: at least the last track-interval checkpoint the previous
+    turn's decode reached (make_mamba_decode_assert)."""
+    floor = mamba_decode_floor(history_len, output_len, interval)
+    return HitExpectation(HitRule.DECODE_MAMBA, (), floor, None)
+
+
+def mamba_rules(chunk: int, interval: int, source: str) -> HitRules:
+    """kl_multiturn_utils' Mamba asserts with the server's chunk and track interval."""
+    return HitRules(
+        lambda n: mamba_prefill(n, chunk),
+        lambda h, o: mamba_decode(h, o, interval),
+        f"mamba, chunk {chunk}, track interval {interval} ({source})",
     )

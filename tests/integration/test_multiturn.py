@@ -112,3 +112,23 @@ async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_pat
     (failure,) = case.findall("failure")
     assert "g0b0 turn 1" in failure.get("message", "")
     assert "the divergence follows where the turn's input ends" in (failure.text or "")
+
+
+async def test_on_a_mamba_server_turns_are_held_to_the_checkpoint_asserts(
+    reference_servers, tmp_path, prompts
+):
+    """--arch mamba at track interval 16 with its 64-token chunk: decode saves land on SGLang's
+    track grid lcm(64, 1, 16) = 64, so every later turn's hit is held to
+    make_mamba_decode_assert at that grid (turn 1: 64, not the interval's 96), all as asserted."""
+    args = ("--arch", "mamba", "--mamba-track-interval", "16")
+    url = reference_servers.url(deterministic=True, extra_args=args)
+    rc, res, text = await check_run(
+        url, tmp_path, helpers=["multiturn"], prompts=prompts, samples=24, **SMALL
+    )
+    assert rc == 0, text
+    h = res["helpers"]["multiturn"]
+    assert (h["status"], h["avg_kl_div"], h["hits"]) == ("pass", 0.0, 24)
+    rows = turns(h)
+    assert {r["rule"] for r in rows.values()} == {"prefill_mamba", "decode_mamba"}
+    assert (rows[(0, 0, 1)]["cached_tokens"], rows[(0, 0, 1)]["expected_low"]) == (64, 64)
+    assert (rows[(0, 0, 2)]["cached_tokens"], rows[(0, 0, 2)]["expected_low"]) == (128, 128)

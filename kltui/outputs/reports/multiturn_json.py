@@ -4,13 +4,17 @@ readings/multiturn.py reads them (null for every other helper)."""
 
 from __future__ import annotations
 
+from kltui.engines.geometry import StateGeometry
 from kltui.readings.multiturn import MultiturnReading, TurnRow, read_multiturn
 from kltui.session.store import HelperState, SessionStore
 
 
 def reading_of(store: SessionStore, st: HelperState) -> MultiturnReading | None:
-    """The multiturn reading of one helper state, with its server's page size."""
-    return read_multiturn(st, page_size=store.identity(st.server).page_size)
+    """The multiturn reading of one helper state, with its server's page size and, on a Mamba
+    server, its track interval (the remainders the reading compares)."""
+    identity = store.identity(st.server)
+    grid = StateGeometry.of(identity.get("geometry")).track_grid()
+    return read_multiturn(st, page_size=identity.page_size, track_interval=grid)
 
 
 def _turn(r: TurnRow) -> dict:

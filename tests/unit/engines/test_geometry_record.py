@@ -54,3 +54,13 @@ def test_untrusted_values_read_as_unknown():
     assert g.known is False and g.page_size is None and g.window is None and g.experts is None
     assert g.mamba is not None and g.mamba.strategy is None and g.mamba.track_interval is None
     assert StateGeometry.of([1, 2]) == StateGeometry()
+
+
+def test_decode_checkpoints_land_on_sglangs_track_grid():
+    g = _hybrid()  # chunk 64, page 1, interval 256
+    assert g.track_grid() == 256
+    m = g.mamba
+    assert m is not None
+    fine = MambaState(m.strategy, m.strategy_source, Sourced(16, Source.FLAG), m.chunk_size)
+    assert StateGeometry(page_size=g.page_size, mamba=fine).track_grid() == 64  # lcm(64, 1, 16)
+    assert StateGeometry(window=g.window).track_grid() is None

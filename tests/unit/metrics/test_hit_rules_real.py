@@ -77,3 +77,16 @@ def test_a_sliding_window_server_is_not_mamba_and_its_hits_are_dense():
         decode_count(r["cached_tokens"], r["history_len"], r["output_len"], None).hit
         for r in d["decode_cache_hit"]
     )
+
+
+def test_multiturns_mamba_rules_are_the_same_asserts():
+    from kltui.metrics.turn_hits import mamba_rules
+
+    d = _load("q3n")
+    rules = mamba_rules(d["chunk_size"], d["track_interval"], "server_info")
+    for r in d["prefill_cache_hit"]:
+        ok = rules.prefill(r["prefix_len"]).holds(r["cached_tokens"])
+        assert ok is r["kl_multiturn_utils_mamba_accepts"], r
+    for r in d["decode_cache_hit"]:
+        ok = rules.decode(r["history_len"], r["output_len"]).holds(r["cached_tokens"])
+        assert ok is r["kl_multiturn_utils_mamba_accepts"], r
