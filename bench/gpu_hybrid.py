@@ -189,19 +189,37 @@ def one(kind: str, url: str, args, work: Path) -> dict:
     return res
 
 
+def _per_sample(doc: dict, helper: str) -> list[float]:
+    v = (doc.get("helpers") or {}).get(helper) or {}
+    return [s["mean_k3"] for s in sorted(v.get("per_sample", []), key=lambda s: s["index"])]
+
+
 def table(res: dict) -> str:
+    """kltui (engine rule) beside kl_multiturn_utils' Mamba helpers, and kltui with
+    kl_test_utils' rule beside kl_test_utils: scored counts and per-sample k3, in order."""
     lines = [f"== {res['kind']}  chunk {res['chunk']}  interval {res['interval']}"]
     doc = res["kltui"]["doc"]
+    geo = ((doc.get("servers") or [{}])[0]).get("geometry")
+    lines.append(f"  kltui geometry: {json.dumps(geo)}")
+    sg = res.get("sglang") or {}
+    dense = (res.get("kltui_dense_rule") or {}).get("doc") or {}
+    mt = sg.get("kl_multiturn_utils") or {}
     for h, v in (doc.get("helpers") or {}).items():
-        ks = [s["mean_k3"] for s in sorted(v.get("per_sample", []), key=lambda s: s["index"])]
-        sg = ((res.get("sglang") or {}).get("kl_test_utils") or {}).get(h, {}).get("kl_divs")
-        same = sg is not None and sorted(ks) == sorted(sg)
-        lines.append(
-            f"  kltui {h}: scored {len(ks)} avg {v.get('avg_kl_div')}  "
-            f"sglang kl_test_utils scored {None if sg is None else len(sg)} "
-            f"same multiset of per-sample k3: {same}"
-        )
-    mt = (res.get("sglang") or {}).get("kl_multiturn_utils") or {}
+        ks = _per_sample(doc, h)
+        line = f"  kltui {h}: scored {len(ks)} avg {v.get('avg_kl_div')} rule {v.get('hit_rule')}"
+        side = {"prefill_cache_hit": "prefill", "decode_cache_hit": "decode"}.get(h)
+        kit = (mt.get(side) or {}).get("kl_divs") if side else None
+        if kit is not None:  # the kit scores every request; kltui the ones its rule counted
+            by = {x["index"]: x["mean_k3"] for x in v.get("per_sample", [])}
+            same = all(kit[i] == k for i, k in by.items() if i < len(kit))
+            line += f" | kl_multiturn_utils {len(kit)}, same on kltui's {len(by)}: {same}"
+        old = ((sg.get("kl_test_utils") or {}).get(h) or {}).get("kl_divs")
+        if old is not None:
+            ref = _per_sample(dense, h) if dense else ks
+            line += (
+                f" | kl_test_utils {len(old)}, kltui --hit-rule kl_test_utils same: {ref == old}"
+            )
+        lines.append(line)
     for side in ("prefill", "decode"):
         reqs = (mt.get(side) or {}).get("requests") or []
         ok = sum(r["accepted"] for r in reqs)
@@ -209,6 +227,8 @@ def table(res: dict) -> str:
             f"  kl_multiturn_utils mamba {side} assert: {ok}/{len(reqs)} accepted; "
             f"cached {[r['cached_tokens'] for r in reqs]}"
         )
+    diag = doc.get("diagnosis") or [{}]
+    lines.append(f"  kltui reading: {json.dumps(diag[0].get('label') or diag[0])[:900]}")
     return "\n".join(lines)
 
 

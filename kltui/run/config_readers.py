@@ -141,6 +141,8 @@ def _check_entry_key(path: str, k: str, v: Any, v_node: yaml.Node) -> None:
 def read_multiturn(path: str, cfg: RunConfig, value: Any, node: yaml.Node) -> None:
     """`multiturn: {groups, branches, prefix, branch_suffix, branch_step, turn_suffixes,
     interleave, replay_batch, temperature, sampling_seed}` (run/settings_multiturn.py)."""
+    import yaml  # loaded with the config file (run/config.py)
+
     if not isinstance(value, dict) or not isinstance(node, yaml.MappingNode):
         raise ConfigError(path, "'multiturn' must be a mapping like {groups: 3}", line(node))
     for k, v_node in known_keys(path, node, {*_MULTITURN, "turn_suffixes"}, " in multiturn"):

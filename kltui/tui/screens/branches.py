@@ -38,13 +38,19 @@ def strip(st: HelperState, sample: int, palette: heat.Palette | None, width: int
     return t
 
 
+def _bad_style(palette: heat.Palette | None) -> Style:
+    """A short hit in the theme's hottest heat colour (no colour named in Python: app.tcss and
+    the themes own them), bold."""
+    return (palette.fg[-1] if palette else Style()) + Style(bold=True)
+
+
 def turn_label(st: HelperState, r: TurnRow, palette: heat.Palette | None) -> Text:
     """A turn leaf: its number, k3 strip, hit (actual / expected) and mean k3."""
     bad = r.hit in (HitKind.SHORT, HitKind.OFF)
     hit = Text(
         f"cached {r.place.cached_tokens} / expected {expected_text(r.expected)} "
         f"({HIT_WORDS[r.hit]})",
-        style="bold red" if bad else "",
+        style=_bad_style(palette) if bad else "",
     )
     first = "" if r.first_divergence is None else f" from position {r.first_divergence}"
     k3 = Text(f"mean k3 {fmt.sci(r.mean_k3)}{first}", style="bold" if r.divergent else "dim")
