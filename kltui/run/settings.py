@@ -361,6 +361,7 @@ SETTINGS = SettingTable(
                     action="store_true",
                 ),
             ),
+            copied=False,  # `kltui check`'s own flag (cli/run_config.py's hook)
         ),
         "allow_different_models": Setting(
             nullable("boolean"),
