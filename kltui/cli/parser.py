@@ -99,6 +99,7 @@ def _add_check(sub: Subparsers) -> None:
 
     check = sub.add_parser("check", help="headless gate for CI", epilog=EXIT_CODES)
     add_run_options(check)
+    add_settings(check, ("explain",))
     add_report_options(check)
     check.add_argument(
         "--repeat",

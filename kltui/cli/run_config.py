@@ -147,6 +147,11 @@ def _multiturn_interleave(args: argparse.Namespace, cfg: RunConfig) -> None:
         cfg.multiturn_interleave = False
 
 
+def _explain(args: argparse.Namespace, cfg: RunConfig) -> None:
+    if getattr(args, "explain", False):  # `kltui check` alone has --explain
+        cfg.explain = True
+
+
 # the flags that are not copied as they are, by the field they set, in the order they apply
 # (--theme is the dashboard's own: only a config file's theme is recorded)
 HOOKS: dict[str, Callable[[argparse.Namespace, RunConfig], None]] = {
@@ -161,6 +166,7 @@ HOOKS: dict[str, Callable[[argparse.Namespace, RunConfig], None]] = {
     "batch_sizes": _batch_sizes,
     "multiturn_turn_suffixes": _multiturn_suffixes,
     "multiturn_interleave": _multiturn_interleave,
+    "explain": _explain,
 }
 
 

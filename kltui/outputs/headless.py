@@ -76,8 +76,9 @@ class HelperTimeColumn(ProgressColumn):
 class HeadlessView:
     """`kltui check`'s console view: progress while the run goes, tables after."""
 
-    def __init__(self, store: SessionStore, console: Console) -> None:
+    def __init__(self, store: SessionStore, console: Console, explain: bool = False) -> None:
         self.store, self.console = store, console
+        self.explain = explain  # --explain: the diagnosis's statistics' lines too
         self.errors = error_console(console)  # a fatal problem: stderr; the verdict: stdout
         self.progress = Progress(
             TextColumn("{task.description}"),
@@ -178,7 +179,7 @@ class HeadlessView:
         for d in diags:
             if d.condition is None and not d.evidence:
                 continue
-            words = said(d)
+            words = said(d, explain=self.explain)
             head = f"diagnosis {d.server}: " if len(diags) > 1 else "diagnosis: "
             self.console.print(Text.assemble((head, "bold"), words.label), soft_wrap=True)
             for line in words.evidence:
@@ -264,8 +265,11 @@ class ConsoleRuns:
     """The console as a view of the run driver (`run/driver.RunView`): each run's progress and
     verdict as it goes (the whole report when there is one run), the recording's path after it."""
 
-    def __init__(self, console: Console, repeat: int = 1, stress: str | None = None) -> None:
+    def __init__(
+        self, console: Console, repeat: int = 1, stress: str | None = None, explain: bool = False
+    ) -> None:
         self.console, self.repeat, self.stress = console, repeat, stress
+        self.explain = explain
         self.view: HeadlessView | None = None
 
     def start_run(self, run_no: int) -> SessionStore:
@@ -277,7 +281,7 @@ class ConsoleRuns:
         elif self.repeat > 1:
             self.console.print(f"[bold]run {run_no}/{self.repeat}[/]")
         store = SessionStore()
-        self.view = HeadlessView(store, self.console)
+        self.view = HeadlessView(store, self.console, self.explain)
         return store
 
     def event(self, ev: Event) -> None:
@@ -314,19 +318,24 @@ async def run_check(
     run, then each re-run's comparison; the JSON adds "repeat" with every run's verdict and
     equality. `extra_outputs(store, reruns)` writes the other reports."""
     console = console or make_console()
-    view = ConsoleRuns(console, repeat, cfg.stress)
+    view = ConsoleRuns(console, repeat, cfg.stress, cfg.explain)
     driver = RunDriver(cfg, record=record_path)
     try:
         with cancel_on_signals():
             await driver.session(view, repeat)
     finally:  # also when a fault ends the session: what ran is reported, then the fault
         if driver.outcome.runs:
-            _after_runs(driver.outcome.runs, console, json_path, extra_outputs, repeat)
+            _after_runs(driver.outcome.runs, console, json_path, extra_outputs, repeat, cfg.explain)
     return driver.outcome.exit_code
 
 
 def _after_runs(
-    runs: list[RunOutcome], console: Console, json_path: str | None, extra_outputs, repeat: int
+    runs: list[RunOutcome],
+    console: Console,
+    json_path: str | None,
+    extra_outputs,
+    repeat: int,
+    explain: bool = False,
 ) -> None:
     """What `kltui check` writes once its runs are over: with --repeat the last run's table and
     each re-run's comparison; then --json and the other reports."""
@@ -334,7 +343,7 @@ def _after_runs(
     equality = [r.equality for r in runs if r.equality is not None]
     reruns = tuple((rerun_line(eq, eq.run), eq.identical) for eq in equality)
     if repeat > 1:
-        HeadlessView(store, console).report()
+        HeadlessView(store, console, explain).report()
         for line, identical in reruns:
             style = "dim" if identical is None else "green" if identical else "yellow"
             head, _, tail = line.partition(": ")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from dataclasses import replace
 
 from kltui.readings.advice import settings_of
 from kltui.readings.compare import rerun_equality
@@ -40,6 +41,7 @@ from kltui.readings.diagnosis_parts import (
 )
 from kltui.readings.diagnosis_paths import Paths, match_exact, match_noisy
 from kltui.readings.diagnosis_restore import cold_side, restore_split, restored
+from kltui.readings.diagnosis_window import window_split, windowed, within_side
 from kltui.readings.evidence import (
     count_of,
     is_exact,
@@ -49,6 +51,7 @@ from kltui.readings.evidence import (
     path_side,
 )
 from kltui.readings.findings import Basis, Finding, Kind, PathBasis
+from kltui.readings.geometry_evidence import crossings, geometry_of_info, routing_of
 from kltui.readings.limit import exact_limit
 from kltui.readings.path_test import judge
 from kltui.readings.verdict import Diagnosis, Verdicts
@@ -182,7 +185,13 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
     notes, why = _coverage(states, info.page_size, store.config.max_new_tokens)
     notes = ([settings] if settings else []) + _protocol_lines(states) + notes
     usable = {h: st for h, st in states.items() if h not in why and is_usable(st)}
-    basis = _basis(usable, why)
+    # what the decoding crossed of the model's state geometry, and what routing does (MoE)
+    geometry = geometry_of_info(info)
+    crossed = crossings(usable.values(), geometry)
+    notes += crossed
+    if (routing := routing_of(usable.values(), geometry)) is not None:
+        notes.append(routing)
+    basis = replace(_basis(usable, why), uncrossed=tuple(c for c in crossed if not c.crossed))
     one = Verdicts(server, basis)
     if not usable:
         if not any(st.summary is not None for st in states.values()):
@@ -217,14 +226,20 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
     dirty = [h for h, st in cache.items() if not exact[h]]
     # with match exact, the exact cache paths' samples are where shared noise could also fall
     pool = sum(path_side(st).samples for h, st in cache.items() if exact[h])
-    # match differing only where its decode reused cached tokens: judged on its cold samples
+    # match differing only where its decode reused cached tokens, or only where it passed the
+    # model's sliding window: judged on its samples that did neither
     split = None if exact[base] else restore_split(match, pool)
+    window = None if exact[base] or split else window_split(match, info, pool)
     # each cache path against match on the same sample ids, in the cache helper's order
     verdicts = [
         judge(
             h,
             path_side(cache[h]),
-            cold_side(match, split) if split else path_side(match, cache[h].book.order),
+            cold_side(match, split)
+            if split
+            else within_side(match, window)
+            if window
+            else path_side(match, cache[h].book.order),
             pool,
         )
         for h in dirty
@@ -232,6 +247,8 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
     paths = Paths(store, server, info, match, cache, verdicts, evidence, why, exact, basis)
     if split is not None:
         return restored(paths, split)
+    if window is not None:
+        return windowed(paths, window)
     return match_exact(paths) if exact[base] else match_noisy(paths)
 
 

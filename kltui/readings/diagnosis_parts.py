@@ -152,6 +152,13 @@ class EvidenceKind(StrEnum):
     KERNELS_STEP = "match's step"
     RECORDED = "recorded"
     CACHED_DECODE = "divergence on reused cache"
+    # from the state geometry (readings/geometry_evidence.py, issue 57)
+    RESIDUES = "prompt residues against the geometry"
+    RESTORED = "checkpoint restored"
+    HANDOFF = "onset against the geometry"
+    CROSSING = "geometry coverage"
+    WINDOW_SPLIT = "divergence past the window"
+    ROUTING = "routing flips"
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ from kltui.readings.evidence import (
     is_exact,
     level_of,
     path_side,
-    shape_of,
 )
 from kltui.readings.findings import Basis, Finding
+from kltui.readings.geometry_evidence import shape_in
 from kltui.readings.limit import noisy_limit
 from kltui.readings.paired import far_samples
 from kltui.readings.path_test import (
@@ -110,7 +110,7 @@ class Paths:
             p = v.p if v.p is not None else (e.p if e is not None else None)
             affected = _affected_ids(st, e) if e is not None else ()
             tested.append(replace(t, verdict=v.kind, p=p, affected=affected))
-        return Basis(tuple(tested), dict(self.given.untested))
+        return replace(self.given, tested=tuple(tested), untested=dict(self.given.untested))
 
     def verdicts_of(self) -> Verdicts:
         """The builder of this server's Diagnosis, on this basis."""
@@ -153,7 +153,7 @@ def match_exact(c: Paths) -> Diagnosis:
     if state:
         names = [v.helper for v in state]
         primary = next(h for h in cache_helpers() if h in names)  # prefill-written KV first
-        c.evidence += [x for h in names for x in shape_of(c.cache[h], c.info.page_size)]
+        c.evidence += [x for h in names for x in shape_in(c.cache[h], c.info)]
         return one(
             Finding.STATE_BUG,
             Headline(helpers=tuple(names), primary=primary),
@@ -166,7 +166,7 @@ def match_exact(c: Paths) -> Diagnosis:
         )
     if unclear:
         names = [v.helper for v in unclear]
-        c.evidence += [x for h in names for x in shape_of(c.cache[h], c.info.page_size)]
+        c.evidence += [x for h in names for x in shape_in(c.cache[h], c.info)]
         return one(
             Finding.STATE_UNCLEAR,
             Headline(helpers=tuple(names), p=min(v.p or 1 for v in unclear)),
@@ -262,7 +262,7 @@ def _direct(c: Paths, f: Far) -> Diagnosis:
     """Match at rounding level on every sample and a cache path orders of magnitude above it
     on some prompts, none the other way: rounding cannot give that, whatever the others do."""
     one = c.verdicts_of()
-    c.evidence += shape_of(c.cache[f.helper], c.info.page_size)
+    c.evidence += shape_in(c.cache[f.helper], c.info)
     return one(
         Finding.DIRECT_STATE,
         Headline(helpers=(f.helper,), samples=f.up, level=f.top, match_level=level_of(c.match)),
@@ -279,7 +279,7 @@ def _far_above(c: Paths, f: Far) -> Diagnosis:
     """Samples orders of magnitude above match with none the other way, short of evidence:
     named, never read as kernel noise, never sent to the kernels' dumps."""
     one = c.verdicts_of()
-    c.evidence += shape_of(c.cache[f.helper], c.info.page_size)
+    c.evidence += shape_in(c.cache[f.helper], c.info)
     samples = 4 * max(f.n, 32)
     return one(
         Finding.FAR_ABOVE,
@@ -304,7 +304,7 @@ def _state_beyond_noise(c: Paths, state: list[Paired]) -> Diagnosis:
     for e in state:
         if e.affected and e.up < e.n:
             c.evidence.append(_affected_line(c.cache[e.helper], e))
-    c.evidence += [x for h in names for x in shape_of(c.cache[h], c.info.page_size)]
+    c.evidence += [x for h in names for x in shape_in(c.cache[h], c.info)]
     mlevel = level_of(c.match)
     top = max(state, key=lambda e: e.level)
     suspects = kernel_suspects(c.info, c.store)

@@ -29,9 +29,9 @@ from kltui.readings.evidence import (
     differing_samples,
     level_of,
     path_side,
-    shape_of,
 )
 from kltui.readings.findings import Finding
+from kltui.readings.geometry_evidence import shape_in
 from kltui.readings.paired import one_path_p
 from kltui.readings.path_test import STATE, UNCLEAR, PathSide, PathVerdict
 from kltui.readings.verdict import Diagnosis
@@ -83,9 +83,8 @@ def restored(c: Paths, split: CachedDecode) -> Diagnosis:
     c.evidence.append(split)
     c.evidence += [_one_path(c, v, split) for v in c.verdicts if v.kind in (STATE, UNCLEAR)]
     names = [v.helper for v in c.of(STATE)]
-    page = c.info.page_size
-    shapes: list[Line] = shape_of(c.match, page)
-    c.evidence += shapes + [x for h in names for x in shape_of(c.cache[h], page)]
+    shapes: list[Line] = shape_in(c.match, c.info)
+    c.evidence += shapes + [x for h in names for x in shape_in(c.cache[h], c.info)]
     figures = Headline(
         helpers=tuple(names),
         samples=split.differing,

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kltui.readings.geometry_parts import Crossing
 
 
 class Finding(StrEnum):
@@ -46,6 +49,10 @@ class Finding(StrEnum):
     # bit-identical: a state bug on the restore path, whichever helper shows it
     RESTORE_STATE = "state bug on the reused cache"
     RESTORE_UNCLEAR = "differs on the reused cache, too few to tell"
+    # match differs only in the samples whose decode passed the model's sliding window, the
+    # samples within it bit-identical: a state bug on the window, whichever helper shows it
+    WINDOW_STATE = "state bug past the window"
+    WINDOW_UNCLEAR = "differs past the window, too few to tell"
 
 
 class Kind(StrEnum):
@@ -89,6 +96,10 @@ class Basis:
 
     tested: tuple[PathBasis, ...] = ()
     untested: Mapping[str, str] = field(default_factory=dict)
+    # the state geometry's boundaries that no sample of a helper crossed while decoding
+    # (readings/geometry_parts.Crossing): the verdict says so (not in the JSON's rests_on:
+    # the evidence carries them)
+    uncrossed: tuple[Crossing, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON diagnosis's `rests_on`."""

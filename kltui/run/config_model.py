@@ -52,6 +52,8 @@ class RunConfig:
     keymap: dict[str, str] = field(default_factory=dict)
     # the TUI flushes without asking first, even a shared server (`kltui check` never asks)
     yes_flush: bool = False
+    # the console's diagnosis shows the statistics' lines too (`kltui check --explain`)
+    explain: bool = False
     # run and compare servers whose model_path or weight version differ (refused otherwise)
     allow_different_models: bool = False
     api_key: str | None = field(default=None, repr=False)

@@ -350,6 +350,19 @@ SETTINGS = SettingTable(
                 ),
             ),
         ),
+        "explain": Setting(
+            None,  # how the console words the diagnosis, not how the run measures
+            YamlKey("explain", *_BOOL),
+            (
+                flag(
+                    "--explain",
+                    "print the statistics behind each diagnosis (the tests' p-values and what "
+                    "they need); by default only the plain figures",
+                    action="store_true",
+                ),
+            ),
+            copied=False,  # `kltui check`'s own flag (cli/run_config.py's hook)
+        ),
         "allow_different_models": Setting(
             nullable("boolean"),
             YamlKey("allow_different_models", *_BOOL),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kltui.readings.findings import Basis
+from kltui.readings.geometry_parts import Crossed, Crossing
 from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -26,6 +27,7 @@ __all__ = [
     "rests_on",
     "shown_ids",
     "tail",
+    "uncrossed_tail",
     "untested_tail",
 ]
 
@@ -59,6 +61,24 @@ def untested_tail(why: Mapping[str, str]) -> str:
 
 
 def tail(basis: Basis) -> str:
-    """What was not tested, then what the verdict rests on: the end of a label."""
+    """What was not tested, what decoding never crossed of the state geometry, then what the
+    verdict rests on: the end of a label."""
     t = untested_tail(basis.untested)
-    return (f"; {t}" if t else "") + rests_on(basis)
+    return (f"; {t}" if t else "") + uncrossed_tail(basis.uncrossed) + rests_on(basis)
+
+
+def uncrossed_tail(crossed: Sequence[Crossing]) -> str:
+    """The label's words for boundaries no sample of a helper crossed."""
+    out = []
+    for b in (Crossed.TRACK, Crossed.WINDOW):
+        mine = [c for c in crossed if c.boundary is b]
+        if not mine:
+            continue
+        need = max(c.need or 0 for c in mine)
+        what = (
+            f"no sample crossed the {mine[0].step}-token track interval while decoding"
+            if b is Crossed.TRACK
+            else f"no sample generated past the {mine[0].step}-token sliding window"
+        )
+        out.append(f"{what} in {joined([c.helper for c in mine])} (--max-new-tokens {need} would)")
+    return "".join(f"; {x}" for x in out)

@@ -24,6 +24,7 @@ from kltui.words.common import (
     rests_on,
     shown_ids,
     tail,
+    uncrossed_tail,
     untested_tail,
 )
 from kltui.words.diagnosis_noisy import NOISY
@@ -62,7 +63,9 @@ def _exact(h: Headline, b: Basis) -> str:
     scope = " on the samples compared" if h.partial else ""
     return (
         _nonfinite_prefix(h.nonfinite) + "bit-identical: prefill and decode agree exactly in "
-        f"every helper (conditions 1 and 2 hold{more}{scope}){gate}" + rests_on(b)
+        f"every helper (conditions 1 and 2 hold{more}{scope}){gate}"
+        + uncrossed_tail(b.uncrossed)
+        + rests_on(b)
     )
 
 
@@ -77,6 +80,7 @@ def _exact_where_tested(h: Headline, b: Basis) -> str:
         + f"inconclusive: bit-identical where tested ({', '.join(h.helpers)}); "
         + held
         + untested_tail(b.untested)
+        + uncrossed_tail(b.uncrossed)
         + rests_on(b)
     )
 
@@ -164,7 +168,40 @@ def _restore_unclear(h: Headline, b: Basis) -> str:
     )
 
 
+def _past_window(h: Headline) -> str:
+    k = len(h.samples)
+    only = "exactly the" if k == h.n else f"{k} of the"
+    return (
+        f"match differs only in {only} {h.n} sample{'' if h.n == 1 else 's'} whose decode "
+        f"passed the {h.least}-token sliding window ({shown_ids(h.samples)}) and is "
+        f"bit-identical in the {h.cold} that stayed within it"
+    )
+
+
+def _window_state(h: Headline, b: Basis) -> str:
+    also = (
+        f"; {joined(h.helpers)} diverge{plural(len(h.helpers))} beyond chance against match's "
+        "exact samples"
+        if h.helpers
+        else ""
+    )
+    return (
+        f"condition 2 (state bug): {_past_window(h)}, so the kernels agree and the divergence "
+        f"follows the window{also}: the fault is in the sliding window's eviction during "
+        "decode, not in the kernels" + tail(b)
+    )
+
+
+def _window_unclear(h: Headline, b: Basis) -> str:
+    return (
+        f"inconclusive: {_past_window(h)}: a state bug on the window rather than kernel noise, "
+        f"unless chance put every difference there (p={h.p:.2g})" + tail(b)
+    )
+
+
 _LABELS: dict[Finding, Callable[[Headline, Basis], str]] = {
+    Finding.WINDOW_STATE: _window_state,
+    Finding.WINDOW_UNCLEAR: _window_unclear,
     Finding.RESTORE_STATE: _restore_state,
     Finding.RESTORE_UNCLEAR: _restore_unclear,
     Finding.PENDING: _pending,

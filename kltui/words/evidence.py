@@ -30,7 +30,7 @@ from kltui.readings.diagnosis_parts import (
 )
 from kltui.readings.limit import Limit
 from kltui.readings.paired import Paired
-from kltui.words import coverage
+from kltui.words import coverage, geometry_evidence
 from kltui.words.advice import settings_line, step
 from kltui.words.common import (
     EVIDENCE_P,
@@ -255,4 +255,4 @@ def line(e: Line) -> str:
     """One evidence record as its line."""
     if (say := _LINES.get(type(e))) is not None:
         return say(e)
-    return coverage.line(e) or str(e.kind)
+    return coverage.line(e) or geometry_evidence.line(e) or str(e.kind)

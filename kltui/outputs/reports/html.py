@@ -37,6 +37,7 @@ from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
+from kltui.words.evidence import line as evidence_line
 from kltui.words.geometry import geometry_line
 
 CSP = (
@@ -155,13 +156,20 @@ def diagnosis_html(diagnoses: list[Diagnosis]) -> str:
         return ""
     cards = []
     for d in diagnoses:
-        kind, text = d.kind, said(d)
+        kind, text = d.kind, said(d, explain=False)
         step = f'<p class="next">Next: {esc(text.next_step)}</p>' if text.next_step else ""
+        # the statistics behind the reading, folded: `kltui check --explain` prints them
+        stats = [evidence_line(e) for e in d.evidence if e.statistic]
+        fold = (
+            f"<details><summary>Statistics</summary>{_items('Tests', stats)}</details>"
+            if stats
+            else ""
+        )
         cards.append(
             f"""<div class="diag cond-{esc(kind.replace("+", "-"))}">
 <div class="diag-head"><span class="cond">{esc(CONDITION_LABEL.get(kind, kind))}</span>
 <code>{esc(d.server)}</code></div>
-<p>{esc(text.label)}</p>{step}{_items("Evidence", text.evidence)}{_items("Suspects", text.suspects)}</div>"""
+<p>{esc(text.label)}</p>{step}{_items("Evidence", text.evidence)}{fold}{_items("Suspects", text.suspects)}</div>"""
         )
     return f"<section><h2>Diagnosis</h2>{''.join(cards)}</section>"
 

@@ -5,6 +5,18 @@ command and evidence kind (tests/unit/words/test_diagnosis_words.py holds their 
 from kltui.readings.coverage import PageMisses, PoolShort
 from kltui.readings.diagnosis_parts import *  # noqa: F403
 from kltui.readings.findings import Basis, Finding, PathBasis
+from kltui.readings.geometry_parts import (
+    Boundary,
+    Crossed,
+    Crossing,
+    Handoff,
+    Modulus,
+    Residues,
+    Restored,
+    RestoreKind,
+    Routing,
+    WindowSplit,
+)
 from kltui.readings.limit import Limit
 from kltui.readings.paired import Paired
 
@@ -80,6 +92,10 @@ HEADLINES = {
         primary="prefill_cache_hit",
     ),
     Finding.RESTORE_UNCLEAR: H(samples=(3, 4), n=2, cold=4, least=5, p=0.33),
+    Finding.WINDOW_STATE: H(
+        helpers=("decode_cache_hit",), samples=(2, 4, 5, 6), n=4, cold=4, least=64, p=7.8e-5
+    ),
+    Finding.WINDOW_UNCLEAR: H(samples=(5, 14), n=3, cold=13, least=64, p=0.0087),
 }
 CMD = Command(CommandKind.DUMPS, S)
 STEPS = [
@@ -160,4 +176,20 @@ EVIDENCE = [
     KernelsStep(Step(StepKind.RELAUNCH_DETERMINISTIC)),
     Recorded("rollout: 3 records differ"),
     CachedDecode("match", 4, (9, 10, 11, 13), (9, 10, 11, 13), 12, 5.5e-4),
+    Residues("prefill_cache_hit", Modulus.CHUNK, 64, (8, 27), (21, 23, 29)),
+    Residues("prefill_cache_hit", Modulus.TRACK, 256, (72, 91), (23, 72)),
+    Restored(
+        "decode_cache_hit",
+        64,
+        256,
+        ((RestoreKind.DECODE_TRACK, 11), (RestoreKind.PREFILL_CHUNK, 1)),
+        ((RestoreKind.NOTHING, 3), (RestoreKind.OFF_GRID, 1)),
+    ),
+    Handoff("match", 12, ((Boundary.WINDOW, 11), (Boundary.ELSEWHERE, 1)), 128, None),
+    Handoff("decode_cache_hit", 4, ((Boundary.FIRST, 2), (Boundary.TRACK, 2)), None, 256),
+    Crossing("decode_cache_hit", Crossed.TRACK, 256, 0, 16, 235),
+    Crossing("match", Crossed.WINDOW, 64, 8, 16, 45),
+    Crossing("match", Crossed.WINDOW, 64, 16, 16, None),
+    WindowSplit("match", 64, (2, 4, 5, 6), (2, 4, 5, 6), 4, 0.014),
+    Routing(8, 2, "decode_cache_hit", 2.9e-1, 2.7e-3, 12),
 ]

@@ -37,6 +37,8 @@ GOLDEN_LABELS = {
     Finding.NOT_EXCLUDED: "inconclusive: match diverges (1.000e-05): a kernel on the decode path is still shape-variant with deterministic inference on (condition 1); no state bug is found on prefill_cache_hit and decode_cache_hit, but none would have been found reliably at this spread: a state bug is not excluded; prefill_cache_hit not tested (did not run) [rests on match 32/32, decode_cache_hit 30/32 samples scored]",
     Finding.RESTORE_STATE: "condition 2 (state bug): match differs only in exactly the 4 samples whose decode reused at least 4 cached tokens (#9, #10, #11, #13) and is bit-identical in the 12 that reused fewer, so the kernels agree and the divergence follows the reused cache; prefill_cache_hit diverges beyond chance against match's exact samples: the fault is in prefix restore on a radix-cache hit (KV written by prefill), not in the kernels; prefill_cache_hit not tested (did not run) [rests on match 32/32, decode_cache_hit 30/32 samples scored]",
     Finding.RESTORE_UNCLEAR: "inconclusive: match differs only in exactly the 2 samples whose decode reused at least 5 cached tokens (#3, #4) and is bit-identical in the 4 that reused fewer: a state bug on the restore rather than kernel noise, unless chance put every difference there (p=0.33); prefill_cache_hit not tested (did not run) [rests on match 32/32, decode_cache_hit 30/32 samples scored]",
+    Finding.WINDOW_STATE: "condition 2 (state bug): match differs only in exactly the 4 samples whose decode passed the 64-token sliding window (#2, #4, #5, #6) and is bit-identical in the 4 that stayed within it, so the kernels agree and the divergence follows the window; decode_cache_hit diverges beyond chance against match's exact samples: the fault is in the sliding window's eviction during decode, not in the kernels; prefill_cache_hit not tested (did not run) [rests on match 32/32, decode_cache_hit 30/32 samples scored]",
+    Finding.WINDOW_UNCLEAR: "inconclusive: match differs only in 2 of the 3 samples whose decode passed the 64-token sliding window (#5, #14) and is bit-identical in the 13 that stayed within it: a state bug on the window rather than kernel noise, unless chance put every difference there (p=0.0087); prefill_cache_hit not tested (did not run) [rests on match 32/32, decode_cache_hit 30/32 samples scored]",
 }
 GOLDEN_STEPS = [
     "read the evidence for why each helper compared nothing, fix that and re-run",
@@ -105,6 +107,16 @@ GOLDEN_EVIDENCE = [
     "for match's divergence: relaunch with --enable-deterministic-inference (off on this server) and re-run; what survives it is a shape-variant kernel to find with `kltui dumps`",
     "rollout: 3 records differ",
     "match: its decode reused at least 4 cached tokens in 4 of 16 samples and exactly those differ (#9, #10, #11, #13); the 12 that reused fewer are bit-identical: noise shared by every path would put every difference there with chance p=0.00055 (a state bug needs p<0.00025)",
+    "prefill_cache_hit: prompt_len % 64 (the chunk): divergent {8, 27}, passing {21, 23, 29}: no remainder in common",
+    "prefill_cache_hit: prompt_len % 256 (the track interval): divergent {72, 91}, passing {23, 72}",
+    "decode_cache_hit: what each hit restored (cached_tokens against the checkpoints: prefill every 64 tokens, decode every 256): divergent 11 a decode checkpoint, 1 a prefill chunk boundary; passing 3 nothing, 1 a position off the checkpoint grid",
+    "match: 11 of 12 diverge from the first token past the 128-token window; 1 of 12 diverges elsewhere: the window handoff (the window's eviction), not the restore",
+    "decode_cache_hit: 2 of 4 diverge from the first generated token; 2 of 4 diverge from the first token past a 256-token track boundary",
+    "decode_cache_hit: 0 of 16 samples crossed a 256-token track-interval boundary while decoding: never exercised (--max-new-tokens 235 would)",
+    "match: 8 of 16 samples generated past the 64-token sliding window (--max-new-tokens 45 would take every one past it)",
+    "match: 16 of 16 samples generated past the 64-token sliding window",
+    "match: its decode passed the 64-token sliding window in 4 of 8 samples and exactly those differ (#2, #4, #5, #6); the 4 that stayed within it are bit-identical: noise shared by every path would put every difference there with chance p=0.014 (a state bug needs p<0.00025)",
+    "MoE (8 experts, top-2): a router's small logits difference can flip an expert and become nats on a single token, so read the top-1 flips and the tail beside the mean: decode_cache_hit max k3 2.900e-01 against avg_kl_div 2.700e-03, 12 tokens above the tail threshold; a dense model's threshold does not carry over",
 ]
 
 
@@ -147,3 +159,22 @@ def test_the_fold_leaves_the_statistics_out_and_keeps_the_plain_lines():
     kept = [line(e) for e in EVIDENCE if not e.statistic]
     assert plain.evidence == kept and len(kept) < len(EVIDENCE)
     assert plain.label == full.label
+
+
+def test_a_verdict_says_what_decoding_never_crossed_of_the_geometry():
+    from dataclasses import replace
+
+    from tests.unit.words.cases import EVIDENCE as E
+
+    never = next(e for e in E if e.kind == "geometry coverage" and not e.crossed)
+    basis = replace(B, uncrossed=(never,))
+    d = Diagnosis(S, Finding.EXACT, 0, HEADLINES[Finding.EXACT], basis=basis)
+    assert label(d) == (
+        "non-finite logprobs at the same positions on both sides in match (a numeric fault, see "
+        "evidence); otherwise bit-identical: prefill and decode agree exactly in every helper "
+        "(conditions 1 and 2 hold on the paths tested; not run (not asked for): decode_cache_hit "
+        "on the samples compared); but prefill_cache_hit fails its gate (too few cache hits); no "
+        "sample crossed the 256-token track interval while decoding in decode_cache_hit "
+        "(--max-new-tokens 235 would) [rests on match 32/32, decode_cache_hit 30/32 samples "
+        "scored]"
+    )

@@ -1,0 +1,130 @@
+"""A match whose divergence follows the sliding window (issue 57): on a server whose model has a
+sliding window, a fault in the window's eviction shows in every helper's decode, match's
+included, once decoding passes the window. When the samples of match that differ are exactly
+(or among) those whose decode passed the window, and every sample that stayed within it is
+bit-identical, the kernels agree where the window was never handed off: a state bug on the
+window, never kernel noise (a deterministic reference server with `--fault swa-early-evict` read
+"conditions 1 and 2 ... find the kernel" before).
+
+The decision is the one-path test over samples, as for the reused cache
+(`diagnosis_restore`): the chance that noise shared by every path put all k differing samples
+of match on its n samples past the window and none on the others. The window is the model's,
+not read off the run, so there is one threshold, not one per value. The cache helpers are
+judged against match's exact samples.
+"""
+
+from __future__ import annotations
+
+from kltui.engines.identity import ServerIdentity
+from kltui.readings.advice import CONDITION2_STEP, cross_check_command, rerun_command
+from kltui.readings.diagnosis_parts import (
+    Headline,
+    OnePath,
+    Step,
+    StepKind,
+    Suspect,
+    SuspectKind,
+)
+from kltui.readings.diagnosis_paths import Paths
+from kltui.readings.evidence import (
+    EVIDENCE_P,
+    STRAY_ULP_FLOOR,
+    differing_samples,
+    level_of,
+    path_side,
+)
+from kltui.readings.findings import Finding
+from kltui.readings.geometry_evidence import geometry_of_info, shape_in
+from kltui.readings.geometry_parts import WindowSplit
+from kltui.readings.paired import one_path_p
+from kltui.readings.path_test import STATE, UNCLEAR, PathSide, PathVerdict
+from kltui.readings.verdict import Diagnosis
+from kltui.session.helper_view import HelperView
+from kltui.session.store import HelperState
+
+
+def window_split(
+    match: HelperState, info: ServerIdentity, exact_others: int = 0
+) -> WindowSplit | None:
+    """match's differing samples when each one decoded past the window and every sample that
+    stayed within it is bit-identical (None: no window, match at rounding level, a differing
+    sample within the window, or no sample within it)."""
+    g = geometry_of_info(info)
+    if g.window is None or g.window.size.value <= 0:
+        return None
+    window = g.window.size.value
+    differing = set(differing_samples(match))
+    if not differing or level_of(match) <= STRAY_ULP_FLOOR:
+        return None
+    rows = {
+        p["index"]: p
+        for p in HelperView.of(match).summary.per_sample
+        if isinstance(p, dict) and isinstance(p.get("prompt_len"), int)
+    }
+    order = match.book.order
+    if any(i not in rows for i in order):
+        return None
+    passed = tuple(
+        i for i in order if rows[i]["prompt_len"] + match.book.samples[i].k3.size - 1 > window
+    )
+    within = len(order) - len(passed)
+    if not within or not differing <= set(passed):
+        return None
+    k = len(differing)
+    p = min(1.0, one_path_p(k, len(passed), within + exact_others))
+    shown = tuple(i for i in order if i in differing)
+    return WindowSplit(match.helper, window, passed, shown, within, p)
+
+
+def within_side(match: HelperState, split: WindowSplit) -> PathSide:
+    """What `judge` reads of match on the samples that stayed within the window: exact."""
+    inside = [i for i in match.book.order if i not in set(split.passed)]
+    whole = path_side(match, inside)
+    return PathSide(whole.means, 0, whole.tokens, 0.0, whole.passed, 0, split.within)
+
+
+def _one_path(c: Paths, v: PathVerdict, split: WindowSplit) -> OnePath:
+    s = path_side(c.cache[v.helper])
+    clean = tuple((h, path_side(st).samples) for h, st in c.cache.items() if c.exact[h])
+    return OnePath(
+        v.helper, s.differing_samples, s.samples, s.differing, s.tokens, split.within, clean, v.p
+    )
+
+
+def windowed(c: Paths, split: WindowSplit) -> Diagnosis:
+    """Condition 2 on the window when the one-path test says so for match's samples past it
+    or for a cache path against match's exact ones; else inconclusive, never kernels."""
+    one = c.verdicts_of()
+    c.evidence.append(split)
+    c.evidence += [_one_path(c, v, split) for v in c.verdicts if v.kind in (STATE, UNCLEAR)]
+    names = [v.helper for v in c.of(STATE)]
+    c.evidence += shape_in(c.match, c.info)
+    c.evidence += [x for h in names for x in shape_in(c.cache[h], c.info)]
+    figures = Headline(
+        helpers=tuple(names),
+        samples=split.differing,
+        n=len(split.passed),
+        cold=split.within,
+        least=split.window,
+        p=split.p,
+    )
+    suspects = [Suspect(SuspectKind.WINDOW_EVICTION, figure=split.window)]
+    if split.p < EVIDENCE_P or names:
+        return one(
+            Finding.WINDOW_STATE,
+            figures,
+            c.evidence,
+            condition=2,
+            conditions=(2,),
+            suspects=suspects,
+            step=CONDITION2_STEP,
+            command=cross_check_command(c.server, names),
+        )
+    return one(
+        Finding.WINDOW_UNCLEAR,
+        figures,
+        c.evidence,
+        suspects=suspects,
+        step=Step(StepKind.STATE_UNCLEAR),
+        command=rerun_command(c.server, 128),
+    )

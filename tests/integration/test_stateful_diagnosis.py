@@ -1,0 +1,96 @@
+"""Issue 57 end to end on the reference server's stateful archs: a default Mamba server's
+decode_cache_hit tests its path under the engine's hit rule and the JSON carries the geometry;
+each planted state fault reads condition 2 on the right helper with a geometry line in its
+evidence; and `kltui ablate` on the audit's stale-prefix server reads condition 2.
+
+Sizes: the builtin prompts are 16-96 tokens, so the default 64-token chunk and 256-token track
+interval are checkpointed in 2 of 16 samples, too few for any test to decide (p=0.24). The
+fault servers run a 16-token chunk and a 32-token track interval (`--mamba-chunk-size`,
+`--mamba-track-interval`), where 40 new tokens put a decode checkpoint in every sample; the
+window of 64 with 36 new tokens leaves 8 of 16 samples within it, what the window's split needs
+(p=7.8e-05)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from kltui.cli.commands import main
+from tests.integration.checkrun import check_run
+from tests.json_contract import read_json
+
+SMALL_GRID = ("--arch", "mamba", "--mamba-chunk-size", "16", "--mamba-track-interval", "32")
+GEOMETRY_LINES = ("(the chunk)", "what each hit restored", "diverge from the first", "past the")
+
+
+async def test_a_default_mamba_server_scores_decode_cache_hit_and_records_its_geometry(
+    reference_servers, tmp_path
+):
+    url = reference_servers.url(extra_args=("--arch", "mamba"))
+    _, res, text = await check_run(url, tmp_path, samples=16, max_new_tokens=8)
+    decode = res["helpers"]["decode_cache_hit"]
+    assert decode["scored"] >= 12 and decode["hit_rule"].endswith("make_mamba_decode_assert")
+    (server,) = res["servers"]
+    geometry = server["geometry"]
+    assert geometry["kind"] == "mamba" and geometry["mamba"]["track_interval"]["value"] == 256
+    # no sample's decode reached the 256-token track interval: the verdict says what would
+    (d,) = res["diagnosis"]
+    assert "no sample crossed the 256-token track interval" in d["label"], text
+    assert "--max-new-tokens" in d["label"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fault", "new", "finding", "state"),
+    [
+        (SMALL_GRID, "batch-state-offset", 40, "state bug", {"prefill_cache_hit"}),
+        (SMALL_GRID, "graph-stale-tail", 40, "state bug", {"decode_cache_hit"}),
+        (
+            SMALL_GRID,
+            "checkpoint-off-by-one",
+            40,
+            "state bug",
+            {"prefill_cache_hit", "decode_cache_hit"},
+        ),
+        (
+            ("--arch", "swa", "--sliding-window", "64"),
+            "swa-early-evict",
+            36,
+            "state bug past the window",
+            {"decode_cache_hit"},
+        ),
+    ],  # fmt: skip
+    ids=["batch-state-offset", "graph-stale-tail", "checkpoint-off-by-one", "swa-early-evict"],
+)
+async def test_each_planted_state_fault_reads_condition_2_on_its_helper_with_its_geometry(
+    reference_servers, tmp_path, args, fault, new, finding, state
+):
+    url = reference_servers.url(deterministic=True, fault=fault, extra_args=args)
+    _, res, text = await check_run(url, tmp_path, samples=16, max_new_tokens=new)
+    (d,) = res["diagnosis"]
+    assert (d["finding"], d["condition"], d["conditions"]) == (finding, 2, [2]), text
+    verdicts = {t["helper"]: t["verdict"] for t in d["rests_on"]["tested"]}
+    assert {h for h, v in verdicts.items() if v == "state"} == state, d["rests_on"]
+    assert any(g in e for e in d["evidence"] for g in GEOMETRY_LINES), d["evidence"]
+    assert d["action"] is None and "kernel" not in " ".join(d["suspects"])
+
+
+def test_ablate_reads_the_audit_stale_prefix_server_as_condition_2(tmp_path, capsys):
+    """Issue 57's audit through `kltui ablate`: the base reads condition 2 (not "1 and 2") and
+    the sweep's verdict gives no kernel advice."""
+    launch = f"{sys.executable} -m kltui serve-reference --deterministic --fault stale-prefix "
+    code = main(
+        [
+            "ablate", "--headless", "--launch", launch + "--max-running-requests 1",
+            "--vary", "cuda-graph=off", "--helpers", "match,prefill_cache_hit",
+            "--samples", "32", "--max-new-tokens", "8",
+            "--json", str(tmp_path / "a.json"), "--folder", str(tmp_path / "sweep"),
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "a.json", "ablation")
+    base = doc["ablation"]["configs"][0]
+    assert (base["condition"], base["conditions"]) == (2, [2]), out[-3000:]
+    verdict = doc["ablation"]["verdict"]
+    assert "kernel" not in verdict["line"] and "dumps" not in verdict["line"], verdict
+    assert code in (0, 1)
