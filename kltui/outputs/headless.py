@@ -51,6 +51,8 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
 from kltui.words.cross_server import reading_line, uncompared
+from kltui.words.stress import lines as stress_lines
+from kltui.words.stress import stress_json
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -339,7 +341,7 @@ def _after_runs(
             extra = {"repeat": repeat_section([r.store for r in runs], equality, repeat)}
         readings = [r.stress for r in runs if r.stress is not None]
         if readings:
-            extra = (extra or {}) | {"stress": readings[-1].to_json()}
+            extra = (extra or {}) | {"stress": stress_json(readings[-1])}
         write_json(store, json_path, extra)
     if extra_outputs:
         extra_outputs(store, reruns)
@@ -349,7 +351,7 @@ def print_stress(console: Console, reading: StressReading) -> None:
     """The quiet-vs-stressed reading: its verdict, each helper, the traffic (all escaped: a
     helper name or URL comes from a recording or a server)."""
     style = {"state bug under load": "bold red", "clean": "green"}.get(reading.verdict, "yellow")
-    head, *rest = reading.lines()
+    head, *rest = stress_lines(reading)
     console.print(Text(escape_controls(head), style=style), soft_wrap=True)
     for line in rest:
         console.print(Text("  · " + escape_controls(line)), soft_wrap=True)

@@ -51,6 +51,7 @@ from kltui.engines.http import sglang_url
 from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.launch.server import LaunchedServer, LaunchError
+from kltui.readings.stress import StressReading
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, RunView
 from kltui.run.runner import refuse_incomparable
@@ -227,6 +228,11 @@ class SweepView(Protocol):
         """It was measured, or failed (`run.error`), or was left out."""
         ...
 
+    def stress_entry(self, reading: StressReading) -> dict:
+        """The --stress reading as the manifest keeps it (its JSON carries words, which live
+        above run/: the view's layer writes them, words/stress.stress_json)."""
+        ...
+
 
 def sweep_folder(parent: Path | None = None, now: float | None = None) -> Path:
     """A fresh `ablate-<date>-<time>-<pid>` folder in the runs folder (or `parent`)."""
@@ -355,7 +361,7 @@ async def _measure(
             # --stress: the same helpers again under background traffic; the quiet run stays
             # the configuration's result, the pair's reading goes beside it
             loud = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
-            run.stress = loud.stress.to_json() if loud.stress is not None else None
+            run.stress = view.stress_entry(loud.stress) if loud.stress is not None else None
         run.run_s = time.monotonic() - t0
         if srv is not None:
             srv.check_alive()  # died as the run ended: not a result
