@@ -23,7 +23,6 @@ from kltui.outputs.check_tables import print_cross, results_table, server_line
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import write_json
-from kltui.readings.batch_probe import probe_lines
 from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import diagnose
@@ -50,6 +49,7 @@ from kltui.session.events import (
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
+from kltui.words.batch_probe import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.stress import lines as stress_lines
 from kltui.words.stress import stress_json
