@@ -28,7 +28,6 @@ from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
-from kltui.readings.fleet_words import replica_cells
 from kltui.readings.identity import model_check
 from kltui.readings.stress import StressReading
 from kltui.registry import helper as registered
@@ -51,6 +50,7 @@ from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
 from kltui.words.batch_probe import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
+from kltui.words.fleet import failure_line, replica_cells, summary_line
 from kltui.words.stress import lines as stress_lines
 from kltui.words.stress import stress_json
 
@@ -203,8 +203,10 @@ def verdict_line(store: SessionStore) -> str:
     style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
     line = f"verdict: [{style}]{verdict}[/]"
     fl = fleet(store)
-    if fl is not None and fl.failure is not None:  # --fleet-require identical said why
-        line += console_markup(f" (fleet must be identical: {fl.failure})")
+    if (
+        fl is not None and (failure := failure_line(fl)) is not None
+    ):  # --fleet-require identical said why
+        line += console_markup(f" (fleet must be identical: {failure})")
     return line
 
 
@@ -241,7 +243,7 @@ def fleet_lines(f: Fleet) -> list[Text]:
         if not w.get("tested"):
             line += f": not checked: {w.get('note')}"
         out.append(Text(line))
-    out.append(Text.assemble(("fleet comparison: ", "bold"), f.summary))
+    out.append(Text.assemble(("fleet comparison: ", "bold"), summary_line(f)))
     group = f.group_of()
     for url, row in replica_cells(f).items():
         cells = ", ".join(f"{h} {v}" for h, v in row.items())

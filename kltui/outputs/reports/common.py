@@ -23,6 +23,7 @@ from kltui.session.codec import tag_floats
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 from kltui.words.cross_server import pair_json
+from kltui.words.fleet import fleet_json
 from kltui.words.floors import floor_rows, verdict_line
 from kltui.words.three_way import three_way_json
 
@@ -412,7 +413,7 @@ def json_report(store: SessionStore) -> dict:
             ],
             "diagnosis": [d.to_dict() for d in diagnose(store)],
             "cross_server": [pair_json(pair) for pair in cross_server(store)],
-            "fleet": None if (fl := fleet(store)) is None else fl.to_json(),
+            "fleet": None if (fl := fleet(store)) is None else fleet_json(fl),
             "three_way": None if (tw := three_way(store)) is None else three_way_json(tw),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
