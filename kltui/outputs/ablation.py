@@ -134,7 +134,7 @@ class SweepConsole:
         """Its helpers' view: progress bars one configuration at a time, quiet otherwise."""
         return _Helpers(self.console, live=self.parallel == 1)
 
-    def stress_entry(self, reading: StressReading) -> dict:
+    def stress_json(self, reading: StressReading) -> dict:
         """The --stress reading as the manifest keeps it."""
         return stress_json(reading)
 

@@ -5,6 +5,7 @@ summary as `floors.reading`); this reads it back, with the figures it rests on, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ def kind_of(floors: dict | None) -> FloorKind:
     return known.get(str(word), FloorKind.UNMEASURED)
 
 
-def _dict(v: Any) -> dict:
+def _dict(v: Any) -> Mapping[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
@@ -49,7 +50,7 @@ class EngineFloor:
     line: float  # the flip margin's line (nats)
 
     @classmethod
-    def of(cls, f: dict) -> EngineFloor:
+    def of(cls, f: Mapping[str, Any]) -> EngineFloor:
         """From the summary's `floors.<engine>` entry."""
         fm = _dict(f.get("flip_margins"))
         return cls(

@@ -224,7 +224,7 @@ class SweepView(Protocol):
         """It was measured, or failed (`run.error`), or was left out."""
         ...
 
-    def stress_entry(self, reading: StressReading) -> dict:
+    def stress_json(self, reading: StressReading) -> dict:
         """The --stress reading as the manifest keeps it (words/stress.stress_json)."""
         ...
 
@@ -355,7 +355,7 @@ async def _measure(
         if outcome.error is None and driver.stress_next:
             # --stress: the helpers again under traffic; the pair's reading beside the result
             loud = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
-            run.stress = view.stress_entry(loud.stress) if loud.stress is not None else None
+            run.stress = view.stress_json(loud.stress) if loud.stress is not None else None
         run.run_s = time.monotonic() - t0
         if srv is not None:
             srv.check_alive()  # died as the run ended: not a result

@@ -247,7 +247,7 @@ class SweepFeed:
         """The view of its helpers' run."""
         return _ConfigView(self, run.name)
 
-    def stress_entry(self, reading: StressReading) -> dict:
+    def stress_json(self, reading: StressReading) -> dict:
         """The --stress reading as the manifest keeps it."""
         return stress_json(reading)
 
