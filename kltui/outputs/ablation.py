@@ -33,6 +33,7 @@ from kltui.outputs.ablation_rows import (
 )
 from kltui.outputs.headless import HeadlessView
 from kltui.readings.ablation import Ablation
+from kltui.readings.stress import StressReading
 from kltui.run.driver import RunOutcome, RunView
 from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep, load
 from kltui.session import jsonfile
@@ -40,6 +41,7 @@ from kltui.session.events import Event
 from kltui.session.store import SessionStore
 from kltui.untrusted import console_markup, md_text, one_line, safe, xml_text
 from kltui.words.diagnosis import label as diagnosis_label
+from kltui.words.stress import stress_json
 
 PROGRESS_LINE = 100  # characters of the log's last line shown beside the start progress
 
@@ -132,6 +134,10 @@ class SweepConsole:
     def run_view(self, k: int, n: int, run: ConfigRun) -> RunView:
         """Its helpers' view: progress bars one configuration at a time, quiet otherwise."""
         return _Helpers(self.console, live=self.parallel == 1)
+
+    def stress_json(self, reading: StressReading) -> dict:
+        """The --stress reading as the manifest keeps it."""
+        return stress_json(reading)
 
     def ended(self, k: int, n: int, run: ConfigRun) -> None:
         """Measured (with its run's verdict) or failed (its one line, escaped)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from kltui.readings.ablation import Ablation, ConfigReading, Effect
 from kltui.readings.paired import STRAY_ULP_FLOOR
-from kltui.readings.stress import scope_of
 from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep
+from kltui.words.stress import scope_of
 
 
 def helper_names(ab: Ablation) -> list[str]:

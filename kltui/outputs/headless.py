@@ -24,13 +24,11 @@ from kltui.outputs.multiturn_console import print_multiturn
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import write_json
-from kltui.readings.batch_probe import probe_lines
 from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
-from kltui.readings.fleet_words import replica_cells
 from kltui.readings.identity import model_check
 from kltui.readings.stress import StressReading
 from kltui.registry import helper as registered
@@ -51,8 +49,12 @@ from kltui.session.events import (
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
+from kltui.words.batch_probe import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
+from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.stress import lines as stress_lines
+from kltui.words.stress import stress_json
 
 
 class HelperTimeColumn(ProgressColumn):
@@ -208,8 +210,10 @@ def verdict_line(store: SessionStore) -> str:
     style = {"pass": "bold green", "fail": "bold red"}.get(verdict, "bold yellow")
     line = f"verdict: [{style}]{verdict}[/]"
     fl = fleet(store)
-    if fl is not None and fl.failure is not None:  # --fleet-require identical said why
-        line += console_markup(f" (fleet must be identical: {fl.failure})")
+    if (
+        fl is not None and (failure := failure_line(fl)) is not None
+    ):  # --fleet-require identical said why
+        line += console_markup(f" (fleet must be identical: {failure})")
     return line
 
 
@@ -246,7 +250,7 @@ def fleet_lines(f: Fleet) -> list[Text]:
         if not w.get("tested"):
             line += f": not checked: {w.get('note')}"
         out.append(Text(line))
-    out.append(Text.assemble(("fleet comparison: ", "bold"), f.summary))
+    out.append(Text.assemble(("fleet comparison: ", "bold"), summary_line(f)))
     group = f.group_of()
     for url, row in replica_cells(f).items():
         cells = ", ".join(f"{h} {v}" for h, v in row.items())
@@ -354,7 +358,7 @@ def _after_runs(
             extra = {"repeat": repeat_section([r.store for r in runs], equality, repeat)}
         readings = [r.stress for r in runs if r.stress is not None]
         if readings:
-            extra = (extra or {}) | {"stress": readings[-1].to_json()}
+            extra = (extra or {}) | {"stress": stress_json(readings[-1])}
         write_json(store, json_path, extra)
     if extra_outputs:
         extra_outputs(store, reruns)
@@ -364,7 +368,7 @@ def print_stress(console: Console, reading: StressReading) -> None:
     """The quiet-vs-stressed reading: its verdict, each helper, the traffic (all escaped: a
     helper name or URL comes from a recording or a server)."""
     style = {"state bug under load": "bold red", "clean": "green"}.get(reading.verdict, "yellow")
-    head, *rest = reading.lines()
+    head, *rest = stress_lines(reading)
     console.print(Text(escape_controls(head), style=style), soft_wrap=True)
     for line in rest:
         console.print(Text("  · " + escape_controls(line)), soft_wrap=True)

@@ -17,6 +17,7 @@ from kltui.outputs.reference_rows import (
     is_reference,
     reference_line,
     three_way_rows,
+    verdict_text,
 )
 from kltui.readings.three_way import three_way
 from kltui.session.helper_view import HelperView
@@ -77,6 +78,6 @@ def print_reference(console: Console, store: SessionStore) -> None:
         console.print(t)
     head = "closer to the reference: " if tw.verdict in ("SGLang", "vLLM") else "reference: "
     console.print(
-        Text.assemble((head, _VERDICT.get(str(tw.verdict), "bold")), safe(tw.line)),
+        Text.assemble((head, _VERDICT.get(str(tw.verdict), "bold")), safe(verdict_text(tw))),
         soft_wrap=True,
     )

@@ -12,6 +12,7 @@ from kltui import fmt
 from kltui.readings.three_way import Leg, ThreeWay
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
+from kltui.words.three_way import verdict_line
 
 THREE_WAY_COLUMNS = (
     "pair",
@@ -66,7 +67,7 @@ def three_way_rows(tw: ThreeWay) -> list[list[str]]:
 
 def verdict_text(tw: ThreeWay) -> str:
     """The verdict as one line ("closer to the reference: SGLang: ..." or "inconclusive: ...")."""
-    return tw.line
+    return verdict_line(tw)
 
 
 def reference_line(f: Mapping[str, Any]) -> str:

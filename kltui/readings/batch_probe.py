@@ -1,8 +1,11 @@
 """`--batch-sizes`' probe as it reads: each helper at each batch size, compared bit for bit
-(the events come from run/batch_probe.py)."""
+(the events come from run/batch_probe.py). A finding is a `BatchKind` with the event it rests
+on; words/batch_probe.py says it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from kltui.readings.stress import deterministic as reports_deterministic
@@ -14,39 +17,43 @@ from kltui.session.store import SessionStore
 PHASE_OF_SIDE = {"ids": "decode", "decode": "decode", "prefill": "prefill", "both": "decode"}
 
 
-def probe_line(ev: BatchProbed, deterministic: bool) -> str:
-    """One helper's --batch-sizes result as words."""
-    sizes = ",".join(str(b) for b in ev.sizes)
-    note = f"{ev.samples} samples"
-    if ev.not_reached:
-        missed = ",".join(str(b) for b in ev.not_reached)
-        note += (
-            f"; {missed} not reached with {ev.prompts} prompts, --samples "
-            f"{max(ev.not_reached)} reaches them"
-        )
-    head = f"{ev.helper} at batch sizes {sizes} ({note}): "
+class BatchKind(StrEnum):
+    """What one helper's --batch-sizes probe found."""
+
+    STOPPED = "stopped"  # the probe stopped on an error
+    ONE_SIZE = "one size"  # one batch size run: nothing to compare
+    IDENTICAL = "identical"  # bit-identical at every size run
+    VARIANT = "variant"  # tokens change, on a server without deterministic inference
+    GAP = "gap"  # tokens change on a deterministic server (`below`: the last size that held)
+
+
+@dataclass(frozen=True)
+class BatchFinding:
+    """One helper's probe: its kind, the event's figures, and the largest size run below the
+    change (None when none is)."""
+
+    kind: BatchKind
+    ev: BatchProbed
+    below: int | None = None
+
+
+def finding(ev: BatchProbed, deterministic: bool) -> BatchFinding:
+    """What one helper's --batch-sizes result says."""
     if ev.error:
-        return head + f"probe stopped: {ev.error}"
+        return BatchFinding(BatchKind.STOPPED, ev)
     if len(ev.sizes) < 2:
-        return head + "inconclusive: one batch size run, nothing to compare it with"
+        return BatchFinding(BatchKind.ONE_SIZE, ev)
     if ev.changed_at is None:
-        return head + (
-            "bit-identical at every batch size run"
-            if ev.not_reached
-            else "bit-identical at every batch size"
-        )
-    f = ev.first or {}
+        return BatchFinding(BatchKind.IDENTICAL, ev)
+    if not deterministic:
+        return BatchFinding(BatchKind.VARIANT, ev)
     below = [b for b in ev.sizes if b < ev.changed_at]
-    where = f"sample {f.get('sample')} @ {f.get('position')} ({f.get('side')} side)"
-    what = (
-        "a batch-invariance gap on a deterministic server (what 'deterministic mode diverges "
-        f"above batch {below[-1]}' reports)"
-        if deterministic and below
-        else "expected of batch-variant kernels"
-        if not deterministic
-        else "a batch-invariance gap"
-    )
-    return head + f"tokens change first at batch {ev.changed_at}, {where}: {what}"
+    return BatchFinding(BatchKind.GAP, ev, below[-1] if below else None)
+
+
+def findings(store: SessionStore) -> list[BatchFinding]:
+    """Every --batch-sizes result of a run."""
+    return [finding(ev, reports_deterministic(store, ev.server)) for ev in store.batch_probes]
 
 
 def probe_json(ev: BatchProbed) -> dict[str, Any]:
@@ -61,8 +68,3 @@ def probe_json(ev: BatchProbed) -> dict[str, Any]:
         "first": ev.first,
         "error": ev.error,
     }
-
-
-def probe_lines(store: SessionStore) -> list[str]:
-    """Every --batch-sizes result of a run, as words."""
-    return [probe_line(ev, reports_deterministic(store, ev.server)) for ev in store.batch_probes]

@@ -36,7 +36,6 @@ from kltui.readings.fleet_model import (
     shortfalls,
     state_of,
 )
-from kltui.readings.fleet_words import not_identical, summary_line, why_alone
 from kltui.registry import same_engine
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import COMPARED
@@ -181,6 +180,18 @@ def _settings(store: SessionStore, urls: list[str], groups: list[list[int]]) -> 
     return out
 
 
+def _why_alone(store: SessionStore, url: str, names: list[str], short: dict[str, str]) -> str:
+    """Why replica `url` was compared with none (recorded text, or the shortfalls')."""
+    if (p := store.fatal(url)) is not None:
+        return p.message
+    ran = [h for h in names if state_of(store, h, url) is not None]
+    if not ran:
+        return "no helper scored a sample on it"
+    if short:
+        return listed(short)
+    return "no other replica to compare with"
+
+
 def fleet(store: SessionStore) -> Fleet | None:
     """The fleet comparison of a `--router` run (None for any other run)."""
     info = fleet_info(store)
@@ -257,7 +268,7 @@ def fleet(store: SessionStore) -> Fleet | None:
             Group(tuple(urls[i] for i in g), {k: v[gi] for k, v in differ.items()})
             for gi, g in enumerate(groups)
         ),
-        uncompared={urls[i]: why_alone(store, urls[i], names, short[i]) for i in alone},
+        uncompared={urls[i]: _why_alone(store, urls[i], names, short[i]) for i in alone},
         settings_differ=differ,
         odd=tuple(odd),
         matrices=mats,
@@ -266,9 +277,4 @@ def fleet(store: SessionStore) -> Fleet | None:
     )
     require = store.config.get("fleet_require", DEFAULT_FLEET_REQUIRE)
     require = require if require in FLEET_REQUIRE else DEFAULT_FLEET_REQUIRE
-    return replace(
-        f,
-        summary=summary_line(f),
-        require=require,
-        failure=not_identical(f) if require == "identical" else None,
-    )
+    return replace(f, require=require)

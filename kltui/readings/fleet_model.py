@@ -1,4 +1,4 @@
-"""A fleet's comparison as data (`readings/fleet.py` decides, `fleet_words.py` words it): the
+"""A fleet's comparison as data (`readings/fleet.py` decides, `words/fleet.py` says it): the
 cells of the replicas x replicas matrices, the groups, the odd replicas, the `Fleet`, and the
 queries both read (a replica's helper, where two replicas first differ, what a replica did not
 test)."""
@@ -165,16 +165,21 @@ class Fleet:
     # replica -> why it was not compared on every helper asked (those outside every group were
     # set aside: they miss a helper the groups rest on, or share too few samples with a group)
     not_fully_compared: dict[str, str] = field(default_factory=dict)
-    summary: str = ""
     require: str = DEFAULT_FLEET_REQUIRE
-    failure: str | None = None  # why --fleet-require identical failed
+
+    @property
+    def failed(self) -> bool:
+        """--fleet-require identical, and the replicas are not proven bit-identical on every
+        path (words/fleet.failure_line says why)."""
+        return self.require == "identical" and not self.identical
 
     def group_of(self) -> dict[str, int]:
         """Each grouped replica's group index."""
         return {u: gi for gi, g in enumerate(self.groups) for u in g.replicas}
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON result's `fleet` entry (schema kltui/schemas, docs/JSON.md)."""
+        """The JSON result's `fleet` entry without its words (words/fleet.fleet_json adds the
+        summary and the failure)."""
         return {
             "router": self.router,
             "workers": self.workers,
@@ -191,9 +196,7 @@ class Fleet:
                 h: [[c.to_dict() if c is not None else None for c in row] for row in m]
                 for h, m in self.matrices.items()
             },
-            "summary": self.summary,
             "require": self.require,
-            "failure": self.failure,
         }
 
 

@@ -9,6 +9,7 @@ rounding, so a difference proves nothing by itself: each helper's per-sample mea
 stress is tested against the quiet run's with the diagnosis' own paired test
 (readings/paired.py), and only evidence beyond chance and above its drift tolerance is reported
 as worse under load; anything less is noise, or inconclusive when there are too few samples.
+The reading returns `StressVerdict`s with the figures they rest on; words/stress.py says them.
 """
 
 from __future__ import annotations
@@ -22,12 +23,6 @@ import numpy as np
 from kltui.readings.compare import SampleDiff, compare_books
 from kltui.readings.evidence import level_of, sample_mean
 from kltui.readings.paired import (
-    EVIDENCE_P,
-    MIN_COMMON,
-    MIN_RATIO,
-    SPREAD_MIN,
-    SPREAD_P,
-    STRAY_ULP_FLOOR,
     Paired,
     paired,
 )
@@ -64,23 +59,6 @@ class Activity:
     in_flight: int  # when the phase started
     paused: bool
     squeezed: int = 0  # tokens of other ids the squeeze sent just before the phase's hits
-
-    def line(self) -> str:
-        """The phase's traffic as words."""
-        if self.paused:
-            return f"during {self.moment} the traffic was paused (a flush needs an idle server)"
-        kinds = ", ".join(f"{n} {k}" for k, n in self.by_kind.items() if n) or "none"
-        squeeze = (
-            f"; its squeeze filled the pool with {self.squeezed} tokens of other ids just "
-            "before the hits, so the radix cache evicted part of the helper's prefixes"
-            if self.squeezed
-            else ""
-        )
-        return (
-            f"during {self.moment} ({self.seconds:.2g} s) the traffic sent {self.sent} "
-            f"requests ({kinds}), {self.in_flight} in flight when it began, {self.aborted} "
-            f"aborted, {self.errors} errors{squeeze}"
-        )
 
 
 def activity(ticks: list[StressTick], helper: str, phase: str) -> Activity | None:
@@ -128,6 +106,32 @@ def _squeezed(a: dict, b: dict) -> int:
     return sum(int(q.get("sent_tokens") or 0) for q in new if isinstance(q, dict))
 
 
+class IdleKind(StrEnum):
+    """Why the traffic may have been idle while a helper measured."""
+
+    BOUND = "bound"  # it had reached its requests or seconds bound (`bound`)
+    FAILED = "failed"  # every background request failed (`last_error`, when recorded)
+
+
+@dataclass(frozen=True)
+class Idle:
+    """Why the traffic was idle, from its last counts (recorded text as it came)."""
+
+    kind: IdleKind
+    bound: str | None = None
+    last_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    """A server's paths the traffic never reached ("eviction", "retraction"), and why its
+    squeeze was skipped when it was (recorded text)."""
+
+    url: str
+    missed: tuple[str, ...]
+    squeeze_skipped: str | None = None
+
+
 @dataclass(frozen=True)
 class HelperUnderLoad:
     """One helper on one server, quiet against stressed."""
@@ -146,7 +150,7 @@ class HelperUnderLoad:
     # background requests while it measured (load_during): 0 means the stressed run of this
     # helper was a quiet one (the traffic had stopped, or every request failed); None unknown
     load: int | None = None
-    idle_why: str = ""  # why the traffic was idle then, where the counts say
+    idle: Idle | None = None  # why the traffic was idle then, where the counts say
 
     @property
     def state_bug(self) -> bool:
@@ -172,91 +176,6 @@ class HelperUnderLoad:
             return StressVerdict.INCONCLUSIVE
         return StressVerdict.SUSPECT if p.suspect else StressVerdict.WITHIN_NOISE
 
-    def line(self) -> str:
-        """The helper's reading as one line."""
-        head = f"{self.helper}: quiet vs stressed on {self.compared} samples: "
-        if self.compared == 0:
-            return head + "no sample scored in both runs"
-        if self.load == 0 and not self.state_bug:
-            why = f" ({self.idle_why})" if self.idle_why else ""
-            rerun = (
-                ""
-                if "failed" in self.idle_why
-                else f"; re-run with --helpers {self.helper} to measure it under load"
-            )
-            return head + (
-                f"inconclusive: no background request ran while it measured{why}, so its "
-                f"stressed run was a quiet one{rerun}"
-            )
-        if self.deterministic:
-            if self.first is None:
-                return head + "bit-identical in every sample"
-            f = self.first
-            where = f"sample {f.sample}, first position {f.first} ({f.side} side)"
-            during = f"; {self.during.line()}" if self.during else ""
-            return (
-                head + f"{self.compared - self.identical} differ on a deterministic server: "
-                f"a state bug under load at {where}{during}"
-            )
-        p = self.paired
-        assert p is not None
-        test = (
-            f"higher under stress in {p.higher}, lower in {p.lower}, equal within the "
-            f"{STRAY_ULP_FLOOR:g} floor in {p.equal} "
-            f"(signed-rank p={p.p:.2g}; beyond a x{MIN_RATIO:g} drift p={p.shift_p:.2g}; "
-            f"minority sign test p={p.tail_p:.2g}; spread p={p.spread_p:.2g}; evidence needs "
-            f"p<{EVIDENCE_P:g}, the spread p<{SPREAD_P:g} with a spread beyond {SPREAD_MIN:.2g})"
-        )
-        if self.state_bug:
-            return head + f"worse under load beyond noise: {test}"
-        if p.too_few:
-            return head + (
-                f"inconclusive: fewer than {MIN_COMMON} common samples (the paired test "
-                f"cannot reach p<{EVIDENCE_P:g}); re-run with --samples {MIN_COMMON * 2}"
-            )
-        return head + ("suspect, not evidence: " if p.suspect else "within noise: ") + test
-
-    def to_json(self) -> dict[str, Any]:
-        """The helper's reading as the JSON result writes it."""
-        p = self.paired
-        return {
-            "helper": self.helper,
-            "server": self.server,
-            "verdict": self.verdict,
-            "compared_samples": self.compared,
-            "identical_samples": self.identical,
-            "first_difference": None
-            if self.first is None
-            else {
-                "sample": self.first.sample,
-                "position": self.first.first,
-                "side": self.first.side,
-            },
-            "paired": None
-            if p is None
-            else {
-                "n": p.n,
-                "higher": p.higher,
-                "lower": p.lower,
-                "ratio": p.ratio,
-                "p": p.p,
-                "shift_p": p.shift_p,
-                "tail_p": p.tail_p,
-            },
-            "during": None if self.during is None else self.during.line(),
-            "background_requests": self.load,
-            "avg_kl_div": {"quiet": self.levels[0], "stressed": self.levels[1]},
-            "status": {"quiet": self.statuses[0], "stressed": self.statuses[1]},
-        }
-
-
-def scope_of(verdict: str, not_exercised: dict) -> str:
-    """A clean verdict's suffix naming the paths its traffic never reached (`not_exercised`,
-    as StressReading gives it or as its JSON holds it); "" otherwise."""
-    lists = (ps for ps in not_exercised.values() if isinstance(ps, list))  # JSON is untrusted
-    missed = sorted({str(p) for ps in lists for p in ps})
-    return f" ({' and '.join(missed)} not exercised)" if verdict == "clean" and missed else ""
-
 
 @dataclass(frozen=True)
 class StressReading:
@@ -266,7 +185,7 @@ class StressReading:
     helpers: list[HelperUnderLoad] = field(default_factory=list)
     traffic: dict[str, dict[str, Any]] = field(default_factory=dict)  # server -> last counts
     server_counts: dict[str, dict[str, float] | None] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
+    not_quiet: list[tuple[str, str]] = field(default_factory=list)  # (helper, server)
 
     @property
     def state_bug(self) -> bool:
@@ -285,31 +204,6 @@ class StressReading:
             return StressVerdict.INCONCLUSIVE
         return StressVerdict.CLEAN
 
-    def traffic_lines(self) -> list[str]:
-        """What the traffic was, per server."""
-        out = []
-        for url, c in self.traffic.items():
-            kinds = ", ".join(f"{n} {k}" for k, n in (c.get("by_kind") or {}).items() if n)
-            server = self.server_counts.get(url)
-            if server is None:
-                srv = "retractions and evictions not reported (no /metrics)"
-            else:
-                srv = f"server counted {int(server.get('retractions', 0))} retractions" + (
-                    f", {int(server['evicted_tokens'])} evicted tokens"
-                    if "evicted_tokens" in server
-                    else ""
-                )
-            stop = c.get("stopped")
-            bound = f", stopped by its {stop} bound" if stop in ("requests", "seconds") else ""
-            out.append(
-                f"{url}: {self.level} traffic sent {c.get('sent', 0)} requests ({kinds or 'none'})"
-                f" in {c.get('elapsed_s', 0):.3g} s, at most {c.get('max_in_flight', 0)} in "
-                f"flight, {c.get('completed', 0)} completed, {c.get('aborted', 0)} aborted, "
-                f"{c.get('errors', 0)} errors, {c.get('evictions_observed', 0)} evictions "
-                f"observed; {srv}{bound}"
-            )
-        return out
-
     def not_exercised(self) -> dict[str, list[str]]:
         """Per server, the paths the traffic never reached: "eviction" (nothing evicted by the
         server's count nor seen by the traffic), "retraction" (the server counted none). A
@@ -327,10 +221,16 @@ class StressReading:
                 out[url] = missed
         return out
 
-    def coverage_lines(self) -> list[str]:
-        """What the traffic did not reach, so that "clean" is read as what it measured: a
-        production-sized pool takes far more than a light level sends before anything is
-        evicted or retracted (an H200 8B server's 845617-token pool was never squeezed)."""
+    @property
+    def no_traffic(self) -> bool:
+        """The stressed run recorded no traffic at all."""
+        return not self.traffic
+
+    def uncovered(self) -> list[Uncovered]:
+        """What the traffic did not reach, per server, so that "clean" is read as what it
+        measured: a production-sized pool takes far more than a light level sends before
+        anything is evicted or retracted (an H200 8B server's 845617-token pool was never
+        squeezed)."""
         out = []
         for url, missed in self.not_exercised().items():
             c = self.traffic.get(url) or {}
@@ -339,45 +239,8 @@ class StressReading:
                 for q in c.get("squeezes") or []
                 if isinstance(q, dict) and q.get("skipped")
             ]
-            why = f"; the squeeze was skipped: {skipped[0]}" if skipped else ""
-            out.append(
-                f"{url}: not exercised: {' and '.join(missed)} (the server counted none"
-                f"{', and the traffic saw no shorter cache hit' if 'eviction' in missed else ''})"
-                f"{why}; this reading covers concurrent batching and shared prefixes, not "
-                f"{' or '.join(missed)}; to reach {'them' if len(missed) > 1 else 'it'}: a "
-                "higher --stress level, or a server with a smaller KV pool (--max-total-tokens)"
-            )
+            out.append(Uncovered(url, tuple(missed), skipped[0] if skipped else None))
         return out
-
-    def scope(self) -> str:
-        """What a clean verdict did not cover, as its suffix ("" when it covered both)."""
-        return scope_of(self.verdict, self.not_exercised())
-
-    def head(self) -> str:
-        """The verdict line; a clean reading names what it did not cover."""
-        return f"stress ({self.level}): {self.verdict}{self.scope()}"
-
-    def lines(self) -> list[str]:
-        """The whole reading as lines: verdict, helpers, traffic, what it did not reach."""
-        return [
-            self.head(),
-            *(h.line() for h in self.helpers),
-            *self.traffic_lines(),
-            *self.coverage_lines(),
-            *self.notes,
-        ]
-
-    def to_json(self) -> dict[str, Any]:
-        """The reading as the JSON result's `stress` entry."""
-        return {
-            "level": self.level,
-            "verdict": self.verdict,
-            "helpers": [h.to_json() for h in self.helpers],
-            "traffic": self.traffic,
-            "server_counts": self.server_counts,
-            "not_exercised": self.not_exercised(),
-            "notes": self.notes,
-        }
 
 
 def deterministic(store: SessionStore, url: str) -> bool:
@@ -400,11 +263,11 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
         ticks.setdefault(t.server, []).append(t)
     level = level or next((t.level for t in stressed.stress), "?")
     helpers: list[HelperUnderLoad] = []
-    notes: list[str] = []
+    not_quiet: list[tuple[str, str]] = []
     for key, st in stressed.helpers.items():
         q = quiet.helpers.get(key)
         if q is None:
-            notes.append(f"{st.helper} on {st.server} did not run quiet: not compared")
+            not_quiet.append((st.helper, st.server))
             continue
         diff = compare_books(q.book, st.book)
         det = deterministic(stressed, st.server)
@@ -426,7 +289,7 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
                 (HelperView.of(q).summary.avg_kl_div, HelperView.of(st).summary.avg_kl_div),
                 (str(HelperView.of(q).status), str(HelperView.of(st).status)),
                 load_during(server_ticks, st.helper),
-                _idle_why(server_ticks),
+                _idle(server_ticks),
             )
         )
     traffic = {u: dict(ts[-1].counts) for u, ts in ticks.items()}
@@ -434,25 +297,23 @@ def read(quiet: SessionStore, stressed: SessionStore, level: str | None = None) 
         u: next((t.counts.get("server") for t in reversed(ts) if t.moment == "end"), None)
         for u, ts in ticks.items()
     }
-    if not ticks:
-        notes.append("the stressed run recorded no traffic")
-    return StressReading(level, helpers, traffic, server_counts, notes)
+    return StressReading(level, helpers, traffic, server_counts, not_quiet)
 
 
-def _idle_why(ticks: list[StressTick]) -> str:
+def _idle(ticks: list[StressTick]) -> Idle | None:
     """Why the traffic may have been idle, from its last counts: the bound that stopped it,
     or every request failing."""
     if not ticks:
-        return ""
+        return None
     c = ticks[-1].counts
     stop = c.get("stopped")
     if stop in ("requests", "seconds"):
-        return f"the traffic had reached its {stop} bound"
+        return Idle(IdleKind.BOUND, bound=str(stop))
     sent, errors = int(c.get("sent", 0)), int(c.get("errors", 0))
     if sent and errors >= sent:
         last = c.get("last_error")
-        return "every background request failed" + (f": {last}" if last else "")
-    return ""
+        return Idle(IdleKind.FAILED, last_error=str(last) if last else None)
+    return None
 
 
 def is_stressed(store: SessionStore) -> bool:
@@ -464,7 +325,10 @@ __all__ = [
     "PHASE_OF_SIDE",
     "Activity",
     "HelperUnderLoad",
+    "Idle",
+    "IdleKind",
     "StressReading",
+    "Uncovered",
     "activity",
     "load_during",
     "read",

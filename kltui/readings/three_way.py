@@ -2,7 +2,8 @@
 reference, and SGLang vs vLLM, all three on the same token ids (one `hf_reference` run), read
 from a session's store, so a replay reads the same as the live run.
 
-The verdict is the diagnosis's paired per-sample test (`readings/paired.py`): per sample, the
+The finding is a `ThreeWayKind` with the figures it rests on (words/three_way.py says it). The
+verdict is the diagnosis's paired per-sample test (`readings/paired.py`): per sample, the
 log ratio of SGLang's and vLLM's mean k3 against the reference (floored at the 1e-9 stray-ulp
 level), a Wilcoxon signed-rank test each way (two-sided: the smaller one-sided chance, doubled)
 and its Hodges-Lehmann ratio. An engine is named closer only when that chance is below the
@@ -15,13 +16,13 @@ its line: its distances then include the dtype's rounding.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from kltui import fmt
-from kltui.readings.floors import ENGINES, floors_of, verdict_line
+from kltui.readings.floors import ENGINE_KEYS, floors_of
 from kltui.readings.paired import (
     EVIDENCE_P,
     MIN_COMMON,
@@ -68,28 +69,52 @@ class Ranking:
     at_floor: int = 0  # samples where both distances are at the floor (rounding level)
 
 
+class ThreeWayKind(StrEnum):
+    """What the table says of the two engines' distances to the reference."""
+
+    CLOSER = "closer"  # one engine closer beyond chance (and union KL does not disagree)
+    ONE_ENGINE = "one engine"  # no second engine to rank
+    TOO_FEW = "too few"  # fewer than MIN_COMMON samples compared on both engines
+    ROUNDING = "rounding"  # both within rounding of the reference on every sample
+    NOT_BEYOND_CHANCE = "not beyond chance"  # neither engine closer beyond chance
+    METRICS_DISAGREE = "metrics disagree"  # mean k3 names one engine, union KL the other
+
+
+@dataclass(frozen=True)
+class DtypePair:
+    """An engine compared with the reference across dtypes."""
+
+    engine: str  # "SGLang" | "vLLM"
+    dtype: Any  # the engine's, as reported
+    reference: Any  # the reference's
+
+
 @dataclass(frozen=True)
 class ThreeWay:
-    """The table, its verdict ("SGLang" | "vLLM" | "inconclusive" | None with one engine) and
-    the verdict's line."""
+    """The table and its finding: the kind, the engine named closer (`closer`), the paired
+    tests (`rankings`: per-sample mean k3, then union KL), the comparisons across dtypes and
+    cross_engine's floors in the same run (words/three_way.py says them)."""
 
     reference: str | None
     legs: list[Leg]
-    verdict: str | None
-    line: str
+    kind: ThreeWayKind
+    closer: str | None = None  # "SGLang" | "vLLM" with CLOSER
     rankings: list[Ranking] = field(default_factory=list)
-    across_dtypes: bool = False
+    dtypes: tuple[DtypePair, ...] = ()
+    floors: dict | None = None  # cross_engine's floors entry (words/floors.py reads it)
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON result's `three_way` entry (docs/JSON.md)."""
-        return {
-            "reference": self.reference,
-            "legs": [asdict(leg) for leg in self.legs],
-            "verdict": self.verdict,
-            "line": self.line,
-            "rankings": [asdict(r) for r in self.rankings],
-            "across_dtypes": self.across_dtypes,
-        }
+    @property
+    def verdict(self) -> str | None:
+        """The JSON's word: the closer engine, "inconclusive", or None with one engine."""
+        if self.kind is ThreeWayKind.ONE_ENGINE:
+            return None
+        return self.closer if self.kind is ThreeWayKind.CLOSER else "inconclusive"
+
+    @property
+    def across_dtypes(self) -> bool:
+        """The line carries a note after the verdict: dtypes differ or floors were measured
+        (the JSON's `across_dtypes`, as it always was)."""
+        return bool(self.dtypes) or self.floors is not None
 
 
 def _rows(fig: Any) -> dict[int, dict]:
@@ -174,22 +199,16 @@ def rank(a: dict[int, dict], b: dict[int, dict], key: str, floor: float) -> Rank
     return Ranking(key, n, p, ratio, closer, at_floor)
 
 
-def _dtypes(legs: list[Leg]) -> str:
-    parts = [
-        f"{leg.name.split(' vs ')[0]} {leg.across_dtypes.get('engine')} vs reference "
-        f"{leg.across_dtypes.get('reference')}"
+def _dtypes(legs: list[Leg]) -> tuple[DtypePair, ...]:
+    return tuple(
+        DtypePair(
+            leg.name.split(" vs ")[0],
+            leg.across_dtypes.get("engine"),
+            leg.across_dtypes.get("reference"),
+        )
         for leg in legs
         if leg.across_dtypes
-    ]
-    return (
-        f"; across dtypes ({', '.join(parts)}): the distances include the dtype's rounding"
-        if parts
-        else ""
     )
-
-
-def _p(p: float | None) -> str:
-    return "?" if p is None else f"{p:.2g}"
 
 
 def three_way(store: SessionStore) -> ThreeWay | None:
@@ -213,24 +232,18 @@ def three_way(store: SessionStore) -> ThreeWay | None:
     pair = views["vLLM"].figures.get("engines_pair") if "vLLM" in views else None
     if isinstance(pair, dict):
         legs.append(_pair_leg(pair))
-    across = _dtypes(legs)
+    dtypes = _dtypes(legs)
     floors = _floors(store)
     if floors is not None:
         legs += _floor_legs(floors)
-        across += f"; the engines' own noise (cross_engine's floors): {verdict_line(floors)}"
     if len(views) < 2:
-        leg = legs[0]
-        line = (
-            f"{leg.name}: avg_kl_div {fmt.sci(leg.avg_kl_div)}, top-1 agreement "
-            f"{fmt.pct(leg.top1_agreement)}; no second engine to rank (give --baseline vllm:URL "
-            "too for the three-way table)" + across
-        )
-        return ThreeWay(ref, legs, None, line, [], bool(across))
+        return ThreeWay(ref, legs, ThreeWayKind.ONE_ENGINE, None, [], dtypes, floors)
     a, b = _rows(views["SGLang"].figures), _rows(views["vLLM"].figures)
     k3 = rank(a, b, "mean_k3", STRAY_ULP_FLOOR)
     ukl = rank(a, b, "union_kl_mean", UNION_FLOOR)
-    verdict, line = _verdict(k3, ukl)
-    return ThreeWay(ref, legs, verdict, line + across, [k3, ukl], bool(across))
+    kind = _kind(k3, ukl)
+    closer = k3.closer if kind is ThreeWayKind.CLOSER else None
+    return ThreeWay(ref, legs, kind, closer, [k3, ukl], dtypes, floors)
 
 
 def _floors(store: SessionStore) -> dict | None:
@@ -246,7 +259,7 @@ def _floors(store: SessionStore) -> dict | None:
 def _floor_legs(floors: dict) -> list[Leg]:
     """Each engine against itself in another batch, as legs of the same table."""
     legs = []
-    for key, name in ENGINES:
+    for key, name in zip(ENGINE_KEYS, ("SGLang", "vLLM"), strict=True):
         f = floors.get(key)
         if not isinstance(f, dict):
             continue
@@ -271,35 +284,13 @@ def _floor_legs(floors: dict) -> list[Leg]:
     return legs
 
 
-def _verdict(k3: Ranking, ukl: Ranking) -> tuple[str, str]:
+def _kind(k3: Ranking, ukl: Ranking) -> ThreeWayKind:
     if k3.n < MIN_COMMON:
-        return "inconclusive", (
-            f"inconclusive: {k3.n} sample(s) compared on both engines; the paired test needs at "
-            f"least {MIN_COMMON} (--samples)"
-        )
+        return ThreeWayKind.TOO_FEW
     if k3.closer is None and k3.at_floor == k3.n:
-        return "inconclusive", (
-            f"inconclusive: both engines are within rounding of the reference (every per-sample "
-            f"mean k3 under {STRAY_ULP_FLOOR:g} on both, over {k3.n} samples), so neither is "
-            "closer beyond rounding; a run in the production dtype (bf16) or with longer "
-            "contexts would show which one drifts first"
-        )
+        return ThreeWayKind.ROUNDING
     if k3.closer is None:
-        return "inconclusive", (
-            f"inconclusive: neither engine is closer to the reference beyond chance on "
-            f"per-sample mean k3 (vLLM/SGLang ratio {k3.ratio:.3g}, p {_p(k3.p)} over {k3.n} "
-            f"samples, needs < {EVIDENCE_P:g}); more samples or longer continuations would decide"
-        )
+        return ThreeWayKind.NOT_BEYOND_CHANCE
     if ukl.closer is not None and ukl.closer != k3.closer:
-        return "inconclusive", (
-            f"inconclusive: {k3.closer} is closer on per-sample mean k3 (p {_p(k3.p)}) but "
-            f"{ukl.closer} on union KL (p {_p(ukl.p)}): the two metrics disagree"
-        )
-    far = "vLLM" if k3.closer == "SGLang" else "SGLang"
-    ratio = k3.ratio if k3.closer == "SGLang" else 1 / (k3.ratio or 1.0)
-    also = " and on union KL" if ukl.closer == k3.closer else ""
-    return k3.closer, (
-        f"{k3.closer} is closer to the reference on per-sample mean k3{also}: {far}'s is "
-        f"{ratio:.3g}x {k3.closer}'s (Hodges-Lehmann), paired signed-rank p {_p(k3.p)} over "
-        f"{k3.n} samples"
-    )
+        return ThreeWayKind.METRICS_DISAGREE
+    return ThreeWayKind.CLOSER

@@ -11,14 +11,10 @@ Launch mode, for a base command and its `--vary` knobs:
 3. each configuration: its server started by `launch.LaunchedServer` (log `<name>.log` in the
    sweep folder, live progress), the helpers run on it by `RunDriver` with the sweep's one
    `RunConfig` (the same prompt set, seed and ids everywhere; recording `<name>.kltui.jsonl`),
-   its server stopped. A configuration that fails (never healthy, exits, port taken twice, dies
-   mid-run, a knob value the server rejects) is one line naming it and its log's last lines; the
-   configurations already measured are kept and the sweep goes on. Nothing measured is ever run
-   again;
-4. with `--pairs`, the knobs that moved the result most (`plan.pairs`) two at a time, after the
-   single-knob results.
-
-Attach mode: running servers (the first is the base) are told apart by their /server_info
+   its server stopped. A configuration that fails (never healthy, exits, dies mid-run, a knob
+   value refused) is one line naming it and its log's last lines; the sweep goes on;
+4. with `--pairs`, the knobs that moved the result most (`plan.pairs`) two at a time.
+Attach mode: running servers (the first is the base), told apart by their /server_info
 (`plan.attach`); nothing is launched.
 
 The sweep folder `ablate-<id>/` in the runs folder holds every log and recording and the
@@ -51,6 +47,7 @@ from kltui.engines.http import sglang_url
 from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.launch.server import LaunchedServer, LaunchError
+from kltui.readings.stress import StressReading
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, RunView
 from kltui.run.runner import refuse_incomparable
@@ -227,6 +224,10 @@ class SweepView(Protocol):
         """It was measured, or failed (`run.error`), or was left out."""
         ...
 
+    def stress_json(self, reading: StressReading) -> dict:
+        """The --stress reading as the manifest keeps it (words/stress.stress_json)."""
+        ...
+
 
 def sweep_folder(parent: Path | None = None, now: float | None = None) -> Path:
     """A fresh `ablate-<date>-<time>-<pid>` folder in the runs folder (or `parent`)."""
@@ -352,10 +353,9 @@ async def _measure(
         driver = RunDriver(cfg, record=str(sweep.folder / run.recording))
         outcome = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
         if outcome.error is None and driver.stress_next:
-            # --stress: the same helpers again under background traffic; the quiet run stays
-            # the configuration's result, the pair's reading goes beside it
+            # --stress: the helpers again under traffic; the pair's reading beside the result
             loud = await _watched(lambda: driver.run(view.run_view(k, n, run)), srv)
-            run.stress = loud.stress.to_json() if loud.stress is not None else None
+            run.stress = view.stress_json(loud.stress) if loud.stress is not None else None
         run.run_s = time.monotonic() - t0
         if srv is not None:
             srv.check_alive()  # died as the run ended: not a result

@@ -134,7 +134,7 @@ def gated(ev: RunFinished, store: SessionStore) -> RunFinished:
     """The run's end under `--fleet-require identical`: a passing run whose replicas are not
     all bit-identical (or not all compared) fails; an error or interruption stays what it is."""
     f = fleet(store)
-    if ev.verdict != "pass" or f is None or f.failure is None:
+    if ev.verdict != "pass" or f is None or not f.failed:
         return ev
     return dataclasses.replace(ev, verdict="fail")
 

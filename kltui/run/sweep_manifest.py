@@ -68,7 +68,7 @@ class ConfigRun:
     run_s: float | None = None  # the helpers
     stop_s: float | None = None
     store: SessionStore | None = field(default=None, repr=False)
-    # --stress: its stressed run read against its quiet one (StressReading.to_json())
+    # --stress: its stressed run read against its quiet one (words/stress.stress_json)
     stress: dict | None = None
 
     @property

@@ -20,6 +20,7 @@ from typing import Protocol
 from kltui.ablate.plan import Config, Plan
 from kltui.outputs.ablation_matrix import RUNNING, STARTING, Live
 from kltui.readings.ablation import Ablation
+from kltui.readings.stress import StressReading
 from kltui.run.ablate import SweepSpec, run_sweep
 from kltui.run.driver import RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras
@@ -27,6 +28,7 @@ from kltui.run.sweep_manifest import ConfigRun, Sweep
 from kltui.session.events import Event
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.unwind import unwound
+from kltui.words.stress import stress_json
 
 ENDED = "ended"
 
@@ -244,6 +246,10 @@ class SweepFeed:
     def run_view(self, k: int, n: int, run: ConfigRun) -> _ConfigView:
         """The view of its helpers' run."""
         return _ConfigView(self, run.name)
+
+    def stress_json(self, reading: StressReading) -> dict:
+        """The --stress reading as the manifest keeps it."""
+        return stress_json(reading)
 
     def ended(self, k: int, n: int, run: ConfigRun) -> None:
         """Measured or failed: the reading is taken again with it."""

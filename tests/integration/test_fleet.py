@@ -14,7 +14,6 @@ from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
 from kltui.readings.fleet_model import FleetDifference
-from kltui.readings.fleet_words import describe_difference
 from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted
@@ -23,6 +22,7 @@ from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.screens.fleet import FleetScreen
+from kltui.words.fleet import describe_difference
 from tests.integration.checkrun import check_run
 from tests.json_contract import read_check
 from tests.router import Router

@@ -10,6 +10,7 @@ from kltui.readings.stress import is_stressed
 from kltui.readings.stress import read as read_stress
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
+from kltui.words.stress import stress_json
 from tests.integration.checkrun import check_run
 
 SMALL = {"samples": 4, "max_new_tokens": 8, "stress": "light"}
@@ -43,7 +44,7 @@ def test_stale_prompt_logprobs_caught_only_under_stress(reference_servers, tmp_p
     fold(read_recording(str(tmp_path / "r-2.jsonl")), loud.append)
     assert is_stressed(loud[0]) and loud[0].stress[0].moment == "start"
     again = read_stress(stores[0], loud[0])
-    assert again.to_json() == stress
+    assert stress_json(again) == stress
 
 
 def test_noise_is_never_called_a_state_bug(reference_servers, tmp_path):

@@ -17,7 +17,7 @@ from kltui.readings.batch_probe import probe_json
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
-from kltui.readings.floors import floor_rows, floors_of, verdict_line
+from kltui.readings.floors import floors_of
 from kltui.readings.three_way import three_way
 from kltui.session import jsonfile
 from kltui.session.codec import tag_floats
@@ -25,6 +25,9 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 from kltui.words.cross_server import pair_json
 from kltui.words.diagnosis import to_json as diagnosis_json
+from kltui.words.fleet import fleet_json
+from kltui.words.floors import floor_rows, verdict_line
+from kltui.words.three_way import three_way_json
 
 SUMMARY_FIELDS = (
     "status",
@@ -413,8 +416,8 @@ def json_report(store: SessionStore) -> dict:
             ],
             "diagnosis": [diagnosis_json(d) for d in diagnose(store)],
             "cross_server": [pair_json(pair) for pair in cross_server(store)],
-            "fleet": None if (fl := fleet(store)) is None else fl.to_json(),
-            "three_way": None if (tw := three_way(store)) is None else tw.to_json(),
+            "fleet": None if (fl := fleet(store)) is None else fleet_json(fl),
+            "three_way": None if (tw := three_way(store)) is None else three_way_json(tw),
             "verdict": verdict(store),
             "repeat": None,  # `check --repeat N` (N > 1) fills it in
             "stress": None,  # `check --stress LEVEL` fills it in (readings/stress.py)

@@ -30,7 +30,6 @@ from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import Diagnosis, diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Cell, Fleet
-from kltui.readings.fleet_words import replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
@@ -38,6 +37,7 @@ from kltui.untrusted import html_text as esc
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.evidence import line as evidence_line
+from kltui.words.fleet import failure_line, replica_cells, summary_line
 from kltui.words.geometry import geometry_line
 
 CSP = (
@@ -239,7 +239,7 @@ def fleet_html(f: Fleet) -> str:
     mats = "".join(_matrix_html(h, list(f.replicas), m) for h, m in f.matrices.items())
     return f"""<section><h2>Fleet</h2>
 <p>router <code>{esc(str(f.router))}</code></p><ul>{workers}</ul>
-<p>{esc(f.summary)}</p>{_gate_html(f)}
+<p>{esc(summary_line(f))}</p>{_gate_html(f)}
 <table class="results"><thead><tr><th>replica</th><th class="n">group</th>{head}</tr></thead>
 <tbody>{rows}</tbody></table>{mats}</section>"""
 
@@ -248,11 +248,11 @@ def _gate_html(f: Fleet) -> str:
     """`--fleet-require identical`'s outcome (nothing under the default `gate`)."""
     if f.require != "identical":
         return ""
-    if f.failure is None:
+    if (failure := failure_line(f)) is None:
         return "<p>fleet must be identical (--fleet-require identical): passed</p>"
     return (
         "<p><strong>fleet must be identical (--fleet-require identical): failed:</strong> "
-        f"{esc(f.failure)}</p>"
+        f"{esc(failure)}</p>"
     )
 
 

@@ -27,12 +27,12 @@ from kltui.outputs.reports.multiturn_section import multiturn_details, multiturn
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
-from kltui.readings.fleet_words import describe_difference, setting_contrast
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import xml_text
 from kltui.words.diagnosis import said
+from kltui.words.fleet import describe_difference, failure_line, setting_contrast, summary_line
 
 SUITE = "kltui"
 IDENTITY_KEYS = ("url", *SUMMARY_KEYS, "error")
@@ -136,10 +136,10 @@ def replica_cases(suite: ET.Element, f: Fleet) -> list[str]:
     kinds = []
     if f.require == "identical":  # the fleet's own case: the gate CI asked for
         case = _sub(suite, "testcase", classname=f"{SUITE}.fleet", name="identical")
-        if f.failure is None:
+        if (failure := failure_line(f)) is None:
             kinds.append("passed")
         else:
-            _sub(case, "failure", message=f.failure, type="fleet-require")
+            _sub(case, "failure", message=failure, type="fleet-require")
             kinds.append("failures")
     groups = f.groups
     main = set(groups[0].replicas) if groups else set()
@@ -248,7 +248,7 @@ def junit_report(store: SessionStore, origin: Origin | None = None) -> str:
         f"{'error' if p.fatal else 'warning'}: {p.source}: {p.message}" for p in store.problems
     ]
     if fl is not None:
-        lines.append(f"fleet: {fl.summary}")
+        lines.append(f"fleet: {summary_line(fl)}")
     if lines:
         _sub(suite, "system-out", "\n".join(lines))
     ET.indent(root)

@@ -32,13 +32,13 @@ from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
-from kltui.readings.fleet_words import replica_cells
 from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
+from kltui.words.fleet import failure_line, replica_cells, summary_line
 from kltui.words.geometry import geometry_line
 
 MAX_PROBLEMS = 8
@@ -123,7 +123,8 @@ def notes(store: SessionStore) -> list[str]:
 
 def gate_text(f: Fleet) -> str:
     """`--fleet-require identical`'s outcome in Markdown: passed, or failed and why."""
-    return "passed" if f.failure is None else f"**failed**: {md_text(f.failure)}"
+    failure = failure_line(f)
+    return "passed" if failure is None else f"**failed**: {md_text(failure)}"
 
 
 def fleet_md(f: Fleet) -> list[str]:
@@ -131,7 +132,7 @@ def fleet_md(f: Fleet) -> list[str]:
     workers = f.workers
     lines = [
         f"- **Fleet** router {md_text(f.router)}: {len(workers)} worker(s), "
-        f"{sum(1 for w in workers if w.get('tested'))} checked directly: {md_text(f.summary)}"
+        f"{sum(1 for w in workers if w.get('tested'))} checked directly: {md_text(summary_line(f))}"
     ]
     if f.require == "identical":
         lines.append(f"- **Fleet must be identical** (`--fleet-require identical`): {gate_text(f)}")

@@ -13,6 +13,7 @@ from kltui.outputs.reference_rows import (
     is_reference,
     reference_line,
     three_way_rows,
+    verdict_text,
 )
 from kltui.readings.three_way import three_way
 from kltui.session.helper_view import HelperView
@@ -52,7 +53,7 @@ def reference_markdown(store: SessionStore) -> list[str]:
             lines += [
                 "| " + " | ".join(md_text(c) for c in row) + " |" for row in three_way_rows(tw)
             ]
-        lines += ["", f"- **Reference verdict** {md_text(tw.line)}"]
+        lines += ["", f"- **Reference verdict** {md_text(verdict_text(tw))}"]
     return lines
 
 
@@ -93,6 +94,6 @@ def reference_html(store: SessionStore) -> str:
                 "<table class='cross'><caption>three-way, on the same token ids</caption>"
                 f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
             )
-        parts.append(f"<p><strong>Reference verdict</strong> {html_text(tw.line)}</p>")
+        parts.append(f"<p><strong>Reference verdict</strong> {html_text(verdict_text(tw))}</p>")
     parts.append("</section>")
     return "".join(parts)

@@ -11,10 +11,10 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Static
 
 from kltui.readings.fleet_model import Fleet
-from kltui.readings.fleet_words import replica_cells
 from kltui.session.servers import text
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
+from kltui.words.fleet import failure_line, replica_cells, summary_line
 
 # cell verdict -> theme variable of its colour (app.tcss's scale colours)
 VERDICT_COLOUR = {"same": "kl-ok", "reference": "kl-ok", "differs": "kl-warn"}
@@ -30,11 +30,13 @@ def fleet_head(f: Fleet, vars_: dict) -> Text:
     out.append(
         f" · {len(workers)} worker(s), {sum(1 for w in workers if w.get('tested'))} checked\n"
     )
-    if f.failure is not None:  # --fleet-require identical: why the run failed, first
-        why = f"fleet must be identical: failed: {f.failure}"
+    if (
+        failure := failure_line(f)
+    ) is not None:  # --fleet-require identical: why the run failed, first
+        why = f"fleet must be identical: failed: {failure}"
         out.append_text(safe(why, style=f"bold {vars_.get('kl-bad', '')}".strip()))
         out.append("\n")
-    out.append_text(safe(f.summary, style=vars_.get(colour, "")))
+    out.append_text(safe(summary_line(f), style=vars_.get(colour, "")))
     for gi, g in enumerate(f.groups):
         settings = ", ".join(f"{k} {text(v)}" for k, v in g.settings.items())
         line = f"group {gi + 1} ({len(g.replicas)})" + (f": {settings}" if settings else "")

@@ -16,6 +16,7 @@ from kltui import fmt
 from kltui.readings.stress import StressReading
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
+from kltui.words.stress import coverage_lines, helper_line, note_lines, scope, traffic_lines
 
 VERDICT_COLOUR = {"state bug under load": "kl-bad", "identical": "kl-ok", "clean": "kl-ok"}
 
@@ -25,7 +26,7 @@ def stress_group(reading: StressReading, vars_: dict) -> Group:
     colour = vars_.get(VERDICT_COLOUR.get(reading.verdict, "kl-warn"), "")
     head = Text.assemble(("quiet vs stressed ", "bold"), (f"({reading.level}): ", "bold"))
     head.append_text(safe(reading.verdict, style=colour))
-    head.append_text(safe(reading.scope()))
+    head.append_text(safe(scope(reading)))
     t = Table(box=None, header_style="bold", pad_edge=False, expand=True)
     for col in ("helper", "quiet", "stressed", "samples", "under load", "first difference"):
         t.add_column(col, justify="right" if col in ("quiet", "stressed", "samples") else "left")
@@ -44,10 +45,10 @@ def stress_group(reading: StressReading, vars_: dict) -> Group:
     parts: list = [head, t, Text("")]
     for h in reading.helpers:
         if h.state_bug or not h.deterministic:
-            parts.append(safe("· " + h.line()))
-    parts.extend(safe("· " + line, style="dim") for line in reading.traffic_lines())
-    parts.extend(safe("· " + line) for line in reading.coverage_lines())
-    parts.extend(safe("· " + n, style="dim") for n in reading.notes)
+            parts.append(safe("· " + helper_line(h)))
+    parts.extend(safe("· " + line, style="dim") for line in traffic_lines(reading))
+    parts.extend(safe("· " + line) for line in coverage_lines(reading))
+    parts.extend(safe("· " + n, style="dim") for n in note_lines(reading))
     return Group(*parts)
 
 

@@ -1,5 +1,5 @@
 """The helper panel's line under cross_engine: each engine's own noise (floors) beside the gap,
-and how the gap reads against them (the words are readings/floors')."""
+and how the gap reads against them (the words are words/floors')."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from rich.text import Text
 from kltui import fmt
 from kltui.metrics.floors import FloorKind
 from kltui.metrics.summary import Summary
-from kltui.readings.floors import floor_value, floors_of, kind_of, short_line
+from kltui.readings.floors import floors_of, kind_of
+from kltui.words.floors import floor_value, short_line
 
 
 def floor_cells(summary: Summary | None) -> tuple[Text, Text, Text, Text] | None:

@@ -16,7 +16,7 @@ from kltui.metrics.floors import (
     gap_on,
     read_floors,
 )
-from kltui.readings.floors import engine_line, floor_rows, kind_of, verdict_line
+from kltui.readings.floors import kind_of, read
 
 IDS = np.array([5, 6, 7, 8])
 TOP_IDS = np.array([[5, 1], [6, 2], [7, 3], [9, 8]])
@@ -57,7 +57,8 @@ def test_a_batch_invariant_engine_has_a_floor_of_exactly_zero():
         [(0, floor_positions(FIRST, FIRST)), (1, floor_positions(AGAIN, AGAIN))], k=2
     )
     assert fig["zero"] is True and fig["avg_k3"] == 0.0 and fig["differing_positions"] == 0
-    assert "exactly 0" in engine_line({"vllm": fig}, "vllm")
+    vllm = read({"vllm": fig}).engines["vllm"]
+    assert vllm is not None and vllm.zero and vllm.differing_positions == 0
     assert floor_figures([], k=2)["zero"] is False  # nothing measured is not zero
 
 
@@ -101,28 +102,20 @@ def _floors(reading) -> dict:
     }  # fmt: skip
 
 
-def test_the_verdict_says_how_many_times_the_larger_floor_or_within_the_noise():
-    above = _floors(read_floors(1.5e-2, 2e-4, 3e-3))
-    assert kind_of(above) is FloorKind.ABOVE
-    assert verdict_line(above) == (
-        "the engines differ by 1.500e-02 (avg k3), 5 times the larger floor (vLLM against "
-        "itself, 3.000e-03)"
+def test_the_reading_and_its_figures_are_read_back_from_the_summary():
+    above = read(_floors(read_floors(1.5e-2, 2e-4, 3e-3)))
+    assert above.kind is FloorKind.ABOVE and above.reading.ratio == pytest.approx(5)
+    assert above.reading.larger_engine == "vLLM" and above.reading.larger == 3e-3
+    assert (above.count, above.of, above.composition, above.first_batch) == (
+        1,
+        4,
+        "one at a time",
+        4,
     )
-    within = _floors(read_floors(3e-3, 2e-4, 3e-3))
-    assert verdict_line(within).startswith("within the engines' own noise: ")
-    zero = _floors(read_floors(1e-6, 0.0, 0.0))
-    assert verdict_line(zero) == (
-        "the engines differ by 1.000e-06 (avg k3) while each engine's floor is exactly 0 "
-        "(1 of 4 sequences bit-identical one at a time and in batches of up to 4): none of the "
-        "gap is either engine's own noise between those batches"
-    )
-    rows = dict(floor_rows(above))
-    assert (
-        rows["floors"] == "1 of 4 samples scored again one at a time (first in batches of up to 4)"
-    )
-    assert (
-        rows["vLLM vs itself"].startswith("avg k3 ")
-        and "2 of 4 positions differ" in rows["vLLM vs itself"]
-    )
+    assert not above.same_composition and above.error is None
+    vllm = above.engines["vllm"]
+    assert vllm is not None and (vllm.differing_positions, vllm.positions) == (2, 4)
+    assert read(_floors(read_floors(3e-3, 2e-4, 3e-3))).kind is FloorKind.WITHIN
+    assert read(_floors(read_floors(1e-6, 0.0, 0.0))).kind is FloorKind.FLOOR_ZERO
     assert kind_of({"reading": {"kind": "something else"}}) is FloorKind.UNMEASURED
-    assert verdict_line({**above, "error": "x: gone"}) == "floors not measured: x: gone"
+    assert read({**_floors(read_floors(1e-6, 0.0, 0.0)), "error": "x: gone"}).error == "x: gone"

@@ -16,7 +16,6 @@ from kltui.outputs.reports.html import fleet_html
 from kltui.outputs.reports.junit import replica_cases
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
-from kltui.readings.fleet_words import replica_cells
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -28,6 +27,7 @@ from kltui.session.events import (
     SampleSkipped,
 )
 from kltui.session.store import SessionStore
+from kltui.words.fleet import failure_line, replica_cells, summary_line
 from tests.tui import synth
 
 HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
@@ -135,9 +135,9 @@ def test_every_replica_compared_on_every_path_is_identical():
     for u in (A, B, C):
         ran(store, u)
     f = done(store)
-    assert f.identical is True and f.failure is None and f.not_fully_compared == {}
+    assert f.identical is True and failure_line(f) is None and f.not_fully_compared == {}
     assert f.grouped_on == HELPERS
-    assert f.summary.startswith("all 3 replicas bit-identical on every path")
+    assert summary_line(f).startswith("all 3 replicas bit-identical on every path")
     cases = junit_cases(f)
     assert not list(cases["identical"])  # the fleet case passes
     assert all(not list(cases[f"replica[{u}]"]) for u in (A, B, C))
@@ -153,11 +153,11 @@ def test_a_replica_that_died_after_match_makes_identical_inconclusive():
     assert [list(g.replicas) for g in f.groups] == [[A, B]]  # C does not vote
     why = f.not_fully_compared[C]
     assert "prefill_cache_hit" in why and "decode_cache_hit" in why and "errored" in why
-    assert f.failure is not None and f.failure.startswith("inconclusive")
-    assert f"{C} ({why})" in f.failure
+    assert failure_line(f) is not None and failure_line(f).startswith("inconclusive")
+    assert f"{C} ({why})" in failure_line(f)
     cases = junit_cases(f)
     (failed,) = cases["identical"].findall("failure")  # the fleet case fails, and says why
-    assert failed.get("message") == f.failure
+    assert failed.get("message") == failure_line(f)
     (skipped,) = cases[f"replica[{C}]"].findall("skipped")
     assert skipped.get("message") == f"not fully compared: {why}"
 
@@ -174,9 +174,10 @@ def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
     assert f.grouped_on == ("match", "prefill_cache_hit")
     assert f.not_fully_compared[B].startswith("decode_cache_hit: only 1 of 8 samples scored")
     assert replica_cells(f)[B]["decode_cache_hit"] == "not compared"
-    assert f.failure is not None and f"inconclusive: not compared on every path: {B}" in f.failure
-    assert "decode_cache_hit" in f.summary and "not fully compared" in f.summary
-    assert "every path" not in f.summary
+    assert f.failed and B in f.not_fully_compared
+    assert f"inconclusive: not compared on every path: {B}" in (failure_line(f) or "")
+    assert "decode_cache_hit" in summary_line(f) and "not fully compared" in summary_line(f)
+    assert "every path" not in summary_line(f)
     html = fleet_html(f)
     dch = html[html.index("<h3>decode_cache_hit: replicas x replicas</h3>") :]
     assert "<td>=</td>" not in dch and "<td title='1 common samples" in dch
@@ -197,8 +198,8 @@ def test_null_cache_path_matrices_are_not_identical():
     assert f.identical is None and f.grouped_on == ("match", "decode_cache_hit")
     assert set(f.not_fully_compared) == {A, B, C}
     assert "ran but compared nothing" in f.not_fully_compared[A]
-    assert f.failure is not None and f.failure.startswith("inconclusive")
-    assert "bit-identical on match, decode_cache_hit" in f.summary
+    assert failure_line(f) is not None and failure_line(f).startswith("inconclusive")
+    assert "bit-identical on match, decode_cache_hit" in summary_line(f)
 
 
 def test_a_partially_compared_replica_neither_bridges_groups_nor_votes():
@@ -213,8 +214,8 @@ def test_a_partially_compared_replica_neither_bridges_groups_nor_votes():
     assert f.identical is False  # A and B differ, on a path both compared fully
     (o,) = f.odd
     assert not o.majority  # 1 against 1: neither is "the odd one out"
-    assert "odd one out" not in f.summary
-    assert f"{C}" in f.summary and "not fully compared" in f.summary
+    assert "odd one out" not in summary_line(f)
+    assert f"{C}" in summary_line(f) and "not fully compared" in summary_line(f)
 
 
 def test_replicas_that_share_too_few_samples_on_a_path_are_not_grouped_on_it():
@@ -249,7 +250,7 @@ def test_a_replica_equal_to_two_groups_on_fewer_samples_bridges_neither():
         "not share: it fits no group"
     }
     (o,) = f.odd
-    assert o.replica == B and not o.majority and "odd one out" not in f.summary
+    assert o.replica == B and not o.majority and "odd one out" not in summary_line(f)
     assert f.identical is False
 
 
@@ -262,7 +263,7 @@ def test_no_reported_setting_explains_a_split_that_no_setting_follows():
     ran(store, C, seeds={"match": 100})
     f = done(store)
     assert f.settings_differ == {}
-    assert "no reported setting explains it" in f.summary
+    assert "no reported setting explains it" in summary_line(f)
     (failed,) = junit_cases(f)[f"replica[{C}]"].findall("failure")
     assert "no reported setting explains it" in failed.get("message", "")
 
@@ -275,7 +276,7 @@ def test_a_setting_some_replicas_do_not_report_separates_nothing():
     ran(store, C, seeds={"match": 100})
     f = done(store)
     assert "page_size" not in f.settings_differ
-    assert "no reported setting explains it" in f.summary
+    assert "no reported setting explains it" in summary_line(f)
 
 
 def test_a_setting_that_separates_groups_of_one_replica_only_coincides():
@@ -285,7 +286,7 @@ def test_a_setting_that_separates_groups_of_one_replica_only_coincides():
     ran(store, B, seeds={"match": 100})
     f = done(store)
     assert f.settings_differ == {"page_size": [1, 4]}
-    assert "one replica per group" in f.summary and "not shown to explain" in f.summary
+    assert "one replica per group" in summary_line(f) and "not shown to explain" in summary_line(f)
 
 
 def test_a_setting_constant_within_groups_of_several_replicas_is_named():
@@ -302,8 +303,8 @@ def test_a_setting_constant_within_groups_of_several_replicas_is_named():
     ran(store, D, seeds={"match": 100})
     f = done(store)
     assert f.settings_differ == {"enable_deterministic_inference": [True, False]}
-    assert "settings that differ between groups: enable_deterministic_inference" in f.summary
-    assert "not shown to explain" not in f.summary
+    assert "settings that differ between groups: enable_deterministic_inference" in summary_line(f)
+    assert "not shown to explain" not in summary_line(f)
 
 
 def test_one_replica_is_compared_with_nothing():
@@ -311,5 +312,5 @@ def test_one_replica_is_compared_with_nothing():
     ran(store, A)
     f = done(store)
     assert f.identical is None and f.grouped_on == ()
-    assert f.summary == "1 replica checked: none to compare it with"
-    assert f.failure == "inconclusive: 1 replica(s) checked, none to compare"
+    assert summary_line(f) == "1 replica checked: none to compare it with"
+    assert failure_line(f) == "inconclusive: 1 replica(s) checked, none to compare"

@@ -8,7 +8,7 @@ import numpy as np
 
 from kltui.metrics.cross import Side, cross_positions
 from kltui.metrics.reference import align_reference, reference_flips, weights_state
-from kltui.readings.three_way import three_way
+from kltui.readings.three_way import ThreeWayKind, three_way
 from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.store import SessionStore
 
@@ -60,8 +60,8 @@ def test_an_engine_closer_beyond_chance_is_named():
     assert tw is not None and tw.verdict == "SGLang"
     k3 = tw.rankings[0]
     assert k3.n == 20 and k3.p < 2.5e-4 and k3.ratio > 10
-    assert tw.line.startswith("SGLang is closer to the reference on per-sample mean k3")
-    assert "over 20 samples" in tw.line
+    assert tw.kind is ThreeWayKind.CLOSER and tw.closer == "SGLang"
+    assert tw.rankings[1].closer == "SGLang"  # union KL agrees
     # and the mirror image names vLLM
     assert three_way(_store(vl, sg)).verdict == "vLLM"
 
@@ -72,29 +72,31 @@ def test_the_same_noise_on_both_engines_is_inconclusive():
     vl = 1e-6 * rng.lognormal(0, 1.0, 30)
     tw = three_way(_store(sg, vl))
     assert tw.verdict == "inconclusive"
-    assert "beyond chance" in tw.line and "more samples" in tw.line
+    assert tw.kind is ThreeWayKind.NOT_BEYOND_CHANCE and tw.closer is None
+    assert tw.rankings[0].n == 30 and tw.rankings[0].p >= 2.5e-4
 
 
 def test_both_within_rounding_of_the_reference_is_said_so():
     # real CPU SGLang and vLLM in float32: avg_kl_div 9e-14 and 1e-12, both at rounding level
     tw = three_way(_store(np.full(16, 9e-14), np.full(16, 1e-12)))
     assert tw.verdict == "inconclusive" and tw.rankings[0].at_floor == 16
-    assert "both engines are within rounding of the reference" in tw.line
+    assert tw.kind is ThreeWayKind.ROUNDING
 
 
 def test_too_few_samples_are_inconclusive_whatever_the_gap():
     tw = three_way(_store(np.full(8, 1e-9), np.full(8, 1e-3)))
-    assert tw.verdict == "inconclusive" and "needs at least 12" in tw.line
+    assert tw.verdict == "inconclusive" and tw.kind is ThreeWayKind.TOO_FEW
 
 
 def test_metrics_that_disagree_are_inconclusive():
     rng = np.random.default_rng(2)
     lo, hi = 1e-7 * rng.lognormal(0, 0.3, 20), 1e-5 * rng.lognormal(0, 0.3, 20)
     tw = three_way(_store(lo, hi, sg_u=hi, vl_u=lo))
-    assert tw.verdict == "inconclusive" and "disagree" in tw.line
+    assert tw.verdict == "inconclusive" and tw.kind is ThreeWayKind.METRICS_DISAGREE
+    assert {r.closer for r in tw.rankings} == {"SGLang", "vLLM"}
 
 
-def test_across_dtypes_is_said_in_the_line():
+def test_across_dtypes_is_kept_with_both_dtypes():
     rng = np.random.default_rng(3)
     st = _store(
         1e-7 * rng.lognormal(0, 0.5, 20),
@@ -102,7 +104,9 @@ def test_across_dtypes_is_said_in_the_line():
         across_dtypes={"engine": "bfloat16", "reference": "float32"},
     )
     tw = three_way(st)
-    assert tw.across_dtypes and "across dtypes (SGLang bfloat16 vs reference float32)" in tw.line
+    assert tw.across_dtypes and [(d.engine, d.dtype, d.reference) for d in tw.dtypes] == [
+        ("SGLang", "bfloat16", "float32")
+    ]
 
 
 def test_flips_are_judged_by_the_references_margin():
@@ -151,7 +155,8 @@ def test_other_weights_are_different_and_a_rename_alone_is_not_proof():
 
 
 def test_cross_engines_floors_join_the_table_as_each_engine_against_itself():
-    from kltui.metrics.floors import read_floors
+    from kltui.metrics.floors import FloorKind, read_floors
+    from kltui.readings.floors import kind_of
 
     rng = np.random.default_rng(0)
     st = _store(1e-7 * rng.lognormal(0, 0.5, 20), 3e-6 * rng.lognormal(0, 0.5, 20))
@@ -170,9 +175,7 @@ def test_cross_engines_floors_join_the_table_as_each_engine_against_itself():
     legs = {leg.name: leg for leg in tw.legs}
     assert legs["SGLang vs itself"].avg_kl_div == 0.0 and legs["SGLang vs itself"].samples == 2
     assert legs["vLLM vs itself"].mean_abs_delta == 1e-3
-    assert (
-        "the engines' own noise (cross_engine's floors): within the engines' own noise" in tw.line
-    )
+    assert tw.floors is floors and kind_of(tw.floors) is FloorKind.WITHIN
     # without cross_engine's floors the table is the three pairs it was
     assert [leg.name for leg in three_way(_store(np.ones(3), np.ones(3))).legs] == [
         "SGLang vs HF", "vLLM vs HF"]  # fmt: skip

@@ -1,7 +1,10 @@
 """The words of a fleet's reading (`readings/fleet.py` decides): its summary line, why the
-replicas are not identical, each replica's cells, a difference and a setting described."""
+replicas are not identical, each replica's cells, a difference and a setting described, and
+the JSON `fleet` entry with them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from kltui.readings.fleet_model import (
     ODD_NAMED,
@@ -11,10 +14,7 @@ from kltui.readings.fleet_model import (
     FleetDifference,
     OddReplica,
     earliest,
-    listed,
-    state_of,
 )
-from kltui.session.store import SessionStore
 
 
 def describe_difference(d: FleetDifference) -> str:
@@ -98,17 +98,6 @@ def not_identical(f: Fleet) -> str | None:
     elif not parts:
         parts.append("inconclusive: no helper was compared on every replica")
     return "; ".join(parts)
-
-
-def why_alone(store: SessionStore, url: str, names: list[str], short: dict[str, str]) -> str:
-    if (p := store.fatal(url)) is not None:
-        return p.message
-    ran = [h for h in names if state_of(store, h, url) is not None]
-    if not ran:
-        return "no helper scored a sample on it"
-    if short:
-        return listed(short)
-    return "no other replica to compare with"
 
 
 def _members(urls: list[str], shown: int = 3) -> str:
@@ -200,3 +189,15 @@ def replica_cells(f: Fleet) -> dict[str, dict[str, str]]:
                     row[h] = "same" if c.identical else "differs"
         out[u] = row
     return out
+
+
+def failure_line(f: Fleet) -> str | None:
+    """Why --fleet-require identical failed (None: it did not, or was not asked)."""
+    return not_identical(f) if f.require == "identical" else None
+
+
+def fleet_json(f: Fleet) -> dict[str, Any]:
+    """The JSON result's `fleet` entry (schema kltui/schemas, docs/JSON.md)."""
+    js = f.to_json()
+    require = js.pop("require")
+    return js | {"summary": summary_line(f), "require": require, "failure": failure_line(f)}
