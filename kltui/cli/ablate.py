@@ -345,7 +345,7 @@ async def _chain(spec, sweep, view, console) -> None:
     )
 
 
-def _tui(args: argparse.Namespace, feed, console) -> int:
+def _tui(args: argparse.Namespace, feed, console, live: bool = True) -> int:
     """The sweep (or a sweep folder read back) in the TUI; once it closes, the console's table
     and verdict, and the reports, as the headless command gives them."""
     from kltui.errors import EXIT_INTERRUPTED
@@ -359,24 +359,28 @@ def _tui(args: argparse.Namespace, feed, console) -> int:
     )
     if feed.sweep is None:  # closed before the sweep began
         return EXIT_INTERRUPTED
-    return _finish(args, feed.sweep, console)
+    return _finish(args, feed.sweep, console, live)
 
 
-def _finish(args: argparse.Namespace, sweep, console) -> int:
+def _finish(args: argparse.Namespace, sweep, console, live: bool = True) -> int:
+    """A sweep that ended: its result, its reports; a live one's manifest gets its verdict."""
     from kltui.outputs.ablation import finish
 
-    return finish(console, sweep, md=args.md, junit=args.junit, json=args.json, html=args.html)
+    return finish(
+        console, sweep, live=live, md=args.md, junit=args.junit, json=args.json, html=args.html
+    )
 
 
 def replay(args: argparse.Namespace) -> int:
     """`kltui ablate --replay FOLDER` (and `kltui report FOLDER`): the sweep read back from its
     folder, printed and written as the live sweep was."""
     from kltui.outputs.ablation import replay_folder
+    from kltui.run.sweep_manifest import load
 
     if use_tui(args):
         from kltui.console import make_console
-        from kltui.run.sweep_manifest import load
         from kltui.tui.sweep_feed import SweepFeed
 
-        return _tui(args, SweepFeed.replay(load(args.replay)), make_console())
-    return replay_folder(args.replay, md=args.md, junit=args.junit, json=args.json, html=args.html)
+        return _tui(args, SweepFeed.replay(load(args.replay)), make_console(), live=False)
+    sweep = load(args.replay)
+    return replay_folder(sweep, md=args.md, junit=args.junit, json=args.json, html=args.html)
