@@ -70,17 +70,8 @@ def join_raw_varies(argv: list[str]) -> list[str]:
     return out
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    """The `ablate` subcommand on `kltui`'s subparsers."""
-    p = sub.add_parser(
-        "ablate",
-        help="which setting causes a divergence: launch a server per configuration (or attach "
-        "to running ones) and compare each with the base",
-        description=DESCRIPTION,
-        epilog=ABLATE_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    g = p.add_argument_group("the sweep")
+def _sweep_options(g) -> None:
+    """The sweep's own options: what to launch or attach to, what to vary, where it goes."""
     g.add_argument(
         "--launch",
         metavar="CMD",
@@ -138,6 +129,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="re-read a sweep folder (its recordings and ablation.json) and print and write "
         "the same outputs; launches nothing",
     )
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The `ablate` subcommand on `kltui`'s subparsers."""
+    p = sub.add_parser(
+        "ablate",
+        help="which setting causes a divergence: launch a server per configuration (or attach "
+        "to running ones) and compare each with the base",
+        description=DESCRIPTION,
+        epilog=ABLATE_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _sweep_options(p.add_argument_group("the sweep"))
     g = p.add_argument_group("the TUI")
     g.add_argument(
         "--headless",
