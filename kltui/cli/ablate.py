@@ -70,17 +70,8 @@ def join_raw_varies(argv: list[str]) -> list[str]:
     return out
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    """The `ablate` subcommand on `kltui`'s subparsers."""
-    p = sub.add_parser(
-        "ablate",
-        help="which setting causes a divergence: launch a server per configuration (or attach "
-        "to running ones) and compare each with the base",
-        description=DESCRIPTION,
-        epilog=ABLATE_EXIT_CODES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    g = p.add_argument_group("the sweep")
+def _sweep_options(g) -> None:
+    """The sweep's own options: what to launch or attach to, what to vary, where it goes."""
     g.add_argument(
         "--launch",
         metavar="CMD",
@@ -138,6 +129,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
         help="re-read a sweep folder (its recordings and ablation.json) and print and write "
         "the same outputs; launches nothing",
     )
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    """The `ablate` subcommand on `kltui`'s subparsers."""
+    p = sub.add_parser(
+        "ablate",
+        help="which setting causes a divergence: launch a server per configuration (or attach "
+        "to running ones) and compare each with the base",
+        description=DESCRIPTION,
+        epilog=ABLATE_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _sweep_options(p.add_argument_group("the sweep"))
     g = p.add_argument_group("the TUI")
     g.add_argument(
         "--headless",
@@ -345,7 +349,7 @@ async def _chain(spec, sweep, view, console) -> None:
     )
 
 
-def _tui(args: argparse.Namespace, feed, console) -> int:
+def _tui(args: argparse.Namespace, feed, console, live: bool = True) -> int:
     """The sweep (or a sweep folder read back) in the TUI; once it closes, the console's table
     and verdict, and the reports, as the headless command gives them."""
     from kltui.errors import EXIT_INTERRUPTED
@@ -359,24 +363,28 @@ def _tui(args: argparse.Namespace, feed, console) -> int:
     )
     if feed.sweep is None:  # closed before the sweep began
         return EXIT_INTERRUPTED
-    return _finish(args, feed.sweep, console)
+    return _finish(args, feed.sweep, console, live)
 
 
-def _finish(args: argparse.Namespace, sweep, console) -> int:
+def _finish(args: argparse.Namespace, sweep, console, live: bool = True) -> int:
+    """A sweep that ended: its result, its reports; a live one's manifest gets its verdict."""
     from kltui.outputs.ablation import finish
 
-    return finish(console, sweep, md=args.md, junit=args.junit, json=args.json, html=args.html)
+    return finish(
+        console, sweep, live=live, md=args.md, junit=args.junit, json=args.json, html=args.html
+    )
 
 
 def replay(args: argparse.Namespace) -> int:
     """`kltui ablate --replay FOLDER` (and `kltui report FOLDER`): the sweep read back from its
     folder, printed and written as the live sweep was."""
     from kltui.outputs.ablation import replay_folder
+    from kltui.run.sweep_manifest import load
 
     if use_tui(args):
         from kltui.console import make_console
-        from kltui.run.sweep_manifest import load
         from kltui.tui.sweep_feed import SweepFeed
 
-        return _tui(args, SweepFeed.replay(load(args.replay)), make_console())
-    return replay_folder(args.replay, md=args.md, junit=args.junit, json=args.json, html=args.html)
+        return _tui(args, SweepFeed.replay(load(args.replay)), make_console(), live=False)
+    sweep = load(args.replay)
+    return replay_folder(sweep, md=args.md, junit=args.junit, json=args.json, html=args.html)

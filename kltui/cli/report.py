@@ -128,7 +128,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _sweep_report(args: argparse.Namespace) -> int:
     """`kltui report FOLDER`: a `kltui ablate` sweep folder, as `kltui ablate --replay`."""
     from kltui.outputs.ablation import replay_folder
+    from kltui.run.sweep_manifest import load
 
     return replay_folder(
-        args.recording, md=args.md, junit=args.junit, json=args.json, html=args.html
+        load(args.recording), md=args.md, junit=args.junit, json=args.json, html=args.html
     )

@@ -28,13 +28,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from kltui.ablate.knobs import KNOBS, current
+from kltui.ablate.sweep import MEASURED, TAIL_LINES, Sweep
 from kltui.dumps.chain_result import Chain
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
 from kltui.readings.ablation import Ablation, read
+from kltui.readings.ablation_outcome import reading
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.run.ablate import SweepSpec
 from kltui.run.driver import RunDriver, RunView
-from kltui.run.sweep_manifest import MEASURED, TAIL_LINES, Sweep
+from kltui.run.sweep_manifest import write_manifest
 from kltui.untrusted import one_line
 
 NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")
@@ -309,7 +311,7 @@ async def chain_into(
     finished, their times and the step it stopped in (`Chain.interrupted`)."""
     began: list[Chain] = []
     try:
-        ch = await run_chain(spec, sweep, sweep.reading(), view, say=say, started=began.append)
+        ch = await run_chain(spec, sweep, reading(sweep), view, say=say, started=began.append)
     except asyncio.CancelledError:
         sweep.interrupted = True
         task = asyncio.current_task()
@@ -319,7 +321,7 @@ async def chain_into(
             return
         ch = began[0].interrupted()
     sweep.chain = ch.to_json()
-    sweep.write_manifest()
+    write_manifest(sweep)
 
 
 async def _drill(

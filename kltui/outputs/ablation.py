@@ -3,7 +3,9 @@ the table of configurations x helpers with the verdict after it, the JSON docume
 schema kltui/schemas/ablation.schema.json, docs/JSON.md) and the Markdown, JUnit and HTML
 (`ablation_html.py`) reports.
 
-Every number and word of the verdict comes from `ablate/reading.Ablation`; everything a server
+Every number of the verdict comes from `readings/ablation_outcome.SweepOutcome` (the reading,
+the exit code, the time split, computed once), every word of it from words/ablation*.py;
+everything a server
 wrote (log lines, failure lines, settings) is escaped for the medium it goes to.
 """
 
@@ -18,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kltui import __version__
+from kltui.ablate.sweep import FAILED, MANIFEST, MEASURED, ConfigRun, Sweep
 from kltui.console import make_console
 from kltui.outputs.ablation_html import html_report
 from kltui.outputs.ablation_rows import (
@@ -33,14 +36,17 @@ from kltui.outputs.ablation_rows import (
 )
 from kltui.outputs.headless import HeadlessView
 from kltui.readings.ablation import Ablation
+from kltui.readings.ablation_outcome import SweepOutcome, outcome
 from kltui.readings.stress import StressReading
 from kltui.run.driver import RunOutcome, RunView
-from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep, load
 from kltui.session import jsonfile
 from kltui.session.events import Event
 from kltui.session.store import SessionStore
 from kltui.untrusted import console_markup, md_text, one_line, safe, xml_text
-from kltui.words.diagnosis import label as diagnosis_label
+from kltui.words.ablation import verdict_line
+from kltui.words.ablation_config import config_line, missing_text
+from kltui.words.ablation_json import ablation_json
+from kltui.words.ablation_sweep import run_line, verdict_entry
 from kltui.words.stress import stress_json
 
 PROGRESS_LINE = 100  # characters of the log's last line shown beside the start progress
@@ -170,57 +176,57 @@ def table(sweep: Sweep, ab: Ablation) -> Table:
     return t
 
 
-def print_result(console: Console, sweep: Sweep, ab: Ablation) -> None:
+def print_result(console: Console, sweep: Sweep, out: SweepOutcome) -> None:
     """The table, each failure's line, the verdict with its traps and next step, the time
     split and the sweep folder."""
+    ab = out.ablation
+    said = verdict_line(ab)
     console.print(table(sweep, ab))
     for line in legend(ab):
         console.print(safe(line, "dim"), soft_wrap=True)
     for r in sweep.failures():
         console.print(Text.assemble(("failed: ", "red"), safe(r.error)), soft_wrap=True)
     for line in tail_lines(ab):
-        style = "bold" if line == ab.verdict.line else ""
+        style = "bold" if line == said else ""
         console.print(safe(line, style), soft_wrap=True)
     if sweep.interrupted:
         console.print(Text("interrupted: the configurations above were measured", "yellow"))
-    elif (said := pairs_line(sweep)) is not None:
-        console.print(Text(said, "yellow"), soft_wrap=True)
+    elif (why := pairs_line(sweep)) is not None:
+        console.print(Text(why, "yellow"), soft_wrap=True)
     for line in stress_lines(sweep):
         console.print(safe(line, "bold red" if "state bug" in line else ""), soft_wrap=True)
     for line in chain_lines(sweep):
         console.print(safe(line, "bold" if line.startswith("chain:") else ""), soft_wrap=True)
-    console.print(safe(timing_line(sweep), "dim"), soft_wrap=True)
+    console.print(safe(timing_line(sweep, out.timing), "dim"), soft_wrap=True)
     console.print(f"sweep folder: {console_markup(sweep.folder)}", soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- JSON and reports
-def document(sweep: Sweep, ab: Ablation) -> dict:
+def document(sweep: Sweep, result: SweepOutcome) -> dict:
     """The JSON document `kltui ablate --json` writes (docs/JSON.md, ablation.schema.json)."""
-    reading = ab.to_json()
-    # each configuration's diagnosis in words (the reading holds it typed)
-    for c, doc in zip((ab.base, *ab.configs), reading["configs"], strict=True):
-        doc["diagnosis"] = None if c.diagnosis is None else diagnosis_label(c.diagnosis)
     return {
         "kltui_version": __version__,
-        "ablation": reading,
+        "ablation": ablation_json(result.ablation),
         "sweep": sweep.to_json(),
         "chain": sweep.chain,
-        "exit_code": sweep.exit_code(ab),
+        "exit_code": result.exit_code,
     }
 
 
-def write_json(sweep: Sweep, ab: Ablation, path: str) -> None:
+def write_json(sweep: Sweep, result: SweepOutcome, path: str) -> None:
     """Write the JSON document ("-": stdout)."""
-    jsonfile.write_json_document(path, document(sweep, ab), "ablation")
+    jsonfile.write_json_document(path, document(sweep, result), "ablation")
 
 
-def md_report(sweep: Sweep, ab: Ablation) -> str:
+def md_report(sweep: Sweep, result: SweepOutcome) -> str:
     """The Markdown report: the same table, the failures, the verdict, the time split."""
+    ab = result.ablation
+    said = verdict_line(ab)
     names = helper_names(ab)
     out = [
         "# kltui ablate",
         "",
-        f"**{md_text(ab.verdict.line)}**",
+        f"**{md_text(said)}**",
         "",
         "| configuration | " + " | ".join(md_text(h) for h in names) + " | condition | note |",
         "|---|" + "---:|" * len(names) + "---:|---|",
@@ -234,7 +240,7 @@ def md_report(sweep: Sweep, ab: Ablation) -> str:
     for r in sweep.failures():
         out.append(f"- failed: {md_text(r.error)}")
     for line in tail_lines(ab):
-        if line != ab.verdict.line:
+        if line != said:
             out.append(f"- {md_text(line)}")
     if sweep.interrupted:
         out.append("- interrupted: the configurations above were measured")
@@ -242,7 +248,13 @@ def md_report(sweep: Sweep, ab: Ablation) -> str:
     if chain := chain_lines(sweep):
         out += ["", "## From the setting to the module and the op", ""]
         out += [f"- {md_text(line)}" for line in chain]
-    out += ["", md_text(timing_line(sweep)), "", f"Sweep folder: {md_text(sweep.folder)}", ""]
+    out += [
+        "",
+        md_text(timing_line(sweep, result.timing)),
+        "",
+        f"Sweep folder: {md_text(sweep.folder)}",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -253,17 +265,18 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: object)
     return el
 
 
-def junit_report(sweep: Sweep, ab: Ablation) -> str:
+def junit_report(sweep: Sweep, result: SweepOutcome) -> str:
     """JUnit XML: one test case per configuration. A configuration that failed (its server
     did not start or died) is an <error>, one not run or cut short is <skipped>; a measured
     one passes, with its line (trap included) as its output. The verdict is a property."""
+    ab = result.ablation
     suite_name = "kltui.ablate"
     root = ET.Element("testsuites", name=suite_name)
     suite = _sub(root, "testsuite", name=suite_name)
     props = _sub(suite, "properties")
     _sub(props, "property", name="verdict", value=ab.verdict.kind)
-    _sub(props, "property", name="verdict.line", value=ab.verdict.line)
-    _sub(props, "property", name="exit_code", value=sweep.exit_code(ab))
+    _sub(props, "property", name="verdict.line", value=verdict_line(ab))
+    _sub(props, "property", name="exit_code", value=result.exit_code)
     _sub(props, "property", name="folder", value=sweep.folder)
     runs = configs_by_name(sweep)
     counts = {"errors": 0, "skipped": 0, "failures": 0}
@@ -277,60 +290,67 @@ def junit_report(sweep: Sweep, ab: Ablation) -> str:
             _sub(case, "error", run.error, message=one_line(run.error, 300), type=run.error_kind)
             counts["errors"] += 1
         elif not c.measured:
-            why = run.status if run is not None else c.missing
+            why = run.status if run is not None else missing_text(c)
             _sub(case, "skipped", message=f"not measured: {why}")
             counts["skipped"] += 1
         else:
-            _sub(case, "system-out", c.line())
+            _sub(case, "system-out", config_line(c))
     attrs = {"tests": len(ab.configs) + 1, **counts, "time": f"{total:.3f}"}
     for el in (root, suite):
         for k, val in attrs.items():
             el.set(k, str(val))
-    _sub(suite, "system-out", "\n".join([*tail_lines(ab), timing_line(sweep)]))
+    _sub(suite, "system-out", "\n".join([*tail_lines(ab), timing_line(sweep, result.timing)]))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
 def write_reports(
-    sweep: Sweep, ab: Ablation, *, md=None, junit=None, json=None, html=None
+    sweep: Sweep, result: SweepOutcome, *, md=None, junit=None, json=None, html=None
 ) -> list[str]:
     """Every report asked for; the paths written ("-": stdout)."""
     written = []
     if html:
-        jsonfile.write_output(html, html_report(sweep, ab))
+        jsonfile.write_output(html, html_report(sweep, result))
         written.append(html)
     if json:
-        write_json(sweep, ab, json)
+        write_json(sweep, result, json)
         written.append(json)
     if md:
-        jsonfile.write_output(md, md_report(sweep, ab))
+        jsonfile.write_output(md, md_report(sweep, result))
         written.append(md)
     if junit:
-        jsonfile.write_output(junit, junit_report(sweep, ab))
+        jsonfile.write_output(junit, junit_report(sweep, result))
         written.append(junit)
     return written
 
 
-def finish(console: Console, sweep: Sweep, *, md=None, junit=None, json=None, html=None) -> int:
+def finish(
+    console: Console, sweep: Sweep, *, live=False, md=None, junit=None, json=None, html=None
+) -> int:
     """A sweep that ended (live or read back): its result on the console, its reports
-    written; the exit code (`Sweep.exit_code`)."""
-    ab = sweep.reading()
+    written; the exit code (`SweepOutcome.exit_code`). A live sweep's manifest gets its
+    verdict (kind, line, exit code) here, where its words are."""
+    result = outcome(sweep)
+    if live:
+        sweep.verdict = verdict_entry(result)
+        jsonfile.replace_json(sweep.folder / MANIFEST, sweep.manifest())
     if sweep.base.status == MEASURED:
-        print_result(console, sweep, ab)
+        print_result(console, sweep, result)
     else:
         # nothing to compare with: the base's own line (with its log's last lines) says why
         console.print(
-            f"[red]kltui ablate: the base did not start:[/] {console_markup(sweep.base.line())}",
+            f"[red]kltui ablate: the base did not start:[/] {console_markup(run_line(sweep.base))}",
             soft_wrap=True,
             emoji=False,
         )
-    for path in write_reports(sweep, ab, md=md, junit=junit, json=json, html=html):
+    for path in write_reports(sweep, result, md=md, junit=junit, json=json, html=html):
         if path != "-":
             print(f"kltui ablate: wrote {path}", file=sys.stderr)
-    return sweep.exit_code(ab)
+    return result.exit_code
 
 
-def replay_folder(folder: str, *, md=None, junit=None, json=None, html=None) -> int:
+def replay_folder(sweep: Sweep, *, md=None, junit=None, json=None, html=None) -> int:
     """`kltui ablate --replay FOLDER` and `kltui report FOLDER`: the sweep read back from its
-    recordings and manifest, shown and written as the live sweep was."""
-    return finish(make_console(), load(folder), md=md, junit=junit, json=json, html=html)
+    recordings and manifest (run/sweep_manifest.load, by the command), shown and written as
+    the live sweep was."""
+    return finish(make_console(), sweep, md=md, junit=junit, json=json, html=html)

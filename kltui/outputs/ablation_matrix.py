@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kltui import fmt
+from kltui.ablate.sweep import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
@@ -27,12 +28,14 @@ from kltui.outputs.ablation_rows import (
     tail_lines,
     timing_line,
 )
-from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading, num
+from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading
 from kltui.registry import same_engine
-from kltui.run.sweep_manifest import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
+from kltui.words.ablation import verdict_line
+from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
+from kltui.words.ablation_sweep import run_line
 
 # the states of a row, as the matrix colours them
 WAITING, STARTING, RUNNING, DONE = "waiting", "starting", "running", "done"
@@ -125,7 +128,7 @@ def _verdict(c: ConfigReading | None, h: HelperReading | None, run: ConfigRun) -
         return "–"
     if h.effect == BASE_EFFECT:
         return "base"
-    return f"{h.effect}: {h.why}" if h.why else h.effect
+    return f"{h.effect}: {why}" if (why := why_text(h)) else h.effect
 
 
 def _bit_equal(h: HelperReading | None) -> str:
@@ -141,7 +144,7 @@ def _bit_equal(h: HelperReading | None) -> str:
 def _condition(c: ConfigReading | None) -> str:
     if c is None or not c.measured:
         return ""
-    return c.condition_cell
+    return condition_cell(c)
 
 
 def matrix_rows(
@@ -163,7 +166,7 @@ def matrix_rows(
             avg = num(h.level) if h.level is not None else h.effect
         detail = f"{run.name}: {state}"
         if c is not None and c.measured:
-            detail = "; ".join(x for x in (h.line() if h else None, c.trap) if x)
+            detail = "; ".join(x for x in (helper_line(h) if h else None, trap_line(c)) if x)
         elif run.status == FAILED and run.error:
             detail = run.error
         out.append(
@@ -221,13 +224,13 @@ def verdict_lines(sweep: Sweep, ab: Ablation | None, notes: list[str] | None = N
 def _verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
     if ab is None or not ab.base.measured:
         if sweep.total_s is not None and sweep.runs and sweep.base.status != MEASURED:
-            return [f"the base did not start: {sweep.base.line()}"]
+            return [f"the base did not start: {run_line(sweep.base)}"]
         return ["the verdict comes once the base and another configuration are measured"]
     if sweep.total_s is None:
-        return [f"so far: {ab.verdict.line}"]
+        return [f"so far: {verdict_line(ab)}"]
     out = tail_lines(ab)
     if sweep.interrupted:
         out.append("interrupted: the configurations above were measured")
     elif (said := pairs_line(sweep)) is not None:
         out.append(said)
-    return [*out, *stress_lines(sweep), timing_line(sweep)]
+    return [*out, *stress_lines(sweep), timing_line(sweep, sweep.timing())]

@@ -4,9 +4,11 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 
 from __future__ import annotations
 
+from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, Timing
 from kltui.readings.ablation import Ablation, ConfigReading, Effect
 from kltui.readings.paired import STRAY_ULP_FLOOR
-from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep
+from kltui.words.ablation import lines
+from kltui.words.ablation_config import cell, condition_cell
 from kltui.words.stress import scope_of
 
 
@@ -91,7 +93,7 @@ def _note(c: ConfigReading, run: ConfigRun | None) -> str:
         return run.status if run is not None else "not measured"
     if c.trap is not None:
         return "the flag did not take effect" if c.took_effect is False else "changed nothing"
-    if c.no_effect is not None:
+    if c.no_effect:
         return "no effect (took effect)"
     untested = [
         h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
@@ -111,8 +113,8 @@ def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
         cells = []
         for h in names:
             r = c.helper(h)
-            cells.append("–" if r is None else r.cell())
-        out.append((c.name, cells, c.condition_cell, note(c, runs.get(c.name))))
+            cells.append("–" if r is None else cell(r))
+        out.append((c.name, cells, condition_cell(c), note(c, runs.get(c.name))))
     return out
 
 
@@ -155,7 +157,7 @@ _UNBRACKETED = (Effect.NOT_TESTED, Effect.BASE_NOT_TESTED)  # the whole cell, no
 
 
 def _label(e: Effect) -> str:
-    """The label as a cell shows it (`HelperReading.cell`)."""
+    """The label as a cell shows it (`words/ablation_config.cell`)."""
     return "(= base)" if e == Effect.SAME else str(e) if e in _UNBRACKETED else f"({e})"
 
 
@@ -173,7 +175,7 @@ def legend(ab: Ablation) -> list[str]:
 def tail_lines(ab: Ablation) -> list[str]:
     """What follows the table: the traps, the notes, the verdict and the next step
     (`Ablation.lines` after its one line per configuration, which the table replaces)."""
-    return ab.lines()[len(ab.configs) + 1 :]
+    return lines(ab)[len(ab.configs) + 1 :]
 
 
 def pairs_line(sweep: Sweep) -> str | None:
@@ -186,19 +188,18 @@ def pairs_line(sweep: Sweep) -> str | None:
     )
 
 
-def timing_line(sweep: Sweep) -> str:
-    """Where the sweep's time went."""
-    t = sweep.timing()
+def timing_line(sweep: Sweep, t: Timing) -> str:
+    """Where the sweep's time went (`SweepOutcome.timing`), then its chain's."""
 
     def s(x: float | None) -> str:
         return "–" if x is None else f"{x:.1f} s"
 
-    share = t["kltui_share"]
+    share = t.kltui_share
     pct = "" if share is None else f" ({share * 100:.2f}%)"
     line = (
-        f"time {s(t['total_s'])}: server starts {s(t['start_s'])}, helper runs {s(t['run_s'])}, "
-        f"server stops {s(t['stop_s'])}, --help {s(t['help_s'])}, kltui "
-        f"{'–' if t['kltui_s'] is None else format(t['kltui_s'], '.2f') + ' s'}{pct}"
+        f"time {s(t.total_s)}: server starts {s(t.start_s)}, helper runs {s(t.run_s)}, "
+        f"server stops {s(t.stop_s)}, --help {s(t.help_s)}, kltui "
+        f"{'–' if t.kltui_s is None else format(t.kltui_s, '.2f') + ' s'}{pct}"
     )
     ct = (sweep.chain or {}).get("timing")
     if isinstance(ct, dict) and isinstance(ct.get("total_s"), int | float):

@@ -37,7 +37,8 @@ Two traps are named and never counted as fixes:
 - a knob that only turns a helper off: radix-cache=off leaves the cache helpers vacuous, so
   they are "not tested" (`session/coverage.untested`), never "fixed".
 
-The JSON `ablation` document (`Ablation.to_json`), proposed shape:
+The reading holds kinds and figures; its words (every line below) are words/ablation.py's,
+the JSON `ablation` document words/ablation_json.py's, shape:
 
 ```json
 {
@@ -83,26 +84,13 @@ The base is the first entry of `configs` (its helpers' effect is "base").
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kltui.ablate.plan import BASE, Config, Plan
-from kltui.readings.ablation_config import (
-    ConfigReading,
-    HelperReading,
-    helper_states,
-    ids_text,
-    num,
-    read_config,
-)
+from kltui.readings.ablation_config import ConfigReading, HelperReading, helper_states, read_config
 from kltui.readings.ablation_exact import floor_of
-from kltui.readings.ablation_introduced import (
-    Introduction,
-    introduced_line,
-    introduced_step,
-    introductions,
-)
+from kltui.readings.ablation_introduced import Introduction, introductions
 from kltui.readings.ablation_kinds import (
     _STRENGTH,
     BASE_EFFECT,
@@ -126,7 +114,11 @@ from kltui.readings.ablation_kinds import (
     SAME,
     WORSE,
     Effect,
+    Missing,
+    Shape,
+    Step,
     VerdictKind,
+    Why,
 )
 from kltui.readings.ablation_settings import SettingCheck
 from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR
@@ -137,35 +129,39 @@ __all__ = [
     "INTRODUCED_KIND", "Introduction", "LOCALIZED", "LOWER",
     "NONE", "NOT_REPRODUCED", "NOT_TESTED", "NOTHING", "NO_SINGLE", "REDUCED", "REDUCED_BY",
     "REDUCED_KIND", "REMOVED", "REMOVED_ON", "SAME", "WORSE", "Ablation", "ConfigReading", "Effect",
-    "HelperReading", "HelperVerdict", "SettingCheck", "Verdict", "VerdictKind", "num", "read",
+    "HelperReading", "HelperVerdict", "SettingCheck", "Shape", "Step", "Verdict", "VerdictKind",
+    "read",
 ]  # fmt: skip
+
+Found = tuple[tuple[str, HelperReading], ...]  # configuration name -> its reading of the helper
 
 
 @dataclass(frozen=True)
 class HelperVerdict:
-    """The verdict on one helper's divergence in the base."""
+    """The verdict on one helper's divergence in the base, and what it rests on."""
 
     helper: str
     kind: VerdictKind
-    line: str
+    shape: Shape
+    base: HelperReading  # the base's reading of the helper (its level, its samples)
     sufficient: tuple[str, ...] = ()  # configurations that remove it
     reducing: tuple[str, ...] = ()  # that lower it at least 10x, not to the floor
     untested_by: tuple[str, ...] = ()  # configurations that left its path untested
     # localized on these sample ids only: the base far above rounding there, the sufficient
     # configurations at rounding level everywhere (empty: on every sample, or not localized)
     samples: tuple[int, ...] = ()
+    found: Found = ()  # the configurations its shape names, with their readings
+    tried: tuple[str, ...] = ()  # NO_SINGLE: the single knobs that count
+    combos: tuple[str, ...] = ()  # NO_SINGLE: the combinations that count
+    missing: tuple[str, ...] = ()  # ALONE: configurations not measured
+    trapped: tuple[str, ...] = ()  # ALONE: configurations measured but a trap
 
-    def to_json(self) -> dict:
-        """The helper's verdict as the JSON `ablation` document writes it."""
-        return {
-            "helper": self.helper,
-            "kind": self.kind,
-            "line": self.line,
-            "sufficient": list(self.sufficient),
-            "reducing": list(self.reducing),
-            "untested_by": list(self.untested_by),
-            "samples": list(self.samples),
-        }
+    @property
+    def too_few(self) -> bool:
+        """Inconclusive for want of samples: the base's, or a configuration's in common."""
+        return self.shape == Shape.UNSURE and (
+            self.base.scored < MIN_COMMON or any(r.why == Why.TOO_FEW for _, r in self.found)
+        )
 
 
 @dataclass(frozen=True)
@@ -173,48 +169,35 @@ class Verdict:
     """What the sweep localized, and the next step."""
 
     kind: VerdictKind
-    line: str
     helpers: tuple[HelperVerdict, ...] = ()
-    traps: tuple[str, ...] = ()
-    next_step: str | None = None
+    step: Step | None = None
+    step_helpers: tuple[str, ...] = ()  # Step.BLIND: the helpers whose path was turned off
+    step_configs: tuple[str, ...] = ()  # Step.BLIND, Step.INTRODUCED: the knobs it names
     chain: bool = False  # localized condition 1 in the base: the dumper drill-down applies
     # knobs that bring a divergence to a helper the base passes at the floor (exit 1)
     introduced: tuple[Introduction, ...] = ()
 
-    def to_json(self) -> dict:
-        """The verdict as the JSON `ablation` document writes it."""
-        return {
-            "kind": self.kind,
-            "line": self.line,
-            "helpers": [h.to_json() for h in self.helpers],
-            "traps": list(self.traps),
-            "next_step": self.next_step,
-            "chain": self.chain,
-            "introduced": [i.to_json() for i in self.introduced],
-        }
 
-
-def _removal(r: HelperReading) -> str:
-    if r.effect == REMOVED_ON:
-        return f"{r.arrow()}, at rounding level on every sample"
-    return f"{r.arrow()}, {r.exact_samples}/{r.scored} samples bit-identical"
-
-
-def _on_samples(
-    helper: str, found: Sequence[tuple[str, HelperReading]], together: bool
-) -> HelperVerdict:
-    """Localized on the named samples only: each configuration of `found` brings them from
-    orders of magnitude above rounding to rounding level (Effect.REMOVED_ON)."""
-    ids = tuple(sorted({i for _, r in found for i in r.samples}))
-    what = " and ".join(f"{n} ({_removal(r)})" for n, r in found)
-    verb = "removes" if len(found) == 1 else "each remove"
-    lead = f"no single knob explains {helper}'s divergence; together " if together else ""
-    line = (
-        f"localized on {len(ids)} sample{'s' if len(ids) != 1 else ''} ({ids_text(ids)}): {lead}"
-        f"{what} {verb} {helper}'s divergence there, where the base sits orders of magnitude "
-        "above rounding"
+def _with_effect(helper: str, cs: Sequence[ConfigReading], effect: Effect) -> Found:
+    return tuple(
+        (c.name, r) for c in cs if (r := c.helper(helper)) is not None and r.effect == effect
     )
-    return HelperVerdict(helper, LOCALIZED, line, tuple(n for n, _ in found), samples=ids)
+
+
+def _removed(helper: str, base: HelperReading, singles: list, combos: list) -> HelperVerdict | None:
+    """Localized: knobs that remove it (on every sample, else on named samples), single knobs
+    before combinations."""
+    for cs, shape in ((singles, Shape.REMOVED), (combos, Shape.TOGETHER)):
+        if found := _with_effect(helper, cs, REMOVED):
+            return HelperVerdict(
+                helper, LOCALIZED, shape, base, tuple(n for n, _ in found), found=found
+            )
+    for cs, shape in ((singles, Shape.ON_SAMPLES), (combos, Shape.ON_SAMPLES_TOGETHER)):
+        if found := _with_effect(helper, cs, REMOVED_ON):
+            ids = tuple(sorted({i for _, r in found for i in r.samples}))
+            names = tuple(n for n, _ in found)
+            return HelperVerdict(helper, LOCALIZED, shape, base, names, samples=ids, found=found)
+    return None
 
 
 def _helper_verdict(
@@ -228,80 +211,35 @@ def _helper_verdict(
     counted = [c for c in counted if c.name not in off]
     singles = [c for c in counted if len(c.config.changes) == 1]
     combos = [c for c in counted if len(c.config.changes) > 1]
-
-    def with_effect(cs: Sequence[ConfigReading], effect: Effect) -> list[tuple[str, HelperReading]]:
-        return [
-            (c.name, r) for c in cs if (r := c.helper(helper)) is not None and r.effect == effect
-        ]
-
-    level = num(base.level)
-    removed = with_effect(singles, REMOVED)
-    if removed:
-        what = " and ".join(f"{n} ({_removal(r)})" for n, r in removed)
-        verb = "removes" if len(removed) == 1 else "each remove"
-        if len(removed) == 1:
-            n, r = removed[0]
-            line = f"localized: {n} removes {helper}'s divergence ({_removal(r)})"
-        else:
-            line = f"localized: {what} {verb} {helper}'s divergence"
-        return HelperVerdict(helper, LOCALIZED, line, tuple(n for n, _ in removed))
-    together = with_effect(combos, REMOVED)
-    if together:
-        what = " and ".join(f"{n} ({_removal(r)})" for n, r in together)
-        line = (
-            f"localized: no single knob explains {helper}'s divergence; together {what} "
-            f"{'removes' if len(together) == 1 else 'each remove'} it"
-        )
-        return HelperVerdict(helper, LOCALIZED, line, tuple(n for n, _ in together))
-    if on := with_effect(singles, REMOVED_ON):
-        return _on_samples(helper, on, together=False)
-    if on := with_effect(combos, REMOVED_ON):
-        return _on_samples(helper, on, together=True)
-    reduced = with_effect(singles, REDUCED) + with_effect(combos, REDUCED)
-    if reduced:
-        what = " and ".join(
-            f"{n} ({r.arrow()}, x{1 / (r.change or math.inf):.3g} lower, p={r.lower.p:.2g})"
-            if r.lower is not None
-            else f"{n} ({r.arrow()})"
-            for n, r in reduced
-        )
-        line = f"reduced: {what} lowers {helper}'s divergence at least {REDUCED_BY:g}x beyond chance, not to the floor"
-        return HelperVerdict(helper, REDUCED_KIND, line, (), tuple(n for n, _ in reduced))
-    unsure = with_effect(singles, INCONCLUSIVE) + with_effect(combos, INCONCLUSIVE)
-    if base.scored < MIN_COMMON or unsure:
-        why = (
-            [f"the base scored {base.scored} samples ({MIN_COMMON} needed)"]
-            if base.scored < MIN_COMMON
-            else []
-        ) + [f"{n}: {r.arrow()}, {r.why}" for n, r in unsure]
-        line = f"inconclusive for {helper}'s divergence ({level}): {'; '.join(why)}"
-        return HelperVerdict(helper, INCONCLUSIVE_KIND, line)
-    untested_by = f"; not tested by {', '.join(off)}" if off else ""
-    if not singles and not combos and off:
-        line = (
-            f"inconclusive for {helper}'s divergence ({level}): no configuration that took "
-            f"effect tested its path (not tested by {', '.join(off)})"
-        )
-        return HelperVerdict(helper, INCONCLUSIVE_KIND, line, untested_by=off)
-    if not singles and not combos:
-        # nothing but the base counts: "no knob explains it" would claim knobs were tried
-        missing = [c.name for c in configs if not c.measured]
-        trapped = [c.name for c in configs if c.measured and c.trap is not None]
-        parts = [f"not measured: {', '.join(missing)}"] * bool(missing) + [
-            f"not counted, see its line: {', '.join(trapped)}"
-        ] * bool(trapped)
-        line = (
-            f"inconclusive for {helper}'s divergence ({level}): no configuration besides the "
-            f"base counts ({'; '.join(parts) or 'none was planned'})"
-        )
-        return HelperVerdict(helper, INCONCLUSIVE_KIND, line)
-    tried = ", ".join(c.name for c in singles)
-    also = f"; nor do {', '.join(c.name for c in combos)}" if combos else ""
-    line = (
-        f"no single knob explains {helper}'s divergence ({level}): none of {tried} removes "
-        f"or reduces it beyond chance{also}{untested_by}"
+    if (found := _removed(helper, base, singles, combos)) is not None:
+        return found
+    both = singles + combos
+    if reduced := _with_effect(helper, singles, REDUCED) + _with_effect(helper, combos, REDUCED):
+        names = tuple(n for n, _ in reduced)
+        return HelperVerdict(helper, REDUCED_KIND, Shape.REDUCED, base, (), names, found=reduced)
+    unsure = _with_effect(helper, singles, INCONCLUSIVE) + _with_effect(
+        helper, combos, INCONCLUSIVE
     )
-    return HelperVerdict(helper, NO_SINGLE, line, untested_by=off)
+    if base.scored < MIN_COMMON or unsure:
+        return HelperVerdict(helper, INCONCLUSIVE_KIND, Shape.UNSURE, base, found=unsure)
+    if not both and off:
+        return HelperVerdict(helper, INCONCLUSIVE_KIND, Shape.BLIND, base, untested_by=off)
+    if not both:
+        # nothing but the base counts: "no knob explains it" would claim knobs were tried
+        missing = tuple(c.name for c in configs if not c.measured)
+        trapped = tuple(c.name for c in configs if c.measured and c.trap is not None)
+        return HelperVerdict(
+            helper, INCONCLUSIVE_KIND, Shape.ALONE, base, missing=missing, trapped=trapped
+        )
+    return HelperVerdict(
+        helper,
+        NO_SINGLE,
+        Shape.NO_SINGLE,
+        base,
+        untested_by=off,
+        tried=tuple(c.name for c in singles),
+        combos=tuple(c.name for c in combos),
+    )
 
 
 @dataclass(frozen=True)
@@ -312,10 +250,21 @@ class Ablation:
     configs: tuple[ConfigReading, ...]
     verdict: Verdict
     diverging: tuple[str, ...] = ()  # helpers the base tested above the floor
-    notes: tuple[str, ...] = field(default=())
+    # configurations /server_info confirms that changed no bit: a knob tried, "no effect"
+    no_effect: tuple[ConfigReading, ...] = ()
     # the level divergences are read against: the 1e-9 stray-ulp floor, or the base's gate
     # where it is lower (`--threshold 0`: bit-exact; readings/ablation_exact.py)
     floor: float = STRAY_ULP_FLOOR
+
+    @property
+    def tested(self) -> tuple[HelperReading, ...]:
+        """The base's helpers that tested their path."""
+        return tuple(h for h in self.base.helpers if h.untested is None)
+
+    @property
+    def base_untested(self) -> tuple[HelperReading, ...]:
+        """The base's helpers that did not test their path (`untested` says why)."""
+        return tuple(h for h in self.base.helpers if h.untested)
 
     def movement(self) -> dict[str, float]:
         """Each single-knob configuration that counts (measured, no trap) -> how far it
@@ -326,71 +275,35 @@ class Ablation:
                 out[c.name] = m
         return out
 
-    def lines(self) -> list[str]:
-        """The console lines: every configuration, then the traps, then the verdict and the
-        next step."""
-        out = [c.line() for c in (self.base, *self.configs)]
-        out += list(self.verdict.traps)
-        out += list(self.notes)
-        out.append(self.verdict.line)
-        if self.verdict.next_step:
-            out.append(f"next: {self.verdict.next_step}")
-        return out
 
-    def to_json(self) -> dict:
-        """The JSON `ablation` document (shape: this module's docstring)."""
-        return {
-            "base": self.base.name,
-            "floor": self.floor,
-            "verdict": self.verdict.to_json(),
-            "configs": [c.to_json(self.diverging) for c in (self.base, *self.configs)],
-        }
-
-
-def _joined(verdicts: Sequence[HelperVerdict], kind: VerdictKind) -> str:
-    """The helpers' lines as one, each verdict word said once ("localized: A removes match's
-    divergence (...); A removes decode_cache_hit's divergence (...)"). Helpers that read
-    differently are led by the overall kind (the weakest, which sets the exit code) and each
-    helper's: "no single knob overall (localized for match; no single knob for
-    decode_cache_hit): localized: ...; no single knob explains ..."."""
-    kinds = list(dict.fromkeys(hv.kind for hv in verdicts))
-    lead = ""
-    if len(kinds) > 1:
-        each = "; ".join(f"{hv.kind} for {hv.helper}" for hv in verdicts)
-        lead = f"{kind} overall ({each}): "
-    out: list[str] = []
-    said = None
-    for hv in verdicts:
-        prefix, text = f"{hv.kind}: ", hv.line
-        if text.startswith(prefix):
-            if said == hv.kind:
-                text = text[len(prefix) :]
-            said = hv.kind
-        else:
-            said = None
-        out.append(text)
-    return lead + "; ".join(out)
-
-
-def _next_step(kind: VerdictKind, chain: bool, paired_run: bool, small: bool) -> str | None:
+def _next_step(kind: VerdictKind, chain: bool, paired_run: bool, small: bool) -> Step | None:
     if kind == NOT_REPRODUCED:
         return None
     if kind == LOCALIZED:
-        return (
-            "find the module: relaunch the base with the dumper's environment, "
-            "--disable-cuda-graph and --disable-prefill-cuda-graph, and run kltui dumps"
-            if chain
-            else None
-        )
+        return Step.CHAIN if chain else None
     if kind == INCONCLUSIVE_KIND:
-        return (
-            "re-run with more samples (--samples 32)"
-            if small
-            else "re-run with more samples or longer generations, so the paired test can tell"
-        )
-    if paired_run:
-        return "vary other knobs, or find the module on the base with kltui dumps"
-    return "re-run with --pairs: the knobs that moved it most, two at a time"
+        return Step.MORE_SAMPLES if small else Step.LONGER
+    return Step.VARY_OTHER if paired_run else Step.PAIRS
+
+
+def _diverging_verdict(
+    verdicts: tuple[HelperVerdict, ...], chain_ok: bool, paired_run: bool, intros: tuple
+) -> Verdict:
+    """The verdict over the diverging helpers: the weakest of theirs, and its next step."""
+    kind = min((hv.kind for hv in verdicts), key=lambda k: _STRENGTH[k])
+    chain = kind == LOCALIZED and chain_ok
+    small = any(hv.kind == INCONCLUSIVE_KIND and hv.too_few for hv in verdicts)
+    step = _next_step(kind, chain, paired_run, small)
+    blind = [hv for hv in verdicts if hv.shape == Shape.BLIND]
+    helpers: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    if blind and kind == INCONCLUSIVE_KIND and not small:
+        step = Step.BLIND
+        helpers = tuple(hv.helper for hv in blind)
+        names = tuple(sorted({n for hv in blind for n in hv.untested_by}))
+    if any(hv.shape == Shape.ALONE for hv in verdicts) and kind == INCONCLUSIVE_KIND and not small:
+        step, helpers, names = Step.ALONE, (), ()
+    return Verdict(kind, verdicts, step, helpers, names, chain, intros)
 
 
 def read(
@@ -409,73 +322,29 @@ def read(
     base_store = stores.get(base_cfg.name)
     others = [c for c in cfgs if c is not base_cfg]
     if base_store is None:
-        base = ConfigReading(base_cfg, missing="no result: the base did not run")
-        rest = tuple(ConfigReading(c, missing="not read: the base did not run") for c in others)
-        v = Verdict(
-            INCONCLUSIVE_KIND, "inconclusive: the base did not run, nothing to compare with"
-        )
-        return Ablation(base, rest, v)
+        base = ConfigReading(base_cfg, missing=Missing.BASE_NOT_RUN)
+        rest = tuple(ConfigReading(c, missing=Missing.NOT_READ) for c in others)
+        return Ablation(base, rest, Verdict(INCONCLUSIVE_KIND))
     base_states = helper_states(base_store)
     base = read_config(base_cfg, base_store, base_store, base_states)
     rest = tuple(read_config(c, stores.get(c.name), base_store, base_states) for c in others)
     paired_run = any(len(c.changes) > 1 for c in others) if pairs_run is None else pairs_run
-    traps = tuple(t for c in rest if (t := c.trap) is not None) + tuple(
-        line for c in rest for line in c.untested_lines()
-    )
     tested = [h for h in base.helpers if h.untested is None]
-    not_tested = [
-        f"{h.helper} not tested in the base ({h.untested})" for h in base.helpers if h.untested
-    ]
     floors = {h: floor_of(st) for h, st in base_states.items()}
     diverging = tuple(
         h.helper for h in tested if (h.level or 0.0) > floors.get(h.helper, STRAY_ULP_FLOOR)
     )
     floor = min((floors.get(h.helper, STRAY_ULP_FLOOR) for h in tested), default=STRAY_ULP_FLOOR)
     if not tested:
-        line = "inconclusive: the base tested nothing" + (
-            f" ({'; '.join(not_tested)})" if not_tested else ""
-        )
-        v = Verdict(INCONCLUSIVE_KIND, line, (), traps, "make the base's helpers test their paths")
-        return Ablation(base, rest, v, (), tuple(not_tested))
+        return Ablation(base, rest, Verdict(INCONCLUSIVE_KIND, step=Step.TEST_PATHS))
     intros = introductions(rest)
     if not diverging:
-        levels = ", ".join(f"{h.helper} {num(h.level)}" for h in tested)
         if intros:
-            line = f"introduced: {introduced_line(intros)}; the base passes at the floor ({levels})"
-            v = Verdict(
-                INTRODUCED_KIND, line, (), traps, introduced_step(intros), introduced=intros
-            )
-            return Ablation(base, rest, v, (), tuple(not_tested), floor)
-        line = f"not reproduced: the base passes at the floor ({levels}): nothing to localize"
-        if not_tested:
-            line += f"; {'; '.join(not_tested)}"
-        v = Verdict(NOT_REPRODUCED, line, (), traps)
-        return Ablation(base, rest, v, (), tuple(not_tested), floor)
+            names = tuple(dict.fromkeys(i.config for i in intros))
+            v = Verdict(INTRODUCED_KIND, (), Step.INTRODUCED, (), names, introduced=intros)
+            return Ablation(base, rest, v, (), (), floor)
+        return Ablation(base, rest, Verdict(NOT_REPRODUCED), (), (), floor)
     verdicts = tuple(_helper_verdict(h.helper, h, rest) for h in tested if h.helper in diverging)
-    kind = min((hv.kind for hv in verdicts), key=lambda k: _STRENGTH[k])
-    line = _joined(verdicts, kind)
-    if intros:
-        line += f"; {introduced_line(intros)}"
-    chain = kind == LOCALIZED and base.kernels
-    small = any(hv.kind == INCONCLUSIVE_KIND and "needed" in hv.line for hv in verdicts)
-    step = _next_step(kind, chain, paired_run, small)
-    blind = [
-        hv
-        for hv in verdicts
-        if hv.kind == INCONCLUSIVE_KIND and hv.untested_by and "no configuration" in hv.line
-    ]
-    alone = [hv for hv in verdicts if "besides the base counts" in hv.line]
-    if blind and kind == INCONCLUSIVE_KIND and not small:
-        names = sorted({n for hv in blind for n in hv.untested_by})
-        step = (
-            f"vary knobs that leave {', '.join(hv.helper for hv in blind)} testing its path "
-            f"({', '.join(names)} turned it off)"
-        )
-    if alone and kind == INCONCLUSIVE_KIND and not small:
-        step = (
-            "measure at least one other configuration: fix the failed ones (their lines say "
-            "why) or vary a knob that takes effect"
-        )
-    v = Verdict(kind, line, verdicts, traps, step, chain, intros)
-    no_effect = tuple(t for c in rest if (t := c.no_effect) is not None)
-    return Ablation(base, rest, v, diverging, no_effect + tuple(not_tested), floor)
+    v = _diverging_verdict(verdicts, base.kernels, paired_run, intros)
+    no_effect = tuple(c for c in rest if c.no_effect)
+    return Ablation(base, rest, v, diverging, no_effect, floor)

@@ -15,20 +15,18 @@ from kltui.readings.ablation_helper import (
     HelperReading,
     effect_of,
     exact_samples_of,
-    ids_text,
-    num,
 )
-from kltui.readings.ablation_kinds import BASE_EFFECT, NOT_TESTED, SAME
-from kltui.readings.ablation_settings import SettingCheck, cache_turned_off, settings_of, shown
+from kltui.readings.ablation_kinds import BASE_EFFECT, NOT_TESTED, SAME, Missing, Trap
+from kltui.readings.ablation_settings import SettingCheck, cache_turned_off, settings_of
 from kltui.readings.coverage import untested
 from kltui.readings.diagnosis import Diagnosis, diagnose_server
 from kltui.readings.evidence import level_of
 from kltui.readings.findings import Kind
-from kltui.readings.identity import Conflict, conflict, refusal
+from kltui.readings.identity import Conflict, conflict
 from kltui.registry import same_engine
 from kltui.session.store import HelperState, SessionStore
 
-__all__ = ["ConfigReading", "HelperReading", "helper_states", "ids_text", "num", "read_config"]
+__all__ = ["ConfigReading", "HelperReading", "helper_states", "read_config"]
 
 
 def helper_states(store: SessionStore) -> dict[str, HelperState]:
@@ -64,13 +62,14 @@ class ConfigReading:
     helpers: tuple[HelperReading, ...] = ()
     condition: int | None = None
     conditions: tuple[int, ...] = ()
-    diagnosis: Diagnosis | None = None  # its words: outputs/ablation.document
+    diagnosis: Diagnosis | None = None  # its words: words/ablation_json
     settings: tuple[SettingCheck, ...] = ()
     identical_to_base: bool | None = None  # every helper the base tested, compared and equal
-    missing: str | None = None  # why there is no result (the configuration did not run)
+    missing: Missing | None = None  # why there is no result (the configuration did not run)
     kernels: bool = False  # match's divergence read as the kernels' (Diagnosis.kernels_shown)
     # every condition the diagnosis shows broken, as one key (Diagnosis.kind: "1+2" for both)
     kind: Kind | None = None
+    refused: Conflict | None = None  # Missing.REFUSED: the pair `kltui check` refuses
 
     @property
     def name(self) -> str:
@@ -96,65 +95,41 @@ class ConfigReading:
         return True if seen and all(t is True for t in seen) else None
 
     @property
-    def trap(self) -> str | None:
-        """The line naming a flag that changed nothing (None: not this trap)."""
+    def trap(self) -> Trap | None:
+        """A flag that changed nothing (None: not this trap): /server_info reports the base's
+        value for a knob, or every helper is bit-identical to the base while /server_info
+        cannot tell (`words/ablation_config.trap_line` says which)."""
         if self.config.is_base or not self.measured:
             return None
         if self.took_effect is False:
-            bad = next(s for s in self.settings if s.took_effect is False)
-            return (
-                f"{self.name}: the flag did not take effect: /server_info reports "
-                f"{bad.key}={shown(bad.raw)}, the base's value ({bad.knob}={bad.reported}): "
-                "check its guard"
-            )
-        if self.identical_to_base and not self._confirmed:
-            said = ", ".join(f"{s.key}={shown(s.raw)}" for s in self.settings if s.key)
-            reason = (
-                f"/server_info reports {said} for the base as well, so it cannot tell"
-                if self.took_effect and said
-                else "/server_info does not say whether it took effect"
-            )
-            return (
-                f"{self.name}: changed nothing: every helper bit-identical to the base "
-                f"({self._identical_counts()} samples) and {reason}: either the flag did not "
-                "take effect (check its guard) or the divergence does not depend on it"
-            )
+            return Trap.NOT_TAKEN
+        if self.identical_to_base and not self.confirmed:
+            return Trap.CHANGED_NOTHING
         return None
 
     @property
-    def _confirmed(self) -> bool:
+    def not_taken(self) -> SettingCheck | None:
+        """The first knob /server_info reports at the base's value (Trap.NOT_TAKEN)."""
+        return next((s for s in self.settings if s.took_effect is False), None)
+
+    @property
+    def confirmed(self) -> bool:
         """/server_info reports every asked value, and another one than the base's."""
         return bool(self.took_effect) and all(s.report_changed for s in self.settings)
 
-    def _identical_counts(self) -> str:
-        return ", ".join(
-            f"{h.helper} {h.identical_to_base}/{h.common}" for h in self.helpers if h.common
-        )
-
     @property
-    def no_effect(self) -> str | None:
-        """The line for a flag that /server_info confirms and that changed no bit of any
-        helper: a measured "not this setting" (e.g. CUDA graph replay runs the same kernels),
-        counted as a knob tried; None otherwise."""
+    def no_effect(self) -> bool:
+        """A flag that /server_info confirms and that changed no bit of any helper: a measured
+        "not this setting" (e.g. CUDA graph replay runs the same kernels), counted as a knob
+        tried."""
         if self.config.is_base or not self.measured or self.trap is not None:
-            return None
-        if not (self.identical_to_base and self._confirmed):
-            return None
-        said = ", ".join(f"{s.key}={shown(s.raw)}" for s in self.settings)
-        return (
-            f"{self.name}: no effect: /server_info reports {said} and every helper is "
-            f"bit-identical to the base ({self._identical_counts()} samples): the divergence "
-            "does not depend on this setting"
-        )
+            return False
+        return bool(self.identical_to_base and self.confirmed)
 
-    def untested_lines(self) -> list[str]:
+    def turned_off(self) -> tuple[HelperReading, ...]:
         """A knob that only turned a helper off: the helpers the base tested that this one
         did not, each "not tested", never fixed."""
-        return [
-            f"{self.name}: {h.helper} not tested ({h.untested}): turning a helper off is not a fix"
-            for h in self.helpers
-            if h.effect == NOT_TESTED and h.base_level is not None
-        ]
+        return tuple(h for h in self.helpers if h.effect == NOT_TESTED and h.base_level is not None)
 
     def movement(self, helpers: Sequence[str]) -> float | None:
         """How far it lowered the result: the largest lowering (log10, floored) over
@@ -168,47 +143,6 @@ class ConfigReading:
         ]
         return max(moves) if moves else None
 
-    @property
-    def condition_cell(self) -> str:
-        """The condition as every table shows it, from the configuration's one diagnosis
-        (`diagnose_server`): 0, 1, 2, "1+2" when it shows both, inconclusive; – unmeasured."""
-        if not self.measured:
-            return "–"
-        if self.kind is None or self.kind == Kind.UNKNOWN:
-            return "inconclusive"
-        return "0" if self.kind == Kind.EXACT else str(self.kind)
-
-    def line(self) -> str:
-        """The configuration in one line."""
-        if not self.measured:
-            return f"{self.name}: not measured ({self.missing})"
-        cell = self.condition_cell
-        cond = cell if cell == "inconclusive" else f"condition {cell}"
-        # a trapped configuration's levels are shown, never its effects: they do not count
-        parts = ", ".join(
-            f"{h.helper} {num(h.level) if self.trap and h.level is not None else h.cell()}"
-            for h in self.helpers
-        )
-        trap = f"; {self.trap}" if self.trap else ""
-        return f"{self.name}: {parts} [{cond}]{trap}"
-
-    def to_json(self, helpers: Sequence[str]) -> dict:
-        """The configuration's entry in the JSON `ablation` document."""
-        return self.config.to_json() | {
-            "measured": self.measured,
-            "missing": self.missing,
-            "condition": self.condition,
-            "conditions": list(self.conditions),
-            "diagnosis": None,  # the diagnosis's label, rendered above readings (words/)
-            "took_effect": self.took_effect,
-            "settings": {s.key or s.knob: s.to_json() for s in self.settings},
-            "identical_to_base": self.identical_to_base,
-            "trap": self.trap,
-            "counted": self.measured and self.trap is None,  # false: not part of the verdict
-            "movement": self.movement(helpers),
-            "helpers": {h.helper: h.to_json() for h in self.helpers},
-        }
-
 
 def _blamed(h: HelperReading, st: HelperState | None, off: SettingCheck) -> HelperReading:
     """A helper left vacuous by the configuration's own knob: its reason says the knob did it
@@ -217,12 +151,38 @@ def _blamed(h: HelperReading, st: HelperState | None, off: SettingCheck) -> Help
         return h
     if st.summary.status != "vacuous":
         return h
-    why = (
-        f"ran but compared nothing: {off.knob}={off.asked} turned the radix cache off "
-        f"(/server_info reports {off.key}=true, for the base {shown(off.base_raw)}), so no "
-        "cache hit can happen"
+    return replace(h, blamed=off)
+
+
+def _base_helpers(name: str, base_states: dict[str, HelperState]) -> tuple[HelperReading, ...]:
+    """The base's helpers: each level and its own bit-identical samples (nothing to compare)."""
+    return tuple(
+        HelperReading(
+            h,
+            name,
+            level_of(st) if (why := untested(st)) is None else None,
+            None,
+            len(st.book.order),
+            exact_samples_of(st),
+            0,
+            0,
+            why,
+            BASE_EFFECT,
+        )
+        for h, st in base_states.items()
     )
-    return replace(h, untested=why)
+
+
+def _identical(helpers: Sequence[HelperReading]) -> bool | None:
+    """Every helper the base tested bit-identical to it (None: nothing compared)."""
+    tested = [h for h in helpers if h.base_level is not None]
+    if not tested:
+        return None
+    if all(h.effect == SAME for h in tested):
+        return True
+    if any(h.common and h.identical_to_base < h.common for h in tested):
+        return False
+    return None
 
 
 def read_config(
@@ -230,28 +190,14 @@ def read_config(
 ) -> ConfigReading:
     """One configuration's reading against the base (its store None: it did not run)."""
     if store is None:
-        return ConfigReading(cfg, missing="no result: the configuration did not run")
+        return ConfigReading(cfg, missing=Missing.NOT_RUN)
     if not cfg.is_base and (clash := _conflict(store, base_store)) is not None:
         # what `kltui check` refuses is no configuration of a sweep either (a folder read back)
-        return ConfigReading(cfg, missing=f"refused: {refusal(clash)}")
+        return ConfigReading(cfg, missing=Missing.REFUSED, refused=clash)
     states = helper_states(store)
     names = list(base_states) + [h for h in states if h not in base_states]
     if cfg.is_base:
-        helpers = tuple(
-            HelperReading(
-                h,
-                cfg.name,
-                level_of(st) if (why := untested(st)) is None else None,
-                None,
-                len(st.book.order),
-                exact_samples_of(st),
-                0,
-                0,
-                why,
-                BASE_EFFECT,
-            )
-            for h, st in base_states.items()
-        )
+        helpers = _base_helpers(cfg.name, base_states)
     else:
         helpers = tuple(effect_of(cfg.name, h, states.get(h), base_states.get(h)) for h in names)
     server = _server(store)
@@ -259,13 +205,7 @@ def read_config(
     base_server = _server(base_store)
     info = dict(store.identity(server).reported) if server else {}
     base_info = dict(base_store.identity(base_server).reported) if base_server else {}
-    tested = [h for h in helpers if h.base_level is not None]
-    identical = None
-    if tested and not cfg.is_base:
-        if all(h.effect == SAME for h in tested):
-            identical = True
-        elif any(h.common and h.identical_to_base < h.common for h in tested):
-            identical = False
+    identical = None if cfg.is_base else _identical(helpers)
     settings = settings_of(cfg, info, base_info)
     if (off := cache_turned_off(settings)) is not None:
         helpers = tuple(_blamed(h, states.get(h.helper), off) for h in helpers)

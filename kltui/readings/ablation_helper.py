@@ -6,7 +6,6 @@ base, not tested, and the rest of `Effect`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +13,6 @@ import numpy as np
 
 from kltui.readings.ablation_exact import PairedTest, below_rounding, floor_of
 from kltui.readings.ablation_kinds import (
-    BASE_EFFECT,
     BASE_NOT_TESTED,
     INCONCLUSIVE,
     INTRODUCED,
@@ -29,34 +27,14 @@ from kltui.readings.ablation_kinds import (
     SAME,
     WORSE,
     Effect,
+    Why,
 )
+from kltui.readings.ablation_settings import SettingCheck
 from kltui.readings.compare import compare_books
 from kltui.readings.coverage import starved, untested
 from kltui.readings.evidence import excess_over_match, level_of, sample_mean
-from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples, sign_p
+from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
 from kltui.session.store import HelperState
-
-
-def num(x: float | None) -> str:
-    """A level as the verdicts print it: 0, 8.5e-3, 1.2e-12 (– for unknown)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "–"
-    if x == 0:
-        return "0"
-    if math.isinf(x):
-        return "inf"
-    mant, exp = f"{x:.1e}".split("e")
-    mant = mant.rstrip("0").rstrip(".")
-    return f"{mant}e{int(exp)}"
-
-
-def ids_text(ids: Sequence[int]) -> str:
-    """ "#3, #17 and #29" (the first 8)."""
-    shown = [f"#{i}" for i in ids[:8]]
-    more = f" and {len(ids) - 8} more" if len(ids) > 8 else ""
-    if len(shown) > 1 and not more:
-        return f"{', '.join(shown[:-1])} and {shown[-1]}"
-    return ", ".join(shown) + more
 
 
 def removed_on(base: HelperState, st: HelperState) -> tuple[int, ...]:
@@ -106,11 +84,13 @@ class HelperReading:
     identical_to_base: int  # of those, bit-identical to the base's
     untested: str | None  # why this configuration's helper tested nothing
     effect: Effect
-    why: str | None = None  # for INCONCLUSIVE: n too small, or inside the noise
+    why: Why | None = None  # for INCONCLUSIVE: n too small, or inside the noise (`lower`)
     lower: Paired | None = None  # base above this configuration, per sample
     higher: Paired | None = None  # this configuration above the base, per sample
     samples: tuple[int, ...] = ()  # REMOVED_ON: the sample ids it was removed on
     test: PairedTest = PairedTest.SIGNED_RANK  # what `lower` and `higher` rest on
+    # the configuration's own knob that turned the radix cache off, leaving it untested
+    blamed: SettingCheck | None = None
 
     @property
     def change(self) -> float | None:
@@ -126,94 +106,6 @@ class HelperReading:
         if self.level is None or self.base_level is None:
             return None
         return math.log10(_floored(self.base_level) / _floored(self.level))
-
-    def arrow(self) -> str:
-        """ "8.5e-3 -> 0"."""
-        return f"{num(self.base_level)} -> {num(self.level)}"
-
-    def cell(self) -> str:
-        """The helper's cell in the console table of knobs x helpers."""
-        if self.effect == BASE_EFFECT:
-            return num(self.level)
-        if self.effect in (NOT_TESTED, BASE_NOT_TESTED):
-            return self.effect
-        if self.effect == SAME:
-            return f"{num(self.level)} (= base)"
-        return f"{num(self.level)} ({self.effect})"
-
-    def line(self) -> str:
-        """One line: the level against the base, the effect and what it rests on."""
-        if self.effect == BASE_EFFECT:
-            return (
-                f"{self.helper}: avg_kl_div {num(self.level)}, {self.exact_samples}/"
-                f"{self.scored} samples bit-identical"
-                if self.untested is None
-                else f"{self.helper}: not tested ({self.untested})"
-            )
-        if self.effect == NOT_TESTED:
-            return f"{self.helper}: not tested ({self.untested}): not a fix"
-        if self.effect == BASE_NOT_TESTED:
-            return f"{self.helper}: {num(self.level)}; the base did not test it, nothing to compare"
-        rest = (
-            f"{self.exact_samples}/{self.scored} samples bit-identical; "
-            f"{self.identical_to_base}/{self.common} identical to the base"
-        )
-        p = self.lower
-        test = (
-            f"; lower than the base in {p.higher} of {p.n} samples, higher in {p.lower} "
-            f"({self.test} p={p.p:.2g})"
-            if p is not None and p.n
-            else ""
-        )
-        if self.effect == INTRODUCED:
-            return f"{self.helper}: {self.arrow()} (introduced: {self.introduced()}; {rest})"
-        why = f": {self.why}" if self.why else ""
-        if self.samples:
-            why = f" {ids_text(self.samples)}, at rounding level on every sample" + why
-        return f"{self.helper}: {self.arrow()} ({self.effect}{why}; {rest}{test})"
-
-    def introduced(self) -> str:
-        """What an introduced divergence rests on: the samples orders of magnitude above
-        rounding where the base is at rounding level on every sample, or the paired test."""
-        if self.samples:
-            return (
-                f"orders of magnitude above rounding on {ids_text(self.samples)}, the base at "
-                "rounding level on every sample"
-            )
-        h = self.higher
-        if h is None:
-            return "above the base's floor"
-        return f"higher than the base in {h.higher} of {h.n} samples ({self.test} p={h.p:.2g})"
-
-    def to_json(self) -> dict:
-        """The helper's entry in a configuration of the JSON `ablation` document."""
-        p = self.lower
-        return {
-            "avg_kl_div": self.level,
-            "base_avg_kl_div": self.base_level,
-            "change": self.change,
-            "scored": self.scored,
-            "exact_samples": self.exact_samples,
-            "common_samples": self.common,
-            "identical_to_base_samples": self.identical_to_base,
-            "untested": self.untested,
-            "effect": self.effect,
-            "why": self.why,
-            "samples": list(self.samples),
-            "paired": None
-            if p is None
-            else {
-                "n": p.n,
-                "higher": p.higher,
-                "lower": p.lower,
-                "equal": p.equal,
-                "p": p.p,
-                "ratio": p.ratio if math.isfinite(p.ratio) else None,
-                "shift_p": p.shift_p,
-                "test": self.test,
-            },
-            "line": self.line(),
-        }
 
 
 def effect_of(
@@ -268,12 +160,8 @@ def _below_rounding(
         return REMOVED, kw
     p = t.lower
     if p.n < MIN_COMMON:
-        return INCONCLUSIVE, kw | {"why": f"n too small: {p.n} common samples, {MIN_COMMON} needed"}
-    why = (
-        f"inside the noise: the base above the gate on {p.higher} of {p.n} samples where this "
-        f"configuration is not, the other way on {p.lower} (sign test p={sign_p(p.higher, p.lower):.2g})"
-    )
-    return INCONCLUSIVE, kw | {"why": why}
+        return INCONCLUSIVE, kw | {"why": Why.TOO_FEW}
+    return INCONCLUSIVE, kw | {"why": Why.NOISE_GATE}
 
 
 def _compared(
@@ -294,9 +182,7 @@ def _compared(
             return INTRODUCED, kw | {"samples": ids}
         return NOTHING, kw
     if lower.too_few:
-        return INCONCLUSIVE, kw | {
-            "why": f"n too small: {lower.n} common samples, {MIN_COMMON} needed"
-        }
+        return INCONCLUSIVE, kw | {"why": Why.TOO_FEW}
     at_floor = level <= STRAY_ULP_FLOOR
     tenfold = level * REDUCED_BY <= base_level
     if lower.beyond_chance:
@@ -308,11 +194,7 @@ def _compared(
         # where they were, is too few samples for a test over all of them: each is evidence
         return REMOVED_ON, kw | {"samples": ids}
     if at_floor or tenfold:
-        why = (
-            f"inside the noise: lower on {lower.higher} of {lower.n} samples, signed-rank "
-            f"p={lower.p:.2g}"
-        )
-        return INCONCLUSIVE, kw | {"why": why}
+        return INCONCLUSIVE, kw | {"why": Why.NOISE}
     if higher.beyond_chance and level > base_level:
         return WORSE, kw
     return NONE, kw

@@ -9,14 +9,6 @@ from dataclasses import dataclass
 
 from kltui.ablate.knobs import KNOBS, Knob, raw_knob
 from kltui.ablate.plan import Config
-from kltui.untrusted import one_line
-
-
-def shown(x: object) -> str:
-    """A reported setting as JSON writes it (server text: one line, cut)."""
-    if isinstance(x, bool):
-        return "true" if x else "false"
-    return "null" if x is None else one_line(x, 40)
 
 
 def _same(a: str, b: str) -> bool:

@@ -15,10 +15,8 @@ Launch mode, for a base command and its `--vary` knobs:
    value refused) is one line naming it and its log's last lines; the sweep goes on;
 4. with `--pairs`, the knobs that moved the result most (`plan.pairs`) two at a time.
 Attach mode: running servers (the first is the base), told apart by their /server_info
-(`plan.attach`); nothing is launched.
-
-The sweep folder `ablate-<id>/` in the runs folder holds every log and recording and the
-manifest `ablation.json` (`run/sweep_manifest.py`: the sweep's data, its manifest, `load`).
+(`plan.attach`); nothing is launched. The sweep folder `ablate-<id>/` in the runs folder holds
+every log, recording and the manifest `ablation.json` (`run/sweep_manifest.py`).
 """
 
 from __future__ import annotations
@@ -42,16 +40,18 @@ from kltui.ablate.knobs import (
     switch_flags,
 )
 from kltui.ablate.plan import Config, Plan, attach, pairs, plan
+from kltui.ablate.sweep import FAILED, INTERRUPTED, MEASURED, TAIL_LINES, ConfigRun, Sweep
 from kltui.engines.errors import EngineError
 from kltui.engines.http import sglang_url
 from kltui.engines.sglang import SGLangClient
 from kltui.errors import UsageError
 from kltui.launch.server import LaunchedServer, LaunchError
+from kltui.readings.ablation_outcome import reading
 from kltui.readings.stress import StressReading
 from kltui.run.config import RunConfig
 from kltui.run.driver import RunDriver, RunOutcome, RunView
 from kltui.run.runner import refuse_incomparable
-from kltui.run.sweep_manifest import FAILED, INTERRUPTED, MEASURED, TAIL_LINES, ConfigRun, Sweep
+from kltui.run.sweep_manifest import write_manifest
 from kltui.session.recording import default_runs_dir
 from kltui.untrusted import one_line
 
@@ -390,7 +390,7 @@ async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: S
     base = pending.pop(0) if pending and pending[0] is sweep.base else None
     if base is not None and (spec.parallel <= 1 or base.config.server is not None):
         await _settled([_one(spec, sweep, base, 1, n, view)])
-        sweep.write_manifest()
+        write_manifest(sweep)
         if sweep.base.status != MEASURED:
             return
         base = None
@@ -414,7 +414,7 @@ async def _run_all(spec: SweepSpec, sweep: Sweep, runs: list[ConfigRun], view: S
             finally:
                 if r is base:  # cancelled or broken before its start ended: release the rest
                     base_up.set()
-            sweep.write_manifest()
+            write_manifest(sweep)
 
     await _settled([guarded(r) for r in ([base] if base is not None else []) + pending])
 
@@ -468,15 +468,15 @@ async def run_sweep(
     if not first:
         raise UsageError("nothing to run: no configuration")
     sweep.add(first)
-    sweep.write_manifest()
+    write_manifest(sweep)
     view.planned(sweep)
     try:
         await _run_all(spec, sweep, list(sweep.runs), view)
         if spec.pairs and p is not None and sweep.base.status == MEASURED:
-            combos = pairs(p, sweep.reading().movement())
+            combos = pairs(p, reading(sweep).movement())
             sweep.pairs_run = bool(combos)
             new = sweep.add(combos)
-            sweep.write_manifest()
+            write_manifest(sweep)
             if new:
                 view.planned(sweep)
             await _run_all(spec, sweep, new, view)
@@ -486,7 +486,8 @@ async def run_sweep(
         if task is not None:
             task.uncancel()
     finally:
-        sweep.finish()
+        sweep.end()
+        write_manifest(sweep)
     return sweep
 
 

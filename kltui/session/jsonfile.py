@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -29,3 +30,11 @@ def write_json_document(path: str, doc: dict, schema: str) -> None:
     """Writes a `--json` document that kltui/schemas/<schema>.schema.json describes (the tests
     validate every one against it); non-finite numbers as {"$float": ...}."""
     write_output(path, orjson.dumps(tag_floats(doc), option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def replace_json(path: Path, doc: dict) -> None:
+    """`path` replaced whole by `doc` (a reader never sees half): a sweep's manifest, written
+    as the sweep goes and once more, with its words, when it ended."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    os.replace(tmp, path)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from textual.worker import WorkerState
 
+from kltui.ablate.sweep import NOT_RUN
 from kltui.outputs.ablation_matrix import RUNNING
-from kltui.run.sweep_manifest import NOT_RUN
 from kltui.session.store import SessionStore
 from kltui.tui.actions import DashboardActions
 from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.untrusted import escape_controls
+from kltui.words.ablation_sweep import run_line
 
 SWEEP_ACTIONS = frozenset({"sweep"})
 # how long q waits for a running sweep to stop its servers (LaunchedServer.stop: SIGTERM, then
@@ -90,7 +91,7 @@ class SweepActions(DashboardActions):
         run = feed.run_of(name)
         store = feed.store_of(name)
         if run is None or store is None or store.run is None:
-            why = run.line() if run is not None and run.error else "not measured yet"
+            why = run_line(run) if run is not None and run.error else "not measured yet"
             self._say(escape_controls(f"{name}: nothing to show on the dashboard ({why})", 300))
             self.open_matrix()
             return

@@ -18,13 +18,14 @@ import asyncio
 from typing import Protocol
 
 from kltui.ablate.plan import Config, Plan
+from kltui.ablate.sweep import ConfigRun, Sweep
 from kltui.outputs.ablation_matrix import RUNNING, STARTING, Live
 from kltui.readings.ablation import Ablation
+from kltui.readings.ablation_outcome import reading
 from kltui.readings.stress import StressReading
 from kltui.run.ablate import SweepSpec, run_sweep
 from kltui.run.driver import RunOutcome
 from kltui.run.reopen import NotFetched, replay_extras
-from kltui.run.sweep_manifest import ConfigRun, Sweep
 from kltui.session.events import Event
 from kltui.session.store import HelperState, SessionStore
 from kltui.tui.unwind import unwound
@@ -109,7 +110,7 @@ class SweepFeed:
         self.help_s, self.t0, self.chain = help_s, t0, chain
         self.mode = "replay" if loaded is not None else "live"
         self.sweep: Sweep | None = loaded
-        self.ab: Ablation | None = loaded.reading() if loaded is not None else None
+        self.ab: Ablation | None = reading(loaded) if loaded is not None else None
         self.live: dict[str, Live] = {}
         self.notes: list[str] = []  # the chain's lines
         self.sink: SweepSink | None = None
@@ -197,7 +198,7 @@ class SweepFeed:
         finally:
             self.finished = True
             if self.sweep is not None:
-                self.ab = self.sweep.reading()
+                self.ab = reading(self.sweep)
             self.changed()
             self._done.set()
 
@@ -255,7 +256,7 @@ class SweepFeed:
         """Measured or failed: the reading is taken again with it."""
         self.live.setdefault(run.name, Live()).phase = ENDED
         if self.sweep is not None:
-            self.ab = self.sweep.reading()
+            self.ab = reading(self.sweep)
         self.changed()
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from kltui.cli.commands import main
+from kltui.readings.ablation_outcome import reading
 from tests.json_contract import read_json
 from tests.real.lifecycle import running
 
@@ -240,7 +241,7 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
                 "module over 8 decode steps", "first_divergent_module": None,
                 "first_differing_module": None}  # fmt: skip
 
-    ch = await chain.run_chain(spec, sweep, sweep.reading(), Collect(), drill=nothing_at_batch_1)
+    ch = await chain.run_chain(spec, sweep, reading(sweep), Collect(), drill=nothing_at_batch_1)
     assert ch.status == "no module", ch.line
     # bit-identical at 32 tokens, so dumps ran once more with a longer prompt (a longer
     # prefill takes other GEMM shapes), and both lengths are said
@@ -291,7 +292,7 @@ async def test_a_chain_whose_short_dump_is_bit_identical_names_the_module_a_long
                 "position": 128, "dir_b": str(tmp_path / "no-such-dump"),
                 "fresh_prefill_tokens": 136}  # fmt: skip
 
-    ch = await chain.run_chain(spec, sweep, sweep.reading(), Collect(), drill=differs_when_long)
+    ch = await chain.run_chain(spec, sweep, reading(sweep), Collect(), drill=differs_when_long)
     assert asked == [32, 128] == ch.dump_prompt_tokens
     assert ch.module == "model.layers.0.self_attn.o_proj"
     assert ch.module_status == "first-divergent" and ch.op == "linear", ch.lines()

@@ -7,8 +7,10 @@ from __future__ import annotations
 import html
 import re
 
+from kltui.ablate.sweep import MEASURED, Sweep
 from kltui.outputs.ablation_html import html_report
-from kltui.run.sweep_manifest import MEASURED, Sweep
+from kltui.readings.ablation_outcome import outcome, reading
+from kltui.words.ablation import verdict_line
 from tests.reports.synth import XSS
 from tests.unit.ablate.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 
@@ -36,14 +38,14 @@ def synthetic(tmp_path, hostile: str = "") -> tuple[Sweep, object]:
     (tmp_path / fa3.log).write_text(f"loading\n{hostile}\nValueError: fa3 needs sm90 {hostile}\n")
     fa3.failed(f"{fa3.name}: exited with code 1 before it was healthy: {hostile}", "exited")
     sw.total_s = 10.0
-    return sw, sw.reading()
+    return sw, reading(sw)
 
 
 def test_the_page_carries_the_table_the_verdict_and_the_failures_with_log_tails(tmp_path):
     sw, ab = synthetic(tmp_path, "boom")
-    page = html_report(sw, ab)
+    page = html_report(sw, outcome(sw))
     assert ab.verdict.kind == "localized"
-    assert f"<strong>{html.escape(ab.verdict.line)}</strong>" in page
+    assert f"<strong>{html.escape(verdict_line(ab))}</strong>" in page
     rows = dict(re.findall(r"<tr[^>]*><td>([^<]*)</td>(.*?)</tr>", page, re.S))
     assert set(rows) == {"base", "deterministic=on", "attention-backend=fa3"}
     assert "0 (removed)" in rows["deterministic=on"]
@@ -55,7 +57,7 @@ def test_the_page_carries_the_table_the_verdict_and_the_failures_with_log_tails(
 
 def test_untrusted_text_is_shown_literally(tmp_path):
     sw, ab = synthetic(tmp_path, XSS + "\x00\x1b[31m")
-    page = html_report(sw, ab)
+    page = html_report(sw, outcome(sw))
     assert "<script" not in page.lower()
     assert "<img src=x" not in page and 'onerror="' not in page
     assert page.count(html.escape(XSS)) >= 3  # the failure line, the log tail (twice)
@@ -65,7 +67,7 @@ def test_untrusted_text_is_shown_literally(tmp_path):
 
 def test_page_loads_nothing_from_outside(tmp_path):
     sw, ab = synthetic(tmp_path, "https://evil.example/x.png")
-    page = html_report(sw, ab)
+    page = html_report(sw, outcome(sw))
     refs = re.findall(r'\b(?:src|href|action)="([^"]*)"', page)
     assert all(r.startswith(("data:image/png;base64,", "#")) for r in refs), refs
     assert "@import" not in page and "url(" not in page
@@ -76,6 +78,6 @@ def test_a_base_that_did_not_start_is_said_without_a_table(tmp_path):
     sw = Sweep(tmp_path, "launch", tuple(LAUNCH))
     sw.add(p.configs)
     sw.base.failed("base: command not found: nosuch", "not_found")
-    page = html_report(sw, sw.reading())
+    page = html_report(sw, outcome(sw))
     assert "the base did not start" in page and "command not found: nosuch" in page
     assert "<table" not in page

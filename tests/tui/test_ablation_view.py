@@ -21,6 +21,7 @@ from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.cli.terminal import use_tui
 from kltui.outputs.ablation import document
+from kltui.readings.ablation_outcome import outcome, reading
 from kltui.run.ablate import SweepSpec, prepare
 from kltui.run.sweep_manifest import load
 from kltui.session.events import SampleScored
@@ -146,7 +147,7 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         assert isinstance(app.screen, AblationScreen)
         assert app.last_message.startswith("page-size=0: nothing to show on the dashboard (")
         await pilot.press("q")
-    assert feed.sweep is not None and feed.sweep.exit_code() == 0
+    assert feed.sweep is not None and outcome(feed.sweep).exit_code == 0
 
 
 def _server_of(marker: str, flag: str) -> list[int]:
@@ -208,7 +209,7 @@ async def test_a_server_that_dies_mid_run_is_its_rows_one_line_and_the_others_ar
         assert app.store is feed.live["deterministic=on"].store
         await pilot.press("q")
     sweep = feed.sweep
-    doc = document(sweep, sweep.reading())
+    doc = document(sweep, outcome(sweep))
     validate(doc, "ablation")
     runs = {c["name"]: c for c in doc["sweep"]["configs"]}
     assert runs["deterministic=on"]["status"] == "failed"
@@ -221,7 +222,7 @@ async def test_a_server_that_dies_mid_run_is_its_rows_one_line_and_the_others_ar
     # the sweep folder read back gives the same document
     rec = read_recording(str(sweep.folder / "deterministic=on.kltui.jsonl"))
     assert sum(isinstance(ev, SampleScored) for ev in rec.events) >= scored_before > 0
-    assert document(load(sweep.folder), load(sweep.folder).reading())["ablation"] == doc["ablation"]
+    assert document(load(sweep.folder), outcome(load(sweep.folder)))["ablation"] == doc["ablation"]
     assert not _server_of(marker, REFERENCE.split()[-1])  # every server stopped
 
 
@@ -323,13 +324,13 @@ def test_a_row_cut_short_while_its_server_started_reads_interrupted_once_the_swe
     run = sweep.runs[3]
     run.status, run.error = "not run", None  # as a sweep quit while page-size=0 started
     live = {run.name: Live(phase=STARTING, seconds=3.0, log_line="loading")}
-    row = matrix_rows(sweep, sweep.reading(), "match", live)[3]
+    row = matrix_rows(sweep, reading(sweep), "match", live)[3]
     assert (row.state_kind, row.state) == (
         "interrupted",
         "interrupted while starting: not a result",
     )
     sweep.total_s = None  # still going: its start progress
-    row = matrix_rows(sweep, sweep.reading(), "match", live)[3]
+    row = matrix_rows(sweep, reading(sweep), "match", live)[3]
     assert (row.state_kind, row.state) == ("starting", "starting 3 s · loading")
 
 
@@ -350,7 +351,7 @@ async def test_quitting_mid_sweep_stops_every_server_and_keeps_what_was_measured
         assert _server_of(marker, "--enable-deterministic-inference")
         await pilot.press("q")
     sweep = feed.sweep
-    assert sweep is not None and sweep.interrupted and sweep.exit_code() == 130
+    assert sweep is not None and sweep.interrupted and outcome(sweep).exit_code == 130
     assert [r.status for r in sweep.runs] == ["measured", "interrupted", "not run"]
     t0 = time.monotonic()
     while left := _server_of(marker, "--random-seed"):

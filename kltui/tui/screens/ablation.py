@@ -16,12 +16,13 @@ from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from kltui.ablate.sweep import Sweep
 from kltui.outputs.ablation_matrix import Live, head_line, helpers_of, matrix_rows, verdict_lines
 from kltui.readings.ablation import Ablation
-from kltui.run.sweep_manifest import Sweep
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.ablation import SweepMatrix
 from kltui.untrusted import safe
+from kltui.words.ablation import verdict_line
 
 REDRAW_S = 0.25  # the matrix follows the sweep at most this often
 
@@ -121,11 +122,12 @@ class AblationScreen(BoxModal[str | None]):
         self.query_one("#ablation-head", Static).update(head)
         self._detail(rows)
         lines = verdict_lines(src.sweep, src.ab, src.notes)
+        said = verdict_line(src.ab) if src.ab is not None else None
         out = Text()
         for i, line in enumerate(lines):
             if i:
                 out.append("\n")
-            bold = src.ab is not None and line == src.ab.verdict.line
+            bold = line == said
             out.append_text(safe(line, "bold" if bold else ""))
         self.query_one("#ablation-verdict", Static).update(out)
         self.call_after_refresh(self._mark_cut)

@@ -16,8 +16,8 @@ from rich.text import Text
 from textual import events
 from textual.widgets import DataTable
 
+from kltui.ablate.sweep import FAILED
 from kltui.outputs.ablation_matrix import DONE, RUNNING, STARTING, MatrixRow
-from kltui.run.sweep_manifest import FAILED
 from kltui.untrusted import safe
 
 # (key, label) of every column, in order

@@ -10,6 +10,7 @@ import argparse
 import numpy as np
 import pytest
 
+from kltui.ablate.sweep import MEASURED, ConfigRun, Sweep
 from kltui.cli.run_checks import check_numbers
 from kltui.errors import UsageError
 from kltui.metrics.k3 import within_threshold
@@ -23,8 +24,9 @@ from kltui.readings.ablation import (
     read,
 )
 from kltui.readings.ablation_exact import PairedTest
+from kltui.readings.ablation_outcome import exit_code, reading
 from kltui.readings.paired import STRAY_ULP_FLOOR
-from kltui.run.sweep_manifest import MEASURED, ConfigRun, Sweep
+from kltui.words.ablation_json import ablation_json
 from tests.unit.ablate.test_ablate_reading import INFO, rows_at, store, sweep, url
 
 DET = INFO | {"enable_deterministic_inference": True}
@@ -67,10 +69,10 @@ def test_a_knob_that_takes_a_nonzero_base_to_exactly_0_is_localized(tmp_path):
     assert ab.floor == 0.0 and ab.diverging == ("match",)
     assert ab.verdict.kind == LOCALIZED
     assert ab.verdict.helpers[0].sufficient == ("deterministic=on",)
-    assert ab.to_json()["floor"] == 0.0
+    assert ablation_json(ab)["floor"] == 0.0
     runs = [ConfigRun(c, c.name, status=MEASURED, store=st[c.name]) for c in p.configs]
     s = Sweep(tmp_path, "launch", runs=runs)
-    assert s.exit_code(s.reading()) == 0
+    assert exit_code(s, reading(s)) == 0
 
 
 def test_the_same_sweep_at_the_default_gate_is_not_reproduced():

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
+from kltui.ablate.sweep import MEASURED, Sweep
 from kltui.dumps import chain
 from kltui.readings.ablation import read
-from kltui.run.sweep_manifest import MEASURED, Sweep
+from kltui.readings.ablation_outcome import reading
 from tests.unit.ablate.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
 
 DUMPS = {
@@ -31,7 +32,7 @@ def measured(tmp_path, base_level: float, det_level: float, mode: str = "launch"
     base.status, base.store = MEASURED, store(url(0), INFO, noisy(0, base_level))
     info = INFO | {"enable_deterministic_inference": True}
     det.status, det.store = MEASURED, store(url(1), info, noisy(1, det_level))
-    return sw, sw.reading()
+    return sw, reading(sw)
 
 
 def test_a_localized_condition_1_verdict_runs_the_chain_and_others_say_why_not(tmp_path):

@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 
 from kltui.ablate.plan import Config
+from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, file_stem
 from kltui.cli.commands import main
 from kltui.errors import UsageError
 from kltui.outputs.ablation_rows import stress_verdict
+from kltui.readings.ablation_outcome import outcome
 from kltui.run.ablate import SweepSpec, help_command, is_sglang, prepare
 from kltui.run.config import ConfigError, RunConfig, load_config_file
-from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep, file_stem, load
+from kltui.run.sweep_manifest import load
 
 SGLANG = "python -m sglang.launch_server --model-path M --attention-backend triton".split()
 FLAGS = {"--model-path", "--attention-backend", "--disable-cuda-graph", "--mem-fraction-static"}
@@ -155,11 +157,11 @@ def test_exit_codes_of_a_sweep(tmp_path):
     base = ConfigRun(Config("base"), "base", status=MEASURED)
     other = ConfigRun(Config("tp=2", {"tp": "2"}), "tp=2", status=FAILED, error="tp=2: died")
     sweep = Sweep(tmp_path, "launch", runs=[base, other])
-    assert sweep.exit_code() == 3  # no configuration but the base was measured
+    assert outcome(sweep).exit_code == 3  # no configuration but the base was measured
     base.status = FAILED
-    assert sweep.exit_code() == 3
+    assert outcome(sweep).exit_code == 3
     sweep.interrupted = True
-    assert sweep.exit_code() == 130
+    assert outcome(sweep).exit_code == 130
 
 
 def test_a_folder_that_is_not_a_sweep_is_one_line(tmp_path):

@@ -8,13 +8,15 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.ablate.plan import Config
-from kltui.outputs.ablation import document
+from kltui.ablate.sweep import MEASURED, ConfigRun, Sweep
 from kltui.outputs.ablation_matrix import matrix_rows
 from kltui.outputs.ablation_rows import rows
+from kltui.readings.ablation_outcome import reading
 from kltui.readings.diagnosis import diagnose_server
 from kltui.readings.findings import Kind
-from kltui.run.sweep_manifest import MEASURED, ConfigRun, Sweep
-from kltui.words.diagnosis import said
+from kltui.words.ablation_config import config_line
+from kltui.words.ablation_json import ablation_json
+from kltui.words.diagnosis import label, said
 from tests.unit.ablate.test_ablate_reading import INFO, rows_at, store, url
 
 
@@ -42,9 +44,9 @@ def test_the_condition_column_is_the_configurations_own_diagnosis(tmp_path):
             ),
         ],
     )
-    ab = sweep.reading()
+    ab = reading(sweep)
     assert [cond for _, _, cond, _ in rows(sweep, ab)] == ["1+2", "1+2"]
     assert [r.condition for r in matrix_rows(sweep, ab, "match", {})] == ["1+2", "1+2"]
-    assert ab.base.line().endswith("[condition 1+2]")
-    doc = document(sweep, ab)["ablation"]["configs"][0]
-    assert doc["conditions"] == [1, 2] and doc["diagnosis"] == said(d).label
+    assert config_line(ab.base).endswith("[condition 1+2]")
+    doc = ablation_json(ab)["configs"][0]
+    assert doc["conditions"] == [1, 2] and doc["diagnosis"] == label(d)

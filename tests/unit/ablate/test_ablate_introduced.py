@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kltui.ablate.sweep import MEASURED, ConfigRun, Sweep
 from kltui.readings.ablation import (
     INTRODUCED,
     INTRODUCED_KIND,
@@ -14,16 +15,19 @@ from kltui.readings.ablation import (
     NOTHING,
     read,
 )
-from kltui.run.sweep_manifest import MEASURED, ConfigRun, Sweep
+from kltui.readings.ablation_outcome import exit_code, reading
+from kltui.words.ablation import next_step, verdict_line
+from kltui.words.ablation_config import cell
+from kltui.words.ablation_json import ablation_json
 from tests.unit.ablate.test_ablate_reading import INFO, noisy, rows_at, store, sweep, url
 
 DET = INFO | {"enable_deterministic_inference": True}
 
 
-def exit_code(tmp_path, p, stores) -> int:
+def sweep_exit(tmp_path, p, stores) -> int:
     runs = [ConfigRun(c, c.name, status=MEASURED, store=stores[c.name]) for c in p.configs]
     s = Sweep(tmp_path, "launch", runs=runs)
-    return s.exit_code(s.reading())
+    return exit_code(s, reading(s))
 
 
 def test_a_knob_that_breaks_a_bit_exact_base_is_named_and_exits_1(tmp_path):
@@ -36,23 +40,23 @@ def test_a_knob_that_breaks_a_bit_exact_base_is_named_and_exits_1(tmp_path):
     ab = read(p, stores)
     cps = ab.configs[0]
     assert all(h.effect == INTRODUCED for h in cps.helpers)
-    assert cps.helper("match").cell().endswith("e-3 (introduced)")  # type: ignore[union-attr]
+    assert cell(cps.helper("match")).endswith("e-3 (introduced)")  # type: ignore[union-attr]
     assert {h.effect for h in ab.configs[1].helpers} == {NOTHING}
     v = ab.verdict
     assert v.kind == INTRODUCED_KIND
-    assert v.line.startswith(
+    assert verdict_line(ab).startswith(
         "introduced: chunked-prefill-size=16 introduces a divergence: match 0 -> "
     )
-    assert "the base passes at the floor (match 0," in v.line
+    assert "the base passes at the floor (match 0," in verdict_line(ab)
     assert [(i.config, i.helper) for i in v.introduced] == [
         ("chunked-prefill-size=16", h) for h in ("match", "prefill_cache_hit", "decode_cache_hit")
     ]
-    doc = ab.to_json()["verdict"]
+    doc = ablation_json(ab)["verdict"]
     assert (
         doc["kind"] == "introduced" and doc["introduced"][0]["config"] == "chunked-prefill-size=16"
     )
-    assert "chunked-prefill-size=16 breaks the base's bit-exactness" in (v.next_step or "")
-    assert exit_code(tmp_path, p, stores) == 1
+    assert "chunked-prefill-size=16 breaks the base's bit-exactness" in (next_step(v) or "")
+    assert sweep_exit(tmp_path, p, stores) == 1
 
 
 def test_a_divergence_on_a_few_samples_of_a_bit_exact_base_is_introduced_on_them():
@@ -72,7 +76,7 @@ def test_a_divergence_on_a_few_samples_of_a_bit_exact_base_is_introduced_on_them
     )
     (r,) = ab.configs[0].helpers
     assert r.effect == INTRODUCED and r.samples == (4, 11, 23)
-    assert "orders of magnitude above rounding on #4, #11 and #23" in ab.verdict.line
+    assert "orders of magnitude above rounding on #4, #11 and #23" in verdict_line(ab)
     assert ab.verdict.introduced[0].samples == (4, 11, 23)
 
 
@@ -102,9 +106,9 @@ def test_helpers_that_read_differently_lead_with_the_weakest_and_name_each(tmp_p
     kinds = {hv.helper: hv.kind for hv in ab.verdict.helpers}
     assert kinds == {"match": LOCALIZED, "decode_cache_hit": NO_SINGLE}
     assert ab.verdict.kind == NO_SINGLE
-    assert ab.verdict.line.startswith(
+    assert verdict_line(ab).startswith(
         "no single knob overall (localized for match; no single knob for decode_cache_hit): "
         "localized: deterministic=on removes match's divergence ("
     )
-    assert "; no single knob explains decode_cache_hit's divergence (" in ab.verdict.line
-    assert exit_code(tmp_path, p, stores) == 1
+    assert "; no single knob explains decode_cache_hit's divergence (" in verdict_line(ab)
+    assert sweep_exit(tmp_path, p, stores) == 1

@@ -10,11 +10,13 @@ import numpy as np
 from rich.console import Console
 
 from kltui.ablate.plan import Config
+from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep
 from kltui.outputs.ablation import md_report, print_result
 from kltui.outputs.ablation_html import html_report
 from kltui.outputs.ablation_rows import legend
 from kltui.readings.ablation import NONE, NOTHING, Effect
-from kltui.run.sweep_manifest import FAILED, MEASURED, ConfigRun, Sweep
+from kltui.readings.ablation_outcome import outcome, reading
+from kltui.words.ablation import verdict_line
 from tests.unit.ablate.test_ablate_reading import INFO, rows_at, store, url
 
 NONE_LINE = "(none): not lower than the base beyond chance: this knob does not explain it"
@@ -48,7 +50,7 @@ def _sweep(tmp_path) -> Sweep:
 
 def test_the_legend_explains_the_labels_the_table_shows_in_every_medium(tmp_path):
     sweep = _sweep(tmp_path)
-    ab = sweep.reading()
+    ab = reading(sweep)
     fa3 = ab.configs[0]
     assert {h.helper: h.effect for h in fa3.helpers} == {
         "match": NONE,
@@ -58,13 +60,13 @@ def test_the_legend_explains_the_labels_the_table_shows_in_every_medium(tmp_path
     assert lines == [NONE_LINE, NOTHING_LINE, "–: not measured (its note and its line say why)"]
     assert not any(line.startswith(f"({Effect.LOWER})") for line in lines)
     buf = io.StringIO()
-    print_result(Console(file=buf, width=300, color_system=None), sweep, ab)
+    print_result(Console(file=buf, width=300, color_system=None), sweep, outcome(sweep))
     out = buf.getvalue()
     table_end = out.index("└")
-    assert table_end < out.index(NONE_LINE) < out.index(ab.verdict.line)
-    md = md_report(sweep, ab)
+    assert table_end < out.index(NONE_LINE) < out.index(verdict_line(ab))
+    md = md_report(sweep, outcome(sweep))
     assert "<sub>(none): not lower than the base beyond chance: this knob does not explain it" in md
-    html = html_report(sweep, ab)
+    html = html_report(sweep, outcome(sweep))
     legend_at = html.index('<ul class="legend')
     assert html.index("</table>") < legend_at < html.index("</section>", legend_at)
     assert "(nothing to remove): the base is at the floor" in html

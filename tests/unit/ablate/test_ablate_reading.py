@@ -21,7 +21,6 @@ from kltui.readings.ablation import (
     REMOVED,
     REMOVED_ON,
     SAME,
-    num,
     read,
 )
 from kltui.readings.ablation import (
@@ -29,6 +28,26 @@ from kltui.readings.ablation import (
 )
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
+from kltui.words.ablation import (
+    helper_verdict_line,
+    lines,
+    next_step,
+    notes,
+    trap_lines,
+    verdict_line,
+)
+from kltui.words.ablation_config import (
+    config_line,
+    helper_line,
+    missing_text,
+    no_effect_line,
+    num,
+    trap_line,
+    turned_off_lines,
+    untested_text,
+    why_text,
+)
+from kltui.words.ablation_json import ablation_json, config_json
 
 HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
 LAUNCH = "python -m sglang.launch_server --model-path M --attention-backend triton".split()
@@ -102,7 +121,7 @@ def url(i: int) -> str:
 
 
 def text(ab) -> str:
-    return json.dumps(ab.to_json()) + "\n".join(ab.lines())
+    return json.dumps(ablation_json(ab)) + "\n".join(lines(ab))
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -117,8 +136,8 @@ def test_not_reproduced_when_the_base_passes_at_the_floor():
     }
     ab = read(p, stores)
     assert ab.verdict.kind == NOT_REPRODUCED
-    assert ab.verdict.line.startswith("not reproduced: the base passes at the floor (match 0,")
-    assert ab.verdict.next_step is None and ab.diverging == ()
+    assert verdict_line(ab).startswith("not reproduced: the base passes at the floor (match 0,")
+    assert next_step(ab.verdict) is None and ab.diverging == ()
 
 
 def test_localized_lists_every_knob_sufficient_on_its_own():
@@ -132,13 +151,15 @@ def test_localized_lists_every_knob_sufficient_on_its_own():
         "cuda-graph=off": store(url(3), INFO | {"disable_cuda_graph": True}, noisy(3)),
     }
     ab = read(p, stores)
-    assert ab.verdict.kind == LOCALIZED, ab.verdict.line
+    assert ab.verdict.kind == LOCALIZED, verdict_line(ab)
     match = ab.verdict.helpers[0]
     assert match.helper == "match"
     assert match.sufficient == ("attention-backend=fa3", "deterministic=on")
     lv = num(ab.base.helper("match").level)  # type: ignore[union-attr]
-    assert f"attention-backend=fa3 ({lv} -> 0, 32/32 samples bit-identical)" in match.line
-    assert "each remove match's divergence" in match.line
+    assert f"attention-backend=fa3 ({lv} -> 0, 32/32 samples bit-identical)" in helper_verdict_line(
+        match
+    )
+    assert "each remove match's divergence" in helper_verdict_line(match)
     fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
     r = fa3.helper("match")
     assert r is not None and r.effect == REMOVED and r.exact_samples == 32
@@ -146,9 +167,9 @@ def test_localized_lists_every_knob_sufficient_on_its_own():
     assert fa3.took_effect is True and fa3.condition == 0
     # the base's divergence is condition 1 (every helper noisy): the dumper chain applies
     assert ab.base.condition == 1 and ab.verdict.chain
-    assert "kltui dumps" in (ab.verdict.next_step or "")
+    assert "kltui dumps" in (next_step(ab.verdict) or "")
     cg = next(c for c in ab.configs if c.name == "cuda-graph=off")
-    assert cg.trap is None and cg.helper("match").effect not in (REMOVED, REDUCED)  # type: ignore[union-attr]
+    assert trap_line(cg) is None and cg.helper("match").effect not in (REMOVED, REDUCED)  # type: ignore[union-attr]
 
 
 def test_one_knob_removing_it_reads_as_the_issue_says():
@@ -162,10 +183,10 @@ def test_one_knob_removing_it_reads_as_the_issue_says():
             ),
         },
     )
-    assert ab.verdict.helpers[0].line.startswith(
+    assert helper_verdict_line(ab.verdict.helpers[0]).startswith(
         "localized: attention-backend=fa3 removes match's divergence (8."
     )
-    assert "-> 0, 32/32 samples bit-identical)" in ab.verdict.helpers[0].line
+    assert "-> 0, 32/32 samples bit-identical)" in helper_verdict_line(ab.verdict.helpers[0])
 
 
 def test_reduced_at_least_tenfold_beyond_chance_but_not_at_the_floor():
@@ -179,10 +200,10 @@ def test_reduced_at_least_tenfold_beyond_chance_but_not_at_the_floor():
             ),
         },
     )
-    assert ab.verdict.kind == "reduced", ab.verdict.line
+    assert ab.verdict.kind == "reduced", verdict_line(ab)
     hv = ab.verdict.helpers[0]
     assert hv.reducing == ("attention-backend=fa3",) and hv.sufficient == ()
-    assert "not to the floor" in hv.line
+    assert "not to the floor" in helper_verdict_line(hv)
     r = ab.configs[0].helper("match")
     assert r is not None and r.effect == REDUCED and 0 < (r.change or 0) < 0.1
 
@@ -198,9 +219,9 @@ def test_no_single_knob_then_pairs_localize_it_together():
         "tp=2": store(url(3), INFO | {"tp_size": 2}, noisy(3, 6e-3)),
     }
     ab = read(p, stores)
-    assert ab.verdict.kind == NO_SINGLE, ab.verdict.line
-    assert ab.verdict.line.startswith("no single knob explains match's divergence")
-    assert "--pairs" in (ab.verdict.next_step or "")
+    assert ab.verdict.kind == NO_SINGLE, verdict_line(ab)
+    assert verdict_line(ab).startswith("no single knob explains match's divergence")
+    assert "--pairs" in (next_step(ab.verdict) or "")
     moved = ab.movement()
     assert set(moved) == {"cuda-graph=off", "deterministic=on", "tp=2"}
     assert max(moved, key=moved.__getitem__) == "deterministic=on"
@@ -215,7 +236,7 @@ def test_no_single_knob_then_pairs_localize_it_together():
     assert ab2.verdict.kind == LOCALIZED
     assert (
         "no single knob explains match's divergence; together cuda-graph=off+deterministic=on"
-        in (ab2.verdict.helpers[0].line)
+        in (helper_verdict_line(ab2.verdict.helpers[0]))
     )
 
 
@@ -233,8 +254,8 @@ def test_no_single_knob_after_pairs_points_elsewhere():
     }
     ab = read([*p.configs, pair], stores)
     assert ab.verdict.kind == NO_SINGLE
-    assert "nor do cuda-graph=off+deterministic=on" in ab.verdict.line
-    assert "--pairs" not in (ab.verdict.next_step or "")
+    assert "nor do cuda-graph=off+deterministic=on" in verdict_line(ab)
+    assert "--pairs" not in (next_step(ab.verdict) or "")
 
 
 def test_inconclusive_when_n_is_too_small():
@@ -248,11 +269,11 @@ def test_inconclusive_when_n_is_too_small():
             ),
         },
     )
-    assert ab.verdict.kind == "inconclusive", ab.verdict.line
+    assert ab.verdict.kind == "inconclusive", verdict_line(ab)
     r = ab.configs[0].helper("match")
-    assert r is not None and r.effect == INCONCLUSIVE and "n too small" in (r.why or "")
-    assert "--samples 32" in (ab.verdict.next_step or "")
-    assert "localized" not in ab.verdict.line
+    assert r is not None and r.effect == INCONCLUSIVE and "n too small" in (why_text(r) or "")
+    assert "--samples 32" in (next_step(ab.verdict) or "")
+    assert "localized" not in verdict_line(ab)
 
 
 def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
@@ -272,7 +293,7 @@ def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
     )
     r = ab.configs[0].helper("match")
     assert r is not None and (r.change or 1) < 0.1
-    assert r.effect == INCONCLUSIVE and "inside the noise" in (r.why or ""), r.line()
+    assert r.effect == INCONCLUSIVE and "inside the noise" in (why_text(r) or ""), helper_line(r)
     assert ab.verdict.kind == "inconclusive"
 
 
@@ -306,13 +327,13 @@ def test_a_knob_that_brings_three_samples_to_rounding_is_localized_on_them():
     )
     assert ab.diverging == ("decode_cache_hit",)
     r = ab.configs[0].helper("decode_cache_hit")
-    assert r is not None and r.effect == REMOVED_ON and r.samples == hit, r.line()
+    assert r is not None and r.effect == REMOVED_ON and r.samples == hit, helper_line(r)
     assert r.lower is not None and not r.lower.beyond_chance  # what a test over all says
-    assert ab.verdict.kind == LOCALIZED, ab.verdict.line
+    assert ab.verdict.kind == LOCALIZED, verdict_line(ab)
     (hv,) = ab.verdict.helpers
     assert hv.samples == hit and hv.sufficient == ("attention-backend=fa3",)
-    assert "#4, #11 and #23" in ab.verdict.line, ab.verdict.line
-    doc = ab.to_json()
+    assert "#4, #11 and #23" in verdict_line(ab), verdict_line(ab)
+    doc = ablation_json(ab)
     assert doc["verdict"]["helpers"][0]["samples"] == list(hit)
     assert doc["configs"][1]["helpers"]["decode_cache_hit"]["samples"] == list(hit)
     assert not ab.verdict.chain  # a state bug on samples, not the kernels: no dumper chain
@@ -337,7 +358,7 @@ def test_samples_far_above_are_not_localized_when_the_knob_leaves_others_above_r
         },
     )
     r = ab.configs[0].helper("decode_cache_hit")
-    assert r is not None and r.effect != REMOVED_ON and r.samples == (), r.line()
+    assert r is not None and r.effect != REMOVED_ON and r.samples == (), helper_line(r)
     assert ab.verdict.kind != LOCALIZED
 
 
@@ -355,11 +376,11 @@ def test_a_flag_whose_server_info_reports_the_bases_value_is_never_a_fix():
     )
     (cfg,) = ab.configs
     assert cfg.took_effect is False
-    assert cfg.trap is not None and "the flag did not take effect" in cfg.trap
-    assert (
-        "attention_backend=triton, the base's value" in cfg.trap and "check its guard" in cfg.trap
-    )
-    assert ab.verdict.kind != LOCALIZED and cfg.trap in ab.verdict.traps
+    assert trap_line(cfg) is not None and "the flag did not take effect" in trap_line(cfg)
+    assert "attention_backend=triton, the base's value" in trap_line(
+        cfg
+    ) and "check its guard" in trap_line(cfg)
+    assert ab.verdict.kind != LOCALIZED and trap_line(cfg) in trap_lines(ab)
     assert "attention-backend=fa3" not in ab.movement()
 
 
@@ -378,17 +399,17 @@ def test_a_flag_that_changed_no_bit_is_named():
     assert all(h.effect == SAME for h in cfg.helpers)
     # /server_info confirms the flag: no bit changed is a measured "not this setting" (on the
     # H200, CUDA graph replay runs the same kernels), never "the flag did not take effect"
-    assert cfg.trap is None
-    assert cfg.no_effect is not None and cfg.no_effect.startswith(
+    assert trap_line(cfg) is None
+    assert no_effect_line(cfg) is not None and no_effect_line(cfg).startswith(
         "cuda-graph=off: no effect: /server_info reports disable_cuda_graph=true and every "
         "helper is bit-identical to the base (match 32/32"
     )
-    assert cfg.no_effect.endswith("the divergence does not depend on this setting")
-    assert cfg.no_effect in ab.notes and cfg.no_effect in ab.lines()
-    assert not ab.verdict.traps
+    assert no_effect_line(cfg).endswith("the divergence does not depend on this setting")
+    assert no_effect_line(cfg) in notes(ab) and no_effect_line(cfg) in lines(ab)
+    assert not trap_lines(ab)
     # a knob tried that explains nothing
-    assert ab.verdict.kind != LOCALIZED, ab.verdict.line
-    assert "none of cuda-graph=off removes or reduces it" in ab.verdict.line, ab.verdict.line
+    assert ab.verdict.kind != LOCALIZED, verdict_line(ab)
+    assert "none of cuda-graph=off removes or reduces it" in verdict_line(ab), verdict_line(ab)
 
 
 def test_a_flag_that_changed_no_bit_unconfirmed_is_a_trap():
@@ -398,17 +419,17 @@ def test_a_flag_that_changed_no_bit_unconfirmed_is_a_trap():
     ab = read(p, {"base": store(url(0), INFO, base), "cuda-graph=off": store(url(1), silent, base)})
     (cfg,) = ab.configs
     assert cfg.identical_to_base is True and cfg.took_effect is None
-    assert cfg.no_effect is None and cfg.trap is not None
-    assert cfg.trap.startswith(
+    assert no_effect_line(cfg) is None and trap_line(cfg) is not None
+    assert trap_line(cfg).startswith(
         "cuda-graph=off: changed nothing: every helper bit-identical to the base (match 32/32"
     )
-    assert "/server_info does not say whether it took effect" in cfg.trap
-    assert "either the flag did not take effect (check its guard)" in cfg.trap
+    assert "/server_info does not say whether it took effect" in trap_line(cfg)
+    assert "either the flag did not take effect (check its guard)" in trap_line(cfg)
     # the only knob might not have taken effect: nothing but the base counts, nothing claimed
-    assert ab.verdict.kind == INCONCLUSIVE_V, ab.verdict.line
+    assert ab.verdict.kind == INCONCLUSIVE_V, verdict_line(ab)
     assert (
         "no configuration besides the base counts (not counted, see its line: cuda-graph=off)"
-        in (ab.verdict.line)
+        in (verdict_line(ab))
     )
 
 
@@ -441,23 +462,23 @@ def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
     assert (
         r is not None
         and r.effect == NOT_TESTED
-        and "ran but compared nothing" in (r.untested or "")
+        and "ran but compared nothing" in (untested_text(r) or "")
     )
-    assert cfg.trap is None and cfg.took_effect is True
-    lines = cfg.untested_lines()
+    assert trap_line(cfg) is None and cfg.took_effect is True
+    lines = turned_off_lines(cfg)
     assert any(line.startswith("radix-cache=off: decode_cache_hit not tested (") for line in lines)
-    assert all(line in ab.verdict.traps for line in lines)
+    assert all(line in trap_lines(ab) for line in lines)
     # issue 44: the knob itself turned the cache off, and the line says so, not that
     # deterministic inference may have
     assert all("radix-cache=off turned the radix cache off" in line for line in lines), lines
     assert "deterministic" not in " ".join(lines)
-    assert "base false" in (r.untested or "")
+    assert "base false" in (untested_text(r) or "")
     assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].sufficient == ()
     assert "no configuration that took effect tested its path (not tested by radix-cache=off)" in (
-        ab.verdict.line
+        verdict_line(ab)
     )
     assert ab.verdict.helpers[0].untested_by == ("radix-cache=off",)
-    assert "radix-cache=off turned it off" in (ab.verdict.next_step or "")
+    assert "radix-cache=off turned it off" in (next_step(ab.verdict) or "")
     out = text(ab)
     assert "fixed" not in out and "removes" not in out
     assert "radix-cache=off" not in ab.movement()
@@ -474,9 +495,9 @@ def test_a_configuration_that_did_not_run_is_kept_and_named():
         },
     )
     fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
-    assert not fa3.measured and "did not run" in fa3.line()
+    assert not fa3.measured and "did not run" in config_line(fa3)
     assert ab.verdict.kind == LOCALIZED and ab.verdict.helpers[0].sufficient == ("cuda-graph=off",)
-    assert read(p, {}).verdict.line.startswith("inconclusive: the base did not run")
+    assert verdict_line(read(p, {})).startswith("inconclusive: the base did not run")
 
 
 def test_attach_mode_configurations_read_the_same_way():
@@ -510,7 +531,7 @@ def test_a_sweep_read_back_refuses_what_check_refuses():
         },
     )
     (cfg,) = ab.configs
-    assert not cfg.measured and (cfg.missing or "").startswith(
+    assert not cfg.measured and (missing_text(cfg) or "").startswith(
         f"refused: {url(1)} serves another model than {url(0)} (the config.json and "
         "*.safetensors differ on this machine (sha256 aaaaaaaaaaaa… vs bbbbbbbbbbbb…)"
     )
@@ -524,8 +545,10 @@ def test_a_sweep_read_back_refuses_what_check_refuses():
         },
     )
     (cfg,) = ab.configs
-    assert (cfg.missing or "").startswith(f"refused: {url(0)} and {url(1)} are the same server")
-    assert cfg.to_json(["match"])["counted"] is False
+    assert (missing_text(cfg) or "").startswith(
+        f"refused: {url(0)} and {url(1)} are the same server"
+    )
+    assert config_json(cfg, ["match"])["counted"] is False
 
 
 def test_a_knob_that_starves_the_cache_is_not_tested_never_reduced():
@@ -548,7 +571,7 @@ def test_a_knob_that_starves_the_cache_is_not_tested_never_reduced():
     )
     (cfg,) = ab.configs
     r = cfg.helper("prefill_cache_hit")
-    assert r is not None and r.effect == NOT_TESTED, r.line()
+    assert r is not None and r.effect == NOT_TESTED, helper_line(r)
     assert r.untested == (
         "cache hits much shorter than the base's: 15 of 16 samples cached 1 token where the "
         "base cached 20-66 tokens on the same prompts (a quarter or less): too little restored to "
@@ -578,7 +601,7 @@ def test_json_document_and_console_lines():
             ),
         },
     )
-    doc = json.loads(json.dumps(ab.to_json(), allow_nan=False))
+    doc = json.loads(json.dumps(ablation_json(ab), allow_nan=False))
     assert doc["base"] == "base" and doc["verdict"]["kind"] == "localized"
     base, fa3 = doc["configs"]
     assert base["name"] == "base" and base["helpers"]["match"]["effect"] == "base"
@@ -590,20 +613,20 @@ def test_json_document_and_console_lines():
     assert m["effect"] == "removed" and m["avg_kl_div"] == 0.0 and m["exact_samples"] == 32
     assert m["paired"]["n"] == 32 and m["paired"]["p"] < 2.5e-4
     assert fa3["movement"] > 5
-    lines = ab.lines()
-    assert all("\n" not in line for line in lines)
+    said = lines(ab)
+    assert all("\n" not in line for line in said)
     lv = num(ab.base.helper("match").level)  # type: ignore[union-attr]
-    assert lines[0].startswith(f"base: match {lv}, ") and lines[1].startswith(
+    assert said[0].startswith(f"base: match {lv}, ") and said[1].startswith(
         "attention-backend=fa3: match 0 (removed)"
     )
-    assert lines[-2].startswith("localized:") and lines[-1].startswith("next: find the module")
+    assert said[-2].startswith("localized:") and said[-1].startswith("next: find the module")
 
 
 def test_configs_given_as_a_list_need_a_base():
     only = Config("base", {}, tuple(LAUNCH))
     ab = read([only], {"base": store(url(0), INFO, noisy(0))})
     assert ab.configs == () and ab.verdict.kind == INCONCLUSIVE_V
-    assert "none was planned" in ab.verdict.line
+    assert "none was planned" in verdict_line(ab)
 
 
 def test_a_knob_removing_every_helpers_divergence_says_localized_once():
@@ -619,12 +642,12 @@ def test_a_knob_removing_every_helpers_divergence_says_localized_once():
             "deterministic=on": store(url(2), INFO, noisy(2, 0.0)),
         },
     )
-    assert ab.verdict.line.count("localized:") == 1
+    assert verdict_line(ab).count("localized:") == 1
     for h in HELPERS:
-        assert f"attention-backend=fa3 removes {h}'s divergence" in ab.verdict.line
+        assert f"attention-backend=fa3 removes {h}'s divergence" in verdict_line(ab)
     det = next(c for c in ab.configs if c.name == "deterministic=on")
-    assert det.trap is not None and "(removed)" not in det.line()
-    assert det.to_json(ab.diverging)["counted"] is False
+    assert trap_line(det) is not None and "(removed)" not in config_line(det)
+    assert config_json(det, ab.diverging)["counted"] is False
     assert all(hv.sufficient == ("attention-backend=fa3",) for hv in ab.verdict.helpers)
 
 
@@ -633,6 +656,8 @@ def test_a_sweep_where_only_the_base_was_measured_claims_nothing():
     off: 'no single knob explains it' and '--pairs' would claim knobs that were never tried."""
     p = sweep("attention-backend=fa3", "cuda-graph=off")
     ab = read(p, {"base": store(url(0), INFO, noisy(0))})
-    assert ab.verdict.kind == INCONCLUSIVE_V, ab.verdict.line
-    assert "not measured: attention-backend=fa3, cuda-graph=off" in ab.verdict.line
-    assert "no single knob" not in ab.verdict.line and "--pairs" not in (ab.verdict.next_step or "")
+    assert ab.verdict.kind == INCONCLUSIVE_V, verdict_line(ab)
+    assert "not measured: attention-backend=fa3, cuda-graph=off" in verdict_line(ab)
+    assert "no single knob" not in verdict_line(ab) and "--pairs" not in (
+        next_step(ab.verdict) or ""
+    )

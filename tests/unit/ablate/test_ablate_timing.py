@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from kltui.ablate.plan import Config
+from kltui.ablate.sweep import INTERRUPTED, NOT_RUN
 from kltui.run import ablate as sweep_mod
 from kltui.run.config import RunConfig
-from kltui.run.sweep_manifest import INTERRUPTED, NOT_RUN
 
 WAIT_S = 0.6
 
@@ -74,6 +74,6 @@ def test_an_interrupted_sweep_counts_its_cut_seconds_as_the_servers_not_kltuis(
 ):
     sweep = _sweep(tmp_path, monkeypatch, hang)
     assert sweep.interrupted and sweep.base.status == (NOT_RUN if hang else INTERRUPTED)
-    t = sweep.timing()
+    t = sweep.timing().to_json()
     assert t[part] >= WAIT_S * 0.9, t
     assert t["kltui_s"] < WAIT_S / 2, t

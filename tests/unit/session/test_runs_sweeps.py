@@ -4,6 +4,7 @@ configurations and how they ended; `kltui replay` with no FILE opens the newest 
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import time
@@ -11,10 +12,12 @@ from pathlib import Path
 
 import orjson
 import pytest
+from rich.console import Console
 
 from kltui.ablate.plan import Config
+from kltui.ablate.sweep import FAILED, Sweep
 from kltui.cli import main
-from kltui.run.sweep_manifest import FAILED, Sweep
+from kltui.outputs.ablation import finish
 from kltui.session import runs as runs_mod
 from tests.unit.session.test_runs import make_runs
 
@@ -77,7 +80,7 @@ def test_a_finished_sweep_writes_its_verdict_into_the_manifest(tmp_path):
     sweep.add([Config("base"), Config("tp=2", {"tp": "2"})])
     sweep.runs[0].failed("base: exited with code 1 before it was healthy", "exited")
     assert sweep.runs[0].status == FAILED
-    sweep.finish()
+    finish(Console(file=io.StringIO()), sweep, live=True)  # a live sweep's end
     doc = orjson.loads((tmp_path / "ablation.json").read_bytes())
     assert doc["verdict"]["kind"] == "inconclusive" and doc["verdict"]["exit_code"] == 3
     assert runs_mod.inspect_sweep(tmp_path).verdict == "inconclusive"
