@@ -14,9 +14,8 @@ Launch mode, for a base command and its `--vary` knobs:
    its server stopped. A configuration that fails (never healthy, exits, dies mid-run, a knob
    value refused) is one line naming it and its log's last lines; the sweep goes on;
 4. with `--pairs`, the knobs that moved the result most (`plan.pairs`) two at a time.
-Attach mode: running servers (the first is the base), told apart by their /server_info
-(`plan.attach`); nothing is launched. The sweep folder `ablate-<id>/` in the runs folder holds
-every log, recording and the manifest `ablation.json` (`run/sweep_manifest.py`).
+Attach mode: running servers (the first is the base), told apart by /server_info (`plan.attach`).
+The sweep folder `ablate-<id>/` holds every log, recording and `ablation.json`.
 """
 
 from __future__ import annotations
