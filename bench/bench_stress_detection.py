@@ -30,6 +30,7 @@ from kltui.reference.launcher import ReferenceServer  # noqa: E402
 from kltui.run.config import RunConfig  # noqa: E402
 from kltui.run.driver import RunDriver, RunOutcome  # noqa: E402
 from kltui.session.store import SessionStore  # noqa: E402
+from kltui.words.stress import activity_line  # noqa: E402
 
 # an undersized pool and small chunks, so that background traffic evicts and crosses chunk
 # boundaries, while a quiet helper (SAMPLES prompts of 16-96 tokens) fits both
@@ -148,7 +149,7 @@ def trial(outcomes: list[RunOutcome], fault: str) -> Trial:
         bug = next(h for h in reading.helpers if h.state_bug)
         f = bug.first
         where = f"{bug.helper} sample {f.sample} @ {f.first} ({f.side})" if f else f"{bug.helper}"
-        trigger = bug.during.line() if bug.during else "traffic running"
+        trigger = activity_line(bug.during) if bug.during else "traffic running"
     return Trial(q_caught, q_caught or s_caught, where, trigger, exact, reading)
 
 
