@@ -1,5 +1,5 @@
 """The fleet of a `--router` run: replicas as rows, helpers as columns, a verdict per cell
-against the reference replica, and the agreement groups (`session.fleet`). Enter on a row opens
+against the reference replica, and the agreement groups (`readings/fleet.py`). Enter on a row opens
 that replica's own dashboard (its first helper selected)."""
 
 from __future__ import annotations

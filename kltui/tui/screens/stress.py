@@ -1,5 +1,5 @@
 """Quiet vs stressed, side by side: a `--stress` session's two runs of the same prompt set, per
-helper (`session/stress.StressReading`): each run's avg_kl_div and status, then the comparison
+helper (`readings/stress.StressReading`): each run's avg_kl_div and status, then the comparison
 (bit for bit on a deterministic server, the paired test otherwise), where a state bug first
 shows and what the background traffic was doing then. Nothing is computed here."""
 
