@@ -6,6 +6,7 @@ The Prometheus is started here on 127.0.0.1 with a temporary config and storage,
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -20,7 +21,8 @@ from tests.prometheus import PROMETHEUS, RULES, needs_prometheus
 
 pytestmark = needs_prometheus
 # match and prefill_cache_hit flush twice each per probe: the fault wakes after probe 2
-FLUSHES_BEFORE_FAULT = 8
+# about four probes read the server exact before the fault wakes (each flushes up to 4 times)
+FLUSHES_BEFORE_FAULT = 16
 STATE_BUG = "KltuiStateBugAppeared"
 
 
@@ -75,6 +77,7 @@ def test_a_real_prometheus_fires_the_state_bug_alert_when_the_fault_appears(
          f"--web.listen-address=127.0.0.1:{api_port}"],
         stdout=subprocess.DEVNULL, stderr=open(tmp_path / "prometheus.log", "w"),
     )  # fmt: skip
+    _wait_ready(api)  # the monitor starts once Prometheus scrapes: no exact probe goes unseen
     cmd = [sys.executable, "-m", "kltui", "monitor", "--server", srv.url, "--headless",
            "--every", "2s", "--helpers", "match,prefill_cache_hit", "--samples", "8",
            "--max-new-tokens", "16", "--max-prompt-tokens", "96", "--no-record",
@@ -110,6 +113,16 @@ def test_a_real_prometheus_fires_the_state_bug_alert_when_the_fault_appears(
         prom.wait(timeout=30)
     assert mon.returncode == 0, err
     assert "changed: condition 2 appeared" in out
+
+
+def _wait_ready(api: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{api}/-/ready", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"Prometheus at {api} not ready after {seconds} s")
 
 
 def _name(alert: dict) -> str:
