@@ -14,6 +14,7 @@ from kltui.argtypes import pos_int
 from kltui.cli.options import (
     GATE_SETTINGS,
     INPUT_SETTINGS,
+    MULTITURN_OPTIONS,
     REQUEST_SETTINGS,
     SERVER_SETTINGS,
     add_settings,
@@ -51,6 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_settings(g, ("threshold",), MONITOR_SIZES)
     g.add_argument("--config", metavar="FILE.yaml", help="YAML config with per (model, tp) gates")
     add_settings(p, GATE_SETTINGS + REQUEST_SETTINGS + ("stress",), MONITOR_SIZES)
+    # `--helpers multiturn` probes take the multiturn helper's shape as check does (issue 58)
+    add_settings(p.add_argument_group("multiturn"), MULTITURN_OPTIONS, MONITOR_SIZES)
     p.add_argument(
         "--every",
         type=duration_arg,

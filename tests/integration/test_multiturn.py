@@ -132,3 +132,30 @@ async def test_on_a_mamba_server_turns_are_held_to_the_checkpoint_asserts(
     assert {r["rule"] for r in rows.values()} == {"prefill_mamba", "decode_mamba"}
     assert (rows[(0, 0, 1)]["cached_tokens"], rows[(0, 0, 1)]["expected_low"]) == (64, 64)
     assert (rows[(0, 0, 2)]["cached_tokens"], rows[(0, 0, 2)]["expected_low"]) == (128, 128)
+
+
+def test_a_monitor_probe_runs_multiturn_and_names_the_fault_when_it_appears(
+    reference_servers, tmp_path, prompts
+):
+    """`kltui monitor --helpers match,multiturn` takes the multiturn shape as check does; a
+    decode-track-slot fault that wakes after the first probe's flushes reads 'condition 2
+    appeared' on the multiturn path."""
+    import subprocess
+    import sys
+
+    srv = reference_servers.own(
+        deterministic=True,
+        page_size=4,
+        fault="decode-track-slot",
+        extra_args=("--fault-after-flushes", "6"),
+    )
+    shape = [f"--{k.replace('_', '-')}" if v is True else f"--{k.replace('_', '-')}={v}"
+             for k, v in SMALL.items() if k.startswith("multiturn")]  # fmt: skip
+    shape = [s.replace("=[32, 16]", "=32,16") for s in shape]
+    cmd = [sys.executable, "-m", "kltui", "monitor", "--server", srv.url, "--headless",
+           "--every", "1s", "--probes", "2", "--helpers", "match,multiturn", "--prompts", prompts,
+           "--samples", "24", "--max-new-tokens", "16", "--no-record", *shape]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    out = done.stdout
+    assert "exact (match 0, multiturn 0)" in out, out + done.stderr
+    assert "changed: condition 2 appeared" in out and "(multiturn;" in out, out + done.stderr
