@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, Timing
 from kltui.readings.ablation import Ablation, ConfigReading, Effect
+from kltui.readings.ablation_kinds import Missing
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.words.ablation import lines
-from kltui.words.ablation_config import cell, condition_cell
+from kltui.words.ablation_config import cell, condition_cell, missing_text
 from kltui.words.stress import scope_of
 
 
@@ -89,8 +90,9 @@ def stress_lines(sweep: Sweep) -> list[str]:
 def _note(c: ConfigReading, run: ConfigRun | None) -> str:
     if run is not None and run.status == FAILED:
         return f"failed ({run.error_kind})"
-    if not c.measured:
-        return run.status if run is not None else "not measured"
+    if not c.measured:  # measured but refused (another model, the same process) says why
+        refused = missing_text(c) if c.missing == Missing.REFUSED else None
+        return refused or (run.status if run is not None else "not measured")
     if c.trap is not None:
         return "the flag did not take effect" if c.took_effect is False else "changed nothing"
     if c.no_effect:

@@ -17,6 +17,7 @@ Imports no torch: the CLI validates flags with it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shutil
@@ -155,20 +156,27 @@ class Arch:
 
     def served_folder(self, checkpoint: Path) -> Path:
         """The folder /server_info names as model_path: the checkpoint itself for llama, else a
-        temporary folder with this arch's config.json beside links to the checkpoint's files
-        (the caller removes it at exit)."""
+        folder with this arch's config.json beside links to the checkpoint's files, named by
+        its content (`kltui-reference-<arch>-<sha>` in the temp folder) so that two servers of
+        the same model name the same path, as two SGLang servers of one checkpoint do (kltui
+        tells another model by its path). Made once, atomically, and kept: servers started at
+        once share it, and none removes it from under another."""
         if self.name == "llama":
             return checkpoint
-        folder = Path(tempfile.mkdtemp(prefix=f"kltui-reference-{self.name}-"))
         base = json.loads((checkpoint / "config.json").read_text())
-        (folder / "config.json").write_text(json.dumps(self.config(base), indent=2) + "\n")
+        text = json.dumps(self.config(base), indent=2) + "\n"
+        key = hashlib.sha256((str(checkpoint.resolve()) + text).encode()).hexdigest()[:12]
+        folder = Path(tempfile.gettempdir()) / f"kltui-reference-{self.name}-{key}"
+        if (folder / "config.json").is_file():
+            return folder
+        staging = Path(tempfile.mkdtemp(prefix=f"kltui-reference-{self.name}-new-"))
+        (staging / "config.json").write_text(text)
         for name in FOLDER_FILES:
             src = checkpoint / name
             if src.is_file():
-                (folder / name).symlink_to(src.resolve())
+                (staging / name).symlink_to(src.resolve())
+        try:
+            staging.rename(folder)
+        except OSError:  # another server made it first: the same content
+            shutil.rmtree(staging, ignore_errors=True)
         return folder
-
-
-def remove_folder(folder: Path, checkpoint: Path) -> None:
-    if folder.resolve() != checkpoint.resolve():
-        shutil.rmtree(folder, ignore_errors=True)

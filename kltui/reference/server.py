@@ -330,6 +330,5 @@ def serve(settings: ServerSettings, launch_command: str | None = None) -> int:
         asyncio.run(run())
     finally:
         state.scheduler.stop()
-        state.close()
         sock.close()
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 
 from kltui.reference import CHECKPOINT_DIR
-from kltui.reference.arch import Arch, remove_folder
+from kltui.reference.arch import Arch
 from kltui.reference.cache import RadixCache
 from kltui.reference.checkpoints import StateKeeper
 from kltui.reference.engine import Engine, GenRequest, Sampling
@@ -125,10 +125,6 @@ class ReferenceState:
             block = RecurrentBlock(cfg.hidden_size, cfg.rms_norm_eps)
             block.init_weights()
             self.model.recurrent = block.to(self.model.lm_head.weight.dtype).eval()
-
-    def close(self) -> None:
-        """Remove the served config folder of a stateful arch."""
-        remove_folder(self.served, Path(self.checkpoint))
 
     def warm_up(self) -> None:
         """One tiny generate outside the cache, so the first real request pays no lazy init."""

@@ -94,3 +94,35 @@ def test_ablate_reads_the_audit_stale_prefix_server_as_condition_2(tmp_path, cap
     verdict = doc["ablation"]["verdict"]
     assert "kernel" not in verdict["line"] and "dumps" not in verdict["line"], verdict
     assert code in (0, 1)
+
+
+@pytest.mark.parametrize(
+    ("fault", "knob", "helper"),
+    [
+        ("graph-stale-tail", "cuda-graph=off", "decode_cache_hit"),
+        ("batch-state-offset", "--max-running-requests=1", "prefill_cache_hit"),
+    ],
+)
+def test_ablate_finds_the_knob_that_removes_a_planted_state_fault(
+    tmp_path, capsys, fault, knob, helper
+):
+    """`kltui ablate` on a Mamba reference server with a planted fault names the knob that
+    removes it (issue 57). Two launches of one --arch mamba server name the same model path
+    (a stateful arch's served folder is named by its content), so the configuration is
+    compared, not refused as another model."""
+    launch = " ".join([sys.executable, "-m", "kltui", "serve-reference", "--deterministic",
+                       "--fault", fault, *SMALL_GRID])  # fmt: skip
+    code = main(
+        [
+            "ablate", "--headless", "--launch", launch, "--vary", knob,
+            "--helpers", f"match,{helper}", "--samples", "16", "--max-new-tokens", "40",
+            "--json", str(tmp_path / "a.json"), "--folder", str(tmp_path / "sweep"),
+        ]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    doc = read_json(tmp_path / "a.json", "ablation")
+    base, changed = doc["ablation"]["configs"]
+    assert base["condition"] == 2 and changed["measured"], out[-3000:]
+    assert changed["helpers"][helper]["effect"] == "removed", out[-3000:]
+    assert doc["ablation"]["verdict"]["kind"] == "localized", out[-3000:]
+    assert code == 0
