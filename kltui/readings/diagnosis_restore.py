@@ -15,6 +15,8 @@ off the run; the cache helpers are judged against match's exact samples.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kltui.readings.advice import (
     CONDITION2_STEP,
     cross_check_command,
@@ -60,18 +62,25 @@ def restore_split(match: HelperState, exact_others: int = 0) -> CachedDecode | N
     return CachedDecode(match.helper, least, cached, differing, cold, p)
 
 
+def exact_side(match: HelperState, excluded: Sequence[int], n: int) -> PathSide:
+    """What `judge` reads of match on its `n` samples outside `excluded`: exact (the samples
+    that reused fewer cached tokens, or that stayed within the window)."""
+    rest = [i for i in match.book.order if i not in set(excluded)]
+    whole = path_side(match, rest)
+    return PathSide(whole.means, 0, whole.tokens, 0.0, whole.passed, 0, n)
+
+
 def cold_side(match: HelperState, split: CachedDecode) -> PathSide:
     """What `judge` reads of match on the samples that reused fewer cached tokens: exact."""
-    cold = [i for i in match.book.order if i not in set(split.cached)]
-    whole = path_side(match, cold)
-    return PathSide(whole.means, 0, whole.tokens, 0.0, whole.passed, 0, split.cold)
+    return exact_side(match, split.cached, split.cold)
 
 
-def _one_path(c: Paths, v: PathVerdict, split: CachedDecode) -> OnePath:
+def one_path_evidence(c: Paths, v: PathVerdict, n_exact: int) -> OnePath:
+    """A cache path's one-path record against match's `n_exact` exact samples."""
     s = path_side(c.cache[v.helper])
     clean = tuple((h, path_side(st).samples) for h, st in c.cache.items() if c.exact[h])
     return OnePath(
-        v.helper, s.differing_samples, s.samples, s.differing, s.tokens, split.cold, clean, v.p
+        v.helper, s.differing_samples, s.samples, s.differing, s.tokens, n_exact, clean, v.p
     )
 
 
@@ -81,7 +90,9 @@ def restored(c: Paths, split: CachedDecode) -> Diagnosis:
     `c.verdicts` were judged against match's cold samples (`cold_side`)."""
     one = c.verdicts_of()
     c.evidence.append(split)
-    c.evidence += [_one_path(c, v, split) for v in c.verdicts if v.kind in (STATE, UNCLEAR)]
+    c.evidence += [
+        one_path_evidence(c, v, split.cold) for v in c.verdicts if v.kind in (STATE, UNCLEAR)
+    ]
     names = [v.helper for v in c.of(STATE)]
     shapes: list[Line] = shape_in(c.match, c.info)
     c.evidence += shapes + [x for h in names for x in shape_in(c.cache[h], c.info)]

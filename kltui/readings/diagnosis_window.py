@@ -19,25 +19,24 @@ from kltui.engines.identity import ServerIdentity
 from kltui.readings.advice import CONDITION2_STEP, cross_check_command, rerun_command
 from kltui.readings.diagnosis_parts import (
     Headline,
-    OnePath,
     Step,
     StepKind,
     Suspect,
     SuspectKind,
 )
 from kltui.readings.diagnosis_paths import Paths
+from kltui.readings.diagnosis_restore import exact_side, one_path_evidence
 from kltui.readings.evidence import (
     EVIDENCE_P,
     STRAY_ULP_FLOOR,
     differing_samples,
     level_of,
-    path_side,
 )
 from kltui.readings.findings import Finding
 from kltui.readings.geometry_evidence import geometry_of_info, shape_in
 from kltui.readings.geometry_parts import WindowSplit
 from kltui.readings.paired import one_path_p
-from kltui.readings.path_test import STATE, UNCLEAR, PathSide, PathVerdict
+from kltui.readings.path_test import STATE, UNCLEAR, PathSide
 from kltui.readings.verdict import Diagnosis
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
@@ -78,17 +77,7 @@ def window_split(
 
 def within_side(match: HelperState, split: WindowSplit) -> PathSide:
     """What `judge` reads of match on the samples that stayed within the window: exact."""
-    inside = [i for i in match.book.order if i not in set(split.passed)]
-    whole = path_side(match, inside)
-    return PathSide(whole.means, 0, whole.tokens, 0.0, whole.passed, 0, split.within)
-
-
-def _one_path(c: Paths, v: PathVerdict, split: WindowSplit) -> OnePath:
-    s = path_side(c.cache[v.helper])
-    clean = tuple((h, path_side(st).samples) for h, st in c.cache.items() if c.exact[h])
-    return OnePath(
-        v.helper, s.differing_samples, s.samples, s.differing, s.tokens, split.within, clean, v.p
-    )
+    return exact_side(match, split.passed, split.within)
 
 
 def windowed(c: Paths, split: WindowSplit) -> Diagnosis:
@@ -96,7 +85,9 @@ def windowed(c: Paths, split: WindowSplit) -> Diagnosis:
     or for a cache path against match's exact ones; else inconclusive, never kernels."""
     one = c.verdicts_of()
     c.evidence.append(split)
-    c.evidence += [_one_path(c, v, split) for v in c.verdicts if v.kind in (STATE, UNCLEAR)]
+    c.evidence += [
+        one_path_evidence(c, v, split.within) for v in c.verdicts if v.kind in (STATE, UNCLEAR)
+    ]
     names = [v.helper for v in c.of(STATE)]
     c.evidence += shape_in(c.match, c.info)
     c.evidence += [x for h in names for x in shape_in(c.cache[h], c.info)]

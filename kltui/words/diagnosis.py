@@ -137,27 +137,37 @@ def _too_few_common(h: Headline, b: Basis) -> str:
     )
 
 
-def _restored(h: Headline) -> str:
+def _only_in(h: Headline, whose: str, rest: str) -> str:
+    """match differs only in the samples of a split (`whose` names them, `rest` the others)."""
     k = len(h.samples)
     only = "exactly the" if k == h.n else f"{k} of the"
     return (
         f"match differs only in {only} {h.n} sample{'' if h.n == 1 else 's'} whose decode "
-        f"reused at least {h.least} cached tokens ({shown_ids(h.samples)}) and is "
-        f"bit-identical in the {h.cold} that reused fewer"
+        f"{whose} ({shown_ids(h.samples)}) and is bit-identical in the {h.cold} that {rest}"
     )
+
+
+def _restored(h: Headline) -> str:
+    return _only_in(h, f"reused at least {h.least} cached tokens", "reused fewer")
+
+
+def _past_window(h: Headline) -> str:
+    return _only_in(h, f"passed the {h.least}-token sliding window", "stayed within it")
+
+
+def _also(h: Headline) -> str:
+    """The cache paths that diverge beyond chance against match's exact samples, if any."""
+    if not h.helpers:
+        return ""
+    n = len(h.helpers)
+    return f"; {joined(h.helpers)} diverge{plural(n)} beyond chance against match's exact samples"
 
 
 def _restore_state(h: Headline, b: Basis) -> str:
-    also = (
-        f"; {joined(h.helpers)} diverge{plural(len(h.helpers))} beyond chance against match's "
-        "exact samples"
-        if h.helpers
-        else ""
-    )
     return (
         f"condition 2 (state bug): {_restored(h)}, so the kernels agree and the divergence "
-        f"follows the reused cache{also}: the fault is in {path_of(h.primary or '')}, not in "
-        "the kernels" + tail(b)
+        f"follows the reused cache{_also(h)}: the fault is in {path_of(h.primary or '')}, not "
+        "in the kernels" + tail(b)
     )
 
 
@@ -168,26 +178,10 @@ def _restore_unclear(h: Headline, b: Basis) -> str:
     )
 
 
-def _past_window(h: Headline) -> str:
-    k = len(h.samples)
-    only = "exactly the" if k == h.n else f"{k} of the"
-    return (
-        f"match differs only in {only} {h.n} sample{'' if h.n == 1 else 's'} whose decode "
-        f"passed the {h.least}-token sliding window ({shown_ids(h.samples)}) and is "
-        f"bit-identical in the {h.cold} that stayed within it"
-    )
-
-
 def _window_state(h: Headline, b: Basis) -> str:
-    also = (
-        f"; {joined(h.helpers)} diverge{plural(len(h.helpers))} beyond chance against match's "
-        "exact samples"
-        if h.helpers
-        else ""
-    )
     return (
         f"condition 2 (state bug): {_past_window(h)}, so the kernels agree and the divergence "
-        f"follows the window{also}: the fault is in the sliding window's eviction during "
+        f"follows the window{_also(h)}: the fault is in the sliding window's eviction during "
         "decode, not in the kernels" + tail(b)
     )
 
