@@ -36,7 +36,7 @@ from kltui.readings.findings import Finding
 from kltui.readings.geometry_evidence import shape_in
 from kltui.readings.paired import one_path_p
 from kltui.readings.path_test import STATE, UNCLEAR, PathSide, PathVerdict
-from kltui.readings.verdict import Diagnosis
+from kltui.readings.verdict import Diagnosis, Verdicts
 from kltui.registry import cache_helpers
 from kltui.session.store import HelperState
 
@@ -106,19 +106,34 @@ def restored(c: Paths, split: CachedDecode) -> Diagnosis:
         primary=next((h for h in cache_helpers() if h in names), cache_helpers()[0]),
     )
     suspects = state_suspects(names or [cache_helpers()[0]], c.info)
-    if split.p < EVIDENCE_P or names:
+    kinds = (Finding.RESTORE_STATE, Finding.RESTORE_UNCLEAR)
+    return split_verdict(c, one, kinds, figures, suspects, split.p)
+
+
+def split_verdict(
+    c: Paths,
+    one: Verdicts,
+    kinds: tuple[Finding, Finding],
+    figures: Headline,
+    suspects: list,
+    p: float,
+) -> Diagnosis:
+    """A divergence confined to one side of a split (the reused cache, the window): condition 2
+    (kinds[0]) when the split's own test or a cache path against match's exact samples says
+    so, else inconclusive (kinds[1]) with a larger run to decide it; never kernel advice."""
+    if p < EVIDENCE_P or figures.helpers:
         return one(
-            Finding.RESTORE_STATE,
+            kinds[0],
             figures,
             c.evidence,
             condition=2,
             conditions=(2,),
             suspects=suspects,
             step=CONDITION2_STEP,
-            command=cross_check_command(c.server, names),
+            command=cross_check_command(c.server, list(figures.helpers)),
         )
     return one(
-        Finding.RESTORE_UNCLEAR,
+        kinds[1],
         figures,
         c.evidence,
         suspects=suspects,

@@ -16,18 +16,14 @@ judged against match's exact samples.
 from __future__ import annotations
 
 from kltui.engines.identity import ServerIdentity
-from kltui.readings.advice import CONDITION2_STEP, cross_check_command, rerun_command
 from kltui.readings.diagnosis_parts import (
     Headline,
-    Step,
-    StepKind,
     Suspect,
     SuspectKind,
 )
 from kltui.readings.diagnosis_paths import Paths
-from kltui.readings.diagnosis_restore import exact_side, one_path_evidence
+from kltui.readings.diagnosis_restore import exact_side, one_path_evidence, split_verdict
 from kltui.readings.evidence import (
-    EVIDENCE_P,
     STRAY_ULP_FLOOR,
     differing_samples,
     level_of,
@@ -100,22 +96,5 @@ def windowed(c: Paths, split: WindowSplit) -> Diagnosis:
         p=split.p,
     )
     suspects = [Suspect(SuspectKind.WINDOW_EVICTION, figure=split.window)]
-    if split.p < EVIDENCE_P or names:
-        return one(
-            Finding.WINDOW_STATE,
-            figures,
-            c.evidence,
-            condition=2,
-            conditions=(2,),
-            suspects=suspects,
-            step=CONDITION2_STEP,
-            command=cross_check_command(c.server, names),
-        )
-    return one(
-        Finding.WINDOW_UNCLEAR,
-        figures,
-        c.evidence,
-        suspects=suspects,
-        step=Step(StepKind.STATE_UNCLEAR),
-        command=rerun_command(c.server, 128),
-    )
+    kinds = (Finding.WINDOW_STATE, Finding.WINDOW_UNCLEAR)
+    return split_verdict(c, one, kinds, figures, suspects, split.p)
