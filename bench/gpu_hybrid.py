@@ -127,7 +127,10 @@ def kltui_check(url: str, prompts: Path, out: Path, extra: list[str], args) -> d
         str(args.max_new_tokens),
         "--temperature",
         "0",
-        "--no-record",
+        # the recording keeps every request's figures and the drill-down's top-k windows, so a
+        # later kltui replays the same run (readings added after the lease read it offline)
+        "--record",
+        str(out.with_suffix(".kltui.jsonl")),
         "--json",
         str(out),
         *extra,

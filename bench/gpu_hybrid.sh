@@ -47,3 +47,6 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 [ ${#SPECS[@]} -gt 0 ] && "$PY" bench/gpu_hybrid.py "${SPECS[@]}" --out "$OUTD/res" "$@"
 for k in $KINDS; do echo "== $k"; grep -h -m3 -E "Mamba Cache is allocated|hybrid_ssm|sliding window memory pool" "$LOGS/server_$k.log"
   { echo "== $k"; tail -40 "$LOGS/server_$k.log"; } >> "$OUTD/servers_tail.log"; done
+# kltui's recordings and console text of every run, one file ($OUT brings back at most 8)
+tar -czf "$OUTD/kltui_runs.tar.gz" -C "$OUTD/res-work" $(cd "$OUTD/res-work" && ls *.kltui.jsonl *.txt 2>/dev/null) \
+  && ls -la "$OUTD/kltui_runs.tar.gz" && rm -rf "$OUTD/res-work"
