@@ -185,7 +185,8 @@ def test_the_markdown_and_junit_reports_carry_the_table_and_one_case_per_configu
 
     md = (bf16_sweep["tmp"] / "a.md").read_text()
     doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
-    assert f"| deterministic=on | {reading_rows(bf16_sweep['folder'])['deterministic=on']} |" in md
+    row = reading_rows(bf16_sweep["folder"])["deterministic=on"]
+    assert f"| deterministic=on | {row} |" in md
     assert f"**{md_text(doc['ablation']['verdict']['line'])}**" in md
     root = ET.parse(bf16_sweep["tmp"] / "a.xml").getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}

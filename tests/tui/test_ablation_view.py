@@ -45,6 +45,12 @@ SIZES = ["--samples", "12", "--max-new-tokens", "8", "--max-prompt-tokens", "48"
 REFERENCE = f"{sys.executable} -m kltui.reference serve --dtype bfloat16"
 
 
+def unwrapped(text: str) -> str:
+    """Text as one line, its whitespace collapsed: a line the console or a widget wrapped
+    compares with the line it was given."""
+    return " ".join(text.split())
+
+
 def live_feed(tmp_path: Path, *args: str, chain: bool = False) -> SweepFeed:
     """A sweep feed as `kltui ablate` builds it on a terminal (the launch's --help read here)."""
     ns = make_parser().parse_args(["ablate", *args, *SIZES])
@@ -129,7 +135,7 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
             ("match", Shape.REMOVED, ("deterministic=on",))
         ]
         # the box draws the reading's line, wrapped to its width
-        assert " ".join(verdict_line(ab).split()) in " ".join(verdict.split()), verdict
+        assert unwrapped(verdict_line(ab)) in unwrapped(verdict), verdict
         # --chain ran after it (localized condition 1); the reference server has no dumper, so
         # it stops at a step it names, under the matrix
         chain = feed.sweep.chain

@@ -37,6 +37,12 @@ def folder(tmp_path, monkeypatch):
     return d
 
 
+def unwrapped(text: str) -> str:
+    """Text as one line, its whitespace collapsed: a line the console or a widget wrapped
+    compares with the line it was given."""
+    return " ".join(text.split())
+
+
 def copy_sweep(folder: Path, name: str, created: float, **manifest) -> Path:
     """The committed sweep folder under `name`, its manifest's `created` (and more) set."""
     out = folder / name
@@ -100,7 +106,7 @@ def test_replay_without_a_file_opens_the_newest_sweep_folder(folder, capsys):
     assert ab.verdict.kind == VerdictKind.LOCALIZED
     assert [hv.sufficient for hv in ab.verdict.helpers] == [("deterministic=on",)] * 3
     # the replay prints the sweep's own verdict (wrapped to the console's width)
-    assert " ".join(verdict_line(ab).split()) in " ".join(out.out.split())
+    assert unwrapped(verdict_line(ab)) in unwrapped(out.out)
     # an older sweep than the newest recording: the recording is the newest
     shutil.rmtree(new)
     copy_sweep(folder, "ablate-old", 1.0)
