@@ -47,11 +47,12 @@ the JSON `ablation` document words/ablation_json.py's, shape:
     "kind": "localized",            // not reproduced | localized | reduced |
                                     // no single knob | inconclusive
     "line": "localized: attention-backend=fa3 removes match's divergence (8.5e-3 -> 0, 32/32 samples bit-identical)",
-    "helpers": [{"helper": "match", "kind": "localized", "line": "...",
+    "helpers": [{"helper": "match", "kind": "localized", "shape": "removed", "line": "...",
                  "sufficient": ["attention-backend=fa3"], "reducing": [], "untested_by": [],
                  "samples": []}],       // localized on these sample ids only ([]: on all)
     "traps": ["cuda-graph=off: the flag did not take effect: ..."],
     "next_step": "...",
+    "step": "find the module",      // the next step's kind (null: none)
     "chain": true                   // localized condition 1: the dumper drill-down applies
   },
   "configs": [
@@ -65,13 +66,14 @@ the JSON `ablation` document words/ablation_json.py's, shape:
      "settings": {"attention_backend": {"base": "triton", "reported": "fa3", "asked": "fa3"}},
      "identical_to_base": false,    // every helper the base tested compared and bit-identical
      "trap": null,                  // the flag-changed-nothing line, when it applies
+     "trap_kind": null,             // its kind: the flag did not take effect | changed nothing
      "counted": true,               // false: a trap or not measured, not part of the verdict
      "movement": 3.2,               // log10 of the base's avg_kl_div over this one's (floored)
      "helpers": {
        "match": {"avg_kl_div": 0.0, "base_avg_kl_div": 0.0085, "change": 0.0,
                  "scored": 32, "exact_samples": 32,
                  "common_samples": 32, "identical_to_base_samples": 0,
-                 "untested": null, "effect": "removed", "why": null, "samples": [],
+                 "untested": null, "untested_kind": null, "effect": "removed", "why": null, "samples": [],
                  "paired": {"n": 32, "higher": 32, "lower": 0, "equal": 0, "p": 2.3e-10,
                             "ratio": 8.5e6, "shift_p": 2.3e-10},
                  "line": "match: 8.5e-3 -> 0 (removed; 32/32 samples bit-identical; ...)"}

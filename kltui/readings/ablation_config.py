@@ -18,7 +18,7 @@ from kltui.readings.ablation_helper import (
 )
 from kltui.readings.ablation_kinds import BASE_EFFECT, NOT_TESTED, SAME, Missing, Trap
 from kltui.readings.ablation_settings import SettingCheck, cache_turned_off, settings_of
-from kltui.readings.coverage import untested
+from kltui.readings.coverage import coverage_of
 from kltui.readings.diagnosis import Diagnosis, diagnose_server
 from kltui.readings.evidence import level_of
 from kltui.readings.findings import Kind
@@ -160,14 +160,15 @@ def _base_helpers(name: str, base_states: dict[str, HelperState]) -> tuple[Helpe
         HelperReading(
             h,
             name,
-            level_of(st) if (why := untested(st)) is None else None,
+            level_of(st) if (cov := coverage_of(st)) is None else None,
             None,
             len(st.book.order),
             exact_samples_of(st),
             0,
             0,
-            why,
+            None if cov is None else cov.reason,
             BASE_EFFECT,
+            not_tested=None if cov is None else cov.kind,
         )
         for h, st in base_states.items()
     )

@@ -31,7 +31,7 @@ from kltui.readings.ablation_kinds import (
 )
 from kltui.readings.ablation_settings import SettingCheck
 from kltui.readings.compare import compare_books
-from kltui.readings.coverage import starved, untested
+from kltui.readings.coverage import NotTested, Untested, coverage_of, starved
 from kltui.readings.evidence import excess_over_match, level_of, sample_mean
 from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
 from kltui.session.store import HelperState
@@ -91,6 +91,8 @@ class HelperReading:
     test: PairedTest = PairedTest.SIGNED_RANK  # what `lower` and `higher` rest on
     # the configuration's own knob that turned the radix cache off, leaving it untested
     blamed: SettingCheck | None = None
+    # why it tested nothing, as a kind (None: it tested its path, or it did not run)
+    not_tested: NotTested | None = None
 
     @property
     def change(self) -> float | None:
@@ -108,16 +110,21 @@ class HelperReading:
         return math.log10(_floored(self.base_level) / _floored(self.level))
 
 
+def _why(c: Untested | None) -> str | None:
+    return None if c is None else c.reason
+
+
 def effect_of(
     name: str, helper: str, st: HelperState | None, base: HelperState | None
 ) -> HelperReading:
     """What one configuration's helper shows against the base's."""
-    base_why = untested(base) if base is not None else "did not run"
+    base_why = _why(coverage_of(base)) if base is not None else "did not run"
     base_level = level_of(base) if base is not None and base_why is None else None
-    why = untested(st) if st is not None else "did not run"
-    if why is None and st is not None and base is not None and base_why is None:
+    cov = coverage_of(st) if st is not None else None
+    if cov is None and st is not None and base is not None and base_why is None:
         # hits far shorter than the base's test less than the base did: never a fix
-        why = None if (short := starved(st, base)) is None else short.reason
+        cov = starved(st, base)
+    why = _why(cov) if st is not None else "did not run"
     level = level_of(st) if st is not None and why is None else None
     scored = len(st.book.order) if st is not None else 0
     exact = exact_samples_of(st) if st is not None else 0
@@ -127,10 +134,13 @@ def effect_of(
     else:
         common = same = 0
 
+    kind = None if cov is None else cov.kind
+
     def reading(effect: Effect, **kw: Any) -> HelperReading:
         return HelperReading(
-            helper, name, level, base_level, scored, exact, common, same, why, effect, **kw
-        )
+            helper, name, level, base_level, scored, exact, common, same, why, effect, **kw,
+            not_tested=kind,
+        )  # fmt: skip
 
     if why is not None:
         return reading(NOT_TESTED)

@@ -36,6 +36,7 @@ def helper_json(h: HelperReading) -> dict[str, Any]:
         "common_samples": h.common,
         "identical_to_base_samples": h.identical_to_base,
         "untested": untested_text(h),
+        "untested_kind": h.not_tested,
         "effect": h.effect,
         "why": why_text(h),
         "samples": list(h.samples),
@@ -68,6 +69,7 @@ def config_json(c: ConfigReading, helpers: Sequence[str]) -> dict[str, Any]:
         "settings": {s.key or s.knob: s.to_json() for s in c.settings},
         "identical_to_base": c.identical_to_base,
         "trap": trap_line(c),
+        "trap_kind": c.trap,
         "counted": c.measured and c.trap is None,  # false: not part of the verdict
         "movement": c.movement(helpers),
         "helpers": {h.helper: helper_json(h) for h in c.helpers},
@@ -78,6 +80,7 @@ def _helper_verdict_json(hv: HelperVerdict) -> dict[str, Any]:
     return {
         "helper": hv.helper,
         "kind": hv.kind,
+        "shape": hv.shape,
         "line": helper_verdict_line(hv),
         "sufficient": list(hv.sufficient),
         "reducing": list(hv.reducing),
@@ -106,6 +109,7 @@ def verdict_json(ab: Ablation) -> dict[str, Any]:
         "helpers": [_helper_verdict_json(h) for h in v.helpers],
         "traps": trap_lines(ab),
         "next_step": next_step(v),
+        "step": v.step,
         "chain": v.chain,
         "introduced": [_introduction_json(i) for i in v.introduced],
     }

@@ -23,7 +23,10 @@ from pathlib import Path
 import pytest
 
 from kltui.cli.commands import main
+from kltui.outputs.ablation_rows import rows
 from kltui.readings.ablation_outcome import reading
+from kltui.run.sweep_manifest import load
+from kltui.untrusted import html_text, md_text
 from tests.json_contract import read_json
 from tests.real.lifecycle import running
 
@@ -49,6 +52,15 @@ def table_rows(text: str) -> dict[str, str]:
             cells = [c.strip() for c in line.strip("│").split("│")]
             rows[cells[0]] = " | ".join(cells[1:])
     return rows
+
+
+def reading_rows(folder: Path) -> dict[str, str]:
+    """The table's rows as the sweep's reading gives them (`outputs/ablation_rows.rows`): each
+    helper's cell and the condition, joined as `table_rows` joins the console's."""
+    sweep = load(folder)
+    return {
+        name: " | ".join([*cells, cond]) for name, cells, cond, _ in rows(sweep, reading(sweep))
+    }
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +103,9 @@ def test_a_nondeterministic_base_is_localized_by_deterministic_on(bf16_sweep):
     v = doc["ablation"]["verdict"]
     assert v["kind"] == "localized", v["line"]
     assert {tuple(h["sufficient"]) for h in v["helpers"]} == {("deterministic=on",)}
-    assert v["line"].startswith("localized: deterministic=on removes match's divergence (")
+    assert v["helpers"][0]["helper"] == "match"
+    assert all(h["kind"] == "localized" and h["shape"] == "removed" for h in v["helpers"])
+    assert v["step"] == "find the module" and v["introduced"] == []
     assert v["chain"] is True  # condition 1 in the base: the dumper drill-down comes next
     det = next(c for c in doc["ablation"]["configs"] if c["name"] == "deterministic=on")
     assert det["condition"] == 0 and det["took_effect"] is True
@@ -103,8 +117,9 @@ def test_a_nondeterministic_base_is_localized_by_deterministic_on(bf16_sweep):
     assert base["conditions"] == [1] and base["condition"] in (1, None)
     assert base["helpers"]["match"]["avg_kl_div"] > 1e-6
     assert bf16_sweep["code"] == 0 and doc["exit_code"] == 0
-    rows = table_rows(bf16_sweep["text"])
-    assert rows["deterministic=on"].startswith("0 (removed) | 0 (removed) | 0 (removed) | 0")
+    # the console's table row is the reading's: each helper's cell, then the condition
+    shown = table_rows(bf16_sweep["text"])["deterministic=on"]
+    assert shown.startswith(reading_rows(bf16_sweep["folder"])["deterministic=on"]), shown
 
 
 def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
@@ -113,11 +128,11 @@ def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
     assert cg["identical_to_base"] is True and cg["counted"] is False
     # the reference server has no CUDA graphs and says disable_cuda_graph=true for the base
     # too: its report cannot tell whether the flag did anything
-    assert "reports disable_cuda_graph=true for the base as well" in cg["trap"]
-    assert "either the flag did not take effect (check its guard)" in cg["trap"]
-    assert any(
-        t.startswith("cuda-graph=off: changed nothing") for t in doc["ablation"]["verdict"]["traps"]
-    )
+    assert cg["trap_kind"] == "changed nothing" and cg["took_effect"] is True
+    assert cg["settings"] == {
+        "disable_cuda_graph": {"base": "off", "reported": "off", "asked": "off"}
+    }
+    assert cg["trap"] in doc["ablation"]["verdict"]["traps"]
     assert "cuda-graph=off" not in json.dumps(doc["ablation"]["verdict"]["helpers"])
     assert "changed nothing" in table_rows(bf16_sweep["text"])["cuda-graph=off"]
 
@@ -169,8 +184,10 @@ def test_the_markdown_and_junit_reports_carry_the_table_and_one_case_per_configu
     import xml.etree.ElementTree as ET
 
     md = (bf16_sweep["tmp"] / "a.md").read_text()
-    assert "| deterministic=on | 0 (removed) |" in md
-    assert "**localized: deterministic=on removes match" in md
+    doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    row = reading_rows(bf16_sweep["folder"])["deterministic=on"]
+    assert f"| deterministic=on | {row} |" in md
+    assert f"**{md_text(doc['ablation']['verdict']['line'])}**" in md
     root = ET.parse(bf16_sweep["tmp"] / "a.xml").getroot()
     cases = {c.get("name"): c for c in root.iter("testcase")}
     assert list(cases) == ["base", "deterministic=on", "cuda-graph=off", "page-size=0"]
@@ -182,8 +199,10 @@ def test_the_html_report_carries_the_table_the_verdict_and_the_failed_log_tail(
     bf16_sweep, tmp_path
 ):
     page = (bf16_sweep["tmp"] / "a.html").read_text()
-    assert '<td>deterministic=on</td><td class="n">0 (removed)</td>' in page
-    assert "<strong>localized: deterministic=on removes match" in page
+    doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
+    cell = reading_rows(bf16_sweep["folder"])["deterministic=on"].split(" | ")[0]
+    assert f'<td>deterministic=on</td><td class="n">{html_text(cell)}</td>' in page
+    assert f"<strong>{html_text(doc['ablation']['verdict']['line'])}</strong>" in page
     failed = page.split("<h2>Failed configurations</h2>", 1)[1]
     assert "<code>page-size=0</code>" in failed
     assert "error: --page-size must be at least 1</pre>" in failed  # the log's last line
@@ -385,7 +404,11 @@ def test_a_planted_cache_fault_and_radix_cache_off_is_not_tested_never_fixed(tmp
     assert "prefill_cache_hit" in cache
     assert all(r["effect"] != "removed" for r in off["helpers"].values())
     assert v["kind"] != "localized" and "removes" not in v["line"]
-    assert any("turning a helper off is not a fix" in t for t in v["traps"])
+    # each helper the base tested and the knob turned off is a trap, never a fix
+    turned_off = [h for h in cache if base["helpers"][h]["untested"] is None]
+    assert "prefill_cache_hit" in turned_off and len(v["traps"]) == len(turned_off), v["traps"]
+    assert all(off["helpers"][h]["untested_kind"] == "unusable" for h in turned_off)
+    assert off["trap_kind"] is None and off["took_effect"] is True
     assert "not tested" in table_rows(text)["radix-cache=off"]
     assert code == doc["exit_code"] == 1
 

@@ -85,9 +85,16 @@ def test_a_knob_that_starves_the_cache_leaves_its_cache_helpers_not_tested(tmp_p
     assert base["condition"] == 2, base["diagnosis"]
     hit = starved["helpers"]["prefill_cache_hit"]
     assert hit["effect"] == "not tested", hit["line"]
-    assert hit["untested"].startswith("cache hits much shorter than the base's: ")
+    assert hit["untested_kind"] == "starved" and hit["scored"] > 0, hit["untested"]
     assert all(r["effect"] not in ("removed", "reduced") for r in starved["helpers"].values())
     v = doc["ablation"]["verdict"]
     assert v["kind"] not in ("localized", "reduced"), v["line"]
-    assert any("prefill_cache_hit not tested (cache hits much shorter" in t for t in v["traps"])
+    # a knob that only left a helper the base tested untested is a trap, one per helper
+    turned_off = [
+        h
+        for h, r in starved["helpers"].items()
+        if r["effect"] == "not tested" and base["helpers"][h]["untested"] is None
+    ]
+    assert "prefill_cache_hit" in turned_off and starved["trap_kind"] is None
+    assert len(v["traps"]) == len(turned_off), v["traps"]
     assert code == doc["exit_code"]

@@ -73,6 +73,8 @@ def test_threshold_0_names_the_knob_that_makes_the_base_bit_exact(tmp_path, caps
     assert (m["avg_kl_div"], m["effect"], m["paired"]["test"]) == (0, "removed", "sign test"), out
     v = ab["verdict"]
     assert v["kind"] == "localized" and v["helpers"][0]["sufficient"] == ["deterministic=on"]
-    assert v["line"].startswith("localized: deterministic=on removes match's divergence (")
+    assert [(h["helper"], h["shape"], h["samples"]) for h in v["helpers"]] == [
+        ("match", "removed", [])
+    ]
     assert "bit-exact on every sample" in out
     assert code == doc["exit_code"] == 0

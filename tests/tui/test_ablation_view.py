@@ -21,6 +21,7 @@ from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.cli.terminal import use_tui
 from kltui.outputs.ablation import document
+from kltui.readings.ablation_kinds import Shape
 from kltui.readings.ablation_outcome import outcome, reading
 from kltui.run.ablate import SweepSpec, prepare
 from kltui.run.sweep_manifest import load
@@ -30,6 +31,7 @@ from kltui.tui.app import KltuiApp
 from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.tui.widgets.ablation import SweepMatrix
+from kltui.words.ablation import verdict_line
 from tests.json_contract import validate
 from tests.real.lifecycle import running
 from tests.tui.kit import drawn_at, until
@@ -41,6 +43,12 @@ SWEEP = DATA / "sweep"  # bfloat16 base; deterministic=on, cuda-graph=off, page-
 SIZE = (140, 45)
 SIZES = ["--samples", "12", "--max-new-tokens", "8", "--max-prompt-tokens", "48"]
 REFERENCE = f"{sys.executable} -m kltui.reference serve --dtype bfloat16"
+
+
+def unwrapped(text: str) -> str:
+    """Text as one line, its whitespace collapsed: a line the console or a widget wrapped
+    compares with the line it was given."""
+    return " ".join(text.split())
 
 
 def live_feed(tmp_path: Path, *args: str, chain: bool = False) -> SweepFeed:
@@ -121,7 +129,13 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         assert cell(app, "base", "verdict") == "base"
         assert float(cell(app, "base", "avg")) > 1e-6
         verdict = drawn_at(app.screen, "#ablation-verdict")
-        assert "localized: deterministic=on removes match's divergence" in verdict
+        assert feed.sweep is not None
+        ab = outcome(feed.sweep).ablation
+        assert [(hv.helper, hv.shape, hv.sufficient) for hv in ab.verdict.helpers] == [
+            ("match", Shape.REMOVED, ("deterministic=on",))
+        ]
+        # the box draws the reading's line, wrapped to its width
+        assert unwrapped(verdict_line(ab)) in unwrapped(verdict), verdict
         # --chain ran after it (localized condition 1); the reference server has no dumper, so
         # it stops at a step it names, under the matrix
         chain = feed.sweep.chain

@@ -15,11 +15,10 @@ from kltui.readings.ablation import (
     NOTHING,
     read,
 )
+from kltui.readings.ablation_kinds import Shape, Step
 from kltui.readings.ablation_outcome import exit_code, reading
-from kltui.words.ablation import next_step, verdict_line
-from kltui.words.ablation_config import cell
 from kltui.words.ablation_json import ablation_json
-from tests.unit.ablate.test_ablate_reading import INFO, noisy, rows_at, store, sweep, url
+from tests.unit.ablate.test_ablate_reading import HELPERS, INFO, noisy, rows_at, store, sweep, url
 
 DET = INFO | {"enable_deterministic_inference": True}
 
@@ -40,22 +39,22 @@ def test_a_knob_that_breaks_a_bit_exact_base_is_named_and_exits_1(tmp_path):
     ab = read(p, stores)
     cps = ab.configs[0]
     assert all(h.effect == INTRODUCED for h in cps.helpers)
-    assert cell(cps.helper("match")).endswith("e-3 (introduced)")  # type: ignore[union-attr]
+    m = cps.helper("match")
+    assert m is not None and m.base_level == 0.0 and 1e-3 < (m.level or 0) < 1e-2
+    assert m.samples == () and m.higher is not None and m.higher.significant
     assert {h.effect for h in ab.configs[1].helpers} == {NOTHING}
     v = ab.verdict
     assert v.kind == INTRODUCED_KIND
-    assert verdict_line(ab).startswith(
-        "introduced: chunked-prefill-size=16 introduces a divergence: match 0 -> "
-    )
-    assert "the base passes at the floor (match 0," in verdict_line(ab)
-    assert [(i.config, i.helper) for i in v.introduced] == [
-        ("chunked-prefill-size=16", h) for h in ("match", "prefill_cache_hit", "decode_cache_hit")
+    assert v.helpers == () and ab.diverging == ()
+    assert [(h.helper, h.level) for h in ab.tested] == [(h, 0.0) for h in HELPERS]
+    assert [(i.config, i.helper, i.base_level) for i in v.introduced] == [
+        ("chunked-prefill-size=16", h, 0.0) for h in HELPERS
     ]
     doc = ablation_json(ab)["verdict"]
     assert (
         doc["kind"] == "introduced" and doc["introduced"][0]["config"] == "chunked-prefill-size=16"
     )
-    assert "chunked-prefill-size=16 breaks the base's bit-exactness" in (next_step(v) or "")
+    assert v.step == Step.INTRODUCED and v.step_configs == ("chunked-prefill-size=16",)
     assert sweep_exit(tmp_path, p, stores) == 1
 
 
@@ -76,8 +75,10 @@ def test_a_divergence_on_a_few_samples_of_a_bit_exact_base_is_introduced_on_them
     )
     (r,) = ab.configs[0].helpers
     assert r.effect == INTRODUCED and r.samples == (4, 11, 23)
-    assert "orders of magnitude above rounding on #4, #11 and #23" in verdict_line(ab)
-    assert ab.verdict.introduced[0].samples == (4, 11, 23)
+    assert ab.verdict.kind == INTRODUCED_KIND
+    assert [(i.config, i.samples) for i in ab.verdict.introduced] == [
+        ("chunked-prefill-size=16", (4, 11, 23))
+    ]
 
 
 def test_rounding_noise_on_a_bit_exact_base_is_still_nothing_to_remove():
@@ -106,9 +107,11 @@ def test_helpers_that_read_differently_lead_with_the_weakest_and_name_each(tmp_p
     kinds = {hv.helper: hv.kind for hv in ab.verdict.helpers}
     assert kinds == {"match": LOCALIZED, "decode_cache_hit": NO_SINGLE}
     assert ab.verdict.kind == NO_SINGLE
-    assert verdict_line(ab).startswith(
-        "no single knob overall (localized for match; no single knob for decode_cache_hit): "
-        "localized: deterministic=on removes match's divergence ("
-    )
-    assert "; no single knob explains decode_cache_hit's divergence (" in verdict_line(ab)
+    assert [(hv.helper, hv.shape) for hv in ab.verdict.helpers] == [
+        ("match", Shape.REMOVED),
+        ("decode_cache_hit", Shape.NO_SINGLE),
+    ]
+    assert ab.verdict.helpers[0].sufficient == ("deterministic=on",)
+    assert ab.verdict.helpers[1].tried == ("deterministic=on",)
+    assert ab.verdict.step == Step.PAIRS
     assert sweep_exit(tmp_path, p, stores) == 1

@@ -26,12 +26,12 @@ from kltui.readings.ablation import (
 from kltui.readings.ablation import (
     INCONCLUSIVE_KIND as INCONCLUSIVE_V,
 )
+from kltui.readings.ablation_kinds import Missing, Shape, Step, Trap, Why
+from kltui.readings.identity import ConflictKind
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 from kltui.words.ablation import (
-    helper_verdict_line,
     lines,
-    next_step,
     notes,
     trap_lines,
     verdict_line,
@@ -39,13 +39,10 @@ from kltui.words.ablation import (
 from kltui.words.ablation_config import (
     config_line,
     helper_line,
-    missing_text,
     no_effect_line,
     num,
     trap_line,
     turned_off_lines,
-    untested_text,
-    why_text,
 )
 from kltui.words.ablation_json import ablation_json, config_json
 
@@ -135,9 +132,9 @@ def test_not_reproduced_when_the_base_passes_at_the_floor():
         ),
     }
     ab = read(p, stores)
-    assert ab.verdict.kind == NOT_REPRODUCED
-    assert verdict_line(ab).startswith("not reproduced: the base passes at the floor (match 0,")
-    assert next_step(ab.verdict) is None and ab.diverging == ()
+    assert ab.verdict.kind == NOT_REPRODUCED and ab.verdict.helpers == ()
+    assert [(h.helper, h.level) for h in ab.tested] == [(h, 0.0) for h in HELPERS]
+    assert ab.verdict.step is None and ab.diverging == () and ab.verdict.introduced == ()
 
 
 def test_localized_lists_every_knob_sufficient_on_its_own():
@@ -155,11 +152,11 @@ def test_localized_lists_every_knob_sufficient_on_its_own():
     match = ab.verdict.helpers[0]
     assert match.helper == "match"
     assert match.sufficient == ("attention-backend=fa3", "deterministic=on")
-    lv = num(ab.base.helper("match").level)  # type: ignore[union-attr]
-    assert f"attention-backend=fa3 ({lv} -> 0, 32/32 samples bit-identical)" in helper_verdict_line(
-        match
-    )
-    assert "each remove match's divergence" in helper_verdict_line(match)
+    assert match.shape == Shape.REMOVED
+    assert [(n, r.level, r.exact_samples, r.scored) for n, r in match.found] == [
+        ("attention-backend=fa3", 0.0, 32, 32),
+        ("deterministic=on", 0.0, 32, 32),
+    ]
     fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
     r = fa3.helper("match")
     assert r is not None and r.effect == REMOVED and r.exact_samples == 32
@@ -167,7 +164,7 @@ def test_localized_lists_every_knob_sufficient_on_its_own():
     assert fa3.took_effect is True and fa3.condition == 0
     # the base's divergence is condition 1 (every helper noisy): the dumper chain applies
     assert ab.base.condition == 1 and ab.verdict.chain
-    assert "kltui dumps" in (next_step(ab.verdict) or "")
+    assert ab.verdict.step == Step.CHAIN
     cg = next(c for c in ab.configs if c.name == "cuda-graph=off")
     assert trap_line(cg) is None and cg.helper("match").effect not in (REMOVED, REDUCED)  # type: ignore[union-attr]
 
@@ -183,10 +180,13 @@ def test_one_knob_removing_it_reads_as_the_issue_says():
             ),
         },
     )
-    assert helper_verdict_line(ab.verdict.helpers[0]).startswith(
-        "localized: attention-backend=fa3 removes match's divergence (8."
-    )
-    assert "-> 0, 32/32 samples bit-identical)" in helper_verdict_line(ab.verdict.helpers[0])
+    assert ab.verdict.kind == LOCALIZED
+    hv = ab.verdict.helpers[0]
+    assert hv.helper == "match" and hv.shape == Shape.REMOVED
+    ((name, r),) = hv.found
+    assert name == "attention-backend=fa3" and r.effect == REMOVED
+    assert r.level == 0.0 and 8e-3 < (r.base_level or 0) < 9e-3
+    assert (r.exact_samples, r.scored) == (32, 32)
 
 
 def test_reduced_at_least_tenfold_beyond_chance_but_not_at_the_floor():
@@ -203,7 +203,7 @@ def test_reduced_at_least_tenfold_beyond_chance_but_not_at_the_floor():
     assert ab.verdict.kind == "reduced", verdict_line(ab)
     hv = ab.verdict.helpers[0]
     assert hv.reducing == ("attention-backend=fa3",) and hv.sufficient == ()
-    assert "not to the floor" in helper_verdict_line(hv)
+    assert hv.shape == Shape.REDUCED and [n for n, _ in hv.found] == ["attention-backend=fa3"]
     r = ab.configs[0].helper("match")
     assert r is not None and r.effect == REDUCED and 0 < (r.change or 0) < 0.1
 
@@ -220,8 +220,12 @@ def test_no_single_knob_then_pairs_localize_it_together():
     }
     ab = read(p, stores)
     assert ab.verdict.kind == NO_SINGLE, verdict_line(ab)
-    assert verdict_line(ab).startswith("no single knob explains match's divergence")
-    assert "--pairs" in (next_step(ab.verdict) or "")
+    assert [(hv.helper, hv.shape) for hv in ab.verdict.helpers] == [
+        (h, Shape.NO_SINGLE) for h in HELPERS
+    ]
+    assert ab.verdict.helpers[0].tried == ("cuda-graph=off", "deterministic=on", "tp=2")
+    assert ab.verdict.helpers[0].combos == ()
+    assert ab.verdict.step == Step.PAIRS
     moved = ab.movement()
     assert set(moved) == {"cuda-graph=off", "deterministic=on", "tp=2"}
     assert max(moved, key=moved.__getitem__) == "deterministic=on"
@@ -234,10 +238,8 @@ def test_no_single_knob_then_pairs_localize_it_together():
     )
     ab2 = read([*p.configs, pair], stores)
     assert ab2.verdict.kind == LOCALIZED
-    assert (
-        "no single knob explains match's divergence; together cuda-graph=off+deterministic=on"
-        in (helper_verdict_line(ab2.verdict.helpers[0]))
-    )
+    hv = ab2.verdict.helpers[0]
+    assert hv.helper == "match" and hv.shape == Shape.TOGETHER and hv.sufficient == (pair.name,)
 
 
 def test_no_single_knob_after_pairs_points_elsewhere():
@@ -254,8 +256,8 @@ def test_no_single_knob_after_pairs_points_elsewhere():
     }
     ab = read([*p.configs, pair], stores)
     assert ab.verdict.kind == NO_SINGLE
-    assert "nor do cuda-graph=off+deterministic=on" in verdict_line(ab)
-    assert "--pairs" not in (next_step(ab.verdict) or "")
+    assert ab.verdict.helpers[0].combos == (pair.name,)
+    assert ab.verdict.step == Step.VARY_OTHER
 
 
 def test_inconclusive_when_n_is_too_small():
@@ -271,9 +273,10 @@ def test_inconclusive_when_n_is_too_small():
     )
     assert ab.verdict.kind == "inconclusive", verdict_line(ab)
     r = ab.configs[0].helper("match")
-    assert r is not None and r.effect == INCONCLUSIVE and "n too small" in (why_text(r) or "")
-    assert "--samples 32" in (next_step(ab.verdict) or "")
-    assert "localized" not in verdict_line(ab)
+    assert r is not None and r.effect == INCONCLUSIVE and r.why == Why.TOO_FEW
+    assert r.lower is not None and r.lower.n == 8
+    assert ab.verdict.step == Step.MORE_SAMPLES
+    assert all(hv.kind == INCONCLUSIVE_V and hv.too_few for hv in ab.verdict.helpers)
 
 
 def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
@@ -293,7 +296,7 @@ def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
     )
     r = ab.configs[0].helper("match")
     assert r is not None and (r.change or 1) < 0.1
-    assert r.effect == INCONCLUSIVE and "inside the noise" in (why_text(r) or ""), helper_line(r)
+    assert r.effect == INCONCLUSIVE and r.why == Why.NOISE, helper_line(r)
     assert ab.verdict.kind == "inconclusive"
 
 
@@ -332,7 +335,7 @@ def test_a_knob_that_brings_three_samples_to_rounding_is_localized_on_them():
     assert ab.verdict.kind == LOCALIZED, verdict_line(ab)
     (hv,) = ab.verdict.helpers
     assert hv.samples == hit and hv.sufficient == ("attention-backend=fa3",)
-    assert "#4, #11 and #23" in verdict_line(ab), verdict_line(ab)
+    assert hv.shape == Shape.ON_SAMPLES, verdict_line(ab)
     doc = ablation_json(ab)
     assert doc["verdict"]["helpers"][0]["samples"] == list(hit)
     assert doc["configs"][1]["helpers"]["decode_cache_hit"]["samples"] == list(hit)
@@ -375,11 +378,14 @@ def test_a_flag_whose_server_info_reports_the_bases_value_is_never_a_fix():
         },
     )
     (cfg,) = ab.configs
-    assert cfg.took_effect is False
-    assert trap_line(cfg) is not None and "the flag did not take effect" in trap_line(cfg)
-    assert "attention_backend=triton, the base's value" in trap_line(
-        cfg
-    ) and "check its guard" in trap_line(cfg)
+    assert cfg.took_effect is False and cfg.trap == Trap.NOT_TAKEN
+    bad = cfg.not_taken
+    assert bad is not None and (bad.key, bad.raw, bad.base, bad.asked) == (
+        "attention_backend",
+        "triton",
+        "triton",
+        "fa3",
+    )
     assert ab.verdict.kind != LOCALIZED and trap_line(cfg) in trap_lines(ab)
     assert "attention-backend=fa3" not in ab.movement()
 
@@ -399,17 +405,18 @@ def test_a_flag_that_changed_no_bit_is_named():
     assert all(h.effect == SAME for h in cfg.helpers)
     # /server_info confirms the flag: no bit changed is a measured "not this setting" (on the
     # H200, CUDA graph replay runs the same kernels), never "the flag did not take effect"
-    assert trap_line(cfg) is None
-    assert no_effect_line(cfg) is not None and no_effect_line(cfg).startswith(
-        "cuda-graph=off: no effect: /server_info reports disable_cuda_graph=true and every "
-        "helper is bit-identical to the base (match 32/32"
-    )
-    assert no_effect_line(cfg).endswith("the divergence does not depend on this setting")
+    assert cfg.trap is None and cfg.no_effect and cfg.confirmed
+    assert [(s.key, s.raw, s.base_raw) for s in cfg.settings] == [
+        ("disable_cuda_graph", True, False)
+    ]
+    assert [(h.identical_to_base, h.common) for h in cfg.helpers] == [(32, 32)] * 3
+    assert ab.no_effect == (cfg,)
     assert no_effect_line(cfg) in notes(ab) and no_effect_line(cfg) in lines(ab)
     assert not trap_lines(ab)
     # a knob tried that explains nothing
     assert ab.verdict.kind != LOCALIZED, verdict_line(ab)
-    assert "none of cuda-graph=off removes or reduces it" in verdict_line(ab), verdict_line(ab)
+    assert all(hv.shape == Shape.NO_SINGLE for hv in ab.verdict.helpers), verdict_line(ab)
+    assert all(hv.tried == ("cuda-graph=off",) for hv in ab.verdict.helpers)
 
 
 def test_a_flag_that_changed_no_bit_unconfirmed_is_a_trap():
@@ -419,18 +426,15 @@ def test_a_flag_that_changed_no_bit_unconfirmed_is_a_trap():
     ab = read(p, {"base": store(url(0), INFO, base), "cuda-graph=off": store(url(1), silent, base)})
     (cfg,) = ab.configs
     assert cfg.identical_to_base is True and cfg.took_effect is None
-    assert no_effect_line(cfg) is None and trap_line(cfg) is not None
-    assert trap_line(cfg).startswith(
-        "cuda-graph=off: changed nothing: every helper bit-identical to the base (match 32/32"
-    )
-    assert "/server_info does not say whether it took effect" in trap_line(cfg)
-    assert "either the flag did not take effect (check its guard)" in trap_line(cfg)
+    assert not cfg.no_effect and cfg.trap == Trap.CHANGED_NOTHING
+    assert [(h.identical_to_base, h.common) for h in cfg.helpers] == [(32, 32)] * 3
+    assert [(s.key, s.reported) for s in cfg.settings] == [("disable_cuda_graph", None)]
+    assert trap_lines(ab) == [trap_line(cfg)]
     # the only knob might not have taken effect: nothing but the base counts, nothing claimed
     assert ab.verdict.kind == INCONCLUSIVE_V, verdict_line(ab)
-    assert (
-        "no configuration besides the base counts (not counted, see its line: cuda-graph=off)"
-        in (verdict_line(ab))
-    )
+    assert all(hv.shape == Shape.ALONE for hv in ab.verdict.helpers)
+    assert all((hv.trapped, hv.missing) == (("cuda-graph=off",), ()) for hv in ab.verdict.helpers)
+    assert ab.verdict.step == Step.ALONE
 
 
 def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
@@ -459,26 +463,30 @@ def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
     assert ab.base.condition == 2 and ab.diverging == ("decode_cache_hit",)
     (cfg,) = ab.configs
     r = cfg.helper("decode_cache_hit")
-    assert (
-        r is not None
-        and r.effect == NOT_TESTED
-        and "ran but compared nothing" in (untested_text(r) or "")
-    )
-    assert trap_line(cfg) is None and cfg.took_effect is True
+    assert r is not None and r.effect == NOT_TESTED and r.untested is not None
+    assert cfg.trap is None and cfg.took_effect is True
+    off = cfg.turned_off()
+    assert [h.helper for h in off] == ["prefill_cache_hit", "decode_cache_hit"]
     lines = turned_off_lines(cfg)
-    assert any(line.startswith("radix-cache=off: decode_cache_hit not tested (") for line in lines)
-    assert all(line in trap_lines(ab) for line in lines)
-    # issue 44: the knob itself turned the cache off, and the line says so, not that
-    # deterministic inference may have
-    assert all("radix-cache=off turned the radix cache off" in line for line in lines), lines
+    assert len(lines) == 2 and all(line in trap_lines(ab) for line in lines)
+    # issue 44: the knob itself turned the cache off, and the reading blames it (its words
+    # name it, not deterministic inference, which the helper's own words guess at)
+    blamed = [h.blamed for h in off]
+    assert all(
+        b is not None
+        and (b.knob, b.asked, b.key, b.raw, b.base_raw)
+        == ("radix-cache", "off", "disable_radix_cache", True, False)
+        for b in blamed
+    ), blamed
     assert "deterministic" not in " ".join(lines)
-    assert "base false" in (untested_text(r) or "")
     assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].sufficient == ()
-    assert "no configuration that took effect tested its path (not tested by radix-cache=off)" in (
-        verdict_line(ab)
-    )
+    assert ab.verdict.helpers[0].shape == Shape.BLIND
     assert ab.verdict.helpers[0].untested_by == ("radix-cache=off",)
-    assert "radix-cache=off turned it off" in (next_step(ab.verdict) or "")
+    assert ab.verdict.step == Step.BLIND
+    assert (ab.verdict.step_helpers, ab.verdict.step_configs) == (
+        ("decode_cache_hit",),
+        ("radix-cache=off",),
+    )
     out = text(ab)
     assert "fixed" not in out and "removes" not in out
     assert "radix-cache=off" not in ab.movement()
@@ -497,7 +505,10 @@ def test_a_configuration_that_did_not_run_is_kept_and_named():
     fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
     assert not fa3.measured and "did not run" in config_line(fa3)
     assert ab.verdict.kind == LOCALIZED and ab.verdict.helpers[0].sufficient == ("cuda-graph=off",)
-    assert verdict_line(read(p, {})).startswith("inconclusive: the base did not run")
+    nothing = read(p, {})
+    assert nothing.verdict.kind == INCONCLUSIVE_V and nothing.verdict.helpers == ()
+    assert not nothing.base.measured and nothing.base.missing == Missing.BASE_NOT_RUN
+    assert {c.missing for c in nothing.configs} == {Missing.NOT_READ}
 
 
 def test_attach_mode_configurations_read_the_same_way():
@@ -531,10 +542,13 @@ def test_a_sweep_read_back_refuses_what_check_refuses():
         },
     )
     (cfg,) = ab.configs
-    assert not cfg.measured and (missing_text(cfg) or "").startswith(
-        f"refused: {url(1)} serves another model than {url(0)} (the config.json and "
-        "*.safetensors differ on this machine (sha256 aaaaaaaaaaaa… vs bbbbbbbbbbbb…)"
+    assert not cfg.measured and cfg.missing == Missing.REFUSED and cfg.refused is not None
+    assert (cfg.refused.kind, cfg.refused.a, cfg.refused.b) == (
+        ConflictKind.DIFFERENT_MODEL,
+        url(0),
+        url(1),
     )
+    assert "aaaaaaaaaaaa" in cfg.refused.why and "bbbbbbbbbbbb" in cfg.refused.why
     assert ab.verdict.kind != LOCALIZED and ab.verdict.helpers[0].sufficient == ()
     one = {"startup_time": 12.5, "port": 30000}
     ab = read(
@@ -545,8 +559,11 @@ def test_a_sweep_read_back_refuses_what_check_refuses():
         },
     )
     (cfg,) = ab.configs
-    assert (missing_text(cfg) or "").startswith(
-        f"refused: {url(0)} and {url(1)} are the same server"
+    assert cfg.missing == Missing.REFUSED and cfg.refused is not None
+    assert (cfg.refused.kind, cfg.refused.a, cfg.refused.b) == (
+        ConflictKind.SAME_PROCESS,
+        url(0),
+        url(1),
     )
     assert config_json(cfg, ["match"])["counted"] is False
 
@@ -626,7 +643,8 @@ def test_configs_given_as_a_list_need_a_base():
     only = Config("base", {}, tuple(LAUNCH))
     ab = read([only], {"base": store(url(0), INFO, noisy(0))})
     assert ab.configs == () and ab.verdict.kind == INCONCLUSIVE_V
-    assert "none was planned" in verdict_line(ab)
+    assert all(hv.shape == Shape.ALONE for hv in ab.verdict.helpers)
+    assert all(hv.missing == hv.trapped == () for hv in ab.verdict.helpers)
 
 
 def test_a_knob_removing_every_helpers_divergence_says_localized_once():
@@ -643,8 +661,9 @@ def test_a_knob_removing_every_helpers_divergence_says_localized_once():
         },
     )
     assert verdict_line(ab).count("localized:") == 1
-    for h in HELPERS:
-        assert f"attention-backend=fa3 removes {h}'s divergence" in verdict_line(ab)
+    assert [(hv.helper, hv.kind, hv.shape) for hv in ab.verdict.helpers] == [
+        (h, LOCALIZED, Shape.REMOVED) for h in HELPERS
+    ]
     det = next(c for c in ab.configs if c.name == "deterministic=on")
     assert trap_line(det) is not None and "(removed)" not in config_line(det)
     assert config_json(det, ab.diverging)["counted"] is False
@@ -657,7 +676,9 @@ def test_a_sweep_where_only_the_base_was_measured_claims_nothing():
     p = sweep("attention-backend=fa3", "cuda-graph=off")
     ab = read(p, {"base": store(url(0), INFO, noisy(0))})
     assert ab.verdict.kind == INCONCLUSIVE_V, verdict_line(ab)
-    assert "not measured: attention-backend=fa3, cuda-graph=off" in verdict_line(ab)
-    assert "no single knob" not in verdict_line(ab) and "--pairs" not in (
-        next_step(ab.verdict) or ""
+    assert all(hv.shape == Shape.ALONE for hv in ab.verdict.helpers)
+    assert all(
+        (hv.missing, hv.trapped) == (("attention-backend=fa3", "cuda-graph=off"), ())
+        for hv in ab.verdict.helpers
     )
+    assert ab.verdict.step == Step.ALONE

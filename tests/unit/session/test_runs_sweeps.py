@@ -18,7 +18,11 @@ from kltui.ablate.plan import Config
 from kltui.ablate.sweep import FAILED, Sweep
 from kltui.cli import main
 from kltui.outputs.ablation import finish
+from kltui.readings.ablation_kinds import VerdictKind
+from kltui.readings.ablation_outcome import reading
+from kltui.run.sweep_manifest import load
 from kltui.session import runs as runs_mod
+from kltui.words.ablation import verdict_line
 from tests.unit.session.test_runs import make_runs
 
 SWEEP = Path(__file__).parents[2] / "tui" / "data" / "sweep"  # a real reference-server sweep
@@ -31,6 +35,12 @@ def folder(tmp_path, monkeypatch):
     monkeypatch.setenv("KLTUI_RUNS_DIR", str(d))
     monkeypatch.delenv("KLTUI_RUNS_KEEP", raising=False)
     return d
+
+
+def unwrapped(text: str) -> str:
+    """Text as one line, its whitespace collapsed: a line the console or a widget wrapped
+    compares with the line it was given."""
+    return " ".join(text.split())
 
 
 def copy_sweep(folder: Path, name: str, created: float, **manifest) -> Path:
@@ -92,7 +102,11 @@ def test_replay_without_a_file_opens_the_newest_sweep_folder(folder, capsys):
     assert main(["replay", "--headless"]) == 0  # localized: the sweep's own exit code
     out = capsys.readouterr()
     assert f"kltui replay: newest sweep folder {new}" in out.err
-    assert "localized: deterministic=on removes match's divergence" in out.out
+    ab = reading(load(new))
+    assert ab.verdict.kind == VerdictKind.LOCALIZED
+    assert [hv.sufficient for hv in ab.verdict.helpers] == [("deterministic=on",)] * 3
+    # the replay prints the sweep's own verdict (wrapped to the console's width)
+    assert unwrapped(verdict_line(ab)) in unwrapped(out.out)
     # an older sweep than the newest recording: the recording is the newest
     shutil.rmtree(new)
     copy_sweep(folder, "ablate-old", 1.0)
