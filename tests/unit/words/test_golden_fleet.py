@@ -86,3 +86,24 @@ def test_a_replica_not_compared_is_inconclusive():
         f"3 replicas: [{A}, {B}] bit-identical on every path (match); not compared: {C}"
     )
     assert replica_cells(f)[C] == {"match": "not compared"}
+
+
+def test_a_large_group_is_shown_by_its_size_and_more_than_three_odd_replicas_are_counted():
+    urls = tuple(f"http://10.0.0.{i}:30000" for i in range(1, 11))
+    odd = tuple(OddReplica(u, 1, urls[0], {DET: (True, False)}, AT, True) for u in urls[5:])
+    f = fleet(
+        replicas=urls,
+        identical=False,
+        groups=(Group(urls[:5], {DET: True}), Group(urls[5:], {DET: False})),
+        settings_differ={DET: [True, False]},
+        odd=odd,
+    )
+    head = f"2 agreement groups among 10 replicas: [5 replicas: {', '.join(urls[:3])}, …] ({DET} "
+    assert summary_line(f).startswith(head + "true) vs [5 replicas: ")
+    at = "match sample 1 @ 3 (decode side; max |Δ| prefill 0, decode 0.5)"
+    named = "; ".join(
+        f"odd one out {u}, first difference from {urls[0]} at {at}" for u in urls[5:8]
+    )
+    assert failure_line(f) == (
+        f"replicas differ: 2 groups; {named}; + 2 more outside group 1 (fleet.odd)"
+    )
