@@ -9,7 +9,12 @@ from pathlib import Path
 from rich.console import Console
 
 from kltui.outputs.headless import run_check
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.verdict import Diagnosis
 from kltui.run.config import RunConfig
+from kltui.session.fold import fold
+from kltui.session.recording import read_recording
+from kltui.session.store import SessionStore
 from tests.json_contract import read_check
 
 
@@ -33,3 +38,13 @@ async def check_run(
         **(run_kw or {}),
     )
     return rc, read_check(tmp_path / "r.json"), out.getvalue()
+
+
+def recorded(tmp_path: Path, record: str = "r.jsonl") -> SessionStore:
+    """The store of the (last) run check_run recorded: what the readings read."""
+    return fold(read_recording(str(tmp_path / record)))[-1]
+
+
+def recorded_diagnoses(tmp_path: Path, record: str = "r.jsonl") -> list[Diagnosis]:
+    """The typed diagnoses of the run check_run recorded (what every view says in words)."""
+    return diagnose(recorded(tmp_path, record))

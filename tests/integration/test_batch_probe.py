@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import asyncio
 
-from tests.integration.checkrun import check_run
+from kltui.readings.batch_probe import BatchKind, findings
+from kltui.words.batch_probe import probe_lines
+from tests.integration.checkrun import check_run, recorded
+
+
+def shown(tmp_path, text: str) -> bool:
+    """The console says each probe's words (tests/unit/words holds them)."""
+    lines = probe_lines(recorded(tmp_path))
+    return bool(lines) and all(line in " ".join(text.split()) for line in lines)
+
 
 SMALL = {"samples": 4, "max_new_tokens": 8, "helpers": ["match"], "batch_sizes": [1, 2, 4]}
 
@@ -17,7 +26,9 @@ def test_batch_switch_is_found_at_its_size(reference_servers, tmp_path):
     (probe,) = doc["batch_probe"]
     assert probe["helper"] == "match" and probe["sizes"] == [1, 2, 4]
     assert probe["changed_at"] == 4 and probe["samples"] == 4 and probe["error"] is None
-    assert "batch-invariance gap" in text and "above batch 2" in text
+    (found,) = findings(recorded(tmp_path))  # deterministic server: a gap above batch 2
+    assert (found.kind, found.below) == (BatchKind.GAP, 2)
+    assert shown(tmp_path, text)
 
 
 def test_a_batch_invariant_server_never_changes(reference_servers, tmp_path):
@@ -25,7 +36,8 @@ def test_a_batch_invariant_server_never_changes(reference_servers, tmp_path):
     rc, doc, text = asyncio.run(check_run(url, tmp_path, **SMALL))
     (probe,) = doc["batch_probe"]
     assert rc == 0 and probe["changed_at"] is None and probe["first"] is None
-    assert "bit-identical at every batch size" in text
+    (found,) = findings(recorded(tmp_path))
+    assert found.kind == BatchKind.IDENTICAL and shown(tmp_path, text)
 
 
 def test_a_size_above_the_prompts_is_named_not_reached_never_called_tested(
@@ -38,14 +50,13 @@ def test_a_size_above_the_prompts_is_named_not_reached_never_called_tested(
     (probe,) = doc["batch_probe"]
     assert probe["sizes"] == [1, 4] and probe["not_reached"] == [8, 32]
     assert probe["changed_at"] is None
-    assert (
-        "match at batch sizes 1,4 (4 samples; 8,32 not reached with 4 prompts, --samples 32 "
-        in (text)
-    )
-    assert "bit-identical at every batch size run" in text
+    (found,) = findings(recorded(tmp_path))  # identical at the sizes run, the rest named
+    assert found.kind == BatchKind.IDENTICAL and list(found.ev.not_reached) == [8, 32]
+    assert shown(tmp_path, text)
     # the one size asked for beyond the prompts: run at 4 in its place, and found there
     url2 = reference_servers.url(deterministic=True, fault="batch-switch:2", random_seed=0)
     _, doc, text = asyncio.run(check_run(url2, tmp_path, **{**SMALL, "batch_sizes": [1, 8]}))
     (probe,) = doc["batch_probe"]
     assert probe["sizes"] == [1, 4] and probe["not_reached"] == [8] and probe["changed_at"] == 4
-    assert "tokens change first at batch 4" in text
+    (found,) = findings(recorded(tmp_path))
+    assert (found.kind, found.below) == (BatchKind.GAP, 1) and shown(tmp_path, text)

@@ -13,9 +13,16 @@ from rich.console import Console
 
 from kltui.cli.commands import main
 from kltui.errors import UsageError
+from kltui.outputs.headless import pair_lines
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.md import md_report
-from kltui.readings.cross_server import cross_server
+from kltui.readings.cross_server import (
+    MissingKind,
+    PairKind,
+    ServerPair,
+    SuspectKind,
+    cross_server,
+)
 from kltui.reference import CHECKPOINT_DIR
 from kltui.run import driver
 from kltui.run.config import RunConfig, load_config_file
@@ -23,6 +30,9 @@ from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 from kltui.tui.screens.compare import pair_group
+from kltui.untrusted import html_text as esc
+from kltui.untrusted import md_text
+from kltui.words.cross_server import reading_line
 from tests.integration.checkrun import check_run
 
 SMALL = dict(samples=8, max_new_tokens=32, max_prompt_tokens=64)
@@ -31,6 +41,12 @@ CACHE_HELPERS = ("prefill_cache_hit", "decode_cache_hit")
 
 async def check(urls: list[str], tmp_path: Path, **cfg) -> tuple[int, dict, str]:
     return await check_run(urls, tmp_path, width=400, record="r.kltui.jsonl", **{**SMALL, **cfg})
+
+
+def recorded_pair(tmp_path: Path) -> ServerPair:
+    """The one server pair of the recorded run."""
+    (pair,) = cross_server(fold(read_recording(str(tmp_path / "r.kltui.jsonl")))[-1])
+    return pair
 
 
 def views(tmp_path: Path) -> tuple[str, str, str]:
@@ -48,19 +64,21 @@ async def test_radix_off_server_leaves_cache_helpers_uncompared(reference_server
     _, res, text = await check([a, b], tmp_path)
     (pair,) = res["cross_server"]
     assert pair["identical"] is None, pair["reading"]
-    assert "logic fault" not in pair["reading"] and "bit-identical across" not in pair["reading"]
+    # match identical, the cache paths said vacuous on B: identical where compared, no more
+    assert pair["kind"] == PairKind.PARTLY_IDENTICAL and pair["suspects"] == []
     assert pair["helpers"]["match"]["identical"] is True
     for h in CACHE_HELPERS:
+        assert pair["missing"][h] == [{"kind": MissingKind.SAID, "side": "B"}]
         why = pair["uncompared"][h]
-        assert why.startswith("no scored samples on B (vacuous: "), why
-        assert "disable_radix_cache=true" in why
+        assert "disable_radix_cache=true" in why  # the helper's own reason, recorded
         assert f"  · {h}: not compared: {why}" in text
-    assert "not compared: prefill_cache_hit, decode_cache_hit" in pair["reading"]
     md, html, tui = views(tmp_path)
-    for h in CACHE_HELPERS:
-        assert f"{h.replace('_', chr(92) + '_')} not compared: no scored samples on B" in md
-        assert f"<code>{h}</code> not compared: no scored samples on B" in html
-        assert f"{h}: not compared: no scored samples on B" in tui
+    assert reading_line(recorded_pair(tmp_path)) == pair["reading"]
+    for h in CACHE_HELPERS:  # each view says the same why, from the same words
+        why = pair["uncompared"][h]
+        assert f"{md_text(h)} not compared: {md_text(why)}" in md
+        assert f"<code>{h}</code> not compared: {esc(why)}" in html
+        assert f"{h}: not compared: {why}" in " ".join(tui.split())
 
 
 async def test_server_dying_after_match_leaves_the_rest_uncompared(
@@ -84,11 +102,16 @@ async def test_server_dying_after_match_leaves_the_rest_uncompared(
         srv.stop()
     assert rc == 3, text
     (pair,) = res["cross_server"]
-    assert pair["identical"] is None and "bit-identical across" not in pair["reading"]
+    assert pair["identical"] is None and pair["kind"] == PairKind.PARTLY_IDENTICAL
     assert pair["helpers"]["match"]["identical"] is True
-    assert pair["uncompared"]["prefill_cache_hit"].startswith("B errored in prefill_cache_hit")
-    assert pair["uncompared"]["decode_cache_hit"] == "B errored before decode_cache_hit"
-    assert "decode_cache_hit: not compared: B errored before decode_cache_hit" in text
+    missing = {h: [m["kind"] for m in ms] for h, ms in pair["missing"].items()}
+    assert missing == {
+        "prefill_cache_hit": [MissingKind.ERRORED_IN],
+        "decode_cache_hit": [MissingKind.ERRORED_BEFORE],
+    }
+    assert {m["side"] for ms in pair["missing"].values() for m in ms} == {"B"}
+    for h, why in pair["uncompared"].items():
+        assert f"{h}: not compared: {why}" in text
 
 
 async def test_cache_helper_differing_with_match_identical_names_the_state_bug(
@@ -99,13 +122,16 @@ async def test_cache_helper_differing_with_match_identical_names_the_state_bug(
     _, res, text = await check([a, b], tmp_path, helpers=["match", "prefill_cache_hit"])
     (pair,) = res["cross_server"]
     reading = pair["reading"]
-    assert "kernels or races" not in reading
-    assert "match is bit-identical across servers" in reading
-    assert "state bug on B's prefix restore" in reading and "prefill_cache_hit" in reading
+    # match bit-identical, so not the kernels: a state bug on B's prefix restore
+    assert pair["kind"] == PairKind.CACHE_PATH
+    assert pair["suspects"] == [
+        {"helper": "prefill_cache_hit", "kind": SuspectKind.ONE_SERVER, "server": "B"}
+    ]
     assert pair["identical"] is False and pair["uncompared"] == {}
     assert pair["helpers"]["match"]["identical"] is True
     assert pair["helpers"]["prefill_cache_hit"]["identical"] is False
-    assert f"servers compared: A {a} vs B {b}: {reading}" in text
+    assert reading_line(recorded_pair(tmp_path)) == reading
+    assert all(line.plain in text for line in pair_lines(recorded_pair(tmp_path)))
 
 
 async def test_a_page_size_difference_at_rounding_level_is_no_state_bug(
@@ -124,9 +150,13 @@ async def test_a_page_size_difference_at_rounding_level_is_no_state_bug(
     assert differing, reading  # the bits differ between page sizes, and that stays said
     for h in differing:
         assert all(v is not None and v <= 1e-9 for v in pair["helpers"][h]["avg_kl_div"])
-        assert f"{h} differs at rounding level (below the 1e-09 floor): not a state bug" in reading
-    assert "a state bug on" not in reading and "condition 2" not in reading
-    assert f"servers compared: A {a} vs B {b}: {reading}" in text
+    # each differing cache path at rounding level, none a state bug
+    assert pair["kind"] == PairKind.CACHE_PATH
+    assert pair["suspects"] == [
+        {"helper": h, "kind": SuspectKind.ROUNDING, "server": None} for h in differing
+    ]
+    assert reading_line(recorded_pair(tmp_path)) == reading
+    assert all(line.plain in text for line in pair_lines(recorded_pair(tmp_path)))
 
 
 @pytest.fixture(scope="module")
@@ -171,5 +201,7 @@ async def test_allow_different_models_compares_and_says_so(
     )
     (pair,) = res["cross_server"]
     assert pair["same_model"] is False
-    assert pair["reading"].startswith("different models (model_path ")
-    assert "--allow-different-models" in pair["reading"]
+    assert pair["kind"] == PairKind.DIFFERENT_MODELS  # compared, and said to be so
+    assert pair["model_check"]["state"] == "different"
+    assert "model_path" in pair["model_check"]["why"]
+    assert reading_line(recorded_pair(tmp_path)) == pair["reading"]

@@ -4,16 +4,20 @@ its own URL and compares them."""
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from rich.text import Text
 
 from kltui.cli.commands import main
 from kltui.errors import EXIT_USAGE
+from kltui.outputs.headless import fleet_lines, verdict_line
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
-from kltui.readings.fleet_model import FleetDifference
+from kltui.readings.fleet import fleet
+from kltui.readings.fleet_model import Fleet
 from kltui.run import driver
 from kltui.run.config import RunConfig
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted
@@ -22,7 +26,9 @@ from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.screens.fleet import FleetScreen
-from kltui.words.fleet import describe_difference
+from kltui.untrusted import html_text as esc
+from kltui.untrusted import md_text
+from kltui.words.fleet import failure_line, replica_cells, setting_contrast, summary_line
 from tests.integration.checkrun import check_run
 from tests.json_contract import read_check
 from tests.router import Router
@@ -77,6 +83,18 @@ def reports(tmp_path: Path) -> tuple[str, str, str]:
     return md_report(store), html_report(store), junit_report(store)
 
 
+def reading(tmp_path: Path, name: str = "r.kltui.jsonl") -> Fleet:
+    """The fleet reading of the recorded run (what every view renders)."""
+    fl = fleet(fold(read_recording(str(tmp_path / name)))[-1])
+    assert fl is not None
+    return fl
+
+
+def verdict_shown(tmp_path: Path, name: str = "r.kltui.jsonl") -> str:
+    """The console's verdict line of the recorded run, as plain text."""
+    return Text.from_markup(verdict_line(fold(read_recording(str(tmp_path / name)))[-1])).plain
+
+
 async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_path):
     router, same, odd = three_workers
     rc, res, text = await check_run(
@@ -98,27 +116,26 @@ async def test_router_fleet_names_the_odd_one_out_everywhere(three_workers, tmp_
     i, j, k = (f["replicas"].index(u) for u in (*same, odd))
     assert m[i][j]["identical"] is True and m[i][k]["identical"] is False
     assert m[i][i] is None and m[k][i] == m[i][k]
+    # the odd one: deterministic inference off here, on in the largest group
+    assert o["settings"] == {"enable_deterministic_inference": [True, False]}
+    assert o["group"] == 1 and o["against"] in same
     at = f"sample {first['sample']} @ {first['position']}"
+    fl = reading(tmp_path)  # the reading every view renders (words: tests/unit/words)
+    assert [x.to_json() for x in fl.odd] == f["odd"] and fl.group_of()[odd] == 1
+    assert replica_cells(fl)[odd]["match"] == "differs"
     summary = f["summary"]
-    assert (
-        f"odd one out: {odd} (enable_deterministic_inference false here, true in the largest group)"
-        in summary
-    )
-    assert at in summary
-    assert f"fleet comparison: {summary}" in text
-    assert f"{odd} (group 2): match differs" in text
+    assert summary == summary_line(fl) and at in summary
+    assert all(line.plain in text for line in fleet_lines(fl))  # summary and each replica
     assert "servers compared:" not in text  # the fleet replaces the pairs with the first
     md, html, junit = reports(tmp_path)
-    assert "enable\\_deterministic\\_inference false here, true in the largest group" in md
+    contrast = setting_contrast(fl.odd[0])
+    assert md_text(summary_line(fl)) in md and md_text(contrast) in md
     assert f"| {odd} | 2 | differs" in md and at.replace("@", "\\@") in md
-    assert (
-        "<h2>Fleet</h2>" in html
-        and "enable_deterministic_inference false here, true in the largest group" in html
-    )
+    assert "<h2>Fleet</h2>" in html and esc(summary_line(fl)) in html
     assert f"<code>{odd}</code>" in html and at in html
     assert f'name="replica[{odd}]"' in junit
     assert "not bit-identical to" in junit and at in junit
-    assert "settings: enable_deterministic_inference false here, true in the largest group" in junit
+    assert f"settings: {contrast}" in junit
     for url in same:
         assert f'<testcase classname="kltui.fleet" name="replica[{url}]" />' in junit
     # the default gate: replicas that differ are no failed run, and no fleet case
@@ -210,7 +227,7 @@ async def test_a_worker_dying_mid_run_is_reported_and_the_others_finish(
     assert f["identical"] is None
     assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted([a, b])]
     assert "decode_cache_hit" in f["not_fully_compared"][srv.url]
-    assert f"{srv.url}: not fully compared: " in text
+    assert all(line.plain in text for line in fleet_lines(reading(tmp_path)))
 
 
 async def test_tui_on_a_router_runs_the_fleet_and_opens_a_replica(three_workers):
@@ -258,6 +275,7 @@ async def test_identical_fleet_passes_when_every_replica_is_bit_identical(two_wo
     assert (f["identical"], f["require"], f["failure"]) == (True, "identical", None)
     assert res["verdict"] == "pass" and res["config"]["fleet_require"] == "identical"
     assert "fleet must be identical" not in text
+    assert failure_line(reading(tmp_path)) is None  # what the reports say "passed" on
     md, html, junit = reports(tmp_path)
     assert "**Fleet must be identical** (`--fleet-require identical`): passed" in md
     assert "(--fleet-require identical): passed" in html
@@ -269,7 +287,8 @@ def test_identical_fleet_with_an_odd_replica_fails_with_why(three_workers, tmp_p
     json_path, junit_path = tmp_path / "r.json", tmp_path / "r.xml"
     argv = ["check", "--router", router.url, "--fleet-require", "identical"]
     argv += ["--samples", "4", "--max-new-tokens", "12", "--max-prompt-tokens", "48"]
-    argv += ["--json", str(json_path), "--junit", str(junit_path), "--no-record"]
+    argv += ["--json", str(json_path), "--junit", str(junit_path)]
+    argv += ["--record", str(tmp_path / "r.kltui.jsonl")]
     rc = main(argv)
     out = capsys.readouterr().out
     assert rc == 1, out
@@ -279,15 +298,20 @@ def test_identical_fleet_with_an_odd_replica_fails_with_why(three_workers, tmp_p
     # each replica passes its own helpers: only the fleet gate fails the run
     assert all(h["status"] == "pass" for h in res["helpers"].values())
     (o,) = f["odd"]
-    at = describe_difference(FleetDifference(**o["first_difference"]))
+    assert o["replica"] == odd and o["majority"] is True and len(f["groups"]) == 2
     assert o["against"] in same  # the largest group's first replica, in the run's (URL) order
-    why = f"replicas differ: 2 groups; odd one out {odd}, first difference from {o['against']} "
-    why += f"at {at}"
-    assert f["failure"] == why
-    assert f"verdict: fail (fleet must be identical: {why})" in out.splitlines(), out
-    junit = junit_path.read_text()
-    assert '<testcase classname="kltui.fleet" name="identical">' in junit
-    assert f'<failure message="{why}" type="fleet-require"' in junit.replace("&gt;", ">")
+    assert o["first_difference"] is not None
+    fl = reading(tmp_path)  # the gate's failure is its words (tests/unit/words)
+    assert fl.failed and [x.to_json() for x in fl.odd] == f["odd"]
+    why = f["failure"]
+    assert why == failure_line(fl) and odd in why
+    assert verdict_shown(tmp_path) in out.splitlines(), out
+    cases = ET.parse(junit_path).getroot().iter("testcase")
+    (case,) = [
+        c for c in cases if (c.get("classname"), c.get("name")) == ("kltui.fleet", "identical")
+    ]
+    (failure,) = case.iter("failure")
+    assert (failure.get("message"), failure.get("type")) == (why, "fleet-require")
 
 
 async def test_identical_fleet_of_one_replica_is_inconclusive(reference_servers, tmp_path):
@@ -304,8 +328,10 @@ async def test_identical_fleet_of_one_replica_is_inconclusive(reference_servers,
     assert rc == 1, text
     f = res["fleet"]
     assert f["identical"] is None and res["verdict"] == "fail"
-    assert f["failure"] == "inconclusive: 1 replica(s) checked, none to compare"
-    assert "verdict: fail (fleet must be identical: inconclusive:" in text
+    assert len(f["replicas"]) == 1 and f["uncompared"] == {} and f["odd"] == []
+    fl = reading(tmp_path, "r.jsonl")
+    assert fl.failed and f["failure"] == failure_line(fl)
+    assert verdict_shown(tmp_path, "r.jsonl") in text.splitlines()
 
 
 async def test_identical_fleet_with_an_uncompared_replica_is_inconclusive(
@@ -326,8 +352,11 @@ async def test_identical_fleet_with_an_uncompared_replica_is_inconclusive(
     f = res["fleet"]
     assert list(f["uncompared"]) == [srv.url] and f["identical"] is None
     assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted([a, b])]
-    assert f["failure"] == f"inconclusive: not compared: {srv.url} ({f['uncompared'][srv.url]})"
-    assert f"verdict: error (fleet must be identical: inconclusive: not compared: {srv.url}" in text
+    fl = reading(tmp_path, "r.jsonl")
+    assert fl.failed and fl.uncompared == f["uncompared"]
+    why = f["failure"]
+    assert why == failure_line(fl) and srv.url in why
+    assert verdict_shown(tmp_path, "r.jsonl") in text.splitlines()
 
 
 def test_fleet_require_without_a_router_is_refused(capsys):

@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from tests.integration.checkrun import check_run
+from kltui.readings.diagnosis_parts import NotTested, PageNote, PoolNote
+from kltui.readings.findings import Finding
+from tests.integration.checkrun import check_run, recorded_diagnoses
 
 
 async def test_radix_off_is_not_conditions_hold(reference_servers, tmp_path):
@@ -15,9 +17,12 @@ async def test_radix_off_is_not_conditions_hold(reference_servers, tmp_path):
     rc, doc, text = await check_run(url, tmp_path, samples=8, max_new_tokens=8)
     (d,) = doc["diagnosis"]
     assert d["condition"] is None and d["conditions"] == [], d["label"]
-    assert "conditions 1 and 2 hold" not in d["label"]
-    assert "prefill_cache_hit not tested (ran but compared nothing" in d["label"]
-    assert "match 8/8" in d["label"]
+    # bit-identical where tested (match, 8 of 8), never "exact": the cache paths compared nothing
+    assert d["finding"] == Finding.EXACT_WHERE_TESTED, d["finding"]
+    assert doc["helpers"]["prefill_cache_hit"]["scored"] == 0
+    assert "prefill_cache_hit" in d["rests_on"]["untested"]
+    tested = {t["helper"]: (t["scored"], t["samples"]) for t in d["rests_on"]["tested"]}
+    assert tested == {"match": (8, 8)}
 
 
 @pytest.fixture
@@ -39,8 +44,11 @@ async def test_a_tiny_kv_pool_with_the_hit_assert_skipped_is_not_tested(
     scored = {h: v["scored"] for h, v in doc["helpers"].items()}
     assert min(scored["prefill_cache_hit"], scored["decode_cache_hit"]) < 4, scored
     (d,) = doc["diagnosis"]
-    assert d["condition"] != 0 and "conditions 1 and 2 hold" not in d["label"], d["label"]
-    assert "samples scored (at least 4 needed" in " ".join(d["evidence"]), d["evidence"]
+    assert d["condition"] != 0 and d["finding"] != Finding.EXACT, d["label"]
+    few = {h for h in ("prefill_cache_hit", "decode_cache_hit") if scored[h] < 4}
+    assert few <= set(d["rests_on"]["untested"]), d["rests_on"]
+    (diag,) = recorded_diagnoses(tmp_path)  # each one named as not tested, in the evidence
+    assert few <= {e.helper for e in diag.evidence if isinstance(e, NotTested)}, diag.evidence
 
 
 async def test_page_rounded_misses_are_explained_from_what_they_measured(
@@ -60,11 +68,14 @@ async def test_page_rounded_misses_are_explained_from_what_they_measured(
         url, tmp_path, samples=32, max_new_tokens=8, prompts=str(ids), max_prompt_tokens=None
     )
     (d,) = doc["diagnosis"]
-    assert rc != 0 and "decode_cache_hit not tested" in d["label"], d["label"]
-    ev = "\n".join(d["evidence"])
-    assert "prefill_cache_hit: all 16 skipped samples have prompts of at most 16 tokens" in ev, ev
-    assert "decode_cache_hit: all 32 skipped samples hit whole 16-token pages" in ev, ev
-    assert "--max-new-tokens 32 (twice the page size)" in ev
+    assert rc != 0 and "decode_cache_hit" in d["rests_on"]["untested"], d["label"]
+    (diag,) = recorded_diagnoses(tmp_path)
+    # every skipped sample is the page rounding, as measured: the 16 short prompts (a page at
+    # most) and all 32 first turns (whole pages, 8 new tokens: less than a page past the prompt)
+    misses = {e.misses.helper: e.misses for e in diag.evidence if isinstance(e, PageNote)}
+    assert misses.keys() == {"prefill_cache_hit", "decode_cache_hit"}, diag.evidence
+    pre, dec = misses["prefill_cache_hit"], misses["decode_cache_hit"]
+    assert (pre.n, pre.page) == (16, 16) and (dec.n, dec.page, dec.new_tokens) == (32, 16, 8)
 
 
 async def test_misses_under_a_kv_pool_smaller_than_the_hits_inputs_name_the_pool(
@@ -82,10 +93,9 @@ async def test_misses_under_a_kv_pool_smaller_than_the_hits_inputs_name_the_pool
     pre = doc["helpers"]["prefill_cache_hit"]
     assert pre["kv_pool_tokens"] == 100 and pre["hit_input_tokens"] > 100, pre
     (d,) = doc["diagnosis"]
-    ev = "\n".join(d["evidence"])
-    assert (
-        f"decode_cache_hit: {dec['skipped']} of 8 samples missed their hit, and the 8 hit "
-        f"requests' inputs hold {dec['hit_input_tokens']:,} tokens where the server's KV pool "
-        "holds 100 (max_total_num_tokens)"
-    ) in ev, ev
-    assert "conditions 1 and 2 hold" not in d["label"], d["label"]
+    (diag,) = recorded_diagnoses(tmp_path)
+    shorts = {e.short.helper: e.short for e in diag.evidence if isinstance(e, PoolNote)}
+    short = shorts["decode_cache_hit"]  # the misses, beside the pool and what the hits needed
+    assert (short.missed, short.samples) == (dec["skipped"], 8), short
+    assert (short.pool_tokens, short.input_tokens) == (100, dec["hit_input_tokens"]), short
+    assert d["finding"] != Finding.EXACT, d["label"]

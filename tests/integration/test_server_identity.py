@@ -15,10 +15,20 @@ import pytest
 from kltui.cli.commands import main
 from kltui.engines import weights
 from kltui.errors import UsageError
+from kltui.outputs.headless import pair_lines
+from kltui.readings.cross_server import PairKind, cross_server
 from kltui.reference import CHECKPOINT_DIR
 from kltui.session.events import HelperStarted
-from tests.integration.checkrun import check_run
+from tests.integration.checkrun import check_run, recorded
 from tests.unit.readings.test_same_weights import perturb
+
+
+def shown(tmp_path, text: str) -> bool:
+    """The console says the pair's reading and its model check (words: tests/unit/words)."""
+    store = recorded(tmp_path)
+    (pair,) = cross_server(store)
+    return all(line.plain in text for line in pair_lines(pair, store))
+
 
 SMALL = dict(samples=3, max_new_tokens=8, max_prompt_tokens=48, helpers=["match"])
 
@@ -82,8 +92,10 @@ async def test_perturbed_weights_compared_anyway_read_as_different_models(
     )
     (pair,) = res["cross_server"]
     assert pair["same_model"] is False
-    assert pair["reading"].startswith("different models (the config.json and *.safetensors")
-    assert "  · model: different weights (" in text
+    assert pair["kind"] == PairKind.DIFFERENT_MODELS  # compared anyway, and read as such
+    assert pair["model_check"]["state"] == "different"
+    assert "sha256" in pair["model_check"]["why"]  # the weights' hashes tell them apart
+    assert shown(tmp_path, text)
     for s in res["servers"]:
         assert s["local_weights_sha256"] and s["local_weights_note"] is None
 
@@ -95,7 +107,7 @@ async def test_an_unchanged_copy_is_verified_as_the_same_weights(
     _, res, text = await check_run([a, copied], tmp_path, width=400, **SMALL)
     (pair,) = res["cross_server"]
     assert pair["same_model"] is True
-    assert "  · model: same weights (the same config.json and *.safetensors" in text
+    assert pair["model_check"]["state"] == "same" and shown(tmp_path, text)
     first, second = res["servers"]
     assert first["local_weights_sha256"] == second["local_weights_sha256"]
     assert first["port"] == int(a.rsplit(":", 1)[1])

@@ -17,11 +17,19 @@ import sys
 import pytest
 
 from kltui.cli.commands import main
-from tests.integration.checkrun import check_run
+from kltui.readings.diagnosis_parts import EvidenceKind
+from kltui.readings.geometry_parts import Crossed
+from tests.integration.checkrun import check_run, recorded_diagnoses
 from tests.json_contract import read_json
 
 SMALL_GRID = ("--arch", "mamba", "--mamba-chunk-size", "16", "--mamba-track-interval", "32")
-GEOMETRY_LINES = ("(the chunk)", "what each hit restored", "diverge from the first", "past the")
+# the evidence read against the state geometry (readings/geometry_evidence.py)
+GEOMETRY_KINDS = {
+    EvidenceKind.RESIDUES,
+    EvidenceKind.RESTORED,
+    EvidenceKind.HANDOFF,
+    EvidenceKind.WINDOW_SPLIT,
+}
 
 
 async def test_a_default_mamba_server_scores_decode_cache_hit_and_records_its_geometry(
@@ -35,9 +43,10 @@ async def test_a_default_mamba_server_scores_decode_cache_hit_and_records_its_ge
     geometry = server["geometry"]
     assert geometry["kind"] == "mamba" and geometry["mamba"]["track_interval"]["value"] == 256
     # no sample's decode reached the 256-token track interval: the verdict says what would
-    (d,) = res["diagnosis"]
-    assert "no sample crossed the 256-token track interval" in d["label"], text
-    assert "--max-new-tokens" in d["label"]
+    (diag,) = recorded_diagnoses(tmp_path)
+    (c,) = [c for c in diag.basis.uncrossed if c.helper == "decode_cache_hit"]
+    assert (c.boundary, c.step, c.crossed) == (Crossed.TRACK, 256, 0), diag.basis.uncrossed
+    assert c.need is not None and c.need > 8  # the --max-new-tokens that would cross it
 
 
 @pytest.mark.parametrize(
@@ -71,7 +80,8 @@ async def test_each_planted_state_fault_reads_condition_2_on_its_helper_with_its
     assert (d["finding"], d["condition"], d["conditions"]) == (finding, 2, [2]), text
     verdicts = {t["helper"]: t["verdict"] for t in d["rests_on"]["tested"]}
     assert {h for h, v in verdicts.items() if v == "state"} == state, d["rests_on"]
-    assert any(g in e for e in d["evidence"] for g in GEOMETRY_LINES), d["evidence"]
+    (diag,) = recorded_diagnoses(tmp_path)
+    assert {e.kind for e in diag.evidence} & GEOMETRY_KINDS, diag.evidence
     assert d["action"] is None and "kernel" not in " ".join(d["suspects"])
 
 

@@ -21,6 +21,7 @@ from kltui.session.events import (
     SampleScored,
 )
 from kltui.session.store import SessionStore
+from kltui.untrusted import md_text
 from tests.json_contract import validate
 
 URL, BASE = "http://127.0.0.1:30000", "http://127.0.0.1:8000"
@@ -196,7 +197,7 @@ def test_a_contract_difference_is_named_in_every_report():
     validate(doc, "check")
     c = doc["helpers"]["cross_engine"]["contract"]
     assert c["status"] == "difference" and c["setting"] == "--logprobs-mode raw_logits"
-    assert "logprob contract contract difference: sglang's prompt values" in md_report(st)
+    assert f"logprob contract {md_text(verdict.message)}" in md_report(st)  # judge's words
     assert "--logprobs-mode raw\\_logits" in md_report(st)
     assert "contract difference" in html_report(st)
     root = ET.fromstring(junit_report(st))

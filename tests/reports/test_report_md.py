@@ -8,8 +8,11 @@ from markdown_it import MarkdownIt
 
 from kltui.cli.report import load_store
 from kltui.outputs.reports.md import MAX_PROBLEMS, md_report
+from kltui.readings.diagnosis import diagnose
+from kltui.readings.findings import Finding
 from kltui.session.events import Problem
 from kltui.untrusted import md_text
+from kltui.words.diagnosis import said
 from tests.reports.synth import (
     URL,
     HelperSpec,
@@ -49,7 +52,10 @@ def test_demo_summary_is_short_and_complete(tmp_path):
     assert rows[2][1:4] == ["❌ fail", "<strong>1.239e-01</strong>", "2.000e-03"]
     assert rows[2][4] == "64.96% (178)" and rows[2][7] == "7/8 / 1"
     assert rows[1][1] == "⚪ vacuous"
-    assert "**Diagnosis** http://127.0.0.1:30000: inconclusive (n too small)" in md
+    store, _ = load_store(tmp_path / "r0.jsonl")
+    (d,) = diagnose(store)  # too few samples in common for the paired test: no verdict
+    assert (d.server, d.finding) == (URL, Finding.TOO_FEW_COMMON)
+    assert f"- **Diagnosis** {URL}: {md_text(said(d).label)}" in md  # its words, as said
     assert "sha256 `9f2c4e1a7b3d5c60`" in md
     assert "sglang 0.5.23 · model meta-llama/Llama-3.1-8B-Instruct · tp 1" in md
 

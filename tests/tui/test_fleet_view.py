@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kltui.session.events import RunFinished, RunStarted
 from kltui.tui.screens.fleet import FleetScreen
+from kltui.words.fleet import failure_line, summary_line
 from tests.tui import synth
 from tests.tui.kit import drawn_at, replay_app, replayed, until
 
@@ -13,6 +14,14 @@ HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
 ROUTER = "http://127.0.0.1:30000"
 ODD = {7: {"enable_deterministic_inference": False}, 23: {"enable_deterministic_inference": False}}
 SIZE = (140, 45)
+
+
+DET = "enable_deterministic_inference"
+
+
+def flat(text: str | None) -> str:
+    """`text` with its whitespace as the drawn screen's, joined."""
+    return " ".join((text or "").split())
 
 
 def url(i: int) -> str:
@@ -90,13 +99,15 @@ async def test_fleet_view_lists_every_replica_and_enter_opens_its_dashboard():
         table = screen.query_one("#fleet-table")
         assert table.row_count == 40
         head = " ".join(drawn_at(screen, "#fleet-head").split())
-        assert "[38 replicas: http://10.0.0.1:30000, http://10.0.0.2:30000, " in head
-        for i in ODD:
-            assert (
-                f"odd one out: {url(i)} (enable_deterministic_inference false here, true in the largest group)"
-                in head
-            )
-        assert "group 2 (2): enable_deterministic_inference false" in head
+        fl = screen.fleet  # 38 alike, two odd ones out by deterministic inference
+        assert [len(g.replicas) for g in fl.groups] == [38, 2]
+        assert [(o.replica, o.group, o.majority) for o in fl.odd] == [
+            (url(i), 1, True) for i in ODD
+        ]
+        assert all(o.settings == {DET: (True, False)} for o in fl.odd)
+        assert fl.groups[1].settings == {DET: False}
+        assert flat(summary_line(fl)) in head  # its words (tests/unit/words/test_golden_fleet)
+        assert "group 2 (2): enable_deterministic_inference false" in head  # the screen's own
         assert "fleet must be identical" not in head  # the default gate
         row = [str(c) for c in table.get_row(url(23))]
         assert row[1] == "2" and row[2:] == ["≠ differs"] * 3
@@ -130,9 +141,11 @@ async def test_fleet_view_says_why_an_identical_fleet_failed():
     async with app.run_test(size=SIZE) as pilot:
         await open_fleet()(pilot)
         head = " ".join(drawn_at(app.screen, "#fleet-head").split())
-        assert "fleet must be identical: failed: replicas differ: 2 groups; " in head
-        for i in ODD:
-            assert f"odd one out {url(i)}, first difference from {url(0)} at " in head
+        fl = app.screen.fleet
+        assert fl.failed and [(o.replica, o.against) for o in fl.odd] == [
+            (url(i), url(0)) for i in ODD
+        ]
+        assert flat(f"fleet must be identical: failed: {failure_line(fl)}") in head
 
 
 async def test_an_identical_fleet_failure_names_three_odd_replicas_and_counts_the_rest():
@@ -143,4 +156,5 @@ async def test_an_identical_fleet_failure_names_three_odd_replicas_and_counts_th
         head = " ".join(drawn_at(app.screen, "#fleet-head").split())
         why = head[head.index("fleet must be identical: failed:") :]
         assert [url(i) in why for i in range(30, 40)] == [True] * 3 + [False] * 7
-        assert "+ 7 more outside group 1 (fleet.odd)" in why
+        fl = app.screen.fleet
+        assert len(fl.odd) == 10 and flat(failure_line(fl)) in why  # 3 named, the rest counted

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from kltui import __version__, fmt
 from kltui.metrics.summary import Summary
+from kltui.outputs.reports.cross_server_json import pair_entry
 from kltui.outputs.reports.multiturn_json import multiturn_entry, reading_of
 from kltui.readings.batch_probe import probe_json
 from kltui.readings.cross_server import cross_server
@@ -23,7 +24,6 @@ from kltui.session import jsonfile
 from kltui.session.codec import tag_floats
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
-from kltui.words.cross_server import pair_json
 from kltui.words.diagnosis import to_json as diagnosis_json
 from kltui.words.fleet import fleet_json
 from kltui.words.floors import floor_rows, verdict_line
@@ -415,7 +415,7 @@ def json_report(store: SessionStore) -> dict:
                 for p in store.problems
             ],
             "diagnosis": [diagnosis_json(d) for d in diagnose(store)],
-            "cross_server": [pair_json(pair) for pair in cross_server(store)],
+            "cross_server": [pair_entry(pair) for pair in cross_server(store)],
             "fleet": None if (fl := fleet(store)) is None else fleet_json(fl),
             "three_way": None if (tw := three_way(store)) is None else three_way_json(tw),
             "verdict": verdict(store),
