@@ -164,7 +164,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
-    (out / "config.json").write_text(json.dumps(cfg.to_hf_dict(), indent=2) + "\n")
+    (out / "config.json").write_text(json.dumps(cfg.to_config_json(), indent=2) + "\n")
     tok.save(str(out / "tokenizer.json"))
     (out / "tokenizer_config.json").write_text(
         json.dumps(

@@ -90,6 +90,36 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
     # single-token passes after its prefill are decode, not part of the fresh prefill.
     tail = next((i for i, p in enumerate(pb) if p.tokens == 1 and i > 0), len(pb))
     pb, b_extra = pb[:tail], pb[tail:]
+    map_b, plen = _check_coverage(prompt, pb)
+    m = len(map_b)
+    _check_keys(pa, pb)
+    emb = _embedding_key(pb[0])
+    _check_step_count(decode, m, plen)
+    aligned = _aligned_steps(prompt, decode, map_b)
+    prefill, prefill_diffs = _prefill_invariance(loader, prompt, map_b, emb, plen, m)
+    steps, first, last_table = _step_tables(loader, aligned, map_b, emb, prefill_diffs)
+    out: dict = {
+        "rank": rank,
+        "rid_decode": rid_a,
+        "rid_prefill": rid_b,
+        "prompt_tokens": plen,
+        "fresh_prefill_tokens": m,
+        "decode_steps": len(decode),
+        "ignored_prefill_passes": [p.step for p in b_extra],
+        "aligned_steps": len(aligned),
+        "input_ids_identical": True,
+        "embedding_identical": True,
+        "embedding_module": pb[0].entries[emb].module_label,
+        "steps": steps,
+        "prefill": prefill,
+        "context_identical": prefill["identical"],
+    }
+    return out | _first_divergence(first, last_table, prefill)
+
+
+def _check_coverage(prompt: list[Pass], pb: list[Pass]) -> tuple[dict, int]:
+    """B's position map and the prompt's length, once both prefills are known to start at
+    position 0 (no cached prefix)."""
     map_b = position_map(pb, "B")
     map_a = position_map(prompt, "A (prompt prefill)")
     m = len(map_b)
@@ -104,10 +134,13 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
             f"A's prompt prefill covers positions {min(map_a)}..{max(map_a)}, not 0..{plen - 1}: "
             "it reused a cached prefix; flush the cache before the decode run"
         )
-    _check_keys(pa, pb)
-    emb = _embedding_key(pb[0])
-    # B is prompt + the K tokens decode consumed: A has K decode steps, or K + 1 when an overlap
-    # scheduler ran one more pass after the last token. Any other count is another capture.
+    return map_b, plen
+
+
+def _check_step_count(decode: list[Pass], m: int, plen: int) -> None:
+    """B is prompt + the K tokens decode consumed: A has K decode steps, or K + 1 when an
+    overlap scheduler ran one more pass after the last token. Any other count is another
+    capture."""
     fed = m - plen
     if len(decode) not in (fed, fed + 1):
         raise DumpError(
@@ -116,7 +149,12 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
             "(or one more, from an overlap scheduler) consume: not one capture's two folders"
         )
 
-    # Proof of alignment, before any diff is read.
+
+def _aligned_steps(
+    prompt: list[Pass], decode: list[Pass], map_b: dict
+) -> list[tuple[int, Pass, int]]:
+    """(step number, pass, position) of each decode step inside the fresh prefill: the proof
+    of alignment (same token ids row by row), before any diff is read."""
     aligned = []
     for k, d in enumerate(decode, start=1):
         pos = int(d.positions[0])
@@ -132,7 +170,7 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
         aligned.append((k, d, pos))
     if not aligned:
         raise DumpError(
-            f"no decode step lies inside the fresh prefill (B covers positions 0..{m - 1}, "
+            f"no decode step lies inside the fresh prefill (B covers positions 0..{len(map_b) - 1}, "
             f"decode steps start at {int(decode[0].positions[0])})"
         )
     for p in prompt:
@@ -143,8 +181,14 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
                 f"rows are misaligned: the prompt's prefill (step {p.step}) and the fresh prefill "
                 "hold different token ids at the prompt positions (not the same prompt?)"
             )
+    return aligned
 
-    prefill, prefill_diffs = _prefill_invariance(loader, prompt, map_b, emb, plen, m)
+
+def _step_tables(
+    loader: Loader, aligned: list[tuple[int, Pass, int]], map_b: dict, emb, prefill_diffs: dict
+) -> tuple[list[dict], tuple | None, list]:
+    """Each aligned decode step's row (steps), the first step with a differing module (its
+    number, position, culprit row and table) and the last step's module table."""
     # what a decode step reads from earlier passes (the KV cache) is written from their inputs
     earlier: list[tuple[str, dict]] = [("prompt prefill", prefill_diffs)]
     steps, first, last_table = [], None, []
@@ -173,25 +217,14 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
         if culprit is not None and first is None:
             first = (k, pos, culprit, table)
         last_table = table
+    return steps, first, last_table
 
-    out: dict = {
-        "rank": rank,
-        "rid_decode": rid_a,
-        "rid_prefill": rid_b,
-        "prompt_tokens": plen,
-        "fresh_prefill_tokens": m,
-        "decode_steps": len(decode),
-        "ignored_prefill_passes": [p.step for p in b_extra],
-        "aligned_steps": len(aligned),
-        "input_ids_identical": True,
-        "embedding_identical": True,
-        "embedding_module": pb[0].entries[emb].module_label,
-        "steps": steps,
-        "prefill": prefill,
-        "context_identical": prefill["identical"],
-    }
+
+def _first_divergence(first: tuple | None, last_table: list, prefill: dict) -> dict[str, object]:
+    """The rank's verdict keys: the first differing module of the first differing step, or
+    identical with the last step's table."""
     if first is None:
-        out |= {
+        return {
             "identical": True,
             "first_divergent_module": None,
             "unnamed_reason": None,
@@ -204,9 +237,8 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
             "inherited": [],
             "modules": [r.as_dict() for r in last_table],
         }
-        return out
     k, pos, culprit, table = first
-    out |= {
+    return {
         "identical": False,
         "first_divergent_module": _named(culprit),
         "unnamed_reason": unnamed_reason(culprit, prefill["first_divergent_module"]),
@@ -219,7 +251,6 @@ def analyze_rank(loader: Loader, pa: list[Pass], pb: list[Pass], rank: int) -> d
         "inherited": [r.module for r in table if r.status == "inherited"],
         "modules": [r.as_dict() for r in table],
     }
-    return out
 
 
 def _named(row) -> str | None:

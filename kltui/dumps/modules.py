@@ -65,7 +65,9 @@ def merge_diffs(a: RowDiff | None, b: RowDiff | None) -> RowDiff | None:
     )
 
 
-def compare_pass(loader: Loader, pa: Pass, positions: list[int], map_b: dict) -> dict:
+def compare_pass(
+    loader: Loader, pa: Pass, positions: list[int], map_b: dict
+) -> dict[tuple, RowDiff | None]:
     """{entry key: RowDiff, or None where no row of the entry is laid out per token}."""
     torch = loader.torch
     out: dict[tuple, RowDiff | None] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import httpx
 import numpy as np
@@ -243,7 +243,7 @@ class VLLMClient(HttpEngine):
         }
         sources = {k: "/v1/models" for k in ("served_model_name", "model_path", "max_model_len")}
         sources = {k: v for k, v in sources.items() if out.get(k) is not None}
-        layers: list[tuple[str, dict]] = []
+        layers: list[tuple[str, VLLMSettings]] = []
         cfg = await self.server_config()
         if cfg is not None:
             layers.append(("/server_info", settings_from_server_info(cfg)))
@@ -268,6 +268,36 @@ class VLLMClient(HttpEngine):
         return ServerIdentity.of(out)
 
 
+class VLLMSettings(TypedDict, total=False):
+    """The alignment-relevant settings one source states (a key it does not state is absent;
+    `quantization` None means "not quantized"). Merged into the identity in source order."""
+
+    dtype: Any
+    tokenizer: Any
+    max_model_len: Any
+    max_logprobs: Any
+    logprobs_mode: Any
+    enforce_eager: Any
+    seed: Any
+    tp_size: Any
+    enable_prefix_caching: Any
+    kv_cache_dtype: Any
+    block_size: Any
+    cudagraph_mode: Any
+    max_num_seqs: Any
+    max_num_batched_tokens: Any
+    enable_chunked_prefill: Any
+    attention_backend: Any
+    flash_attn_version: Any
+    batch_invariant: bool
+    quantization: Any
+
+
+def _stated(found: VLLMSettings) -> VLLMSettings:
+    """`found` without the settings its source left unsaid (None)."""
+    return cast(VLLMSettings, {k: v for k, v in found.items() if v is not None})
+
+
 def _get(d: Any, *path: str) -> Any:
     for p in path:
         if not isinstance(d, dict):
@@ -276,7 +306,7 @@ def _get(d: Any, *path: str) -> Any:
     return d
 
 
-def settings_from_server_info(info: dict) -> dict:
+def settings_from_server_info(info: dict) -> VLLMSettings:
     """The alignment-relevant part of vLLM's `/server_info?config_format=json`.
 
     Its `attention_config.backend` is what was asked for: None when vLLM picks the backend
@@ -286,7 +316,7 @@ def settings_from_server_info(info: dict) -> dict:
     cfg: dict = raw_cfg if isinstance(raw_cfg, dict) else {}
     env: dict = raw_env if isinstance(raw_env, dict) else {}
     model = cfg.get("model_config") or {}
-    out = {
+    out: VLLMSettings = {
         "dtype": model.get("dtype"),
         "tokenizer": model.get("tokenizer"),
         "max_model_len": model.get("max_model_len"),
@@ -308,23 +338,23 @@ def settings_from_server_info(info: dict) -> dict:
         or env.get("VLLM_FLASH_ATTN_VERSION"),
         "batch_invariant": _truthy(env.get("VLLM_BATCH_INVARIANT")) or False,
     }
-    out = {k: v for k, v in out.items() if v is not None}
+    out = _stated(out)
     if "quantization" in model:
         out["quantization"] = model["quantization"]  # None here means "not quantized"
     return out
 
 
-def settings_from_cache_metric(labels: dict) -> dict:
+def settings_from_cache_metric(labels: dict) -> VLLMSettings:
     """The settings in the labels of /metrics' `vllm:cache_config_info` (no dev mode needed);
     every label is a string there."""
-    out: dict = {
+    out: VLLMSettings = {
         "enable_prefix_caching": _truthy(labels.get("enable_prefix_caching")),
         "kv_cache_dtype": labels.get("cache_dtype") or None,
     }
     block = labels.get("block_size")
     if isinstance(block, str) and block.isdigit():
         out["block_size"] = int(block)
-    return {k: v for k, v in out.items() if v is not None}
+    return _stated(out)
 
 
 # What vLLM prints while it starts: the backend its selector picked ("Using FLASH_ATTN attention
@@ -344,11 +374,11 @@ _OLD_NAMES = {
 }
 
 
-def settings_from_startup_log(text: str) -> dict:
+def settings_from_startup_log(text: str) -> VLLMSettings:
     """The settings vLLM's own startup log states (when kltui launched it); the last mention
     wins, as a restarted worker prints again."""
     text = text[-8 * 2**20 :]
-    out: dict = {}
+    out: VLLMSettings = {}
     if found := _LOG_BACKEND.findall(text):
         out["attention_backend"] = found[-1]
     elif found := _LOG_OLD_BACKEND.findall(text):
@@ -357,7 +387,9 @@ def settings_from_startup_log(text: str) -> dict:
         out["flash_attn_version"] = int(found[-1])
     if found := _LOG_EAGER.findall(text):
         out["enforce_eager"] = found[-1] == "True"
-    return {k: one_line(v, 80) if isinstance(v, str) else v for k, v in out.items()}
+    if "attention_backend" in out:  # the only text the log gives
+        out["attention_backend"] = one_line(out["attention_backend"], 80)
+    return out
 
 
 async def identify_vllm(

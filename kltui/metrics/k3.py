@@ -8,7 +8,9 @@ mean over samples, summed left to right as Python's sum() does).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -350,7 +352,7 @@ class ScoreBook:
         return summary
 
 
-def invalidate(summary: dict, found: list[dict]) -> None:
+def invalidate(summary: dict, found: Sequence[Mapping[str, Any]]) -> None:
     """Marks a helper summary with protocol findings `invalid` (never a pass), the first
     finding its reason."""
     summary["status"] = "invalid"

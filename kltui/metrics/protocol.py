@@ -16,6 +16,7 @@ position (or answer) it covers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -128,7 +129,18 @@ def _where(pairs: list[tuple[int, int]]) -> str:
     return listed + (f" and {len(pairs) - 4} more" if len(pairs) > 4 else "")
 
 
-def _finding(kind: str, message: str, per_sample: dict[int, np.ndarray]) -> dict:
+class ProtocolFinding(TypedDict):
+    """One kind of protocol fault as the helper summary's `protocol` list keeps it: the samples
+    it touches, the first MAX_LISTED (sample, position) pairs and how many there are."""
+
+    kind: str
+    message: str
+    samples: list[int]
+    positions: list[list[int]]
+    count: int
+
+
+def _finding(kind: str, message: str, per_sample: dict[int, np.ndarray]) -> ProtocolFinding:
     pairs = [(s, int(p)) for s, ps in per_sample.items() for p in ps]
     return {
         "kind": kind,
@@ -142,12 +154,12 @@ def _finding(kind: str, message: str, per_sample: dict[int, np.ndarray]) -> dict
 def findings(
     items: list[tuple[int, np.ndarray, np.ndarray, SampleFaults, list | None, list | None]],
     sides: tuple[str, str] = ("side A", "side B"),
-) -> list[dict]:
+) -> list[ProtocolFinding]:
     """The protocol findings of a helper's scored samples, one per kind found.
 
     `items`: (sample, lp_a, lp_b, faults, top_a, top_b) in scoring order; `sides` names A and B
     (for example "prefill" and "decode")."""
-    out: list[dict] = []
+    out: list[ProtocolFinding] = []
     bad = [it for it in items if it[3].any]
     if not bad:
         return out

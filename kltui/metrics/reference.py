@@ -146,6 +146,15 @@ def engine_dtype(engine: dict) -> str | None:
 
 def align_reference(engine: dict, ref: dict, *, engine_name: str = "SGLang") -> list[RefRow]:
     """The config diff of an engine (its identity record) against the reference's."""
+    return (
+        _function_rows(engine, ref)
+        + _arithmetic_rows(engine, ref, engine_name)
+        + _recorded_rows(engine, ref)
+    )
+
+
+def _function_rows(engine: dict, ref: dict) -> list[RefRow]:
+    """What decides the function both compute: the weights, the dtype, the vocabulary."""
     rows: list[RefRow] = []
     state, why = weights_state(engine, ref)
     rows.append(
@@ -189,6 +198,14 @@ def align_reference(engine: dict, ref: dict, *, engine_name: str = "SGLang") -> 
                 "teacher forcing sends ids: another vocabulary makes them other tokens",
             )
         )
+    return rows
+
+
+def _arithmetic_rows(engine: dict, ref: dict, engine_name: str) -> list[RefRow]:
+    """How the engine computes it beside the reference: attention kernel, tensor parallelism,
+    quantized weights and KV cache."""
+    rows: list[RefRow] = []
+    e_dt = engine_dtype(engine)
     att = sglang_attention(engine) if engine_name == "SGLang" else engine.get("attention_backend")
     rows.append(
         RefRow(
@@ -240,6 +257,12 @@ def align_reference(engine: dict, ref: dict, *, engine_name: str = "SGLang") -> 
             "'auto' means the model dtype",
         )
     )
+    return rows
+
+
+def _recorded_rows(engine: dict, ref: dict) -> list[RefRow]:
+    """Recorded, never judged: the device, the batching and the versions."""
+    rows: list[RefRow] = []
     rows.append(
         RefRow(
             "device",

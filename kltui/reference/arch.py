@@ -113,7 +113,7 @@ class Arch:
         types = self.layer_types(attention_layers)[-attention_layers:]
         return [self.sliding_window if t == "sliding_attention" else None for t in types]
 
-    def server_info(self) -> dict:
+    def server_info_json(self) -> dict:
         """The /server_info keys SGLang reports for the state (beside the dense ones)."""
         info: dict = {
             "disable_cuda_graph": not self.graphs,
@@ -128,7 +128,7 @@ class Arch:
         }
         return info
 
-    def config(self, base: dict) -> dict:
+    def config_json(self, base: dict) -> dict:
         """config.json for the served model: the checkpoint's, with this arch's fields."""
         n = base["num_hidden_layers"]
         if self.name == "llama":
@@ -164,7 +164,7 @@ class Arch:
         if self.name == "llama":
             return checkpoint
         base = json.loads((checkpoint / "config.json").read_text())
-        text = json.dumps(self.config(base), indent=2) + "\n"
+        text = json.dumps(self.config_json(base), indent=2) + "\n"
         key = hashlib.sha256((str(checkpoint.resolve()) + text).encode()).hexdigest()[:12]
         folder = Path(tempfile.gettempdir()) / f"kltui-reference-{self.name}-{key}"
         if (folder / "config.json").is_file():

@@ -22,8 +22,25 @@ PDEATHSIG_ENV = "KLTUI_REFERENCE_PDEATHSIG"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The server's flags, SGLang's names where SGLang has one (--help lists them in this
+    order)."""
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=30000, help="port; 0 picks a free one")
+    _add_fault_arguments(parser)
+    _add_model_arguments(parser)
+    _add_schedule_arguments(parser)
+    _add_runtime_arguments(parser)
+    _add_cuda_graph_arguments(parser)
+    _add_arch_arguments(parser)
+    parser.add_argument(
+        "--skip-tokenizer-init",
+        action="store_true",
+        help="as SGLang's flag: ids in and out only; a text prompt gets SGLang's HTTP 400",
+    )
+
+
+def _add_fault_arguments(parser: argparse.ArgumentParser) -> None:
+    """Batch invariance, and the state bug to plant (and when it wakes)."""
     parser.add_argument(
         "--deterministic",
         "--enable-deterministic-inference",
@@ -52,6 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "that appears after a server has run a while; /server_info's internal_states says "
         "kltui_fault_active)",
     )
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is served and how it answers: the page size, the checkpoint, streaming, the key."""
     parser.add_argument("--page-size", type=int, default=1, help="radix cache page size")
     parser.add_argument(
         "--checkpoint",
@@ -66,6 +87,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="stream deltas instead of cumulative text/output_ids/logprobs",
     )
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+
+
+def _add_schedule_arguments(parser: argparse.ArgumentParser) -> None:
+    """The radix cache and the scheduler: what decides which requests share a forward."""
     parser.add_argument(
         "--disable-radix-cache", action="store_true", help="no prefix reuse (cached_tokens = 0)"
     )
@@ -84,6 +109,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=8192,
         help="new tokens per prefill step (8192); the chunk-boundary fault cuts there",
     )
+
+
+def _add_runtime_arguments(parser: argparse.ArgumentParser) -> None:
+    """Metrics, forced retractions, seeds, threads and the dtype."""
     parser.add_argument(
         "--enable-metrics",
         action="store_true",
@@ -111,6 +140,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="weights, activations and KV cache (SGLang's flag; auto and the default: float32). "
         "bfloat16 batched kernels round like a GPU server's, far above the 1e-9 floor",
     )
+
+
+def _add_cuda_graph_arguments(parser: argparse.ArgumentParser) -> None:
+    """SGLang's CUDA-graph flags."""
     # SGLang's CUDA-graph flags, accepted so that an SGLang command line runs here unchanged. The
     # llama arch has no CUDA graphs (/server_info says disable_cuda_graph: true either way), which
     # makes them the flags a test can show "did not take effect" with; the stateful archs replay
@@ -131,12 +164,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="accepted as SGLang's flag and ignored: this server has no CUDA graphs",
-    )
-    _add_arch_arguments(parser)
-    parser.add_argument(
-        "--skip-tokenizer-init",
-        action="store_true",
-        help="as SGLang's flag: ids in and out only; a text prompt gets SGLang's HTTP 400",
     )
 
 

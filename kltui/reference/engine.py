@@ -16,6 +16,7 @@ from kltui.reference.arch import Arch
 from kltui.reference.cache import RadixCache
 from kltui.reference.checkpoints import RequestState, StateKeeper
 from kltui.reference.faults import STALE_MIN_SHARED, Fault, fp8_like
+from kltui.reference.mamba import RecurrentState
 from kltui.reference.model import LlamaForCausalLM, Segment, log_softmax_rows
 
 TOP_K_ALL = 1 << 30
@@ -449,7 +450,7 @@ class Engine:
         return None
 
 
-def _snaps(segments: list[Segment], a: Active) -> dict:
+def _snaps(segments: list[Segment], a: Active) -> dict[int, RecurrentState]:
     """The states one request's prefill segments saved (two with the chunk-boundary fault)."""
     if a.rs.state is None:
         return {}

@@ -76,7 +76,7 @@ class LlamaConfig:
     def from_file(cls, path: str | Path) -> LlamaConfig:
         return cls.from_dict(json.loads(Path(path).read_text()))
 
-    def to_hf_dict(self) -> dict:
+    def to_config_json(self) -> dict:
         """config.json as transformers' LlamaConfig writes it (what SGLang and vLLM read)."""
         return {
             "architectures": ["LlamaForCausalLM"],

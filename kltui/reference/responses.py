@@ -86,7 +86,7 @@ class Renderer:
             text = text[:cut] if cut != -1 else text
         return text
 
-    def render(
+    def response_json(
         self,
         st: ItemState,
         *,
@@ -100,7 +100,6 @@ class Renderer:
         In incremental mode the output-side fields (text, output_ids, output logprobs) hold only
         what was not sent before; prompt-side fields always hold everything.
         """
-        req = st.req
         with_text = with_text and self.has_tokenizer
         start = st.sent_tokens if incremental else 0
         full_text = self.text(st) if self.has_tokenizer else ""
@@ -110,45 +109,15 @@ class Renderer:
                 full_text[len(st.sent_text) :] if full_text.startswith(st.sent_text) else full_text
             )
         meta: dict = {
-            "id": req.rid,
+            "id": st.req.rid,
             "finish_reason": st.finish_reason,
-            "prompt_tokens": len(req.input_ids),
+            "prompt_tokens": len(st.req.input_ids),
             "weight_version": WEIGHT_VERSION,
             "num_retractions": 0,
         }
-        if req.return_logprob:
-            info = st.prefill or PrefillInfo(cached_tokens=0)
-            lsl = req.logprob_start_len
-            in_ids = req.input_ids[lsl:] if lsl >= 0 else []
-            meta["input_token_logprobs"] = [
-                self._triple(lp, t, with_text)
-                for lp, t in zip(info.input_logprobs, in_ids, strict=False)
-            ]
-            out = [
-                self._triple(lp, t, with_text)
-                for lp, t in zip(st.logprobs[start:], st.output_ids[start:], strict=True)
-            ]
-            meta["output_token_logprobs"] = out
-            meta["output_token_logprobs_length"] = len(out)
-            if req.top_logprobs_num > 0:
-                meta["input_top_logprobs"] = self._rows(info.input_top, with_text)
-                meta["output_top_logprobs"] = self._rows(st.top[start:], with_text)
-            if req.token_ids_logprob is not None:
-                meta["input_token_ids_logprobs"] = self._rows(info.input_ids_logprobs, with_text)
-                meta["output_token_ids_logprobs"] = self._rows(st.ids_logprobs[start:], with_text)
-        meta["reasoning_tokens"] = 0
-        meta["completion_tokens"] = len(st.output_ids)
-        meta["cached_tokens"] = st.prefill.cached_tokens if st.prefill else 0
-        if st.finished:
-            meta["weight_versions"] = [
-                {"version": WEIGHT_VERSION, "start": 0, "end": len(st.output_ids)}
-            ]
-        meta["cached_tokens_details"] = None
-        meta["dp_rank"] = None
-        if st.finished:
-            meta["e2e_latency"] = (st.finished_at or time.perf_counter()) - st.received
-        if first_chunk:
-            meta["response_sent_to_client_ts"] = time.time()
+        if st.req.return_logprob:
+            meta.update(self._logprob_fields(st, with_text, start))
+        meta.update(self._usage_fields(st, first_chunk))
         obj = {"text": text, "output_ids": st.output_ids[start:], "meta_info": meta}
         if not self.has_tokenizer:
             del obj["text"]
@@ -158,3 +127,50 @@ class Renderer:
         st.sent_text = full_text
         st.chunks_sent += 1
         return obj
+
+    def _logprob_fields(self, st: ItemState, with_text: bool, start: int) -> dict[str, object]:
+        """The meta_info logprob keys: the prompt's from `logprob_start_len` (always all of
+        them), the output's from `start` (what a streamed chunk has not sent yet)."""
+        req = st.req
+        info = st.prefill or PrefillInfo(cached_tokens=0)
+        lsl = req.logprob_start_len
+        in_ids = req.input_ids[lsl:] if lsl >= 0 else []
+        out = [
+            self._triple(lp, t, with_text)
+            for lp, t in zip(st.logprobs[start:], st.output_ids[start:], strict=True)
+        ]
+        fields: dict[str, object] = {
+            "input_token_logprobs": [
+                self._triple(lp, t, with_text)
+                for lp, t in zip(info.input_logprobs, in_ids, strict=False)
+            ],
+            "output_token_logprobs": out,
+            "output_token_logprobs_length": len(out),
+        }
+        if req.top_logprobs_num > 0:
+            fields["input_top_logprobs"] = self._rows(info.input_top, with_text)
+            fields["output_top_logprobs"] = self._rows(st.top[start:], with_text)
+        if req.token_ids_logprob is not None:
+            fields["input_token_ids_logprobs"] = self._rows(info.input_ids_logprobs, with_text)
+            fields["output_token_ids_logprobs"] = self._rows(st.ids_logprobs[start:], with_text)
+        return fields
+
+    def _usage_fields(self, st: ItemState, first_chunk: bool) -> dict[str, object]:
+        """The meta_info keys after the logprobs: token counts, cache use and timing, in
+        SGLang's order (weight_versions and e2e_latency only once the request finished)."""
+        fields: dict[str, object] = {
+            "reasoning_tokens": 0,
+            "completion_tokens": len(st.output_ids),
+            "cached_tokens": st.prefill.cached_tokens if st.prefill else 0,
+        }
+        if st.finished:
+            fields["weight_versions"] = [
+                {"version": WEIGHT_VERSION, "start": 0, "end": len(st.output_ids)}
+            ]
+        fields["cached_tokens_details"] = None
+        fields["dp_rank"] = None
+        if st.finished:
+            fields["e2e_latency"] = (st.finished_at or time.perf_counter()) - st.received
+        if first_chunk:
+            fields["response_sent_to_client_ts"] = time.time()
+        return fields

@@ -57,7 +57,7 @@ def _sse(obj) -> bytes:
     return b"data: " + orjson.dumps(obj) + b"\n\n"
 
 
-def _stream_error(message: str, status: int = 400, kind: str | None = None) -> dict:
+def _stream_error_json(message: str, status: int = 400, kind: str | None = None) -> dict:
     kind = kind or ("BadRequestError" if status < 500 else "InternalServerError")
     return {"error": {"message": message, "type": kind, "code": status, "retryable": False}}
 
@@ -97,7 +97,7 @@ async def generate(request: Request) -> Response:
         )
     except (RequestError, ContractError) as e:
         if stream:
-            error = _sse(_stream_error(str(e), kind=getattr(e, "kind", None)))
+            error = _sse(_stream_error_json(str(e), kind=getattr(e, "kind", None)))
             return StreamingResponse(
                 iter([error, b"data: [DONE]\n\n"]), media_type="text/event-stream"
             )
@@ -131,7 +131,7 @@ async def generate(request: Request) -> Response:
     for s in states:
         if s.aborted_with:
             return _error(s.aborted_with["message"], s.aborted_with.get("status_code", 500))
-    objs = [st.renderer.render(s, with_text=with_text) for s in states]
+    objs = [st.renderer.response_json(s, with_text=with_text) for s in states]
     return _json(objs[0] if parsed.is_single else objs)
 
 
@@ -152,13 +152,13 @@ async def _stream(
             s.fold(progress)
             if s.aborted_with:
                 status = s.aborted_with.get("status_code", 500)
-                yield _sse(_stream_error(s.aborted_with["message"], status))
+                yield _sse(_stream_error_json(s.aborted_with["message"], status))
                 remaining -= 1
                 continue
             interval = s.req.sampling.stream_interval or st.settings.stream_interval
             fresh = len(s.output_ids) - s.sent_tokens
             if s.finished or fresh >= interval or (s.chunks_sent == 0 and fresh > 0):
-                chunk = st.renderer.render(
+                chunk = st.renderer.response_json(
                     s,
                     with_text=with_text,
                     incremental=incremental,
@@ -192,11 +192,11 @@ async def flush_cache(request: Request) -> Response:
 
 
 async def server_info(request: Request) -> Response:
-    return _json(_state(request).server_info())
+    return _json(_state(request).server_info_json())
 
 
 async def loads(request: Request) -> Response:
-    return _json(_state(request).loads())
+    return _json(_state(request).loads_json())
 
 
 async def metrics(request: Request) -> Response:
@@ -207,7 +207,7 @@ async def metrics(request: Request) -> Response:
 
 
 async def model_info(request: Request) -> Response:
-    return _json(_state(request).model_info())
+    return _json(_state(request).model_info_json())
 
 
 async def health(request: Request) -> Response:

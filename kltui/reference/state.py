@@ -146,13 +146,30 @@ class ReferenceState:
             self.engine.keeper.fault = self.planted
             self.cache.partial_evict = self.planted.partial_evict
 
-    def server_info(self) -> dict:
-        s = self.settings
-        waiting, running = self.scheduler.counts()
-        cfg = self.model.config
-        kv_bytes_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4
-        weight_bytes = sum(p.numel() for p in self.model.parameters()) * 4
-        served = str(self.served)
+    def server_info_json(self) -> dict:
+        """/server_info: the launch settings SGLang reports, then the live internal state."""
+        return {
+            **self._served_settings(),
+            **self._schedule_settings(),
+            **self.arch.server_info_json(),
+            "disable_overlap_schedule": True,
+            "speculative_algorithm": None,
+            "enable_cache_report": False,
+            "enable_metrics": self.settings.enable_metrics,
+            "weight_version": "default",
+            "api_key_required": self.settings.api_key is not None,
+            "launch_command": self.launch_command,
+            "max_total_num_tokens": self.settings.max_total_tokens,
+            "max_req_input_len": self.context_length - 1,
+            "startup_time": self.startup_time,
+            "version": VERSION,
+            **self._kltui_keys(),
+            "internal_states": [self._internal_state()],
+        }
+
+    def _served_settings(self) -> dict[str, object]:
+        """What is served and how it is loaded (the model path is the served folder)."""
+        s, served = self.settings, str(self.served)
         return {
             "model_path": served,
             "tokenizer_path": served,
@@ -160,7 +177,7 @@ class ReferenceState:
             "skip_tokenizer_init": s.skip_tokenizer_init,
             "load_format": "auto",
             "trust_remote_code": False,
-            "dtype": dtype_name(self.settings.dtype),
+            "dtype": dtype_name(s.dtype),
             "kv_cache_dtype": "auto",
             "context_length": self.context_length,
             "device": "cpu",
@@ -168,6 +185,12 @@ class ReferenceState:
             "is_embedding": False,
             "host": s.host,
             "port": s.port,
+        }
+
+    def _schedule_settings(self) -> dict[str, object]:
+        """The scheduler's and the cache's settings, the ones the alignment depends on."""
+        s = self.settings
+        return {
             "max_running_requests": s.max_running_requests,
             "max_total_tokens": s.max_total_tokens,
             "chunked_prefill_size": s.chunked_prefill_size,
@@ -185,45 +208,43 @@ class ReferenceState:
             "sampling_backend": "pytorch",
             "disable_radix_cache": s.disable_radix_cache,
             "enable_deterministic_inference": s.deterministic,
-            **self.arch.server_info(),
-            "disable_overlap_schedule": True,
-            "speculative_algorithm": None,
-            "enable_cache_report": False,
-            "enable_metrics": s.enable_metrics,
-            "weight_version": "default",
-            "api_key_required": s.api_key is not None,
-            "launch_command": self.launch_command,
-            "max_total_num_tokens": s.max_total_tokens,
-            "max_req_input_len": self.context_length - 1,
-            "startup_time": self.startup_time,
-            "version": VERSION,
+        }
+
+    def _kltui_keys(self) -> dict[str, object]:
+        """The keys only this server reports: that it is kltui's, and what fault it plants."""
+        s = self.settings
+        return {
             "kltui_reference_server": True,
             "kltui_fault": s.fault,
             "kltui_fault_window": s.fault_window if s.fault == "window-evict" else None,
             "kltui_checkpoint": Path(self.checkpoint).name,
             "kltui_arch": self.arch.name,
-            "internal_states": [
-                {
-                    "last_gen_throughput": self.scheduler.stats.throughput(),
-                    "generated_tokens": self.scheduler.stats.generated_tokens,
-                    "forward_steps": self.scheduler.stats.steps,
-                    # the server's state, beside SGLang's counters: flushes so far, and whether
-                    # the planted fault is awake (--fault-after-flushes)
-                    "kltui_flushes": self.flushes,
-                    "kltui_fault_active": self.engine.fault.name != "none",
-                    "num_running_reqs": running,
-                    "num_waiting_reqs": waiting,
-                    "cached_tokens": self.cache.total_tokens,
-                    "memory_usage": {
-                        "weight": weight_bytes / 2**30,
-                        "kvcache": self.cache.total_tokens * kv_bytes_per_token / 2**30,
-                        "token_capacity": s.max_total_tokens,
-                    },
-                }
-            ],
         }
 
-    def loads(self) -> dict:
+    def _internal_state(self) -> dict[str, object]:
+        """SGLang's counters beside the server's own state: flushes so far, and whether the
+        planted fault is awake (--fault-after-flushes)."""
+        waiting, running = self.scheduler.counts()
+        cfg = self.model.config
+        kv_bytes_per_token = 2 * cfg.num_hidden_layers * cfg.num_key_value_heads * cfg.head_dim * 4
+        weight_bytes = sum(p.numel() for p in self.model.parameters()) * 4
+        return {
+            "last_gen_throughput": self.scheduler.stats.throughput(),
+            "generated_tokens": self.scheduler.stats.generated_tokens,
+            "forward_steps": self.scheduler.stats.steps,
+            "kltui_flushes": self.flushes,
+            "kltui_fault_active": self.engine.fault.name != "none",
+            "num_running_reqs": running,
+            "num_waiting_reqs": waiting,
+            "cached_tokens": self.cache.total_tokens,
+            "memory_usage": {
+                "weight": weight_bytes / 2**30,
+                "kvcache": self.cache.total_tokens * kv_bytes_per_token / 2**30,
+                "token_capacity": self.settings.max_total_tokens,
+            },
+        }
+
+    def loads_json(self) -> dict:
         """SGLang 0.5.23's /v1/loads?include=core, for the fields kltui reads."""
         waiting, running = self.scheduler.counts()
         return {
@@ -262,8 +283,10 @@ class ReferenceState:
             out += [f"# TYPE {name} {kind}", f"{name}{label} {float(value)!r}"]
         return "\n".join(out) + "\n"
 
-    def model_info(self) -> dict:
-        served_cfg = self.arch.config({"num_hidden_layers": self.model.config.num_hidden_layers})
+    def model_info_json(self) -> dict:
+        served_cfg = self.arch.config_json(
+            {"num_hidden_layers": self.model.config.num_hidden_layers}
+        )
         return {
             "model_path": str(self.served),
             "tokenizer_path": str(self.served),

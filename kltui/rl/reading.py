@@ -9,6 +9,7 @@ names the measurement that would tell more (re-scoring on the rollout server).
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 import numpy as np
 
@@ -29,7 +30,32 @@ def _share_of_top(per_sample: np.ndarray, fraction: float) -> float:
 LISTED_DIFFERING = 8  # samples named in the console and the JSON (all are counted)
 
 
-def differing_samples(s: SequenceSums, samples: np.ndarray) -> dict:
+class DifferingSample(TypedDict):
+    """One sample where trainer and rollout differ."""
+
+    sample: int
+    mean_k3: float
+    tokens_differ: int
+    first_position: int
+
+
+class DifferingSamples(TypedDict):
+    """The summary's `differing_samples`: how many differ, and the worst listed."""
+
+    total: int
+    listed: list[DifferingSample]
+
+
+class ImportReading(TypedDict):
+    """The summary's `reading`: the import's label, its evidence, the next step and command."""
+
+    label: str
+    evidence: list[str]
+    next_step: str | None
+    next_command: str | None
+
+
+def differing_samples(s: SequenceSums, samples: np.ndarray) -> DifferingSamples:
     """Every sample where trainer and rollout differ, counted, and the worst LISTED_DIFFERING
     by mean k3 (ties by sample), each with its mean k3, its differing tokens and the first
     differing position (`samples`: the sample index of each sequence of `s`)."""
@@ -74,7 +100,7 @@ def reading(
     veto: float,
     catastrophic_seqs: int,
     server_cmd: str | None,
-) -> dict:
+) -> ImportReading:
     """The import's diagnosis as JSON: label, evidence lines, next step and its command
     (`samples`: the sample index of each sequence of `s`)."""
     n = s.size
@@ -104,6 +130,29 @@ def reading(
             "next_step": None,
             "next_command": None,
         }
+    evidence += _mismatch_evidence(s, mean_k3, bad=bad, veto=veto, catastrophic=catastrophic_seqs)
+    at = int(np.argmax(mean_k3))
+    worst, worst_k3 = int(samples[at]), float(mean_k3[at])
+    label = (
+        f"training-inference mismatch in {differ} of {n} samples; worst sample "
+        f"{worst} (mean k3 {sci(worst_k3)}); cause not readable from the file"
+    )
+    step = _rescore_step(server_cmd)
+    return {
+        "label": label,
+        "evidence": evidence,
+        "next_step": step,
+        "next_command": server_cmd,
+    }
+
+
+def _mismatch_evidence(
+    s: SequenceSums, mean_k3: np.ndarray, *, bad: int, veto: float, catastrophic: int
+) -> list[str]:
+    """What the file shows of a mismatch beyond its count: how concentrated it is, where it
+    starts, what slime's veto would reject, and the records left out."""
+    n = s.size
+    evidence = []
     share = _share_of_top(mean_k3, 0.01)
     if math.isfinite(share):
         k = max(1, int(math.ceil(n * 0.01)))
@@ -117,34 +166,26 @@ def reading(
             f"first differing position: median {int(np.median(firsts))}, earliest "
             f"{int(firsts.min())} (positions count trained tokens only)"
         )
-    if catastrophic_seqs:
+    if catastrophic:
         evidence.append(
-            f"{catastrophic_seqs} sample(s) hold a token whose trainer/rollout probability "
+            f"{catastrophic} sample(s) hold a token whose trainer/rollout probability "
             f"ratio is below {veto:g} (slime's rs_veto_threshold: it would reject them)"
         )
     if bad:
         evidence.append(f"{bad} record(s) could not be used and are left out (see the problems)")
-    at = int(np.argmax(mean_k3))
-    worst, worst_k3 = int(samples[at]), float(mean_k3[at])
-    label = (
-        f"training-inference mismatch in {differ} of {n} samples; worst sample "
-        f"{worst} (mean k3 {sci(worst_k3)}); cause not readable from the file"
-    )
+    return evidence
+
+
+def _rescore_step(server_cmd: str | None) -> str:
+    """The next step: re-scoring on the rollout server, which tells the causes apart."""
     why = (
         "teacher-forced prefill shows whether today's server reproduces the rollout's "
         "logprobs, and the match helper on the same prompts whether its decode differs from "
         "its prefill"
     )
     if server_cmd is None:  # --server is re-scoring the file now: its "server now" lines follow
-        step = "the re-scoring on the server, in this run, says which: " + why
-    else:
-        step = "re-score the file on the rollout server: " + why
-    return {
-        "label": label,
-        "evidence": evidence,
-        "next_step": step,
-        "next_command": server_cmd,
-    }
+        return "the re-scoring on the server, in this run, says which: " + why
+    return "re-score the file on the rollout server: " + why
 
 
 def _differs(summary: dict | None) -> int | None:

@@ -222,8 +222,59 @@ async def import_events(
     total = src.total if src.total is not None else counted
     server = label_of(path)
     started = opts.clock()
+    yield _run_started(path, opts, src, sha, covers, total, started)
+    yield _helper_started(opts, src, server, total, started)
+    yield PhaseChanged(HELPER, server, "read", at=opts.clock())
+    acc = Accumulator(veto=opts.veto, tail=opts.tail_threshold)
+    shown = _Shown(
+        first=opts.keep - opts.keep // 2, worst=opts.keep // 2, keep_first=opts.after is not None
+    )
+    read = _Read()
+    async for ev in read.records(src, acc, shown, path, server, total, opts):
+        yield ev
+    if read.n_bad > MAX_PROBLEMS:
+        yield Problem(
+            path, f"{read.n_bad - MAX_PROBLEMS} more bad record(s), listed in the summary", False
+        )
+    yield PhaseChanged(HELPER, server, "score", at=opts.clock())
+    for rec in shown.rest():
+        yield scored_event(rec, server, opts.texts)
+    sums = acc.sums()
+    sample_ids = np.concatenate(read.samples) if read.samples else np.zeros(0, dtype=np.int64)
+    summary = build_summary(
+        sums,
+        sample_ids,
+        acc,
+        opts,
+        n_records=sums.size + read.n_bad,
+        bad=read.bad,
+        n_bad=read.n_bad,
+        shown=shown.sent + len(shown.heap),
+        src=src,
+    )
+    yield HelperFinished(HELPER, server, summary, at=opts.clock())
+    verdict = "pass" if summary["passed"] else "fail"
+    if opts.after is not None:
+        async for ev in opts.after(shown.worst_shown(opts.rescore)):
+            if isinstance(ev, Problem) and ev.fatal:
+                verdict = "error"
+            yield ev
+    yield RunFinished({"verdict": verdict, "gates": summary["rl"]["gates"]}, verdict)
+
+
+def _run_started(
+    path: str,
+    opts: ImportOptions,
+    src: Source,
+    sha: str,
+    covers: str,
+    total: int | None,
+    started: float,
+) -> RunStarted:
+    """The import as a run: the file is its prompt set (named by its sha256, which is also the
+    run id: the same file is the same run)."""
     header = src.header
-    yield RunStarted(
+    return RunStarted(
         run_id=sha[:12],  # the same file is the same run
         started_at=started,
         config={
@@ -249,7 +300,14 @@ async def import_events(
         },
         kltui_version=__version__,
     )
-    yield HelperStarted(
+
+
+def _helper_started(
+    opts: ImportOptions, src: Source, server: str, total: int | None, started: float
+) -> HelperStarted:
+    """The one helper of an import: trainer (side A) against rollout (side B)."""
+    header = src.header
+    return HelperStarted(
         HELPER,
         server,
         total or 0,
@@ -266,72 +324,67 @@ async def import_events(
         threshold_source=made.to_dict() if (made := opts.threshold_source()) else None,
         at=started,
     )
-    yield PhaseChanged(HELPER, server, "read", at=opts.clock())
-    acc = Accumulator(veto=opts.veto, tail=opts.tail_threshold)
-    shown = _Shown(
-        first=opts.keep - opts.keep // 2, worst=opts.keep // 2, keep_first=opts.after is not None
-    )
-    samples: list[np.ndarray] = []
-    bad: list[str] = []
-    n_bad = 0
-    done, step = 0, 5  # the phase says how far the read got, every 5 % of the records
-    for chunk in _chunks(src.items()):
-        done += len(chunk)
-        if total and done * 100 // total >= step:
-            step = done * 100 // total // 5 * 5 + 5
-            yield PhaseChanged(
-                HELPER, server, f"read {min(100, done * 100 // total)}%", at=opts.clock()
+
+
+@dataclass
+class _Read:
+    """What reading the records keeps beside the accumulator: each chunk's sample ids, the bad
+    records listed (the first MAX_LISTED_BAD) and how many there were."""
+
+    samples: list[np.ndarray] = field(default_factory=list)
+    bad: list[str] = field(default_factory=list)
+    n_bad: int = 0
+
+    async def records(
+        self,
+        src: Source,
+        acc: Accumulator,
+        shown: _Shown,
+        path: str,
+        server: str,
+        total: int | None,
+        opts: ImportOptions,
+    ) -> AsyncIterator[Event]:
+        """Reads every record into `acc`, chunk by chunk: the read's progress every 5 % of the
+        records, the samples `shown` lets through now, and each bad record skipped."""
+        done, step = 0, 5
+        for chunk in _chunks(src.items()):
+            done += len(chunk)
+            if total and done * 100 // total >= step:
+                step = done * 100 // total // 5 * 5 + 5
+                yield PhaseChanged(
+                    HELPER, server, f"read {min(100, done * 100 // total)}%", at=opts.clock()
+                )
+            recs = [r for r in chunk if isinstance(r, Record)]
+            part = acc.add(
+                [r.trainer for r in recs],
+                [r.rollout for r in recs],
+                [r.mask for r in recs],
+                [r.step for r in recs],
             )
-        recs = [r for r in chunk if isinstance(r, Record)]
-        part = acc.add(
-            [r.trainer for r in recs],
-            [r.rollout for r in recs],
-            [r.mask for r in recs],
-            [r.step for r in recs],
-        )
-        samples.append(np.fromiter((r.index - 1 for r in recs), dtype=np.int64, count=len(recs)))
-        means = part.cols["s_k3"] / np.maximum(part.cols["n"], 1.0)
-        for rec, mean in zip(recs, means.tolist(), strict=True):
-            if shown.offer(mean, rec):
-                yield scored_event(rec, server, opts.texts)
-        for item in chunk:
-            if isinstance(item, BadRecord):
-                n_bad += 1
-                line = str(item)
-                if len(bad) < MAX_LISTED_BAD:
-                    bad.append(line)
-                yield SampleSkipped(HELPER, server, item.index - 1, line)
-                if n_bad <= MAX_PROBLEMS:
-                    yield Problem(path, item.detail, False, HELPER, "read")
-        await asyncio.sleep(0)  # let the dashboard draw what came in
-    if n_bad > MAX_PROBLEMS:
-        yield Problem(
-            path, f"{n_bad - MAX_PROBLEMS} more bad record(s), listed in the summary", False
-        )
-    yield PhaseChanged(HELPER, server, "score", at=opts.clock())
-    for rec in shown.rest():
-        yield scored_event(rec, server, opts.texts)
-    sums = acc.sums()
-    sample_ids = np.concatenate(samples) if samples else np.zeros(0, dtype=np.int64)
-    summary = build_summary(
-        sums,
-        sample_ids,
-        acc,
-        opts,
-        n_records=sums.size + n_bad,
-        bad=bad,
-        n_bad=n_bad,
-        shown=shown.sent + len(shown.heap),
-        src=src,
-    )
-    yield HelperFinished(HELPER, server, summary, at=opts.clock())
-    verdict = "pass" if summary["passed"] else "fail"
-    if opts.after is not None:
-        async for ev in opts.after(shown.worst_shown(opts.rescore)):
-            if isinstance(ev, Problem) and ev.fatal:
-                verdict = "error"
-            yield ev
-    yield RunFinished({"verdict": verdict, "gates": summary["rl"]["gates"]}, verdict)
+            self.samples.append(
+                np.fromiter((r.index - 1 for r in recs), dtype=np.int64, count=len(recs))
+            )
+            means = part.cols["s_k3"] / np.maximum(part.cols["n"], 1.0)
+            for rec, mean in zip(recs, means.tolist(), strict=True):
+                if shown.offer(mean, rec):
+                    yield scored_event(rec, server, opts.texts)
+            for item in chunk:
+                if isinstance(item, BadRecord):
+                    for ev in self._skipped(item, path, server):
+                        yield ev
+            await asyncio.sleep(0)  # let the dashboard draw what came in
+
+    def _skipped(self, item: BadRecord, path: str, server: str) -> list[Event]:
+        """A bad record counted and skipped; a Problem for each of the first MAX_PROBLEMS."""
+        self.n_bad += 1
+        line = str(item)
+        if len(self.bad) < MAX_LISTED_BAD:
+            self.bad.append(line)
+        out: list[Event] = [SampleSkipped(HELPER, server, item.index - 1, line)]
+        if self.n_bad <= MAX_PROBLEMS:
+            out.append(Problem(path, item.detail, False, HELPER, "read"))
+        return out
 
 
 def _interval(means: np.ndarray) -> tuple[list[float], str]:
@@ -408,9 +461,52 @@ def build_summary(
         summary["reason"] = f"{n_bad} record(s) could not be used; first: {bad[0]}"
     else:
         summary["status"] = "pass" if summary["passed"] else "fail"
-    catastrophic = int(np.count_nonzero(c["n_cat"])) if n else 0
     summary["per_sample_note"] = f"{shown} of {n} samples shown (first and worst)"
-    summary["rl"] = {
+    kl_row = (
+        []
+        if kl_gate is None
+        else [
+            {
+                "gate": f"avg_kl_div<{kl_gate:g}",
+                "metric": "avg_kl_div",
+                "value": avg,
+                "passed": passed_kl,
+            }
+        ]
+    )
+    summary["rl"] = _rl_section(
+        sums,
+        sample_ids,
+        opts,
+        src,
+        metrics=(verl, slime),
+        gates=[*kl_row, *gates],
+        interval_method=method,
+        counts=(n_records, shown, n_bad),
+        bad=bad,
+    )
+    return summary
+
+
+def _rl_section(
+    sums: SequenceSums,
+    sample_ids: np.ndarray,
+    opts: ImportOptions,
+    src: Source,
+    *,
+    metrics: tuple[dict[str, float], dict[str, float]],
+    gates: list[dict],
+    interval_method: str,
+    counts: tuple[int, int, int],
+    bad: list[str],
+) -> dict[str, object]:
+    """The summary's `rl`: the file, the counts (records, shown, bad), verl's and slime's
+    metrics, the per-step table, the gates, the bad records, the differing samples and the
+    reading."""
+    n = sums.size
+    n_records, shown, n_bad = counts
+    catastrophic = int(np.count_nonzero(sums.cols["n_cat"])) if n else 0
+    return {
         "source": {
             "path": src.path,
             "bytes": src.size,
@@ -421,26 +517,12 @@ def build_summary(
         "records": n_records,
         "usable": n,
         "shown": shown,
-        "verl": verl,
-        "slime": slime,
+        "verl": metrics[0],
+        "slime": metrics[1],
         "slime_veto_threshold": opts.veto,
         "by_step": by_step(sums),
-        "gates": [
-            *(
-                []
-                if kl_gate is None
-                else [
-                    {
-                        "gate": f"avg_kl_div<{kl_gate:g}",
-                        "metric": "avg_kl_div",
-                        "value": avg,
-                        "passed": passed_kl,
-                    }
-                ]
-            ),
-            *gates,
-        ],
-        "interval_method": method,
+        "gates": gates,
+        "interval_method": interval_method,
         "percentiles": "from a histogram of 2^(1/64)-wide bins (within 1.1 %)",
         "bad_records": n_bad,
         "bad": bad,
@@ -454,4 +536,3 @@ def build_summary(
             server_cmd=opts.server_hint,
         ),
     }
-    return summary
