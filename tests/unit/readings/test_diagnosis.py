@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.readings.compare import rerun_equality
+from kltui.readings.compare import NotComparable, rerun_equality
 from kltui.readings.diagnosis import bit_identical, diagnose
 from kltui.readings.evidence import signed_rank_p
 from kltui.readings.findings import Finding
@@ -236,7 +236,7 @@ def test_bit_identical_between_runs():
     d = SessionStore()
     feed(d, "prefill_cache_hit", 1e-5)
     assert bit_identical(a, d) is None
-    assert rerun_equality(a, d).reason == "the runs hold different helpers"
+    assert rerun_equality(a, d).why is NotComparable.HELPERS
 
 
 def test_a_vllm_baseline_scored_against_the_reference_is_not_diagnosed():
