@@ -54,6 +54,7 @@ from kltui.words.batch_probe import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.identity import model_line
 from kltui.words.stress import lines as stress_lines
 from kltui.words.stress import stress_json
 
@@ -225,7 +226,7 @@ def pair_lines(pair: ServerPair, store: SessionStore | None = None) -> list[Text
     out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {reading_line(pair)}")]
     ix, iy = (store.identity(x), store.identity(y)) if store is not None else (None, None)
     if ix and iy:
-        out.append(Text(f"  · model: {model_check(ix, iy).line()}"))
+        out.append(Text(f"  · model: {model_line(model_check(ix, iy))}"))
     for h, c in pair.helpers.items():
         if c.identical is not None:
             same = f"{c.diff.identical_samples}/{c.diff.comparable} samples identical"
