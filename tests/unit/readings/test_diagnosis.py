@@ -70,8 +70,9 @@ def test_exact_but_a_path_untested_says_so():
     feed(st, "match", 0.0)
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == [], said(d).label
-    assert "condition 1 holds on match's shapes; condition 2 is not established" in said(d).label
-    assert "prefill_cache_hit not tested (did not run)" in said(d).label
+    assert d.finding is Finding.EXACT_WHERE_TESTED, said(d).label
+    assert [t.helper for t in d.basis.tested] == ["match"]
+    assert d.basis.untested.get("prefill_cache_hit") == "did not run"
 
 
 def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
