@@ -182,7 +182,10 @@ def main() -> None:
     print("\ntargets:")
     worst = max(c["state"] for r in rows if r["kind"] == "null" for c in r["rates"].values())
     print(f"- false condition 2 <= 0.1 % in every null family: worst {100 * worst:.2f} %")
-    falls = monotone(rows)
+    falls = [
+        f"n={f.n}: {f.stronger} found {f.drop:.1%} less often than {f.weaker}"
+        for f in monotone(rows)
+    ]
     print(f"- power never falls as a fault grows (5 points): {'; '.join(falls) or 'holds'}")
     quarter = next(r for r in rows if r["name"] == "25 % of samples x10")["rates"][128]["state"]
     print(f"- 25 % of samples x10, mild, n = 128: found in {100 * quarter:.1f} % (>= 90 %)")

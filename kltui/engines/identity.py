@@ -36,6 +36,10 @@ def as_str(v: object) -> str | None:
     return None if v is None else str(v)
 
 
+# SGLang's weight_version until someone sets one (--weight-version, update_weights)
+PLACEHOLDER_VERSIONS = frozenset({"", "default"})
+
+
 @dataclass(frozen=True)
 class ServerIdentity:
     """One server as it described itself (an entry of RunStarted.servers), typed: the settings
@@ -85,6 +89,24 @@ class ServerIdentity:
     def record(self) -> dict[str, Any]:
         """The identity as RunStarted.servers records it (every reported key, as reported)."""
         return dict(self.reported)
+
+    @property
+    def model_name(self) -> str:
+        """The model as a label: the served model name when the server was given one, else the
+        last component of its model path (a path names a machine's folder, not the model)."""
+        path = (self.model_path or "").rstrip("/\\")
+        served = self.get("served_model_name")
+        if isinstance(served, str) and served.strip() and served.rstrip("/\\") != path:
+            return served.strip()
+        return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+    @property
+    def weight_version(self) -> str | None:
+        """The weight version the server reports, None for none or SGLang's placeholder (a
+        label every server carries until someone sets one, so equal placeholders say nothing
+        about the tensors)."""
+        v = self.get("weight_version")
+        return None if v is None or str(v) in PLACEHOLDER_VERSIONS else str(v)
 
     @classmethod
     def unreachable(cls, url: str, engine: str, message: str, kind: str) -> ServerIdentity:

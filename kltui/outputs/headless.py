@@ -24,7 +24,7 @@ from kltui.outputs.multiturn_console import print_multiturn
 from kltui.outputs.reference_console import print_reference
 from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import write_json
-from kltui.readings.compare import RerunEquality, describe_first, describe_rerun
+from kltui.readings.compare import RerunEquality
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
@@ -49,10 +49,12 @@ from kltui.session.events import (
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
+from kltui.words import compare as compare_words
 from kltui.words.batch_probe import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.identity import model_line
 from kltui.words.stress import lines as stress_lines
 from kltui.words.stress import stress_json
 
@@ -224,11 +226,11 @@ def pair_lines(pair: ServerPair, store: SessionStore | None = None) -> list[Text
     out = [Text.assemble(("servers compared: ", "bold"), f"A {x} vs B {y}: {reading_line(pair)}")]
     ix, iy = (store.identity(x), store.identity(y)) if store is not None else (None, None)
     if ix and iy:
-        out.append(Text(f"  · model: {model_check(ix, iy).line()}"))
+        out.append(Text(f"  · model: {model_line(model_check(ix, iy))}"))
     for h, c in pair.helpers.items():
         if c.identical is not None:
             same = f"{c.diff.identical_samples}/{c.diff.comparable} samples identical"
-            out.append(Text(f"  · {h}: {same}, {describe_first(c.diff)}"))
+            out.append(Text(f"  · {h}: {same}, {compare_words.first_difference(c.diff)}"))
     for h, why in uncompared(pair).items():
         out.append(Text(f"  · {h}: not compared: {why}"))
     return out
@@ -376,7 +378,7 @@ def print_stress(console: Console, reading: StressReading) -> None:
 
 def rerun_line(eq: RerunEquality, run_no: int) -> str:
     """`re-run 2 vs 1: bit-identical`, as the console and every report print it."""
-    return f"re-run {run_no} vs {run_no - 1}: {describe_rerun(eq)}"
+    return f"re-run {run_no} vs {run_no - 1}: {compare_words.rerun(eq)}"
 
 
 def repeat_section(
@@ -396,7 +398,7 @@ def repeat_section(
             }
             for i, s in enumerate(stores, 1)
         ],
-        "equality": [e.to_json() for e in equality],
+        "equality": [e.to_json(compare_words.rerun_reason(e)) for e in equality],
         "all_identical": None
         if not equality or any(e.identical is None for e in equality)
         else all(e.identical for e in equality),

@@ -19,13 +19,14 @@ from kltui.outputs.reference_rows import (
     three_way_rows,
     verdict_text,
 )
-from kltui.readings.three_way import three_way
+from kltui.readings.three_way import ThreeWayKind, three_way
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
 from kltui.untrusted import safe
 
 _STATUS = {"match": "green", "mismatch": "yellow", "unknown": "magenta", "info": "dim"}
-_VERDICT = {"SGLang": "bold green", "vLLM": "bold green", "inconclusive": "bold yellow"}
+# the verdict's style: an engine closer in green, no second engine plain, inconclusive in yellow
+_STYLE = {ThreeWayKind.CLOSER: "bold green", ThreeWayKind.ONE_ENGINE: "bold"}
 
 
 def diff_table(figures) -> Table | None:
@@ -76,8 +77,8 @@ def print_reference(console: Console, store: SessionStore) -> None:
         for row in three_way_rows(tw):
             t.add_row(*(safe(c) for c in row))
         console.print(t)
-    head = "closer to the reference: " if tw.verdict in ("SGLang", "vLLM") else "reference: "
+    head = "closer to the reference: " if tw.kind is ThreeWayKind.CLOSER else "reference: "
     console.print(
-        Text.assemble((head, _VERDICT.get(str(tw.verdict), "bold")), safe(verdict_text(tw))),
+        Text.assemble((head, _STYLE.get(tw.kind, "bold yellow")), safe(verdict_text(tw))),
         soft_wrap=True,
     )

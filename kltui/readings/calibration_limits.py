@@ -20,6 +20,8 @@ these checks cost far more than the table's cells: the bench runs a tenth of its
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from kltui.readings.calibration import (
@@ -126,12 +128,24 @@ def limit_table(
     return rows
 
 
-def monotone(rows: list[dict], slack: float = 0.05) -> list[str]:
+@dataclass(frozen=True)
+class PowerFall:
+    """A cell of the power table found less often than a weaker fault's: under the same noise
+    at `n` samples, `stronger` (a share and a factor no smaller) found `drop` less often than
+    `weaker`."""
+
+    n: int
+    weaker: str
+    stronger: str
+    drop: float
+
+
+def monotone(rows: list[dict], slack: float = 0.05) -> list[PowerFall]:
     """Where the table's power falls as a fault grows: for each pair of share-of-samples cells
     under the same noise at the same n, one with a share and a factor no smaller found more than
     `slack` less often. Empty when power never falls."""
     fr = {r["name"]: r for r in rows if r["name"] in FRACTIONS}
-    out = []
+    out: list[PowerFall] = []
     for a, ra in fr.items():
         na, sa, fa = FRACTIONS[a]
         for b, rb in fr.items():
@@ -141,8 +155,17 @@ def monotone(rows: list[dict], slack: float = 0.05) -> list[str]:
             for n, cell in ra["rates"].items():
                 drop = cell["state"] - rb["rates"][n]["state"]
                 if drop > slack:
-                    out.append(f"n={n}: {b} found {drop:.1%} less often than {a}")
+                    out.append(PowerFall(n, a, b, drop))
     return out
 
 
-__all__ = ["DETECT", "STATED", "TRUTH", "coverage", "limit_table", "monotone", "truth"]
+__all__ = [
+    "DETECT",
+    "STATED",
+    "TRUTH",
+    "PowerFall",
+    "coverage",
+    "limit_table",
+    "monotone",
+    "truth",
+]

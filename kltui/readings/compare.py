@@ -11,15 +11,26 @@ reported instead).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
-from kltui.engines.identity import process_changes, shown_value
+from kltui.engines.identity import process_changes
 from kltui.metrics.k3 import ScoreBook, ScoredSample
 from kltui.session.store import SessionStore
 
 SIDES = ("ids", "prefill", "decode")  # token ids; side A (input logprobs); side B (output)
+
+
+class DiffSide(StrEnum):
+    """Which values of a sample differ first (the JSON's `side`)."""
+
+    IDS = "ids"  # the generated token ids
+    PREFILL = "prefill"  # side A, input logprobs
+    DECODE = "decode"  # side B, output logprobs
+    BOTH = "both"  # prefill and decode at the same position
+    LENGTH = "length"  # one side has fewer tokens, the rest equal
 
 
 def _first_diff(x: np.ndarray, y: np.ndarray) -> int | None:
@@ -60,22 +71,24 @@ class SampleDiff:
         return min(cands) if cands else None
 
     @property
-    def side(self) -> str | None:
-        """Which values differ first: ids, prefill, decode, both (prefill and decode at the
-        same position) or length."""
+    def side(self) -> DiffSide | None:
+        """Which values differ first (None: none differs)."""
         first = self.first
         if first is None:
             return None
         if self.ids_first == first:
-            return "ids"
+            return DiffSide.IDS
         at = [
             s
-            for s, p in (("prefill", self.prefill_first), ("decode", self.decode_first))
+            for s, p in (
+                (DiffSide.PREFILL, self.prefill_first),
+                (DiffSide.DECODE, self.decode_first),
+            )
             if p == first
         ]
         if len(at) == 2:
-            return "both"
-        return at[0] if at else "length"
+            return DiffSide.BOTH
+        return at[0] if at else DiffSide.LENGTH
 
     @property
     def identical(self) -> bool:
@@ -183,30 +196,6 @@ def compare_books(x: ScoreBook, y: ScoreBook) -> BookDiff:
     )
 
 
-def describe_first(diff: BookDiff) -> str:
-    """The first difference of a comparison, as words."""
-    return describe_first_dict(diff.to_dict(per_sample=False))
-
-
-def describe_first_dict(d: dict) -> str:
-    """'bit-identical' or 'differs at sample 3 @ 17 (decode side; max |Δ| ...)', from the
-    dict form of a BookDiff (so reports of a recording and live views say the same)."""
-    first = d.get("first_difference")
-    if first is None:
-        return "bit-identical" if d.get("identical") else "nothing to compare"
-    side = first["side"]
-    if side == "ids":
-        what = "generated token ids differ"
-    elif side == "length":
-        what = "one side has fewer tokens"
-    else:
-        what = f"{'prefill and decode' if side == 'both' else side} side"
-    return (
-        f"differs at sample {first['sample']} @ {first['position']} ({what}; max |Δ| prefill "
-        f"{d['prefill_max_abs_delta']:.3g}, decode {d['decode_max_abs_delta']:.3g})"
-    )
-
-
 # --------------------------------------------------------------------------- whole runs
 @dataclass(frozen=True)
 class FirstDifference:
@@ -230,28 +219,39 @@ class FirstDifference:
         }
 
 
+class NotComparable(StrEnum):
+    """Why a re-run cannot be compared bit for bit with the run before."""
+
+    HELPERS = "different helpers"  # the runs hold different helpers
+    NO_HELPER = "no helper"  # no helper ran
+    SAMPLES = "different samples"  # a helper scored other samples (`helper` names it)
+    REPLACED = "server replaced"  # another process answered on a URL (`replaced` says what)
+
+
 @dataclass(frozen=True)
 class RerunEquality:
     """Whether a run is bit-identical to the one before it (the same helpers re-run on the
-    same servers): None, with `reason`, when nothing honest can be said."""
+    same servers): None, with `why`, when nothing honest can be said."""
 
     identical: bool | None
-    reason: str | None = None  # why not comparable
+    why: NotComparable | None = None  # why not comparable
     first_difference: FirstDifference | None = None
     helpers: dict[str, BookDiff] = field(default_factory=dict)  # helper key -> its comparison
     run: int = 0  # this run's number in its session (RerunChain); 0: not numbered
     previous: int = 0  # the number of the run it is compared with
     # url -> {launch-time key: (before, after)}: another process answered on that URL
     replaced: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
+    helper: str | None = None  # the helper key that scored different samples (SAMPLES)
 
-    def to_json(self) -> dict[str, Any]:
-        """The comparison as the JSON result's `repeat.equality` entries write it."""
+    def to_json(self, reason: str | None) -> dict[str, Any]:
+        """The comparison as the JSON result's `repeat.equality` entries write it (`reason`:
+        the words of `why`, words/compare.rerun_reason)."""
         numbered = {"run": self.run, "previous": self.previous} if self.run else {}
         first = self.first_difference
         replaced = {u: {k: list(v) for k, v in ch.items()} for u, ch in self.replaced.items()}
         return numbered | {
             "identical": self.identical,
-            "reason": self.reason,
+            "reason": reason,
             "server_replaced": replaced or None,
             "first_difference": None if first is None else first.to_json(),
             "helpers": {k: d.to_dict(per_sample=False) for k, d in self.helpers.items()},
@@ -279,39 +279,31 @@ def replaced_servers(
     return out
 
 
-def _replaced_reason(replaced: dict[str, dict[str, tuple[Any, Any]]], run: int) -> str:
-    between = f"run {run - 1} and {run}" if run > 1 else "the previous run and this one"
-    parts = []
-    for url, changes in replaced.items():
-        what = ", ".join(
-            f"{k} {shown_value(a)} → {shown_value(b)}"
-            if not isinstance(a, dict | list) and not isinstance(b, dict | list)
-            else f"{k} changed"
-            for k, (a, b) in changes.items()
-        )
-        parts.append(f"server {url} replaced between {between} ({what})")
-    return "; ".join(parts) + ": not comparable as run-to-run non-determinism"
-
-
 def rerun_equality(prev: SessionStore, cur: SessionStore, run: int = 0) -> RerunEquality:
     """Is `cur` (run number `run`, 0: unnumbered) bit-identical to `prev` (the same helpers
     re-run on the same servers)? Not comparable (None) when the runs hold different helpers or
     samples, or when a server was replaced in between: a relaunch changes the seed, the
     deterministic flag or the kernels' state, so a difference says nothing about
     non-determinism (and an equality nothing about determinism)."""
+    eq = replace(_rerun_equality(prev, cur), run=run, previous=max(run - 1, 0))
     if replaced := replaced_servers(prev, cur):
-        eq = _rerun_equality(prev, cur)
-        reason = _replaced_reason(replaced, run)
         # the helpers' comparison stays in the JSON, but no difference is pointed at as news
-        return replace(eq, identical=None, reason=reason, first_difference=None, replaced=replaced)
-    return _rerun_equality(prev, cur)
+        return replace(
+            eq,
+            identical=None,
+            why=NotComparable.REPLACED,
+            first_difference=None,
+            replaced=replaced,
+            helper=None,
+        )
+    return eq
 
 
 def _rerun_equality(prev: SessionStore, cur: SessionStore) -> RerunEquality:
     if set(prev.helpers) != set(cur.helpers):
-        return RerunEquality(None, "the runs hold different helpers")
+        return RerunEquality(None, NotComparable.HELPERS)
     if not cur.helpers:
-        return RerunEquality(None, "no helper ran")
+        return RerunEquality(None, NotComparable.NO_HELPER)
     firsts: list[FirstDifference] = []
     helpers: dict[str, BookDiff] = {}
     for key, st in cur.helpers.items():
@@ -319,7 +311,7 @@ def _rerun_equality(prev: SessionStore, cur: SessionStore) -> RerunEquality:
         diff = compare_books(other.book, st.book)
         helpers[key] = diff
         if diff.only_x or diff.only_y:
-            return RerunEquality(None, f"{key}: the runs scored different samples", None, helpers)
+            return RerunEquality(None, NotComparable.SAMPLES, None, helpers, helper=key)
         where = _where(st.helper, st.server, diff)
         if where is not None:
             firsts.append(where)
@@ -345,23 +337,6 @@ class RerunChain:
         self.runs += 1
         eq = None
         if self.previous is not None and store.finished and self.previous.finished:
-            eq = replace(
-                rerun_equality(self.previous, store, self.runs),
-                run=self.runs,
-                previous=self.runs - 1,
-            )
+            eq = rerun_equality(self.previous, store, self.runs)
         self.previous = store
         return eq
-
-
-def describe_rerun(eq: RerunEquality) -> str:
-    """A re-run's comparison with the run before it, as words."""
-    if eq.identical is None:
-        # a replaced server's reason is a finding of its own, not a "not comparable (...)" aside
-        return (eq.reason or "not comparable") if eq.replaced else f"not comparable ({eq.reason})"
-    if eq.identical:
-        return "bit-identical (every token id and logprob)"
-    w = eq.first_difference
-    if w is None:  # not made by rerun_equality, which names where a difference starts
-        return "differs"
-    return f"{w.helper} {describe_first(eq.helpers[f'{w.helper}@{w.server}'])}"

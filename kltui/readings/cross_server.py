@@ -21,7 +21,7 @@ from typing import Any
 from kltui.readings.compare import BookDiff, compare_books
 from kltui.readings.coverage import untested
 from kltui.readings.evidence import level_of
-from kltui.readings.identity import ModelCheck, model_check, models_differ
+from kltui.readings.identity import ModelCheck, ModelState, model_check
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.registry import baseline_path, path_of, same_engine
 from kltui.session.servers import COMPARED
@@ -206,8 +206,8 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
         identical = True
     else:
         identical = None
-    models = models_differ(ix, iy) if ix and iy else None
     check = model_check(ix, iy) if ix and iy else None
+    models = check.why if check is not None and check.state == ModelState.DIFFERENT else None
     reading = _reading(helpers, uncompared, differ, identical, models)
     if check is not None and check.state == "unverified":
         # the same name is not the same weights: every reading below holds only if they are

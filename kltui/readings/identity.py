@@ -14,9 +14,6 @@ from enum import StrEnum
 from kltui.engines.identity import ServerIdentity, same_process
 from kltui.metrics.alignment import model_names
 
-# SGLang's weight_version until someone sets one (--weight-version, update_weights): a label
-# every server carries, so equal placeholders say nothing about the tensors.
-PLACEHOLDER_VERSIONS = frozenset({"", "default"})
 WEIGHT_FILES = "config.json and *.safetensors"
 
 
@@ -46,21 +43,9 @@ class ModelCheck:
         """The check as the JSON result writes it (docs/JSON.md `model_check`)."""
         return {"state": self.state, "why": self.why}
 
-    def line(self) -> str:
-        """One plain-text line for a view ("same weights (...)")."""
-        head = {"same": "same weights", "different": "different weights"}.get(
-            self.state, "weights not verified"
-        )
-        return f"{head} ({self.why})"
-
 
 def _short(h: object) -> str:
     return f"{str(h)[:12]}…"
-
-
-def _version(s: ServerIdentity) -> str | None:
-    v = s.get("weight_version")
-    return None if v is None or str(v) in PLACEHOLDER_VERSIONS else str(v)
 
 
 def _unverified_why(s: ServerIdentity, label: str) -> str:
@@ -101,7 +86,7 @@ def model_check(a: ServerIdentity, b: ServerIdentity) -> ModelCheck:
         return ModelCheck(
             ModelState.SAME, f"the same {WEIGHT_FILES} on this machine, sha256 {_short(la)}"
         )
-    va, vb = _version(a), _version(b)
+    va, vb = a.weight_version, b.weight_version
     if va is not None and vb is not None:
         if va != vb:
             return ModelCheck(ModelState.DIFFERENT, f"weight_version {va} vs {vb}")
@@ -117,12 +102,12 @@ def model_check(a: ServerIdentity, b: ServerIdentity) -> ModelCheck:
     )
 
 
-def models_differ(a: ServerIdentity, b: ServerIdentity) -> str | None:
-    """Why two SGLang servers serve different models (model_check's why when it says
-    "different"), None when nothing they report or kltui hashed says so (unverified counts
-    as the same here: only a difference refuses)."""
+def models_differ(a: ServerIdentity, b: ServerIdentity) -> ModelCheck | None:
+    """model_check when it says two SGLang servers serve different models, None when nothing
+    they report or kltui hashed says so (unverified counts as the same here: only a
+    difference refuses)."""
     check = model_check(a, b)
-    return check.why if check.state == "different" else None
+    return check if check.state == ModelState.DIFFERENT else None
 
 
 class ConflictKind(StrEnum):
@@ -147,8 +132,8 @@ def conflict(a: ServerIdentity, b: ServerIdentity) -> Conflict | None:
     process first, since one server under two URLs also serves one model."""
     if (why := same_process(a, b)) is not None:
         return Conflict(ConflictKind.SAME_PROCESS, a.url or "?", b.url or "?", why)
-    if (why := models_differ(a, b)) is not None:
-        return Conflict(ConflictKind.DIFFERENT_MODEL, a.url or "?", b.url or "?", why)
+    if (check := models_differ(a, b)) is not None:
+        return Conflict(ConflictKind.DIFFERENT_MODEL, a.url or "?", b.url or "?", check.why)
     return None
 
 

@@ -23,6 +23,15 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
 
 
+class RunVerdict(StrEnum):
+    """A server's verdict in a probe, as `kltui check`'s on it alone."""
+
+    PASS = "pass"
+    FAIL = "fail"  # a gate missed, or a state bug under --stress
+    ERROR = "error"  # a helper in error, a fatal problem, or the server did not answer
+    INTERRUPTED = "interrupted"  # with the probe
+
+
 class ProbeError(StrEnum):
     """Why a probe measured nothing (or not everything): the label of
     `kltui_probe_errors_total`."""
@@ -55,7 +64,7 @@ class ServerProbe:
     """One server's reading in a probe."""
 
     server: str
-    model: str  # the model's name (`model_name`), never a filesystem path
+    model: str  # the model's name (ServerIdentity.model_name), never a filesystem path
     finding: Finding
     kind: Kind  # the conditions read broken (exact, 1, 2, 1+2, unknown): `monitor_kind`
     diagnosis: Diagnosis  # its words (words/diagnosis.label) as check prints them
@@ -63,7 +72,7 @@ class ServerProbe:
     # the cache paths read as a state bug, and the samples the diagnosis names on them
     state_paths: tuple[str, ...] = ()
     state_samples: tuple[int, ...] = ()
-    verdict: str = "pass"  # this server's own: pass | fail | error | interrupted
+    verdict: RunVerdict = RunVerdict.PASS  # this server's own
     identity: ServerIdentity = field(default_factory=ServerIdentity, compare=False)
     # what the reading rules out on each cache path (readings/limit.py), and the diagnosis's
     # command for a run large enough to say more
@@ -93,16 +102,6 @@ class ProbeReading:
     def server(self, url: str) -> ServerProbe | None:
         """One server's reading (None: it was not read in this probe)."""
         return next((s for s in self.servers if s.server == url), None)
-
-
-def model_name(identity: ServerIdentity) -> str:
-    """The model as a label: the served model name when the server was given one, else the
-    last component of its model path (a path names a machine's folder, not the model)."""
-    path = (identity.model_path or "").rstrip("/\\")
-    served = identity.get("served_model_name")
-    if isinstance(served, str) and served.strip() and served.rstrip("/\\") != path:
-        return served.strip()
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
 def monitor_kind(d: Diagnosis) -> Kind:
@@ -151,17 +150,19 @@ def _state_samples(basis: Basis, views: list[HelperView]) -> tuple[int, ...]:
 _WORST = ("error", "interrupted", "fail", "pass")
 
 
-def _server_verdict(views: list[HelperView], fatal: bool, run: str | None, load: bool) -> str:
+def _server_verdict(
+    views: list[HelperView], fatal: bool, run: str | None, load: bool
+) -> RunVerdict:
     """One server's verdict as `kltui check`'s on it alone: interrupted with the probe, error
     for a helper in error or a fatal problem on it, fail for a gate missed (or a state bug
     under --stress: `load`, the run's), else pass."""
     if run in (None, "interrupted"):
-        return "interrupted"
+        return RunVerdict.INTERRUPTED
     if fatal or any(v.summary.status in ("error", "invalid") for v in views):
-        return "error"
+        return RunVerdict.ERROR
     if load or not views or any(not v.summary.passed for v in views):
-        return "fail"
-    return "pass"
+        return RunVerdict.FAIL
+    return RunVerdict.PASS
 
 
 def read_probe(
@@ -187,7 +188,7 @@ def read_probe(
         servers.append(
             ServerProbe(
                 server=d.server,
-                model=model_name(identity),
+                model=identity.model_name,
                 finding=d.finding,
                 kind=monitor_kind(d),
                 diagnosis=d,

@@ -16,7 +16,7 @@ from kltui.engines.identity import process_changes, shown_value
 from kltui.readings.diagnosis_parts import Command
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
-from kltui.readings.probe import ProbeReading, ServerProbe
+from kltui.readings.probe import ProbeReading, RunVerdict, ServerProbe
 
 
 class ChangeKind(StrEnum):
@@ -141,12 +141,12 @@ def _reading(seen: Seen, cur: ServerProbe) -> list[Change]:
     return out
 
 
-def absent_verdict(after: ProbeReading) -> str | None:
+def absent_verdict(after: ProbeReading) -> RunVerdict | None:
     """The verdict of a server a probe did not read: error (it did not answer), interrupted
     with the probe; None while the probe never ended."""
     if after.verdict is None:
         return None
-    return "interrupted" if after.verdict == "interrupted" else "error"
+    return RunVerdict.INTERRUPTED if after.verdict == "interrupted" else RunVerdict.ERROR
 
 
 def changes(memory: Memory, after: ProbeReading) -> list[Change]:

@@ -104,13 +104,6 @@ class ThreeWay:
     floors: dict | None = None  # cross_engine's floors entry (words/floors.py reads it)
 
     @property
-    def verdict(self) -> str | None:
-        """The JSON's word: the closer engine, "inconclusive", or None with one engine."""
-        if self.kind is ThreeWayKind.ONE_ENGINE:
-            return None
-        return self.closer if self.kind is ThreeWayKind.CLOSER else "inconclusive"
-
-    @property
     def across_dtypes(self) -> bool:
         """The line carries a note after the verdict: dtypes differ or floors were measured
         (the JSON's `across_dtypes`, as it always was)."""

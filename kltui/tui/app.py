@@ -18,7 +18,7 @@ from textual.reactive import reactive
 from textual.worker import Worker
 
 from kltui.engines.identity import ServerIdentity
-from kltui.readings.compare import RerunEquality, describe_rerun
+from kltui.readings.compare import RerunEquality
 from kltui.run.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.session.events import (
@@ -51,6 +51,7 @@ from kltui.tui.widgets.history import HistoryPanel, RunRecord, record_of
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
 from kltui.untrusted import escape_controls
+from kltui.words import compare as compare_words
 
 TOAST_LINGER_S = 1.0  # how long an expired toast may still be drawn
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -307,7 +308,7 @@ class KltuiApp(Redraw, SweepActions, MonitorActions, App[int]):
         if counted and store.run is not None:
             identical, difference = None, None
             if equality is not None:
-                identical, difference = equality.identical, describe_rerun(equality)
+                identical, difference = equality.identical, compare_words.rerun(equality)
                 self.notify(
                     escape_controls(
                         f"run {len(self.history) + 1} vs the one before: {difference}", 300

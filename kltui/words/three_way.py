@@ -77,12 +77,19 @@ def verdict_line(tw: ThreeWay) -> str:
     return _kind_line(tw.kind, k3, ukl) + _across(tw)
 
 
+def json_verdict(tw: ThreeWay) -> str | None:
+    """The JSON's word: the closer engine, "inconclusive", or None with one engine."""
+    if tw.kind is ThreeWayKind.ONE_ENGINE:
+        return None
+    return tw.closer if tw.kind is ThreeWayKind.CLOSER else "inconclusive"
+
+
 def three_way_json(tw: ThreeWay) -> dict[str, Any]:
     """The JSON result's `three_way` entry (docs/JSON.md)."""
     return {
         "reference": tw.reference,
         "legs": [asdict(leg) for leg in tw.legs],
-        "verdict": tw.verdict,
+        "verdict": json_verdict(tw),
         "line": verdict_line(tw),
         "rankings": [asdict(r) for r in tw.rankings],
         "across_dtypes": tw.across_dtypes,

@@ -25,7 +25,6 @@ from kltui.outputs.reports.html_helper import STATUS_LABEL, badge, helper_html, 
 from kltui.outputs.reports.multiturn_section import multiturn_html
 from kltui.outputs.reports.reference_section import reference_html
 from kltui.outputs.reports.rl_section import rl_html
-from kltui.readings.compare import describe_first
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import Diagnosis, diagnose
 from kltui.readings.fleet import fleet
@@ -34,6 +33,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import settings_rows
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text as esc
+from kltui.words.compare import first_difference
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.evidence import line as evidence_line
@@ -188,7 +188,7 @@ def cross_server_html(pairs: list[ServerPair]) -> str:
             rows.append(
                 f"<tr><td>{esc(h)}</td><td>{esc(same)}</td>"
                 f'<td class="n">{c.diff.identical_samples}/{c.diff.comparable}</td>'
-                f"<td>{esc(describe_first(c.diff))}</td>"
+                f"<td>{esc(first_difference(c.diff))}</td>"
                 f'<td class="n">{esc(fmt.sci(a))}</td><td class="n">{esc(fmt.sci(b))}</td></tr>'
             )
         settings = "".join(

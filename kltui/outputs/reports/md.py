@@ -27,7 +27,6 @@ from kltui.outputs.reports.common import (
 from kltui.outputs.reports.multiturn_section import multiturn_markdown
 from kltui.outputs.reports.reference_section import reference_markdown
 from kltui.outputs.reports.rl_section import rl_markdown
-from kltui.readings.compare import describe_first
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
@@ -36,6 +35,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
+from kltui.words.compare import first_difference
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import failure_line, replica_cells, summary_line
@@ -196,7 +196,7 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     for pair in cross_server(store) if fl is None else ():
         x, y = pair.servers
         where = "; ".join(
-            f"{md_text(h)} {md_text(describe_first(c.diff))}"
+            f"{md_text(h)} {md_text(first_difference(c.diff))}"
             for h, c in pair.helpers.items()
             if c.identical is not None
         )

@@ -11,10 +11,10 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from kltui import fmt
-from kltui.readings.compare import describe_first
 from kltui.readings.cross_server import ServerPair
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
+from kltui.words.compare import first_difference
 from kltui.words.cross_server import reading_line, uncompared
 
 MAX_ROWS = 40  # differing samples listed per helper; the JSON report has them all
@@ -43,7 +43,7 @@ def pair_group(pair: ServerPair, vars_: dict) -> Group:
         title = Text.assemble(
             (f"{helper}: ", "bold"),
             f"{c.diff.identical_samples}/{c.diff.comparable} samples identical · ",
-            describe_first(c.diff),
+            first_difference(c.diff),
             f" · avg_kl_div A {fmt.sci(a)}, B {fmt.sci(b)}",
         )
         parts.append(title)

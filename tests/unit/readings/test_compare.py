@@ -4,7 +4,7 @@ import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.common import json_report
-from kltui.readings.compare import compare_books, compare_samples, describe_first_dict
+from kltui.readings.compare import DiffSide, compare_books, compare_samples
 from kltui.readings.cross_server import PairKind, cross_server
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
@@ -68,7 +68,7 @@ def test_books_report_the_earliest_difference():
     out = d.to_dict()
     assert out["first_difference"] == {"sample": 1, "position": 2, "side": "prefill"}
     assert out["identical_samples"] == 1
-    assert describe_first_dict(out).startswith("differs at sample 1 @ 2 (prefill side")
+    assert d.first is not None and d.first.side is DiffSide.PREFILL
 
 
 def two_servers(noise_b: float, exact_match: bool = False, **settings_b) -> SessionStore:

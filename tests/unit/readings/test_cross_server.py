@@ -140,7 +140,8 @@ def test_a_run_still_going_says_so():
 
 def test_models_differ_by_path_name_or_weight_version():
     def models_differ(a: dict, b: dict) -> str | None:
-        return differ(ServerIdentity.of(a), ServerIdentity.of(b))
+        check = differ(ServerIdentity.of(a), ServerIdentity.of(b))
+        return None if check is None else check.why
 
     local = {"model_path": "/data/models/Llama-3.1-8B"}
     assert models_differ(local, {"model_path": "meta-llama/Llama-3.1-8B"}) is None

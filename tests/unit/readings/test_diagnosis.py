@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kltui.metrics.k3 import ScoreBook
-from kltui.readings.compare import rerun_equality
+from kltui.readings.compare import NotComparable, rerun_equality
 from kltui.readings.diagnosis import bit_identical, diagnose
 from kltui.readings.evidence import signed_rank_p
 from kltui.readings.findings import Finding
@@ -70,8 +70,9 @@ def test_exact_but_a_path_untested_says_so():
     feed(st, "match", 0.0)
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == [], said(d).label
-    assert "condition 1 holds on match's shapes; condition 2 is not established" in said(d).label
-    assert "prefill_cache_hit not tested (did not run)" in said(d).label
+    assert d.finding is Finding.EXACT_WHERE_TESTED, said(d).label
+    assert [t.helper for t in d.basis.tested] == ["match"]
+    assert d.basis.untested.get("prefill_cache_hit") == "did not run"
 
 
 def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
@@ -236,7 +237,7 @@ def test_bit_identical_between_runs():
     d = SessionStore()
     feed(d, "prefill_cache_hit", 1e-5)
     assert bit_identical(a, d) is None
-    assert rerun_equality(a, d).reason == "the runs hold different helpers"
+    assert rerun_equality(a, d).why is NotComparable.HELPERS
 
 
 def test_a_vllm_baseline_scored_against_the_reference_is_not_diagnosed():

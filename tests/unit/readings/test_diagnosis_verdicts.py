@@ -208,8 +208,10 @@ def test_untested_paths_are_never_part_of_conditions_hold():
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == [], said(d).label
     assert "conditions 1 and 2 hold" not in said(d).label
-    assert "prefill_cache_hit not tested (ran but compared nothing)" in said(d).label
-    assert "decode_cache_hit not tested (error: boom)" in said(d).label
+    assert dict(d.basis.untested) == {
+        "prefill_cache_hit": "ran but compared nothing",
+        "decode_cache_hit": "error: boom",
+    }
     assert "match 12/12" in said(d).label  # what the reading rests on
 
 
@@ -333,8 +335,13 @@ def test_a_broad_excess_short_of_the_drift_bar_is_not_read_as_a_few_samples():
     v = next(e for e in said(d).evidence if e.startswith("decode_cache_hit vs match"))
     assert "higher in 28, lower in 4" in v and "sign test p=0.3" in v, v
     assert d.condition is None and d.finding is Finding.BROAD_EXCESS, said(d).label
-    assert "decode_cache_hit fails its gate" in said(d).label, said(d).label
-    assert "decode_cache_hit is above match in 28 of 32 samples" in said(d).label, said(d).label
+    paired = d.headline.paired
+    assert d.headline.failing == ("decode_cache_hit",), said(d).label
+    assert paired is not None and (paired.helper, paired.n, paired.higher) == (
+        "decode_cache_hit",
+        32,
+        28,
+    )
     assert (
         "not beyond a x3 drift" in said(d).label
         and "a state bug in a few samples" not in said(d).label

@@ -12,7 +12,7 @@ from kltui.engines.identity import ServerIdentity
 from kltui.readings.diagnosis_parts import Command, CommandKind
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
-from kltui.readings.probe import ProbeError, ProbeReading, ServerProbe, model_name
+from kltui.readings.probe import ProbeError, ProbeReading, ServerProbe
 from kltui.readings.probe_changes import (
     Change,
     ChangeKind,
@@ -143,10 +143,10 @@ def test_what_a_settled_reading_rules_out_by_its_limits():
 
 
 def test_the_model_label_is_a_name_never_a_path():
-    assert model_name(ServerIdentity.of(PROCESS)) == "tiny-llama"
+    assert ServerIdentity.of(PROCESS).model_name == "tiny-llama"
     served = {**PROCESS, "served_model_name": "tiny"}
-    assert model_name(ServerIdentity.of(served)) == "tiny"
+    assert ServerIdentity.of(served).model_name == "tiny"
     same = {**PROCESS, "served_model_name": PROCESS["model_path"]}  # SGLang's default
-    assert model_name(ServerIdentity.of(same)) == "tiny-llama"
-    assert model_name(ServerIdentity.of({"model_path": "Qwen/Qwen3-8B/"})) == "Qwen3-8B"
-    assert model_name(ServerIdentity()) == ""
+    assert ServerIdentity.of(same).model_name == "tiny-llama"
+    assert ServerIdentity.of({"model_path": "Qwen/Qwen3-8B/"}).model_name == "Qwen3-8B"
+    assert ServerIdentity().model_name == ""

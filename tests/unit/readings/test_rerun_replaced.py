@@ -5,7 +5,7 @@ non-determinism (and their equality not determinism)."""
 from __future__ import annotations
 
 from kltui.engines.identity import ServerIdentity, process_changes
-from kltui.readings.compare import RerunChain, describe_rerun, rerun_equality
+from kltui.readings.compare import NotComparable, RerunChain, rerun_equality
 from kltui.session.store import SessionStore
 from tests.reports.synth import URL, HelperSpec, run_events, server
 
@@ -29,14 +29,9 @@ def test_a_server_replaced_between_runs_is_not_run_to_run_nondeterminism():
         )
     )
     eq = rerun_equality(prev, cur, run=2)
-    assert eq.identical is None
-    assert eq.reason == (
-        f"server {URL} replaced between run 1 and 2 (startup_time 1.0 → 2.0, random_seed 1 → 7, "
-        "enable_deterministic_inference false → true): not comparable as run-to-run "
-        "non-determinism"
-    )
-    assert describe_rerun(eq) == eq.reason
-    assert eq.to_json()["server_replaced"] == {
+    assert eq.identical is None and eq.why is NotComparable.REPLACED
+    assert (eq.run, eq.previous, eq.first_difference) == (2, 1, None)
+    assert eq.to_json(None)["server_replaced"] == {
         URL: {
             "startup_time": [1.0, 2.0],
             "random_seed": [1, 7],
@@ -57,10 +52,8 @@ def test_the_chain_numbers_the_runs_in_the_reason_and_a_value_object_reads_chang
     assert second is not None and third is not None
     assert (second.run, second.previous, third.run, third.previous) == (2, 1, 3, 2)
     assert third.identical is None and third.first_difference is None
-    assert third.reason == (
-        f"server {URL} replaced between run 2 and 3 (startup_time changed): not comparable "
-        "as run-to-run non-determinism"
-    )
+    assert third.why is NotComparable.REPLACED
+    assert third.replaced == {URL: {"startup_time": ({"s": 2.5}, {"s": 3.5})}}
 
 
 def test_an_older_recording_without_the_key_is_no_evidence_of_a_replacement():

@@ -108,7 +108,7 @@ def test_same_folder_name_different_weights_is_another_model(copies):
     check = model_check(a, b)
     assert (check.state, check.same) == ("different", False)
     assert "sha256" in check.why and "config.json and *.safetensors" in check.why
-    assert models_differ(a, b) == check.why
+    assert models_differ(a, b) == check
     assert check.to_json() == {"state": "different", "why": check.why}
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from kltui.metrics.floors import read_floors
 from kltui.readings.three_way import DtypePair, Leg, Ranking, ThreeWay, ThreeWayKind
-from kltui.words.three_way import three_way_json, verdict_line
+from kltui.words.three_way import json_verdict, three_way_json, verdict_line
 
 LEG = Leg("SGLang vs HF", 20, 160, 1.2e-7, 1e-4, 2e-3, 0.99, 3e-7, True, 1, 1, 0)
 K3 = Ranking("mean_k3", 20, 1.9e-5, 31.4, "SGLang")
@@ -90,3 +90,18 @@ def test_the_line_says_the_dtypes_and_the_engines_own_noise_after_the_verdict():
     assert js["verdict"] == "inconclusive" and js["across_dtypes"] is True
     assert js["line"] == verdict_line(reading) and js["rankings"][0]["n"] == 8
     assert three_way_json(tw(ThreeWayKind.CLOSER))["verdict"] == "SGLang"
+
+
+@pytest.mark.parametrize(
+    "kind, word",
+    [
+        (ThreeWayKind.CLOSER, "SGLang"),
+        (ThreeWayKind.ONE_ENGINE, None),
+        (ThreeWayKind.TOO_FEW, "inconclusive"),
+        (ThreeWayKind.ROUNDING, "inconclusive"),
+        (ThreeWayKind.NOT_BEYOND_CHANCE, "inconclusive"),
+        (ThreeWayKind.METRICS_DISAGREE, "inconclusive"),
+    ],
+)
+def test_the_json_verdict_of_each_kind(kind: ThreeWayKind, word: str | None):
+    assert json_verdict(tw(kind)) == word

@@ -1,0 +1,96 @@
+"""Readings decide, words say (issue 60): no function in `kltui/readings/` is annotated to return
+text (`str`, `str | None`, `Optional[str]`); a reading returns a kind and its figures, and
+`kltui/words/` renders them. The import-linter contract keeps readings from importing words;
+this test keeps them from writing words of their own.
+
+`list[str]` is allowed: the readings that return one return identifiers (helper names, server
+URLs), data a kind and its figures are made of, not sentences.
+
+PENDING names the functions that still return text and why each cannot move yet. Each entry
+must still offend (the test fails once one is fixed, so the list only shrinks), and nothing
+outside it may."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+READINGS = Path(__file__).resolve().parents[3] / "kltui" / "readings"
+
+# (module, function) -> why it still returns text
+PENDING: dict[tuple[str, str], str] = {
+    ("ablation_config", "_server"): "ablation*.py is owned by another helper this session",
+    ("ablation_config", "name"): "ablation*.py is owned by another helper this session",
+    ("coverage", "untested"): "imported by ablation_config.py and ablation_helper.py",
+    ("coverage", "_tokens"): "builds Untested.reason, which ablation_helper.py reads as text",
+    ("identity", "refusal"): "imported from here by words/ablation_config.py",
+    ("identity", "_short"): "builds ModelCheck.why, prose the JSON's model_check carries",
+    ("identity", "_unverified_why"): "builds ModelCheck.why, as _short",
+    ("fleet", "_too_few"): "builds Fleet.not_fully_compared, prose the JSON carries",
+    ("fleet", "_why_alone"): "builds Fleet.uncompared, prose the JSON carries",
+    ("fleet_model", "shortfall"): "builds Fleet's prose entries, as _too_few",
+    ("fleet_model", "listed"): "builds Fleet's prose entries, as _too_few",
+}
+
+
+def _is_str(node: ast.expr | None) -> bool:
+    match node:
+        case ast.Name(id="str") | ast.Constant(value="str"):
+            return True
+        case ast.BinOp(op=ast.BitOr(), left=a, right=b):
+            sides = [a, b]
+            nones = [s for s in sides if isinstance(s, ast.Constant) and s.value is None]
+            return len(nones) == 1 and _is_str(next(s for s in sides if s not in nones))
+        case ast.Subscript(value=ast.Name(id="Optional"), slice=inner):
+            return _is_str(inner)
+        case ast.Constant(value=str() as text) if text != "str":
+            return _is_str(ast.parse(text, mode="eval").body)  # a quoted annotation
+    return False
+
+
+def text_returning() -> dict[tuple[str, str], int]:
+    """Every function of kltui/readings annotated to return str or str | None, with its line."""
+    out = {}
+    for path in sorted(READINGS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _is_str(node.returns):
+                out[(path.stem, node.name)] = node.lineno
+    return out
+
+
+def test_no_reading_returns_text():
+    found = text_returning()
+    new = [
+        f"kltui/readings/{m}.py:{line} {f}"
+        for (m, f), line in found.items()
+        if (m, f) not in PENDING
+    ]
+    assert not new, "readings return kinds and figures, words/ says them:\n" + "\n".join(new)
+
+
+def test_the_pending_list_only_shrinks():
+    fixed = [f"{m}.{f}" for m, f in PENDING if (m, f) not in text_returning()]
+    assert not fixed, f"no longer returning text, drop from PENDING: {', '.join(fixed)}"
+
+
+def test_the_check_sees_each_spelling_of_text():
+    def returns(src: str) -> bool:
+        fn = ast.parse(src).body[0]
+        assert isinstance(fn, ast.FunctionDef)
+        return _is_str(fn.returns)
+
+    for src in (
+        "def f() -> str: ...",
+        "def f() -> str | None: ...",
+        "def f() -> None | str: ...",
+        "def f() -> Optional[str]: ...",
+        "def f() -> 'str | None': ...",
+    ):
+        assert returns(src), src
+    for src in (
+        "def f() -> list[str]: ...",
+        "def f() -> Kind: ...",
+        "def f() -> int | None: ...",
+        "def f(): ...",
+    ):
+        assert not returns(src), src
