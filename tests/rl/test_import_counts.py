@@ -11,7 +11,7 @@ import numpy as np
 
 from kltui.cli import main
 from kltui.rl.reading import LISTED_DIFFERING
-from kltui.rl.stream import scan
+from kltui.rl.scan import scan
 from tests.rl.files import header, record, verl_row, write_jsonl
 
 

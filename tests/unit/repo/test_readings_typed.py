@@ -21,6 +21,7 @@ READINGS = Path(__file__).resolve().parents[3] / "kltui" / "readings"
 PENDING: dict[tuple[str, str], str] = {
     ("ablation_config", "_server"): "ablation*.py is owned by another helper this session",
     ("ablation_config", "name"): "ablation*.py is owned by another helper this session",
+    ("ablation_helper", "_why"): "passes coverage's Untested.reason (prose) on, as untested",
     ("coverage", "untested"): "imported by ablation_config.py and ablation_helper.py",
     ("coverage", "_tokens"): "builds Untested.reason, which ablation_helper.py reads as text",
     ("identity", "refusal"): "imported from here by words/ablation_config.py",
