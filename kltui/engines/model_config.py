@@ -139,10 +139,23 @@ class ModelConfig:
     def experts(self) -> Experts | None:
         """The routed experts and top-k, None for a dense MLP (0 or 1 expert)."""
         n = next((self.fields[f] for f in EXPERT_FIELDS if isinstance(self.fields.get(f), int)), 0)
-        if n <= 1:
+        if n <= 1 or not self._has_moe_layer():
             return None
         top_k = self.fields.get("num_experts_per_tok")
         return Experts(n, top_k if isinstance(top_k, int) else None, self.source)
+
+    def _has_moe_layer(self) -> bool:
+        """Whether a layer routes to experts. A per-layer block list (Nemotron-H's
+        `layers_block_type`, or its `hybrid_override_pattern`: M mamba, * attention, - MLP,
+        E MoE) decides; transformers writes `n_routed_experts` 8 into every Nemotron-H config,
+        MoE layers or not. Without such a list the expert count alone says."""
+        blocks = self.fields.get("layers_block_type")
+        if isinstance(blocks, list):
+            return "moe" in blocks
+        pattern = self.fields.get("hybrid_override_pattern")
+        if isinstance(pattern, str):
+            return "E" in pattern
+        return True
 
 
 def default_chunk(arch: str | None) -> int:

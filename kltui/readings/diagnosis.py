@@ -189,7 +189,8 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
     geometry = geometry_of_info(info)
     crossed = crossings(usable.values(), geometry)
     notes += crossed
-    if (routing := routing_of(usable.values(), geometry)) is not None:
+    greedy = _temperature(store) == 0
+    if (routing := routing_of(usable.values(), geometry, greedy)) is not None:
         notes.append(routing)
     basis = replace(_basis(usable, why), uncrossed=tuple(c for c in crossed if not c.crossed))
     one = Verdicts(server, basis)

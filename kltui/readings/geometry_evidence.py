@@ -14,6 +14,7 @@ dense run reads exactly as before.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 
@@ -31,6 +32,7 @@ from kltui.readings.geometry_parts import (
     Restored,
     RestoreKind,
     Routing,
+    TopFlips,
 )
 from kltui.registry import HELPERS
 from kltui.session.helper_view import HelperView
@@ -211,16 +213,55 @@ def crossings(states: Iterable[HelperState], g: StateGeometry) -> list[Crossing]
     return out
 
 
-def routing_of(states: Iterable[HelperState], g: StateGeometry) -> Routing | None:
-    """On a MoE model, the helper with the largest single-token k3 against its mean."""
+def routing_of(
+    states: Iterable[HelperState], g: StateGeometry, greedy: bool = True
+) -> Routing | None:
+    """On a MoE model, the helper with the largest single-token k3 against its mean, with the
+    top-1 flips in its drill-down windows where the run decoded greedily (`greedy`)."""
     if g.experts is None:
         return None
     rows = [
-        (float(s.max_k3), float(s.avg_kl_div), int(s.n_tail or 0), st.helper)
+        (float(s.max_k3), float(s.avg_kl_div), int(s.n_tail or 0), st)
         for st in states
         if (s := HelperView.of(st).summary).max_k3 is not None and s.avg_kl_div is not None
     ]
     if not rows:
         return None
-    top, level, tail, helper = max(rows, key=lambda r: r[0])
-    return Routing(g.experts.n_experts, g.experts.top_k, helper, top, level, tail)
+    top, level, tail, st = max(rows, key=lambda r: r[0])
+    flips = top1_flips(st) if greedy else None
+    return Routing(g.experts.n_experts, g.experts.top_k, st.helper, top, level, tail, flips)
+
+
+def _logprob(alt: list) -> float:
+    lp = alt[1] if len(alt) > 1 else None
+    return float(lp) if isinstance(lp, int | float) and math.isfinite(lp) else -math.inf
+
+
+def top1_flips(st: HelperState) -> TopFlips | None:
+    """Every generated position the drill-down's extras cover (each counted once, however many
+    windows hold it): is the extras request's top-1 the token the decode chose? At temperature
+    0 the decoded token is the decode's own top-1, so a difference is a top-1 flip between the
+    two paths (the extras request is a prefill of its own: another batch than the gate's)."""
+    seen: dict[tuple[int, int], tuple[bool, bool]] = {}
+    for sample, windows in st.extras.items():
+        sc = st.book.samples.get(sample)
+        if sc is None:
+            continue
+        for ev in windows:
+            for i, (tok, alts) in enumerate(zip(ev.token_ids.tolist(), ev.top, strict=False)):
+                pos = ev.start + i
+                if not alts or not 0 <= pos < sc.k3.size:
+                    continue
+                best = max(alts, key=_logprob)[0]
+                seen[(sample, pos)] = (int(best) != int(tok), bool(sc.k3[pos] > st.tail_threshold))
+    if not seen:
+        return None
+    flips = [f for f, _ in seen.values()]
+    tails = [f for f, t in seen.values() if t]
+    return TopFlips(
+        samples=len({s for s, _ in seen}),
+        positions=len(seen),
+        flips=sum(flips),
+        tail_positions=len(tails),
+        tail_flips=sum(tails),
+    )

@@ -112,8 +112,24 @@ class WindowSplit(Line):
 
 
 @dataclass(frozen=True)
+class TopFlips:
+    """Top-1 flips where the drill-down fetched top-k (its windows around each worst sample's
+    first divergence and largest k3): positions where the prefill's own top-1 is not the token
+    the decode chose at temperature 0. `tail_*`: the positions whose k3 is above the tail
+    threshold, and the flips among them."""
+
+    samples: int
+    positions: int
+    flips: int
+    tail_positions: int
+    tail_flips: int
+
+
+@dataclass(frozen=True)
 class Routing(Line):
-    """A MoE model: the helper with the largest single-token k3, against its mean."""
+    """A MoE model: the helper with the largest single-token k3, against its mean, and the top-1
+    flips measured in its drill-down windows (None: none fetched, or sampling at temperature > 0,
+    where the decoded token is not the decode's top-1)."""
 
     kind: ClassVar[EvidenceKind] = EvidenceKind.ROUTING
     experts: int
@@ -122,3 +138,4 @@ class Routing(Line):
     max_k3: float
     level: float
     n_tail: int
+    flips: TopFlips | None = None

@@ -16,6 +16,7 @@ from kltui.readings.geometry_parts import (
     Restored,
     RestoreKind,
     Routing,
+    TopFlips,
     WindowSplit,
 )
 from kltui.words.common import EVIDENCE_P, shown_ids
@@ -114,14 +115,28 @@ def window_split_line(w: WindowSplit) -> str:
 
 
 def routing_line(r: Routing) -> str:
-    """What a MoE model's routing does to single tokens."""
+    """What a MoE model's routing does to single tokens, and the top-1 flips measured."""
     top = "" if r.top_k is None else f", top-{r.top_k}"
     return (
         f"MoE ({r.experts} experts{top}): a router's small logits difference can flip an "
         "expert and become nats on a single token, so read the top-1 flips and the tail beside "
         f"the mean: {r.helper} max k3 {sci(r.max_k3)} against avg_kl_div {sci(r.level)}, "
-        f"{r.n_tail} tokens above the tail threshold; a dense model's threshold does not "
-        "carry over"
+        f"{r.n_tail} tokens above the tail threshold{_flips(r.flips)}; a dense model's "
+        "threshold does not carry over"
+    )
+
+
+def _flips(f: TopFlips | None) -> str:
+    if f is None:
+        return ""
+    tail = (
+        f", {f.tail_flips} of the {f.tail_positions} above the tail threshold"
+        if f.tail_positions
+        else ""
+    )
+    return (
+        f"; top-1 flips (the prefill's top-1 is not the token the decode chose) at {f.flips} of "
+        f"{f.positions} positions in the drill-down windows of {f.samples} samples{tail}"
     )
 
 

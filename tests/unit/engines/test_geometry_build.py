@@ -42,6 +42,17 @@ def test_nemotron_h_chunk_from_config_and_no_experts():
     assert g.experts is None and g.window is None
 
 
+def test_nemotron_h_experts_only_where_a_layer_is_moe(tmp_path):
+    """transformers writes n_routed_experts 8 into every Nemotron-H config; the real `M-M*-M-M*-`
+    checkpoint on SGLang 0.5.17 read "MoE 8 experts" until its block pattern decided."""
+    cfg = json.loads((DATA / "config_nh.json").read_text())
+    assert cfg["n_routed_experts"] == 8 and "E" not in cfg["hybrid_override_pattern"]
+    moe = dict(cfg, hybrid_override_pattern="M-M*-ME-M*E", layers_block_type=None)
+    (tmp_path / "config.json").write_text(json.dumps(moe))
+    g = build_geometry(_info("nh"), {}, load_model_config(tmp_path, Source.FLAG))
+    assert g.experts is not None and (g.experts.n_experts, g.experts.top_k) == (8, 2)
+
+
 def test_chunk_is_the_larger_of_the_model_chunk_and_the_page():
     info = {**_info("q3n"), "page_size": 256}
     g = build_geometry(info, {}, _config("q3n"))

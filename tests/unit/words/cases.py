@@ -15,6 +15,7 @@ from kltui.readings.geometry_parts import (
     Restored,
     RestoreKind,
     Routing,
+    TopFlips,
     WindowSplit,
 )
 from kltui.readings.limit import Limit
@@ -192,4 +193,5 @@ EVIDENCE = [
     Crossing("match", Crossed.WINDOW, 64, 16, 16, None),
     WindowSplit("match", 64, (2, 4, 5, 6), (2, 4, 5, 6), 4, 0.014),
     Routing(8, 2, "decode_cache_hit", 2.9e-1, 2.7e-3, 12),
+    Routing(8, 2, "match", 2.28e1, 3.67e-1, 928, TopFlips(3, 63, 6, 36, 5)),
 ]
