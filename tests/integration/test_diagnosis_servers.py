@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from kltui.cli.report import report_writer
-from tests.integration.checkrun import check_run
+from kltui.readings.diagnosis_parts import CommandKind, StepKind
+from kltui.words.advice import command
+from tests.integration.checkrun import check_run, recorded_diagnoses
 
 # at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
 SMALL = dict(samples=12, max_new_tokens=48, max_prompt_tokens=64)
@@ -67,10 +69,11 @@ async def test_planted_faults_are_diagnosed(
     assert d["condition"] == condition, text
     if named:
         assert named in d["label"]
-    if condition == 2:
-        assert "isolate the trigger" in d["next_step"]
-        assert d["next_command"].startswith("kltui check --server 127.0.0.1:")
-        assert "--enable-deterministic-inference" not in d["next_step"]
+    if condition == 2:  # isolate the trigger with an A-vs-B run, never relaunch for it
+        (typed,) = recorded_diagnoses(tmp_path, "r.kltui.jsonl")
+        assert typed.step.kind == StepKind.CONDITION2 and typed.step.then is None
+        assert typed.command.kind == CommandKind.CROSS_CHECK and typed.command.server == d["server"]
+        assert d["next_command"] == command(typed.command)  # its words: tests/unit/words
     if conditions == [1]:
         # match's rounding noise is far below the gate: nothing to relaunch for, unless
         # bitwise equality is needed

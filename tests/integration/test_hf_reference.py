@@ -17,8 +17,13 @@ import numpy as np
 import pytest
 
 from kltui.cli import main
+from kltui.outputs.reference_rows import is_reference, reference_line, verdict_text
+from kltui.readings.three_way import DtypePair, three_way
 from kltui.reference import CHECKPOINT_DIR
-from tests.integration.checkrun import check_run
+from kltui.session.helper_view import HelperView
+from kltui.untrusted import html_text, md_text
+from kltui.words.three_way import verdict_line
+from tests.integration.checkrun import check_run, recorded
 from tests.json_contract import read_check
 
 pytest.importorskip("transformers", reason="the hf: reference needs the [hf] extra")
@@ -65,9 +70,13 @@ async def test_the_reference_scores_what_the_server_scores(reference_servers, tm
     # and so do the Markdown and HTML reports and the TUI's replay, the reference labelled
     md, html = tmp_path / "r.md", tmp_path / "r.html"
     assert main(["report", str(tmp_path / "r.jsonl"), "--md", str(md), "--html", str(html)]) == 0
-    for text in (md.read_text(), html.read_text()):
-        assert "Against the HF reference (Hugging Face transformers)" in text
-        assert "exact: every union id known on both sides" in text
+    # the engine's line against the reference and the three-way verdict, as their words say
+    # them (goldens: tests/unit/words/test_golden_reference.py, test_three_way_words.py)
+    store = recorded(tmp_path)
+    (st,) = [s for s in store.helpers.values() if is_reference(s)]
+    said = (reference_line(HelperView.of(st).figures), verdict_text(three_way(store)))
+    for text, escape in ((md.read_text(), md_text), (html.read_text(), html_text)):
+        assert all(escape(line) in text for line in said)
         assert "no second engine to rank" in text
     await _replayed_in_the_tui(tmp_path / "r.jsonl")
 
@@ -130,7 +139,7 @@ def test_a_server_in_another_dtype_is_compared_across_dtypes(reference_servers, 
     url = reference_servers.url(extra_args=("--dtype", "bfloat16"))
     out = tmp_path / "r.json"
     argv = ["check", "--server", url, "--baseline", f"hf:{CKPT}", "--hf-dtype", "float32",
-            "--no-record", "--json", str(out), *_small()]  # fmt: skip
+            "--record", str(tmp_path / "r.jsonl"), "--json", str(out), *_small()]  # fmt: skip
     main(argv)
     doc = read_check(out)
     ref = doc["helpers"]["hf_reference"]["reference"]
@@ -140,7 +149,9 @@ def test_a_server_in_another_dtype_is_compared_across_dtypes(reference_servers, 
     assert ref["across_dtypes"] == {"engine": "bfloat16", "reference": "float32"}
     tw = doc["three_way"]
     assert tw["across_dtypes"] is True
-    assert "across dtypes (SGLang bfloat16 vs reference float32)" in tw["line"]
+    reading = three_way(recorded(tmp_path))
+    assert reading.dtypes == (DtypePair("SGLang", "bfloat16", "float32"),)
+    assert tw["line"] == verdict_line(reading)  # its words: tests/unit/words
     # bf16 rounding against fp32: far above the same-dtype run
     assert doc["helpers"]["hf_reference"]["avg_kl_div"] > 1e-6
     assert any("dtype differs" in p["message"] for p in doc["problems"])

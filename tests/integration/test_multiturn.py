@@ -96,6 +96,8 @@ async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_pat
     from kltui.outputs.reports.html import html_report
     from kltui.outputs.reports.junit import junit_report
     from kltui.outputs.reports.md import md_report
+    from kltui.readings.multiturn import Quantity, RemainderKind, read_multiturn
+    from kltui.words.multiturn import remainder_line
 
     url = reference_servers.url(deterministic=True, page_size=4, fault="decode-track-slot")
     rc, res, _ = await check_run(
@@ -111,7 +113,10 @@ async def test_the_fault_in_the_recording_and_reports(reference_servers, tmp_pat
     (case,) = [c for c in root.iter("testcase") if c.get("name", "").startswith("multiturn[")]
     (failure,) = case.findall("failure")
     assert "g0b0 turn 1" in failure.get("message", "")
-    assert "the divergence follows where the turn's input ends" in (failure.text or "")
+    m = read_multiturn(store.helpers[next(k for k in store.helpers if k.startswith("multiturn"))])
+    assert m.remainders.kind == RemainderKind.SEPARATES  # by where the turn's input ended
+    assert m.remainders.found[0].quantity == Quantity.HISTORY
+    assert remainder_line(m.remainders) in (failure.text or "")  # its words: tests/unit/words
 
 
 async def test_on_a_mamba_server_turns_are_held_to_the_checkpoint_asserts(

@@ -5,11 +5,15 @@ was replaced instead of calling the change run-to-run non-determinism."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+from kltui.readings.compare import NotComparable, rerun_equality
 from kltui.reference.launcher import ReferenceServer
 from kltui.run import driver
+from kltui.run.driver import nth_recording
 from kltui.session.events import RunFinished
-from tests.integration.checkrun import check_run
+from kltui.words.compare import rerun, rerun_reason
+from tests.integration.checkrun import check_run, recorded
 
 SMALL = dict(samples=3, max_new_tokens=8, max_prompt_tokens=48, helpers=["match"])
 
@@ -44,9 +48,15 @@ async def test_a_server_replaced_between_repeats_is_not_called_nondeterminism(
     (eq,) = res["repeat"]["equality"]
     assert eq["identical"] is None and res["repeat"]["all_identical"] is None
     reason = eq["reason"]
-    assert reason.startswith(f"server {first.url} replaced between run 1 and 2 (startup_time ")
-    assert "random_seed 1 → 2" in reason and "enable_deterministic_inference true → false" in reason
-    assert reason.endswith("): not comparable as run-to-run non-determinism")
+    # the comparison as read from the recording: its kind and what changed; JSON and console
+    # say its words (golden: tests/unit/words/test_compare_words.py)
+    before, after = (recorded(tmp_path, Path(nth_recording("r.jsonl", n)).name) for n in (1, 2))
+    typed = rerun_equality(before, after, run=2)
+    assert (typed.identical, typed.why, typed.previous) == (None, NotComparable.REPLACED, 1)
+    assert {"startup_time", "random_seed", "enable_deterministic_inference"} <= set(
+        typed.replaced[first.url]
+    )
+    assert reason == rerun_reason(typed) == rerun(typed)
     changed = eq["server_replaced"][first.url]
     assert changed["random_seed"] == [1, 2]
     assert changed["enable_deterministic_inference"] == [True, False]

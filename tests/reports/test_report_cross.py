@@ -9,10 +9,10 @@ import numpy as np
 
 from kltui.metrics.cross import Side, cross_positions, cross_summary
 from kltui.metrics.k3 import ScoreBook
-from kltui.outputs.reports.common import json_report
+from kltui.outputs.reports.common import config_table, cross_rows, json_report
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
-from kltui.outputs.reports.md import md_report
+from kltui.outputs.reports.md import config_md, md_report
 from kltui.session.events import (
     HelperFinished,
     HelperStarted,
@@ -92,6 +92,19 @@ def store(contract: dict | None = None, floors: dict | None = None) -> SessionSt
     return st
 
 
+def only(st: SessionStore):
+    """The store's one helper (cross_engine)."""
+    (h,) = st.helpers.values()
+    return h
+
+
+def md_shows_rows(md: str, st: SessionStore) -> bool:
+    """The Markdown line shows every cross-engine row as `cross_rows` words it (golden:
+    tests/unit/words/test_golden_cross_engine.py), escaped for Markdown."""
+    rows = cross_rows(only(st).summary)
+    return bool(rows) and all(f"{md_text(label)} {md_text(v)}" in md for label, v in rows)
+
+
 def test_json_has_the_cross_engine_figures():
     doc = json_report(store())
     validate(doc, "check")
@@ -114,8 +127,7 @@ def test_json_has_the_cross_engine_figures():
 def test_markdown_html_and_junit_show_them():
     st = store()
     md = md_report(st)
-    assert "top-1 agreement 91.7% (line 95%)" in md and "union top-k KL" in md
-    assert "config mismatches dtype, attention\\_backend" in md
+    assert md_shows_rows(md, st)  # the rows' words: tests/unit/words/test_golden_cross_engine
     html = html_report(st)
     assert "Against the baseline" in html and "first greedy mismatch" in html
     root = ET.fromstring(junit_report(st))
@@ -136,8 +148,8 @@ def test_the_settings_table_is_in_every_report_and_unknowns_are_named():
     assert [r["key"] for r in h["config_table"]] == ["attention_backend", "chunked_prefill"]
     assert h["config_table"][0]["source"].endswith("startup log attention_backend")
     md = md_report(st)
-    assert "not known on both chunked\\_prefill" in md
-    assert "| attention backend | triton | FLASH\\_ATTN (FA3) | mismatch |" in md
+    assert dict(cross_rows(only(st).summary))["not known on both"] == "chunked_prefill"
+    assert md_shows_rows(md, st) and config_md(config_table(only(st).summary))[3] in md
     assert "<script>" not in md and "\\<script\\>" in md
     html = html_report(st)
     assert "Engine settings (SGLang vs vLLM)" in html and "FLASH_ATTN (FA3)" in html
@@ -172,9 +184,7 @@ def test_flip_margins_in_json_markdown_html_and_junit():
     assert fm["largest"] == {"sample": 1, "position": 2, "id_a": 0, "id_b": 7,
                              "margin_a": fm["max_margin"], "margin_b": fm["max_margin"]}  # fmt: skip
     assert abs(fm["max_margin"] - np.log(0.5 / 0.2)) < 1e-12
-    md = md_report(st)
-    assert "top-1 flips 1: 0 inside 0.7 nats (expected near a tie), 1 across" in md
-    assert "widest 9.163e-01 nats at sample 1 \\@ 2" in md
+    assert md_shows_rows(md_report(st), st)  # the flip line's words: test_golden_cross_engine
     assert "top-1 flips" in html_report(st)
     root = ET.fromstring(junit_report(st))
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
@@ -197,7 +207,8 @@ def test_a_contract_difference_is_named_in_every_report():
     validate(doc, "check")
     c = doc["helpers"]["cross_engine"]["contract"]
     assert c["status"] == "difference" and c["setting"] == "--logprobs-mode raw_logits"
-    assert f"logprob contract {md_text(verdict.message)}" in md_report(st)  # judge's words
+    assert dict(cross_rows(only(st).summary))["logprob contract"] == verdict.message
+    assert md_shows_rows(md_report(st), st)  # the judge's words, as its row
     assert "--logprobs-mode raw\\_logits" in md_report(st)
     assert "contract difference" in html_report(st)
     root = ET.fromstring(junit_report(st))

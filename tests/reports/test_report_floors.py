@@ -15,8 +15,11 @@ from kltui.outputs.reports.common import json_report
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
 from kltui.outputs.reports.md import md_report
+from kltui.readings.floors import FloorKind, floors_of, read
+from kltui.untrusted import html_text as esc
+from kltui.words.floors import floor_rows, how, verdict_line
 from tests.json_contract import validate
-from tests.reports.test_report_cross import store
+from tests.reports.test_report_cross import md_shows_rows, only, store
 
 IDS = np.arange(6)
 TOP = np.tile(np.arange(5), (6, 1))
@@ -41,9 +44,6 @@ def floors(sglang_noise: float, vllm_noise: float, gap: float) -> dict:
     }  # fmt: skip
 
 
-ABOVE = "the engines differ by 1.000e-04 (avg k3), "
-
-
 def test_the_json_entry_has_both_floors_and_the_reading():
     doc = json_report(store(floors=floors(0.0, 1e-3, 1e-4)))
     validate(doc, "check")
@@ -51,24 +51,24 @@ def test_the_json_entry_has_both_floors_and_the_reading():
     assert fl["sglang"]["zero"] is True and fl["sglang"]["avg_k3"] == 0.0
     assert fl["vllm"]["zero"] is False and fl["vllm"]["differing_positions"] == 2
     assert fl["reading"]["kind"] == "above floors" and fl["reading"]["larger_engine"] == "vLLM"
-    assert (
-        fl["line"].startswith(ABOVE) and "times the larger floor (vLLM against itself" in fl["line"]
-    )
+    assert fl["line"] == verdict_line(fl)  # its words (golden: tests/unit/words)
     # a run without floors (and every older recording) has null there
     assert json_report(store())["helpers"]["cross_engine"]["floors"] is None
 
 
 def test_markdown_html_and_junit_show_the_floors_beside_the_gap():
     st = store(floors=floors(1e-3, 1e-3, 1e-7))
-    md = md_report(st)
-    assert "1 of 2 samples scored again one at a time (first in batches of up to 2)" in md
-    assert "within the engines' own noise: the engines differ by 1.000e-07 (avg k3)" in md
-    assert "SGLang vs itself" in md and "vLLM vs itself" in md
+    fl = floors_of(only(st).summary.figures)
+    assert read(fl).reading.kind == FloorKind.WITHIN  # 1e-7 apart, each 1e-3 from itself
+    # every medium shows the floors' rows as the words say them (golden: test_floors_words)
+    rows = floor_rows(fl)
+    assert [label for label, _ in rows][-1] == "gap against the floors"
+    assert md_shows_rows(md_report(st), st)
     html = html_report(st)
-    assert "gap against the floors" in html and "within the engines&#x27; own noise" in html
+    assert all(f"<th>{esc(k)}</th><td>{esc(v)}</td>" in html for k, v in rows)
     root = ET.fromstring(junit_report(st))
     out = "".join(e.text or "" for e in root.iter("system-out"))
-    assert "within the engines' own noise" in out
+    assert all(f"{k} {v}" in out for k, v in rows)
 
 
 def test_the_console_puts_the_floors_in_one_table_and_says_a_zero_floor():
@@ -77,10 +77,9 @@ def test_the_console_puts_the_floors_in_one_table_and_says_a_zero_floor():
     console = Console(width=200, record=True, color_system=None)
     print_cross(console, figures)
     out = console.export_text()
-    assert "each engine's own noise (floors): 1 of 2 samples scored again one at a time" in out
+    fl = floors_of(figures)
+    assert read(fl).reading.kind == FloorKind.FLOOR_ZERO  # both floors exactly 0
+    assert how(fl) in out  # the table's title (golden: tests/unit/words/test_floors_words.py)
     row = next(ln for ln in out.splitlines() if "vLLM vs itself" in ln)
     assert "0 (exactly 0)" in row and "0/6" in row
-    assert (
-        "floors: the engines differ by 1.000e-04 (avg k3) while each engine's floor is exactly 0"
-        in out
-    )
+    assert f"floors: {verdict_line(fl)}" in out  # the reading's line, as its words say it

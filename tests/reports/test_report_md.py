@@ -11,6 +11,7 @@ from kltui.outputs.reports.md import MAX_PROBLEMS, md_report
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.events import Problem
+from kltui.session.servers import server_summary
 from kltui.untrusted import md_text
 from kltui.words.diagnosis import said
 from tests.reports.synth import (
@@ -57,7 +58,9 @@ def test_demo_summary_is_short_and_complete(tmp_path):
     assert (d.server, d.finding) == (URL, Finding.TOO_FEW_COMMON)
     assert f"- **Diagnosis** {URL}: {md_text(said(d).label)}" in md  # its words, as said
     assert "sha256 `9f2c4e1a7b3d5c60`" in md
-    assert "sglang 0.5.23 · model meta-llama/Llama-3.1-8B-Instruct · tp 1" in md
+    (server,) = store.identities()  # its line as the words say it (golden: tests/unit/words)
+    assert (server.get("version"), server.get("tp_size")) == ("0.5.23", 1)
+    assert f"- **Server** {md_text(server_summary(server))}" in md
 
 
 def test_hostile_text_renders_literally(tmp_path):
@@ -84,7 +87,9 @@ def test_multi_server_and_errors(tmp_path):
     assert "### kltui alignment: ⛔ error — 2/2 helpers pass" in md
     names = [r[0] for r in table_rows(RENDER.render(md))]
     assert names == ["match@http://127.0.0.1:30000", "match@http://127.0.0.1:30001"]
-    assert "http://10.0.0.9:30000: unreachable (connection refused)" in md
+    down = next(s for s in load_store(tmp_path / "r0.jsonl")[0].identities() if s.get("error"))
+    assert (down.get("url"), down.get("error")) == ("http://10.0.0.9:30000", "connection refused")
+    assert md_text(server_summary(down)) in md  # golden: tests/unit/words/test_golden_servers
     assert "**Error** http://10.0.0.9:30000: connection refused" in md
     md = build(tmp_path, error_run())
     assert "⛔ error" in md and "⏸ incomplete" in md

@@ -7,8 +7,9 @@ from dataclasses import replace
 
 from kltui.helpers.multiturn_plan import MultiturnShape, where
 from kltui.metrics.turn_hits import prefill_exact
+from kltui.readings.multiturn import HitKind
 from kltui.session.events import SampleScored
-from kltui.tui.screens.branches import BranchTree
+from kltui.tui.screens.branches import BranchTree, turn_label
 from kltui.tui.screens.drilldown import DrillDown
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
@@ -39,8 +40,12 @@ async def test_the_tree_shows_every_turn_and_enter_opens_its_logprobs():
         text = drawn(app.screen.query_one("#branch-tree"))
         assert "group 0" in text and "branch 1 (g1b1)" in text
         assert text.count("turn 0") == 4 and text.count("turn 1") == 4
-        assert "cached 24 / expected 24 (as asserted)" in text
-        assert "cached 24 / expected 30 (short)" in text
+        reading = app.screen.reading
+        hits = {(r.place.label, r.place.turn): (r.hit, r.place.cached_tokens) for r in reading.rows}
+        assert hits.pop(("g1b1", 1)) == (HitKind.SHORT, 24)  # held to 30
+        assert set(hits.values()) == {(HitKind.AS_ASSERTED, 24)}
+        # each turn's leaf as the screen words it (HIT_WORDS: tests/unit/words)
+        assert all(turn_label(app.screen.st, r, None).plain in text for r in reading.rows)
         assert "mean k3" in text
         await pilot.press("down", "down", "down", "enter")  # group 0 > branch 0 > turn 1
         await until(pilot, lambda: isinstance(app.screen, DrillDown))

@@ -6,12 +6,15 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
-from kltui.readings.compare import describe_first
+from kltui.readings.compare import RerunEquality
 from kltui.readings.cross_server import PairKind
+from kltui.readings.diagnosis_parts import Command, CommandKind, StepKind
 from kltui.session.events import RunFinished
 from kltui.tui.screens.compare import CompareScreen, pair_group
 from kltui.tui.screens.diagnosis import DiagnosisScreen, diagnosis_group
 from kltui.tui.screens.dumps_run import DumpsRunScreen
+from kltui.words.advice import command
+from kltui.words.compare import first_difference, rerun
 from tests.tui import synth
 from tests.tui.kit import replay_app, replayed
 
@@ -41,8 +44,14 @@ async def test_deterministic_server_with_noise_hands_over_to_the_dumper(tmp_path
             Text.from_ansi(plain(diagnosis_group(screen.diagnoses, screen))).plain.split()
         )
         assert "deterministic inference on" in text and "shape-variant" in text
-        assert "--enable-deterministic-inference" not in text
-        assert "kltui dumps --server 127.0.0.1:30000 --dump-dir DIR" in text
+        (d,) = screen.diagnoses  # noise on a deterministic server: the dumper, not the flag
+        assert d.headline.deterministic is True  # so no step says to relaunch with it on
+        steps = {d.step.kind} | {e.step.kind for e in d.evidence if hasattr(e, "step")}
+        assert StepKind.RELAUNCH_DETERMINISTIC not in steps
+        kernels = d.evidence[-1].step  # match's noise: what to do about its kernels
+        assert (kernels.kind, kernels.deterministic) == (StepKind.NOTHING_TO_FIX, True)
+        assert kernels.command == Command(CommandKind.DUMPS, server=synth.URL)
+        assert command(kernels.command) in text  # its words: tests/unit/words
         await pilot.press("u")
         run = app.screen
         assert isinstance(run, DumpsRunScreen) and run.request.server == synth.URL
@@ -85,7 +94,7 @@ async def test_compare_view_lists_where_servers_differ():
         first = pair.helpers["match"].diff.first  # the first differing sample
         assert first is not None and (first.sample, first.first, first.side) == (0, 0, "ids")
         text = " ".join(plain(pair_group(pair, {})).split())
-        assert describe_first(pair.helpers["match"].diff) in text
+        assert first_difference(pair.helpers["match"].diff) in text
 
 
 async def test_compare_needs_two_servers():
@@ -104,5 +113,5 @@ async def test_history_says_where_a_rerun_first_differs():
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
         assert [r.identical for r in app.history] == [None, True, False]
-        assert app.history[1].difference == "bit-identical (every token id and logprob)"
+        assert app.history[1].difference == rerun(RerunEquality(True))  # its words
         assert app.history[2].difference.startswith("match differs at sample 0 @ 0")

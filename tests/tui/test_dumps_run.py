@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kltui.cli import main
-from kltui.dumps.capture import LAUNCH_ENV
+from kltui.dumps.capture import launch_settings
 from kltui.dumps.run import load_result
 from kltui.run.config import RunConfig
 from kltui.tui.app import KltuiApp
@@ -18,6 +18,7 @@ from kltui.tui.launch import DumpsViewer
 from kltui.tui.screens.diagnosis import DiagnosisScreen
 from kltui.tui.screens.dumps import DumpsScreen
 from kltui.tui.screens.dumps_run import DumpsRunScreen
+from kltui.words.advice import dumps_command
 from tests.tui.kit import drawn, drawn_at, until
 
 SIZE = (150, 50)
@@ -42,10 +43,11 @@ async def test_server_without_hooks_shows_the_launch_settings(reference_servers,
         log = screen.query_one("#dumps-run-log")
         await until(pilot, lambda: "has no /dumper/ routes" in drawn(log))
         text = drawn(log)
-        host = srv.url.split("://", 1)[1]
         assert "has no /dumper/ routes" in text
-        assert f"{LAUNCH_ENV} DUMPER_DIR={dump_dir.resolve()}" in text
-        assert f"kltui dumps --server {host} --dump-dir {dump_dir.resolve()}" in text
+        # how to relaunch and what to run then, as the words say them (golden: tests/unit/words)
+        here = str(dump_dir.resolve())
+        assert all(ln.strip() in text for ln in launch_settings(here).splitlines())
+        assert dumps_command(srv.url, here) in text
         assert screen.steps == [f"checking {srv.url} for the dumper hooks"]  # no torch
         assert not dump_dir.exists()  # nothing was dumped or created
         await pilot.press("escape")

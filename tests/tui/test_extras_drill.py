@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from kltui.session.events import ExtrasFetched, HelperFinished, RunStarted
+from kltui.session.servers import NO_TOKENIZER
 from kltui.tui.screens.drilldown import DrillDown
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
@@ -105,10 +106,12 @@ async def test_a_server_without_tokenizer_is_named_in_the_drill_down_and_header(
     app = replay_app(without_tokenizer(run))
     async with app.run_test(size=SIZE) as pilot:
         await replayed(pilot, app)
-        assert "no tokenizer (--skip-tokenizer-init)" in drawn(app.query_one("#servers"))
+        assert app.store.run.servers[0]["skip_tokenizer_init"] is True
+        # the header and the drill-down name the fact in its words (golden: tests/unit/words)
+        assert NO_TOKENIZER in drawn(app.query_one("#servers"))
         drill = await open_drill(pilot, app, 1)
         head = drawn(drill.query_one("#drill-head"))
-        assert "no tokenizer (--skip-tokenizer-init)" in head and says in head
+        assert NO_TOKENIZER in head and says in head
 
 
 async def test_unknown_token_text_is_marked_not_blank():

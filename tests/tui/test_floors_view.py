@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 
 from kltui.metrics.floors import read_floors
+from kltui.readings.floors import FloorKind, floors_of, read
 from kltui.session.events import FloorScored, HelperFinished, SampleScored
 from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.widgets.floor_row import floor_cells
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
 
@@ -40,8 +42,12 @@ async def test_the_helper_panel_shows_the_floors_under_cross_engine():
         await replayed(pilot, app)
         text = drawn(app.query_one("HelperProgress"))
         line = next(ln for ln in text.splitlines() if "└ floors" in ln)
-        assert "1,500x the larger floor" in line
-        assert "floor SGLang 2.000e-06 · vLLM 0 exactly" in line and "gap 3.000e-03" in line
+        (st,) = app.store.helpers.values()
+        floors = read(floors_of(st.summary.figures))
+        assert floors.reading.kind == FloorKind.ABOVE and floors.reading.ratio == 1500
+        assert (floors.engines["sglang"].avg_k3, floors.engines["vllm"].zero) == (2e-6, True)
+        # the row as the words say it (golden: tests/unit/words/test_floors_words.py)
+        assert all(cell.plain in line for cell in floor_cells(st.summary))
         await pilot.press("q")
 
 

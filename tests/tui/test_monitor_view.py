@@ -11,7 +11,7 @@ import numpy as np
 
 from kltui.readings.diagnosis_parts import Headline
 from kltui.readings.findings import Finding, Kind
-from kltui.readings.probe import HelperFigures, ProbeError, ProbeReading, ServerProbe
+from kltui.readings.probe import HelperFigures, ProbeError, ProbeReading, RunVerdict, ServerProbe
 from kltui.readings.probe_changes import Change, ChangeKind
 from kltui.readings.verdict import Diagnosis
 from kltui.run.config import RunConfig
@@ -19,6 +19,7 @@ from kltui.run.monitor import Monitor, ProbeResult, probe_recordings
 from kltui.tui.app import KltuiApp
 from kltui.tui.monitor_feed import MonitorFeed
 from kltui.tui.screens.monitor import MonitorScreen, ProbeTable
+from kltui.words.probe import change_short
 from tests.integration.test_monitor import FLUSHES_PER_PROBE, SMALL
 from tests.tui.kit import drawn, drawn_at, until
 from tests.tui.test_markup import flat, toasts
@@ -49,7 +50,12 @@ async def test_the_monitor_screen_follows_real_probes_and_opens_one(reference_se
         table = screen.query_one(ProbeTable)
         assert table.numbers == [3, 2, 1]  # newest first
         text = drawn_at(screen, "#monitor-table")
-        assert "▲ condition 2 appeared, first in sample" in text and "state bug" in text
+        changes = {c.kind: c for c in feed.result(2).changes}  # the fault woke after probe 1
+        verdict, change = changes[ChangeKind.VERDICT], changes[ChangeKind.APPEARED]
+        assert (verdict.before, verdict.after) == (RunVerdict.PASS, RunVerdict.FAIL)
+        assert (change.before, change.after, change.server) == (Kind.EXACT, Kind.TWO, srv.url)
+        assert change.paths == ("prefill_cache_hit",) and change.samples
+        assert f"▲ {change_short(change)}" in text and "state bug" in text  # its words
         labels = " ".join(drawn(w) for w in screen.query(".monitor-strip-label"))
         assert "prefill_cache_hit avg_kl_div along 3 probe(s)" in labels
         await pilot.press("down")  # probe 2, where condition 2 appeared
