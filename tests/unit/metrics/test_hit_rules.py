@@ -116,7 +116,7 @@ def test_parity_rule_and_a_dense_server_keep_kl_test_utils_reason():
         why = _decode_miss(ctx, run, 0, _result(320), np.arange(358 + 128 + 1))
         (miss,) = run.extra["cache_counts"]  # the skip reason's words: tests/unit/words
         assert why is not None and miss["kind"] == MissKind.BEFORE_DECODE_REGION
-        assert (miss["cached"], miss["lower"]) == (320, 360)  # 320 <= turn 1's prompt + 1
+        assert (miss["cached"], miss["lower"]) == (320, 360)  # 320 <= 358-token prompt + 1
         assert run.extra["hit_rule"] == "kl_test_utils" and run.extra["hit_step"] is None
 
 
