@@ -18,18 +18,45 @@ mapping there is also what a tail shifted by one looks like: only the documented
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
 SHOWN = 5  # positions named in a message
 
 
+class Misalignment(StrEnum):
+    """Why differing ids cannot be a per-id quirk."""
+
+    MOST_DIFFER = "most-differ"  # more than half the positions differ
+    SOMETIMES_SENT = "sometimes-sent"  # a differing id is reported as sent somewhere else
+    SEVERAL_IDS = "several-ids"  # one sent id is reported as several different ids
+
+
 @dataclass(frozen=True, slots=True)
 class IdCheck:
-    """Where a server's reported token ids differ from the sent ones, and whether that is explainable."""
+    """Where a server's reported token ids differ from the sent ones, and whether that is
+    explainable: `kind` None when it is (a per-id quirk, or no difference)."""
 
     positions: np.ndarray  # where the reported id differs from the sent one
-    misaligned: str | None  # why the differences cannot be a per-id quirk (None: they can)
+    kind: Misalignment | None = None
+    compared: int = 0  # how many ids were compared (MOST_DIFFER's figure)
+    token: int | None = None  # SOMETIMES_SENT: the id reported as sent ...
+    at: int | None = None  # ... at this position, and differently elsewhere
+
+    @property
+    def misaligned(self) -> str | None:
+        """Why the differences cannot be a per-id quirk, in words (None: they can)."""
+        if self.kind is Misalignment.MOST_DIFFER:
+            return f"{self.positions.size} of {self.compared} positions differ"
+        if self.kind is Misalignment.SOMETIMES_SENT:
+            return (
+                f"token {self.token} is reported as sent at position {self.at} but not "
+                "everywhere else"
+            )
+        if self.kind is Misalignment.SEVERAL_IDS:
+            return "one sent id is reported as several different ids"
+        return None
 
 
 def check_ids(reported: np.ndarray, sent: np.ndarray) -> IdCheck:
@@ -39,20 +66,18 @@ def check_ids(reported: np.ndarray, sent: np.ndarray) -> IdCheck:
     diff = reported != sent
     pos = np.flatnonzero(diff)
     if pos.size == 0:
-        return IdCheck(pos, None)
+        return IdCheck(pos)
     if pos.size * 2 > sent.size:
-        return IdCheck(pos, f"{pos.size} of {sent.size} positions differ")
+        return IdCheck(pos, Misalignment.MOST_DIFFER, compared=sent.size)
     odd = np.unique(sent[pos])
     at = np.isin(sent, odd)
     if not diff[at].all():
         k = int(np.flatnonzero(at & ~diff)[0])
-        return IdCheck(
-            pos, f"token {int(sent[k])} is reported as sent at position {k} but not everywhere else"
-        )
+        return IdCheck(pos, Misalignment.SOMETIMES_SENT, token=int(sent[k]), at=k)
     pairs = np.unique(np.stack([sent[at], reported[at]]), axis=1)
     if pairs.shape[1] != odd.size:
-        return IdCheck(pos, "one sent id is reported as several different ids")
-    return IdCheck(pos, None)
+        return IdCheck(pos, Misalignment.SEVERAL_IDS)
+    return IdCheck(pos)
 
 
 def describe(positions: np.ndarray, reported: np.ndarray, sent: np.ndarray) -> str:

@@ -11,11 +11,13 @@ import pytest
 from rich.text import Text
 
 from kltui.cli.commands import main
+from kltui.engines.router import PD_NOTE, RouterWorker, router_refusal
 from kltui.errors import EXIT_USAGE
 from kltui.outputs.headless import fleet_lines, verdict_line
+from kltui.outputs.reports.html import _gate_html as gate_html
 from kltui.outputs.reports.html import html_report
 from kltui.outputs.reports.junit import junit_report
-from kltui.outputs.reports.md import md_report
+from kltui.outputs.reports.md import fleet_md, gate_text, md_report
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
 from kltui.run import driver
@@ -49,11 +51,9 @@ def test_server_pointed_at_a_router_is_refused_with_the_reason(two_workers, caps
     err = capsys.readouterr().err
     assert rc == EXIT_USAGE
     (line,) = [ln for ln in err.splitlines() if ln.startswith("kltui: error:")]
-    assert f"{two_workers.url} is an SGLang router (GET /workers lists 2 workers)" in line
-    assert "broadcasts /flush_cache to every worker" in line
-    assert "fresh prefill and decode) to different replicas" in line
-    assert "cache-hit probes land on replicas that never saw the prefix" in line
-    assert f"--router {two_workers.url}" in line
+    # the refusal counts the router's workers and says why (words: tests/unit/words)
+    workers = [RouterWorker(u) for u in two_workers.workers]
+    assert line == f"kltui: error: {router_refusal(two_workers.url, workers)}"
 
 
 def test_router_flag_on_a_server_says_it_is_no_router(reference_servers, capsys):
@@ -256,8 +256,8 @@ def test_a_prefill_decode_fleet_is_listed_and_refused_with_why(reference_servers
         rc = main(["check", "--router", router.url, "--no-record", "--samples", "2"])
     err = capsys.readouterr().err
     assert rc == EXIT_USAGE
-    assert "no worker kltui can check (worker types: decode, prefill)" in err
-    assert "prefill/decode-disaggregated: a request sent to this worker alone cannot" in err
+    # both workers are PD halves: the refusal names their types and says why (PD_NOTE)
+    assert f"(worker types: decode, prefill); {PD_NOTE}" in " ".join(err.split())
 
 
 async def test_identical_fleet_passes_when_every_replica_is_bit_identical(two_workers, tmp_path):
@@ -275,10 +275,11 @@ async def test_identical_fleet_passes_when_every_replica_is_bit_identical(two_wo
     assert (f["identical"], f["require"], f["failure"]) == (True, "identical", None)
     assert res["verdict"] == "pass" and res["config"]["fleet_require"] == "identical"
     assert "fleet must be identical" not in text
-    assert failure_line(reading(tmp_path)) is None  # what the reports say "passed" on
+    fl = reading(tmp_path)  # what the reports say "passed" on (words: tests/unit/words)
+    assert failure_line(fl) is None and gate_text(fl) == "passed"
     md, html, junit = reports(tmp_path)
-    assert "**Fleet must be identical** (`--fleet-require identical`): passed" in md
-    assert "(--fleet-require identical): passed" in html
+    assert all(line in md for line in fleet_md(fl))  # the gate's line among them
+    assert gate_html(fl) in html
     assert '<testcase classname="kltui.fleet" name="identical" />' in junit
 
 

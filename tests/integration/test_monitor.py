@@ -24,8 +24,15 @@ from kltui.readings.findings import Kind
 from kltui.readings.probe import ProbeError
 from kltui.readings.probe_changes import ChangeKind
 from kltui.run.config import RunConfig
-from kltui.run.monitor import Monitor, ProbeResult, probe_recordings
+from kltui.run.monitor import (
+    KEEP_PROBES,
+    Monitor,
+    ProbeResult,
+    probe_recordings,
+    recording_estimate,
+)
 from kltui.session.recording import read_recording
+from kltui.words.probe import keep_words
 
 # match flushes twice and prefill_cache_hit twice per probe (each flushes before its decode and
 # before its replay): a fault dormant until the 4th flush wakes as probe 1 ends
@@ -217,7 +224,9 @@ def test_the_cli_serves_metrics_prunes_its_recordings_and_stops_on_sigterm(
     lines = [ln for ln in out.splitlines() if ln.startswith("probe ")]
     assert len(lines) >= 4 and all(" · pass · " in ln for ln in lines[:4])
     assert f"metrics on http://127.0.0.1:{port}/metrics" in err
-    assert "kltui monitor: keeping the last 288 probes' recordings (~" in err  # said at start
+    # said at start: the retention, for this monitor's probe size (words: tests/unit/words)
+    sized = RunConfig(helpers=["match"], samples=3, max_new_tokens=4, max_prompt_tokens=48)
+    assert f"kltui monitor: {keep_words(KEEP_PROBES, recording_estimate(sized))}" in err
     # KLTUI_RUNS_KEEP=2: the folder keeps the newest probes only (one more may be the one
     # SIGTERM cut short)
     kept = sorted(tmp_path.glob("monitor-*.kltui.jsonl"))

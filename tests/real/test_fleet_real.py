@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from kltui.cli.commands import main
+from kltui.engines.router import RouterWorker, router_refusal
 from kltui.errors import EXIT_USAGE
 from tests.integration.checkrun import check_run
 from tests.router import Router
@@ -28,11 +29,11 @@ def real_fleet(servers, sglang_url):
 
 
 def test_server_pointed_at_the_real_router_is_refused(real_fleet, capsys):
-    router, _ = real_fleet
+    router, workers = real_fleet
     assert main(["check", "--server", router.url, "--no-record", "--samples", "2"]) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert f"{router.url} is an SGLang router (GET /workers lists 2 workers)" in err
-    assert "broadcasts /flush_cache to every worker" in err
+    refusal = router_refusal(router.url, [RouterWorker(u) for u in workers])  # 2 workers
+    assert f"kltui: error: {refusal}" in err.splitlines()
 
 
 def test_router_fleet_over_real_sglang_workers(real_fleet, tmp_path):
@@ -60,8 +61,9 @@ def test_router_fleet_over_real_sglang_workers(real_fleet, tmp_path):
         assert cell is not None and cell["identical"] is not None, (h, cell)
     pages = {s["url"]: s["page_size"] for s in res["servers"]}
     assert sorted(pages.values()) == [1, 4]
-    if f["identical"]:
-        assert f["summary"].startswith("all 2 replicas bit-identical on every path")
+    if f["identical"]:  # one group of both (its words: tests/unit/words/test_golden_fleet.py)
+        assert [sorted(g["replicas"]) for g in f["groups"]] == [sorted(workers)]
+        assert f["odd"] == []
     else:
         assert "page_size" in f["settings_differ"] and "first differs from" in f["summary"]
     assert f"fleet comparison: {f['summary']}" in text

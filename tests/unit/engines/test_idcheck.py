@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kltui.engines.idcheck import check_ids, describe, unexplained
+from kltui.engines.idcheck import Misalignment, check_ids, describe, unexplained
 
 RNG = np.random.default_rng(7)
 SENT = RNG.integers(1, 1023, size=200)
@@ -14,13 +14,13 @@ SENT[[5, 40, 150]] = 1023  # the last id of a 1024-token vocabulary, three times
 
 def test_equal_ids_pass():
     found = check_ids(SENT.copy(), SENT)
-    assert found.misaligned is None and found.positions.size == 0
+    assert found.kind is None and found.misaligned is None and found.positions.size == 0
 
 
 def test_last_vocabulary_id_reported_as_zero_is_a_quirk():
     reported = np.where(SENT == 1023, 0, SENT)
     found = check_ids(reported, SENT)
-    assert found.misaligned is None
+    assert found.kind is None and found.misaligned is None
     assert found.positions.tolist() == [5, 40, 150]
     assert describe(found.positions, reported, SENT).startswith("pos 5: sent 1023, reported 0")
 
@@ -28,7 +28,8 @@ def test_last_vocabulary_id_reported_as_zero_is_a_quirk():
 def test_shifted_answer_is_misaligned():
     reported = np.concatenate([SENT[:1], SENT[:-1]])
     found = check_ids(reported, SENT)
-    assert found.misaligned is not None and "positions differ" in found.misaligned
+    assert found.kind is Misalignment.MOST_DIFFER and found.misaligned is not None
+    assert found.positions.size * 2 > found.compared == SENT.size
 
 
 def test_answer_of_another_prompt_with_a_shared_prefix_is_misaligned():
@@ -37,23 +38,25 @@ def test_answer_of_another_prompt_with_a_shared_prefix_is_misaligned():
     other = SENT.copy()
     other[180:] = SENT[100:120]
     found = check_ids(other, SENT)
-    assert found.misaligned is not None
+    assert found.kind is Misalignment.SOMETIMES_SENT and found.misaligned is not None
+    assert found.token is not None and found.at is not None and found.at < 180
+    assert other[found.at] == SENT[found.at] == found.token  # reported as sent there
 
 
 def test_one_id_reported_two_ways_is_misaligned():
     sent = np.array([7, 8, 9, 7, 10, 11, 12, 13, 14, 15])
     reported = sent.copy()
     reported[0], reported[3] = 1, 2
-    assert (
-        check_ids(reported, sent).misaligned == "one sent id is reported as several different ids"
-    )
+    found = check_ids(reported, sent)
+    assert found.kind is Misalignment.SEVERAL_IDS and found.misaligned is not None
 
 
 def test_quirk_reported_only_sometimes_is_misaligned():
     reported = SENT.copy()
     reported[5] = 0  # 1023 at 40 and 150 is reported as sent
     found = check_ids(reported, SENT)
-    assert "reported as sent at position 40" in found.misaligned
+    assert found.kind is Misalignment.SOMETIMES_SENT and (found.token, found.at) == (1023, 40)
+    assert found.misaligned is not None  # its words: tests/unit/words/test_golden_idcheck.py
 
 
 def test_describe_names_the_first_few_positions():

@@ -90,7 +90,9 @@ def test_a_measured_kind_wins_over_the_declared_one():
 def test_a_probe_without_the_declared_mode_still_names_the_setting():
     probed = with_probe(vllm_contract("prompt", None), LOGITS, "probe")
     v = judge(SG_PROMPT, probed)
-    assert v.status == DIFFERENCE and "--logprobs-mode raw_logits or processed_logits" in v.message
+    assert v.status == DIFFERENCE and not v.values and v.ranks
+    assert probed.setting.startswith("--logprobs-mode ")  # the vLLM flag that returns logits
+    assert v.setting == probed.setting and f"({v.setting})" in v.message
 
 
 def test_the_scored_token_listed_beside_its_own_top_k_entry_is_counted_once():

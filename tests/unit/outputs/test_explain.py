@@ -9,7 +9,9 @@ from rich.console import Console
 from kltui.outputs.headless import HeadlessView
 from kltui.outputs.reports.html import diagnosis_html
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.diagnosis_parts import Count
 from kltui.run.config import RunConfig
+from kltui.words.evidence import line as evidence_line
 from tests.unit.readings.test_geometry_evidence import PROMPTS, feed, store_of
 
 STATISTIC = "a state bug needs p<"
@@ -33,7 +35,14 @@ def test_the_statistics_lines_are_printed_only_with_explain():
     plain, full = _printed(False), _printed(True)
     assert "condition 2 (state bug)" in plain and "condition 2 (state bug)" in full
     assert STATISTIC not in plain and STATISTIC in full
-    assert "prefill_cache_hit: 12/16 samples differ" in plain
+    (d,) = diagnose(_store())
+    count = {e.helper: e for e in d.evidence if isinstance(e, Count)}["prefill_cache_hit"]
+    assert (count.differing, count.scored) == (12, 16)
+    # every evidence line in full; in plain all but the statistics' (words: tests/unit/words)
+    shown = {evidence_line(e): e.statistic for e in d.evidence}
+    assert any(shown.values()) and not all(shown.values())
+    for text, statistic in shown.items():
+        assert text in full and (text in plain) is not statistic, text
 
 
 def test_the_flag_is_a_run_setting():

@@ -140,13 +140,14 @@ def test_sample_config_for_rollout_servers_loads():
 
 def test_server_lines_and_settings_table_name_a_server_without_tokenizer():
     from kltui.engines.identity import ServerIdentity
-    from kltui.session.servers import server_facts, settings_rows
+    from kltui.session.servers import NO_TOKENIZER, server_facts, settings_rows
 
     base = ServerIdentity.of({"url": "http://127.0.0.1:1", "engine": "sglang", "version": "0.5.23"})
-    assert "no tokenizer (--skip-tokenizer-init)" not in server_facts(base)
+    assert NO_TOKENIZER not in server_facts(base)
     assert "server tokenizer" not in [label for label, _ in settings_rows([base])]
     notok = ServerIdentity.of({**base.reported, "skip_tokenizer_init": True})
-    assert "no tokenizer (--skip-tokenizer-init)" in server_facts(notok)
+    # the one fact more (its words: tests/unit/words/test_golden_server_facts.py)
+    assert notok.skip_tokenizer_init and server_facts(notok) == [*server_facts(base), NO_TOKENIZER]
     rows = dict(settings_rows([base, notok]))
     assert rows["server tokenizer"] == ["yes", "none (--skip-tokenizer-init): ids only"]
 
