@@ -9,6 +9,9 @@ each process's first HTTP request arrives and answers 503, so kltui stops there 
 bare client is a fresh Python process that imports httpx and sends one POST, as a script
 around SGLang's helpers would (without SGLang's own imports). Runs alternate; medians are
 printed with the load average, which on a shared machine moves the numbers more than the code.
+The checkout's kltui is byte-compiled first, as installing it does (`--source`: not, for the
+cost of compiling every module at every start where Python writes no bytecode, e.g. with
+PYTHONDONTWRITEBYTECODE, set on the project's machine; httpx is always compiled, installed).
 The whole run against a real server, kltui's process against SGLang's three helpers:
 `bench/bench_gate.py --variants "kltui check (whole process)"` (docs/BENCHMARKS.md).
 """
@@ -28,6 +31,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BARE = "import httpx, sys; httpx.post(sys.argv[1] + '/generate', json={'input_ids': [[1]]})"
+
+
+def compile_checkout(source: bool = False) -> str:
+    """Byte-compile the checkout's kltui (into its ignored __pycache__ folders), as installing
+    it does, unless `source`; says which it measures."""
+    if source:
+        return "kltui from source (compiled at every start where no bytecode is written)"
+    cmd = [sys.executable, "-m", "compileall", "-q", str(ROOT / "kltui")]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return "kltui byte-compiled (as installed)"
 
 
 class Stub(BaseHTTPRequestHandler):
@@ -63,7 +76,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--kltui-args", default="", help="more `kltui check` arguments")
+    ap.add_argument("--source", action="store_true", help="do not byte-compile kltui first")
     args = ap.parse_args()
+    built = compile_checkout(args.source)
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}"
@@ -78,7 +93,7 @@ def main() -> int:
                 times[name].append(first_request(argv))
     finally:
         server.shutdown()
-    print(f"load average {os.getloadavg()[0]:.1f}; {args.runs} runs each, medians")
+    print(f"load average {os.getloadavg()[0]:.1f}; {args.runs} runs each, medians; {built}")
     base = statistics.median(times["bare httpx client"])
     for name, xs in times.items():
         m = statistics.median(xs)

@@ -11,7 +11,9 @@ by the bench's ids (no LongBench download). kltui runs in this process (the chec
 with the same ids as a prompt file; its time is from the first to the last recorded event (the
 process start excluded), as in issue 12. Runs alternate (SGLang, then every kltui variant; the
 order reversed on every other round) and the table shows medians. Every kltui variant's
-avg_kl_div is compared, bit for bit, with the SGLang run of the same round.
+avg_kl_div is compared, bit for bit, with the SGLang run of the same round. Before a
+whole-process variant the checkout's kltui is byte-compiled, as installing it does
+(`--source`: not; bench_check_start.compile_checkout).
 
 Writes a JSON file (--out) and prints a table.
 """
@@ -38,6 +40,7 @@ sys.path.insert(0, str(ROOT))  # measure the checkout, not an installed kltui
 
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
+from bench_check_start import compile_checkout  # noqa: E402  (this folder: run as a script)
 from rich.console import Console  # noqa: E402
 
 import kltui  # noqa: E402
@@ -301,6 +304,7 @@ async def main() -> int:
         help="kltui's local tokenizer (a --skip-tokenizer-init server): every kltui variant",
     )
     ap.add_argument("--no-warmup", action="store_true", help="no uncounted first round")
+    ap.add_argument("--source", action="store_true", help="do not byte-compile kltui first")
     ap.add_argument("--work", help="folder for the runs' JSON and recordings (default: a temp dir)")
     args = ap.parse_args()
     if bool(args.server) == bool(args.reference):
@@ -335,6 +339,10 @@ async def bench(args, url: str) -> int:
     ids_path = work / "ids.json"
     ids_path.write_text(json.dumps(ids))
     names = [v.strip() for v in args.variants.split(",")] if args.variants else list(VARIANTS)
+    built = None
+    if any(VARIANTS[n].get("process") for n in names):
+        built = compile_checkout(args.source)
+        print(built, flush=True)
     base = dict(
         servers=[url],
         helpers=list(HELPERS),
@@ -371,17 +379,19 @@ async def bench(args, url: str) -> int:
             order = ["sglang", *names]
             if r % 2:
                 order.reverse()
-            rnd: dict = {}
+            rnd: dict = {"load": os.getloadavg()[0]}  # a shared machine moves the figures
             for name in order:
                 tag = f"r{r}-{names.index(name) if name in names else 's'}"
                 rnd[name] = worker.run() if name == "sglang" else await run_variant(name, tag)
             rounds.append(rnd)
-            print(f"round {r + 1}: " + ", ".join(
-                f"{n} {(x['total'] if n == 'sglang' else x['span_s']):.2f}s" for n, x in rnd.items()
+            print(f"round {r + 1} (load {rnd['load']:.1f}): " + ", ".join(
+                f"{n} {(x['total'] if n == 'sglang' else x['span_s']):.2f}s"
+                for n, x in rnd.items() if n != "load"
             ), flush=True)  # fmt: skip
     finally:
         worker.close()
     result = summarize(args, url, info, model, names, rounds, time.perf_counter() - t_start)
+    result["kltui_bytecode"] = built
     Path(args.out).write_text(json.dumps(result, indent=1))
     print_table(result)
     print(f"json: {args.out}")
@@ -441,6 +451,7 @@ def summarize(args, url, info, model, names, rounds, wall) -> dict:
             "seed": args.seed,
         },
         "rounds_done": len(rounds),
+        "load_averages": [r.get("load") for r in rounds],
         "wall_s": wall,
         "table": rows,
         "rounds": rounds,
@@ -452,6 +463,8 @@ def print_table(res: dict) -> None:
     print(
         f"\n{w['samples']} prompts of {w['prompt_tokens']} tokens x {w['max_new_tokens']} new "
         f"tokens, sglang {res['sglang_version']}, median of {res['rounds_done']} rounds"
+        f" (load average at each round's start: "
+        f"{', '.join(f'{x:.1f}' for x in res['load_averages'] if x is not None)})"
     )
     print(
         "| run | seconds | ratio to SGLang | gate only | client CPU | recording | "

@@ -48,24 +48,36 @@ def triples(entries, what: str) -> tuple[np.ndarray, np.ndarray]:
         raise ParseError(f"{what} is not a list")
     if not entries:
         return np.zeros(0), np.zeros(0, dtype=np.int64)
+    if not all(isinstance(e, list | tuple) for e in entries) or len({len(e) for e in entries}) != 1:
+        raise ParseError(f"{what} entries are not [logprob, token_id, text] triples")
+    # by column, not through one object array of every entry: a replay's answer holds tens of
+    # thousands of entries, read between the gate's requests (1.5x faster, issue 59)
+    columns = list(zip(*entries, strict=True))
+    if len(columns) < 2:
+        raise ParseError(f"{what} entries are not [logprob, token_id, text] triples")
     try:
-        arr = np.array(entries, dtype=object)
-        if arr.ndim != 2 or arr.shape[1] < 2:
-            raise ParseError(f"{what} entries are not [logprob, token_id, text] triples")
-        lp_col = arr[:, 0]
-        # an object array compared with None: numpy's stubs have no overload for it
-        lp_col[np.equal(lp_col, None)] = np.nan  # type: ignore[call-overload]
-        lps = lp_col.astype(np.float64)
-        id_col = arr[:, 1]
-        ids = id_col.astype(np.int64)
-        # astype truncates 3.7 to 3 and reads "5" as 5; an id must have been an integer.
-        if not np.array_equal(ids, id_col.astype(np.float64)):
-            raise ParseError(f"{what} has a token id that is not an integer")
+        lps = np.array(columns[0], dtype=np.float64)  # None -> NaN
+        if lps.ndim != 1:
+            raise TypeError("a logprob is not a number")
+        ids = np.array(columns[1])
+        if ids.ndim != 1 or ids.dtype.kind != "i":  # anything but plain integers: checked
+            ids = _checked_ids(np.array(columns[1], dtype=object), what)
+        if ids.ndim != 1:
+            raise TypeError("a token id is not a number")
     except _CONVERSION_ERRORS as e:
         if isinstance(e, ParseError):
             raise
         raise ParseError(f"{what} has a malformed entry ({e})") from None
-    return lps, ids
+    return lps, ids.astype(np.int64, copy=False)
+
+
+def _checked_ids(id_col: np.ndarray, what: str) -> np.ndarray:
+    """Token ids from an object column: astype truncates 3.7 to 3 and reads "5" as 5, so each
+    id must equal its value as a float (an integer)."""
+    ids = id_col.astype(np.int64)
+    if not np.array_equal(ids, id_col.astype(np.float64)):
+        raise ParseError(f"{what} has a token id that is not an integer")
+    return ids
 
 
 def top_entries(entries, what: str = "top logprobs") -> list | None:

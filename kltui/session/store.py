@@ -118,6 +118,11 @@ class HelperState:
     # TokensDecoded, and the time of its latest (store clock)
     decode_first: tuple[float, int] | None = None
     decode_last: float | None = None
+    # when the current phase began (None: at the helper's start) and the seconds of each phase
+    # left so far (summed: flush comes twice), store clock: what the helpers panel shows and
+    # estimates by before the decode streams
+    phase_started: float | None = None
+    phase_seconds: dict[str, float] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
     # sample -> its second scoring by each engine in another batch (cross_engine's floors)
     floors: dict[int, FloorScored] = field(default_factory=dict)
@@ -148,6 +153,12 @@ class HelperState:
         """Seconds from start to end, or to the store's "now" while it runs."""
         end = self.finished if self.finished is not None else self.clock()
         return max(0.0, end - self.started)
+
+    @property
+    def phase_elapsed(self) -> float:
+        """Seconds in the current phase so far."""
+        since = self.started if self.phase_started is None else self.phase_started
+        return max(0.0, self.clock() - since)
 
     def row_length(self, sample: int) -> int:
         """The number of tokens of one sample (scored, else decoded so far)."""
@@ -239,7 +250,10 @@ class SessionStore:
 
     def _phase_changed(self, event: PhaseChanged) -> HelperState:
         st = self._state(event.helper, event.server)
-        st.phase = event.phase
+        now = self._time_of(event)
+        since = st.started if st.phase_started is None else st.phase_started
+        st.phase_seconds[st.phase] = st.phase_seconds.get(st.phase, 0.0) + max(0.0, now - since)
+        st.phase, st.phase_started = event.phase, now
         return st
 
     def _tokens_decoded(self, event: TokensDecoded) -> HelperState:

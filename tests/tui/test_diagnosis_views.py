@@ -3,6 +3,8 @@ the A-vs-B server comparison and the re-run difference in the history."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import Console
 from rich.text import Text
 
@@ -10,15 +12,20 @@ from kltui.readings.compare import RerunEquality
 from kltui.readings.cross_server import PairKind
 from kltui.readings.diagnosis_parts import Command, CommandKind, StepKind
 from kltui.session.events import RunFinished
+from kltui.session.recording import read_recording
 from kltui.tui.screens.compare import CompareScreen, pair_group
 from kltui.tui.screens.diagnosis import DiagnosisScreen, diagnosis_group
 from kltui.tui.screens.dumps_run import DumpsRunScreen
 from kltui.words.advice import command
 from kltui.words.compare import first_difference, rerun
+from kltui.words.diagnosis import said
+from kltui.words.evidence import line as evidence_line
 from tests.tui import synth
-from tests.tui.kit import replay_app, replayed
+from tests.tui.kit import drawn, replay_app, replayed
 
 SIZE = (140, 45)
+# every helper against the default (batch-variant) kernels: a diagnosis with statistics
+NOISE = Path(__file__).parent / "data" / "noise.kltui.jsonl"
 URL2 = "http://127.0.0.1:30001"
 
 
@@ -115,3 +122,33 @@ async def test_history_says_where_a_rerun_first_differs():
         assert [r.identical for r in app.history] == [None, True, False]
         assert app.history[1].difference == rerun(RerunEquality(True))  # its words
         assert app.history[2].difference.startswith("match differs at sample 0 @ 0")
+
+
+async def test_the_statistics_are_folded_until_space_shows_them():
+    # issue 59: the statistical bullets ("a state bug needs p<0.00025 ...") lost reviewers;
+    # the verdict and plain evidence come first, the statistics behind a key
+    app = replay_app(read_recording(str(NOISE)).events)
+    async with app.run_test(size=SIZE) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("d")
+        screen = app.screen
+        assert isinstance(screen, DiagnosisScreen) and screen.statistics is False
+        (d,) = screen.diagnoses
+        stats = [e for e in d.evidence if e.statistic]
+        assert len(stats) == 4  # two paired tests and two stated limits in this recording
+        folded = words_of(screen)
+        assert said(d).label.split(":")[0] in folded.split("evidence")[0]  # the verdict first
+        assert "4 statistics lines · space to show" in folded
+        for e in stats:
+            assert " ".join(evidence_line(e).split()) not in folded
+        await pilot.press("space")
+        shown = words_of(screen)
+        assert screen.statistics is True and "space folds the statistics" in shown
+        for e in stats:
+            assert " ".join(evidence_line(e).split()) in shown
+        await pilot.press("space")
+        assert words_of(screen) == folded
+
+
+def words_of(screen) -> str:
+    return " ".join(drawn(screen.query_one("#diagnosis-detail")).split())

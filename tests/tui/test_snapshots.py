@@ -77,3 +77,12 @@ def test_dashboard_80x24(snap_compare):
 
 def test_dashboard_120x40(snap_compare):
     assert snap_compare(replay(FAULT), terminal_size=(120, 40), run_before=steps())
+
+
+def test_diagnosis_statistics_folded(snap_compare):
+    # issue 59: the verdict and its plain evidence first, the statistics' lines behind `space`
+    assert snap_compare(replay(NOISE), terminal_size=SIZE, run_before=steps("d"))
+
+
+def test_diagnosis_statistics_shown(snap_compare):
+    assert snap_compare(replay(NOISE), terminal_size=SIZE, run_before=steps("d", "space"))

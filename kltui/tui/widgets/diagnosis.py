@@ -47,6 +47,7 @@ def badge(d: Diagnosis, node: DOMNode) -> Text:
 # before a label's "[rests on ...]"
 _CLAUSE_END = re.compile(r"(?<!e\.g\.)(?<!i\.e\.)(?<=[.:;,])\s|\s(?=\[)")
 MORE = " …"  # a label cut short; the panel's subtitle names the key with the rest
+STEP_HEAD = Text("next: ", style="bold")
 
 
 def clause_cuts(label: str) -> list[int]:
@@ -129,18 +130,13 @@ class DiagnosisBar(Static):
     ) -> None:
         """`error`: the run's error line (`kltui check`'s); `ended`: no helper will finish."""
         self._shown = (diagnoses, multi, pending, error, ended)
-        # Until every helper has finished, the comparison between helpers is incomplete.
-        self.border_title = (
-            "diagnosis"
-            if not pending
-            else (f"diagnosis · provisional, {pending} helper{'s' if pending > 1 else ''} to go")
-        )
+        self.border_title = _title(pending)
         width, budget = self._budget()
         left = budget if budget is not None else 1 << 16
         self.cut = False
-        lines: list[Text] = []
         # the run's error is the one thing to read: a small terminal gives it its lines
         self.set_class(bool(error), "-error")
+        lines: list[Text] = []
         if error:
             err = safe(error, style=part(self, "diagnosis--error"), limit=400)
             lines.append(err)
@@ -152,18 +148,46 @@ class DiagnosisBar(Static):
             lines.append(Text(wait, style="dim"))
         one = said(diagnoses[0]) if len(diagnoses) == 1 else None
         step = one.next_step if one else None
-        step_head = Text("next: ", style="bold")
         # the first suspect keeps a line of the panel when it has three (given back when the
         # verdict is shown whole or names it), so a cut verdict still names its cause
         suspect = one.suspects[0] if one and one.suspects and left >= 3 else None
+        reserve = self._step_reserve(step, width, left - (suspect is not None))
+        verdicts, suspect, left = self._verdicts(diagnoses, multi, suspect, reserve, width, left)
+        lines += verdicts
+        if suspect is not None:
+            head = Text()
+            head.append("suspect: ", style="bold")  # on the span: the suspect stays plain
+            sus = self._fit(head, suspect, None, width, 1)
+            left -= self._height(sus, width)
+            lines.append(sus)
+        if step and reserve:  # the verdict's leftover lines go to the step too
+            lines.append(self._fit(STEP_HEAD, step, None, width, max(1, left)))
+        self.border_subtitle = self._subtitle(bool(diagnoses))
+        self.update(Text("\n").join(lines))
+
+    def _step_reserve(self, step: str | None, width: int, avail: int) -> int:
+        """The lines the next step keeps (when the panel has two), the verdict at least half of
+        them: its "[rests on ...]" goes before the step's command. 0: the step gives way."""
+        if not step:
+            return 0
+        need = self._height(STEP_HEAD + safe(step, limit=400), width)
+        reserve = min(need, avail - max(1, avail // 2)) if avail >= 2 else 0
+        self.cut = self.cut or reserve == 0
+        return reserve
+
+    def _verdicts(
+        self,
+        diagnoses: list[Diagnosis],
+        multi: bool,
+        suspect: str | None,
+        reserve: int,
+        width: int,
+        left: int,
+    ) -> tuple[list[Text], str | None, int]:
+        """One verdict per server, each in its share of the lines the step leaves; the suspect
+        still owed a line (None once a verdict is whole or names it), and the lines left."""
         avail = left - (suspect is not None)
-        # the next step keeps a share of the panel (when it has two lines), the verdict at least
-        # half of it: its "[rests on ...]" goes before the step's command
-        reserve = 0
-        if step:
-            need = self._height(step_head + safe(step, limit=400), width)
-            reserve = min(need, avail - max(1, avail // 2)) if avail >= 2 else 0
-            self.cut = self.cut or reserve == 0
+        out: list[Text] = []
         for i, d in enumerate(diagnoses):
             head = badge(d, self)
             head.append(" ")
@@ -174,29 +198,25 @@ class DiagnosisBar(Static):
             t = self._fit(head, label(d), None, width, share)
             used = self._height(t, width)
             left, avail = left - used, avail - used
-            lines.append(t)
+            out.append(t)
             shown = " ".join(t.plain.split())
             if suspect is not None and (
                 not shown.endswith(MORE.strip()) or " ".join(suspect.split()) in shown
             ):
                 suspect, avail = None, avail + 1  # the verdict is whole or names it: no line
-        if suspect is not None:
-            head = Text()
-            head.append("suspect: ", style="bold")  # on the span: the suspect stays plain
-            sus = self._fit(head, suspect, None, width, 1)
-            left -= self._height(sus, width)
-            lines.append(sus)
-        nxt: Text | None = None
-        if step and reserve:
-            nxt = self._fit(
-                step_head, step, None, width, max(1, left)
-            )  # the verdict's leftover too
-        if nxt is not None:
-            lines.append(nxt)
-        if not diagnoses:
-            self.border_subtitle = ""
-        elif self.cut:
-            self.border_subtitle = "… d: in full, with the evidence and next step"
-        else:
-            self.border_subtitle = "d: evidence and next step"
-        self.update(Text("\n").join(lines))
+        return out, suspect, left
+
+    def _subtitle(self, diagnosed: bool) -> str:
+        """The lower border: what `d` shows, and that something was cut."""
+        if not diagnosed:
+            return ""
+        if self.cut:
+            return "… d: in full, with the evidence and next step"
+        return "d: evidence and next step"
+
+
+def _title(pending: int) -> str:
+    """Until every helper has finished, the comparison between helpers is incomplete."""
+    if not pending:
+        return "diagnosis"
+    return f"diagnosis · provisional, {pending} helper{'s' if pending > 1 else ''} to go"

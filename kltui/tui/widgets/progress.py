@@ -107,6 +107,67 @@ def pace(view: HelperView, *, compact: bool = False) -> Text:
     return t
 
 
+# The /generate requests of each SGLang helper, in order (the phases that send one); flushes and
+# scoring are not counted. Other helpers' requests are not known ahead.
+REQUESTS = {
+    "match": ("decode", "prefill"),
+    "prefill_cache_hit": ("warm", "decode", "prefill"),
+    "decode_cache_hit": ("turn1", "decode", "prefill"),
+}
+# A phase that decodes every prompt for max_new_tokens: an earlier helper's scored decode of the
+# same size on the same server took about as long.
+DECODES = frozenset({"decode", "turn1"})
+# what a phase without an estimate waits for
+WAITS = {"decode": "first tokens", "flush": "the flush"}
+
+
+def requests_done(st: HelperState) -> tuple[int, int] | None:
+    """(requests answered, requests in all) of a helper whose requests are known."""
+    plan = REQUESTS.get(st.helper)
+    if plan is None:
+        return None
+    return sum(1 for p in plan if p in st.phase_seconds), len(plan)
+
+
+def decode_estimate(st: HelperState, others: list[HelperState]) -> float | None:
+    """Seconds a decode phase of `st` should take: the longest scored decode of an earlier
+    helper on the same server with as many samples and as many new tokens (None: none yet,
+    or `st` is not decoding)."""
+    if st.phase not in DECODES:
+        return None
+    size = (st.n_samples, st.settings.get("max_new_tokens"))
+    took = [
+        o.phase_seconds["decode"]
+        for o in others
+        if o is not st
+        and o.server == st.server
+        and "decode" in o.phase_seconds
+        and (o.n_samples, o.settings.get("max_new_tokens")) == size
+    ]
+    return max(took) if took else None
+
+
+def before_decode(st: HelperState, others: list[HelperState], *, compact: bool = False) -> Text:
+    """What is measured before the decode streams: requests answered of all, the phase's time
+    so far and the time left by an earlier helper's decode of the same size ("1/3 requests ·
+    42.0s · ETA ~1m05s"), else "estimating" and what it waits for."""
+    t = Text(no_wrap=True)
+    done = requests_done(st)
+    if done is not None:
+        t.append(f"{done[0]}/{done[1]}" + ("" if compact else " requests"), style="bold")
+    spent = st.phase_elapsed
+    estimate = decode_estimate(st, others)
+    if not compact:
+        t.append(f"{' · ' if t else ''}{fmt.duration(spent)}", style="dim")
+    if estimate is not None:
+        t.append(
+            f"{' · ' if t else ''}ETA ~{fmt.duration(max(0.0, estimate - spent))}", style="dim"
+        )
+    elif not compact:
+        t.append(f" · estimating: {WAITS.get(st.phase, 'its answer')}", style="dim")
+    return t
+
+
 def helper_label(st: HelperState, labels: dict[str, str]) -> str:
     """The helper's name, with its server's short label when the run has several servers."""
     return f"{st.helper}@{labels[st.server]}" if len(labels) > 1 else st.helper
@@ -174,11 +235,31 @@ class HelperProgress(Static):
         """One row per helper (and per queued one) of `store`, `selected` marked."""
         self._shown = (store, selected, summaries, elapsed)
         compact = self._compact = self._is_compact()
+        grid = self._grid(compact)
+        self._keys = []
+        # compact rows carry the values only: the border names them
+        self.border_title = "helpers · avg_kl_div / gate" if compact else "helpers"
+        self.border_subtitle = "] next · [ prev · click selects"
+        if store is None or (store.run is None and not store.helpers):
+            grid.add_row("", Text("no run yet", style="dim"))
+            self._keys.append(None)
+            self.update(grid)
+            return
+        self._helper_rows(grid, store, selected, summaries, elapsed)
+        if store.finished is None:
+            self._queued_rows(grid, store)
+        # A line per helper: the height only changes when a helper appears.
+        self.update(grid, layout=len(self._keys) != self._laid_out_rows)
+        self._laid_out_rows = len(self._keys)
+
+    @staticmethod
+    def _grid(compact: bool) -> Table:
+        """The rows' columns: all of them, or (compact) what must survive 80 columns: the
+        name, the counts, avg_kl_div and the verdict."""
         grid = Table.grid(padding=(0, 1), expand=True)
         grid.add_column(width=1)
         grid.add_column(min_width=10 if compact else 18, max_width=36, no_wrap=True)
         if compact:
-            # what must survive 80 columns: the name, the counts, avg_kl_div and the verdict
             grid.add_column(width=1, no_wrap=True)
             grid.add_column(no_wrap=True)
             grid.add_column(no_wrap=True, justify="right")
@@ -190,21 +271,19 @@ class HelperProgress(Static):
             grid.add_column(width=7, justify="right", no_wrap=True)
             grid.add_column(min_width=22, no_wrap=True)
             grid.add_column(width=11, no_wrap=True)
-        self._keys = []
-        # compact rows carry the values only: the border names them
-        self.border_title = "helpers · avg_kl_div / gate" if compact else "helpers"
-        self.border_subtitle = "] next · [ prev · click selects"
-        if store is None or (store.run is None and not store.helpers):
-            grid.add_row("", Text("no run yet", style="dim"))
-            self._keys.append(None)
-            self.update(grid)
-            return
+        return grid
+
+    def _helper_rows(self, grid: Table, store: SessionStore, selected, summaries, elapsed) -> None:
+        """A row per started helper (with many servers: those of one), its floors' row if any,
+        and a line counting the helpers left out."""
+        compact = self._compact
         labels = server_labels(st.server for st in store.helpers.values())
         states, hidden = shown_states(store, selected)
+        others = list(store.helpers.values())
         for st in states:
             self._keys.append(st.key)
             summary = summaries.get(st)
-            row = self._row(st, st.key == selected, labels, summary, elapsed)
+            row = self._row(st, st.key == selected, labels, summary, elapsed, others)
             if compact:
                 row = (row[0], row[1], row[2][:1], row[4], row[6], row[7])
             grid.add_row(*row)
@@ -221,22 +300,21 @@ class HelperProgress(Static):
             # ] and [ still step through every helper; c lists the servers side by side
             more = Text(f"+ {hidden[0]} more on {hidden[1]} servers (c)", style="dim")
             grid.add_row(" ", more)
-        started = {st.helper for st in store.helpers.values()}
-        if store.finished is None:
-            for name in store.config.helpers:
-                if name not in started and same_engine(name):
-                    self._keys.append(None)
-                    label = Text(name, style="dim")
-                    if compact:
-                        grid.add_row(" ", label, Text("◌", style="dim"))
-                    else:
-                        queued = Text("◌ queued", style="dim")
-                        grid.add_row(" ", label, queued, bar(0, 0, BAR_WIDTH, self), "", "", "", "")
-        # A line per helper: the height only changes when a helper appears.
-        self.update(grid, layout=len(self._keys) != self._laid_out_rows)
-        self._laid_out_rows = len(self._keys)
 
-    def _row(self, st, is_sel, labels, summary, elapsed):
+    def _queued_rows(self, grid: Table, store: SessionStore) -> None:
+        """A dim row per helper of the run not started yet."""
+        started = {st.helper for st in store.helpers.values()}
+        for name in store.config.helpers:
+            if name not in started and same_engine(name):
+                self._keys.append(None)
+                label = Text(name, style="dim")
+                if self._compact:
+                    grid.add_row(" ", label, Text("◌", style="dim"))
+                else:
+                    queued = Text("◌ queued", style="dim")
+                    grid.add_row(" ", label, queued, bar(0, 0, BAR_WIDTH, self), "", "", "", "")
+
+    def _row(self, st, is_sel, labels, summary, elapsed, others):
         sel = Text("▸", style=part(self, "helper--selected")) if is_sel else Text(" ")
         name = Text(helper_label(st, labels), style="bold" if is_sel else "")
         phase = st.phase
@@ -254,26 +332,6 @@ class HelperProgress(Static):
             decoded = st.n_decoded / n
         if phase == "done":
             done = decoded = 1.0 if st.n_samples else 0.0
-        counts = Text(no_wrap=True)
-        skipped = len(st.skipped)
-        if st.n_scored == 0 and not skipped and phase not in ("done", "error"):
-            counts.append(f"decoded {st.n_decoded}/{st.n_samples}", style="bold")
-            speed = pace(view, compact=bool(self._compact))
-            if not self._compact and not speed:  # the pace, once known, takes the count's room
-                counts.append(f" · {view.decoded:,} tokens", style="dim")
-            counts.append_text(speed)
-        elif self._compact:
-            counts.append(f"{st.n_scored}/{st.n_samples}", style="bold")
-            if skipped:
-                counts.append(" · ", style="dim")
-                counts.append(f"{skipped} skipped", style=part(self, "helper--skipped"))
-        else:
-            counts.append(f"{st.n_scored}/{st.n_samples} scored", style="bold")
-            counts.append(" · ", style="dim")
-            counts.append(
-                f"{skipped} skipped",
-                style=part(self, "helper--skipped") if skipped else "dim",
-            )
         secs = elapsed.get(st.key)
         el = Text(fmt.duration(secs) if secs is not None else "", style="dim")
         avg = Text(no_wrap=True)
@@ -288,11 +346,39 @@ class HelperProgress(Static):
             name,
             phase_t,
             bar(done, decoded, BAR_WIDTH, self),
-            counts,
+            self._counts(st, view, others),
             el,
             avg,
             result_mark(summary, st, self),
         )
+
+    def _counts(self, st: HelperState, view: HelperView, others: list[HelperState]) -> Text:
+        """Samples scored and skipped; before the first, the decode's tokens and pace while it
+        streams, and before that what `before_decode` can tell."""
+        compact = bool(self._compact)
+        counts = Text(no_wrap=True)
+        skipped = len(st.skipped)
+        if st.n_scored == 0 and not skipped and st.phase not in ("done", "error"):
+            if st.phase != "decode" or not st.n_decoded:
+                return before_decode(st, others, compact=compact)
+            counts.append(f"decoded {st.n_decoded}/{st.n_samples}", style="bold")
+            speed = pace(view, compact=compact)
+            if not compact and not speed:  # the pace, once known, takes the count's room
+                counts.append(f" · {view.decoded:,} tokens", style="dim")
+            counts.append_text(speed)
+        elif compact:
+            counts.append(f"{st.n_scored}/{st.n_samples}", style="bold")
+            if skipped:
+                counts.append(" · ", style="dim")
+                counts.append(f"{skipped} skipped", style=part(self, "helper--skipped"))
+        else:
+            counts.append(f"{st.n_scored}/{st.n_samples} scored", style="bold")
+            counts.append(" · ", style="dim")
+            counts.append(
+                f"{skipped} skipped",
+                style=part(self, "helper--skipped") if skipped else "dim",
+            )
+        return counts
 
     def on_click(self, event: events.Click) -> None:
         """Select the helper of the clicked line."""
