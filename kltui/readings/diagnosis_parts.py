@@ -13,6 +13,10 @@ from kltui.readings.coverage import PageMisses, PoolShort
 from kltui.readings.limit import Limit
 from kltui.readings.paired import Paired
 
+# a split whose side the prompt lengths also pick out this sharply is read as length, not state
+# (bench/calibrate_splits.py: with it, no false condition 2 under length-correlated noise)
+LENGTH_CONFOUND_P = 1e-3
+
 
 class CommandKind(StrEnum):
     """The command a next step names."""
@@ -394,6 +398,14 @@ class CachedDecode(Line):
     # the chance that the differing samples all fall on the cached ones, times the thresholds
     # that could have been chosen (one per distinct cached_tokens value above 0)
     p: float
+    # the same chance with the longest prompts as the side: under LENGTH_CONFOUND_P the samples
+    # that reused the cache are the long ones, where noise that grows with length lands too
+    p_length: float = 1.0
+
+    @property
+    def confounded(self) -> bool:
+        """The prompt lengths split the differing samples from the exact ones as well."""
+        return self.p_length < LENGTH_CONFOUND_P
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,10 @@ def restore_split(match: HelperState, exact_others: int = 0) -> CachedDecode | N
     # the threshold was read off the run: every value it could have taken is a test of its own
     thresholds = len({t for t in tokens.values() if t > 0})
     p = min(1.0, thresholds * one_path_p(len(differing), len(cached), cold + exact_others))
-    return CachedDecode(match.helper, least, cached, differing, cold, p)
+    lengths = {i: book.samples[i].prompt_len for i in book.order}
+    longest = sum(lengths[i] >= min(lengths[j] for j in differing) for i in book.order)
+    p_length = one_path_p(len(differing), longest, len(book.order) - longest)
+    return CachedDecode(match.helper, least, cached, differing, cold, p, p_length)
 
 
 def exact_side(match: HelperState, excluded: Sequence[int], n: int) -> PathSide:
@@ -93,7 +96,8 @@ def restored(c: Paths, split: CachedDecode) -> Diagnosis:
     c.evidence += [
         one_path_evidence(c, v, split.cold) for v in c.verdicts if v.kind in (STATE, UNCLEAR)
     ]
-    names = [v.helper for v in c.of(STATE)]
+    # a cache path judged against match's cold samples meets the same confound
+    names = [v.helper for v in c.of(STATE)] if not split.confounded else []
     shapes: list[Line] = shape_in(c.match, c.info)
     c.evidence += shapes + [x for h in names for x in shape_in(c.cache[h], c.info)]
     figures = Headline(
@@ -107,7 +111,7 @@ def restored(c: Paths, split: CachedDecode) -> Diagnosis:
     )
     suspects = state_suspects(names or [cache_helpers()[0]], c.info)
     kinds = (Finding.RESTORE_STATE, Finding.RESTORE_UNCLEAR)
-    return split_verdict(c, one, kinds, figures, suspects, split.p)
+    return split_verdict(c, one, kinds, figures, suspects, 1.0 if split.confounded else split.p)
 
 
 def split_verdict(

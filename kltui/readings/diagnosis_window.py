@@ -24,6 +24,7 @@ from kltui.readings.diagnosis_parts import (
 from kltui.readings.diagnosis_paths import Paths
 from kltui.readings.diagnosis_restore import exact_side, one_path_evidence, split_verdict
 from kltui.readings.evidence import (
+    EVIDENCE_P,
     STRAY_ULP_FLOOR,
     differing_samples,
     level_of,
@@ -66,9 +67,52 @@ def window_split(
     if not within or not differing <= set(passed):
         return None
     k = len(differing)
-    p = min(1.0, one_path_p(k, len(passed), within + exact_others))
+    p_samples = min(1.0, one_path_p(k, len(passed), within + exact_others))
     shown = tuple(i for i in order if i in differing)
-    return WindowSplit(match.helper, window, passed, shown, within, p)
+    p_position = position_p(match, shown, rows, window, info.page_size or 1)
+    if p_position is None:
+        return None
+    p = max(p_samples, p_position)
+    return WindowSplit(match.helper, window, passed, shown, within, p, p_samples, p_position)
+
+
+def position_p(
+    match: HelperState, differing: tuple[int, ...], rows: dict, window: int, page: int
+) -> float | None:
+    """The chance that noise not tied to the window began every differing sample at or after
+    its handoff (None: one began before it, one page of slack allowed, so the window cannot
+    explain it). Why a second test: the samples that pass the window are the longest, and noise
+    whose chance grows with a sample's length also lands on them (simulated: up to 0.9 % false
+    condition 2 with the sample test alone, docs/DIAGNOSIS.md); where such noise starts is not
+    tied to the handoff, so each factor is the share of generated positions at or after it
+    (uniform start; noise that starts early makes it smaller still)."""
+    p = 1.0
+    for i in differing:
+        first = match.book.samples[i].metrics.first_divergence
+        n = match.book.samples[i].k3.size
+        if first is None or n <= 0:
+            continue
+        share = start_share(first, n, handoff_start(rows[i]["prompt_len"], window, page))
+        if share is None:
+            return None
+        p *= share
+    return p
+
+
+def handoff_start(prompt: int, window: int, page: int) -> int:
+    """The first generated position a window fault can change: the first whose context is past
+    the window (decode step 1 for a prompt already past it: position 0 comes from the prefill),
+    less one page of slack (a pool that evicts a page early)."""
+    handoff = window - prompt + 1 if prompt <= window else 1
+    return max(0, handoff - page)
+
+
+def start_share(first: int, n: int, start: int) -> float | None:
+    """The share of a sample's `n` generated positions at or after `start`, the chance that a
+    difference not tied to the window began there (None: it began before, not the window)."""
+    if first < start:
+        return None
+    return (n - min(start, n)) / n
 
 
 def within_side(match: HelperState, split: WindowSplit) -> PathSide:
@@ -84,7 +128,9 @@ def windowed(c: Paths, split: WindowSplit) -> Diagnosis:
     c.evidence += [
         one_path_evidence(c, v, split.within) for v in c.verdicts if v.kind in (STATE, UNCLEAR)
     ]
-    names = [v.helper for v in c.of(STATE)]
+    # a cache path judged against match's samples within the window meets the same confound
+    # (its differing samples are the long ones): it decides only where the starts do too
+    names = [v.helper for v in c.of(STATE)] if split.p_position < EVIDENCE_P else []
     c.evidence += shape_in(c.match, c.info)
     c.evidence += [x for h in names for x in shape_in(c.cache[h], c.info)]
     figures = Headline(

@@ -108,7 +108,11 @@ class WindowSplit(Line):
     passed: tuple[int, ...]  # samples whose decode passed the window
     differing: tuple[int, ...]  # the samples that differ (all among `passed`)
     within: int  # the other samples, every one bit-identical
-    p: float  # the chance that shared noise put every difference on `passed`
+    p: float  # the larger of the two below: the split's p
+    p_samples: float = 1.0  # the chance that shared noise put every difference on `passed`
+    # the chance that noise whose start is not tied to the window (uniform over the generated
+    # positions, or earlier) began every differing sample at or after its handoff
+    p_position: float = 1.0
 
 
 @dataclass(frozen=True)

@@ -201,6 +201,17 @@ def cached_decode_line(c: CachedDecode) -> str:
         f"{n + c.cold} samples and {which} ({shown_ids(c.differing)}); the {c.cold} that "
         "reused fewer are bit-identical: noise shared by every path would put every "
         f"difference there with chance p={c.p:.2g} (a state bug needs p<{EVIDENCE_P:g})"
+        + _confound(c)
+    )
+
+
+def _confound(c: CachedDecode) -> str:
+    if not c.confounded:
+        return ""
+    return (
+        f"; but they are also the longest prompts (p={c.p_length:.2g} by length alone): noise "
+        "that grows with a sample's length would fall there too, so the cache is not told "
+        "from the length; prompts of one length decide it"
     )
 
 

@@ -110,7 +110,9 @@ def window_split_line(w: WindowSplit) -> str:
         f"{w.helper}: its decode passed the {w.window}-token sliding window in {n} of "
         f"{n + w.within} samples and {which} ({shown_ids(w.differing)}); the {w.within} that "
         "stayed within it are bit-identical: noise shared by every path would put every "
-        f"difference there with chance p={w.p:.2g} (a state bug needs p<{EVIDENCE_P:g})"
+        f"difference there with chance p={w.p_samples:.2g}, and start each at or after its "
+        f"window handoff with chance p={w.p_position:.2g} (a state bug needs both "
+        f"p<{EVIDENCE_P:g})"
     )
 
 

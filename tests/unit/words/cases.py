@@ -177,6 +177,7 @@ EVIDENCE = [
     KernelsStep(Step(StepKind.RELAUNCH_DETERMINISTIC)),
     Recorded("rollout: 3 records differ"),
     CachedDecode("match", 4, (9, 10, 11, 13), (9, 10, 11, 13), 12, 5.5e-4),
+    CachedDecode("match", 6, (16, 17, 18), (16, 17, 18), 16, 1.2e-4, 2.4e-4),
     Residues("prefill_cache_hit", Modulus.CHUNK, 64, (8, 27), (21, 23, 29)),
     Residues("prefill_cache_hit", Modulus.TRACK, 256, (72, 91), (23, 72)),
     Restored(
@@ -191,7 +192,7 @@ EVIDENCE = [
     Crossing("decode_cache_hit", Crossed.TRACK, 256, 0, 16, 235),
     Crossing("match", Crossed.WINDOW, 64, 8, 16, 45),
     Crossing("match", Crossed.WINDOW, 64, 16, 16, None),
-    WindowSplit("match", 64, (2, 4, 5, 6), (2, 4, 5, 6), 4, 0.014),
+    WindowSplit("match", 64, (2, 4, 5, 6), (2, 4, 5, 6), 4, 0.014, 0.014, 0.0031),
     Routing(8, 2, "decode_cache_hit", 2.9e-1, 2.7e-3, 12),
     Routing(8, 2, "match", 2.28e1, 3.67e-1, 928, TopFlips(3, 63, 6, 36, 5)),
 ]

@@ -107,6 +107,7 @@ GOLDEN_EVIDENCE = [
     "for match's divergence: relaunch with --enable-deterministic-inference (off on this server) and re-run; what survives it is a shape-variant kernel to find with `kltui dumps`",
     "rollout: 3 records differ",
     "match: its decode reused at least 4 cached tokens in 4 of 16 samples and exactly those differ (#9, #10, #11, #13); the 12 that reused fewer are bit-identical: noise shared by every path would put every difference there with chance p=0.00055 (a state bug needs p<0.00025)",
+    "match: its decode reused at least 6 cached tokens in 3 of 19 samples and exactly those differ (#16, #17, #18); the 16 that reused fewer are bit-identical: noise shared by every path would put every difference there with chance p=0.00012 (a state bug needs p<0.00025); but they are also the longest prompts (p=0.00024 by length alone): noise that grows with a sample's length would fall there too, so the cache is not told from the length; prompts of one length decide it",
     "prefill_cache_hit: prompt_len % 64 (the chunk): divergent {8, 27}, passing {21, 23, 29}: no remainder in common",
     "prefill_cache_hit: prompt_len % 256 (the track interval): divergent {72, 91}, passing {23, 72}",
     "decode_cache_hit: what each hit restored (cached_tokens against the checkpoints: prefill every 64 tokens, decode every 256): divergent 11 a decode checkpoint, 1 a prefill chunk boundary; passing 3 nothing, 1 a position off the checkpoint grid",
@@ -115,7 +116,7 @@ GOLDEN_EVIDENCE = [
     "decode_cache_hit: 0 of 16 samples crossed a 256-token track-interval boundary while decoding: never exercised (--max-new-tokens 235 would)",
     "match: 8 of 16 samples generated past the 64-token sliding window (--max-new-tokens 45 would take every one past it)",
     "match: 16 of 16 samples generated past the 64-token sliding window",
-    "match: its decode passed the 64-token sliding window in 4 of 8 samples and exactly those differ (#2, #4, #5, #6); the 4 that stayed within it are bit-identical: noise shared by every path would put every difference there with chance p=0.014 (a state bug needs p<0.00025)",
+    "match: its decode passed the 64-token sliding window in 4 of 8 samples and exactly those differ (#2, #4, #5, #6); the 4 that stayed within it are bit-identical: noise shared by every path would put every difference there with chance p=0.014, and start each at or after its window handoff with chance p=0.0031 (a state bug needs both p<0.00025)",
     "MoE (8 experts, top-2): a router's small logits difference can flip an expert and become nats on a single token, so read the top-1 flips and the tail beside the mean: decode_cache_hit max k3 2.900e-01 against avg_kl_div 2.700e-03, 12 tokens above the tail threshold; a dense model's threshold does not carry over",
     "MoE (8 experts, top-2): a router's small logits difference can flip an expert and become nats on a single token, so read the top-1 flips and the tail beside the mean: match max k3 2.280e+01 against avg_kl_div 3.670e-01, 928 tokens above the tail threshold; top-1 flips (the prefill's top-1 is not the token the decode chose) at 6 of 63 positions in the drill-down windows of 3 samples, 5 of the 36 above the tail threshold; a dense model's threshold does not carry over",
 ]
