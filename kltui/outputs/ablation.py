@@ -47,6 +47,7 @@ from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import config_line, missing_text
 from kltui.words.ablation_json import ablation_json
 from kltui.words.ablation_sweep import run_line, verdict_entry
+from kltui.words.chain import chain_json
 from kltui.words.stress import stress_json
 
 PROGRESS_LINE = 100  # characters of the log's last line shown beside the start progress
@@ -208,7 +209,7 @@ def document(sweep: Sweep, result: SweepOutcome) -> dict:
         "kltui_version": __version__,
         "ablation": ablation_json(result.ablation),
         "sweep": sweep.to_json(),
-        "chain": sweep.chain,
+        "chain": chain_json(sweep.chain),
         "exit_code": result.exit_code,
     }
 

@@ -10,6 +10,7 @@ from kltui.readings.ablation_kinds import Missing
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.words.ablation import lines
 from kltui.words.ablation_config import cell, condition_cell, missing_text
+from kltui.words.chain import doc_lines
 from kltui.words.stress import scope_of
 
 
@@ -226,7 +227,4 @@ _CHAIN_STEPS = (
 
 def chain_lines(sweep: Sweep) -> list[str]:
     """`--chain`'s lines: setting -> module -> op probe, then how it ended (none: not asked)."""
-    ch = sweep.chain
-    if not ch:
-        return []
-    return [str(x) for x in ch.get("steps") or ()] + [str(ch.get("line"))]
+    return doc_lines(sweep.chain)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from kltui.cli.commands import main
+from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.outputs.ablation_rows import rows
 from kltui.readings.ablation_outcome import reading
 from kltui.run.sweep_manifest import load
@@ -220,9 +221,9 @@ def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf
     # localized condition 1, so the chain runs; the reference server has no SGLang dumper
     doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
     ch = doc["chain"]
-    assert ch["status"] == "failed" and ch["step"] in ("relaunch", "dumps"), ch
-    assert ch["setting"] == "deterministic=on"
-    assert ch["line"].startswith(f"chain: {ch['step']} failed: ")
+    assert ch["kind"] == "failed" and ch["step"] in ("relaunch", "dumps"), ch
+    assert ch["status"] == "failed" and ch["error"]
+    assert ch["setting"] == "deterministic=on" and ch["step_kinds"][0] == "setting"
     # the chain's own time, beside the sweep's split (which leaves it out)
     t = ch["timing"]
     assert t["relaunch_s"] > 0 and t["total_s"] >= t["relaunch_s"]
@@ -231,7 +232,7 @@ def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf
     assert ch["line"] in lines and "Traceback" not in bf16_sweep["text"]
     # what was measured is kept: the verdict and its exit code
     assert doc["ablation"]["verdict"]["kind"] == "localized" and bf16_sweep["code"] == 0
-    assert "From the setting to the module" in (bf16_sweep["tmp"] / "a.md").read_text()
+    assert f"- {md_text(ch['line'])}" in (bf16_sweep["tmp"] / "a.md").read_text()
 
 
 async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_batch_size(
@@ -261,21 +262,20 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
                 "first_differing_module": None}  # fmt: skip
 
     ch = await chain.run_chain(spec, sweep, reading(sweep), Collect(), drill=nothing_at_batch_1)
-    assert ch.status == "no module", ch.line
+    assert ch.kind is ChainKind.NEEDS_BATCH, ch.to_json()
     # bit-identical at 32 tokens, so dumps ran once more with a longer prompt (a longer
     # prefill takes other GEMM shapes), and both lengths are said
     assert [kw["prompt_tokens"] for kw in asked] == [32, 128] == ch.dump_prompt_tokens
-    assert "with prompts of 32 and 128 tokens" in ch.line
     assert ch.to_json()["dump_prompt_tokens"] == [32, 128]
-    assert ch.reproduced and ch.batch_changed_at in (4, 16), ch.lines()
-    n = ch.batch_changed_at
-    assert any(
-        s.startswith(f"batch probe: match's tokens change first at batch {n}") for s in ch.steps
-    )
-    assert f"the divergence needs a batch: tokens change first at batch {n}" in ch.line
-    assert "cannot capture a batch, so the module at batch" in ch.line
-    assert f"next: kltui probe-ops --sizes {n}" in ch.line
-    assert ch.to_json()["batch_changed_at"] == n
+    assert ch.reproduced and ch.batch_changed_at in (4, 16), ch.to_json()
+    assert ch.steps == [
+        StepKind.SETTING,
+        StepKind.REPRODUCED,
+        StepKind.BATCH_CHANGED,
+        StepKind.DUMPS_IDENTICAL,
+    ]
+    assert ch.batch_sizes == [1, 4, 16] and ch.module is None
+    assert ch.to_json()["batch_changed_at"] == ch.batch_changed_at
 
 
 async def test_a_chain_whose_short_dump_is_bit_identical_names_the_module_a_longer_one_finds(
@@ -314,9 +314,11 @@ async def test_a_chain_whose_short_dump_is_bit_identical_names_the_module_a_long
     ch = await chain.run_chain(spec, sweep, reading(sweep), Collect(), drill=differs_when_long)
     assert asked == [32, 128] == ch.dump_prompt_tokens
     assert ch.module == "model.layers.0.self_attn.o_proj"
-    assert ch.module_status == "first-divergent" and ch.op == "linear", ch.lines()
-    assert ch.steps[-2].startswith("dumps, 32-token prompt: decode and the fresh prefill bit-")
-    assert ch.steps[-1].startswith("module: model.layers.0.self_attn.o_proj (first divergent")
+    assert ch.module_status == "first-divergent" and ch.op == "linear", ch.to_json()
+    assert ch.steps[-2:] == [StepKind.DUMPS_IDENTICAL, StepKind.MODULE_DIVERGENT]
+    # no dump folder at dir_b: the op probe cannot read the module's shapes
+    assert (ch.kind, ch.step) == (ChainKind.PROBE_FAILED, "probe")
+    assert ch.error is not None and ch.error.endswith("no-such-dump: not a folder")
     assert ch.dumps is not None and ch.dumps["position"] == 128
 
 
@@ -357,9 +359,9 @@ async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_
     await task
     ch = sweep.chain
     assert sweep.interrupted and ch is not None
-    assert ch["status"] == "interrupted" and ch["step"] == "dumps", ch["line"]
-    assert ch["line"].startswith("chain: interrupted during the dumps step; the steps above ")
-    assert any(s.startswith("reproduced without CUDA graphs: match ") for s in ch["steps"])
+    assert ch["kind"] == "interrupted" and ch["step"] == "dumps", ch
+    assert ch["status"] == "interrupted" and ch["reproduced"] is True
+    assert ch["step_kinds"][:2] == ["setting", "reproduced"]
     t = ch["timing"]
     assert t["relaunch_s"] > 0 and t["match_s"] > 0 and "stop_s" in t and "dumps_s" in t
     assert json.loads((tmp_path / "ablation.json").read_text())["chain"] == ch
@@ -377,9 +379,8 @@ def test_chain_asked_for_a_verdict_that_is_not_localized_says_why_none_ran(tmp_p
     doc = read_json(tmp_path / "c.json", "ablation")
     assert doc["ablation"]["verdict"]["kind"] != "localized"
     ch = doc["chain"]
-    assert ch["status"] == "refused" and ch["step"] is None
-    assert ch["line"].startswith("no chain: the verdict is ")
-    assert "localized condition-1 divergence" in ch["line"]
+    assert ch["kind"] == "refused-verdict" and ch["step"] is None
+    assert ch["verdict"] == doc["ablation"]["verdict"]["kind"] and ch["status"] == "refused"
     assert [ln for ln in out.splitlines() if ln.startswith("no chain: ")] == [ch["line"]]
     assert not (folder / "base+dumper.log").exists()  # nothing was relaunched
 

@@ -32,6 +32,7 @@ from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.tui.widgets.ablation import SweepMatrix
 from kltui.words.ablation import verdict_line
+from kltui.words.chain import doc_lines
 from tests.json_contract import validate
 from tests.real.lifecycle import running
 from tests.tui.kit import drawn_at, until
@@ -139,9 +140,9 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         # --chain ran after it (localized condition 1); the reference server has no dumper, so
         # it stops at a step it names, under the matrix
         chain = feed.sweep.chain
-        assert chain is not None and chain["status"] == "failed", chain
-        assert chain["line"].startswith(f"chain: {chain['step']} failed: ")
-        assert feed.notes and "chain: " in verdict
+        assert chain is not None and chain["kind"] == "failed", chain
+        assert chain["step"] in ("relaunch", "dumps") and chain["error"]
+        assert feed.notes and unwrapped(doc_lines(chain)[-1]) in unwrapped(verdict), verdict
         # Enter on a row: that configuration's dashboard, on its run
         table = app.screen.query_one(SweepMatrix)
         table.move_cursor(row=table.names.index("deterministic=on"))
