@@ -35,7 +35,7 @@ from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
-from kltui.words.ablation_sweep import run_line
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, run_line
 
 # the states of a row, as the matrix colours them
 WAITING, STARTING, RUNNING, DONE = "waiting", "starting", "running", "done"
@@ -230,7 +230,7 @@ def _verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
         return [f"so far: {verdict_line(ab)}"]
     out = tail_lines(ab)
     if sweep.interrupted:
-        out.append("interrupted: the configurations above were measured")
+        out.append(INTERRUPTED_LINE)
     elif (said := pairs_line(sweep)) is not None:
         out.append(said)
     return [*out, *stress_lines(sweep), timing_line(sweep, sweep.timing())]

@@ -4,12 +4,16 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 
 from __future__ import annotations
 
-from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, Timing
+from kltui.ablate.sweep import FAILED, ConfigRun, Sweep, Timing
 from kltui.readings.ablation import Ablation, ConfigReading, Effect
 from kltui.readings.ablation_kinds import Missing
+from kltui.readings.ablation_outcome import pairs_ran_none
+from kltui.readings.ablation_stress import read_stress
 from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.words.ablation import lines
 from kltui.words.ablation_config import cell, condition_cell, missing_text
+from kltui.words.ablation_stress import stress_line
+from kltui.words.ablation_sweep import PAIRS_NONE_LINE
 from kltui.words.chain import doc_lines
 from kltui.words.stress import scope_of
 
@@ -48,44 +52,11 @@ def stress_verdict(run: ConfigRun | None) -> str | None:
     return v + scope_of(v, missed if isinstance(missed, dict) else {})
 
 
-def _first(run: ConfigRun) -> str:
-    """Where a configuration's stressed run first differed: 'match sample 0 @ 1 (decode)'."""
-    for h in (run.stress or {}).get("helpers") or ():
-        f = h.get("first_difference") if isinstance(h, dict) else None
-        if isinstance(f, dict):
-            return f"{h.get('helper')} sample {f.get('sample')} @ {f.get('position')} ({f.get('side')})"
-    return ""
-
-
 def stress_lines(sweep: Sweep) -> list[str]:
-    """What --stress found across the configurations, beside the quiet verdict (which reads
-    the quiet runs only): a state bug under load and the configurations it was not seen in.
-    One stressed run per configuration: never called a fix."""
-    measured = [r for r in sweep.runs if r.status == MEASURED and stress_verdict(r)]
-    if not measured:
-        return []
-    bug = [r for r in measured if stress_verdict(r) == "state bug under load"]
-    level = (measured[0].stress or {}).get("level", "?")
-    if not bug:
-        said = ", ".join(f"{r.name} {stress_verdict(r)}" for r in measured)
-        return [f"under --stress {level}: no state bug under load ({said})"]
-    where = "; ".join(f"{r.name}: {_first(r) or 'a difference'}" for r in bug)
-    line = (
-        f"under --stress {level}: a state bug under load in {len(bug)} of {len(measured)} "
-        f"configurations ({where}); the quiet verdict does not cover it"
-    )
-    base_bug = sweep.base in bug
-    quiet = [r.name for r in measured if r not in bug and stress_verdict(r) != "inconclusive"]
-    if base_bug and quiet:
-        line += (
-            f"; not seen with {', '.join(quiet)} (one stressed run each, and load is timing: "
-            "re-run the sweep to confirm before calling it a fix)"
-        )
-    elif base_bug:
-        line += "; no configuration tried removes it"
-    else:
-        line += "; the base showed none under the same load"
-    return [line]
+    """What --stress found across the configurations (`readings/ablation_stress.py`), beside
+    the quiet verdict; none without --stress."""
+    found = read_stress(sweep)
+    return [] if found is None else [stress_line(found)]
 
 
 def _note(c: ConfigReading, run: ConfigRun | None) -> str:
@@ -183,12 +154,7 @@ def tail_lines(ab: Ablation) -> list[str]:
 
 def pairs_line(sweep: Sweep) -> str | None:
     """Why --pairs ran nothing (None when it ran, or was not asked for)."""
-    if not sweep.pairs_asked or sweep.pairs_run or sweep.base.status != MEASURED:
-        return None
-    return (
-        "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
-        "the base diverges on): no pairs to run"
-    )
+    return PAIRS_NONE_LINE if pairs_ran_none(sweep) else None
 
 
 def timing_line(sweep: Sweep, t: Timing) -> str:

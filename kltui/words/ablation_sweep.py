@@ -1,5 +1,6 @@
 """A sweep of `kltui ablate` in words (readings/ablation_outcome.py's `SweepOutcome`, the
-model's `ConfigRun`): how a configuration ended, and the verdict entry the manifest keeps."""
+model's `ConfigRun`): how a configuration ended, the verdict entry the manifest keeps, and the
+sweep's own lines: the configurations --pairs adds, why it added none, an interruption."""
 
 from __future__ import annotations
 
@@ -27,4 +28,21 @@ def verdict_entry(out: SweepOutcome) -> dict[str, Any]:
     return {"kind": ab.verdict.kind, "line": verdict_line(ab), "exit_code": out.exit_code}
 
 
-__all__ = ["run_line", "verdict_entry"]
+# an interrupted sweep, under its table (the configurations measured before it are kept)
+INTERRUPTED_LINE = "interrupted: the configurations above were measured"
+# --pairs asked, and the sweep found fewer than two single knobs to pair
+# (`readings/ablation_outcome.pairs_ran_none`)
+PAIRS_NONE_LINE = (
+    "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
+    "the base diverges on): no pairs to run"
+)
+
+
+def pairs_added(names: list[str]) -> str:
+    """The configurations --pairs adds once the single knobs are read, announced before
+    "config 4/4" runs after "3 configurations"."""
+    s = "s" if len(names) > 1 else ""
+    return f"kltui ablate: --pairs adds {len(names)} configuration{s} ({', '.join(names)})"
+
+
+__all__ = ["INTERRUPTED_LINE", "PAIRS_NONE_LINE", "pairs_added", "run_line", "verdict_entry"]

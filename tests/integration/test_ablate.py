@@ -26,8 +26,12 @@ from kltui.cli.commands import main
 from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.outputs.ablation_rows import rows
 from kltui.readings.ablation_outcome import reading
+from kltui.readings.ablation_stress import SweepStressKind, read_stress
+from kltui.readings.stress import StressVerdict
 from kltui.run.sweep_manifest import load
 from kltui.untrusted import html_text, md_text
+from kltui.words.ablation_stress import stress_line
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added
 from tests.json_contract import read_json
 from tests.real.lifecycle import running
 
@@ -535,7 +539,7 @@ def test_pairs_combine_the_knobs_that_moved_it_after_the_singles(tmp_path, capsy
     out = capsys.readouterr().out
     # the first line counts 3; the pair is announced before "config 4/4" starts
     assert "kltui ablate: 3 configurations" in out
-    added = out.index("--pairs adds 1 configuration (deterministic=on+dtype=float32)")
+    added = out.index(pairs_added(names[3:]))
     assert added < out.index("config 4/4")
     assert doc["sweep"]["pairs_run"] is True
     assert all(c["status"] == "measured" for c in doc["sweep"]["configs"])
@@ -570,7 +574,7 @@ def test_pairs_with_fewer_than_two_knobs_that_count_say_so(tmp_path, capsys):
         "match",
     )
     out = capsys.readouterr().out
-    assert "--pairs: fewer than two single knobs counted" in out
+    assert PAIRS_NONE_LINE in out
     manifest = json.loads((folder / "ablation.json").read_text())
     assert len(manifest["configs"]) == 3 and manifest["pairs_run"] is False
 
@@ -632,7 +636,7 @@ def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_p
         assert doc["sweep"]["interrupted"] is True and doc["exit_code"] == 130
         status = {c["name"]: c["status"] for c in doc["sweep"]["configs"]}
         assert status["base"] == "measured" and status["cuda-graph=off"] == "not run"
-        assert "interrupted: the configurations above were measured" in out
+        assert INTERRUPTED_LINE in out
         # stopped by kltui itself: its last processes are gone moments after it exits (the
         # launch tests' bound after stop() is 1 s)
         t0 = time.monotonic()
@@ -670,12 +674,20 @@ def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_p
     # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
     # and a state bug under load fails the sweep as it fails `kltui check --stress`
     assert "not reproduced" in doc["ablation"]["verdict"]["line"]
-    assert "under --stress light: a state bug under load in 2 of 2 configurations" in text
-    assert "base: match sample" in text and "no configuration tried removes it" in text
-    assert "under --stress: state bug under load" in table_rows(text)["base"]
+    sweep = load(out)
+    found = read_stress(sweep)
+    assert found is not None and found.kind is SweepStressKind.EVERYWHERE and found.level == "light"
+    assert [c.name for c in found.bug] == ["base", "page-size=4"]
+    assert found.bug[0].first is not None and found.bug[0].first[0] == "match"
+    assert stress_line(found) in text.splitlines()
+    # the table's note is the reading's, with the stressed verdict in it
+    notes = {name: what for name, _c, _cond, what in rows(sweep, reading(sweep))}
+    assert StressVerdict.STATE_BUG in notes["base"] and table_rows(text)["base"].endswith(
+        notes["base"]
+    )
     assert code == doc["exit_code"] == 1
     # read back: the same table (the quiet runs), the same --stress line, the same exit code
     md = main(["ablate", "--replay", str(out), "--headless", "--md", str(tmp_path / "s.md")])
     again = capsys.readouterr().out
     assert md == 1 and table_rows(again) == table_rows(text)
-    assert "a state bug under load in 2 of 2" in (tmp_path / "s.md").read_text()
+    assert f"- {md_text(stress_line(found))}" in (tmp_path / "s.md").read_text()

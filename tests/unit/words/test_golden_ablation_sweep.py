@@ -1,0 +1,65 @@
+"""A sweep's own lines in words: one golden line per `SweepStressKind` (--stress across the
+configurations), the configurations --pairs adds, why it added none, and an interruption;
+the sweep's tests assert the reading's kinds and that the views print these."""
+
+from __future__ import annotations
+
+import pytest
+
+from kltui.readings.ablation_stress import StressedConfig, SweepStress, SweepStressKind
+from kltui.words.ablation_stress import stress_line, verdict_of
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added
+
+BUG = StressedConfig("base", "state bug under load", {}, ("match", 0, 1, "decode"))
+BUG2 = StressedConfig("k1", "state bug under load", {})  # no difference recorded
+CLEAN = StressedConfig("k2", "clean", {"http://127.0.0.1:1": ["eviction"]})
+HEAD = (
+    "under --stress light: a state bug under load in 2 of 3 configurations (base: match "
+    "sample 0 @ 1 (decode); k1: a difference); the quiet verdict does not cover it"
+)
+LINES = {
+    SweepStressKind.NO_BUG: (
+        (CLEAN, StressedConfig("k3", "inconclusive", {})),
+        (),
+        "under --stress light: no state bug under load (k2 clean (eviction not exercised), "
+        "k3 inconclusive)",
+    ),
+    SweepStressKind.EVERYWHERE: (
+        (BUG, BUG2, StressedConfig("k3", "inconclusive", {})),
+        (BUG, BUG2),
+        f"{HEAD}; no configuration tried removes it",
+    ),
+    SweepStressKind.NOT_SEEN_WITH: (
+        (BUG, BUG2, CLEAN),
+        (BUG, BUG2),
+        f"{HEAD}; not seen with k2 (one stressed run each, and load is timing: re-run the "
+        "sweep to confirm before calling it a fix)",
+    ),
+    SweepStressKind.NOT_IN_BASE: (
+        (BUG, BUG2, CLEAN),
+        (BUG, BUG2),
+        f"{HEAD}; the base showed none under the same load",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", list(SweepStressKind))
+def test_each_stress_outcome(kind):
+    measured, bug, text = LINES[kind]
+    quiet = ("k2",) if kind is SweepStressKind.NOT_SEEN_WITH else ()
+    assert stress_line(SweepStress(kind, "light", measured, bug, quiet)) == text
+
+
+def test_a_configurations_stressed_verdict():
+    assert verdict_of(CLEAN) == "clean (eviction not exercised)"
+    assert verdict_of(BUG) == "state bug under load"
+
+
+def test_the_sweeps_own_lines():
+    assert INTERRUPTED_LINE == "interrupted: the configurations above were measured"
+    assert PAIRS_NONE_LINE == (
+        "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
+        "the base diverges on): no pairs to run"
+    )
+    assert pairs_added(["a+b"]) == "kltui ablate: --pairs adds 1 configuration (a+b)"
+    assert pairs_added(["a+b", "a+c"]) == ("kltui ablate: --pairs adds 2 configurations (a+b, a+c)")
