@@ -338,13 +338,6 @@ def prune(
     return removed, errors, others
 
 
-def removed_counts(removed: list[Entry], old: bool = False) -> str:
-    """How many recordings (`old`: "old recordings") and sweep folders `removed` holds."""
-    sweeps = sum(e.kind == "sweep" for e in removed)
-    also = f" and {sweeps} sweep folder(s)" if sweeps else ""
-    return f"{len(removed) - sweeps} {'old ' if old else ''}recording(s){also}"
-
-
 def keep_setting() -> int | None:
     """`KLTUI_RUNS_KEEP`: a positive integer, else None (keep everything)."""
     raw = os.environ.get(KEEP_ENV, "").strip()
