@@ -27,7 +27,6 @@ from kltui.outputs.ablation_rows import (
     chain_lines,
     configs_by_name,
     helper_names,
-    legend,
     pairs_line,
     rows,
     stress_lines,
@@ -46,6 +45,7 @@ from kltui.untrusted import console_markup, md_text, one_line, safe, xml_text
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import config_line, missing_text
 from kltui.words.ablation_json import ablation_json
+from kltui.words.ablation_legend import legend
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, pairs_added, run_line, verdict_entry
 from kltui.words.chain import chain_json
 from kltui.words.stress import stress_json

@@ -5,11 +5,10 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 from __future__ import annotations
 
 from kltui.ablate.sweep import FAILED, ConfigRun, Sweep, Timing
-from kltui.readings.ablation import Ablation, ConfigReading, Effect
+from kltui.readings.ablation import Ablation, ConfigReading
 from kltui.readings.ablation_kinds import Missing
 from kltui.readings.ablation_outcome import pairs_ran_none
 from kltui.readings.ablation_stress import read_stress
-from kltui.readings.paired import STRAY_ULP_FLOOR
 from kltui.words.ablation import lines
 from kltui.words.ablation_config import cell, condition_cell, missing_text
 from kltui.words.ablation_stress import stress_line
@@ -89,60 +88,6 @@ def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
             r = c.helper(h)
             cells.append("–" if r is None else cell(r))
         out.append((c.name, cells, condition_cell(c), note(c, runs.get(c.name))))
-    return out
-
-
-# what each label of a helper's cell means, in the order the legend says them (words apart
-# from the kinds: readings/ablation_kinds.Effect)
-_LEGEND: dict[Effect, str] = {
-    Effect.REMOVED: "at the 1e-9 floor, lower than the base beyond chance (paired per-sample test)",
-    Effect.REMOVED_ON: (
-        "at rounding level on every sample, where the base sits orders of magnitude above it "
-        "on a few samples (named in the verdict)"
-    ),
-    Effect.REDUCED: "at least 10x lower than the base beyond chance, not to the floor",
-    Effect.LOWER: "lower than the base beyond chance, less than 10x",
-    Effect.NONE: "not lower than the base beyond chance: this knob does not explain it",
-    Effect.WORSE: "higher than the base beyond chance",
-    Effect.SAME: "bit-identical to the base on every common sample",
-    Effect.INCONCLUSIVE: "too few common samples, or a drop inside the noise",
-    Effect.NOTHING: "the base is at the floor on this helper and this configuration stays there",
-    Effect.INTRODUCED: (
-        "the base is at the floor and this configuration is above it: the knob breaks bit-exactness"
-    ),
-    Effect.NOT_TESTED: "this configuration's helper tested nothing (its line says why): not a fix",
-    Effect.BASE_NOT_TESTED: "the base's helper tested nothing: nothing to compare",
-}
-
-
-def _below_rounding(floor: float) -> dict[Effect, str]:
-    """The labels whose words change at a gate below the 1e-9 floor, read sample by sample
-    (`--threshold 0`: bit-exact)."""
-    at = "bit-exact on every sample" if floor == 0 else f"at or below {floor:g} on every sample"
-    return {
-        Effect.REMOVED: (
-            f"{at}, where the base is above it on enough samples to rule out chance (sign test)"
-        ),
-        Effect.INCONCLUSIVE: "too few common samples, or the base above the gate on too few",
-    }
-
-
-_UNBRACKETED = (Effect.NOT_TESTED, Effect.BASE_NOT_TESTED)  # the whole cell, no level
-
-
-def _label(e: Effect) -> str:
-    """The label as a cell shows it (`words/ablation_config.cell`)."""
-    return "(= base)" if e == Effect.SAME else str(e) if e in _UNBRACKETED else f"({e})"
-
-
-def legend(ab: Ablation) -> list[str]:
-    """What each label in the table's cells means, for the labels the table shows (plain
-    text, one line each: "(none): not lower than the base beyond chance: ...")."""
-    shown = {h.effect for c in ab.configs for h in c.helpers}
-    words = _LEGEND | (_below_rounding(ab.floor) if ab.floor < STRAY_ULP_FLOOR else {})
-    out = [f"{_label(e)}: {words[e]}" for e in _LEGEND if e in shown]
-    if any(not c.measured for c in ab.configs):
-        out.append("–: not measured (its note and its line say why)")
     return out
 
 
