@@ -185,21 +185,6 @@ def matrix_rows(
     return out
 
 
-def head_line(sweep: Sweep) -> str:
-    """Above the matrix: the mode, how many configurations and how they stand, the folder."""
-    counts: dict[str, int] = {}
-    for r in sweep.runs:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    stand = ", ".join(f"{n} {s}" for s, n in counts.items())
-    state = (
-        "interrupted" if sweep.interrupted else "done" if sweep.total_s is not None else "running"
-    )
-    return (
-        f"{sweep.mode} mode · {len(sweep.runs)} configurations ({stand}) · sweep {state} · "
-        f"folder {sweep.folder}"
-    )
-
-
 def helpers_of(ab: Ablation | None, live: Mapping[str, Live]) -> list[str]:
     """The helpers the matrix can show: the table's (the base's first), else those of the
     runs measured so far (while the base runs)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kltui.ablate.sweep import MEASURED, ConfigRun
+from kltui.ablate.sweep import MEASURED, ConfigRun, Sweep
 from kltui.readings.ablation_outcome import SweepOutcome
 from kltui.words.ablation import verdict_line
 
@@ -38,6 +38,29 @@ PAIRS_NONE_LINE = (
 )
 
 
+def head_line(sweep: Sweep) -> str:
+    """Above the TUI's matrix: the mode, how many configurations and how they stand, whether
+    the sweep runs, is done or was interrupted, the folder."""
+    counts: dict[str, int] = {}
+    for r in sweep.runs:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    stand = ", ".join(f"{n} {s}" for s, n in counts.items())
+    state = (
+        "interrupted" if sweep.interrupted else "done" if sweep.total_s is not None else "running"
+    )
+    return (
+        f"{sweep.mode} mode · {len(sweep.runs)} configurations ({stand}) · sweep {state} · "
+        f"folder {sweep.folder}"
+    )
+
+
+def helper_pick(helper: str | None, names: list[str]) -> str:
+    """Under the TUI's header: the helper the matrix shows, which of how many, the keys."""
+    if helper not in names:
+        return "no helper measured yet"
+    return f"helper {helper} ({names.index(helper) + 1} of {len(names)}; [ ] switch)"
+
+
 def pairs_added(names: list[str]) -> str:
     """The configurations --pairs adds once the single knobs are read, announced before
     "config 4/4" runs after "3 configurations"."""
@@ -45,4 +68,12 @@ def pairs_added(names: list[str]) -> str:
     return f"kltui ablate: --pairs adds {len(names)} configuration{s} ({', '.join(names)})"
 
 
-__all__ = ["INTERRUPTED_LINE", "PAIRS_NONE_LINE", "pairs_added", "run_line", "verdict_entry"]
+__all__ = [
+    "INTERRUPTED_LINE",
+    "PAIRS_NONE_LINE",
+    "head_line",
+    "helper_pick",
+    "pairs_added",
+    "run_line",
+    "verdict_entry",
+]

@@ -32,6 +32,7 @@ from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.tui.widgets.ablation import SweepMatrix
 from kltui.words.ablation import verdict_line
+from kltui.words.ablation_sweep import head_line, helper_pick
 from kltui.words.chain import doc_lines
 from tests.json_contract import validate
 from tests.real.lifecycle import running
@@ -248,13 +249,21 @@ async def test_a_sweep_folder_read_back_switches_helpers_and_opens_a_recording()
         await until(pilot, lambda: isinstance(app.screen, AblationScreen))
         await pilot.pause(0.3)
         head = drawn_at(app.screen, "#ablation-head")
-        assert "4 configurations (3 measured, 1 failed) · sweep done" in head
-        assert "helper match (1 of 3" in head
+        sweep = feed.sweep
+        assert sweep is not None and sweep.total_s is not None and not sweep.interrupted
+        assert [r.status for r in sweep.runs] == ["measured"] * 3 + ["failed"]
+        assert unwrapped(head_line(sweep)) in unwrapped(head), head
+        screen = app.screen
+        assert isinstance(screen, AblationScreen)
+        names = screen.helpers()
+        assert len(names) == 3 and screen.helper == names[0] == "match"
+        assert helper_pick("match", names) in head
         assert cell(app, "cuda-graph=off", "verdict") == "changed nothing"
         assert cell(app, "cuda-graph=off", "bit_equal") == "12/12"
         await pilot.press("right_square_bracket")
         await pilot.pause(0.3)
-        assert "helper prefill_cache_hit (2 of 3" in drawn_at(app.screen, "#ablation-head")
+        assert screen.helper == names[1] == "prefill_cache_hit"
+        assert helper_pick(names[1], names) in drawn_at(app.screen, "#ablation-head")
         # the highlighted row in full under the matrix: its helper's reading
         await pilot.press("down")
         await pilot.pause(0.2)

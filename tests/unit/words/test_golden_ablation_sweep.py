@@ -4,11 +4,21 @@ the sweep's tests assert the reading's kinds and that the views print these."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kltui.ablate.plan import Config
+from kltui.ablate.sweep import FAILED, MEASURED, Sweep
 from kltui.readings.ablation_stress import StressedConfig, SweepStress, SweepStressKind
 from kltui.words.ablation_stress import stress_line, verdict_of
-from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added
+from kltui.words.ablation_sweep import (
+    INTERRUPTED_LINE,
+    PAIRS_NONE_LINE,
+    head_line,
+    helper_pick,
+    pairs_added,
+)
 
 BUG = StressedConfig("base", "state bug under load", {}, ("match", 0, 1, "decode"))
 BUG2 = StressedConfig("k1", "state bug under load", {})  # no difference recorded
@@ -63,3 +73,21 @@ def test_the_sweeps_own_lines():
     )
     assert pairs_added(["a+b"]) == "kltui ablate: --pairs adds 1 configuration (a+b)"
     assert pairs_added(["a+b", "a+c"]) == ("kltui ablate: --pairs adds 2 configurations (a+b, a+c)")
+
+
+def test_the_tui_header():
+    sweep = Sweep(Path("/runs/ablate-a"), "launch")
+    sweep.add([Config("base"), Config("a=b"), Config("c=d")])
+    sweep.runs[0].status, sweep.runs[1].status = MEASURED, FAILED
+    assert head_line(sweep) == (
+        "launch mode · 3 configurations (1 measured, 1 failed, 1 not run) · sweep running · "
+        "folder /runs/ablate-a"
+    )
+    sweep.total_s = 10.0
+    assert "· sweep done ·" in head_line(sweep)
+    sweep.interrupted = True
+    assert "· sweep interrupted ·" in head_line(sweep)
+    assert helper_pick("match", ["match", "decode_cache_hit"]) == (
+        "helper match (1 of 2; [ ] switch)"
+    )
+    assert helper_pick(None, []) == "no helper measured yet"
