@@ -179,9 +179,9 @@ def _replay_sweep(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     """Run `kltui runs`: list (or prune) past recordings."""
     from kltui.session.recording import default_runs_dir
-    from kltui.session.runs import list_runs, list_sweeps, prune, sweep_table, table
+    from kltui.session.runs import list_runs, list_sweeps, prune, table
     from kltui.untrusted import escape_controls
-    from kltui.words.runs import SWEEPS_HEAD, listed, pruned, pruned_entry
+    from kltui.words.runs import SWEEPS_HEAD, listed, pruned, pruned_entry, sweep_table
 
     folder = default_runs_dir()
     if args.prune:

@@ -4,9 +4,27 @@ when given no file."""
 
 from __future__ import annotations
 
-from kltui.session.runs import Entry, human_size
+import time
+
+from kltui.session.runs import Entry, SweepFolder, human_size
 
 SWEEPS_HEAD = "sweep folders (kltui ablate; kltui replay FOLDER opens one):"
+
+
+def sweep_table(sweeps: list[SweepFolder], clean=str) -> list[str]:
+    """A line per sweep folder (date, mode and configurations, verdict, size, path), then its
+    configurations and how each ended; `clean` makes manifest strings safe to print."""
+    out = []
+    for s in sweeps:
+        date = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created))
+        what = f"ablate {clean(s.mode)}, {len(s.configs)} configurations"
+        out.append("  ".join([date, what, clean(s.verdict), human_size(s.size), clean(s.path)]))
+        parts = [
+            f"{clean(name)} {clean(status)}" + (f" ({clean(kind)})" if kind else "")
+            for name, status, kind in s.configs
+        ]
+        out.append("    " + " · ".join(parts))
+    return out
 
 
 def removed_counts(removed: list[Entry], old: bool = False) -> str:

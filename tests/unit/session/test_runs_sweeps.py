@@ -23,7 +23,14 @@ from kltui.readings.ablation_outcome import reading
 from kltui.run.sweep_manifest import load
 from kltui.session import runs as runs_mod
 from kltui.words.ablation import verdict_line
-from kltui.words.runs import SWEEPS_HEAD, listed, opened_newest, pruned, pruned_entry
+from kltui.words.runs import (
+    SWEEPS_HEAD,
+    listed,
+    opened_newest,
+    pruned,
+    pruned_entry,
+    sweep_table,
+)
 from tests.unit.session.test_runs import make_runs
 
 SWEEP = Path(__file__).parents[2] / "tui" / "data" / "sweep"  # a real reference-server sweep
@@ -64,16 +71,18 @@ def test_runs_lists_sweep_folders_with_their_configurations(folder, capsys):
     lines = out.out.splitlines()
     assert [ln.rsplit(" ", 1)[1] for ln in lines[1:4]] == [paths[2], paths[1], paths[0]]
     at = lines.index(SWEEPS_HEAD)
-    sweeps = lines[at + 1 :]
-    assert (
-        sweeps[0].endswith(str(new)) and "ablate launch, 4 configurations  localized" in sweeps[0]
+    found = runs_mod.list_sweeps(folder)
+    assert [(s.path, s.mode, s.verdict) for s in found] == [
+        (new, "launch", "localized"),
+        (old, "launch", "done"),
+    ]
+    assert found[0].configs == (
+        ("base", "measured", None),
+        ("deterministic=on", "measured", None),
+        ("cuda-graph=off", "measured", None),
+        ("page-size=0", "failed", "exited"),
     )
-    assert sweeps[1] == (
-        "    base measured · deterministic=on measured · cuda-graph=off measured · "
-        "page-size=0 failed (exited)"
-    )
-    assert sweeps[2].endswith(str(old)) and "4 configurations  done  " in sweeps[2]
-    assert len(sweeps) == 4
+    assert lines[at + 1 :] == sweep_table(found)
     listing = runs_mod.list_runs(folder), runs_mod.list_sweeps(folder)
     total = sum(r.size for r in listing[0]) + sum(s.size for s in listing[1])
     assert (len(listing[0]), len(listing[1])) == (3, 2)

@@ -4,9 +4,10 @@ what `kltui replay` opened; tests/unit/session assert the entries and these func
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-from kltui.session.runs import Entry
+from kltui.session.runs import Entry, SweepFolder
 from kltui.words.runs import (
     SWEEPS_HEAD,
     auto_pruned,
@@ -15,6 +16,7 @@ from kltui.words.runs import (
     pruned,
     pruned_entry,
     removed_counts,
+    sweep_table,
 )
 
 REC = Entry(Path("/runs/run-1.kltui.jsonl"), 1.0, 1.0, 2048, "pass", "recording")
@@ -44,3 +46,19 @@ def test_the_listing_and_what_replay_opened():
     assert opened_newest("/runs/r.kltui.jsonl", is_sweep=False) == (
         "kltui replay: newest recording /runs/r.kltui.jsonl"
     )
+
+
+def test_a_sweep_folder_as_listed(monkeypatch):
+    configs = (("base", "measured", None), ("page-size=0", "failed", "exited"))
+    folder = SweepFolder(Path("/runs/ablate-a"), 1767225600.0, 1.0, 4096, "launch", configs, "done")
+    monkeypatch.setenv("TZ", "UTC")  # the date is local time
+    time.tzset()
+    try:
+        table = sweep_table([folder])
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert table == [
+        "2026-01-01 00:00:00  ablate launch, 2 configurations  done  4.0 KB  /runs/ablate-a",
+        "    base measured · page-size=0 failed (exited)",
+    ]
