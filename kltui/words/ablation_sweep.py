@@ -61,6 +61,11 @@ def helper_pick(helper: str | None, names: list[str]) -> str:
     return f"helper {helper} ({names.index(helper) + 1} of {len(names)}; [ ] switch)"
 
 
+def sweep_start(names: list[str], folder: str) -> str:
+    """The sweep's first line: the configurations planned and the sweep folder."""
+    return f"kltui ablate: {len(names)} configurations ({', '.join(names)}); sweep folder {folder}"
+
+
 def pairs_added(names: list[str]) -> str:
     """The configurations --pairs adds once the single knobs are read, announced before
     "config 4/4" runs after "3 configurations"."""
@@ -75,5 +80,6 @@ __all__ = [
     "helper_pick",
     "pairs_added",
     "run_line",
+    "sweep_start",
     "verdict_entry",
 ]

@@ -31,7 +31,7 @@ from kltui.readings.stress import StressVerdict
 from kltui.run.sweep_manifest import load
 from kltui.untrusted import html_text, md_text
 from kltui.words.ablation_stress import stress_line
-from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added, sweep_start
 from tests.json_contract import read_json
 from tests.real.lifecycle import running
 
@@ -538,7 +538,7 @@ def test_pairs_combine_the_knobs_that_moved_it_after_the_singles(tmp_path, capsy
     assert names == ["base", "deterministic=on", "dtype=float32", "deterministic=on+dtype=float32"]
     out = capsys.readouterr().out
     # the first line counts 3; the pair is announced before "config 4/4" starts
-    assert "kltui ablate: 3 configurations" in out
+    assert sweep_start(names[:3], str(folder)) in out.splitlines()
     added = out.index(pairs_added(names[3:]))
     assert added < out.index("config 4/4")
     assert doc["sweep"]["pairs_run"] is True

@@ -18,6 +18,7 @@ from kltui.words.ablation_sweep import (
     head_line,
     helper_pick,
     pairs_added,
+    sweep_start,
 )
 
 BUG = StressedConfig("base", "state bug under load", {}, ("match", 0, 1, "decode"))
@@ -70,6 +71,9 @@ def test_the_sweeps_own_lines():
     assert PAIRS_NONE_LINE == (
         "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
         "the base diverges on): no pairs to run"
+    )
+    assert sweep_start(["base", "a=b"], "/runs/ablate-a") == (
+        "kltui ablate: 2 configurations (base, a=b); sweep folder /runs/ablate-a"
     )
     assert pairs_added(["a+b"]) == "kltui ablate: --pairs adds 1 configuration (a+b)"
     assert pairs_added(["a+b", "a+c"]) == ("kltui ablate: --pairs adds 2 configurations (a+b, a+c)")
