@@ -21,6 +21,13 @@ def run_line(run: ConfigRun) -> str:
     return f"{run.name}: {run.status}"
 
 
+def nothing_to_show(name: str, run: ConfigRun | None) -> str:
+    """Enter on a configuration with nothing measured: why the dashboard stays on the matrix
+    (how it failed, else not measured yet)."""
+    why = run_line(run) if run is not None and run.error else "not measured yet"
+    return f"{name}: nothing to show on the dashboard ({why})"
+
+
 def verdict_entry(out: SweepOutcome) -> dict[str, Any]:
     """The manifest's `verdict` once the sweep ended, for `kltui runs` to list without
     folding every recording."""
@@ -77,6 +84,7 @@ __all__ = [
     "INTERRUPTED_LINE",
     "PAIRS_NONE_LINE",
     "head_line",
+    "nothing_to_show",
     "helper_pick",
     "pairs_added",
     "run_line",

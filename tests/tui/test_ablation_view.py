@@ -31,8 +31,9 @@ from kltui.tui.app import KltuiApp
 from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.tui.widgets.ablation import SweepMatrix
+from kltui.untrusted import escape_controls
 from kltui.words.ablation import verdict_line
-from kltui.words.ablation_sweep import head_line, helper_pick
+from kltui.words.ablation_sweep import head_line, helper_pick, nothing_to_show
 from kltui.words.chain import doc_lines
 from tests.json_contract import validate
 from tests.real.lifecycle import running
@@ -161,7 +162,9 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert isinstance(app.screen, AblationScreen)
-        assert app.last_message.startswith("page-size=0: nothing to show on the dashboard (")
+        failed = feed.run_of("page-size=0")
+        assert failed is not None and failed.status == "failed" and failed.error
+        assert app.last_message == escape_controls(nothing_to_show("page-size=0", failed), 300)
         await pilot.press("q")
     assert feed.sweep is not None and outcome(feed.sweep).exit_code == 0
 

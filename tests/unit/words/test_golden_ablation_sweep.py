@@ -17,6 +17,7 @@ from kltui.words.ablation_sweep import (
     PAIRS_NONE_LINE,
     head_line,
     helper_pick,
+    nothing_to_show,
     pairs_added,
     sweep_start,
 )
@@ -95,3 +96,15 @@ def test_the_tui_header():
         "helper match (1 of 2; [ ] switch)"
     )
     assert helper_pick(None, []) == "no helper measured yet"
+
+
+def test_a_configuration_with_nothing_to_show():
+    sweep = Sweep(Path("/runs/ablate-a"), "launch")
+    sweep.add([Config("base"), Config("page-size=0")])
+    assert nothing_to_show("base", sweep.runs[0]) == (
+        "base: nothing to show on the dashboard (not measured yet)"
+    )
+    sweep.runs[1].failed("page-size=0: exited with code 2", "exited")
+    assert nothing_to_show("page-size=0", sweep.runs[1]) == (
+        "page-size=0: nothing to show on the dashboard (page-size=0: exited with code 2)"
+    )
