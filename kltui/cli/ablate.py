@@ -335,13 +335,14 @@ async def _chain(spec, sweep, view, console) -> None:
     """`--chain`: setting -> module -> op on the finished sweep, kept in its manifest."""
     from kltui.dumps.chain import chain_into
     from kltui.untrusted import console_markup
+    from kltui.words.chain import progress_line
 
     n = len(sweep.runs)
     await chain_into(
         spec,
         sweep,
         view.run_view(n, n, sweep.base),
-        say=lambda line: console.print(console_markup(line), soft_wrap=True),
+        say=lambda p: console.print(console_markup(progress_line(p)), soft_wrap=True),
     )
 
 

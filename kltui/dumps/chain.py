@@ -31,7 +31,14 @@ from types import SimpleNamespace
 
 from kltui.ablate.knobs import KNOBS, current
 from kltui.ablate.sweep import MEASURED, TAIL_LINES, Sweep
-from kltui.dumps.chain_result import Chain, ChainKind, StepKind
+from kltui.dumps.chain_result import (
+    LONG_PROMPT_TOKENS,
+    NO_GRAPH_FLAGS,
+    Chain,
+    ChainKind,
+    Progress,
+    StepKind,
+)
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
 from kltui.readings.ablation import Ablation, read
 from kltui.readings.ablation_outcome import reading
@@ -41,7 +48,6 @@ from kltui.run.driver import RunDriver, RunView
 from kltui.run.sweep_manifest import write_manifest
 from kltui.untrusted import one_line
 
-NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")
 DUMPER_ENV = {
     "DUMPER_ENABLE": "0",
     "DUMPER_SERVER_PORT": "reuse",
@@ -56,7 +62,6 @@ PROMPT_TOKENS, NEW_TOKENS = 32, 8
 # dumps again at this prompt length when the first found decode and prefill bit-identical: on
 # the H200 (FA3 without deterministic inference, docs/FIELD_NOTES.md section 14) one request
 # of 32 tokens was bit-identical at every module while one of 64 named o_proj (M=1 vs M=72)
-LONG_PROMPT_TOKENS = 128
 
 # a module's name (its last part) -> the probe-ops op that computes it
 _OPS = (
@@ -188,13 +193,13 @@ async def run_chain(
     sweep: Sweep,
     ab: Ablation,
     view: RunView,
-    say: Callable[[str], None] = lambda _line: None,
+    say: Callable[[Progress], None] = lambda _p: None,
     drill: DrillDown | None = None,
     probe: Callable[[dict], dict] | None = None,
     started: Callable[[Chain], None] = lambda _ch: None,
 ) -> Chain:
     """The chain on a finished sweep (`refusal` first). `view` shows match's run on the
-    relaunched base; `say` gets a line as each step begins; `drill` and `probe` default to
+    relaunched base; `say` gets each step as it begins (`Progress`); `drill` and `probe` default to
     `dumps/run.drill_down` and `probe_ops.probe`; `started` gets the chain as soon as it
     exists, so that an interruption keeps what it measured (`chain_into`)."""
     why = refusal(sweep, ab)
@@ -215,7 +220,7 @@ async def run_chain(
         ch.timing[key] = round(now - clock, 3)
         clock = now
 
-    say(f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}")
+    say(Progress.RELAUNCH)
     ch.running = "relaunch"
     try:
         url = await srv.start()
@@ -224,7 +229,7 @@ async def run_chain(
     finally:
         lap("relaunch_s")
     try:
-        say("chain: match on the relaunched base (does it still diverge without graphs?)")
+        say(Progress.REPRODUCE)
         ch.running = "reproduce"
         try:
             driver = RunDriver(
@@ -245,7 +250,7 @@ async def run_chain(
             return ch
         ch.steps.append(StepKind.REPRODUCED)
         _batch_step(ch, outcome.store)
-        say("chain: kltui dumps on the relaunched base")
+        say(Progress.DUMPS)
         ch.running = "dumps"
         try:
             result = await _dumps(ch, drill, url, spec, dump_dir, srv, say)
@@ -284,7 +289,7 @@ async def chain_into(
     spec: SweepSpec,
     sweep: Sweep,
     view: RunView,
-    say: Callable[[str], None],
+    say: Callable[[Progress], None],
 ) -> None:
     """`--chain` after a finished sweep, its result kept in the sweep's manifest; cut short
     (Ctrl-C, SIGTERM), the sweep reads as interrupted and the chain keeps the steps it
@@ -322,7 +327,7 @@ async def _dumps(
     spec: SweepSpec,
     dump_dir: Path,
     srv: LaunchedServer,
-    say: Callable[[str], None],
+    say: Callable[[Progress], None],
 ) -> dict:
     """kltui dumps on the relaunched base: a 32-token prompt, and a 128-token one when that
     found decode and the fresh prefill bit-identical (a longer prefill takes other GEMM
@@ -332,7 +337,7 @@ async def _dumps(
     srv.check_alive()
     if _nothing_differs(result):
         ch.steps.append(StepKind.DUMPS_IDENTICAL)
-        say(f"chain: kltui dumps again with a {LONG_PROMPT_TOKENS}-token prompt")
+        say(Progress.DUMPS_LONG)
         result = await _drill(drill, url, spec, dump_dir, LONG_PROMPT_TOKENS)
         ch.dump_prompt_tokens.append(LONG_PROMPT_TOKENS)
         srv.check_alive()

@@ -29,6 +29,21 @@ class ChainKind(StrEnum):
     SERVER_KERNEL = "server-kernel"  # torch's op bit-identical: the server's kernel is suspect
 
 
+# the chain relaunches the base without CUDA graphs (the dumper cannot see into them), and
+# dumps again at LONG_PROMPT_TOKENS when the first dump found decode and prefill identical
+NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")
+LONG_PROMPT_TOKENS = 128
+
+
+class Progress(StrEnum):
+    """A step as it begins (what `run_chain`'s `say` gets, `words/chain.progress_line`)."""
+
+    RELAUNCH = "relaunch"  # the base, with the dumper and NO_GRAPH_FLAGS
+    REPRODUCE = "reproduce"  # match on it: does it still diverge without graphs?
+    DUMPS = "dumps"  # kltui dumps on it
+    DUMPS_LONG = "dumps-long"  # again, with a LONG_PROMPT_TOKENS-token prompt
+
+
 class StepKind(StrEnum):
     """What one finished step found."""
 

@@ -4,7 +4,14 @@ what it found): one line per finished step, one for how it ended, and the JSON's
 
 from __future__ import annotations
 
-from kltui.dumps.chain_result import Chain, ChainKind, StepKind
+from kltui.dumps.chain_result import (
+    LONG_PROMPT_TOKENS,
+    NO_GRAPH_FLAGS,
+    Chain,
+    ChainKind,
+    Progress,
+    StepKind,
+)
 from kltui.untrusted import one_line
 
 NEEDS_GRAPHS = "the divergence needs CUDA graphs; the dumper cannot see it"
@@ -15,6 +22,18 @@ _KERNELS = {
     "sdpa_decode": "attention",
     "log_softmax": "logits/log-softmax",
 }
+
+
+def progress_line(p: Progress) -> str:
+    """A step as it begins."""
+    match p:
+        case Progress.RELAUNCH:
+            return f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}"
+        case Progress.REPRODUCE:
+            return "chain: match on the relaunched base (does it still diverge without graphs?)"
+        case Progress.DUMPS:
+            return "chain: kltui dumps on the relaunched base"
+    return f"chain: kltui dumps again with a {LONG_PROMPT_TOKENS}-token prompt"
 
 
 def step_line(ch: Chain, kind: StepKind) -> str:

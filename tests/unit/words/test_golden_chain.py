@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from kltui.dumps.chain_result import Chain, ChainKind, StepKind
-from kltui.words.chain import chain_json, doc_lines, end_line, lines, step_line
+from kltui.dumps.chain_result import Chain, ChainKind, Progress, StepKind
+from kltui.words.chain import chain_json, doc_lines, end_line, lines, progress_line, step_line
 
 MODULE = "model.layers.0.self_attn.qkv_proj"
 DUMPS = {
@@ -147,3 +147,21 @@ def test_the_json_carries_the_words_beside_the_kinds_and_an_older_chain_keeps_it
     older = {"status": "module", "line": "chain: a -> b", "steps": ["setting: a"]}
     assert doc_lines(older) == ["setting: a", "chain: a -> b"]
     assert chain_json(None) is None
+
+
+PROGRESS = {
+    Progress.RELAUNCH: (
+        "chain: relaunching the base with the dumper and --disable-cuda-graph "
+        "--disable-prefill-cuda-graph"
+    ),
+    Progress.REPRODUCE: (
+        "chain: match on the relaunched base (does it still diverge without graphs?)"
+    ),
+    Progress.DUMPS: "chain: kltui dumps on the relaunched base",
+    Progress.DUMPS_LONG: "chain: kltui dumps again with a 128-token prompt",
+}
+
+
+@pytest.mark.parametrize("p", list(Progress))
+def test_each_step_as_it_begins(p):
+    assert progress_line(p) == PROGRESS[p]
