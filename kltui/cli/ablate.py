@@ -281,6 +281,7 @@ def _run(args: argparse.Namespace, spec) -> int:
     from kltui.run import ablate as sweep_mod
     from kltui.run.driver import cancel_on_signals
     from kltui.untrusted import console_markup
+    from kltui.words.ablation_sweep import sweep_start
 
     console = make_console()
     t0 = time.monotonic()
@@ -308,13 +309,8 @@ def _run(args: argparse.Namespace, spec) -> int:
         nonlocal configs
         if spec.mode == "attach":
             configs = await sweep_mod.attach_plan(spec)
-        n = len(configs or ())
-        what = ", ".join(c.name for c in configs or ())
-        console.print(
-            f"kltui ablate: {n} configurations ({console_markup(what)}); sweep folder "
-            f"{console_markup(spec.folder)}",
-            soft_wrap=True,
-        )
+        line = sweep_start([c.name for c in configs or ()], str(spec.folder))
+        console.print(console_markup(line), soft_wrap=True)
         for line in (s.line() for s in plan.skipped) if plan is not None else ():
             console.print(console_markup(line), soft_wrap=True)
         view = SweepConsole(console, spec.parallel)
@@ -339,13 +335,14 @@ async def _chain(spec, sweep, view, console) -> None:
     """`--chain`: setting -> module -> op on the finished sweep, kept in its manifest."""
     from kltui.dumps.chain import chain_into
     from kltui.untrusted import console_markup
+    from kltui.words.chain import progress_line
 
     n = len(sweep.runs)
     await chain_into(
         spec,
         sweep,
         view.run_view(n, n, sweep.base),
-        say=lambda line: console.print(console_markup(line), soft_wrap=True),
+        say=lambda p: console.print(console_markup(progress_line(p)), soft_wrap=True),
     )
 
 

@@ -126,8 +126,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
         from kltui.session.runs import newest_entry
 
         args.file = str(newest_entry())
-        what = "sweep folder" if Path(args.file).is_dir() else "recording"
-        print(f"kltui replay: newest {what} {args.file}", file=sys.stderr)
+        from kltui.words.runs import opened_newest
+
+        print(opened_newest(args.file, Path(args.file).is_dir()), file=sys.stderr)
     if Path(args.file).is_dir():
         return _replay_sweep(args)
     rec = read_recording(args.file)  # a bad or newer file fails here in one line, before the UI
@@ -178,16 +179,9 @@ def _replay_sweep(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     """Run `kltui runs`: list (or prune) past recordings."""
     from kltui.session.recording import default_runs_dir
-    from kltui.session.runs import (
-        human_size,
-        list_runs,
-        list_sweeps,
-        prune,
-        removed_counts,
-        sweep_table,
-        table,
-    )
+    from kltui.session.runs import list_runs, list_sweeps, prune, table
     from kltui.untrusted import escape_controls
+    from kltui.words.runs import SWEEPS_HEAD, listed, pruned, pruned_entry, sweep_table
 
     folder = default_runs_dir()
     if args.prune:
@@ -196,13 +190,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         removed, errors, others = prune(
             folder, keep=args.keep, older_than_days=args.older_than, dry_run=args.dry_run
         )
-        verb = "would remove" if args.dry_run else "removed"
         for r in removed:
-            what = "sweep folder " if r.kind == "sweep" else ""
-            print(f"{verb} {what}{escape_controls(r.path)} ({human_size(r.size)})")
-        freed = human_size(sum(r.size for r in removed))
-        left = f"; {others} of other users left alone" if others else ""
-        print(f"{verb} {removed_counts(removed)}, {freed}{left}", file=sys.stderr)
+            print(pruned_entry(r, args.dry_run, clean=escape_controls))
+        print(pruned(removed, others, args.dry_run), file=sys.stderr)
         for err in errors:
             print(f"kltui: error: {err}", file=sys.stderr)
         return 1 if errors else 0
@@ -217,12 +207,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if sweeps:
         if runs:
             print()
-        print("sweep folders (kltui ablate; kltui replay FOLDER opens one):")
+        print(SWEEPS_HEAD)
         for line in sweep_table(sweeps, clean=escape_controls):
             print(line)
-    total = human_size(sum(r.size for r in runs) + sum(s.size for s in sweeps))
-    also = f", {len(sweeps)} sweep folder(s)" if sweeps else ""
-    print(f"{len(runs)} recording(s){also}, {total} in {escape_controls(folder)}", file=sys.stderr)
+    total = sum(r.size for r in runs) + sum(s.size for s in sweeps)
+    print(listed(len(runs), len(sweeps), total, escape_controls(folder)), file=sys.stderr)
     return 0
 
 

@@ -262,7 +262,8 @@ def record_path(args: argparse.Namespace) -> str | None:
     if getattr(args, "record", None):
         return args.record
     from kltui.session.recording import default_recording_path
-    from kltui.session.runs import keep_setting, prune, removed_counts
+    from kltui.session.runs import keep_setting, prune
+    from kltui.words.runs import auto_pruned
 
     keep = keep_setting()
     if keep is not None:
@@ -271,8 +272,5 @@ def record_path(args: argparse.Namespace) -> str | None:
         for err in errors:
             print(f"kltui: {err}", file=sys.stderr)
         if removed:
-            print(
-                f"kltui: removed {removed_counts(removed, old=True)} (KLTUI_RUNS_KEEP={keep})",
-                file=sys.stderr,
-            )
+            print(auto_pruned(removed, keep), file=sys.stderr)
     return str(default_recording_path())

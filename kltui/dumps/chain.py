@@ -10,10 +10,12 @@ When a sweep localized a condition-1 divergence (`Ablation.verdict.chain`), in l
    ("dumps");
 4. where `kltui probe-ops` covers that module's op, the op probed at the module's shapes, read
    from its input tensors in the dump files ("probe").
-A failure at any step is one line naming the step (with the server log's last lines where a
-server was involved); what was measured before it is kept. The decisions (`refusal`,
-`reproduces`, `module_of`, `op_of`, `probe_shape`) are pure and unit-tested; the reference
-server has no dumper, so the steps after "relaunch" run only on SGLang.
+How it ended is a `ChainKind` (a failure names its step and why, with the server log's last
+lines where a server was involved), each finished step a `StepKind` (`chain_result.py`);
+`words/chain.py` says them. What was measured before a failure is kept. The decisions
+(`refusal`, `reproduces`, `module_of`, `op_of`, `probe_shape`, `probe_kind`) are pure and
+unit-tested; the reference server has no dumper, so the steps after "relaunch" run only on
+SGLang.
 """
 
 from __future__ import annotations
@@ -29,7 +31,14 @@ from types import SimpleNamespace
 
 from kltui.ablate.knobs import KNOBS, current
 from kltui.ablate.sweep import MEASURED, TAIL_LINES, Sweep
-from kltui.dumps.chain_result import Chain
+from kltui.dumps.chain_result import (
+    LONG_PROMPT_TOKENS,
+    NO_GRAPH_FLAGS,
+    Chain,
+    ChainKind,
+    Progress,
+    StepKind,
+)
 from kltui.launch.server import LaunchedServer, LaunchError, read_tail
 from kltui.readings.ablation import Ablation, read
 from kltui.readings.ablation_outcome import reading
@@ -39,14 +48,12 @@ from kltui.run.driver import RunDriver, RunView
 from kltui.run.sweep_manifest import write_manifest
 from kltui.untrusted import one_line
 
-NO_GRAPH_FLAGS = ("--disable-cuda-graph", "--disable-prefill-cuda-graph")
 DUMPER_ENV = {
     "DUMPER_ENABLE": "0",
     "DUMPER_SERVER_PORT": "reuse",
     "DUMPER_NON_INTRUSIVE_MODE": "all",
 }
 NAME = "base+dumper"
-NEEDS_GRAPHS = "the divergence needs CUDA graphs; the dumper cannot see it"
 # the relaunched base's match also runs at these batch sizes (`--batch-sizes`): a divergence
 # that needs a batch (what a deterministic=on setting removes) shows where dumps at batch 1,
 # one request at a time, reproduce nothing
@@ -55,7 +62,6 @@ PROMPT_TOKENS, NEW_TOKENS = 32, 8
 # dumps again at this prompt length when the first found decode and prefill bit-identical: on
 # the H200 (FA3 without deterministic inference, docs/FIELD_NOTES.md section 14) one request
 # of 32 tokens was bit-identical at every module while one of 64 named o_proj (M=1 vs M=72)
-LONG_PROMPT_TOKENS = 128
 
 # a module's name (its last part) -> the probe-ops op that computes it
 _OPS = (
@@ -76,22 +82,14 @@ def setting_of(ab: Ablation) -> str:
     return ", ".join(names) or "?"
 
 
-def refusal(sweep: Sweep, ab: Ablation) -> str | None:
-    """Why no chain runs (one line), or None when it does."""
+def refusal(sweep: Sweep, ab: Ablation) -> ChainKind | None:
+    """Why no chain runs, or None when it does."""
     if sweep.mode != "launch":
-        return (
-            "no chain: attach mode launches nothing; relaunch the base with the dumper "
-            "(docs/DUMPS.md) and run kltui dumps on it"
-        )
+        return ChainKind.REFUSED_ATTACH
     if sweep.base.status != MEASURED:
-        return "no chain: the base was not measured"
+        return ChainKind.REFUSED_UNMEASURED
     if not ab.verdict.chain:
-        cond = ab.base.condition
-        what = "inconclusive" if cond is None else f"condition {cond}"
-        return (
-            f"no chain: the verdict is {ab.verdict.kind} with {what} in the base; the dumper "
-            "drill-down follows only a localized condition-1 divergence"
-        )
+        return ChainKind.REFUSED_VERDICT
     return None
 
 
@@ -121,29 +119,17 @@ def op_of(module: str) -> str | None:
     return None
 
 
-_KERNELS = {
-    "linear": "GEMM",
-    "rms_norm": "RMSNorm",
-    "sdpa_decode": "attention",
-    "log_softmax": "logits/log-softmax",
-}
+def backend_of(argv: tuple[str, ...] | list[str]) -> str | None:
+    """The attention backend the launch command sets, as argparse reads it (None: unset):
+    what a bit-identical attention probe leaves as the suspect."""
+    return current(list(argv), KNOBS["attention-backend"])
 
 
-def probe_reading(op: str, identical: bool, argv: tuple[str, ...] | list[str]) -> str:
-    """What the op probe shows and what it does not: probe-ops runs torch's op, not the
-    server's kernel, so a bit-identical probe clears the op's math at these shapes and
-    leaves the server's own kernel as the suspect; a differing one reproduces the shape
-    variance outside the server."""
-    if not identical:
-        return f"torch's {op} is shape-variant at the module's shapes outside the server too"
-    which = ""
-    if op == "sdpa_decode":
-        backend = current(list(argv), KNOBS["attention-backend"])
-        which = f" (its {backend} attention backend)" if backend else " (its attention backend)"
-    return (
-        f"torch's {op} does not reproduce it at the module's shapes: the suspect is the "
-        f"server's own {_KERNELS.get(op, op)} kernel{which}, which probe-ops does not run"
-    )
+def probe_kind(identical: bool) -> ChainKind:
+    """probe-ops runs torch's op, not the server's kernel: a bit-identical probe clears the
+    op's math at these shapes and leaves the server's own kernel as the suspect; a differing
+    one reproduces the shape variance outside the server."""
+    return ChainKind.SERVER_KERNEL if identical else ChainKind.OP_SHAPE_VARIANT
 
 
 def probe_shape(op: str, input_shapes: list[tuple[int, ...]], tokens: int) -> dict | None:
@@ -207,22 +193,23 @@ async def run_chain(
     sweep: Sweep,
     ab: Ablation,
     view: RunView,
-    say: Callable[[str], None] = lambda _line: None,
+    say: Callable[[Progress], None] = lambda _p: None,
     drill: DrillDown | None = None,
     probe: Callable[[dict], dict] | None = None,
     started: Callable[[Chain], None] = lambda _ch: None,
 ) -> Chain:
     """The chain on a finished sweep (`refusal` first). `view` shows match's run on the
-    relaunched base; `say` gets a line as each step begins; `drill` and `probe` default to
+    relaunched base; `say` gets each step as it begins (`Progress`); `drill` and `probe` default to
     `dumps/run.drill_down` and `probe_ops.probe`; `started` gets the chain as soon as it
     exists, so that an interruption keeps what it measured (`chain_into`)."""
     why = refusal(sweep, ab)
     if why is not None:
-        return Chain("refused", why)
-    setting = setting_of(ab)
-    ch = Chain("failed", "", setting=setting, log=f"{NAME}.log")
+        return Chain(why, verdict=str(ab.verdict.kind), condition=ab.base.condition)
+    ch = Chain(
+        ChainKind.FAILED, setting=setting_of(ab), verdict=str(ab.verdict.kind), log=f"{NAME}.log"
+    )
     started(ch)
-    ch.steps.append(f"setting: {setting} ({ab.verdict.kind}, condition 1 in the base)")
+    ch.steps.append(StepKind.SETTING)
     srv, dump_dir, log_path = _relaunched(spec, sweep)
 
     clock = time.perf_counter()
@@ -233,7 +220,7 @@ async def run_chain(
         ch.timing[key] = round(now - clock, 3)
         clock = now
 
-    say(f"chain: relaunching the base with the dumper and {' '.join(NO_GRAPH_FLAGS)}")
+    say(Progress.RELAUNCH)
     ch.running = "relaunch"
     try:
         url = await srv.start()
@@ -242,7 +229,7 @@ async def run_chain(
     finally:
         lap("relaunch_s")
     try:
-        say("chain: match on the relaunched base (does it still diverge without graphs?)")
+        say(Progress.REPRODUCE)
         ch.running = "reproduce"
         try:
             driver = RunDriver(
@@ -259,13 +246,11 @@ async def run_chain(
         again = read([sweep.base.config], {sweep.base.name: outcome.store})
         ch.reproduced, ch.match_avg_kl_div = reproduces(again)
         if not ch.reproduced:
-            ch.status, ch.line = "needs cuda graphs", f"chain: {NEEDS_GRAPHS}"
+            ch.kind = ChainKind.NEEDS_GRAPHS
             return ch
-        ch.steps.append(
-            f"reproduced without CUDA graphs: match {ch.match_avg_kl_div:.3g} on the base"
-        )
+        ch.steps.append(StepKind.REPRODUCED)
         _batch_step(ch, outcome.store)
-        say("chain: kltui dumps on the relaunched base")
+        say(Progress.DUMPS)
         ch.running = "dumps"
         try:
             result = await _dumps(ch, drill, url, spec, dump_dir, srv, say)
@@ -304,7 +289,7 @@ async def chain_into(
     spec: SweepSpec,
     sweep: Sweep,
     view: RunView,
-    say: Callable[[str], None],
+    say: Callable[[Progress], None],
 ) -> None:
     """`--chain` after a finished sweep, its result kept in the sweep's manifest; cut short
     (Ctrl-C, SIGTERM), the sweep reads as interrupted and the chain keeps the steps it
@@ -342,7 +327,7 @@ async def _dumps(
     spec: SweepSpec,
     dump_dir: Path,
     srv: LaunchedServer,
-    say: Callable[[str], None],
+    say: Callable[[Progress], None],
 ) -> dict:
     """kltui dumps on the relaunched base: a 32-token prompt, and a 128-token one when that
     found decode and the fresh prefill bit-identical (a longer prefill takes other GEMM
@@ -351,11 +336,8 @@ async def _dumps(
     ch.dump_prompt_tokens.append(PROMPT_TOKENS)
     srv.check_alive()
     if _nothing_differs(result):
-        ch.steps.append(
-            f"dumps, {PROMPT_TOKENS}-token prompt: decode and the fresh prefill bit-identical "
-            "at every aligned module"
-        )
-        say(f"chain: kltui dumps again with a {LONG_PROMPT_TOKENS}-token prompt")
+        ch.steps.append(StepKind.DUMPS_IDENTICAL)
+        say(Progress.DUMPS_LONG)
         result = await _drill(drill, url, spec, dump_dir, LONG_PROMPT_TOKENS)
         ch.dump_prompt_tokens.append(LONG_PROMPT_TOKENS)
         srv.check_alive()
@@ -392,45 +374,28 @@ async def _module_and_op(
     ch.dumps = {k: result.get(k) for k in _DUMPS_KEYS}
     ch.module, ch.module_status = module_of(result)
     if ch.module is None:
-        ch.status = "no module"
-        ch.line = no_module_line(ch, str(result.get("verdict")))
+        ch.kind = ChainKind.NOTHING_FOUND if ch.batch_changed_at is None else ChainKind.NEEDS_BATCH
         return ch
-    diff = result.get("max_abs_diff")
-    shown = f", max |diff| {diff:.3g}" if isinstance(diff, float) else ""
-    if ch.module_status == "first-divergent":
-        ch.steps.append(f"module: {ch.module} (first divergent, inputs identical{shown})")
-    else:
-        ch.steps.append(
-            f"module: none named; first differing {ch.module}: "
-            f"{one_line(str(result.get('unnamed_reason')), 300)}"
-        )
-    ch.status = "module"
-    ch.op = op_of(ch.module) if ch.module_status == "first-divergent" else None
+    divergent = ch.module_status == "first-divergent"
+    ch.steps.append(StepKind.MODULE_DIVERGENT if divergent else StepKind.MODULE_DIFFERING)
+    ch.op = op_of(ch.module) if divergent else None
     if ch.op is None:
-        ch.line = (
-            f"chain: {ch.setting} -> {ch.module}"
-            + ("" if ch.module_status == "first-divergent" else " (not proven)")
-            + "; probe-ops does not cover its op" * (ch.module_status == "first-divergent")
-        )
+        ch.kind = ChainKind.MODULE_NO_OP if divergent else ChainKind.MODULE_UNPROVEN
         return ch
+    ch.backend = backend_of(argv) if ch.op == "sdpa_decode" else None
     try:
         shapes = await asyncio.to_thread(input_shapes, Path(str(result.get("dir_b"))), ch.module)
         tokens = int(result.get("fresh_prefill_tokens") or 2)
         size = probe_shape(ch.op, shapes, tokens)
         if size is None:
-            ch.step, ch.line = "probe", f"chain: probe failed: no input shapes of {ch.module}"
+            ch.step, ch.kind = "probe", ChainKind.PROBE_NO_SHAPES
             return ch
         res = await asyncio.to_thread(probe or _probe, {"op": ch.op, **size})
     except Exception as e:  # torch, a file: one line
-        ch.step, ch.line = "probe", f"chain: probe failed: {one_line(str(e), 300)}"
+        ch.step, ch.kind, ch.error = "probe", ChainKind.PROBE_FAILED, one_line(str(e), 300)
         return ch
     ch.probe = res
-    same = "bit-identical" if res.get("identical") else "differs"
-    ch.line = (
-        f"chain: {ch.setting} -> {ch.module} -> {ch.op} {same} at M=1 vs M=N "
-        f"({res.get('shape')}, {res.get('dtype')}, {res.get('device')}): "
-        + probe_reading(ch.op, bool(res.get("identical")), argv)
-    )
+    ch.kind = probe_kind(bool(res.get("identical")))
     return ch
 
 
@@ -448,39 +413,8 @@ def _batch_step(ch: Chain, store) -> None:
         return
     ev = probes[0]
     ch.batch_changed_at, ch.batch_first = ev.changed_at, ev.first
-    sizes = ",".join(str(b) for b in ev.sizes)
-    if ev.changed_at is None:
-        ch.steps.append(f"batch probe: match bit-identical at batch sizes {sizes}")
-    else:
-        f = ev.first or {}
-        ch.steps.append(
-            f"batch probe: match's tokens change first at batch {ev.changed_at} (sizes "
-            f"{sizes}; sample {f.get('sample')} @ {f.get('position')}, {f.get('side')} side)"
-        )
-
-
-def no_module_line(ch: Chain, verdict: str) -> str:
-    """What a drill-down that names no module means, with what the batch probe found: what
-    was tried, why the module is not named, and what to run next (one line)."""
-    lengths = " and ".join(str(n) for n in ch.dump_prompt_tokens) or str(PROMPT_TOKENS)
-    seen = (
-        "kltui dumps found decode and the fresh prefill bit-identical without CUDA graphs, "
-        f"with prompts of {lengths} tokens ({one_line(verdict, 300)})"
-    )
-    n = ch.batch_changed_at
-    if n is None:
-        return (
-            f"chain: {seen}; match diverges over the whole run but neither one request nor "
-            "the batch probe reproduced it: run kltui dumps under the run's own load (kltui "
-            "check --stress light beside it) to find where it appears"
-        )
-    return (
-        f"chain: {seen}, one request at a time; the divergence needs a batch: tokens change "
-        f"first at batch {n}. kltui dumps compares one request's decode with its fresh "
-        f"prefill and cannot capture a batch, so the module at batch {n} is not named; next: "
-        f"kltui probe-ops --sizes {n} on the server's GPU (the usual ops at M=1 vs M={n}), "
-        f"or SGLang's dumper over a batch of {n} requests (docs/DUMPS.md)"
-    )
+    ch.batch_sizes = list(ev.sizes)
+    ch.steps.append(StepKind.BATCH_IDENTICAL if ev.changed_at is None else StepKind.BATCH_CHANGED)
 
 
 def _probe(size: dict) -> dict:

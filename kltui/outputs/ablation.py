@@ -27,7 +27,6 @@ from kltui.outputs.ablation_rows import (
     chain_lines,
     configs_by_name,
     helper_names,
-    legend,
     pairs_line,
     rows,
     stress_lines,
@@ -46,7 +45,9 @@ from kltui.untrusted import console_markup, md_text, one_line, safe, xml_text
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import config_line, missing_text
 from kltui.words.ablation_json import ablation_json
-from kltui.words.ablation_sweep import run_line, verdict_entry
+from kltui.words.ablation_legend import legend
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, pairs_added, run_line, verdict_entry
+from kltui.words.chain import chain_json
 from kltui.words.stress import stress_json
 
 PROGRESS_LINE = 100  # characters of the log's last line shown beside the start progress
@@ -97,12 +98,8 @@ class SweepConsole:
         "3 configurations" reads as planned, not as a miscount."""
         added = sweep.runs[self.known :] if self.known is not None else ()
         if added:
-            names = ", ".join(r.name for r in added)
-            self.console.print(
-                f"kltui ablate: --pairs adds {len(added)} configuration"
-                f"{'s' if len(added) > 1 else ''} ({console_markup(names)})",
-                soft_wrap=True,
-            )
+            line = pairs_added([r.name for r in added])
+            self.console.print(console_markup(line), soft_wrap=True)
         self.known = len(sweep.runs)
 
     def _head(self, k: int, n: int, run: ConfigRun) -> str:
@@ -190,7 +187,7 @@ def print_result(console: Console, sweep: Sweep, out: SweepOutcome) -> None:
         style = "bold" if line == said else ""
         console.print(safe(line, style), soft_wrap=True)
     if sweep.interrupted:
-        console.print(Text("interrupted: the configurations above were measured", "yellow"))
+        console.print(Text(INTERRUPTED_LINE, "yellow"))
     elif (why := pairs_line(sweep)) is not None:
         console.print(Text(why, "yellow"), soft_wrap=True)
     for line in stress_lines(sweep):
@@ -208,7 +205,7 @@ def document(sweep: Sweep, result: SweepOutcome) -> dict:
         "kltui_version": __version__,
         "ablation": ablation_json(result.ablation),
         "sweep": sweep.to_json(),
-        "chain": sweep.chain,
+        "chain": chain_json(sweep.chain),
         "exit_code": result.exit_code,
     }
 
@@ -243,7 +240,7 @@ def md_report(sweep: Sweep, result: SweepOutcome) -> str:
         if line != said:
             out.append(f"- {md_text(line)}")
     if sweep.interrupted:
-        out.append("- interrupted: the configurations above were measured")
+        out.append(f"- {INTERRUPTED_LINE}")
     out += [f"- {md_text(line)}" for line in stress_lines(sweep)]
     if chain := chain_lines(sweep):
         out += ["", "## From the setting to the module and the op", ""]

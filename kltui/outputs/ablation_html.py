@@ -15,7 +15,6 @@ from kltui.launch.server import read_tail
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
-    legend,
     pairs_line,
     rows,
     stress_lines,
@@ -27,6 +26,7 @@ from kltui.readings.ablation import Ablation
 from kltui.readings.ablation_outcome import SweepOutcome
 from kltui.untrusted import html_text as esc
 from kltui.words.ablation import verdict_line
+from kltui.words.ablation_legend import legend
 from kltui.words.ablation_sweep import run_line
 
 LOG_TAIL_LINES = 8  # of a failed configuration's server log

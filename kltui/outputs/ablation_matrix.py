@@ -35,7 +35,7 @@ from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
-from kltui.words.ablation_sweep import run_line
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, run_line
 
 # the states of a row, as the matrix colours them
 WAITING, STARTING, RUNNING, DONE = "waiting", "starting", "running", "done"
@@ -185,21 +185,6 @@ def matrix_rows(
     return out
 
 
-def head_line(sweep: Sweep) -> str:
-    """Above the matrix: the mode, how many configurations and how they stand, the folder."""
-    counts: dict[str, int] = {}
-    for r in sweep.runs:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    stand = ", ".join(f"{n} {s}" for s, n in counts.items())
-    state = (
-        "interrupted" if sweep.interrupted else "done" if sweep.total_s is not None else "running"
-    )
-    return (
-        f"{sweep.mode} mode · {len(sweep.runs)} configurations ({stand}) · sweep {state} · "
-        f"folder {sweep.folder}"
-    )
-
-
 def helpers_of(ab: Ablation | None, live: Mapping[str, Live]) -> list[str]:
     """The helpers the matrix can show: the table's (the base's first), else those of the
     runs measured so far (while the base runs)."""
@@ -230,7 +215,7 @@ def _verdict_lines(sweep: Sweep, ab: Ablation | None) -> list[str]:
         return [f"so far: {verdict_line(ab)}"]
     out = tail_lines(ab)
     if sweep.interrupted:
-        out.append("interrupted: the configurations above were measured")
+        out.append(INTERRUPTED_LINE)
     elif (said := pairs_line(sweep)) is not None:
         out.append(said)
     return [*out, *stress_lines(sweep), timing_line(sweep, sweep.timing())]

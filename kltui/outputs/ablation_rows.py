@@ -4,12 +4,16 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 
 from __future__ import annotations
 
-from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, Timing
-from kltui.readings.ablation import Ablation, ConfigReading, Effect
+from kltui.ablate.sweep import FAILED, ConfigRun, Sweep, Timing
+from kltui.readings.ablation import Ablation, ConfigReading
 from kltui.readings.ablation_kinds import Missing
-from kltui.readings.paired import STRAY_ULP_FLOOR
+from kltui.readings.ablation_outcome import pairs_ran_none
+from kltui.readings.ablation_stress import read_stress
 from kltui.words.ablation import lines
 from kltui.words.ablation_config import cell, condition_cell, missing_text
+from kltui.words.ablation_stress import stress_line
+from kltui.words.ablation_sweep import PAIRS_NONE_LINE
+from kltui.words.chain import doc_lines
 from kltui.words.stress import scope_of
 
 
@@ -47,44 +51,11 @@ def stress_verdict(run: ConfigRun | None) -> str | None:
     return v + scope_of(v, missed if isinstance(missed, dict) else {})
 
 
-def _first(run: ConfigRun) -> str:
-    """Where a configuration's stressed run first differed: 'match sample 0 @ 1 (decode)'."""
-    for h in (run.stress or {}).get("helpers") or ():
-        f = h.get("first_difference") if isinstance(h, dict) else None
-        if isinstance(f, dict):
-            return f"{h.get('helper')} sample {f.get('sample')} @ {f.get('position')} ({f.get('side')})"
-    return ""
-
-
 def stress_lines(sweep: Sweep) -> list[str]:
-    """What --stress found across the configurations, beside the quiet verdict (which reads
-    the quiet runs only): a state bug under load and the configurations it was not seen in.
-    One stressed run per configuration: never called a fix."""
-    measured = [r for r in sweep.runs if r.status == MEASURED and stress_verdict(r)]
-    if not measured:
-        return []
-    bug = [r for r in measured if stress_verdict(r) == "state bug under load"]
-    level = (measured[0].stress or {}).get("level", "?")
-    if not bug:
-        said = ", ".join(f"{r.name} {stress_verdict(r)}" for r in measured)
-        return [f"under --stress {level}: no state bug under load ({said})"]
-    where = "; ".join(f"{r.name}: {_first(r) or 'a difference'}" for r in bug)
-    line = (
-        f"under --stress {level}: a state bug under load in {len(bug)} of {len(measured)} "
-        f"configurations ({where}); the quiet verdict does not cover it"
-    )
-    base_bug = sweep.base in bug
-    quiet = [r.name for r in measured if r not in bug and stress_verdict(r) != "inconclusive"]
-    if base_bug and quiet:
-        line += (
-            f"; not seen with {', '.join(quiet)} (one stressed run each, and load is timing: "
-            "re-run the sweep to confirm before calling it a fix)"
-        )
-    elif base_bug:
-        line += "; no configuration tried removes it"
-    else:
-        line += "; the base showed none under the same load"
-    return [line]
+    """What --stress found across the configurations (`readings/ablation_stress.py`), beside
+    the quiet verdict; none without --stress."""
+    found = read_stress(sweep)
+    return [] if found is None else [stress_line(found)]
 
 
 def _note(c: ConfigReading, run: ConfigRun | None) -> str:
@@ -120,60 +91,6 @@ def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
     return out
 
 
-# what each label of a helper's cell means, in the order the legend says them (words apart
-# from the kinds: readings/ablation_kinds.Effect)
-_LEGEND: dict[Effect, str] = {
-    Effect.REMOVED: "at the 1e-9 floor, lower than the base beyond chance (paired per-sample test)",
-    Effect.REMOVED_ON: (
-        "at rounding level on every sample, where the base sits orders of magnitude above it "
-        "on a few samples (named in the verdict)"
-    ),
-    Effect.REDUCED: "at least 10x lower than the base beyond chance, not to the floor",
-    Effect.LOWER: "lower than the base beyond chance, less than 10x",
-    Effect.NONE: "not lower than the base beyond chance: this knob does not explain it",
-    Effect.WORSE: "higher than the base beyond chance",
-    Effect.SAME: "bit-identical to the base on every common sample",
-    Effect.INCONCLUSIVE: "too few common samples, or a drop inside the noise",
-    Effect.NOTHING: "the base is at the floor on this helper and this configuration stays there",
-    Effect.INTRODUCED: (
-        "the base is at the floor and this configuration is above it: the knob breaks bit-exactness"
-    ),
-    Effect.NOT_TESTED: "this configuration's helper tested nothing (its line says why): not a fix",
-    Effect.BASE_NOT_TESTED: "the base's helper tested nothing: nothing to compare",
-}
-
-
-def _below_rounding(floor: float) -> dict[Effect, str]:
-    """The labels whose words change at a gate below the 1e-9 floor, read sample by sample
-    (`--threshold 0`: bit-exact)."""
-    at = "bit-exact on every sample" if floor == 0 else f"at or below {floor:g} on every sample"
-    return {
-        Effect.REMOVED: (
-            f"{at}, where the base is above it on enough samples to rule out chance (sign test)"
-        ),
-        Effect.INCONCLUSIVE: "too few common samples, or the base above the gate on too few",
-    }
-
-
-_UNBRACKETED = (Effect.NOT_TESTED, Effect.BASE_NOT_TESTED)  # the whole cell, no level
-
-
-def _label(e: Effect) -> str:
-    """The label as a cell shows it (`words/ablation_config.cell`)."""
-    return "(= base)" if e == Effect.SAME else str(e) if e in _UNBRACKETED else f"({e})"
-
-
-def legend(ab: Ablation) -> list[str]:
-    """What each label in the table's cells means, for the labels the table shows (plain
-    text, one line each: "(none): not lower than the base beyond chance: ...")."""
-    shown = {h.effect for c in ab.configs for h in c.helpers}
-    words = _LEGEND | (_below_rounding(ab.floor) if ab.floor < STRAY_ULP_FLOOR else {})
-    out = [f"{_label(e)}: {words[e]}" for e in _LEGEND if e in shown]
-    if any(not c.measured for c in ab.configs):
-        out.append("–: not measured (its note and its line say why)")
-    return out
-
-
 def tail_lines(ab: Ablation) -> list[str]:
     """What follows the table: the traps, the notes, the verdict and the next step
     (`Ablation.lines` after its one line per configuration, which the table replaces)."""
@@ -182,12 +99,7 @@ def tail_lines(ab: Ablation) -> list[str]:
 
 def pairs_line(sweep: Sweep) -> str | None:
     """Why --pairs ran nothing (None when it ran, or was not asked for)."""
-    if not sweep.pairs_asked or sweep.pairs_run or sweep.base.status != MEASURED:
-        return None
-    return (
-        "--pairs: fewer than two single knobs counted (measured, took effect, moved a helper "
-        "the base diverges on): no pairs to run"
-    )
+    return PAIRS_NONE_LINE if pairs_ran_none(sweep) else None
 
 
 def timing_line(sweep: Sweep, t: Timing) -> str:
@@ -226,7 +138,4 @@ _CHAIN_STEPS = (
 
 def chain_lines(sweep: Sweep) -> list[str]:
     """`--chain`'s lines: setting -> module -> op probe, then how it ended (none: not asked)."""
-    ch = sweep.chain
-    if not ch:
-        return []
-    return [str(x) for x in ch.get("steps") or ()] + [str(ch.get("line"))]
+    return doc_lines(sweep.chain)

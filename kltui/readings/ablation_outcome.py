@@ -41,6 +41,12 @@ def stress_bug(sweep: Sweep) -> bool:
     )
 
 
+def pairs_ran_none(sweep: Sweep) -> bool:
+    """--pairs was asked for on a measured base and ran nothing: fewer than two single knobs
+    counted (measured, took effect, moved a helper the base diverges on)."""
+    return sweep.pairs_asked and not sweep.pairs_run and sweep.base.status == MEASURED
+
+
 def exit_code(sweep: Sweep, ab: Ablation) -> int:
     """0: the verdict answers the question (localized, reduced, not reproduced); 1: it does
     not (no single knob, inconclusive; for helpers that read differently, the weakest), a

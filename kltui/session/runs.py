@@ -240,22 +240,6 @@ def newest_entry(folder: Path | None = None) -> Path:
     return newest(folder)
 
 
-def sweep_table(sweeps: list[SweepFolder], clean=str) -> list[str]:
-    """A line per sweep folder (date, mode and configurations, verdict, size, path), then its
-    configurations and how each ended; `clean` makes manifest strings safe to print."""
-    out = []
-    for s in sweeps:
-        date = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(s.created))
-        what = f"ablate {clean(s.mode)}, {len(s.configs)} configurations"
-        out.append("  ".join([date, what, clean(s.verdict), human_size(s.size), clean(s.path)]))
-        parts = [
-            f"{clean(name)} {clean(status)}" + (f" ({clean(kind)})" if kind else "")
-            for name, status, kind in s.configs
-        ]
-        out.append("    " + " · ".join(parts))
-    return out
-
-
 # an unfinished entry written to this recently may be a run still going: never pruned
 LIVE_S = 600.0
 
@@ -336,13 +320,6 @@ def prune(
         except OSError as err:
             errors.append(f"{err.filename or e.path}: not removed ({err.strerror})")
     return removed, errors, others
-
-
-def removed_counts(removed: list[Entry], old: bool = False) -> str:
-    """How many recordings (`old`: "old recordings") and sweep folders `removed` holds."""
-    sweeps = sum(e.kind == "sweep" for e in removed)
-    also = f" and {sweeps} sweep folder(s)" if sweeps else ""
-    return f"{len(removed) - sweeps} {'old ' if old else ''}recording(s){also}"
 
 
 def keep_setting() -> int | None:

@@ -17,7 +17,7 @@ from kltui.tui.actions import DashboardActions
 from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.untrusted import escape_controls
-from kltui.words.ablation_sweep import run_line
+from kltui.words.ablation_sweep import nothing_to_show
 
 SWEEP_ACTIONS = frozenset({"sweep"})
 # how long q waits for a running sweep to stop its servers (LaunchedServer.stop: SIGTERM, then
@@ -91,8 +91,7 @@ class SweepActions(DashboardActions):
         run = feed.run_of(name)
         store = feed.store_of(name)
         if run is None or store is None or store.run is None:
-            why = run_line(run) if run is not None and run.error else "not measured yet"
-            self._say(escape_controls(f"{name}: nothing to show on the dashboard ({why})", 300))
+            self._say(escape_controls(nothing_to_show(name, run), 300))
             self.open_matrix()
             return
         live = feed.live.get(name)

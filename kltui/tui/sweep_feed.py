@@ -211,8 +211,9 @@ class SweepFeed:
     async def _chain(self, spec: SweepSpec, sweep: Sweep) -> None:
         """`--chain` after the sweep: setting -> module -> op, its lines under the matrix."""
         from kltui.dumps.chain import chain_into
+        from kltui.words.chain import progress_line
 
-        await chain_into(spec, sweep, _Quiet(), say=self._note)
+        await chain_into(spec, sweep, _Quiet(), say=lambda p: self._note(progress_line(p)))
 
     def _note(self, line: str) -> None:
         self.notes.append(line)

@@ -23,10 +23,15 @@ from pathlib import Path
 import pytest
 
 from kltui.cli.commands import main
+from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.outputs.ablation_rows import rows
 from kltui.readings.ablation_outcome import reading
+from kltui.readings.ablation_stress import SweepStressKind, read_stress
+from kltui.readings.stress import StressVerdict
 from kltui.run.sweep_manifest import load
 from kltui.untrusted import html_text, md_text
+from kltui.words.ablation_stress import stress_line
+from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added, sweep_start
 from tests.json_contract import read_json
 from tests.real.lifecycle import running
 
@@ -220,9 +225,9 @@ def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf
     # localized condition 1, so the chain runs; the reference server has no SGLang dumper
     doc = read_json(bf16_sweep["tmp"] / "a.json", "ablation")
     ch = doc["chain"]
-    assert ch["status"] == "failed" and ch["step"] in ("relaunch", "dumps"), ch
-    assert ch["setting"] == "deterministic=on"
-    assert ch["line"].startswith(f"chain: {ch['step']} failed: ")
+    assert ch["kind"] == "failed" and ch["step"] in ("relaunch", "dumps"), ch
+    assert ch["status"] == "failed" and ch["error"]
+    assert ch["setting"] == "deterministic=on" and ch["step_kinds"][0] == "setting"
     # the chain's own time, beside the sweep's split (which leaves it out)
     t = ch["timing"]
     assert t["relaunch_s"] > 0 and t["total_s"] >= t["relaunch_s"]
@@ -231,7 +236,7 @@ def test_the_chain_on_a_server_without_the_dumper_is_one_line_naming_its_step(bf
     assert ch["line"] in lines and "Traceback" not in bf16_sweep["text"]
     # what was measured is kept: the verdict and its exit code
     assert doc["ablation"]["verdict"]["kind"] == "localized" and bf16_sweep["code"] == 0
-    assert "From the setting to the module" in (bf16_sweep["tmp"] / "a.md").read_text()
+    assert f"- {md_text(ch['line'])}" in (bf16_sweep["tmp"] / "a.md").read_text()
 
 
 async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_batch_size(
@@ -261,21 +266,20 @@ async def test_a_chain_whose_dumps_reproduce_nothing_at_batch_1_goes_on_to_the_b
                 "first_differing_module": None}  # fmt: skip
 
     ch = await chain.run_chain(spec, sweep, reading(sweep), Collect(), drill=nothing_at_batch_1)
-    assert ch.status == "no module", ch.line
+    assert ch.kind is ChainKind.NEEDS_BATCH, ch.to_json()
     # bit-identical at 32 tokens, so dumps ran once more with a longer prompt (a longer
     # prefill takes other GEMM shapes), and both lengths are said
     assert [kw["prompt_tokens"] for kw in asked] == [32, 128] == ch.dump_prompt_tokens
-    assert "with prompts of 32 and 128 tokens" in ch.line
     assert ch.to_json()["dump_prompt_tokens"] == [32, 128]
-    assert ch.reproduced and ch.batch_changed_at in (4, 16), ch.lines()
-    n = ch.batch_changed_at
-    assert any(
-        s.startswith(f"batch probe: match's tokens change first at batch {n}") for s in ch.steps
-    )
-    assert f"the divergence needs a batch: tokens change first at batch {n}" in ch.line
-    assert "cannot capture a batch, so the module at batch" in ch.line
-    assert f"next: kltui probe-ops --sizes {n}" in ch.line
-    assert ch.to_json()["batch_changed_at"] == n
+    assert ch.reproduced and ch.batch_changed_at in (4, 16), ch.to_json()
+    assert ch.steps == [
+        StepKind.SETTING,
+        StepKind.REPRODUCED,
+        StepKind.BATCH_CHANGED,
+        StepKind.DUMPS_IDENTICAL,
+    ]
+    assert ch.batch_sizes == [1, 4, 16] and ch.module is None
+    assert ch.to_json()["batch_changed_at"] == ch.batch_changed_at
 
 
 async def test_a_chain_whose_short_dump_is_bit_identical_names_the_module_a_longer_one_finds(
@@ -314,9 +318,11 @@ async def test_a_chain_whose_short_dump_is_bit_identical_names_the_module_a_long
     ch = await chain.run_chain(spec, sweep, reading(sweep), Collect(), drill=differs_when_long)
     assert asked == [32, 128] == ch.dump_prompt_tokens
     assert ch.module == "model.layers.0.self_attn.o_proj"
-    assert ch.module_status == "first-divergent" and ch.op == "linear", ch.lines()
-    assert ch.steps[-2].startswith("dumps, 32-token prompt: decode and the fresh prefill bit-")
-    assert ch.steps[-1].startswith("module: model.layers.0.self_attn.o_proj (first divergent")
+    assert ch.module_status == "first-divergent" and ch.op == "linear", ch.to_json()
+    assert ch.steps[-2:] == [StepKind.DUMPS_IDENTICAL, StepKind.MODULE_DIVERGENT]
+    # no dump folder at dir_b: the op probe cannot read the module's shapes
+    assert (ch.kind, ch.step) == (ChainKind.PROBE_FAILED, "probe")
+    assert ch.error is not None and ch.error.endswith("no-such-dump: not a folder")
     assert ch.dumps is not None and ch.dumps["position"] == 128
 
 
@@ -357,9 +363,9 @@ async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_
     await task
     ch = sweep.chain
     assert sweep.interrupted and ch is not None
-    assert ch["status"] == "interrupted" and ch["step"] == "dumps", ch["line"]
-    assert ch["line"].startswith("chain: interrupted during the dumps step; the steps above ")
-    assert any(s.startswith("reproduced without CUDA graphs: match ") for s in ch["steps"])
+    assert ch["kind"] == "interrupted" and ch["step"] == "dumps", ch
+    assert ch["status"] == "interrupted" and ch["reproduced"] is True
+    assert ch["step_kinds"][:2] == ["setting", "reproduced"]
     t = ch["timing"]
     assert t["relaunch_s"] > 0 and t["match_s"] > 0 and "stop_s" in t and "dumps_s" in t
     assert json.loads((tmp_path / "ablation.json").read_text())["chain"] == ch
@@ -377,9 +383,8 @@ def test_chain_asked_for_a_verdict_that_is_not_localized_says_why_none_ran(tmp_p
     doc = read_json(tmp_path / "c.json", "ablation")
     assert doc["ablation"]["verdict"]["kind"] != "localized"
     ch = doc["chain"]
-    assert ch["status"] == "refused" and ch["step"] is None
-    assert ch["line"].startswith("no chain: the verdict is ")
-    assert "localized condition-1 divergence" in ch["line"]
+    assert ch["kind"] == "refused-verdict" and ch["step"] is None
+    assert ch["verdict"] == doc["ablation"]["verdict"]["kind"] and ch["status"] == "refused"
     assert [ln for ln in out.splitlines() if ln.startswith("no chain: ")] == [ch["line"]]
     assert not (folder / "base+dumper.log").exists()  # nothing was relaunched
 
@@ -533,8 +538,8 @@ def test_pairs_combine_the_knobs_that_moved_it_after_the_singles(tmp_path, capsy
     assert names == ["base", "deterministic=on", "dtype=float32", "deterministic=on+dtype=float32"]
     out = capsys.readouterr().out
     # the first line counts 3; the pair is announced before "config 4/4" starts
-    assert "kltui ablate: 3 configurations" in out
-    added = out.index("--pairs adds 1 configuration (deterministic=on+dtype=float32)")
+    assert sweep_start(names[:3], str(folder)) in out.splitlines()
+    added = out.index(pairs_added(names[3:]))
     assert added < out.index("config 4/4")
     assert doc["sweep"]["pairs_run"] is True
     assert all(c["status"] == "measured" for c in doc["sweep"]["configs"])
@@ -569,7 +574,7 @@ def test_pairs_with_fewer_than_two_knobs_that_count_say_so(tmp_path, capsys):
         "match",
     )
     out = capsys.readouterr().out
-    assert "--pairs: fewer than two single knobs counted" in out
+    assert PAIRS_NONE_LINE in out
     manifest = json.loads((folder / "ablation.json").read_text())
     assert len(manifest["configs"]) == 3 and manifest["pairs_run"] is False
 
@@ -631,7 +636,7 @@ def test_an_interrupted_sweep_keeps_what_it_measured_and_stops_its_servers(tmp_p
         assert doc["sweep"]["interrupted"] is True and doc["exit_code"] == 130
         status = {c["name"]: c["status"] for c in doc["sweep"]["configs"]}
         assert status["base"] == "measured" and status["cuda-graph=off"] == "not run"
-        assert "interrupted: the configurations above were measured" in out
+        assert INTERRUPTED_LINE in out
         # stopped by kltui itself: its last processes are gone moments after it exits (the
         # launch tests' bound after stop() is 1 s)
         t0 = time.monotonic()
@@ -669,12 +674,20 @@ def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_p
     # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
     # and a state bug under load fails the sweep as it fails `kltui check --stress`
     assert "not reproduced" in doc["ablation"]["verdict"]["line"]
-    assert "under --stress light: a state bug under load in 2 of 2 configurations" in text
-    assert "base: match sample" in text and "no configuration tried removes it" in text
-    assert "under --stress: state bug under load" in table_rows(text)["base"]
+    sweep = load(out)
+    found = read_stress(sweep)
+    assert found is not None and found.kind is SweepStressKind.EVERYWHERE and found.level == "light"
+    assert [c.name for c in found.bug] == ["base", "page-size=4"]
+    assert found.bug[0].first is not None and found.bug[0].first[0] == "match"
+    assert stress_line(found) in text.splitlines()
+    # the table's note is the reading's, with the stressed verdict in it
+    notes = {name: what for name, _c, _cond, what in rows(sweep, reading(sweep))}
+    assert StressVerdict.STATE_BUG in notes["base"] and table_rows(text)["base"].endswith(
+        notes["base"]
+    )
     assert code == doc["exit_code"] == 1
     # read back: the same table (the quiet runs), the same --stress line, the same exit code
     md = main(["ablate", "--replay", str(out), "--headless", "--md", str(tmp_path / "s.md")])
     again = capsys.readouterr().out
     assert md == 1 and table_rows(again) == table_rows(text)
-    assert "a state bug under load in 2 of 2" in (tmp_path / "s.md").read_text()
+    assert f"- {md_text(stress_line(found))}" in (tmp_path / "s.md").read_text()

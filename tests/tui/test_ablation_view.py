@@ -31,7 +31,10 @@ from kltui.tui.app import KltuiApp
 from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.tui.widgets.ablation import SweepMatrix
+from kltui.untrusted import escape_controls
 from kltui.words.ablation import verdict_line
+from kltui.words.ablation_sweep import head_line, helper_pick, nothing_to_show
+from kltui.words.chain import doc_lines
 from tests.json_contract import validate
 from tests.real.lifecycle import running
 from tests.tui.kit import drawn_at, until
@@ -139,9 +142,9 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         # --chain ran after it (localized condition 1); the reference server has no dumper, so
         # it stops at a step it names, under the matrix
         chain = feed.sweep.chain
-        assert chain is not None and chain["status"] == "failed", chain
-        assert chain["line"].startswith(f"chain: {chain['step']} failed: ")
-        assert feed.notes and "chain: " in verdict
+        assert chain is not None and chain["kind"] == "failed", chain
+        assert chain["step"] in ("relaunch", "dumps") and chain["error"]
+        assert feed.notes and unwrapped(doc_lines(chain)[-1]) in unwrapped(verdict), verdict
         # Enter on a row: that configuration's dashboard, on its run
         table = app.screen.query_one(SweepMatrix)
         table.move_cursor(row=table.names.index("deterministic=on"))
@@ -159,7 +162,9 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         await pilot.press("enter")
         await pilot.pause(0.2)
         assert isinstance(app.screen, AblationScreen)
-        assert app.last_message.startswith("page-size=0: nothing to show on the dashboard (")
+        failed = feed.run_of("page-size=0")
+        assert failed is not None and failed.status == "failed" and failed.error
+        assert app.last_message == escape_controls(nothing_to_show("page-size=0", failed), 300)
         await pilot.press("q")
     assert feed.sweep is not None and outcome(feed.sweep).exit_code == 0
 
@@ -247,13 +252,21 @@ async def test_a_sweep_folder_read_back_switches_helpers_and_opens_a_recording()
         await until(pilot, lambda: isinstance(app.screen, AblationScreen))
         await pilot.pause(0.3)
         head = drawn_at(app.screen, "#ablation-head")
-        assert "4 configurations (3 measured, 1 failed) · sweep done" in head
-        assert "helper match (1 of 3" in head
+        sweep = feed.sweep
+        assert sweep is not None and sweep.total_s is not None and not sweep.interrupted
+        assert [r.status for r in sweep.runs] == ["measured"] * 3 + ["failed"]
+        assert unwrapped(head_line(sweep)) in unwrapped(head), head
+        screen = app.screen
+        assert isinstance(screen, AblationScreen)
+        names = screen.helpers()
+        assert len(names) == 3 and screen.helper == names[0] == "match"
+        assert helper_pick("match", names) in head
         assert cell(app, "cuda-graph=off", "verdict") == "changed nothing"
         assert cell(app, "cuda-graph=off", "bit_equal") == "12/12"
         await pilot.press("right_square_bracket")
         await pilot.pause(0.3)
-        assert "helper prefill_cache_hit (2 of 3" in drawn_at(app.screen, "#ablation-head")
+        assert screen.helper == names[1] == "prefill_cache_hit"
+        assert helper_pick(names[1], names) in drawn_at(app.screen, "#ablation-head")
         # the highlighted row in full under the matrix: its helper's reading
         await pilot.press("down")
         await pilot.pause(0.2)

@@ -17,12 +17,13 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from kltui.ablate.sweep import Sweep
-from kltui.outputs.ablation_matrix import Live, head_line, helpers_of, matrix_rows, verdict_lines
+from kltui.outputs.ablation_matrix import Live, helpers_of, matrix_rows, verdict_lines
 from kltui.readings.ablation import Ablation
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.ablation import SweepMatrix
 from kltui.untrusted import safe
 from kltui.words.ablation import verdict_line
+from kltui.words.ablation_sweep import head_line, helper_pick
 
 REDRAW_S = 0.25  # the matrix follows the sweep at most this often
 
@@ -113,11 +114,7 @@ class AblationScreen(BoxModal[str | None]):
         rows = matrix_rows(src.sweep, src.ab, self.helper or "", src.live)
         table = self.query_one(SweepMatrix)
         table.show(rows, self.vars_)
-        which = (
-            f"helper {self.helper} ({names.index(self.helper) + 1} of {len(names)}; [ ] switch)"
-            if self.helper in names
-            else "no helper measured yet"
-        )
+        which = helper_pick(self.helper, names)
         head = Text.assemble(safe(head_line(src.sweep)), "\n", (which, "bold"))
         self.query_one("#ablation-head", Static).update(head)
         self._detail(rows)

@@ -8,6 +8,7 @@ import asyncio
 
 from kltui.ablate.sweep import MEASURED, Sweep
 from kltui.dumps import chain
+from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.readings.ablation import read
 from kltui.readings.ablation_outcome import reading
 from tests.unit.ablate.test_ablate_reading import INFO, LAUNCH, noisy, store, sweep, url
@@ -40,14 +41,17 @@ def test_a_localized_condition_1_verdict_runs_the_chain_and_others_say_why_not(t
     assert ab.verdict.chain is True and chain.refusal(sw, ab) is None
     assert chain.setting_of(ab) == "deterministic=on"
     sw2, ab2 = measured(tmp_path / "b", 5e-3, 5e-3)  # nothing removes it
-    why = chain.refusal(sw2, ab2)
-    assert why is not None and why.startswith("no chain: the verdict is no single knob")
-    assert "localized condition-1" in why
+    assert chain.refusal(sw2, ab2) is ChainKind.REFUSED_VERDICT
     sw3, ab3 = measured(tmp_path / "c", 5e-3, 0.0, mode="attach")
-    assert chain.refusal(sw3, ab3).startswith("no chain: attach mode launches nothing")
-    # run_chain refuses before anything is launched
+    assert chain.refusal(sw3, ab3) is ChainKind.REFUSED_ATTACH
+    sw4, ab4 = measured(tmp_path / "d", 5e-3, 0.0)
+    sw4.base.status = "failed"
+    assert chain.refusal(sw4, ab4) is ChainKind.REFUSED_UNMEASURED
+    # run_chain refuses before anything is launched, with the verdict and condition it read
     got = asyncio.run(chain.run_chain(None, sw2, ab2, None))  # type: ignore[arg-type]
-    assert got.status == "refused" and got.line == why and got.to_json()["step"] is None
+    assert got.kind is ChainKind.REFUSED_VERDICT and got.status == "refused"
+    assert (got.verdict, got.condition) == (str(ab2.verdict.kind), 1)
+    assert got.to_json()["step"] is None and got.to_json()["kind"] == "refused-verdict"
 
 
 def test_the_relaunched_base_must_still_diverge_without_cuda_graphs():
@@ -57,7 +61,6 @@ def test_the_relaunched_base_must_still_diverge_without_cuda_graphs():
     assert chain.reproduces(still)[0] is True and chain.reproduces(still)[1] > 1e-3
     gone = read([base], {"base": store(url(0), INFO, noisy(0, 0.0))})
     assert chain.reproduces(gone) == (False, 0.0)
-    assert chain.NEEDS_GRAPHS == "the divergence needs CUDA graphs; the dumper cannot see it"
 
 
 def test_the_module_and_its_op_from_a_dumps_result():
@@ -85,8 +88,8 @@ def test_the_probe_runs_at_the_modules_shapes():
 
 
 def test_one_report_carries_setting_module_and_op(tmp_path, monkeypatch):
-    ch = chain.Chain("failed", "", setting="deterministic=on")
-    ch.steps.append("setting: deterministic=on (localized, condition 1 in the base)")
+    ch = chain.Chain(ChainKind.FAILED, setting="deterministic=on")
+    ch.steps.append(StepKind.SETTING)
     monkeypatch.setattr(chain, "input_shapes", lambda folder, module: [(40, 256)])
     seen = {}
 
@@ -98,17 +101,30 @@ def test_one_report_carries_setting_module_and_op(tmp_path, monkeypatch):
     got = asyncio.run(chain._module_and_op(ch, DUMPS, fake_probe))
     assert seen["op"] == "linear" and seen["hidden"] == 256 and seen["sizes"] == [2, 40]
     assert got.status == "module" and got.op == "linear" and got.step is None
-    assert got.line == (
-        "chain: deterministic=on -> model.layers.0.self_attn.qkv_proj -> linear differs at "
-        "M=1 vs M=N (F.linear [N,256]x[256,256], float32, CPU (x86_64)): torch's linear is "
-        "shape-variant at the module's shapes outside the server too"
-    )
-    assert got.lines()[1].startswith("module: model.layers.0.self_attn.qkv_proj (first divergent")
+    assert got.kind is ChainKind.OP_SHAPE_VARIANT and got.probe["identical"] is False
+    assert got.steps == [StepKind.SETTING, StepKind.MODULE_DIVERGENT]
+    assert got.module == "model.layers.0.self_attn.qkv_proj" and got.backend is None
     # a module probe-ops does not cover: named, no probe
-    ch2 = chain.Chain("failed", "", setting="s")
+    ch2 = chain.Chain(ChainKind.FAILED, setting="s")
     act = {**DUMPS, "first_divergent_module": "model.layers.0.mlp.act_fn"}
     got2 = asyncio.run(chain._module_and_op(ch2, act, fake_probe))
-    assert got2.op is None and got2.line.endswith("probe-ops does not cover its op")
+    assert got2.op is None and got2.kind is ChainKind.MODULE_NO_OP and got2.probe is None
+    # a first differing module (inputs not proven identical): not named, no op probed
+    unproven = {**DUMPS, "first_divergent_module": None, "unnamed_reason": "inputs differ"}
+    got3 = asyncio.run(chain._module_and_op(chain.Chain(ChainKind.FAILED), unproven, fake_probe))
+    assert got3.kind is ChainKind.MODULE_UNPROVEN and got3.op is None
+    assert got3.steps == [StepKind.MODULE_DIFFERING]
+    # the dump holds no input shapes of the module; the probe raises
+    monkeypatch.setattr(chain, "input_shapes", lambda folder, module: [])
+    got4 = asyncio.run(chain._module_and_op(chain.Chain(ChainKind.FAILED), DUMPS, fake_probe))
+    assert (got4.kind, got4.step) == (ChainKind.PROBE_NO_SHAPES, "probe")
+    monkeypatch.setattr(chain, "input_shapes", lambda folder, module: 1 / 0)
+    got5 = asyncio.run(chain._module_and_op(chain.Chain(ChainKind.FAILED), DUMPS, fake_probe))
+    assert (got5.kind, got5.step, got5.error) == (
+        ChainKind.PROBE_FAILED,
+        "probe",
+        "division by zero",
+    )
 
 
 def test_a_bit_identical_probe_clears_torchs_op_and_names_the_servers_own_kernel(monkeypatch):
@@ -123,34 +139,40 @@ def test_a_bit_identical_probe_clears_torchs_op_and_names_the_servers_own_kernel
 
     argv = ("python", "-m", "sglang.launch_server", "--attention-backend", "triton")
     got = asyncio.run(
-        chain._module_and_op(chain.Chain("failed", "", setting="a=b"), attn, same, argv)
+        chain._module_and_op(chain.Chain(ChainKind.FAILED, setting="a=b"), attn, same, argv)
     )
-    assert got.line.endswith(
-        "sdpa_decode bit-identical at M=1 vs M=N (32x128, bfloat16, GPU): torch's sdpa_decode "
-        "does not reproduce it at the module's shapes: the suspect is the server's own attention "
-        "kernel (its triton attention backend), which probe-ops does not run"
-    )
+    assert got.kind is ChainKind.SERVER_KERNEL and got.op == "sdpa_decode"
+    assert got.backend == "triton"
     # no backend in the launch command: not guessed
-    got2 = asyncio.run(chain._module_and_op(chain.Chain("failed", "", setting="a=b"), attn, same))
-    assert got2.line.endswith("(its attention backend), which probe-ops does not run")
+    got2 = asyncio.run(
+        chain._module_and_op(chain.Chain(ChainKind.FAILED, setting="a=b"), attn, same)
+    )
+    assert got2.kind is ChainKind.SERVER_KERNEL and got2.backend is None
     # the backend as argparse reads it (knobs.current): `--flag=V`, the last one wins, a
     # trailing flag without a value names none
-    eq = ("--attention-backend", "triton", "--attention-backend=fa3")
-    assert chain.probe_reading("sdpa_decode", True, eq).endswith(
-        "(its fa3 attention backend), which probe-ops does not run"
-    )
-    assert chain.probe_reading("sdpa_decode", True, ("--attention-backend",)).endswith(
-        "(its attention backend), which probe-ops does not run"
-    )
-    # a GEMM module
+    assert chain.backend_of(("--attention-backend", "triton", "--attention-backend=fa3")) == "fa3"
+    assert chain.backend_of(("--attention-backend",)) is None
+    # a GEMM module: the backend is attention's, not asked
     lin = asyncio.run(
         chain._module_and_op(
-            chain.Chain("failed", "", setting="a=b"),
+            chain.Chain(ChainKind.FAILED, setting="a=b"),
             DUMPS,
             lambda size: {**same(size), "op": "linear"},
             argv,
         )  # fmt: skip
     )
-    assert lin.line.endswith(
-        "the suspect is the server's own GEMM kernel, which probe-ops does not run"
-    )
+    assert lin.kind is ChainKind.SERVER_KERNEL and lin.op == "linear" and lin.backend is None
+
+
+def test_the_chain_reads_back_from_its_json():
+    ch = chain.Chain(
+        ChainKind.NEEDS_BATCH, setting="s", verdict="localized", batch_sizes=[1, 4],
+        batch_changed_at=4, dump_prompt_tokens=[32, 128], timing={"relaunch_s": 1.5},
+        steps=[StepKind.SETTING, StepKind.BATCH_CHANGED, StepKind.DUMPS_IDENTICAL],
+    )  # fmt: skip
+    doc = ch.to_json()
+    assert doc["timing"] == {"relaunch_s": 1.5, "total_s": 1.5}
+    assert doc["step_kinds"] == ["setting", "batch-changed", "dumps-identical"]
+    assert chain.Chain.from_json(doc) == ch
+    # a chain recorded before the kinds: no typed chain, its words kept (words/chain.py)
+    assert chain.Chain.from_json({"status": "module", "line": "x", "steps": []}) is None

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from kltui.dumps import chain
+from kltui.dumps.chain_result import ChainKind
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
+from kltui.words.chain import doc_lines
 from tests.json_contract import read_json
 
 DATA = Path(__file__).parents[2] / "data" / "h200-chain"
@@ -31,13 +33,13 @@ def test_the_h200_chain_went_from_the_setting_to_the_module_and_the_op():
     # base with graphs (graph replay runs the same kernels, as in section 8)
     base = doc["ablation"]["configs"][0]["helpers"]["match"]["avg_kl_div"]
     assert ch["reproduced"] is True and ch["match_avg_kl_div"] == base
-    # what that probe means, as the chain now says it (the run printed the bare result)
+    # what that probe means, as the chain now reads it (the run printed the bare result):
+    # torch's op cleared, the server's own kernel of its triton backend the suspect
     argv = doc["sweep"]["configs"][0]["argv"]
-    assert chain.probe_reading("sdpa_decode", True, argv) == (
-        "torch's sdpa_decode does not reproduce it at the module's shapes: the suspect is the "
-        "server's own attention kernel (its triton attention backend), which probe-ops does "
-        "not run"
-    )
+    assert chain.probe_kind(ch["probe"]["identical"]) is ChainKind.SERVER_KERNEL
+    assert chain.backend_of(argv) == "triton"
+    # recorded before the kinds: its words are kept as they were
+    assert doc_lines(ch) == [*ch["steps"], ch["line"]]
 
 
 def test_the_h200_base_recording_reads_back_to_the_sweeps_figures():

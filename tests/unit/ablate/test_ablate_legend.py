@@ -1,6 +1,7 @@
 """The table's labels are explained under it (issue 44): "(none)", "(lower)", "(nothing to
 remove)" and every other label a cell shows get one legend line each, in the console, the
-Markdown and the HTML report; labels the table does not show are left out."""
+Markdown and the HTML report; labels the table does not show are left out. Each label's words
+are tests/unit/words/test_golden_ablation_legend.py's."""
 
 from __future__ import annotations
 
@@ -13,17 +14,12 @@ from kltui.ablate.plan import Config
 from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep
 from kltui.outputs.ablation import md_report, print_result
 from kltui.outputs.ablation_html import html_report
-from kltui.outputs.ablation_rows import legend
 from kltui.readings.ablation import NONE, NOTHING, Effect
 from kltui.readings.ablation_outcome import outcome, reading
+from kltui.untrusted import html_text, md_text
 from kltui.words.ablation import verdict_line
+from kltui.words.ablation_legend import NOT_MEASURED_LINE, legend, legend_line
 from tests.unit.ablate.test_ablate_reading import INFO, rows_at, store, url
-
-NONE_LINE = "(none): not lower than the base beyond chance: this knob does not explain it"
-NOTHING_LINE = (
-    "(nothing to remove): the base is at the floor on this helper and this configuration "
-    "stays there"
-)
 
 
 def _sweep(tmp_path) -> Sweep:
@@ -56,17 +52,18 @@ def test_the_legend_explains_the_labels_the_table_shows_in_every_medium(tmp_path
         "match": NONE,
         "prefill_cache_hit": NOTHING,
     }
+    none_line, nothing_line = (legend_line(e, ab.floor) for e in (NONE, NOTHING))
     lines = legend(ab)
-    assert lines == [NONE_LINE, NOTHING_LINE, "–: not measured (its note and its line say why)"]
-    assert not any(line.startswith(f"({Effect.LOWER})") for line in lines)
+    assert lines == [none_line, nothing_line, NOT_MEASURED_LINE]
+    assert legend_line(Effect.LOWER, ab.floor) not in lines
     buf = io.StringIO()
     print_result(Console(file=buf, width=300, color_system=None), sweep, outcome(sweep))
     out = buf.getvalue()
     table_end = out.index("└")
-    assert table_end < out.index(NONE_LINE) < out.index(verdict_line(ab))
+    assert table_end < out.index(none_line) < out.index(verdict_line(ab))
     md = md_report(sweep, outcome(sweep))
-    assert "<sub>(none): not lower than the base beyond chance: this knob does not explain it" in md
+    assert f"<sub>{md_text(none_line)}</sub>" in md
     html = html_report(sweep, outcome(sweep))
     legend_at = html.index('<ul class="legend')
     assert html.index("</table>") < legend_at < html.index("</section>", legend_at)
-    assert "(nothing to remove): the base is at the floor" in html
+    assert html_text(nothing_line) in html[legend_at:]

@@ -15,6 +15,7 @@ import pytest
 from kltui.cli import main
 from kltui.cli.options import record_path
 from kltui.session import runs as runs_mod
+from kltui.words.runs import auto_pruned
 from tests.reports.synth import HelperSpec, record, run_events, server
 
 A = "http://127.0.0.1:30001"
@@ -190,11 +191,13 @@ def test_prune_older_than_days_uses_the_last_write(folder):
 def test_keep_setting_prunes_when_a_run_is_recorded(folder, monkeypatch, capsys):
     paths = make_runs(folder)
     monkeypatch.setenv("KLTUI_RUNS_KEEP", "2")
+    picked, _errors, _others = runs_mod.prune(folder, keep=1, older_than_days=None, dry_run=True)
+    assert sorted(str(e.path) for e in picked) == [str(p) for p in paths[:2]]
     new = record_path(argparse.Namespace())
     assert new.startswith(str(folder))
     # the new run will be the second of two: only the newest old one stays
     assert [os.path.exists(p) for p in paths] == [False, False, True]
-    assert "removed 2 old recording(s) (KLTUI_RUNS_KEEP=2)" in capsys.readouterr().err
+    assert auto_pruned(picked, 2) in capsys.readouterr().err.splitlines()
     monkeypatch.setenv("KLTUI_RUNS_KEEP", "many")
     assert main(["check", "--server", "127.0.0.1:9"]) == 2
     assert "KLTUI_RUNS_KEEP='many': must be a positive integer" in capsys.readouterr().err

@@ -23,6 +23,14 @@ from kltui.readings.ablation_outcome import reading
 from kltui.run.sweep_manifest import load
 from kltui.session import runs as runs_mod
 from kltui.words.ablation import verdict_line
+from kltui.words.runs import (
+    SWEEPS_HEAD,
+    listed,
+    opened_newest,
+    pruned,
+    pruned_entry,
+    sweep_table,
+)
 from tests.unit.session.test_runs import make_runs
 
 SWEEP = Path(__file__).parents[2] / "tui" / "data" / "sweep"  # a real reference-server sweep
@@ -62,18 +70,23 @@ def test_runs_lists_sweep_folders_with_their_configurations(folder, capsys):
     out = capsys.readouterr()
     lines = out.out.splitlines()
     assert [ln.rsplit(" ", 1)[1] for ln in lines[1:4]] == [paths[2], paths[1], paths[0]]
-    at = lines.index("sweep folders (kltui ablate; kltui replay FOLDER opens one):")
-    sweeps = lines[at + 1 :]
-    assert (
-        sweeps[0].endswith(str(new)) and "ablate launch, 4 configurations  localized" in sweeps[0]
+    at = lines.index(SWEEPS_HEAD)
+    found = runs_mod.list_sweeps(folder)
+    assert [(s.path, s.mode, s.verdict) for s in found] == [
+        (new, "launch", "localized"),
+        (old, "launch", "done"),
+    ]
+    assert found[0].configs == (
+        ("base", "measured", None),
+        ("deterministic=on", "measured", None),
+        ("cuda-graph=off", "measured", None),
+        ("page-size=0", "failed", "exited"),
     )
-    assert sweeps[1] == (
-        "    base measured · deterministic=on measured · cuda-graph=off measured · "
-        "page-size=0 failed (exited)"
-    )
-    assert sweeps[2].endswith(str(old)) and "4 configurations  done  " in sweeps[2]
-    assert len(sweeps) == 4
-    assert "3 recording(s), 2 sweep folder(s)" in out.err
+    assert lines[at + 1 :] == sweep_table(found)
+    listing = runs_mod.list_runs(folder), runs_mod.list_sweeps(folder)
+    total = sum(r.size for r in listing[0]) + sum(s.size for s in listing[1])
+    assert (len(listing[0]), len(listing[1])) == (3, 2)
+    assert out.err.strip() == listed(3, 2, total, str(folder))
 
 
 def test_a_sweep_killed_mid_way_lists_as_unfinished_and_one_interrupted_says_so(folder):
@@ -101,7 +114,7 @@ def test_replay_without_a_file_opens_the_newest_sweep_folder(folder, capsys):
     new = copy_sweep(folder, "ablate-new", 1767225600.0 + 5 * 86400)
     assert main(["replay", "--headless"]) == 0  # localized: the sweep's own exit code
     out = capsys.readouterr()
-    assert f"kltui replay: newest sweep folder {new}" in out.err
+    assert opened_newest(str(new), is_sweep=True) in out.err.splitlines()
     ab = reading(load(new))
     assert ab.verdict.kind == VerdictKind.LOCALIZED
     assert [hv.sufficient for hv in ab.verdict.helpers] == [("deterministic=on",)] * 3
@@ -135,10 +148,12 @@ def test_prune_weighs_a_sweep_folder_as_one_entry_and_removes_it_whole(folder, c
     paths = make_runs(folder)  # 2026-01-01 .. 03
     old = copy_sweep(folder, "ablate-old", 1767225600.0 - 86400, verdict={"kind": "localized"})
     new = copy_sweep(folder, "ablate-new", 1767225600.0 + 5 * 86400, verdict={"kind": "reduced"})
+    picked, errors, others = runs_mod.prune(folder, keep=3, older_than_days=None, dry_run=True)
+    assert [(e.path, e.kind) for e in picked] == [(Path(paths[0]), "recording"), (old, "sweep")]
     assert main(["runs", "--prune", "--keep", "3", "--dry-run"]) == 0
     out = capsys.readouterr()
-    assert old.is_dir() and f"would remove sweep folder {old} (" in out.out
-    assert "would remove 1 recording(s) and 1 sweep folder(s)" in out.err
+    assert old.is_dir() and out.out.splitlines() == [pruned_entry(e, True) for e in picked]
+    assert out.err.splitlines() == [pruned(picked, others, dry_run=True)]
     assert main(["runs", "--prune", "--keep", "3"]) == 0
     assert not old.exists() and new.is_dir()
     assert [os.path.exists(p) for p in paths] == [False, True, True]
@@ -173,6 +188,8 @@ def test_prune_leaves_other_users_entries_alone(folder, capsys, monkeypatch):
     sweep = copy_sweep(folder, "ablate-x", 1767225600.0 - 86400, verdict={"kind": "localized"})
     # everything here is someone else's: recordings by their header, the sweep by its owner
     monkeypatch.setattr(runs_mod, "current_user", lambda: "someone-else")
+    picked, _errors, others = runs_mod.prune(folder, keep=1, older_than_days=None, dry_run=True)
+    assert picked == [] and others == 4
     assert main(["runs", "--prune", "--keep", "1"]) == 0
     assert all(os.path.exists(p) for p in paths) and sweep.is_dir()
-    assert "removed 0 recording(s), 0 B; 4 of other users left alone" in capsys.readouterr().err
+    assert capsys.readouterr().err.splitlines() == [pruned([], 4, dry_run=False)]
