@@ -7,6 +7,7 @@ import pytest
 
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.compare import NotComparable, rerun_equality
+from kltui.readings.coverage import NOT_RUN
 from kltui.readings.diagnosis import bit_identical, diagnose
 from kltui.readings.evidence import signed_rank_p
 from kltui.readings.findings import Finding
@@ -72,7 +73,7 @@ def test_exact_but_a_path_untested_says_so():
     assert d.condition is None and d.conditions == [], said(d).label
     assert d.finding is Finding.EXACT_WHERE_TESTED, said(d).label
     assert [t.helper for t in d.basis.tested] == ["match"]
-    assert d.basis.untested.get("prefill_cache_hit") == "did not run"
+    assert d.basis.untested.get("prefill_cache_hit") == NOT_RUN
 
 
 def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
@@ -191,7 +192,7 @@ def test_without_match_it_is_inconclusive():
     feed(st, "prefill_cache_hit", 0.3)
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == []
-    assert d.finding is Finding.BASELINE_NOT_TESTED and d.basis.untested["match"] == "did not run"
+    assert d.finding is Finding.BASELINE_NOT_TESTED and d.basis.untested["match"] == NOT_RUN
 
 
 def test_vacuous_helper_is_named_not_counted():

@@ -7,6 +7,7 @@ import json
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
@@ -209,8 +210,8 @@ def test_untested_paths_are_never_part_of_conditions_hold():
     assert d.condition is None and d.conditions == [], said(d).label
     assert "conditions 1 and 2 hold" not in said(d).label
     assert dict(d.basis.untested) == {
-        "prefill_cache_hit": "ran but compared nothing",
-        "decode_cache_hit": "error: boom",
+        "prefill_cache_hit": Untested(NotTested.UNUSABLE, 0, 12, "vacuous"),
+        "decode_cache_hit": Untested(NotTested.UNUSABLE, 0, 12, "error", "boom"),
     }
     assert "match 12/12" in said(d).label  # what the reading rests on
 

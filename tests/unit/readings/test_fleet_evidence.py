@@ -14,8 +14,9 @@ import numpy as np
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.html import fleet_html
 from kltui.outputs.reports.junit import replica_cases
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.fleet import fleet
-from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_model import Aside, AsideKind, Fleet, Shortfall, ShortKind
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -27,7 +28,7 @@ from kltui.session.events import (
     SampleSkipped,
 )
 from kltui.session.store import SessionStore
-from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.fleet import aside_words, failure_line, replica_cells, summary_line
 from tests.tui import synth
 
 HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
@@ -152,14 +153,18 @@ def test_a_replica_that_died_after_match_makes_identical_inconclusive():
     assert f.identical is None
     assert [list(g.replicas) for g in f.groups] == [[A, B]]  # C does not vote
     why = f.not_fully_compared[C]
-    assert "prefill_cache_hit" in why and "decode_cache_hit" in why and "errored" in why
+    assert why.kind == AsideKind.SHORT
+    assert {h: s.kind for h, s in why.short} == {
+        "prefill_cache_hit": ShortKind.ERRORED,
+        "decode_cache_hit": ShortKind.AFTER_ERROR,
+    }
     assert failure_line(f) is not None and failure_line(f).startswith("inconclusive")
-    assert f"{C} ({why})" in failure_line(f)
+    assert f"{C} ({aside_words(why)})" in failure_line(f)
     cases = junit_cases(f)
     (failed,) = cases["identical"].findall("failure")  # the fleet case fails, and says why
     assert failed.get("message") == failure_line(f)
     (skipped,) = cases[f"replica[{C}]"].findall("skipped")
-    assert skipped.get("message") == f"not fully compared: {why}"
+    assert skipped.get("message") == f"not fully compared: {aside_words(why)}"
 
 
 def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
@@ -172,7 +177,8 @@ def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
     assert cell.counted is False
     assert f.identical is None
     assert f.grouped_on == ("match", "prefill_cache_hit")
-    assert f.not_fully_compared[B].startswith("decode_cache_hit: only 1 of 8 samples scored")
+    few = Shortfall(ShortKind.NOT_TESTED, untested=Untested(NotTested.FEW_SCORED, 1, 8, need=4))
+    assert f.not_fully_compared[B] == Aside(AsideKind.SHORT, short=(("decode_cache_hit", few),))
     assert replica_cells(f)[B]["decode_cache_hit"] == "not compared"
     assert f.failed and B in f.not_fully_compared
     assert f"inconclusive: not compared on every path: {B}" in (failure_line(f) or "")
@@ -197,7 +203,11 @@ def test_null_cache_path_matrices_are_not_identical():
     assert all(c is None for row in f.matrices["prefill_cache_hit"] for c in row)
     assert f.identical is None and f.grouped_on == ("match", "decode_cache_hit")
     assert set(f.not_fully_compared) == {A, B, C}
-    assert "ran but compared nothing" in f.not_fully_compared[A]
+    vacuous_a = f.not_fully_compared[A]
+    assert vacuous_a.kind == AsideKind.SHORT and len(vacuous_a.short) == 1
+    ((h, short),) = vacuous_a.short
+    assert h == "prefill_cache_hit" and short.untested is not None
+    assert (short.untested.kind, short.untested.status) == (NotTested.UNUSABLE, "vacuous")
     assert failure_line(f) is not None and failure_line(f).startswith("inconclusive")
     assert "bit-identical on match, decode_cache_hit" in summary_line(f)
 
@@ -230,8 +240,8 @@ def test_replicas_that_share_too_few_samples_on_a_path_are_not_grouped_on_it():
     cell = f.matrices["decode_cache_hit"][ia][ib]
     assert cell is not None and cell.identical is None and cell.counted is False
     assert [list(g.replicas) for g in f.groups] == [[A, C]]  # transitive: B is set aside
-    assert f.not_fully_compared[B] == (
-        f"decode_cache_hit: 0 samples in common with {A} (at least 4 needed)"
+    assert f.not_fully_compared[B] == Aside(
+        AsideKind.TOO_FEW, helper="decode_cache_hit", common=0, need=4, other=A
     )
     assert f.identical is None and f.odd == ()
 
@@ -245,10 +255,7 @@ def test_a_replica_equal_to_two_groups_on_fewer_samples_bridges_neither():
     ran(store, C, decode_cache_hit=(7,))
     f = done(store)
     assert [list(g.replicas) for g in f.groups] == [[A], [B]]
-    assert f.not_fully_compared == {
-        C: f"bit-identical to {A} and to {B}, which differ from each other on samples it did "
-        "not share: it fits no group"
-    }
+    assert f.not_fully_compared == {C: Aside(AsideKind.BOTH, other=A, third=B)}
     (o,) = f.odd
     assert o.replica == B and not o.majority and "odd one out" not in summary_line(f)
     assert f.identical is False
