@@ -198,3 +198,44 @@ def test_every_aside_kind_has_its_golden_line_and_the_json_carries_both():
     assert js["uncompared"] == {C: "connection refused"} and js["uncompared_kind"] == {C: "errored"}
     assert js["not_fully_compared"] == {B: f"not compared with {B}"}
     assert js["not_fully_compared_kind"] == {B: "not compared"}
+
+
+def test_a_split_no_setting_follows_and_one_replica_per_group():
+    unexplained = replace(SPLIT, groups=(Group((A, B), {}), Group((C,), {})), settings_differ={})
+    assert summary_line(unexplained).startswith(
+        f"2 agreement groups among 3 replicas: [{A}, {B}] vs [{C}]; no reported setting "
+        "explains it; odd one out"
+    )
+    pair = fleet(
+        identical=False,
+        groups=(Group((A,), {"page_size": 1}), Group((B,), {"page_size": 4})),
+        settings_differ={"page_size": [1, 4]},
+        matrices={"match": [[None, DIFF], [DIFF, None]]},
+    )
+    assert summary_line(pair) == (
+        f"2 agreement groups among 2 replicas: [{A}] (page_size 1) vs [{B}] (page_size 4); "
+        "settings that differ between groups: page_size (one replica per group: anything that "
+        "differs between the replicas coincides with the split, so it is not shown to explain it)"
+    )
+
+
+def test_a_replica_not_compared_on_every_path_is_inconclusive():
+    f = fleet(
+        replicas=(A, B, C),
+        helpers=("match", "decode_cache_hit"),
+        grouped_on=("match",),
+        identical=None,
+        not_fully_compared={C: ASIDES[5][0]},
+        matrices={
+            "match": [[None, SAME, SAME], [SAME, None, SAME], [SAME, SAME, None]],
+            "decode_cache_hit": [[None, SAME, None], [SAME, None, None], [None, None, None]],
+        },
+        groups=(Group((A, B), {}),),
+    )
+    assert failure_line(f) == (
+        f"inconclusive: not compared on every path: {C} (not compared with {B})"
+    )
+    assert summary_line(f) == (
+        f"3 replicas: [{A}, {B}] bit-identical on match only; not fully compared: {C} (not "
+        f"compared with {B})"
+    )
