@@ -1,5 +1,7 @@
-"""The words of coverage: a helper that did not test its path, why a cache path's samples
-missed (page rounding, a KV pool too small for the hits), from `readings/coverage.py`."""
+"""The words of coverage: why a helper did not test its path (`untested_words`, one line per
+`NotTested` kind, as the diagnosis, the ablation, the cross-server and fleet readings and their
+JSON say it), and why a cache path's samples missed (page rounding, a KV pool too small for the
+hits), from `readings/coverage.py`."""
 
 from __future__ import annotations
 
