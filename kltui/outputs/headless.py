@@ -53,7 +53,7 @@ from kltui.words import compare as compare_words
 from kltui.words.batch_probe import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
-from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.fleet import asides, failure_line, replica_cells, summary_line
 from kltui.words.identity import model_line
 from kltui.words.stress import lines as stress_lines
 from kltui.words.stress import stress_json
@@ -260,9 +260,9 @@ def fleet_lines(f: Fleet) -> list[Text]:
         if url not in group and url in f.not_fully_compared:
             where = "not fully compared"
         out.append(Text(f"  · {url} ({where}): {cells}"))
-    for url, why in f.uncompared.items():
+    for url, why in asides(f.uncompared).items():
         out.append(Text(f"  · {url}: not compared: {why}"))
-    for url, why in f.not_fully_compared.items():
+    for url, why in asides(f.not_fully_compared).items():
         out.append(Text(f"  · {url}: not fully compared: {why}"))
     return out
 

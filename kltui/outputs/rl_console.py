@@ -8,7 +8,6 @@ from rich.table import Table
 
 from kltui.console import make_console
 from kltui.fmt import sci
-from kltui.rl.reading import differing_line, rescore_reading
 from kltui.rl.rescore import SERVER_VS_ROLLOUT, TRAINER_VS_SERVER
 from kltui.session.events import (
     Event,
@@ -20,6 +19,7 @@ from kltui.session.events import (
     SampleScored,
 )
 from kltui.untrusted import console_markup
+from kltui.words.rl import differing_line, rescore_reading
 
 SHOWN_BAD = 20  # bad records printed (all are in the reports and the JSON)
 SHOWN_TOKENS = 8  # rows of the three-column table

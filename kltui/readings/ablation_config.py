@@ -29,10 +29,16 @@ from kltui.session.store import HelperState, SessionStore
 __all__ = ["ConfigReading", "HelperReading", "helper_states", "read_config"]
 
 
+def servers(store: SessionStore) -> list[str]:
+    """The servers the run names, in its order, then those only its helpers ran on; a
+    configuration's one server is the first."""
+    named = [i.url for i in store.identities() if i.url]
+    return list(dict.fromkeys([*named, *(st.server for st in store.helpers.values())]))
+
+
 def helper_states(store: SessionStore) -> dict[str, HelperState]:
     """The store's helpers on its one server (the first the run names), by helper name."""
-    ids = [i.url for i in store.identities() if i.url]
-    server = ids[0] if ids else next((st.server for st in store.helpers.values()), None)
+    server = next(iter(servers(store)), None)
     return {
         st.helper: st
         for st in store.helpers.values()
@@ -40,17 +46,12 @@ def helper_states(store: SessionStore) -> dict[str, HelperState]:
     }
 
 
-def _server(store: SessionStore) -> str | None:
-    ids = [i.url for i in store.identities() if i.url]
-    return ids[0] if ids else next((st.server for st in store.helpers.values()), None)
-
-
 def _conflict(store: SessionStore, base_store: SessionStore) -> Conflict | None:
     """One server under two URLs, or another model, as the recorded identities show."""
-    server, base_server = _server(store), _server(base_store)
-    if server is None or base_server is None:
+    server, base_server = servers(store), servers(base_store)
+    if not server or not base_server:
         return None
-    return conflict(base_store.identity(base_server), store.identity(server))
+    return conflict(base_store.identity(base_server[0]), store.identity(server[0]))
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,7 @@ def _base_helpers(name: str, base_states: dict[str, HelperState]) -> tuple[Helpe
             exact_samples_of(st),
             0,
             0,
-            None if cov is None else cov.reason,
+            cov,
             BASE_EFFECT,
             not_tested=None if cov is None else cov.kind,
         )
@@ -201,9 +202,9 @@ def read_config(
         helpers = _base_helpers(cfg.name, base_states)
     else:
         helpers = tuple(effect_of(cfg.name, h, states.get(h), base_states.get(h)) for h in names)
-    server = _server(store)
+    server = next(iter(servers(store)), None)
     d = diagnose_server(store, server) if server is not None else None
-    base_server = _server(base_store)
+    base_server = next(iter(servers(base_store)), None)
     info = dict(store.identity(server).reported) if server else {}
     base_info = dict(base_store.identity(base_server).reported) if base_server else {}
     identical = None if cfg.is_base else _identical(helpers)

@@ -31,7 +31,7 @@ from kltui.readings.ablation_kinds import (
 )
 from kltui.readings.ablation_settings import SettingCheck
 from kltui.readings.compare import compare_books
-from kltui.readings.coverage import NotTested, Untested, coverage_of, starved
+from kltui.readings.coverage import NOT_RUN, NotTested, Untested, coverage_of, starved
 from kltui.readings.evidence import excess_over_match, level_of, sample_mean
 from kltui.readings.paired import MIN_COMMON, STRAY_ULP_FLOOR, Paired, far_samples
 from kltui.session.store import HelperState
@@ -82,7 +82,7 @@ class HelperReading:
     exact_samples: int  # bit-identical prefill vs decode in this configuration
     common: int  # samples both this configuration and the base scored
     identical_to_base: int  # of those, bit-identical to the base's
-    untested: str | None  # why this configuration's helper tested nothing
+    untested: Untested | None  # why this configuration's helper tested nothing
     effect: Effect
     why: Why | None = None  # for INCONCLUSIVE: n too small, or inside the noise (`lower`)
     lower: Paired | None = None  # base above this configuration, per sample
@@ -110,21 +110,17 @@ class HelperReading:
         return math.log10(_floored(self.base_level) / _floored(self.level))
 
 
-def _why(c: Untested | None) -> str | None:
-    return None if c is None else c.reason
-
-
 def effect_of(
     name: str, helper: str, st: HelperState | None, base: HelperState | None
 ) -> HelperReading:
     """What one configuration's helper shows against the base's."""
-    base_why = _why(coverage_of(base)) if base is not None else "did not run"
+    base_why = coverage_of(base) if base is not None else NOT_RUN
     base_level = level_of(base) if base is not None and base_why is None else None
     cov = coverage_of(st) if st is not None else None
     if cov is None and st is not None and base is not None and base_why is None:
         # hits far shorter than the base's test less than the base did: never a fix
         cov = starved(st, base)
-    why = _why(cov) if st is not None else "did not run"
+    why = cov if st is not None else NOT_RUN
     level = level_of(st) if st is not None and why is None else None
     scored = len(st.book.order) if st is not None else 0
     exact = exact_samples_of(st) if st is not None else 0

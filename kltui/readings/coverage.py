@@ -33,6 +33,7 @@ def min_scored(samples: int) -> int:
 class NotTested(StrEnum):
     """Why a helper's result says nothing about its path."""
 
+    NOT_RUN = "did not run"  # no result at all (a path the diagnosis needs, an ablation's)
     UNFINISHED = "did not finish"
     UNUSABLE = "unusable"  # errored, invalid, or vacuous (ran but compared nothing)
     NONE_SCORED = "no sample scored"
@@ -42,43 +43,39 @@ class NotTested(StrEnum):
 
 @dataclass(frozen=True)
 class Untested:
-    """A helper that did not test its path: the kind, what it rests on, and the words."""
+    """A helper that did not test its path: the kind and what it rests on
+    (`words/coverage.untested_words` says it)."""
 
     kind: NotTested
-    scored: int
-    samples: int
-    reason: str
+    scored: int = 0
+    samples: int = 0
+    status: str = ""  # UNUSABLE: the summary's status (error, invalid, vacuous)
+    detail: str = ""  # UNUSABLE: the helper's own recorded reason or error
+    need: int = 0  # FEW_SCORED: the fewest scored samples that count as a test
+    short: int = 0  # STARVED: the samples whose hit was a quarter of the base's or less
+    cached: tuple[int, int] = (0, 0)  # STARVED: their cached tokens, fewest and most
+    base_cached: tuple[int, int] = (0, 0)  # STARVED: the base's on the same prompts
+
+
+NOT_RUN = Untested(NotTested.NOT_RUN)
 
 
 def coverage_of(st: HelperState) -> Untested | None:
     """Why this helper's result says nothing about its path (None: it tested it)."""
     s = st.summary
     if s is None:
-        return Untested(NotTested.UNFINISHED, 0, 0, "did not finish")
+        return Untested(NotTested.UNFINISHED)
     view = HelperView.of(st)
     scored, samples = view.scored, view.samples
     if s.status in UNUSABLE:
-        why = s.reason or s.error or ""
-        word = "ran but compared nothing" if s.status == "vacuous" else s.status
-        return Untested(NotTested.UNUSABLE, scored, samples, f"{word}{': ' + why if why else ''}")
+        detail = s.reason or s.error or ""
+        return Untested(NotTested.UNUSABLE, scored, samples, s.status, detail)
     if not scored:
-        return Untested(NotTested.NONE_SCORED, 0, samples, f"no sample scored of {samples}")
+        return Untested(NotTested.NONE_SCORED, 0, samples)
     need = min_scored(samples)
     if scored < need:
-        return Untested(
-            NotTested.FEW_SCORED,
-            scored,
-            samples,
-            f"only {scored} of {samples} samples scored (at least {need} needed to count as "
-            "a test of its path)",
-        )
+        return Untested(NotTested.FEW_SCORED, scored, samples, need=need)
     return None
-
-
-def untested(st: HelperState) -> str | None:
-    """The words of `coverage_of` (None: it tested its path)."""
-    c = coverage_of(st)
-    return None if c is None else c.reason
 
 
 # a configuration's cache hit this much shorter than the base's on the same prompt restores
@@ -105,21 +102,20 @@ def starved(st: HelperState, base: HelperState) -> Untested | None:
         NotTested.STARVED,
         len(common),
         len(common),
-        f"cache hits much shorter than the base's: {n} of {len(common)} samples cached "
-        f"{_tokens(mine[short])} where the base cached {_tokens(theirs[short])} on the "
-        f"same prompts (a quarter or less): too little restored to test the path",
+        short=n,
+        cached=_span(mine[short]),
+        base_cached=_span(theirs[short]),
     )
 
 
-def _tokens(a: np.ndarray) -> str:
-    """ "1 token", "20-66 tokens": the range of cached tokens over some samples."""
-    lo, hi = int(a.min()), int(a.max())
-    return f"{lo} token" if lo == hi == 1 else f"{lo if lo == hi else f'{lo}-{hi}'} tokens"
+def _span(a: np.ndarray) -> tuple[int, int]:
+    """The fewest and most cached tokens over some samples."""
+    return int(a.min()), int(a.max())
 
 
 def tested(st: HelperState) -> bool:
-    """The helper tested its path (see `untested`)."""
-    return untested(st) is None
+    """The helper tested its path (see `coverage_of`)."""
+    return coverage_of(st) is None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from enum import StrEnum
 from typing import Any
 
 from kltui.readings.compare import BookDiff, compare_books
-from kltui.readings.coverage import untested
+from kltui.readings.coverage import Untested, coverage_of
 from kltui.readings.evidence import level_of
 from kltui.readings.identity import ModelCheck, ModelState, model_check
 from kltui.readings.paired import STRAY_ULP_FLOOR
@@ -95,7 +95,7 @@ class MissingKind(StrEnum):
     STILL_RUNNING = "still running"
     DID_NOT_FINISH = "did not finish"
     NO_SCORED = "no scored samples"
-    NOT_TESTED = "not tested"  # coverage's rule: too little of its path tested (`reason`)
+    NOT_TESTED = "not tested"  # coverage's rule: too little of its path tested (`untested`)
     NO_COMMON = "no common sample"  # both scored, never the same sample
 
 
@@ -119,7 +119,8 @@ class Missing:
     helper: str
     label: str = ""
     phase: str | None = None
-    reason: str | None = None  # the helper's own reason, or coverage's (recorded text)
+    reason: str | None = None  # SAID: the helper's own reason (recorded text)
+    untested: Untested | None = None  # NOT_TESTED: coverage's finding
     skipped: Skipped | None = None
 
 
@@ -180,9 +181,9 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
         sx, sy = store.helpers[helper_key(name, x)], store.helpers[helper_key(name, y)]
         # coverage's one rule: a side that tested too little of its path is no evidence
         thin = tuple(
-            Missing(MissingKind.NOT_TESTED, name, lab, reason=w)
+            Missing(MissingKind.NOT_TESTED, name, lab, untested=w)
             for st, lab in ((sx, LABELS[0]), (sy, LABELS[1]))
-            if (w := untested(st)) is not None
+            if (w := coverage_of(st)) is not None
         )
         if thin:
             uncompared[name] = thin
@@ -207,11 +208,11 @@ def server_pair(store: SessionStore, x: str, y: str) -> ServerPair:
     else:
         identical = None
     check = model_check(ix, iy) if ix and iy else None
-    models = check.why if check is not None and check.state == ModelState.DIFFERENT else None
+    models = check if check is not None and check.state == ModelState.DIFFERENT else None
     reading = _reading(helpers, uncompared, differ, identical, models)
     if check is not None and check.state == "unverified":
         # the same name is not the same weights: every reading below holds only if they are
-        reading = replace(reading, unverified=check.why)
+        reading = replace(reading, unverified=check)
     return ServerPair(
         servers=(x, y),
         identical=identical,
@@ -276,8 +277,8 @@ class PairReading:
     suspects: tuple[Suspect, ...] = ()  # CACHE_PATH: each differing helper; IDENTICAL_*: rounding
     shapes: tuple[str, ...] = ()  # CACHE_PATH: other cached lengths, the baseline not exact
     identical: bool | None = None  # DIFFERENT_MODELS: bit-identical all the same
-    models: str | None = None  # DIFFERENT_MODELS: what shows it (identity's why)
-    unverified: str | None = None  # the same name, weights not verified: why (identity's)
+    models: ModelCheck | None = None  # DIFFERENT_MODELS: what shows it
+    unverified: ModelCheck | None = None  # the same name, weights not verified
 
 
 def _suspect(name: str, c: HelperComparison) -> Suspect:
@@ -300,7 +301,7 @@ def _reading(
     uncompared: dict[str, tuple[Missing, ...]],
     differ: dict[str, tuple[Any, Any]],
     identical: bool | None,
-    models: str | None,
+    models: ModelCheck | None,
 ) -> PairReading:
     """What the pattern of differences between the two servers means."""
     compared = {h: c for h, c in helpers.items() if c.identical is not None}

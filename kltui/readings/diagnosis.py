@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from kltui.readings.advice import settings_of
 from kltui.readings.compare import rerun_equality
-from kltui.readings.coverage import page_misses, pool_misses, untested
+from kltui.readings.coverage import NOT_RUN, Untested, coverage_of, page_misses, pool_misses
 from kltui.readings.diagnosis_parts import (
     Command,
     CommandKind,
@@ -71,16 +71,16 @@ def _temperature(store: SessionStore) -> float:
 
 def _coverage(
     states: dict[str, HelperState], page: int | None = None, new_tokens: int | None = None
-) -> tuple[list[Line], dict[str, str]]:
+) -> tuple[list[Line], dict[str, Untested]]:
     """(the notes on helpers that did not test their path, helper -> why) for every path the
     diagnosis needs: match and each cache-hit helper. Only a tested helper is evidence."""
     notes: list[Line] = []
-    why: dict[str, str] = {}
+    why: dict[str, Untested] = {}
     for h in (baseline_path(), *cache_helpers()):
         st = states.get(h)
         if st is None and not _default(h):  # an opt-in path (multiturn) is no missing one
             continue
-        reason = "did not run" if st is None else untested(st)
+        reason = NOT_RUN if st is None else coverage_of(st)
         if reason is not None:
             why[h] = reason
             if st is not None:
@@ -94,7 +94,7 @@ def _coverage(
                 notes.append(PoolNote(short))
     for h, st in states.items():  # a helper the registry gives no role still gets its note
         if h not in why and h not in (baseline_path(), *cache_helpers()):
-            reason = untested(st)
+            reason = coverage_of(st)
             if reason is not None:
                 why[h] = reason
                 notes.append(NotTested(h, reason))
@@ -115,7 +115,7 @@ def _protocol_lines(states: dict[str, HelperState]) -> list[Line]:
     return out
 
 
-def _basis(usable: dict[str, HelperState], why: dict[str, str]) -> Basis:
+def _basis(usable: dict[str, HelperState], why: dict[str, Untested]) -> Basis:
     """The helpers a verdict rests on, with their sample counts, and those not tested."""
     tested = tuple(
         PathBasis(h, HelperView.of(st).scored, HelperView.of(st).samples)
@@ -219,7 +219,7 @@ def _diagnose(store: SessionStore, server: str) -> Diagnosis:
         dirty = [h for h in usable if not exact[h]]
         return one(
             Finding.BASELINE_NOT_TESTED,
-            Headline(helpers=tuple(dirty), base=base, why=why.get(base, "did not run")),
+            Headline(helpers=tuple(dirty), base=base, why=why.get(base, NOT_RUN)),
             evidence,
             step=Step(StepKind.BASELINE, helpers=(base, *cache_names)),
         )
@@ -257,7 +257,7 @@ def _all_exact(
     store: SessionStore,
     one: Verdicts,
     usable: dict[str, HelperState],
-    why: dict[str, str],
+    why: dict[str, Untested],
     nonfinite: tuple[str, ...],
     evidence: list[Line],
 ) -> Diagnosis:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import ClassVar
 
-from kltui.readings.coverage import PageMisses, PoolShort
+from kltui.readings.coverage import PageMisses, PoolShort, Untested
 from kltui.readings.limit import Limit
 from kltui.readings.paired import Paired
 
@@ -124,7 +124,7 @@ class Headline:
     deterministic: bool | None = None
     match_tested: bool = False
     base: str | None = None
-    why: str | None = None
+    why: Untested | None = None  # BASELINE_NOT_TESTED: why the base tested nothing
     paired: Paired | None = None
     excess: tuple[Paired, ...] = ()
     text: str | None = None  # an imported file's own label (untrusted text)
@@ -209,7 +209,7 @@ class NotTested(Line):
 
     kind: ClassVar[EvidenceKind] = EvidenceKind.NOT_TESTED
     helper: str
-    reason: str
+    why: Untested
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from kltui.readings.advice import (
     rerun_command,
     state_suspects,
 )
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.diagnosis_parts import (
     Affected,
     Command,
@@ -75,7 +76,7 @@ class Paths:
     cache: dict[str, HelperState]
     verdicts: list[PathVerdict]
     evidence: list[Line]
-    why: dict[str, str]
+    why: dict[str, Untested]
     exact: dict[str, bool]
     given: Basis  # the tested helpers with their sample counts, in the store's order
 
@@ -94,7 +95,7 @@ class Paths:
     def uncovered(self) -> list[str]:
         """Helpers that ran but tested nothing (vacuous, errored, too few scored): each fails
         the run as surely as a gate does, whatever the tested helpers read."""
-        return [h for h, w in self.why.items() if w != "did not run"]
+        return [h for h, w in self.why.items() if w.kind != NotTested.NOT_RUN]
 
     def rested(self) -> Basis:
         """What the verdict rests on: the tested helpers' samples (`given`), each compared

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kltui.readings.coverage import Untested
     from kltui.readings.geometry_parts import Crossing
 
 
@@ -95,18 +96,11 @@ class Basis:
     (helper -> why)."""
 
     tested: tuple[PathBasis, ...] = ()
-    untested: Mapping[str, str] = field(default_factory=dict)
+    untested: Mapping[str, Untested] = field(default_factory=dict)
     # the state geometry's boundaries that no sample of a helper crossed while decoding
     # (readings/geometry_parts.Crossing): the verdict says so (not in the JSON's rests_on:
     # the evidence carries them)
     uncrossed: tuple[Crossing, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON diagnosis's `rests_on`."""
-        return {
-            "tested": [t.to_json() for t in self.tested],
-            "untested": dict(self.untested),
-        }
 
     def path(self, helper: str) -> PathBasis | None:
         """One helper's entry (None: it did not test its path)."""

@@ -22,17 +22,19 @@ from dataclasses import replace
 
 from kltui.engines.identity import ServerIdentity
 from kltui.readings.compare import compare_books
-from kltui.readings.coverage import min_scored, untested
+from kltui.readings.coverage import min_scored, tested
 from kltui.readings.fleet_model import (
     DEFAULT_FLEET_REQUIRE,
     FLEET_REQUIRE,
+    Aside,
+    AsideKind,
     Cell,
     Fleet,
     Group,
     Matrix,
     OddReplica,
+    Shortfall,
     earliest,
-    listed,
     shortfalls,
     state_of,
 )
@@ -67,7 +69,7 @@ def _helpers(store: SessionStore, urls: list[str]) -> list[str]:
 
 
 def _tested(st: HelperState | None) -> bool:
-    return st is not None and untested(st) is None
+    return st is not None and tested(st)
 
 
 def _need(x: HelperState, y: HelperState) -> int:
@@ -111,7 +113,7 @@ def _too_few(
     on: tuple[str, ...],
     i: int,
     j: int,
-) -> str:
+) -> Aside:
     """Why replicas i and j are not compared on every helper of `on` (both tested them)."""
     for h in on:
         c = mats[h][i][j]
@@ -119,8 +121,8 @@ def _too_few(
             x, y = state_of(store, h, urls[i]), state_of(store, h, urls[j])
             need = _need(x, y) if x is not None and y is not None else 1
             common = 0 if c is None else c.comparable_samples
-            return f"{h}: {common} samples in common with {urls[j]} (at least {need} needed)"
-    return f"not compared with {urls[j]}"
+            return Aside(AsideKind.TOO_FEW, helper=h, common=common, need=need, other=urls[j])
+    return Aside(AsideKind.NOT_COMPARED, other=urls[j])
 
 
 # why a replica fits no group: ("few", j, -1) it was not compared with j on every helper;
@@ -180,16 +182,18 @@ def _settings(store: SessionStore, urls: list[str], groups: list[list[int]]) -> 
     return out
 
 
-def _why_alone(store: SessionStore, url: str, names: list[str], short: dict[str, str]) -> str:
-    """Why replica `url` was compared with none (recorded text, or the shortfalls')."""
+def _why_alone(
+    store: SessionStore, url: str, names: list[str], short: dict[str, Shortfall]
+) -> Aside:
+    """Why replica `url` was compared with none (its recorded problem, or the shortfalls)."""
     if (p := store.fatal(url)) is not None:
-        return p.message
+        return Aside(AsideKind.ERRORED, message=p.message)
     ran = [h for h in names if state_of(store, h, url) is not None]
     if not ran:
-        return "no helper scored a sample on it"
+        return Aside(AsideKind.NOTHING_SCORED)
     if short:
-        return listed(short)
-    return "no other replica to compare with"
+        return Aside(AsideKind.SHORT, short=tuple(short.items()))
+    return Aside(AsideKind.NO_OTHER)
 
 
 def fleet(store: SessionStore) -> Fleet | None:
@@ -210,7 +214,7 @@ def fleet(store: SessionStore) -> Fleet | None:
     alone = [i for i in range(n) if n > 1 and not counted[i]]
     full = [i for i in range(n) if i not in alone and not any(h in short[i] for h in on)]
     groups, misfits = groups_of(mats, on, full)
-    partial: dict[str, str] = {}
+    partial: dict[str, Aside] = {}
     for i in range(n):
         if i in alone:
             continue
@@ -219,17 +223,11 @@ def fleet(store: SessionStore) -> Fleet | None:
             if kind == "few":
                 partial[urls[i]] = _too_few(store, urls, mats, on, i, j)
             elif kind == "both":
-                partial[urls[i]] = (
-                    f"bit-identical to {urls[j]} and to {urls[k]}, which differ from each "
-                    "other on samples it did not share: it fits no group"
-                )
+                partial[urls[i]] = Aside(AsideKind.BOTH, other=urls[j], third=urls[k])
             else:
-                partial[urls[i]] = (
-                    f"bit-identical to {urls[j]} but not to {urls[k]} of the same group, on "
-                    "other samples: it fits no group"
-                )
+                partial[urls[i]] = Aside(AsideKind.SPLIT, other=urls[j], third=urls[k])
         elif short[i]:
-            partial[urls[i]] = listed(short[i])
+            partial[urls[i]] = Aside(AsideKind.SHORT, short=tuple(short[i].items()))
     differ = _settings(store, urls, groups) if len(groups) > 1 else {}
     odd: list[OddReplica] = []
     if len(groups) > 1:

@@ -6,10 +6,11 @@ test)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from kltui.readings.compare import BookDiff
-from kltui.readings.coverage import untested
+from kltui.readings.coverage import Untested, coverage_of
 from kltui.session.store import HelperState, SessionStore, helper_key
 
 # what fails a fleet run (`--fleet-require`, `fleet: {require: ...}`): "gate", each replica's
@@ -156,7 +157,7 @@ class Fleet:
     helpers: tuple[str, ...]
     identical: bool | None  # None: not all compared on every helper
     groups: tuple[Group, ...]  # largest first
-    uncompared: dict[str, str]  # replica -> why it was compared with none
+    uncompared: dict[str, Aside]  # replica -> why it was compared with none
     settings_differ: dict[str, list]  # setting -> one value per group
     odd: tuple[OddReplica, ...]
     matrices: dict[str, Matrix]  # helper -> replicas x replicas
@@ -164,7 +165,7 @@ class Fleet:
     grouped_on: tuple[str, ...] = ()
     # replica -> why it was not compared on every helper asked (those outside every group were
     # set aside: they miss a helper the groups rest on, or share too few samples with a group)
-    not_fully_compared: dict[str, str] = field(default_factory=dict)
+    not_fully_compared: dict[str, Aside] = field(default_factory=dict)
     require: str = DEFAULT_FLEET_REQUIRE
 
     @property
@@ -176,28 +177,6 @@ class Fleet:
     def group_of(self) -> dict[str, int]:
         """Each grouped replica's group index."""
         return {u: gi for gi, g in enumerate(self.groups) for u in g.replicas}
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON result's `fleet` entry without its words (words/fleet.fleet_json adds the
-        summary and the failure)."""
-        return {
-            "router": self.router,
-            "workers": self.workers,
-            "replicas": list(self.replicas),
-            "helpers": list(self.helpers),
-            "grouped_on": list(self.grouped_on),
-            "identical": self.identical,
-            "groups": [g.to_json() for g in self.groups],
-            "uncompared": dict(self.uncompared),
-            "not_fully_compared": dict(self.not_fully_compared),
-            "settings_differ": dict(self.settings_differ),
-            "odd": [o.to_json() for o in self.odd],
-            "matrices": {
-                h: [[c.to_dict() if c is not None else None for c in row] for row in m]
-                for h, m in self.matrices.items()
-            },
-            "require": self.require,
-        }
 
 
 def state_of(store: SessionStore, helper: str, url: str) -> HelperState | None:
@@ -223,27 +202,74 @@ def earliest(mats: dict[str, Matrix], i: int, j: int) -> FleetDifference | None:
     return min(found, key=lambda f: (f.position, f.sample)) if found else None
 
 
-def shortfall(store: SessionStore, url: str, helper: str) -> str | None:
+class ShortKind(StrEnum):
+    """Why one replica did not test one helper."""
+
+    ERRORED = "errored"  # the replica errored in the helper (`phase`)
+    AFTER_ERROR = "errored before"  # the replica errored before the helper ran
+    NOT_RUN_YET = "has not run yet"  # the run still goes (the TUI's live view)
+    DID_NOT_RUN = "did not run"
+    STILL_RUNNING = "still running"
+    DID_NOT_FINISH = "did not finish"
+    NOT_TESTED = "not tested"  # coverage's rule (`untested`)
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """Why one replica did not test one helper: the kind, the phase it errored in, or
+    coverage's finding."""
+
+    kind: ShortKind
+    phase: str | None = None
+    untested: Untested | None = None
+
+
+def shortfall(store: SessionStore, url: str, helper: str) -> Shortfall | None:
     """Why replica `url` did not test `helper` (None: it did)."""
     st = store.helpers.get(helper_key(helper, url))
     if st is None:
         if (p := store.fatal(url, helper)) is not None:
-            return "errored" + (f" (phase {p.phase})" if p.phase else "")
+            return Shortfall(ShortKind.ERRORED, p.phase)
         if store.fatal(url) is not None:
-            return "not run: the replica errored before it"
-        return "has not run yet" if store.finished is None else "did not run"
+            return Shortfall(ShortKind.AFTER_ERROR)
+        return Shortfall(ShortKind.NOT_RUN_YET if store.finished is None else ShortKind.DID_NOT_RUN)
     if st.summary is None:
         if (p := store.fatal(url, helper)) is not None or st.phase == "error":
-            phase = p.phase if p is not None else None
-            return "errored" + (f" (phase {phase})" if phase else "")
-        return "still running" if store.finished is None else "did not finish"
-    return untested(st)
+            return Shortfall(ShortKind.ERRORED, p.phase if p is not None else None)
+        going = store.finished is None
+        return Shortfall(ShortKind.STILL_RUNNING if going else ShortKind.DID_NOT_FINISH)
+    cov = coverage_of(st)
+    return None if cov is None else Shortfall(ShortKind.NOT_TESTED, untested=cov)
 
 
-def shortfalls(store: SessionStore, url: str, names: list[str]) -> dict[str, str]:
+def shortfalls(store: SessionStore, url: str, names: list[str]) -> dict[str, Shortfall]:
     """Each helper asked that replica `url` did not test, with why."""
     return {h: why for h in names if (why := shortfall(store, url, h)) is not None}
 
 
-def listed(short: dict[str, str]) -> str:
-    return "; ".join(f"{h}: {why}" for h, why in short.items())
+class AsideKind(StrEnum):
+    """Why a replica was compared with no other (`Fleet.uncompared`) or not on every helper
+    asked (`Fleet.not_fully_compared`)."""
+
+    ERRORED = "errored"  # the replica's own fatal problem (`message`, recorded text)
+    NOTHING_SCORED = "nothing scored"  # no helper scored a sample on it
+    NO_OTHER = "no other replica"  # nothing to compare it with
+    SHORT = "not tested"  # helpers it did not test (`short`)
+    TOO_FEW = "too few in common"  # `helper`: `common` samples shared with `other`, `need`
+    NOT_COMPARED = "not compared"  # with `other`, on no helper that falls short
+    BOTH = "fits two groups"  # bit-identical to `other` and `third`, which differ
+    SPLIT = "splits a group"  # bit-identical to `other`, not to `third` of its group
+
+
+@dataclass(frozen=True)
+class Aside:
+    """Why a replica stands outside the comparison, with the figures it rests on."""
+
+    kind: AsideKind
+    message: str = ""
+    short: tuple[tuple[str, Shortfall], ...] = ()  # (helper, why), in the run's order
+    helper: str = ""
+    common: int = 0
+    need: int = 0
+    other: str = ""
+    third: str = ""

@@ -14,8 +14,6 @@ from enum import StrEnum
 from kltui.engines.identity import ServerIdentity, same_process
 from kltui.metrics.alignment import model_names
 
-WEIGHT_FILES = "config.json and *.safetensors"
-
 
 class ModelState(StrEnum):
     """Whether two servers load the same model."""
@@ -25,34 +23,49 @@ class ModelState(StrEnum):
     UNVERIFIED = "unverified"  # the same name, nothing to check the weights with
 
 
+class CheckBasis(StrEnum):
+    """What a model check rests on."""
+
+    MODEL_PATH = "model_path"  # the model names differ (`a`, `b`: the paths)
+    REPORTED_HASH = "weights_sha256"  # the hashes both servers report (`a`, `b`)
+    LOCAL_HASH = "local_weights_sha256"  # the hashes kltui took of both folders here
+    WEIGHT_VERSION = "weight_version"  # the weight versions both servers report
+    ONE_VERSION = "one weight_version"  # unverified: one server reports a version (`a`)
+    NOTHING = "nothing"  # unverified: no hash, no version (`unhashed` says why per server)
+
+
+@dataclass(frozen=True)
+class Unhashed:
+    """A server whose weights kltui did not hash: its label (A, B), URL and the recorded note
+    (None: not hashed at all, a recording from before kltui hashed weights, or one server)."""
+
+    label: str
+    url: object
+    note: object = None
+
+
 @dataclass(frozen=True)
 class ModelCheck:
     """Whether two servers load the same model: "same" (verified by a weights hash or a weight
     version), "different" (a reported or hashed difference), or "unverified" (the same name,
-    nothing to check the weights with); `why` says which."""
+    nothing to check the weights with); `basis` says on what, with the values compared
+    (`words/identity.check_words` says it)."""
 
     state: ModelState
-    why: str
+    basis: CheckBasis
+    a: object = None  # server A's value (path, hash or version)
+    b: object = None  # server B's
+    name: str = "unknown"  # the model name both share
+    unhashed: tuple[Unhashed, ...] = ()
 
     @property
     def same(self) -> bool | None:
         """The JSON's `same_model`: True, False, or None for unverified."""
         return {"same": True, "different": False}.get(self.state)
 
-    def to_json(self) -> dict[str, str]:
-        """The check as the JSON result writes it (docs/JSON.md `model_check`)."""
-        return {"state": self.state, "why": self.why}
 
-
-def _short(h: object) -> str:
-    return f"{str(h)[:12]}…"
-
-
-def _unverified_why(s: ServerIdentity, label: str) -> str:
-    note = s.get("local_weights_note")
-    if note is None and s.get("local_weights_sha256") is None:
-        note = "not hashed"  # a recording from before kltui hashed weights, or one server
-    return f"{label} {s.get('url', '?')}: {note}"
+def _unhashed(s: ServerIdentity, label: str) -> Unhashed:
+    return Unhashed(label, s.get("url", "?"), s.get("local_weights_note"))
 
 
 def model_check(a: ServerIdentity, b: ServerIdentity) -> ModelCheck:
@@ -66,40 +79,23 @@ def model_check(a: ServerIdentity, b: ServerIdentity) -> ModelCheck:
         na = model_names(a.get("model_path"), a.get("served_model_name"))
         nb = model_names(b.get("model_path"), b.get("served_model_name"))
     if na and nb and not na & nb:
-        return ModelCheck(
-            ModelState.DIFFERENT, f"model_path {a.get('model_path')} vs {b.get('model_path')}"
-        )
+        pa, pb = a.get("model_path"), b.get("model_path")
+        return ModelCheck(ModelState.DIFFERENT, CheckBasis.MODEL_PATH, pa, pb)
     name = ", ".join(sorted(na & nb)) or "unknown"
-    ha, hb = a.get("weights_sha256"), b.get("weights_sha256")
-    if ha is not None and hb is not None:
-        if ha != hb:
-            return ModelCheck(ModelState.DIFFERENT, f"weights_sha256 {_short(ha)} vs {_short(hb)}")
-        return ModelCheck(ModelState.SAME, f"weights_sha256 {_short(ha)} reported by both servers")
-    la, lb = a.get("local_weights_sha256"), b.get("local_weights_sha256")
-    if la is not None and lb is not None:
-        if la != lb:
-            return ModelCheck(
-                ModelState.DIFFERENT,
-                f"the {WEIGHT_FILES} differ on this machine (sha256 {_short(la)} vs "
-                f"{_short(lb)}) although both folders are named {name}",
-            )
-        return ModelCheck(
-            ModelState.SAME, f"the same {WEIGHT_FILES} on this machine, sha256 {_short(la)}"
-        )
+    for basis, (x, y) in (
+        (CheckBasis.REPORTED_HASH, (a.get("weights_sha256"), b.get("weights_sha256"))),
+        (CheckBasis.LOCAL_HASH, (a.get("local_weights_sha256"), b.get("local_weights_sha256"))),
+        (CheckBasis.WEIGHT_VERSION, (a.weight_version, b.weight_version)),
+    ):
+        if x is not None and y is not None:
+            state = ModelState.SAME if x == y else ModelState.DIFFERENT
+            return ModelCheck(state, basis, x, y, name)
     va, vb = a.weight_version, b.weight_version
-    if va is not None and vb is not None:
-        if va != vb:
-            return ModelCheck(ModelState.DIFFERENT, f"weight_version {va} vs {vb}")
-        return ModelCheck(ModelState.SAME, f"weight_version {va} reported by both servers")
     if va is not None or vb is not None:
-        unsure = f"weight_version {va or vb} on one server only"
-    else:
-        unsure = "; ".join(
-            _unverified_why(s, lab) for s, lab, h in ((a, "A", la), (b, "B", lb)) if h is None
-        )
-    return ModelCheck(
-        ModelState.UNVERIFIED, f"same model name {name}, weights not verified: {unsure}"
-    )
+        return ModelCheck(ModelState.UNVERIFIED, CheckBasis.ONE_VERSION, va or vb, name=name)
+    la, lb = a.get("local_weights_sha256"), b.get("local_weights_sha256")
+    unhashed = tuple(_unhashed(s, lab) for s, lab, h in ((a, "A", la), (b, "B", lb)) if h is None)
+    return ModelCheck(ModelState.UNVERIFIED, CheckBasis.NOTHING, name=name, unhashed=unhashed)
 
 
 def models_differ(a: ServerIdentity, b: ServerIdentity) -> ModelCheck | None:
@@ -119,31 +115,25 @@ class ConflictKind(StrEnum):
 
 @dataclass(frozen=True)
 class Conflict:
-    """A pair of servers that must not be compared: the kind, both URLs and what shows it."""
+    """A pair of servers that must not be compared: the kind, both URLs and what shows it
+    (SAME_PROCESS: the startup_time and port both report; DIFFERENT_MODEL: the model check).
+    `run/refusal.py` says it."""
 
     kind: ConflictKind
     a: str
     b: str
-    why: str
+    startup_time: object = None
+    port: object = None
+    check: ModelCheck | None = None
 
 
 def conflict(a: ServerIdentity, b: ServerIdentity) -> Conflict | None:
     """The reason `a` and `b` cannot be compared (None: nothing they report says so); the same
     process first, since one server under two URLs also serves one model."""
-    if (why := same_process(a, b)) is not None:
-        return Conflict(ConflictKind.SAME_PROCESS, a.url or "?", b.url or "?", why)
+    ua, ub = a.url or "?", b.url or "?"
+    if same_process(a, b) is not None:
+        t, port = a.get("startup_time"), a.get("port")
+        return Conflict(ConflictKind.SAME_PROCESS, ua, ub, startup_time=t, port=port)
     if (check := models_differ(a, b)) is not None:
-        return Conflict(ConflictKind.DIFFERENT_MODEL, a.url or "?", b.url or "?", check.why)
+        return Conflict(ConflictKind.DIFFERENT_MODEL, ua, ub, check=check)
     return None
-
-
-def refusal(c: Conflict, fix: str | None = None) -> str:
-    """The one-line refusal of a pair, as `kltui check` and `kltui ablate` print it."""
-    if c.kind is ConflictKind.SAME_PROCESS:
-        return (
-            f"{c.a} and {c.b} are the same server ({c.why}): comparing a server with itself "
-            f"proves nothing; {fix or 'name each server once'}"
-        )
-    return f"{c.b} serves another model than {c.a} ({c.why}): their numbers cannot be compared" + (
-        f"; {fix}" if fix else ""
-    )

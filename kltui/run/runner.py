@@ -26,13 +26,14 @@ from kltui.helpers.extras import after_gate
 from kltui.helpers.phases import Run
 from kltui.metrics.hit_rules import HitRule
 from kltui.metrics.summary import Summary
-from kltui.readings.identity import ConflictKind, conflict, refusal
+from kltui.readings.identity import ConflictKind, conflict
 from kltui.registry import HELPERS, Helper
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompt_ids import build_prompt_set, check_separator
 from kltui.run.prompts import PromptSet
+from kltui.run.refusal import refusal
 from kltui.run.tokenizer import LocalTokenizer, PendingTokenizer
 from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
 

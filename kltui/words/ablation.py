@@ -32,6 +32,7 @@ from kltui.words.ablation_config import (
     turned_off_lines,
     why_text,
 )
+from kltui.words.coverage import untested_words
 
 Found = Sequence[tuple[str, HelperReading]]
 
@@ -161,7 +162,11 @@ def introduced_line(found: Sequence[Introduction]) -> str:
 
 
 def _base_untested(ab: Ablation) -> list[str]:
-    return [f"{h.helper} not tested in the base ({h.untested})" for h in ab.base_untested]
+    return [
+        f"{h.helper} not tested in the base ({untested_words(h.untested)})"
+        for h in ab.base_untested
+        if h.untested is not None
+    ]
 
 
 def verdict_line(ab: Ablation) -> str:

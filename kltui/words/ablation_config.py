@@ -21,9 +21,10 @@ from kltui.readings.ablation_kinds import (
     Why,
 )
 from kltui.readings.findings import Kind
-from kltui.readings.identity import refusal
 from kltui.readings.paired import MIN_COMMON, sign_p
+from kltui.run.refusal import refusal
 from kltui.untrusted import one_line
+from kltui.words.coverage import untested_words
 
 
 def num(x: float | None) -> str:
@@ -66,7 +67,7 @@ def untested_text(h: HelperReading) -> str | None:
     radix cache off (the helper's own words can only guess at a cause)."""
     off = h.blamed
     if off is None:
-        return h.untested
+        return None if h.untested is None else untested_words(h.untested)
     return (
         f"ran but compared nothing: {off.knob}={off.asked} turned the radix cache off "
         f"(/server_info reports {off.key}=true, for the base {shown(off.base_raw)}), so no "
@@ -119,7 +120,7 @@ def helper_line(h: HelperReading) -> str:
     """One line: the level against the base, the effect and what it rests on."""
     if h.effect == BASE_EFFECT:
         if h.untested is not None:
-            return f"{h.helper}: not tested ({h.untested})"
+            return f"{h.helper}: not tested ({untested_words(h.untested)})"
         return f"{h.helper}: avg_kl_div {num(h.level)}, {h.exact_samples}/{h.scored} samples bit-identical"
     if h.effect == NOT_TESTED:
         return f"{h.helper}: not tested ({untested_text(h)}): not a fix"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kltui.readings.coverage import Untested
 from kltui.readings.findings import Basis
 from kltui.readings.geometry_parts import Crossed, Crossing
 from kltui.readings.paired import (
@@ -14,6 +15,7 @@ from kltui.readings.paired import (
     SPREAD_P,
     STRAY_ULP_FLOOR,
 )
+from kltui.words.coverage import untested_map
 
 __all__ = [
     "EVIDENCE_P",
@@ -55,9 +57,9 @@ def rests_on(basis: Basis) -> str:
     return f" [rests on {', '.join(parts)} samples scored]" if parts else ""
 
 
-def untested_tail(why: Mapping[str, str]) -> str:
+def untested_tail(why: Mapping[str, Untested]) -> str:
     """The helpers not tested, and why."""
-    return "; ".join(f"{h} not tested ({w})" for h, w in why.items())
+    return "; ".join(f"{h} not tested ({w})" for h, w in untested_map(why).items())
 
 
 def tail(basis: Basis) -> str:

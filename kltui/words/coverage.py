@@ -1,15 +1,53 @@
-"""The words of coverage: a helper that did not test its path, why a cache path's samples
-missed (page rounding, a KV pool too small for the hits), from `readings/coverage.py`."""
+"""The words of coverage: why a helper did not test its path (`untested_words`, one line per
+`NotTested` kind, as the diagnosis, the ablation, the cross-server and fleet readings and their
+JSON say it), and why a cache path's samples missed (page rounding, a KV pool too small for the
+hits), from `readings/coverage.py`."""
 
 from __future__ import annotations
 
-from kltui.readings.coverage import PageMisses, PoolShort
+from collections.abc import Mapping
+
+from kltui.readings.coverage import NotTested as Why
+from kltui.readings.coverage import PageMisses, PoolShort, Untested
 from kltui.readings.diagnosis_parts import Line, NotTested, PageNote, PoolNote
+
+
+def untested_words(u: Untested) -> str:
+    """Why a helper did not test its path ("only 3 of 8 samples scored (...)")."""
+    match u.kind:
+        case Why.UNUSABLE:
+            word = "ran but compared nothing" if u.status == "vacuous" else u.status
+            return f"{word}{': ' + u.detail if u.detail else ''}"
+        case Why.NONE_SCORED:
+            return f"no sample scored of {u.samples}"
+        case Why.FEW_SCORED:
+            return (
+                f"only {u.scored} of {u.samples} samples scored (at least {u.need} needed to "
+                "count as a test of its path)"
+            )
+        case Why.STARVED:
+            return (
+                f"cache hits much shorter than the base's: {u.short} of {u.samples} samples "
+                f"cached {_tokens(u.cached)} where the base cached {_tokens(u.base_cached)} on "
+                "the same prompts (a quarter or less): too little restored to test the path"
+            )
+    return str(u.kind)  # NOT_RUN, UNFINISHED: the kind's own words
+
+
+def _tokens(span: tuple[int, int]) -> str:
+    """ "1 token", "20-66 tokens": the range of cached tokens over some samples."""
+    lo, hi = span
+    return f"{lo} token" if lo == hi == 1 else f"{lo if lo == hi else f'{lo}-{hi}'} tokens"
+
+
+def untested_map(why: Mapping[str, Untested]) -> dict[str, str]:
+    """Helper -> why it did not test its path, in words (the JSON's `untested` maps)."""
+    return {h: untested_words(u) for h, u in why.items()}
 
 
 def not_tested_line(n: NotTested) -> str:
     """A helper that ran and did not test its path."""
-    return f"{n.helper}: not tested: {n.reason} (says nothing about its path)"
+    return f"{n.helper}: not tested: {untested_words(n.why)} (says nothing about its path)"
 
 
 def pool_line(p: PoolShort) -> str:

@@ -19,6 +19,9 @@ from kltui.readings.cross_server import (
     SuspectKind,
 )
 from kltui.readings.paired import STRAY_ULP_FLOOR
+from kltui.run.refusal import check_words
+from kltui.words.coverage import untested_words
+from kltui.words.identity import check_json
 
 
 def _skipped(s: Skipped) -> str:
@@ -52,8 +55,8 @@ def missing_line(m: Missing) -> str:
             return f"{h} is still running on {lab}"
         case MissingKind.DID_NOT_FINISH:
             return f"{h} did not finish on {lab}"
-        case MissingKind.NOT_TESTED:
-            return f"not tested on {lab} ({m.reason})"
+        case MissingKind.NOT_TESTED if m.untested is not None:
+            return f"not tested on {lab} ({untested_words(m.untested)})"
         case MissingKind.NO_COMMON:
             return "no sample scored on both servers"
     return f"no scored samples on {lab}"
@@ -169,14 +172,14 @@ def _pattern_line(r: PairReading) -> str:
     changed = ", ".join(r.changed) if r.changed else "no reported setting"
     left = _names(r.uncompared)
     skipped = f"; not compared: {left}" if r.uncompared else ""
-    if r.kind == PairKind.DIFFERENT_MODELS:
+    if r.kind == PairKind.DIFFERENT_MODELS and r.models is not None:
         what = (
             "bit-identical, so the weights may be the same under two names"
             if r.identical
             else "a difference says nothing about kernels or cache state"
         )
         return (
-            f"different models ({r.models}), compared because --allow-different-models was "
+            f"different models ({check_words(r.models)}), compared because --allow-different-models was "
             f"given: {what}" + skipped
         )
     if r.kind == PairKind.NOTHING_COMPARED:
@@ -197,7 +200,7 @@ def reading_line(pair: ServerPair | PairReading) -> str:
     r = pair.reading if isinstance(pair, ServerPair) else pair
     line = _pattern_line(r)
     if r.unverified is not None:
-        line = f"{line}; {r.unverified}: this reading holds only if they are the same"
+        line = f"{line}; {check_words(r.unverified)}: this reading holds only if they are the same"
     return line
 
 
@@ -207,7 +210,7 @@ def pair_json(pair: ServerPair) -> dict[str, Any]:
         "servers": list(pair.servers),
         "identical": pair.identical,
         "same_model": pair.same_model,
-        "model_check": pair.model_check.to_json() if pair.model_check else None,
+        "model_check": check_json(pair.model_check) if pair.model_check else None,
         "settings_differ": {k: list(v) for k, v in pair.settings_differ.items()},
         "uncompared": uncompared(pair),
         "helpers": {h: c.to_json() for h, c in pair.helpers.items()},

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kltui.fmt import sci
+from kltui.readings.coverage import NOT_RUN
 from kltui.readings.diagnosis_parts import Headline
 from kltui.readings.findings import Basis, Finding
 from kltui.readings.verdict import Diagnosis
@@ -27,6 +28,7 @@ from kltui.words.common import (
     uncrossed_tail,
     untested_tail,
 )
+from kltui.words.coverage import untested_map, untested_words
 from kltui.words.diagnosis_noisy import NOISY
 
 
@@ -88,7 +90,8 @@ def _exact_where_tested(h: Headline, b: Basis) -> str:
 def _baseline_not_tested(h: Headline, b: Basis) -> str:
     return (
         f"inconclusive: {joined(h.helpers)} diverge{plural(len(h.helpers))} but {h.base} was "
-        f"not tested ({h.why}): kernel noise and a state bug cannot be told apart" + rests_on(b)
+        f"not tested ({untested_words(h.why or NOT_RUN)}): kernel noise and a state bug cannot be told apart"
+        + rests_on(b)
     )
 
 
@@ -258,6 +261,9 @@ def to_json(d: Diagnosis) -> dict[str, Any]:
         "next_step": text.next_step,
         "next_command": text.next_command,
         "action": d.action,
-        "rests_on": d.basis.to_json(),
+        "rests_on": {
+            "tested": [t.to_json() for t in d.basis.tested],
+            "untested": untested_map(d.basis.untested),
+        },
         "limits": [lim.to_json() for lim in d.limits],
     }

@@ -10,11 +10,63 @@ from kltui.readings.fleet_model import (
     ODD_NAMED,
     SHORT_NAMED,
     SIDES_SHOWN,
+    Aside,
+    AsideKind,
     Fleet,
     FleetDifference,
     OddReplica,
+    Shortfall,
+    ShortKind,
     earliest,
 )
+from kltui.words.coverage import untested_words
+
+
+def shortfall_words(s: Shortfall) -> str:
+    """Why one replica did not test one helper ("errored (phase decode)")."""
+    match s.kind:
+        case ShortKind.ERRORED:
+            return "errored" + (f" (phase {s.phase})" if s.phase else "")
+        case ShortKind.AFTER_ERROR:
+            return "not run: the replica errored before it"
+        case ShortKind.NOT_TESTED if s.untested is not None:
+            return untested_words(s.untested)
+    return str(s.kind)  # the kind's own words
+
+
+def aside_words(a: Aside) -> str:
+    """Why a replica stands outside the comparison (an entry of the JSON's `uncompared` or
+    `not_fully_compared`)."""
+    match a.kind:
+        case AsideKind.ERRORED:
+            return a.message
+        case AsideKind.NOTHING_SCORED:
+            return "no helper scored a sample on it"
+        case AsideKind.NO_OTHER:
+            return "no other replica to compare with"
+        case AsideKind.SHORT:
+            return "; ".join(f"{h}: {shortfall_words(s)}" for h, s in a.short)
+        case AsideKind.TOO_FEW:
+            return (
+                f"{a.helper}: {a.common} samples in common with {a.other} (at least {a.need} "
+                "needed)"
+            )
+        case AsideKind.NOT_COMPARED:
+            return f"not compared with {a.other}"
+        case AsideKind.BOTH:
+            return (
+                f"bit-identical to {a.other} and to {a.third}, which differ from each other on "
+                "samples it did not share: it fits no group"
+            )
+    return (
+        f"bit-identical to {a.other} but not to {a.third} of the same group, on other "
+        "samples: it fits no group"
+    )
+
+
+def asides(items: dict[str, Aside]) -> dict[str, str]:
+    """Replica -> why, in words (`Fleet.uncompared`, `Fleet.not_fully_compared`)."""
+    return {u: aside_words(a) for u, a in items.items()}
 
 
 def describe_difference(d: FleetDifference) -> str:
@@ -47,9 +99,9 @@ def _value(v: object) -> str:
     return "–" if v is None else str(v)
 
 
-def _named(items: dict[str, str], key: str) -> str:
+def _named(items: dict[str, Aside], key: str) -> str:
     """`URL (why)` for the first few replicas of `items`, then how many more (in fleet.`key`)."""
-    shown = [f"{u} ({why})" for u, why in list(items.items())[:SHORT_NAMED]]
+    shown = [f"{u} ({aside_words(why)})" for u, why in list(items.items())[:SHORT_NAMED]]
     if len(items) > SHORT_NAMED:
         shown.append(f"+ {len(items) - SHORT_NAMED} more (fleet.{key})")
     return ", ".join(shown)
@@ -198,6 +250,25 @@ def failure_line(f: Fleet) -> str | None:
 
 def fleet_json(f: Fleet) -> dict[str, Any]:
     """The JSON result's `fleet` entry (schema kltui/schemas, docs/JSON.md)."""
-    js = f.to_json()
-    require = js.pop("require")
-    return js | {"summary": summary_line(f), "require": require, "failure": failure_line(f)}
+    return {
+        "router": f.router,
+        "workers": f.workers,
+        "replicas": list(f.replicas),
+        "helpers": list(f.helpers),
+        "grouped_on": list(f.grouped_on),
+        "identical": f.identical,
+        "groups": [g.to_json() for g in f.groups],
+        "uncompared": asides(f.uncompared),
+        "uncompared_kind": {u: a.kind for u, a in f.uncompared.items()},
+        "not_fully_compared": asides(f.not_fully_compared),
+        "not_fully_compared_kind": {u: a.kind for u, a in f.not_fully_compared.items()},
+        "settings_differ": dict(f.settings_differ),
+        "odd": [o.to_json() for o in f.odd],
+        "matrices": {
+            h: [[c.to_dict() if c is not None else None for c in row] for row in m]
+            for h, m in f.matrices.items()
+        },
+        "summary": summary_line(f),
+        "require": f.require,
+        "failure": failure_line(f),
+    }

@@ -32,7 +32,13 @@ from kltui.session.servers import SUMMARY_KEYS
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import xml_text
 from kltui.words.diagnosis import said
-from kltui.words.fleet import describe_difference, failure_line, setting_contrast, summary_line
+from kltui.words.fleet import (
+    aside_words,
+    describe_difference,
+    failure_line,
+    setting_contrast,
+    summary_line,
+)
 
 SUITE = "kltui"
 IDENTITY_KEYS = ("url", *SUMMARY_KEYS, "error")
@@ -147,10 +153,14 @@ def replica_cases(suite: ET.Element, f: Fleet) -> list[str]:
     for url in f.replicas:
         case = _sub(suite, "testcase", classname=f"{SUITE}.fleet", name=f"replica[{url}]")
         if url in f.uncompared:
-            _sub(case, "skipped", message=f"not compared: {f.uncompared[url]}")
+            _sub(case, "skipped", message=f"not compared: {aside_words(f.uncompared[url])}")
             kinds.append("skipped")
         elif url not in odd and url in f.not_fully_compared:  # no pass on a subset of paths
-            _sub(case, "skipped", message=f"not fully compared: {f.not_fully_compared[url]}")
+            _sub(
+                case,
+                "skipped",
+                message=f"not fully compared: {aside_words(f.not_fully_compared[url])}",
+            )
             kinds.append("skipped")
         elif url in main:
             kinds.append("passed")

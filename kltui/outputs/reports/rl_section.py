@@ -5,9 +5,9 @@ import helper's summary; empty for any other run."""
 from __future__ import annotations
 
 from kltui.fmt import sci
-from kltui.rl.reading import differing_line
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text, md_text
+from kltui.words.rl import differing_line
 
 
 def rl_figures(store: SessionStore) -> dict:

@@ -27,7 +27,8 @@ from kltui.readings.ablation import (
     INCONCLUSIVE_KIND as INCONCLUSIVE_V,
 )
 from kltui.readings.ablation_kinds import Missing, Shape, Step, Trap, Why
-from kltui.readings.identity import ConflictKind
+from kltui.readings.coverage import NotTested, Untested
+from kltui.readings.identity import CheckBasis, ConflictKind
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 from kltui.words.ablation import (
@@ -548,7 +549,9 @@ def test_a_sweep_read_back_refuses_what_check_refuses():
         url(0),
         url(1),
     )
-    assert "aaaaaaaaaaaa" in cfg.refused.why and "bbbbbbbbbbbb" in cfg.refused.why
+    check = cfg.refused.check
+    assert check is not None and check.basis == CheckBasis.LOCAL_HASH
+    assert (check.a, check.b) == ("a" * 64, "b" * 64)
     assert ab.verdict.kind != LOCALIZED and ab.verdict.helpers[0].sufficient == ()
     one = {"startup_time": 12.5, "port": 30000}
     ab = read(
@@ -589,10 +592,8 @@ def test_a_knob_that_starves_the_cache_is_not_tested_never_reduced():
     (cfg,) = ab.configs
     r = cfg.helper("prefill_cache_hit")
     assert r is not None and r.effect == NOT_TESTED, helper_line(r)
-    assert r.untested == (
-        "cache hits much shorter than the base's: 15 of 16 samples cached 1 token where the "
-        "base cached 20-66 tokens on the same prompts (a quarter or less): too little restored to "
-        "test the path"
+    assert r.untested == Untested(
+        NotTested.STARVED, 16, 16, short=15, cached=(1, 1), base_cached=(20, 66)
     )
     assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].reducing == ()
     # the same hits as the base's are a test: the drop is read as before

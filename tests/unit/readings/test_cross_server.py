@@ -5,10 +5,12 @@ import numpy as np
 
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.k3 import ScoreBook
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.cross_server import MissingKind as M
 from kltui.readings.cross_server import PairKind as P
 from kltui.readings.cross_server import Skipped, cross_server
 from kltui.readings.cross_server import SuspectKind as S
+from kltui.readings.identity import CheckBasis
 from kltui.readings.identity import models_differ as differ
 from kltui.registry import path_of
 from kltui.session.events import (
@@ -139,17 +141,21 @@ def test_a_run_still_going_says_so():
 
 
 def test_models_differ_by_path_name_or_weight_version():
-    def models_differ(a: dict, b: dict) -> str | None:
+    def models_differ(a: dict, b: dict) -> tuple | None:
         check = differ(ServerIdentity.of(a), ServerIdentity.of(b))
-        return None if check is None else check.why
+        return None if check is None else (check.basis, check.a, check.b)
 
     local = {"model_path": "/data/models/Llama-3.1-8B"}
     assert models_differ(local, {"model_path": "meta-llama/Llama-3.1-8B"}) is None
     assert models_differ(local, {"model_path": "/data/models/Qwen3-8B"}) == (
-        "model_path /data/models/Llama-3.1-8B vs /data/models/Qwen3-8B"
+        CheckBasis.MODEL_PATH,
+        "/data/models/Llama-3.1-8B",
+        "/data/models/Qwen3-8B",
     )
     assert models_differ({**local, "weight_version": "a"}, {**local, "weight_version": "b"}) == (
-        "weight_version a vs b"
+        CheckBasis.WEIGHT_VERSION,
+        "a",
+        "b",
     )
     assert models_differ(local, {"url": "x"}) is None  # unknown is no evidence
     # a served name is an alias: two paths decide even when the aliases agree
@@ -170,7 +176,8 @@ def test_the_same_model_name_without_a_weights_check_is_unverified_not_the_same_
     assert pair.same_model is None
     assert pair.model_check is not None and pair.model_check.state == "unverified"
     assert pair.reading.kind == P.KERNELS
-    assert (pair.reading.unverified or "").startswith("same model name")
+    assert pair.reading.unverified == pair.model_check
+    assert (pair.model_check.basis, pair.model_check.name) == (CheckBasis.NOTHING, "llama-8b")
     assert pair_json(pair)["model_check"]["state"] == "unverified"
 
 
@@ -192,4 +199,4 @@ def test_a_side_that_scored_too_few_samples_is_not_compared_never_identical():
     assert pair.identical is None and "match" not in pair.helpers
     ((why,),) = pair.uncompared.values()
     assert (why.kind, why.label) == (M.NOT_TESTED, "B")
-    assert (why.reason or "").startswith("only 1 of 4 samples scored")
+    assert why.untested == Untested(NotTested.FEW_SCORED, 1, 4, need=2)

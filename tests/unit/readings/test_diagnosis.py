@@ -1,18 +1,27 @@
 """The diagnosis reads exact zeros, per-sample evidence and the server's own settings."""
 
-import json
-
 import numpy as np
 import pytest
 
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.compare import NotComparable, rerun_equality
+from kltui.readings.coverage import NOT_RUN, Untested
+from kltui.readings.coverage import NotTested as Why
 from kltui.readings.diagnosis import bit_identical, diagnose
+from kltui.readings.diagnosis_parts import (
+    Command,
+    CommandKind,
+    NotTested,
+    Onset,
+    OnsetKind,
+    StepKind,
+    SuspectKind,
+)
 from kltui.readings.evidence import signed_rank_p
 from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
-from kltui.words.diagnosis import said, to_json
+from kltui.words.diagnosis import said
 
 S = "http://127.0.0.1:1"
 
@@ -52,8 +61,13 @@ def sigma(level: float) -> float:
     return (2 * level) ** 0.5
 
 
-def text_of(d) -> str:
-    return json.dumps(to_json(d))
+def steps(d) -> list[StepKind]:
+    """The kinds of the next step and of every step after it."""
+    out, step = [], d.step
+    while step is not None:
+        out.append(step.kind)
+        step = step.then
+    return out
 
 
 def test_all_exact():
@@ -72,7 +86,7 @@ def test_exact_but_a_path_untested_says_so():
     assert d.condition is None and d.conditions == [], said(d).label
     assert d.finding is Finding.EXACT_WHERE_TESTED, said(d).label
     assert [t.helper for t in d.basis.tested] == ["match"]
-    assert d.basis.untested.get("prefill_cache_hit") == "did not run"
+    assert d.basis.untested.get("prefill_cache_hit") == NOT_RUN
 
 
 def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
@@ -82,7 +96,7 @@ def test_condition_1_noise_everywhere_advises_deterministic_only_when_off():
         feed(st, h, sigma(1e-4), n=32)  # at 12 samples the limit is not reached
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1] and d.finding is Finding.BATCH_VARIANCE
-    assert "--enable-deterministic-inference (off on this server)" in said(d).next_step
+    assert StepKind.RELAUNCH_DETERMINISTIC in steps(d)  # deterministic inference is off
     assert d.action is None
 
 
@@ -105,9 +119,10 @@ def test_deterministic_on_and_still_nonzero_points_at_the_dumper():
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1], said(d).evidence
     assert d.finding is Finding.DETERMINISTIC_SHAPE and "shape-variant" in said(d).label
-    assert "--enable-deterministic-inference" not in text_of(d)  # already on: never advised
+    assert StepKind.RELAUNCH_DETERMINISTIC not in steps(d)  # already on: never advised
+    assert SuspectKind.DETERMINISTIC_OFF not in [s.kind for s in d.suspects]
     assert d.action == "dumps"
-    assert said(d).next_command == "kltui dumps --server 127.0.0.1:1 --dump-dir DIR"
+    assert d.command == Command(CommandKind.DUMPS, S)
     assert any("triton attention backend" in s and "split" in s for s in said(d).suspects)
     assert any("CUDA graph is on" in s for s in said(d).suspects)
     assert any("deterministic inference on" in e for e in said(d).evidence)  # the settings it read
@@ -168,7 +183,8 @@ def test_mid_generation_divergence_is_described():
     feed(st, "decode_cache_hit", 0.3, start=9)
     (d,) = diagnose(st)
     assert d.condition == 2
-    assert any("mid-generation (median position 9" in x for x in said(d).evidence)
+    (onset,) = [e for e in d.evidence if isinstance(e, Onset)]
+    assert (onset.helper, onset.onset, onset.median) == ("decode_cache_hit", OnsetKind.MID, 9)
 
 
 def test_condition_1_plus_2():
@@ -191,7 +207,7 @@ def test_without_match_it_is_inconclusive():
     feed(st, "prefill_cache_hit", 0.3)
     (d,) = diagnose(st)
     assert d.condition is None and d.conditions == []
-    assert d.finding is Finding.BASELINE_NOT_TESTED and d.basis.untested["match"] == "did not run"
+    assert d.finding is Finding.BASELINE_NOT_TESTED and d.basis.untested["match"] == NOT_RUN
 
 
 def test_vacuous_helper_is_named_not_counted():
@@ -207,7 +223,8 @@ def test_vacuous_helper_is_named_not_counted():
     )
     (d,) = diagnose(st)
     assert d.condition is None and "prefill_cache_hit not tested" in said(d).label
-    assert any("compared nothing: radix cache disabled" in e for e in said(d).evidence)
+    (note,) = [e for e in d.evidence if isinstance(e, NotTested)]
+    assert note.why == Untested(Why.UNUSABLE, 0, 8, "vacuous", "radix cache disabled")
 
 
 def test_evidence_statistics():

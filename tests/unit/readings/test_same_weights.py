@@ -14,8 +14,16 @@ import pytest
 
 from kltui.engines import weights
 from kltui.engines.identity import ServerIdentity, same_process
-from kltui.readings.identity import model_check, models_differ
+from kltui.readings.identity import (
+    CheckBasis,
+    ConflictKind,
+    conflict,
+    model_check,
+    models_differ,
+)
 from kltui.reference import CHECKPOINT_DIR
+from kltui.run.refusal import check_words
+from kltui.words.identity import check_json
 from tests.reports.synth import server
 
 
@@ -107,9 +115,13 @@ def test_same_folder_name_different_weights_is_another_model(copies):
     a, b = hashed("http://127.0.0.1:1", same), hashed("http://127.0.0.1:2", other)
     check = model_check(a, b)
     assert (check.state, check.same) == ("different", False)
-    assert "sha256" in check.why and "config.json and *.safetensors" in check.why
+    assert check.basis == CheckBasis.LOCAL_HASH and check.a != check.b  # the hashes here
     assert models_differ(a, b) == check
-    assert check.to_json() == {"state": "different", "why": check.why}
+    assert check_json(check) == {
+        "state": "different",
+        "why": check_words(check),
+        "basis": "local_weights_sha256",
+    }
 
 
 def test_same_weights_verified_on_this_machine(copies):
@@ -118,7 +130,8 @@ def test_same_weights_verified_on_this_machine(copies):
     b = hashed("http://127.0.0.1:2", same)
     check = model_check(a, b)
     assert (check.state, check.same) == ("same", True)
-    assert "same config.json and *.safetensors" in check.why and models_differ(a, b) is None
+    assert check.basis == CheckBasis.LOCAL_HASH and check.a == check.b
+    assert models_differ(a, b) is None
 
 
 def test_same_name_unverified_says_why_and_is_not_a_difference():
@@ -126,14 +139,24 @@ def test_same_name_unverified_says_why_and_is_not_a_difference():
     b = sglang("http://10.0.0.2:30000", "/models/llama", weight_version="default")
     check = model_check(a, b)
     assert (check.state, check.same) == ("unverified", None)
-    assert check.why.startswith("same model name llama, weights not verified")
+    assert (check.basis, check.name) == (CheckBasis.NOTHING, "llama")  # the placeholder counts not
+    assert [(u.label, u.url, u.note) for u in check.unhashed] == [
+        ("A", "http://10.0.0.1:30000", None),
+        ("B", "http://10.0.0.2:30000", None),
+    ]
     assert models_differ(a, b) is None  # not refused: nothing says they differ
 
 
 def test_a_weight_version_counts_unless_it_is_the_default_placeholder():
     a = sglang("http://10.0.0.1:1", "/m/llama", weight_version="step-100")
     b = sglang("http://10.0.0.2:1", "/m/llama", weight_version="step-200")
-    assert model_check(a, b).state == "different" and "weight_version" in model_check(a, b).why
+    check = model_check(a, b)
+    assert (check.state, check.basis, check.a, check.b) == (
+        "different",
+        CheckBasis.WEIGHT_VERSION,
+        "step-100",
+        "step-200",
+    )
     c = sglang("http://10.0.0.2:1", "/m/llama", weight_version="step-100")
     assert model_check(a, c).state == "same"
     d = sglang("http://10.0.0.1:1", "/m/llama", weight_version="default")
@@ -153,15 +176,18 @@ def test_a_different_name_is_still_another_model():
     a = sglang("http://10.0.0.1:1", "/m/llama")
     b = sglang("http://10.0.0.2:1", "/m/mistral")
     assert model_check(a, b).state == "different"
-    assert model_check(a, b).why == "model_path /m/llama vs /m/mistral"
+    check = model_check(a, b)
+    assert (check.basis, check.a, check.b) == (CheckBasis.MODEL_PATH, "/m/llama", "/m/mistral")
 
 
 # ------------------------------------------------------------------ one server, two URLs
 def test_the_same_server_under_two_urls_is_recognised():
     a = sglang("http://127.0.0.1:30000", "/m/llama", startup_time=12.5, port=30000)
     b = sglang("http://localhost:30000", "/m/llama", startup_time=12.5, port=30000)
-    why = same_process(a, b)
-    assert why is not None and "startup_time 12.5" in why and "port 30000" in why
+    assert same_process(a, b) is not None
+    c = conflict(a, b)
+    assert c is not None and c.kind == ConflictKind.SAME_PROCESS
+    assert (c.startup_time, c.port) == (12.5, 30000)
     other_port = sglang("http://127.0.0.1:30001", "/m/llama", startup_time=12.5, port=30001)
     assert same_process(a, other_port) is None
     restarted = sglang("http://localhost:30000", "/m/llama", startup_time=13.0, port=30000)

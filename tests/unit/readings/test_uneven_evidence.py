@@ -8,9 +8,18 @@ import numpy as np
 import pytest
 
 from kltui.readings.diagnosis import diagnose
+from kltui.readings.diagnosis_parts import (
+    Affected,
+    CommandKind,
+    Figure,
+    Onset,
+    OnsetKind,
+    StepKind,
+)
 from kltui.readings.findings import Finding
 from kltui.session.store import SessionStore
 from kltui.words.diagnosis import said
+from tests.unit.readings.test_diagnosis import steps
 from tests.unit.readings.test_diagnosis_verdicts import feed_rows, started
 
 N, LEN = 32, 24
@@ -55,7 +64,7 @@ def test_a_state_bug_in_three_samples_that_fails_the_gate_is_never_nothing_to_fi
     summary = said(d).label + (said(d).next_step or "")
     assert "nothing to fix" not in summary and "kltui dumps" not in summary, summary
     assert d.condition == 2 and d.finding is Finding.DIRECT_STATE, said(d).label
-    assert said(d).label.startswith("condition 2 (state bug) on 3 samples (#0, #1, #2)")
+    assert d.headline.samples == (0, 1, 2)  # condition 2 on those three samples
     assert len(d.basis.path("decode_cache_hit").affected) == 3
     assert any("far above match on #0" in e for e in said(d).evidence), said(d).evidence
 
@@ -77,7 +86,8 @@ def test_three_samples_far_above_a_noisy_match_are_named_never_kernel_noise():
     assert d.condition is None, said(d).label
     assert d.finding in (Finding.FAR_ABOVE, Finding.FEW_FAR_ABOVE), said(d).label
     assert "#0" in said(d).label + " ".join(said(d).evidence)
-    assert d.action != "dumps" and "kltui dumps" not in (said(d).next_step or "")
+    assert d.action != "dumps" and StepKind.DUMPS not in steps(d)  # never kernel noise
+    assert d.command is None or d.command.kind is not CommandKind.DUMPS
 
 
 def test_affected_samples_are_set_apart_by_what_they_share():
@@ -97,8 +107,10 @@ def test_affected_samples_are_set_apart_by_what_they_share():
     for p in s.per_sample:
         p["prompt_len"] = 200 + p["index"] if p["index"] < 14 else 30 + p["index"]
     (d,) = diagnose(st)
-    line = next(e for e in said(d).evidence if "far above match on" in e)
-    assert "every one has prompt length >= 200" in line, line
+    (affected,) = [e for e in d.evidence if isinstance(e, Affected)]
+    assert [r.index for r in affected.rows] == list(range(14))
+    prompt = [s for s in affected.shared if s.figure is Figure.PROMPT]
+    assert prompt and prompt[0].above and prompt[0].mine == 200, affected.shared
 
 
 def _match_exact(seed: int, n: int = 8):
@@ -177,9 +189,9 @@ def test_a_start_mostly_at_the_first_token_is_not_mid_generation_at_position_0()
         rows.append((a, b))
     feed_rows(st, "prefill_cache_hit", rows)
     (d,) = diagnose(st)
-    text = " ".join(said(d).evidence)
-    assert "median position 0" not in text, text
-    assert "at the first generated token in 9 of 12 divergent samples and later in 3" in text
+    (onset,) = [e for e in d.evidence if isinstance(e, Onset)]
+    assert onset.onset is OnsetKind.SOME_LATER, onset  # not mid-generation at position 0
+    assert (onset.n, onset.at_start, onset.later) == (12, 9, 3)
 
 
 def _at(rng, k3: float, length: int = LEN, start: int = 0):

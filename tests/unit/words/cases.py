@@ -2,7 +2,8 @@
 command and evidence kind (tests/unit/words/test_diagnosis_words.py holds their words)."""
 
 # ruff: noqa: F405
-from kltui.readings.coverage import PageMisses, PoolShort
+from kltui.readings.coverage import NOT_RUN, PageMisses, PoolShort, Untested
+from kltui.readings.coverage import NotTested as Why
 from kltui.readings.diagnosis_parts import *  # noqa: F403
 from kltui.readings.findings import Basis, Finding, PathBasis
 from kltui.readings.geometry_parts import (
@@ -24,7 +25,7 @@ from kltui.readings.paired import Paired
 S = "http://127.0.0.1:30000"
 B = Basis(
     (PathBasis("match", 32, 32), PathBasis("decode_cache_hit", 30, 32)),
-    {"prefill_cache_hit": "did not run"},
+    {"prefill_cache_hit": NOT_RUN},
 )
 P = Paired(
     "decode_cache_hit",
@@ -55,7 +56,7 @@ HEADLINES = {
         fails=(("prefill_cache_hit", "too few cache hits"),),
     ),
     Finding.EXACT_WHERE_TESTED: H(helpers=("match",), match_tested=True),
-    Finding.BASELINE_NOT_TESTED: H(helpers=("decode_cache_hit",), base="match", why="did not run"),
+    Finding.BASELINE_NOT_TESTED: H(helpers=("decode_cache_hit",), base="match", why=NOT_RUN),
     Finding.STATE_BUG: H(
         helpers=("prefill_cache_hit", "decode_cache_hit"), primary="prefill_cache_hit"
     ),
@@ -153,7 +154,7 @@ EVIDENCE = [
         (("enable_deterministic_inference", True), ("disable_cuda_graph", False), ("page_size", 16))
     ),
     Protocol("a logprob above 0"),
-    NotTested("decode_cache_hit", "only 1 of 8 samples scored"),
+    NotTested("decode_cache_hit", Untested(Why.FEW_SCORED, 1, 8, need=4)),
     PageNote(PageMisses("prefill_cache_hit", 2, 16)),
     PageNote(PageMisses("decode_cache_hit", 3, 16, 8, (0, 32))),
     PoolNote(PoolShort("kv-pool-short", "prefill_cache_hit", 32, 32, 4096, 6135, 21)),

@@ -14,7 +14,8 @@ from kltui.readings.ablation_helper import HelperReading
 from kltui.readings.ablation_introduced import Introduction
 from kltui.readings.ablation_kinds import Effect, Missing, Shape, Step, Trap, VerdictKind
 from kltui.readings.ablation_settings import SettingCheck
-from kltui.readings.identity import Conflict, ConflictKind
+from kltui.readings.coverage import NotTested, Untested
+from kltui.readings.identity import CheckBasis, Conflict, ConflictKind, ModelCheck, ModelState
 from kltui.readings.paired import Paired
 from kltui.words.ablation import helper_verdict_line, verdict_line
 from kltui.words.ablation_config import (
@@ -25,6 +26,7 @@ from kltui.words.ablation_config import (
     turned_off_lines,
 )
 
+VACUOUS = Untested(NotTested.UNUSABLE, 0, 0, "vacuous")
 BASE = Config("base")
 CG = Config("cuda-graph=off", {"cuda-graph": "off"})
 
@@ -139,7 +141,7 @@ def test_a_setting_reported_alike_for_both_and_a_confirmed_one_in_words():
 def test_a_knob_that_turned_a_helper_off_and_a_refused_one_in_words():
     off = SettingCheck("radix-cache", "disable_radix_cache", "off", "on", "off", True, False)
     nt = HelperReading(
-        "decode_cache_hit", "radix-cache=off", None, 0.5, 0, 0, 0, 0, "vacuous", Effect.NOT_TESTED,
+        "decode_cache_hit", "radix-cache=off", None, 0.5, 0, 0, 0, 0, VACUOUS, Effect.NOT_TESTED,
         blamed=off,
     )  # fmt: skip
     cfg = ConfigReading(Config("radix-cache=off", {"radix-cache": "off"}), (nt,), settings=(off,))
@@ -148,11 +150,12 @@ def test_a_knob_that_turned_a_helper_off_and_a_refused_one_in_words():
         "turned the radix cache off (/server_info reports disable_radix_cache=true, for the base "
         "false), so no cache hit can happen): turning a helper off is not a fix"
     ]
-    why = "the config.json and *.safetensors differ"
-    clash = Conflict(ConflictKind.DIFFERENT_MODEL, "http://a:1", "http://b:2", why)
+    why = ModelCheck(ModelState.DIFFERENT, CheckBasis.LOCAL_HASH, "ab" * 32, "cd" * 32, "llama")
+    clash = Conflict(ConflictKind.DIFFERENT_MODEL, "http://a:1", "http://b:2", check=why)
     fa3 = Config("attention-backend=fa3", {"attention-backend": "fa3"})
     refused = ConfigReading(fa3, missing=Missing.REFUSED, refused=clash)
     assert missing_text(refused) == (
         "refused: http://b:2 serves another model than http://a:1 (the config.json and "
-        "*.safetensors differ): their numbers cannot be compared"
+        "*.safetensors differ on this machine (sha256 abababababab… vs cdcdcdcdcdcd…) although "
+        "both folders are named llama): their numbers cannot be compared"
     )

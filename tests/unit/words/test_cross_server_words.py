@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.cross_server import (
     Missing,
     MissingKind,
@@ -14,7 +15,12 @@ from kltui.readings.cross_server import (
     Suspect,
     SuspectKind,
 )
+from kltui.readings.identity import CheckBasis, ModelCheck, ModelState
 from kltui.words.cross_server import missing_line, reading_line, suspect_line
+
+PATHS = ModelCheck(ModelState.DIFFERENT, CheckBasis.MODEL_PATH, "/m/a", "/m/b")
+UNSURE = ModelCheck(ModelState.UNVERIFIED, CheckBasis.ONE_VERSION, "7", name="M")
+FEW = Untested(NotTested.FEW_SCORED, 1, 4, need=2)
 
 P = "prefix restore"
 ONE = Suspect("decode_cache_hit", SuspectKind.ONE_SERVER, (0.02, 1e-12), P, "A")
@@ -29,8 +35,8 @@ def pair(kind: PairKind, **kw) -> PairReading:
     "reading, line",
     [
         (
-            pair(PairKind.DIFFERENT_MODELS, models="model A vs model B", identical=False),
-            "different models (model A vs model B), compared because --allow-different-models "
+            pair(PairKind.DIFFERENT_MODELS, models=PATHS, identical=False),
+            "different models (model_path /m/a vs /m/b), compared because --allow-different-models "
             "was given: a difference says nothing about kernels or cache state",
         ),
         (
@@ -107,10 +113,11 @@ def pair(kind: PairKind, **kw) -> PairReading:
             "cannot be told from cache state: run match on both",
         ),
         (
-            pair(PairKind.KERNELS, differing=("match",), unverified="same model name M"),
+            pair(PairKind.KERNELS, differing=("match",), unverified=UNSURE),
             "match differs between servers (settings that differ: page_size): the kernels give "
             "other numbers on the two configurations, so kernels or races (batch variance) are "
-            "involved; same model name M: this reading holds only if they are the same",
+            "involved; same model name M, weights not verified: weight_version 7 on one server "
+            "only: this reading holds only if they are the same",
         ),
     ],
 )
@@ -173,8 +180,9 @@ MANY = Skipped(3, 4, (("prefill cache miss", 2), ("aborted", 1)))
         (Missing(MissingKind.DID_NOT_FINISH, H, "B"), "match did not finish on B"),
         (Missing(MissingKind.NO_SCORED, H, "B"), "no scored samples on B"),
         (
-            Missing(MissingKind.NOT_TESTED, H, "B", reason="only 1 of 4 samples scored"),
-            "not tested on B (only 1 of 4 samples scored)",
+            Missing(MissingKind.NOT_TESTED, H, "B", untested=FEW),
+            "not tested on B (only 1 of 4 samples scored (at least 2 needed to count as a test "
+            "of its path))",
         ),
         (Missing(MissingKind.NO_COMMON, H), "no sample scored on both servers"),
     ],

@@ -83,7 +83,7 @@ GOLDEN_EVIDENCE = [
     "match: 8/32 samples differ, avg_kl_div 1.200e-05, max k3 3.000e-03, first divergence sample 4 @ 17",
     "server reports: deterministic inference on, cuda graph on, page size 16",
     "protocol fault, not numerics: a logprob above 0",
-    "decode_cache_hit: not tested: only 1 of 8 samples scored (says nothing about its path)",
+    "decode_cache_hit: not tested: only 1 of 8 samples scored (at least 4 needed to count as a test of its path) (says nothing about its path)",
     "prefill_cache_hit: all 2 skipped samples have prompts of at most 16 tokens, the server's page size, and cached_tokens 0: the radix cache keeps whole pages only, so a prompt no longer than a page leaves nothing to hit; prompts longer than 16 tokens (or a server with --page-size 1) test this path",
     "decode_cache_hit: all 3 skipped samples hit whole 16-token pages only (cached_tokens 0, 32), none past the first turn's prompt: with page size 16, 8 generated tokens rarely fill a page past the prompt; --max-new-tokens 32 (twice the page size) gives every sample one",
     "prefill_cache_hit: 32 of 32 samples missed their hit, and the 32 hit requests' inputs hold 6,135 tokens where the server's KV pool holds 4,096 (max_total_num_tokens): every sample is warmed before the first hit, so the radix cache can evict the earliest before their turn; --samples 21 or fewer, shorter prompts (--max-prompt-tokens), or a larger pool (--mem-fraction-static, or the server alone on its GPU) test this path",
