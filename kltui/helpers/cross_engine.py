@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from kltui.metrics.cross import (
     cross_summary,
     first_token_mismatch,
 )
+from kltui.metrics.cross_figures import CrossFigures, GreedyMismatch
 from kltui.metrics.k3 import avg_kl_div, within_threshold
 from kltui.session.events import (
     Event,
@@ -84,39 +86,44 @@ class CrossRun(Run):
         self.vllm_identity = ServerIdentity()
         self.alignment: list[Row] = []
         self.cross: list[tuple[int, CrossPositions]] = []
-        self.greedy: list[tuple[int, dict | None]] = []
+        self.greedy: list[tuple[int, GreedyMismatch | None]] = []
         self.per_sample: list[dict] = []
         self.contract: dict | None = None
         self.floors: dict | None = None  # each engine against itself (cross_floors)
 
-    def cross_figures(self) -> dict:
-        """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment)."""
-        figures = cross_summary(self.cross, self.greedy, k=self.ctx.top_k)
-        figures["alignment"] = [r.to_dict() for r in self.alignment]
-        figures["config_mismatches"] = [r.key for r in mismatches(self.alignment)]
-        figures["config_unknown"] = [r.key for r in unknowns(self.alignment)]
-        figures["baseline"] = self.vllm_identity.get("url")
-        figures["kl_gate"] = self.kl_gate
-        figures["cross_per_sample"] = self.per_sample
-        figures["contract"] = self.contract
-        figures["floors"] = self.floors
-        return figures
+    def summary_figures(self) -> CrossFigures:
+        """The figures of every sample compared so far (`metrics.cross.cross_summary`)."""
+        return cross_summary(self.cross, self.greedy, k=self.ctx.top_k)
+
+    def cross_figures(self, fig: CrossFigures) -> dict[str, Any]:
+        """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment), as the
+        summary holds them."""
+        return fig.to_json() | {
+            "alignment": [r.to_dict() for r in self.alignment],
+            "config_mismatches": [r.key for r in mismatches(self.alignment)],
+            "config_unknown": [r.key for r in unknowns(self.alignment)],
+            "baseline": self.vllm_identity.get("url"),
+            "kl_gate": self.kl_gate,
+            "cross_per_sample": self.per_sample,
+            "contract": self.contract,
+            "floors": self.floors,
+        }
 
     def finished(self, **extra) -> HelperFinished:
         """The HelperFinished event with the cross-engine figures and status."""
-        figures = self.cross_figures()
-        figures.update(extra)
+        fig = self.summary_figures()
+        figures = self.cross_figures(fig) | extra
         if figures.get("status") is None:
-            figures["status"] = self._status(figures)
+            figures["status"] = self._status(fig)
         return super().finished(**figures)
 
-    def _status(self, fig: dict) -> str:
+    def _status(self, fig: CrossFigures) -> str:
         """Pass: the migration guide's agreement line holds, every greedy divergence passes
         vLLM's own rule, no top-1 flip crosses FLIP_MARGIN_LINE, and avg_kl_div is under the threshold when one was set for this."""
-        ok = bool(self.cross) and fig["agreement_ok"] is not False
-        ok = ok and fig["greedy_rule_failures"] == 0
+        ok = bool(self.cross) and fig.agreement_ok is not False
+        ok = ok and fig.greedy_rule_failures == 0
         # a top-1 flip across a wide margin is not rounding near a tie
-        ok = ok and not fig["flip_margins"]["across_line"]
+        ok = ok and not fig.flip_margins.across_line
         if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
             ok = ok and within_threshold(avg, self.ctx.threshold)
@@ -280,14 +287,14 @@ def _closing(ctx: HelperContext, run: CrossRun, dropped_ids: int) -> Iterator[Ev
             helper=HELPER,
         )
     fin = run.finished()
-    if (wide := fin.summary["flip_margins"])["across_line"]:
-        big = wide["largest"]
+    wide = run.summary_figures().flip_margins
+    if wide.across_line and (big := wide.largest) is not None:
         yield Problem(
             run.baseline.url,
-            f"{wide['across_line']} of {wide['flips']} top-1 flip(s) cross a margin of "
-            f"{wide['line']:g} nats or more (widest: sample {big['sample']} position "
-            f"{big['position']}, SGLang {_nats(big['margin_a'])} / vLLM "
-            f"{_nats(big['margin_b'])} nats): not "
+            f"{wide.across_line} of {wide.flips} top-1 flip(s) cross a margin of "
+            f"{wide.line:g} nats or more (widest: sample {big.sample} position "
+            f"{big.position}, SGLang {_nats(big.margin_a)} / vLLM "
+            f"{_nats(big.margin_b)} nats): not "
             "rounding near a tie",
             fatal=False,
             helper=HELPER,
@@ -332,15 +339,15 @@ def _score(
         {
             "index": s.index,
             "positions": n,
-            "max_abs_delta": one["max_abs_delta"],
-            "mean_abs_delta": one["mean_abs_delta"],
-            "top1_agreement": one["top1_agreement"],
-            "topk_overlap": one["topk_overlap"],
-            "union_kl_mean": one["union_kl_mean"],
+            "max_abs_delta": one.max_abs_delta,
+            "mean_abs_delta": one.mean_abs_delta,
+            "top1_agreement": one.top1_agreement,
+            "topk_overlap": one.topk_overlap,
+            "union_kl_mean": one.union_kl_mean,
             "first_top1_disagreement": cross.first_top1_disagreement(),
-            "flips": one["flip_margins"]["flips"],
-            "large_margin_flips": one["flip_margins"]["across_line"],
-            "greedy_first_mismatch": greedy,
+            "flips": one.flip_margins.flips,
+            "large_margin_flips": one.flip_margins.across_line,
+            "greedy_first_mismatch": None if greedy is None else greedy.to_json(),
         }
     )
     return SampleScored(

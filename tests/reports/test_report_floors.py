@@ -28,7 +28,7 @@ def floors(sglang_noise: float, vllm_noise: float, gap: float) -> dict:
         lp = -np.linspace(0.5, 1.5, 6)
         again = lp + noise * np.array([0, 1, 0, -1, 0, 0])
         one = floor_positions(Side(IDS, lp, TOP, TOP_LP), Side(IDS, again, TOP, TOP_LP))
-        return floor_figures([(0, one)], k=5)
+        return floor_figures([(0, one)], k=5).to_json()
 
     sg, vl = fig(sglang_noise), fig(vllm_noise)
     reading = read_floors(gap, sg["avg_k3"], vl["avg_k3"])

@@ -120,8 +120,8 @@ def test_flips_are_judged_by_the_references_margin():
     a = Side(ids, np.full(p, -1.0), top_a, lp_a)
     b = Side(ids, np.full(p, -1.0), top_b, lp_b)
     fl = reference_flips([(0, cross_positions(a, b))])
-    assert (fl["flips"], fl["near_tie"], fl["wide"]) == (4, 2, 2)
-    assert fl["near_tie_share"] == 0.5 and fl["widest"]["position"] == 2
+    assert (fl.flips, fl.near_tie, fl.wide) == (4, 2, 2)
+    assert fl.near_tie_share == 0.5 and fl.widest is not None and fl.widest.position == 2
     assert k == top_a.shape[1]
 
 
