@@ -99,7 +99,7 @@ class CrossRun(Run):
         """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment), as the
         summary holds them."""
         return fig.to_json() | {
-            "alignment": [r.to_dict() for r in self.alignment],
+            "alignment": [r.to_json() for r in self.alignment],
             "config_mismatches": [r.key for r in mismatches(self.alignment)],
             "config_unknown": [r.key for r in unknowns(self.alignment)],
             "baseline": self.vllm_identity.get("url"),

@@ -230,4 +230,4 @@ async def measure(
         "top1_agreement": gap.top1_agreement,
     }
     reading = floor_metrics.read_floors(gap_k3, figures["sglang"].avg_k3, figures["vllm"].avg_k3)
-    out["reading"] = reading.to_dict()
+    out["reading"] = reading.to_json()

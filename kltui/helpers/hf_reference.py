@@ -79,7 +79,7 @@ async def run_hf_reference(base: HelperContext, run: Run | None = None) -> Async
     sg = RefRun(ctx, "SGLang", sg_ident, ref_id)
     vl, vllm = _vllm_row(ctx, plan, ref_id)
     runs = [sg] + ([vl] if vl else [])
-    settings = _settings(ctx, plan, ref_id)
+    settings = _settings_json(ctx, plan, ref_id)
     queue: asyncio.Queue = asyncio.Queue()
     ref = HFReference(
         plan.settings,
@@ -142,8 +142,9 @@ def _vllm_row(
     return vl, VLLMClient(plan.vllm_url, plan.vllm_api_key, timeout=ctx.request_timeout)
 
 
-def _settings(ctx: HelperContext, plan: ReferencePlan, ref_id: dict) -> dict:
-    """The settings every row starts with: the reference's and the comparison's."""
+def _settings_json(ctx: HelperContext, plan: ReferencePlan, ref_id: dict) -> dict:
+    """The settings every row starts with (HelperStarted's): the reference's and the
+    comparison's."""
     return {
         "reference": ref_id.get("url"),
         "dtype": ref_id.get("dtype"),

@@ -67,7 +67,7 @@ class RefRun(Run):
             "reference": self.ref.get("url"),
             "reference_flips": flips.to_json(),
             "union_exact": None if cov is None else bool(cov >= 1.0),
-            "reference_alignment": [r.to_dict() for r in self.rows],
+            "reference_alignment": [r.to_json() for r in self.rows],
             "config_mismatches": [r.key for r in ref_mismatches(self.rows)],
             "config_unknown": [r.key for r in self.rows if r.status == "unknown"],
             "across_dtypes": None if dt is None else {"engine": dt[0], "reference": dt[1]},

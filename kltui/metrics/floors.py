@@ -134,7 +134,7 @@ class FloorReading:
     larger_engine: str | None  # "SGLang" | "vLLM"
     ratio: float | None  # gap / larger (None when either is unknown or the floor is 0)
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """As the summary's `floors` keeps it."""
         return {
             "kind": str(self.kind),

@@ -126,7 +126,7 @@ class RefRow:
     why: str
     note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The row as a JSON object."""
         return asdict(self)
 

@@ -231,7 +231,7 @@ def _run_started(cfg: RunConfig, found: _Connected, live_view: bool) -> RunStart
             "stream_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
         },
         servers=found.servers,
-        prompt_set=found.pset.describe() if found.pset else {},
+        prompt_set=found.pset.to_json() if found.pset else {},
         kltui_version=__version__,
     )
 

@@ -180,7 +180,7 @@ def test_a_contract_difference_is_named_in_every_report():
 
     sg, v = sglang_contract("prompt"), vllm_contract("prompt", "raw_logits")
     verdict = judge(sg, v)
-    side = {"sglang": sg.to_dict(), "vllm": v.to_dict(), **verdict.to_dict()}
+    side = {"sglang": sg.to_json(), "vllm": v.to_json(), **verdict.to_json()}
     st = store({"status": verdict.status, "setting": verdict.setting,
                 "message": verdict.message, "prompt": side,
                 "sampled": {**side, "used_for": "ranks"}})  # fmt: skip

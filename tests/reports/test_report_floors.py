@@ -37,7 +37,7 @@ def floors(sglang_noise: float, vllm_noise: float, gap: float) -> dict:
         "same_composition": False, "error": None, "sglang": sg, "vllm": vl,
         "gap": {"avg_k3": gap, "mean_abs_delta": 8e-4, "max_abs_delta": 2e-3,
                 "top1_agreement": 0.917},
-        "reading": reading.to_dict(),
+        "reading": reading.to_json(),
     }  # fmt: skip
 
 

@@ -98,7 +98,7 @@ def _floors(reading) -> dict:
     return {
         "samples": [0], "of": 4, "composition": "one at a time", "first_batch": 4,
         "same_composition": False, "error": None, "sglang": fig, "vllm": fig,
-        "gap": {"avg_k3": reading.gap}, "reading": reading.to_dict(),
+        "gap": {"avg_k3": reading.gap}, "reading": reading.to_json(),
     }  # fmt: skip
 
 

@@ -166,7 +166,7 @@ def test_cross_engines_floors_join_the_table_as_each_engine_against_itself():
     noisy = {**zero, "avg_k3": 2e-6, "mean_abs_delta": 1e-3, "zero": False}
     floors = {"samples": [0, 1], "of": 20, "composition": "one at a time", "error": None,
               "sglang": zero, "vllm": noisy, "gap": {"avg_k3": 1e-6},
-              "reading": read_floors(1e-6, 0.0, 2e-6).to_dict()}  # fmt: skip
+              "reading": read_floors(1e-6, 0.0, 2e-6).to_json()}  # fmt: skip
     st.apply(HelperStarted("cross_engine", SG, 20, 2e-3, 1e-3))
     st.apply(HelperFinished("cross_engine", SG, {"status": "pass", "floors": floors}))
     tw = three_way(st)
