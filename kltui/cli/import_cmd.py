@@ -40,6 +40,27 @@ def add_parser(sub) -> None:
         choices=("auto", "kltui-rl", "verl", "slime"),
         help="how to read FILE (auto: its header, else its field names)",
     )
+    _gate_options(p)
+    p.add_argument(
+        "--show",
+        type=pos_int,
+        default=2048,
+        metavar="N",
+        help="samples the heatmap and drill-down hold: the first N/2 and the N/2 worst (2048); "
+        "every figure covers every record",
+    )
+    p.add_argument("--tokenizer", metavar="PATH", help="a local tokenizer for token text")
+    p.add_argument("--record", metavar="OUT", help="also write the run as a .kltui.jsonl recording")
+    p.add_argument("--json", metavar="OUT", help="the JSON result (docs/JSON.md)")
+    _server_options(p)
+    add_report_options(p)
+    p.add_argument("--tui", action="store_true", help="open the dashboard (as `kltui FILE` does)")
+    p.add_argument("--theme", help="the dashboard's theme")
+    p.set_defaults(func=cmd_import)
+
+
+def _gate_options(p: argparse.ArgumentParser) -> None:
+    """What the import is gated on: avg_kl_div, any metric, the tail, slime's veto."""
     p.add_argument(
         "--threshold",
         type=number,
@@ -70,17 +91,10 @@ def add_parser(sub) -> None:
         help="slime's rs_veto_threshold for the catastrophic token/sequence fractions (1e-4, "
         "as in slime's mis.yaml)",
     )
-    p.add_argument(
-        "--show",
-        type=pos_int,
-        default=2048,
-        metavar="N",
-        help="samples the heatmap and drill-down hold: the first N/2 and the N/2 worst (2048); "
-        "every figure covers every record",
-    )
-    p.add_argument("--tokenizer", metavar="PATH", help="a local tokenizer for token text")
-    p.add_argument("--record", metavar="OUT", help="also write the run as a .kltui.jsonl recording")
-    p.add_argument("--json", metavar="OUT", help="the JSON result (docs/JSON.md)")
+
+
+def _server_options(p: argparse.ArgumentParser) -> None:
+    """Re-scoring the worst shown samples on a live SGLang server."""
     p.add_argument(
         "--server",
         metavar="URL",
@@ -96,10 +110,6 @@ def add_parser(sub) -> None:
         help="with --server: how many of the worst shown samples (64)",
     )
     p.add_argument("--api-key", metavar="KEY", help="the --server's API key (or KLTUI_API_KEY)")
-    add_report_options(p)
-    p.add_argument("--tui", action="store_true", help="open the dashboard (as `kltui FILE` does)")
-    p.add_argument("--theme", help="the dashboard's theme")
-    p.set_defaults(func=cmd_import)
 
 
 def options(args: argparse.Namespace):

@@ -54,6 +54,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_settings(p, GATE_SETTINGS + REQUEST_SETTINGS + ("stress",), MONITOR_SIZES)
     # `--helpers multiturn` probes take the multiturn helper's shape as check does (issue 58)
     add_settings(p.add_argument_group("multiturn"), MULTITURN_OPTIONS, MONITOR_SIZES)
+    _schedule_options(p)
+    _output_options(p)
+    p.add_argument("--headless", action="store_true", help="print lines instead of the TUI")
+    p.set_defaults(func=cmd_monitor)
+
+
+def _schedule_options(p: argparse.ArgumentParser) -> None:
+    """When probes start, how many, how long one may take."""
     p.add_argument(
         "--every",
         type=duration_arg,
@@ -73,6 +81,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="cut a probe short after DURATION (default: 10m); counted as a timeout error",
     )
+
+
+def _output_options(p: argparse.ArgumentParser) -> None:
+    """Where the readings go: Prometheus metrics and the probes' recordings."""
     p.add_argument(
         "--prometheus",
         metavar="[HOST:]PORT",
@@ -96,8 +108,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="keep the recordings of the last N probes, removing older ones (default: 288, a "
         "day at --every 5m)",
     )
-    p.add_argument("--headless", action="store_true", help="print lines instead of the TUI")
-    p.set_defaults(func=cmd_monitor)
 
 
 def _recordings(args: argparse.Namespace):

@@ -235,7 +235,7 @@ def _first_divergence(first: tuple | None, last_table: list, prefill: dict) -> d
             "decode_step": None,
             "position": None,
             "inherited": [],
-            "modules": [r.as_dict() for r in last_table],
+            "modules": [r.to_json() for r in last_table],
         }
     k, pos, culprit, table = first
     return {
@@ -249,7 +249,7 @@ def _first_divergence(first: tuple | None, last_table: list, prefill: dict) -> d
         "decode_step": k,
         "position": pos,
         "inherited": [r.module for r in table if r.status == "inherited"],
-        "modules": [r.as_dict() for r in table],
+        "modules": [r.to_json() for r in table],
     }
 
 
@@ -284,7 +284,7 @@ def _prefill_invariance(
         "position": culprit.position if culprit else None,
         "inputs_identical": culprit.inputs_identical if culprit else None,
         "inherited": [r.module for r in table if r.status == "inherited"],
-        "modules": [r.as_dict() for r in table],
+        "modules": [r.to_json() for r in table],
     }, diffs
 
 

@@ -10,6 +10,7 @@ whose inputs differ or were not compared is `first-differing`: no module is name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kltui.dumps.compare import RowDiff, diff_rows
 from kltui.dumps.files import DumpError, Loader
@@ -37,7 +38,7 @@ class ModuleRow:
     differing_earlier: list[str] = field(default_factory=list)  # in earlier passes, as labelled
     dumped_inputs: int = 0
 
-    def as_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The row as a JSON object."""
         return {
             "module": self.module,

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -47,6 +48,7 @@ from kltui.metrics.cross import (
     cross_summary,
     first_token_mismatch,
 )
+from kltui.metrics.cross_figures import CrossFigures, GreedyMismatch
 from kltui.metrics.k3 import avg_kl_div, within_threshold
 from kltui.session.events import (
     Event,
@@ -84,39 +86,46 @@ class CrossRun(Run):
         self.vllm_identity = ServerIdentity()
         self.alignment: list[Row] = []
         self.cross: list[tuple[int, CrossPositions]] = []
-        self.greedy: list[tuple[int, dict | None]] = []
+        self.greedy: list[tuple[int, GreedyMismatch | None]] = []
         self.per_sample: list[dict] = []
         self.contract: dict | None = None
         self.floors: dict | None = None  # each engine against itself (cross_floors)
+        # samples too long to ask SGLang for vLLM's top-k ids at every position
+        self.dropped_ids = 0
 
-    def cross_figures(self) -> dict:
-        """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment)."""
-        figures = cross_summary(self.cross, self.greedy, k=self.ctx.top_k)
-        figures["alignment"] = [r.to_dict() for r in self.alignment]
-        figures["config_mismatches"] = [r.key for r in mismatches(self.alignment)]
-        figures["config_unknown"] = [r.key for r in unknowns(self.alignment)]
-        figures["baseline"] = self.vllm_identity.get("url")
-        figures["kl_gate"] = self.kl_gate
-        figures["cross_per_sample"] = self.per_sample
-        figures["contract"] = self.contract
-        figures["floors"] = self.floors
-        return figures
+    def summary_figures(self) -> CrossFigures:
+        """The figures of every sample compared so far (`metrics.cross.cross_summary`)."""
+        return cross_summary(self.cross, self.greedy, k=self.ctx.top_k)
+
+    def cross_figures(self, fig: CrossFigures) -> dict[str, Any]:
+        """cross_engine's figures beyond the k3 summary (agreement, greedy, alignment), as the
+        summary holds them."""
+        return fig.to_json() | {
+            "alignment": [r.to_json() for r in self.alignment],
+            "config_mismatches": [r.key for r in mismatches(self.alignment)],
+            "config_unknown": [r.key for r in unknowns(self.alignment)],
+            "baseline": self.vllm_identity.get("url"),
+            "kl_gate": self.kl_gate,
+            "cross_per_sample": self.per_sample,
+            "contract": self.contract,
+            "floors": self.floors,
+        }
 
     def finished(self, **extra) -> HelperFinished:
         """The HelperFinished event with the cross-engine figures and status."""
-        figures = self.cross_figures()
-        figures.update(extra)
+        fig = self.summary_figures()
+        figures = self.cross_figures(fig) | extra
         if figures.get("status") is None:
-            figures["status"] = self._status(figures)
+            figures["status"] = self._status(fig)
         return super().finished(**figures)
 
-    def _status(self, fig: dict) -> str:
+    def _status(self, fig: CrossFigures) -> str:
         """Pass: the migration guide's agreement line holds, every greedy divergence passes
         vLLM's own rule, no top-1 flip crosses FLIP_MARGIN_LINE, and avg_kl_div is under the threshold when one was set for this."""
-        ok = bool(self.cross) and fig["agreement_ok"] is not False
-        ok = ok and fig["greedy_rule_failures"] == 0
+        ok = bool(self.cross) and fig.agreement_ok is not False
+        ok = ok and fig.greedy_rule_failures == 0
         # a top-1 flip across a wide margin is not rounding near a tie
-        ok = ok and not fig["flip_margins"]["across_line"]
+        ok = ok and not fig.flip_margins.across_line
         if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
             ok = ok and within_threshold(avg, self.ctx.threshold)
@@ -144,52 +153,24 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
 
     # Samples the baseline cannot hold are skipped, never truncated (other ids, other numbers).
     limit = run.vllm_identity.get("max_model_len")
-    todo = []
+    limit = limit if isinstance(limit, int) else None
+    todo = [s for s in samples if limit is None or s.seq.size + 1 <= limit]
     for s in samples:
-        need = s.seq.size + 1
-        if isinstance(limit, int) and need > limit:
+        if limit is not None and s.seq.size + 1 > limit:
             run.skipped += 1
             yield SampleSkipped(
                 HELPER,
                 ctx.server,
                 s.index,
-                f"{need} tokens exceed the baseline's max_model_len {limit}",
+                f"{s.seq.size + 1} tokens exceed the baseline's max_model_len {limit}",
             )
-        else:
-            todo.append(s)
 
     floors = cross_floors.pick([s.index for s in todo])
     # the floors' second scorings go while the comparison works on the other engine
     second = cross_floors.Second(ctx, vllm, floors)
     try:
-        dropped_ids = 0
         for chunk in chunks(todo, k):
-            # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
-            yield run.enter("baseline")
-            scored_b, wanted, dropped, greedy_b = await _vllm_chunk(
-                ctx, run, chunk, second, len(samples)
-            )
-            for s in chunk:
-                second.offer("vllm", s)  # vLLM is idle while SGLang scores
-            dropped_ids += dropped
-
-            # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
-            yield run.enter("prefill")
-            try:
-                async with second.busy("sglang"):
-                    scored_a = await batches.teacher_forced(ctx, chunk, k, wanted)
-            except EngineError as e:
-                raise _fail(run, e, "prefill") from None
-
-            # 4. Score.
-            greedy: list[Completion | None] = list(greedy_b) if greedy_b else [None] * len(chunk)
-            yield run.enter("score")
-            for s, a, b, ids, g in zip(chunk, scored_a, scored_b, wanted, greedy, strict=True):
-                try:
-                    ev = _score(ctx, run, s, a, b, ids, g, floors, len(chunk))
-                except ValueError as e:
-                    err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
-                    raise _fail(run, err, "score") from None
+            async for ev in _compare_chunk(ctx, run, chunk, second, floors, len(samples)):
                 yield ev
         if floors.first:
             # 5. Each engine against itself: what of the floors' second scorings is left.
@@ -200,7 +181,45 @@ async def cross_engine(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event
                 yield ev
     finally:
         await second.cancel()
-    for ev in _closing(ctx, run, dropped_ids):
+    for ev in _closing(ctx, run):
+        yield ev
+
+
+async def _compare_chunk(
+    ctx: HelperContext,
+    run: CrossRun,
+    chunk: list[Sample],
+    second: cross_floors.Second,
+    floors: cross_floors.Floors,
+    total: int,
+) -> AsyncIterator[Event]:
+    """One batch compared: vLLM's teacher-forced logprobs (and greedy generation), SGLang's on
+    the same ids, then each sample scored."""
+    k = ctx.top_k
+    # 2. vLLM: teacher-forced prompt logprobs, and its own greedy generation.
+    yield run.enter("baseline")
+    scored_b, wanted, dropped, greedy_b = await _vllm_chunk(ctx, run, chunk, second, total)
+    for s in chunk:
+        second.offer("vllm", s)  # vLLM is idle while SGLang scores
+    run.dropped_ids += dropped
+
+    # 3. SGLang: the same ids, with vLLM's top-k ids as token_ids_logprob.
+    yield run.enter("prefill")
+    try:
+        async with second.busy("sglang"):
+            scored_a = await batches.teacher_forced(ctx, chunk, k, wanted)
+    except EngineError as e:
+        raise _fail(run, e, "prefill") from None
+
+    # 4. Score.
+    greedy: list[Completion | None] = list(greedy_b) if greedy_b else [None] * len(chunk)
+    yield run.enter("score")
+    for s, a, b, ids, g in zip(chunk, scored_a, scored_b, wanted, greedy, strict=True):
+        try:
+            ev = _score(ctx, run, s, a, b, ids, g, floors, len(chunk))
+        except ValueError as e:
+            err = EngineError(ctx.server, f"/generate: {e}", "malformed-answer")
+            raise _fail(run, err, "score") from None
         yield ev
 
 
@@ -267,27 +286,27 @@ async def _sglang_decode(
     run.extra["sglang_decoded"] = len(outs)
 
 
-def _closing(ctx: HelperContext, run: CrossRun, dropped_ids: int) -> Iterator[Event]:
+def _closing(ctx: HelperContext, run: CrossRun) -> Iterator[Event]:
     """The helper's end: the warnings of what it measured (ids it could not ask for, flips
     across a wide margin, protocol findings) and its HelperFinished."""
     k = ctx.top_k
-    if dropped_ids:
+    if run.dropped_ids:
         yield Problem(
             ctx.server,
-            f"{dropped_ids} sample(s) too long to ask SGLang for vLLM's top-{k} ids at every "
+            f"{run.dropped_ids} sample(s) too long to ask SGLang for vLLM's top-{k} ids at every "
             "position: their union KL folds those ids into 'other' (a looser lower bound)",
             fatal=False,
             helper=HELPER,
         )
     fin = run.finished()
-    if (wide := fin.summary["flip_margins"])["across_line"]:
-        big = wide["largest"]
+    wide = run.summary_figures().flip_margins
+    if wide.across_line and (big := wide.largest) is not None:
         yield Problem(
             run.baseline.url,
-            f"{wide['across_line']} of {wide['flips']} top-1 flip(s) cross a margin of "
-            f"{wide['line']:g} nats or more (widest: sample {big['sample']} position "
-            f"{big['position']}, SGLang {_nats(big['margin_a'])} / vLLM "
-            f"{_nats(big['margin_b'])} nats): not "
+            f"{wide.across_line} of {wide.flips} top-1 flip(s) cross a margin of "
+            f"{wide.line:g} nats or more (widest: sample {big.sample} position "
+            f"{big.position}, SGLang {_nats(big.margin_a)} / vLLM "
+            f"{_nats(big.margin_b)} nats): not "
             "rounding near a tie",
             fatal=False,
             helper=HELPER,
@@ -332,15 +351,15 @@ def _score(
         {
             "index": s.index,
             "positions": n,
-            "max_abs_delta": one["max_abs_delta"],
-            "mean_abs_delta": one["mean_abs_delta"],
-            "top1_agreement": one["top1_agreement"],
-            "topk_overlap": one["topk_overlap"],
-            "union_kl_mean": one["union_kl_mean"],
+            "max_abs_delta": one.max_abs_delta,
+            "mean_abs_delta": one.mean_abs_delta,
+            "top1_agreement": one.top1_agreement,
+            "topk_overlap": one.topk_overlap,
+            "union_kl_mean": one.union_kl_mean,
             "first_top1_disagreement": cross.first_top1_disagreement(),
-            "flips": one["flip_margins"]["flips"],
-            "large_margin_flips": one["flip_margins"]["across_line"],
-            "greedy_first_mismatch": greedy,
+            "flips": one.flip_margins.flips,
+            "large_margin_flips": one.flip_margins.across_line,
+            "greedy_first_mismatch": None if greedy is None else greedy.to_json(),
         }
     )
     return SampleScored(
@@ -387,36 +406,8 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
                 "agreement_line": 0.95,
             },
         )
-        yield run.enter("align")
-        try:
-            run.vllm_identity = await vllm.identify(startup_log(ctx.baseline_log))
-        except EngineError as e:
-            raise _fail(run, e, "align") from None
-        probe = await probe_tokenizers(ctx.client, vllm)
-        checkpoint = await asyncio.to_thread(
-            local_config, ctx.server, ctx.server_info.get("model_path")
-        )
-        run.alignment = align(
-            ctx.server_info,
-            run.vllm_identity.record(),
-            top_k=ctx.top_k,
-            tokenizer_probe=probe,
-            checkpoint=checkpoint,
-        )
-        for row in mismatches(run.alignment):
-            if row.severity == WARN:
-                yield Problem(vllm.url, describe(row), fatal=False, helper=HELPER, phase="align")
-        if unsaid := [r.key for r in unknowns(run.alignment) if r.severity == WARN]:
-            yield Problem(
-                vllm.url,
-                "not known to be the same on both engines (one side does not report them): "
-                + ", ".join(unsaid),
-                fatal=False,
-                helper=HELPER,
-                phase="align",
-            )
-        if (reason := _refusal(run.alignment)) is not None:
-            raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")
+        async for ev in _align(ctx, run):
+            yield ev
         yield run.enter("contract")
         try:
             verdict, run.contract = await contracts(ctx, vllm, run.vllm_identity)
@@ -431,3 +422,39 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
             yield ev
     finally:
         await vllm.aclose()
+
+
+async def _align(ctx: HelperContext, run: CrossRun) -> AsyncIterator[Event]:
+    """The baseline identified and its configuration put beside SGLang's: a Problem per
+    mismatch or unknown setting, and a refusal (raised) for a different model or vocabulary."""
+    vllm = run.baseline
+    yield run.enter("align")
+    try:
+        run.vllm_identity = await vllm.identify(startup_log(ctx.baseline_log))
+    except EngineError as e:
+        raise _fail(run, e, "align") from None
+    probe = await probe_tokenizers(ctx.client, vllm)
+    checkpoint = await asyncio.to_thread(
+        local_config, ctx.server, ctx.server_info.get("model_path")
+    )
+    run.alignment = align(
+        ctx.server_info,
+        run.vllm_identity.record(),
+        top_k=ctx.top_k,
+        tokenizer_probe=probe,
+        checkpoint=checkpoint,
+    )
+    for row in mismatches(run.alignment):
+        if row.severity == WARN:
+            yield Problem(vllm.url, describe(row), fatal=False, helper=HELPER, phase="align")
+    if unsaid := [r.key for r in unknowns(run.alignment) if r.severity == WARN]:
+        yield Problem(
+            vllm.url,
+            "not known to be the same on both engines (one side does not report them): "
+            + ", ".join(unsaid),
+            fatal=False,
+            helper=HELPER,
+            phase="align",
+        )
+    if (reason := _refusal(run.alignment)) is not None:
+        raise _fail(run, EngineError(vllm.url, reason, "refused"), "align")

@@ -216,17 +216,18 @@ async def measure(
         return
     done = [i for i, _ in got["sglang"]]
     out["samples"] = done
+    figures: dict[str, floor_metrics.FloorFigures] = {}
     for key, parts in got.items():
-        out[key] = floor_metrics.floor_figures(parts, k=k)
+        figures[key] = floor_metrics.floor_figures(parts, k=k)
+        out[key] = figures[key].to_json()
     same = [(s, c) for s, c in cross if s in set(done)]
     gap = cross_summary(same, k=k)
+    gap_k3 = floor_metrics.gap_on(mean_k3, done)
     out["gap"] = {
-        "avg_k3": floor_metrics.gap_on(mean_k3, done),
-        "mean_abs_delta": gap["mean_abs_delta"],
-        "max_abs_delta": gap["max_abs_delta"],
-        "top1_agreement": gap["top1_agreement"],
+        "avg_k3": gap_k3,
+        "mean_abs_delta": gap.mean_abs_delta,
+        "max_abs_delta": gap.max_abs_delta,
+        "top1_agreement": gap.top1_agreement,
     }
-    reading = floor_metrics.read_floors(
-        out["gap"]["avg_k3"], out["sglang"]["avg_k3"], out["vllm"]["avg_k3"]
-    )
-    out["reading"] = reading.to_dict()
+    reading = floor_metrics.read_floors(gap_k3, figures["sglang"].avg_k3, figures["vllm"].avg_k3)
+    out["reading"] = reading.to_json()

@@ -12,6 +12,9 @@ for bit; any difference refuses the comparison (no number is measured).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Any
+
 import numpy as np
 
 from kltui.engines.errors import EngineError
@@ -84,23 +87,23 @@ async def contracts(
     if k_note is not None:
         verdict = Comparability("difference", False, True, f"prompt_logprobs={ctx.top_k}", k_note)
     cache = await prefix_cache_probe(ctx, vllm, ident, k)
-    if cache["status"] == "stale":
-        verdict = Comparability("difference", False, False, "prefix caching", cache["message"])
+    if cache.status == "stale":
+        verdict = Comparability("difference", False, False, "prefix caching", cache.message)
     sampled_v = vllm_contract("sampled", mode, temperature=0.0, source=declared.source)
     sampled = judge(sglang_contract("sampled", 0.0), sampled_v)
     contract = {
         "status": verdict.status,
         "setting": verdict.setting,
         "message": verdict.message,
-        "prompt": {"sglang": sg.to_dict(), "vllm": probed.to_dict(), **verdict.to_dict()},
+        "prompt": {"sglang": sg.to_json(), "vllm": probed.to_json(), **verdict.to_json()},
         # the greedy comparison reads ids and ranks only, which every kind keeps
         "sampled": {
-            "sglang": sglang_contract("sampled", 0.0).to_dict(),
-            "vllm": sampled_v.to_dict(),
-            **sampled.to_dict(),
+            "sglang": sglang_contract("sampled", 0.0).to_json(),
+            "vllm": sampled_v.to_json(),
+            **sampled.to_json(),
             "used_for": "ranks (the greedy rule's ids)",
         },
-        "prefix_cache": cache,
+        "prefix_cache": cache.to_json(),
     }
     return verdict, contract
 
@@ -134,22 +137,43 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).view(np.int64)
 
 
+@dataclass(frozen=True, slots=True)
+class PrefixCacheProbe:
+    """Whether vLLM's prompt logprobs read its prefix cache (`prefix_cache_probe`)."""
+
+    status: str  # "same" | "stale" | "not checked"
+    positions: int  # the shared prefix's positions compared
+    block_size: int | None
+    enable_prefix_caching: Any
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        """As the contract's `prefix_cache` records it."""
+        return {
+            "status": self.status,
+            "positions": self.positions,
+            "block_size": self.block_size,
+            "enable_prefix_caching": self.enable_prefix_caching,
+            "message": self.message,
+        }
+
+
 async def prefix_cache_probe(
     ctx: HelperContext, vllm: VLLMClient, ident: ServerIdentity, k: int
-) -> dict:
+) -> PrefixCacheProbe:
     """P+X, an unrelated sequence, then P+Y, each alone: P's prompt logprobs (and top-k) must
     be bit-identical in the first and the last answer. The result as the contract records it:
     status "same", "stale" (with the one-line message naming vLLM's version and the bug) or
     "not checked" (no ids to build the sequences from)."""
     block = ident.get("block_size")
     seqs = probe_sequences(list(ctx.prompts), block, ident.get("max_model_len"))
-    out: dict = {
-        "status": "not checked",
-        "positions": 0,
-        "block_size": block if isinstance(block, int) else None,
-        "enable_prefix_caching": ident.get("enable_prefix_caching"),
-        "message": "no prompt ids to build the probe from",
-    }
+    out = PrefixCacheProbe(
+        "not checked",
+        0,
+        block if isinstance(block, int) else None,
+        ident.get("enable_prefix_caching"),
+        "no prompt ids to build the probe from",
+    )
     if seqs is None:
         return out
     first, other, third, n = seqs
@@ -163,25 +187,30 @@ async def prefix_cache_probe(
     same = _bits(a.lp[1:n]) == _bits(b.lp[1:n])
     same &= (_bits(a.top.lp[1:n]) == _bits(b.top.lp[1:n])).all(axis=1)
     same &= (a.top.ids[1:n] == b.top.ids[1:n]).all(axis=1)
-    out["positions"] = n - 1
     if same.all():
-        out["status"] = "same"
-        out["message"] = (
-            f"prompt logprobs of a {n}-token prefix bit-identical before and after an unrelated "
-            "request: vLLM's prefix cache is not read for them"
+        return replace(
+            out,
+            status="same",
+            positions=n - 1,
+            message=(
+                f"prompt logprobs of a {n}-token prefix bit-identical before and after an "
+                "unrelated request: vLLM's prefix cache is not read for them"
+            ),
         )
-        return out
     j = int(np.argmin(same)) + 1
     version = ident.get("version") or "?"
-    out["status"] = "stale"
-    out["message"] = (
-        f"vLLM {version} returns stale prompt logprobs at prefix-cached positions ({BUG}): "
-        f"position {j} of a shared {n}-token prefix read {a.lp[j]:.6g}, then {b.lp[j]:.6g} "
-        f"after an unrelated request ({int((~same).sum())} of {n - 1} positions differ); no "
-        "number it returns is comparable: restart it with --no-enable-prefix-caching, or use "
-        "a vLLM without the bug"
+    return replace(
+        out,
+        status="stale",
+        positions=n - 1,
+        message=(
+            f"vLLM {version} returns stale prompt logprobs at prefix-cached positions ({BUG}): "
+            f"position {j} of a shared {n}-token prefix read {a.lp[j]:.6g}, then {b.lp[j]:.6g} "
+            f"after an unrelated request ({int((~same).sum())} of {n - 1} positions differ); no "
+            "number it returns is comparable: restart it with --no-enable-prefix-caching, or use "
+            "a vLLM without the bug"
+        ),
     )
-    return out
 
 
 def startup_log(path: str | None) -> str | None:

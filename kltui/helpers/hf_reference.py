@@ -79,7 +79,7 @@ async def run_hf_reference(base: HelperContext, run: Run | None = None) -> Async
     sg = RefRun(ctx, "SGLang", sg_ident, ref_id)
     vl, vllm = _vllm_row(ctx, plan, ref_id)
     runs = [sg] + ([vl] if vl else [])
-    settings = _settings(ctx, plan, ref_id)
+    settings = _settings_json(ctx, plan, ref_id)
     queue: asyncio.Queue = asyncio.Queue()
     ref = HFReference(
         plan.settings,
@@ -95,26 +95,12 @@ async def run_hf_reference(base: HelperContext, run: Run | None = None) -> Async
                 yield ev
             if why := _refusal(r, plan.allow_different_models):
                 raise fail(sg, EngineError(ref.url, why, "refused"), "align", runs[1:])
-        mode = vl.identity.get("logprobs_mode") if vl else None
-        if vl is not None and mode in LOGIT_MODES:
-            yield Problem(
-                vl.ctx.server,
-                f"vLLM runs with --logprobs-mode {mode}: its prompt logprobs are logits, not "
-                "log-probabilities; its row against the reference is left out",
-                False,
-                HELPER,
-                "align",
-            )
-            yield vl.finished(status="invalid", reason=f"--logprobs-mode {mode}")
-            runs, vl, vllm = [sg], None, None
-        yield sg.enter("load")
-        got: list[Any] = []
-        try:
-            async for ev in relay(ref.identify(), sg, queue, got):
+        if vl is not None and (mode := vl.identity.get("logprobs_mode")) in LOGIT_MODES:
+            for ev in _left_out(vl, mode):
                 yield ev
-        except EngineError as e:
-            raise fail(sg, e, "load", runs[1:]) from None
-        _loaded(runs, got[0].record())
+            runs, vl, vllm = [sg], None, None
+        async for ev in _load(sg, ref, queue, runs):
+            yield ev
         async for ev in _compare(ctx, sg, vl, ref, vllm, queue):
             yield ev
         if vl is not None:
@@ -131,6 +117,34 @@ async def run_hf_reference(base: HelperContext, run: Run | None = None) -> Async
             await vllm.aclose()
 
 
+def _left_out(vl: RefRun, mode: str) -> Iterator[Event]:
+    """vLLM's row ends invalid: under --logprobs-mode raw or processed logits its prompt
+    logprobs are logits."""
+    yield Problem(
+        vl.ctx.server,
+        f"vLLM runs with --logprobs-mode {mode}: its prompt logprobs are logits, not "
+        "log-probabilities; its row against the reference is left out",
+        False,
+        HELPER,
+        "align",
+    )
+    yield vl.finished(status="invalid", reason=f"--logprobs-mode {mode}")
+
+
+async def _load(
+    sg: RefRun, ref: HFReference, queue: asyncio.Queue, runs: list[RefRun]
+) -> AsyncIterator[Event]:
+    """The reference loads (its progress relayed); what it loaded as goes to every row."""
+    yield sg.enter("load")
+    got: list[Any] = []
+    try:
+        async for ev in relay(ref.identify(), sg, queue, got):
+            yield ev
+    except EngineError as e:
+        raise fail(sg, e, "load", runs[1:]) from None
+    _loaded(runs, got[0].record())
+
+
 def _vllm_row(
     ctx: HelperContext, plan: ReferencePlan, ref_id: dict
 ) -> tuple[RefRun | None, VLLMClient | None]:
@@ -142,8 +156,9 @@ def _vllm_row(
     return vl, VLLMClient(plan.vllm_url, plan.vllm_api_key, timeout=ctx.request_timeout)
 
 
-def _settings(ctx: HelperContext, plan: ReferencePlan, ref_id: dict) -> dict:
-    """The settings every row starts with: the reference's and the comparison's."""
+def _settings_json(ctx: HelperContext, plan: ReferencePlan, ref_id: dict) -> dict:
+    """The settings every row starts with (HelperStarted's): the reference's and the
+    comparison's."""
     return {
         "reference": ref_id.get("url"),
         "dtype": ref_id.get("dtype"),
@@ -277,10 +292,7 @@ async def _compare_chunk(
         raise fail(sg, e, "prefill", others) from None
     sides_a, sides_v = _sides(sg, others, chunk, answers_a, comp, wanted)
     # 4. the reference's logprobs of the engines' top-k ids, position by position
-    asked = []
-    for sa, sv in zip(sides_a, sides_v, strict=True):
-        cols = [sa.top_ids] + ([sv.top_ids] if sv is not None else [])
-        asked.append(np.concatenate(cols, axis=1) if cols[0].size else cols[0])
+    asked = [_asked(sa, sv) for sa, sv in zip(sides_a, sides_v, strict=True)]
     yield sg.enter("reference")
     try:
         gathered = await ref.gather(asked)
@@ -292,15 +304,30 @@ async def _compare_chunk(
     for s, rs, sa, sv, ids_b, lp_b in rows:
         hf = Side(s.seq[s.start :], rs.lp, rs.top_ids, rs.top_lp, pos_ids=ids_b, pos_lp=lp_b)
         try:
-            yield score(sg, s, sa, hf)
-            if vl is not None and sv is not None:
-                yield score(vl, s, sv, hf)
-                pair = cross_positions(sa, sv)
-                vl.pair.append((s.index, pair))
-                vl.pair_per_sample.append(sample_row(s.index, pair, k))
+            for ev in _score_sample(sg, vl, s, sa, sv, hf):
+                yield ev
         except ValueError as e:
             err = EngineError(ctx.server, f"score: {e}", "malformed-answer")
             raise fail(sg, err, "score", others) from None
+
+
+def _asked(sa: Side, sv: Side | None) -> np.ndarray:
+    """The ids the reference is asked for at each position: SGLang's top-k, then vLLM's."""
+    cols = [sa.top_ids] + ([sv.top_ids] if sv is not None else [])
+    return np.concatenate(cols, axis=1) if cols[0].size else cols[0]
+
+
+def _score_sample(
+    sg: RefRun, vl: RefRun | None, s: Sample, sa: Side, sv: Side | None, hf: Side
+) -> Iterator[Event]:
+    """One sample scored: SGLang against the reference, then vLLM against it and against
+    SGLang (the vLLM row's `engines_pair`)."""
+    yield score(sg, s, sa, hf)
+    if vl is not None and sv is not None:
+        yield score(vl, s, sv, hf)
+        pair = cross_positions(sa, sv)
+        vl.pair.append((s.index, pair))
+        vl.pair_per_sample.append(sample_row(s.index, pair, sg.ctx.top_k))
 
 
 async def _sglang_decode(

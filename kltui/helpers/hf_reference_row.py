@@ -17,8 +17,10 @@ from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample
 from kltui.helpers.phases import Run
 from kltui.metrics.cross import CrossPositions, Side, cross_positions, cross_summary
+from kltui.metrics.cross_figures import CrossFigures
 from kltui.metrics.k3 import avg_kl_div, within_threshold
 from kltui.metrics.reference import (
+    RefFlips,
     RefRow,
     align_reference,
     dtype_pair,
@@ -55,61 +57,62 @@ class RefRun(Run):
         src = ctx.threshold_source
         self.kl_gate = src is not None and src.user_set
 
-    def figures(self) -> dict:
+    def figures(self, fig: CrossFigures, flips: RefFlips) -> dict[str, Any]:
         """The cross-engine figures against the reference, the flips by the reference's
-        margin, the config diff and what the reference loaded as."""
-        k = self.ctx.top_k
-        fig = cross_summary(self.cross, None, k=k)
-        fig["engine"] = self.engine
-        fig["reference"] = self.ref.get("url")
-        fig["reference_flips"] = reference_flips(self.cross)
-        cov = fig.get("union_coverage")
-        fig["union_exact"] = None if cov is None else bool(cov >= 1.0)
-        fig["reference_alignment"] = [r.to_dict() for r in self.rows]
-        fig["config_mismatches"] = [r.key for r in ref_mismatches(self.rows)]
-        fig["config_unknown"] = [r.key for r in self.rows if r.status == "unknown"]
+        margin, the config diff and what the reference loaded as, as the summary holds them."""
+        cov = fig.union_coverage
         dt = dtype_pair(self.rows)
-        fig["across_dtypes"] = None if dt is None else {"engine": dt[0], "reference": dt[1]}
-        fig["reference_loaded"] = self.loaded
-        fig["reference_per_sample"] = self.per_sample
-        fig["kl_gate"] = self.kl_gate
+        out = fig.to_json() | {
+            "engine": self.engine,
+            "reference": self.ref.get("url"),
+            "reference_flips": flips.to_json(),
+            "union_exact": None if cov is None else bool(cov >= 1.0),
+            "reference_alignment": [r.to_json() for r in self.rows],
+            "config_mismatches": [r.key for r in ref_mismatches(self.rows)],
+            "config_unknown": [r.key for r in self.rows if r.status == "unknown"],
+            "across_dtypes": None if dt is None else {"engine": dt[0], "reference": dt[1]},
+            "reference_loaded": self.loaded,
+            "reference_per_sample": self.per_sample,
+            "kl_gate": self.kl_gate,
+        }
         if self.pair:
-            pair = cross_summary(self.pair, None, k=k)
-            pair["per_sample"] = self.pair_per_sample
-            fig["engines_pair"] = pair
-        return fig
+            pair = cross_summary(self.pair, None, k=self.ctx.top_k)
+            out["engines_pair"] = pair.to_json() | {"per_sample": self.pair_per_sample}
+        return out
 
     def finished(self, **extra) -> HelperFinished:
         """HelperFinished with the figures and the status."""
-        fig = self.figures()
-        fig.update(extra)
-        if fig.get("status") is None:
-            fig["status"] = self._status(fig)
-        return super().finished(**fig)
+        fig = cross_summary(self.cross, None, k=self.ctx.top_k)
+        flips = reference_flips(self.cross)
+        out = self.figures(fig, flips) | extra
+        if out.get("status") is None:
+            out["status"] = self._status(fig, flips)
+        return super().finished(**out)
 
-    def _status(self, fig: dict) -> str:
+    def _status(self, fig: CrossFigures, flips: RefFlips) -> str:
         """Pass: the 95% agreement line holds, no top-1 flip where the reference was sure
         (margin >= the line), and avg_kl_div under a threshold the user set for it."""
-        ok = bool(self.cross) and fig["agreement_ok"] is not False
-        ok = ok and not fig["reference_flips"]["wide"]
+        ok = bool(self.cross) and fig.agreement_ok is not False
+        ok = ok and not flips.wide
         if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
             ok = ok and within_threshold(avg, self.ctx.threshold)
         return "pass" if ok else "fail"
 
 
-def sample_row(index: int, c: CrossPositions, k: int) -> dict:
+def sample_row(index: int, c: CrossPositions, k: int) -> dict[str, Any]:
+    """One sample against the reference, as the summary's `reference_per_sample` lists it."""
     one = cross_summary([(index, c)], None, k=k)
     fl = reference_flips([(index, c)])
     return {
         "index": index,
         "positions": c.n,
         "mean_k3": float(np.nanmean(c.k3)) if c.n else None,
-        "mean_abs_delta": one["mean_abs_delta"],
-        "top1_agreement": one["top1_agreement"],
-        "union_kl_mean": one["union_kl_mean"],
-        "flips": fl["flips"],
-        "wide_flips": fl["wide"],
+        "mean_abs_delta": one.mean_abs_delta,
+        "top1_agreement": one.top1_agreement,
+        "union_kl_mean": one.union_kl_mean,
+        "flips": fl.flips,
+        "wide_flips": fl.wide,
     }
 
 

@@ -83,7 +83,7 @@ async def multiturn(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     vocab, vocab_source = vocab_of(ctx)
     rules = rules_of(ctx)
     settings = {
-        **shape.to_dict(),
+        **shape.to_json(),
         "max_new_tokens": ctx.max_new_tokens,
         "vocab": vocab,
         "vocab_source": vocab_source,

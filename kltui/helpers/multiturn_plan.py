@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 # the kit's seeds: the branch suffixes, then one per later turn (seeds past the kit's two turn
 # suffixes continue from the last)
@@ -48,7 +49,7 @@ class MultiturnShape:
         """Turn 0 on the prefill hit, then one per turn suffix."""
         return 1 + len(self.turn_suffixes)
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The settings HelperStarted records."""
         return {
             "groups": self.groups,

@@ -47,7 +47,7 @@ class Row:
     note: str = ""
     source: str = ""
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The row as a JSON object."""
         return asdict(self)
 

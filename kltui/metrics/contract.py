@@ -38,6 +38,7 @@ has them all <= 0 and their log-sum-exp <= 0; logits usually fail that at once.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ class Contract:
     setting: str = ""  # the server setting that decides it, e.g. "--logprobs-mode raw_logits"
     note: str = ""  # why two names are the same numbers here
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The contract as a JSON object."""
         return asdict(self)
 
@@ -81,7 +82,7 @@ class Comparability:
     setting: str
     message: str
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The verdict as a JSON object."""
         return asdict(self)
 

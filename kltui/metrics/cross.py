@@ -37,15 +37,24 @@ step (its top-k plus its own sampled token); the walk stops there, since the seq
 
 Per run, `cross_summary` gives max and mean |delta|, top-1 and top-5 agreement rates against the
 vLLM-to-SGLang migration guide's line (>= 95% is "does not affect the task"), mean and max
-union KL, and the first mismatch.
+union KL, and the first mismatch, as a `CrossFigures` (`kltui.metrics.cross_figures`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from kltui.metrics.cross_figures import (
+    At,
+    CrossFigures,
+    FirstMismatch,
+    Flip,
+    FlipMargins,
+    GreedyMismatch,
+)
 from kltui.metrics.k3 import k3, log_ratio
 
 AGREEMENT_LINE = 0.95  # the migration guide: top-1/top-5 agreement above 95% is acceptable
@@ -262,25 +271,14 @@ def _flip_fields(a: Side, b: Side, k: int) -> tuple:
 
 def flip_summary(
     samples: list[tuple[int, CrossPositions]], *, line: float = FLIP_MARGIN_LINE
-) -> dict:
+) -> FlipMargins:
     """Every top-1 flip of a run with both sides' margins, and how many fall inside `line`."""
-    out: dict = {
-        "line": line,
-        "flips": 0,
-        "within_line": 0,
-        "across_line": 0,
-        "margin_unknown": 0,
-        "max_margin": None,
-        "median_margin": None,
-        "largest": None,
-        "listed": [],
-    }
     parts = [(s, c) for s, c in samples if c.flip is not None and c.n]
     if not parts:
-        return out
+        return FlipMargins(line)
     flip = np.concatenate([c.flip for _, c in parts])
     if not flip.any():
-        return out
+        return FlipMargins(line)
     ma = np.concatenate([c.margin_a for _, c in parts])[flip]
     mb = np.concatenate([c.margin_b for _, c in parts])[flip]
     ida = np.concatenate([c.top1_a for _, c in parts])[flip]
@@ -289,38 +287,33 @@ def flip_summary(
     pos = np.concatenate([np.arange(c.n, dtype=np.int64) for _, c in parts])[flip]
     both = np.fmax(ma, mb)  # NaN only where neither side has a second token
     known = ~np.isnan(both)
-    out["flips"] = int(flip.sum())
-    out["margin_unknown"] = int((~known).sum())
-    out["within_line"] = int((both[known] < line).sum())
-    out["across_line"] = int((both[known] >= line).sum())
-    if known.any():
-        j = int(np.nanargmax(both))
-        out["max_margin"] = float(both[j])
-        out["median_margin"] = float(np.median(both[known]))
-        out["largest"] = _flip(sample, pos, ida, idb, ma, mb, j)
+
+    def at(j: int) -> Flip:
+        return Flip(int(sample[j]), int(pos[j]), int(ida[j]), int(idb[j]), _num(ma[j]), _num(mb[j]))
+
+    widest = int(np.nanargmax(both)) if known.any() else None
     # the widest first: those are the ones to look at
     order = np.argsort(-np.where(known, both, -np.inf), kind="stable")[:MAX_LISTED_FLIPS]
-    out["listed"] = [_flip(sample, pos, ida, idb, ma, mb, int(j)) for j in order]
-    return out
+    return FlipMargins(
+        line,
+        flips=int(flip.sum()),
+        within_line=int((both[known] < line).sum()),
+        across_line=int((both[known] >= line).sum()),
+        margin_unknown=int((~known).sum()),
+        max_margin=None if widest is None else float(both[widest]),
+        median_margin=None if widest is None else float(np.median(both[known])),
+        largest=None if widest is None else at(widest),
+        listed=tuple(at(int(j)) for j in order),
+    )
 
 
-def _flip(sample, pos, ida, idb, ma, mb, j: int) -> dict:
-    def num(x) -> float | None:
-        return None if np.isnan(x) else float(x)
-
-    return {
-        "sample": int(sample[j]),
-        "position": int(pos[j]),
-        "id_a": int(ida[j]),
-        "id_b": int(idb[j]),
-        "margin_a": num(ma[j]),
-        "margin_b": num(mb[j]),
-    }
+def _num(x) -> float | None:
+    return None if np.isnan(x) else float(x)
 
 
 def first_token_mismatch(
     ids_a: np.ndarray, ids_b: np.ndarray, top_a: np.ndarray, top_b: np.ndarray
-) -> dict | None:
+) -> GreedyMismatch | None:
     """vLLM's check_logprobs_close rule on two greedy generations; None if they agree.
 
     `top_a`/`top_b` are each generation's [T, K] top-k ids at every step; a side's own sampled
@@ -334,14 +327,7 @@ def first_token_mismatch(
     ta, tb = int(ids_a[pos]), int(ids_b[pos])
     a_in_b = bool(pos < top_b.shape[0] and ta in top_b[pos])
     b_in_a = bool(pos < top_a.shape[0] and tb in top_a[pos])
-    return {
-        "position": pos,
-        "id_a": ta,
-        "id_b": tb,
-        "a_in_top_b": a_in_b,
-        "b_in_top_a": b_in_a,
-        "passed": a_in_b and b_in_a,
-    }
+    return GreedyMismatch(pos, ta, tb, a_in_b, b_in_a, a_in_b and b_in_a)
 
 
 def _rate(values: list[np.ndarray]) -> float | None:
@@ -353,75 +339,83 @@ def _rate(values: list[np.ndarray]) -> float | None:
 
 def cross_summary(
     samples: list[tuple[int, CrossPositions]],
-    greedy: list[tuple[int, dict | None]] | None = None,
+    greedy: list[tuple[int, GreedyMismatch | None]] | None = None,
     *,
     k: int,
     line: float = AGREEMENT_LINE,
-) -> dict:
+) -> CrossFigures:
     """Per-run cross-engine figures. `samples`: (sample index, positions) in scoring order;
     `greedy`: (sample index, first_token_mismatch result) where greedy generations were
     compared."""
     scored = [(s, c) for s, c in samples if c.n]
-    out: dict = {
-        "top_k": k,
-        "agreement_line": line,
-        "positions": int(sum(c.n for _, c in scored)),
-        "max_abs_delta": None,
-        "max_abs_delta_at": None,
-        "mean_abs_delta": None,
-        "top1_agreement": None,
-        "top5_agreement": None,
-        "topk_overlap": None,
-        "union_kl_mean": None,
-        "union_kl_max": None,
-        "union_coverage": None,
-        "first_top1_disagreement": None,
-        "first_token_mismatch": None,
-        "greedy_compared": 0,
-        "greedy_identical": 0,
-        "greedy_rule_failures": 0,
-        "agreement_ok": None,
-        "flip_margins": flip_summary(scored),
-    }
+    figures = CrossFigures(
+        top_k=k,
+        agreement_line=line,
+        positions=int(sum(c.n for _, c in scored)),
+        flip_margins=flip_summary(scored),
+    )
     if scored:
-        deltas = np.concatenate([c.abs_delta for _, c in scored])
-        finite = np.where(np.isnan(deltas), -np.inf, deltas)
-        i = int(np.argmax(finite))
-        lengths = np.cumsum([0] + [c.n for _, c in scored])
-        which = int(np.searchsorted(lengths, i, side="right") - 1)
-        out["max_abs_delta"] = float(deltas[i])
-        out["max_abs_delta_at"] = {
-            "sample": scored[which][0],
-            "position": int(i - lengths[which]),
-        }
-        out["mean_abs_delta"] = float(np.nanmean(deltas))
-        if k:
-            out["top1_agreement"] = _rate([c.top1_agree.astype(np.float64) for _, c in scored])
-            out["topk_overlap"] = _rate([c.topk_overlap for _, c in scored])
-        if k >= 5:
-            out["top5_agreement"] = _rate(
-                [c.top5_overlap for _, c in scored if c.top5_overlap is not None]
-            )
-        kl = np.concatenate([c.union_kl for _, c in scored])
-        out["union_kl_mean"] = float(np.nanmean(kl))
-        out["union_kl_max"] = float(np.nanmax(kl))
-        known = sum(int(c.union_known.sum()) for _, c in scored)
-        size = sum(int(c.union_size.sum()) for _, c in scored)
-        out["union_coverage"] = known / size if size else None
-        firsts = [(c.first_top1_disagreement(), s) for s, c in scored if k]
-        firsts = [(p, s) for p, s in firsts if p is not None]
-        if firsts:
-            p, s = min(firsts)
-            out["first_top1_disagreement"] = {"sample": s, "position": p}
-        rates = [out["top1_agreement"], out["top5_agreement"] if k >= 5 else out["topk_overlap"]]
-        if all(r is not None for r in rates):
-            out["agreement_ok"] = all(r >= line for r in rates)
+        figures = replace(figures, **_deltas(scored), **_agreement(scored, k, line))
     if greedy:
-        out["greedy_compared"] = len(greedy)
-        mism = [(m["position"], s, m) for s, m in greedy if m is not None]
-        out["greedy_identical"] = len(greedy) - len(mism)
-        out["greedy_rule_failures"] = sum(1 for _, _, m in mism if not m["passed"])
-        if mism:
-            pos, s, m = min(mism, key=lambda t: (t[0], t[1]))
-            out["first_token_mismatch"] = {"sample": s, **m}
-    return out
+        figures = replace(figures, **_greedy(greedy))
+    return figures
+
+
+def _deltas(scored: list[tuple[int, CrossPositions]]) -> dict[str, Any]:
+    """|Δlogprob| (max, where, mean) and union KL (mean, max, the share of kept ids)."""
+    deltas = np.concatenate([c.abs_delta for _, c in scored])
+    finite = np.where(np.isnan(deltas), -np.inf, deltas)
+    i = int(np.argmax(finite))
+    lengths = np.cumsum([0] + [c.n for _, c in scored])
+    which = int(np.searchsorted(lengths, i, side="right") - 1)
+    kl = np.concatenate([c.union_kl for _, c in scored])
+    known = sum(int(c.union_known.sum()) for _, c in scored)
+    size = sum(int(c.union_size.sum()) for _, c in scored)
+    return {
+        "max_abs_delta": float(deltas[i]),
+        "max_abs_delta_at": At(scored[which][0], int(i - lengths[which])),
+        "mean_abs_delta": float(np.nanmean(deltas)),
+        "union_kl_mean": float(np.nanmean(kl)),
+        "union_kl_max": float(np.nanmax(kl)),
+        "union_coverage": known / size if size else None,
+    }
+
+
+def _agreement(scored: list[tuple[int, CrossPositions]], k: int, line: float) -> dict[str, Any]:
+    """Top-1/top-5/top-k agreement rates, the first top-1 disagreement, and whether the rates
+    hold the line."""
+    top1 = _rate([c.top1_agree.astype(np.float64) for _, c in scored]) if k else None
+    topk = _rate([c.topk_overlap for _, c in scored]) if k else None
+    top5 = (
+        _rate([c.top5_overlap for _, c in scored if c.top5_overlap is not None]) if k >= 5 else None
+    )
+    firsts = [(c.first_top1_disagreement(), s) for s, c in scored if k]
+    known = [(p, s) for p, s in firsts if p is not None]
+    first = None
+    if known:
+        p, s = min(known)
+        first = At(s, p)
+    rates = [r for r in (top1, top5 if k >= 5 else topk) if r is not None]
+    ok = all(r >= line for r in rates) if len(rates) == 2 else None
+    return {
+        "top1_agreement": top1,
+        "top5_agreement": top5,
+        "topk_overlap": topk,
+        "first_top1_disagreement": first,
+        "agreement_ok": ok,
+    }
+
+
+def _greedy(greedy: list[tuple[int, GreedyMismatch | None]]) -> dict[str, Any]:
+    """The greedy comparison: how many, how many identical, rule failures, the earliest."""
+    mism = [(m.position, s, m) for s, m in greedy if m is not None]
+    first = None
+    if mism:
+        _, s, m = min(mism, key=lambda t: (t[0], t[1]))
+        first = FirstMismatch(s, m)
+    return {
+        "greedy_compared": len(greedy),
+        "greedy_identical": len(greedy) - len(mism),
+        "greedy_rule_failures": sum(1 for _, _, m in mism if not m.passed),
+        "first_token_mismatch": first,
+    }

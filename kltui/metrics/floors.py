@@ -23,10 +23,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
 from kltui.metrics.cross import CrossPositions, Side, cross_positions, cross_summary
+from kltui.metrics.cross_figures import At, FlipMargins
 from kltui.metrics.k3 import avg_kl_div
 
 # the gap is "within the engines' own noise" up to this many times the larger floor
@@ -61,26 +63,59 @@ def floor_positions(first: Side, second: Side) -> CrossPositions:
     return cross_positions(first, second)
 
 
-def floor_figures(samples: list[tuple[int, CrossPositions]], *, k: int) -> dict:
-    """One floor's figures over its samples (sample index, positions), in cross_engine's metrics
-    plus avg k3, the number of differing positions and `zero` (none differs)."""
+@dataclass(frozen=True, slots=True)
+class FloorFigures:
+    """One engine against itself over a floor's samples, in cross_engine's metrics plus avg
+    k3, the number of differing positions and `zero` (none differs)."""
+
+    samples: tuple[int, ...]
+    positions: int
+    avg_k3: float | None
+    mean_abs_delta: float | None
+    max_abs_delta: float | None
+    max_abs_delta_at: At | None
+    top1_agreement: float | None
+    union_kl_mean: float | None
+    differing_positions: int
+    zero: bool
+    flip_margins: FlipMargins
+
+    def to_json(self) -> dict[str, Any]:
+        """As the summary's `floors` keeps each engine's."""
+        at = self.max_abs_delta_at
+        return {
+            "samples": list(self.samples),
+            "positions": self.positions,
+            "avg_k3": self.avg_k3,
+            "mean_abs_delta": self.mean_abs_delta,
+            "max_abs_delta": self.max_abs_delta,
+            "max_abs_delta_at": None if at is None else at.to_json(),
+            "top1_agreement": self.top1_agreement,
+            "union_kl_mean": self.union_kl_mean,
+            "differing_positions": self.differing_positions,
+            "zero": self.zero,
+            "flip_margins": self.flip_margins.to_json(),
+        }
+
+
+def floor_figures(samples: list[tuple[int, CrossPositions]], *, k: int) -> FloorFigures:
+    """One floor's figures over its samples (sample index, positions)."""
     fig = cross_summary(samples, k=k)
     means = [float(np.nanmean(c.k3)) for _, c in samples if c.n]
     differing = sum(int(np.count_nonzero(c.abs_delta != 0)) for _, c in samples)
-    flips = fig["flip_margins"]
-    return {
-        "samples": [s for s, _ in samples],
-        "positions": fig["positions"],
-        "avg_k3": avg_kl_div(means) if means else None,
-        "mean_abs_delta": fig["mean_abs_delta"],
-        "max_abs_delta": fig["max_abs_delta"],
-        "max_abs_delta_at": fig["max_abs_delta_at"],
-        "top1_agreement": fig["top1_agreement"],
-        "union_kl_mean": fig["union_kl_mean"],
-        "differing_positions": differing,
-        "zero": bool(means) and differing == 0,
-        "flip_margins": flips,
-    }
+    return FloorFigures(
+        samples=tuple(s for s, _ in samples),
+        positions=fig.positions,
+        avg_k3=avg_kl_div(means) if means else None,
+        mean_abs_delta=fig.mean_abs_delta,
+        max_abs_delta=fig.max_abs_delta,
+        max_abs_delta_at=fig.max_abs_delta_at,
+        top1_agreement=fig.top1_agreement,
+        union_kl_mean=fig.union_kl_mean,
+        differing_positions=differing,
+        zero=bool(means) and differing == 0,
+        flip_margins=fig.flip_margins,
+    )
 
 
 def gap_on(per_sample_k3: dict[int, float], samples: list[int]) -> float | None:
@@ -99,7 +134,7 @@ class FloorReading:
     larger_engine: str | None  # "SGLang" | "vLLM"
     ratio: float | None  # gap / larger (None when either is unknown or the floor is 0)
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """As the summary's `floors` keeps it."""
         return {
             "kind": str(self.kind),

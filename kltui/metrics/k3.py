@@ -9,7 +9,7 @@ mean over samples, summed left to right as Python's sum() does).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -77,10 +77,6 @@ class SampleMetrics:
     non_finite: int  # tokens whose k3 is NaN or inf (a protocol or numeric fault)
     # positions left out of every figure above (one side NaN/inf: a protocol fault)
     excluded: int = 0
-
-    def to_dict(self) -> dict:
-        """The metrics as a JSON object."""
-        return asdict(self)
 
 
 def _first(mask: np.ndarray) -> int | None:

@@ -151,68 +151,83 @@ def _finding(kind: str, message: str, per_sample: dict[int, np.ndarray]) -> Prot
     }
 
 
+_Item = tuple[int, np.ndarray, np.ndarray, SampleFaults, list | None, list | None]
+
+
 def findings(
-    items: list[tuple[int, np.ndarray, np.ndarray, SampleFaults, list | None, list | None]],
+    items: list[_Item],
     sides: tuple[str, str] = ("side A", "side B"),
 ) -> list[ProtocolFinding]:
     """The protocol findings of a helper's scored samples, one per kind found.
 
     `items`: (sample, lp_a, lp_b, faults, top_a, top_b) in scoring order; `sides` names A and B
     (for example "prefill" and "decode")."""
-    out: list[ProtocolFinding] = []
     bad = [it for it in items if it[3].any]
     if not bad:
-        return out
+        return []
+    found = [
+        _one_sided(bad, sides),
+        _positive(bad),
+        _topk_sum(bad, sides[0], "topk_a"),
+        _topk_sum(bad, sides[1], "topk_b"),
+    ]
+    return [f for f in found if f is not None]
+
+
+def _one_sided(bad: list[_Item], sides: tuple[str, str]) -> ProtocolFinding | None:
+    """NaN/inf on one side only: a fault of the answer, left out of the k3 figures."""
     side = {s: f.one_sided for s, _, _, f, _, _ in bad if f.one_sided.size}
-    if side:
-        s0, a0, b0 = next((s, a, b) for s, a, b, f, _, _ in bad if f.one_sided.size)
-        p0 = int(side[s0][0])
-        pairs = [(s, int(p)) for s, ps in side.items() for p in ps]
-        out.append(
-            _finding(
-                ONE_SIDED,
-                f"NaN/inf logprobs on one side only at {len(pairs)} position(s) of "
-                f"{len(side)} sample(s): {_where(pairs)} (sample {s0} position "
-                f"{p0}: {sides[0]} {_value(float(a0[p0]))}, {sides[1]} {_value(float(b0[p0]))}); "
-                "the two sides score the same token, so this is a fault of the answer, not a "
-                "divergence: those positions are left out of the k3 figures",
-                side,
-            )
-        )
+    if not side:
+        return None
+    s0, a0, b0 = next((s, a, b) for s, a, b, f, _, _ in bad if f.one_sided.size)
+    p0 = int(side[s0][0])
+    pairs = [(s, int(p)) for s, ps in side.items() for p in ps]
+    return _finding(
+        ONE_SIDED,
+        f"NaN/inf logprobs on one side only at {len(pairs)} position(s) of "
+        f"{len(side)} sample(s): {_where(pairs)} (sample {s0} position "
+        f"{p0}: {sides[0]} {_value(float(a0[p0]))}, {sides[1]} {_value(float(b0[p0]))}); "
+        "the two sides score the same token, so this is a fault of the answer, not a "
+        "divergence: those positions are left out of the k3 figures",
+        side,
+    )
+
+
+def _positive(bad: list[_Item]) -> ProtocolFinding | None:
+    """Logprobs above 0, which no log-probability can be."""
     pos = {s: f.positive for s, _, _, f, _, _ in bad if f.positive.size}
-    if pos:
-        pairs = [(s, int(p)) for s, ps in pos.items() for p in ps]
-        top = max(
-            float(np.fmax(np.asarray(a)[pos[s]], np.asarray(b)[pos[s]]).max())
-            for s, a, b, _, _, _ in bad
-            if s in pos
-        )
-        out.append(
-            _finding(
-                POSITIVE,
-                f"logprobs above 0 (impossible: a logprob is log p <= 0) at {len(pairs)} "
-                f"position(s) of {len(pos)} sample(s): {_where(pairs)} (largest "
-                f"{_value(top)}); the answers' values are wrong, whatever k3 says",
-                pos,
-            )
-        )
-    for label, attr in ((sides[0], "topk_a"), (sides[1], "topk_b")):
-        over = {s: getattr(f, attr) for s, _, _, f, _, _ in bad if getattr(f, attr).size}
-        if not over:
-            continue
-        tops = {it[0]: it[4] if attr == "topk_a" else it[5] for it in bad}
-        worst = max(float(topk_sums(tops[s])[ps].max()) for s, ps in over.items())
-        pairs = [(s, int(p)) for s, ps in over.items() for p in ps]
-        out.append(
-            _finding(
-                TOPK_SUM,
-                f"{label} top-k probabilities sum above 1 (impossible) at {len(pairs)} "
-                f"position(s) of {len(over)} sample(s): {_where(pairs)} (largest "
-                f"sum {worst:.4g})",
-                over,
-            )
-        )
-    return out
+    if not pos:
+        return None
+    pairs = [(s, int(p)) for s, ps in pos.items() for p in ps]
+    top = max(
+        float(np.fmax(np.asarray(a)[pos[s]], np.asarray(b)[pos[s]]).max())
+        for s, a, b, _, _, _ in bad
+        if s in pos
+    )
+    return _finding(
+        POSITIVE,
+        f"logprobs above 0 (impossible: a logprob is log p <= 0) at {len(pairs)} "
+        f"position(s) of {len(pos)} sample(s): {_where(pairs)} (largest "
+        f"{_value(top)}); the answers' values are wrong, whatever k3 says",
+        pos,
+    )
+
+
+def _topk_sum(bad: list[_Item], label: str, attr: str) -> ProtocolFinding | None:
+    """One side's top-k probabilities summing above 1 (`attr`: "topk_a" or "topk_b")."""
+    over = {s: getattr(f, attr) for s, _, _, f, _, _ in bad if getattr(f, attr).size}
+    if not over:
+        return None
+    tops = {it[0]: it[4] if attr == "topk_a" else it[5] for it in bad}
+    worst = max(float(topk_sums(tops[s])[ps].max()) for s, ps in over.items())
+    pairs = [(s, int(p)) for s, ps in over.items() for p in ps]
+    return _finding(
+        TOPK_SUM,
+        f"{label} top-k probabilities sum above 1 (impossible) at {len(pairs)} "
+        f"position(s) of {len(over)} sample(s): {_where(pairs)} (largest "
+        f"sum {worst:.4g})",
+        over,
+    )
 
 
 def unverified(samples: list[int], why: str) -> dict:

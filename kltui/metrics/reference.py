@@ -43,39 +43,74 @@ from kltui.metrics.engine_settings import norm_dtype, sglang_attention
 PLACEHOLDER_VERSIONS = ("", "default")
 
 
+@dataclass(frozen=True, slots=True)
+class WidestFlip:
+    """The flip where the reference was surest of its own top-1."""
+
+    sample: int
+    position: int
+    margin: float
+
+    def to_json(self) -> dict[str, Any]:
+        """{"sample", "position", "margin"}."""
+        return {"sample": self.sample, "position": self.position, "margin": self.margin}
+
+
+@dataclass(frozen=True, slots=True)
+class RefFlips:
+    """The top-1 flips of a run judged by the reference's margin (`reference_flips`)."""
+
+    line: float
+    flips: int = 0
+    near_tie: int = 0  # the reference's margin under the line: rounding can tip it
+    wide: int = 0  # at or above the line: not rounding
+    margin_unknown: int = 0
+    near_tie_share: float | None = None  # near_tie over the flips with a known margin
+    widest: WidestFlip | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The summary's `reference_flips`."""
+        return {
+            "line": self.line,
+            "flips": self.flips,
+            "near_tie": self.near_tie,
+            "wide": self.wide,
+            "margin_unknown": self.margin_unknown,
+            "near_tie_share": self.near_tie_share,
+            "widest": None if self.widest is None else self.widest.to_json(),
+        }
+
+
 def reference_flips(
     samples: list[tuple[int, CrossPositions]], *, line: float = FLIP_MARGIN_LINE
-) -> dict:
+) -> RefFlips:
     """Every top-1 flip judged by the reference's margin (side B): how many are near a tie
     (margin < line), how many are not (>= line: not rounding), and the share near a tie."""
-    out: dict = {
-        "line": line,
-        "flips": 0,
-        "near_tie": 0,
-        "wide": 0,
-        "margin_unknown": 0,
-        "near_tie_share": None,
-        "widest": None,
-    }
     parts = [(s, c) for s, c in samples if c.flip is not None and c.n]
     if not parts:
-        return out
+        return RefFlips(line)
     flip = np.concatenate([c.flip for _, c in parts])
     if not flip.any():
-        return out
+        return RefFlips(line)
     mb = np.concatenate([c.margin_b for _, c in parts])[flip]
     sample = np.concatenate([np.full(c.n, s, dtype=np.int64) for s, c in parts])[flip]
     pos = np.concatenate([np.arange(c.n, dtype=np.int64) for _, c in parts])[flip]
     known = ~np.isnan(mb)
-    out["flips"] = int(flip.sum())
-    out["margin_unknown"] = int((~known).sum())
-    out["near_tie"] = int((mb[known] < line).sum())
-    out["wide"] = int((mb[known] >= line).sum())
+    near_tie = int((mb[known] < line).sum())
+    share, widest = None, None
     if known.any():
-        out["near_tie_share"] = out["near_tie"] / int(known.sum())
+        share = near_tie / int(known.sum())
         j = int(np.nanargmax(mb))
-        out["widest"] = {"sample": int(sample[j]), "position": int(pos[j]), "margin": float(mb[j])}
-    return out
+        widest = WidestFlip(int(sample[j]), int(pos[j]), float(mb[j]))
+    return RefFlips(
+        line,
+        flips=int(flip.sum()),
+        near_tie=near_tie,
+        wide=int((mb[known] >= line).sum()),
+        margin_unknown=int((~known).sum()),
+        near_tie_share=share,
+        widest=widest,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +126,7 @@ class RefRow:
     why: str
     note: str = ""
 
-    def to_dict(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The row as a JSON object."""
         return asdict(self)
 

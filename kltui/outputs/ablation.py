@@ -199,7 +199,7 @@ def print_result(console: Console, sweep: Sweep, out: SweepOutcome) -> None:
 
 
 # --------------------------------------------------------------------------- JSON and reports
-def document(sweep: Sweep, result: SweepOutcome) -> dict:
+def ablate_json(sweep: Sweep, result: SweepOutcome) -> dict:
     """The JSON document `kltui ablate --json` writes (docs/JSON.md, ablation.schema.json)."""
     return {
         "kltui_version": __version__,
@@ -212,7 +212,7 @@ def document(sweep: Sweep, result: SweepOutcome) -> dict:
 
 def write_json(sweep: Sweep, result: SweepOutcome, path: str) -> None:
     """Write the JSON document ("-": stdout)."""
-    jsonfile.write_json_document(path, document(sweep, result), "ablation")
+    jsonfile.write_json_document(path, ablate_json(sweep, result), "ablation")
 
 
 def md_report(sweep: Sweep, result: SweepOutcome) -> str:

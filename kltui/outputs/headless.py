@@ -357,7 +357,7 @@ def _after_runs(
     if json_path:
         extra: dict | None = None
         if repeat > 1:
-            extra = {"repeat": repeat_section([r.store for r in runs], equality, repeat)}
+            extra = {"repeat": repeat_json([r.store for r in runs], equality, repeat)}
         readings = [r.stress for r in runs if r.stress is not None]
         if readings:
             extra = (extra or {}) | {"stress": stress_json(readings[-1])}
@@ -381,9 +381,7 @@ def rerun_line(eq: RerunEquality, run_no: int) -> str:
     return f"re-run {run_no} vs {run_no - 1}: {compare_words.rerun(eq)}"
 
 
-def repeat_section(
-    stores: list[SessionStore], equality: list[RerunEquality], requested: int
-) -> dict:
+def repeat_json(stores: list[SessionStore], equality: list[RerunEquality], requested: int) -> dict:
     """The `repeat` section of the JSON result: each run's verdict and its equality with the one before."""
     return {
         "requested": requested,

@@ -99,8 +99,21 @@ class MonitorMetrics:
         # the `_created` twin of every counter is OpenMetrics' and noise in the text format a
         # scrape reads (the process is kltui's alone: the switch is global)
         pc.disable_created_metrics()
-        self.registry = reg = pc.CollectorRegistry()
+        self.registry = pc.CollectorRegistry()
         self.router = router
+        # declared in this order, which is the order a scrape lists them in
+        self._declare_helper_gauges(pc)
+        self._declare_server_metrics(pc)
+        self._declare_probe_metrics(pc, every)
+        self._series: dict[Any, set[tuple[str, ...]]] = {}
+        self._servers: set[tuple[str, str]] = set()
+        for url in servers:
+            self._new_server((url, ""))
+
+    def _declare_helper_gauges(self, pc: Any) -> None:
+        """Each helper's figures on each server: avg_kl_div, its gate, the tail, the largest
+        k3, the first divergence, the samples."""
+        reg = self.registry
 
         def per_helper(name: str, doc: str) -> Any:
             return pc.Gauge(name, doc, labelnames=HELPER_LABELS, registry=reg)
@@ -120,6 +133,10 @@ class MonitorMetrics:
             "output position of the first token whose logprobs differ (no series: none differs)",
         )
         self.samples = per_helper("kltui_samples_tested", "samples scored by the helper")
+
+    def _declare_server_metrics(self, pc: Any) -> None:
+        """Each server's condition, verdict and what it said of itself; the kltui that probes."""
+        reg = self.registry
         self.condition = pc.Enum(
             "kltui_condition", CONDITION_HELP, labelnames=SERVER_LABELS, states=CONDITIONS,
             registry=reg,
@@ -143,6 +160,11 @@ class MonitorMetrics:
         from kltui import __version__
 
         pc.Info("kltui_build", "the kltui that probes", registry=reg).info({"version": __version__})
+
+    def _declare_probe_metrics(self, pc: Any, every: float | None) -> None:
+        """The probes themselves: duration, requests, tokens, errors, the last good one, the
+        reading's changes, the period."""
+        reg = self.registry
         self.duration = pc.Gauge(
             "kltui_probe_duration_seconds", "wall time of the last probe", registry=reg
         )
@@ -177,10 +199,6 @@ class MonitorMetrics:
         )
         if every is not None:
             self.interval.set(every)
-        self._series: dict[Any, set[tuple[str, ...]]] = {}
-        self._servers: set[tuple[str, str]] = set()
-        for url in servers:
-            self._new_server((url, ""))
 
     def _new_server(self, base: tuple[str, str]) -> None:
         """A server's verdict and change counters, from its first sight (at 0)."""

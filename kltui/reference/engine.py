@@ -190,38 +190,11 @@ class Engine:
     def prefill(self, batch: Sequence[Active]) -> list[Progress]:
         for a in batch:
             self._restore(a)
-        segments: list[Segment] = []
-        offset = 0  # new tokens of this step before the request
-        for index, a in enumerate(batch):
-            n = len(a.prefill_ids()) - a.prefix_len
-            a.rs.batch_index = index
-            snap = self.keeper.prefill_snaps(a.rs, a.prefix_len, n + a.prefix_len, a.rs.full)
-            cut = self.chunked_prefill_size - offset
-            if self.fault.chunk_boundary and 0 < cut < n:
-                # the rows past the budget are a second chunk that lost the first one's state
-                b = a.prefix_len + cut
-                segments.append(Segment(a.kv, a.prefix_len, cut, a.window, 0, a.rs.state, snap))
-                segments.append(Segment(a.kv, b, n - cut, a.window, b, a.rs.state, snap))
-            else:
-                segments.append(Segment(a.kv, a.prefix_len, n, a.window, 0, a.rs.state, snap))
-            offset += n
+        segments = self._prefill_segments(batch)
         tokens = torch.tensor([t for a in batch for t in a.prefill_ids()[a.prefix_len :]])
         hidden = self._forward(tokens, segments, len(batch))
 
-        picks: list[int] = []  # hidden rows that need logits
-        spans: list[tuple[int, int, bool]] = []  # per request: first pick, input rows, has next
-        row0 = 0
-        for a in batch:
-            n_in = len(a.prefill_ids())
-            lsl = a.req.logprob_start_len if a.req.return_logprob and not a.resume else -1
-            in_positions = range(lsl, n_in - 1) if lsl >= 0 else range(0)
-            wants_next = a.req.sampling.max_new_tokens > 0 and not a.resume
-            first = len(picks)
-            picks += [row0 + p - a.prefix_len for p in in_positions]
-            if wants_next:
-                picks.append(row0 + n_in - 1 - a.prefix_len)
-            spans.append((first, len(in_positions), wants_next))
-            row0 += n_in - a.prefix_len
+        picks, spans = _logit_rows(batch)
         logits, logprobs = self._logits(hidden[picks], len(batch)) if picks else (None, None)
 
         out = []
@@ -248,6 +221,26 @@ class Engine:
                     self.keeper.on_finish(a.rs, a.req.input_ids, len(a.req.input_ids))
             out.append(progress)
         return out
+
+    def _prefill_segments(self, batch: Sequence[Active]) -> list[Segment]:
+        """Each request's new tokens as a segment of the step (two where the chunk-boundary
+        fault splits one at the chunked-prefill budget)."""
+        segments: list[Segment] = []
+        offset = 0  # new tokens of this step before the request
+        for index, a in enumerate(batch):
+            n = len(a.prefill_ids()) - a.prefix_len
+            a.rs.batch_index = index
+            snap = self.keeper.prefill_snaps(a.rs, a.prefix_len, n + a.prefix_len, a.rs.full)
+            cut = self.chunked_prefill_size - offset
+            if self.fault.chunk_boundary and 0 < cut < n:
+                # the rows past the budget are a second chunk that lost the first one's state
+                b = a.prefix_len + cut
+                segments.append(Segment(a.kv, a.prefix_len, cut, a.window, 0, a.rs.state, snap))
+                segments.append(Segment(a.kv, b, n - cut, a.window, b, a.rs.state, snap))
+            else:
+                segments.append(Segment(a.kv, a.prefix_len, n, a.window, 0, a.rs.state, snap))
+            offset += n
+        return segments
 
     def decode(self, batch: Sequence[Active]) -> list[Progress]:
         segments = []
@@ -468,3 +461,24 @@ def _top(row: torch.Tensor, k: int) -> TopRow:
 
 def _pick(row: torch.Tensor, ids: Sequence[int]) -> TopRow:
     return [(row[i].item(), i) for i in ids]
+
+
+def _logit_rows(batch: Sequence[Active]) -> tuple[list[int], list[tuple[int, int, bool]]]:
+    """The hidden rows of a prefill step that need logits (the input positions whose logprobs
+    were asked, then the last one where a token is to be decoded), and per request its first
+    row among them, its number of input rows and whether it decodes next."""
+    picks: list[int] = []  # hidden rows that need logits
+    spans: list[tuple[int, int, bool]] = []  # per request: first pick, input rows, has next
+    row0 = 0
+    for a in batch:
+        n_in = len(a.prefill_ids())
+        lsl = a.req.logprob_start_len if a.req.return_logprob and not a.resume else -1
+        in_positions = range(lsl, n_in - 1) if lsl >= 0 else range(0)
+        wants_next = a.req.sampling.max_new_tokens > 0 and not a.resume
+        first = len(picks)
+        picks += [row0 + p - a.prefix_len for p in in_positions]
+        if wants_next:
+            picks.append(row0 + n_in - 1 - a.prefix_len)
+        spans.append((first, len(in_positions), wants_next))
+        row0 += n_in - a.prefix_len
+    return picks, spans

@@ -343,14 +343,8 @@ def _logit_bias(raw: dict, vocab_size: int) -> list[tuple[int, float]]:
     return bias
 
 
-def parse_generate(
-    body: dict,
-    *,
-    encode: Callable[[str], list[int]],
-    vocab_size: int,
-    context_length: int,
-) -> ParsedGenerate:
-    """Normalize a contract-checked body into one GenRequest per output (batch and n expanded)."""
+def _prompts(body: dict, encode: Callable[[str], list[int]]) -> tuple[list[list[int]], bool]:
+    """The body's prompts as token ids (text encoded), and whether it was a single one."""
     text, input_ids = body.get("text"), body.get("input_ids")
     if (text is None) == (input_ids is None):
         raise RequestError("Either text, input_ids or input_embeds should be provided.")
@@ -362,6 +356,35 @@ def parse_generate(
         prompts = [list(input_ids)] if is_single else [list(x) for x in input_ids]
     if not prompts:
         raise RequestError("The batch is empty.")
+    return prompts, is_single
+
+
+def _check_logprob_args(
+    prompt: list[int], return_logprob: bool, lsl: int, wanted_ids: Any, vocab_size: int
+) -> None:
+    """What SGLang refuses of the logprob arguments: a start past the prompt, ids outside the
+    vocabulary."""
+    if return_logprob and lsl > len(prompt):
+        # The scheduler's abort text (f"{req.logprob_start_len=} ..."), verbatim.
+        raise RequestError(
+            f"req.logprob_start_len={lsl} is higher than the number of input tokens "
+            f"len(req.origin_input_ids)={len(prompt)}. Please use a smaller logprob_start_len."
+        )
+    if wanted_ids is not None:
+        bad = [t for t in wanted_ids if not 0 <= t < vocab_size]
+        if bad:
+            raise RequestError(f"token_ids_logprob has out-of-vocabulary ids {bad[:8]}.")
+
+
+def parse_generate(
+    body: dict,
+    *,
+    encode: Callable[[str], list[int]],
+    vocab_size: int,
+    context_length: int,
+) -> ParsedGenerate:
+    """Normalize a contract-checked body into one GenRequest per output (batch and n expanded)."""
+    prompts, is_single = _prompts(body, encode)
     n = len(prompts)
 
     raw_sampling = body.get("sampling_params")
@@ -386,17 +409,8 @@ def parse_generate(
         if copies > 1 and is_single:
             is_single = False
         lsl = int(start_len[i])
-        if return_logprob[i] and lsl > len(prompt):
-            # The scheduler's abort text (f"{req.logprob_start_len=} ..."), verbatim.
-            raise RequestError(
-                f"req.logprob_start_len={lsl} is higher than the number of input tokens "
-                f"len(req.origin_input_ids)={len(prompt)}. Please use a smaller logprob_start_len."
-            )
         wanted_ids = ids_lp[i]
-        if wanted_ids is not None:
-            bad = [t for t in wanted_ids if not 0 <= t < vocab_size]
-            if bad:
-                raise RequestError(f"token_ids_logprob has out-of-vocabulary ids {bad[:8]}.")
+        _check_logprob_args(prompt, bool(return_logprob[i]), lsl, wanted_ids, vocab_size)
         for c in range(copies):
             rid = rids[i] or uuid.uuid4().hex
             requests.append(

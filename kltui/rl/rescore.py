@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 
 import numpy as np
 import orjson
@@ -133,24 +133,8 @@ async def rescore_events(
             for rec, got in zip(part, answers, strict=True):
                 if isinstance(got, str):
                     skipped += 1
-                    for h in SIDES:
-                        yield SampleSkipped(h, server, rec.index - 1, got)
-                    continue
-                pairs: list[tuple[str, np.ndarray, np.ndarray]] = [
-                    (SERVER_VS_ROLLOUT, got, rec.rollout),
-                    (TRAINER_VS_SERVER, rec.trainer, got),
-                ]
-                for h, side_a, side_b in pairs:
-                    scored = _scored(h, server, rec, side_a, side_b)
-                    books[h].add(
-                        scored.sample,
-                        scored.token_ids,
-                        scored.lp_a,
-                        scored.lp_b,
-                        0,
-                        scored.prompt_len,
-                    )
-                    yield scored
+                for ev in _one_record(server, rec, got, books):
+                    yield ev
         for h, book in books.items():
             yield HelperFinished(
                 h, server, book.summary(n_samples=len(recs), n_skipped=skipped, threshold=threshold)
@@ -159,6 +143,27 @@ async def rescore_events(
         await client.aclose()
     async for event in match_events(recs, server, api_key):
         yield event
+
+
+def _one_record(
+    server: str, rec: Record, got: np.ndarray | str, books: dict[str, ScoreBook]
+) -> Iterator[Event]:
+    """One record's events: skipped by both helpers (`got`: why), or scored by each against
+    the server's logprobs (`got`) and kept in its book."""
+    if isinstance(got, str):
+        for h in SIDES:
+            yield SampleSkipped(h, server, rec.index - 1, got)
+        return
+    pairs: list[tuple[str, np.ndarray, np.ndarray]] = [
+        (SERVER_VS_ROLLOUT, got, rec.rollout),
+        (TRAINER_VS_SERVER, rec.trainer, got),
+    ]
+    for h, side_a, side_b in pairs:
+        scored = _scored(h, server, rec, side_a, side_b)
+        books[h].add(
+            scored.sample, scored.token_ids, scored.lp_a, scored.lp_b, 0, scored.prompt_len
+        )
+        yield scored
 
 
 async def match_events(

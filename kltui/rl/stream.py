@@ -25,19 +25,11 @@ import numpy as np
 from kltui import __version__
 from kltui.importer.reader import Source, open_source
 from kltui.importer.schema import BadRecord, Record
-from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN, bootstrap_interval, within_threshold
 from kltui.metrics.presets import DEFAULT_KL_DIV, ThresholdSource
-from kltui.metrics.rl import (
-    Accumulator,
-    SequenceSums,
-    by_step,
-    histogram_percentile,
-    slime_metrics,
-    verl_metrics,
-)
-from kltui.rl.gate import Gate, evaluate, metric_table
-from kltui.rl.reading import differing_samples, reading
+from kltui.metrics.rl import Accumulator
+from kltui.rl.gate import Gate
 from kltui.rl.scan import scan
+from kltui.rl.summary import build_summary
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -55,7 +47,6 @@ CHUNK = 256  # records per vectorized pass
 DEFAULT_KEEP = 2048  # samples sent as SampleScored
 MAX_PROBLEMS = 100  # bad records sent as Problem events (every one is a SampleSkipped)
 MAX_LISTED_BAD = 1000  # bad records listed in the summary (all are counted)
-BOOTSTRAP_MAX = 4096  # above this many samples the 95% interval is the normal one
 
 
 @dataclass
@@ -342,154 +333,3 @@ class _Read:
         if self.n_bad <= MAX_PROBLEMS:
             out.append(Problem(path, item.detail, False, HELPER, "read"))
         return out
-
-
-def _interval(means: np.ndarray) -> tuple[list[float], str]:
-    if means.size <= BOOTSTRAP_MAX:
-        return list(bootstrap_interval(means)), "bootstrap"
-    half = 1.96 * float(np.std(means, ddof=1)) / math.sqrt(means.size)
-    mid = float(np.mean(means))
-    return [mid - half, mid + half], "normal"
-
-
-def build_summary(
-    sums: SequenceSums,
-    sample_ids: np.ndarray,
-    acc: Accumulator,
-    opts: ImportOptions,
-    *,
-    n_records: int,
-    bad: list[str],
-    n_bad: int,
-    shown: int,
-    src: Source,
-) -> dict:
-    """The HelperFinished summary: kltui's k3 figures (as every helper reports them), verl's
-    and slime's metrics, the gates, the reading and the bad records."""
-    c = sums.cols
-    n = sums.size
-    means = c["s_k3"] / np.maximum(c["n"], 1.0)
-    tokens = int(c["n"].sum())
-    avg = float(sum(np.float64(m) for m in means.tolist()) / n) if n else math.nan
-    interval, method = _interval(means) if n else ([math.nan, math.nan], "none")
-    n_tail = int(sums.n_tail.sum())
-    summary: dict = {
-        "samples": n_records,
-        "scored": n,
-        "skipped": n_bad,
-        "tokens": tokens,
-        "avg_kl_div": avg,
-        "threshold": opts.gate_threshold,
-        "tail_threshold": opts.tail_threshold,
-        "token_mean_k3": float(c["s_k3"].sum() / tokens) if tokens else math.nan,
-        "p50_k3": histogram_percentile(acc.hist, 50),
-        "p99_k3": histogram_percentile(acc.hist, 99),
-        "max_k3": math.nan,
-        "max_k3_sample": None,
-        "max_k3_position": None,
-        "n_tail": n_tail,
-        "tail_fraction": n_tail / tokens if tokens else math.nan,
-        "samples_with_difference": int(np.count_nonzero(sums.n_nonzero)),
-        "first_divergence": None,
-        "non_finite_tokens": 0,
-        "bootstrap_95": interval,
-        "low_sample_warning": n < MIN_SAMPLES_FOR_STABLE_MEAN,
-    }
-    if n:
-        at = int(np.argmax(np.where(np.isnan(sums.max_k3), -np.inf, sums.max_k3)))
-        summary["max_k3"] = float(sums.max_k3[at])
-        summary["max_k3_sample"] = int(sample_ids[at])
-        summary["max_k3_position"] = int(sums.argmax_k3[at])
-        firsts = np.where(sums.first_diff >= 0, sums.first_diff, np.iinfo(np.int64).max)
-        if (sums.first_diff >= 0).any():
-            j = int(np.lexsort((sample_ids, firsts))[0])
-            summary["first_divergence"] = {
-                "sample": int(sample_ids[j]),
-                "position": int(sums.first_diff[j]),
-            }
-    verl, slime = verl_metrics(sums), slime_metrics(sums, opts.veto)
-    table = metric_table(summary, verl, slime)
-    gates = evaluate(opts.gates, table)
-    kl_gate = opts.gate_threshold
-    passed_kl = n > 0 and (kl_gate is None or within_threshold(avg, kl_gate))
-    summary["passed"] = passed_kl and all(g["passed"] for g in gates) and n_bad == 0
-    if n_bad:
-        summary["status"] = "invalid"
-        summary["reason"] = f"{n_bad} record(s) could not be used; first: {bad[0]}"
-    else:
-        summary["status"] = "pass" if summary["passed"] else "fail"
-    summary["per_sample_note"] = f"{shown} of {n} samples shown (first and worst)"
-    kl_row = (
-        []
-        if kl_gate is None
-        else [
-            {
-                "gate": f"avg_kl_div<{kl_gate:g}",
-                "metric": "avg_kl_div",
-                "value": avg,
-                "passed": passed_kl,
-            }
-        ]
-    )
-    summary["rl"] = _rl_section(
-        sums,
-        sample_ids,
-        opts,
-        src,
-        metrics=(verl, slime),
-        gates=[*kl_row, *gates],
-        interval_method=method,
-        counts=(n_records, shown, n_bad),
-        bad=bad,
-    )
-    return summary
-
-
-def _rl_section(
-    sums: SequenceSums,
-    sample_ids: np.ndarray,
-    opts: ImportOptions,
-    src: Source,
-    *,
-    metrics: tuple[dict[str, float], dict[str, float]],
-    gates: list[dict],
-    interval_method: str,
-    counts: tuple[int, int, int],
-    bad: list[str],
-) -> dict[str, object]:
-    """The summary's `rl`: the file, the counts (records, shown, bad), verl's and slime's
-    metrics, the per-step table, the gates, the bad records, the differing samples and the
-    reading."""
-    n = sums.size
-    n_records, shown, n_bad = counts
-    catastrophic = int(np.count_nonzero(sums.cols["n_cat"])) if n else 0
-    return {
-        "source": {
-            "path": src.path,
-            "bytes": src.size,
-            "adapter": src.header.adapter,
-            "schema_version": src.header.version,
-            "checked_against": src.header.source_version,
-        },
-        "records": n_records,
-        "usable": n,
-        "shown": shown,
-        "verl": metrics[0],
-        "slime": metrics[1],
-        "slime_veto_threshold": opts.veto,
-        "by_step": by_step(sums),
-        "gates": gates,
-        "interval_method": interval_method,
-        "percentiles": "from a histogram of 2^(1/64)-wide bins (within 1.1 %)",
-        "bad_records": n_bad,
-        "bad": bad,
-        "differing_samples": differing_samples(sums, sample_ids),
-        "reading": reading(
-            sums,
-            sample_ids,
-            bad=n_bad,
-            veto=opts.veto,
-            catastrophic_seqs=catastrophic,
-            server_cmd=opts.server_hint,
-        ),
-    }

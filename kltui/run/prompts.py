@@ -14,6 +14,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class PromptSet:
         """The hash that identifies these prompts across runs."""
         return identity_hash(self.ids)
 
-    def describe(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The prompts' source, count, hash and token counts as a JSON object."""
         lengths = np.array([len(x) for x in self.ids]) if self.ids else np.zeros(0, dtype=int)
         return {

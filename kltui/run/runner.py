@@ -232,7 +232,7 @@ def _run_started(cfg: RunConfig, found: _Connected, live_view: bool) -> RunStart
             "stream_interval": cfg.stream_interval_for() if cfg.streams(live_view) else None,
         },
         servers=found.servers,
-        prompt_set=found.pset.describe() if found.pset else {},
+        prompt_set=found.pset.to_json() if found.pset else {},
         kltui_version=__version__,
     )
 
@@ -309,6 +309,30 @@ async def _server_helpers(
             yield ev
 
 
+async def _prompt_set(cfg: RunConfig, found: _Connected, tok: PendingTokenizer | None) -> None:
+    """The run's prompts, tokenized on the first live server (a fatal Problem if it cannot)."""
+    if not found.live:
+        return
+    first = found.live[0]
+    try:
+        found.pset = await build_prompt_set(cfg, first, found.infos[first.url], tok)
+    except EngineError as e:
+        found.problems.append(
+            Problem(e.server, f"{e.message} (phase: tokenize)", fatal=True, phase="tokenize")
+        )
+
+
+def _cancelled(declined: SGLangClient) -> Problem:
+    """The user declined the first /flush_cache: nothing ran."""
+    return Problem(
+        declined.url,
+        "run cancelled before the first /flush_cache: nothing was flushed or "
+        "measured (r runs it again and asks again)",
+        fatal=False,
+        phase="flush",
+    )
+
+
 async def _run(
     cfg: RunConfig,
     clients: list[SGLangClient],
@@ -319,14 +343,7 @@ async def _run(
     """One run on `clients`: connect, RunStarted, every helper per server, RunFinished."""
     found = await _connect(cfg, clients)
     tok = PendingTokenizer(cfg.tokenizer) if cfg.tokenizer else None
-    if found.live:
-        first = found.live[0]
-        try:
-            found.pset = await build_prompt_set(cfg, first, found.infos[first.url], tok)
-        except EngineError as e:
-            found.problems.append(
-                Problem(e.server, f"{e.message} (phase: tokenize)", fatal=True, phase="tokenize")
-            )
+    await _prompt_set(cfg, found, tok)
     check_separator(cfg, found.live, found.infos, tok)
     yield _run_started(cfg, found, live_view)
     for p in found.problems:
@@ -339,13 +356,7 @@ async def _run(
         yield Problem("prompts", note, fatal=False)
     declined = await _declined(cfg, found.live, before_flush)
     if declined is not None:
-        yield Problem(
-            declined.url,
-            "run cancelled before the first /flush_cache: nothing was flushed or "
-            "measured (r runs it again and asks again)",
-            fatal=False,
-            phase="flush",
-        )
+        yield _cancelled(declined)
         yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
         return
     tally = _Tally(fatal=bool(found.problems), kept=keep)

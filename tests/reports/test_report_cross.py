@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from kltui.metrics.cross import Side, cross_positions, cross_summary
+from kltui.metrics.cross_figures import GreedyMismatch
 from kltui.metrics.k3 import ScoreBook
 from kltui.outputs.reports.common import config_table, cross_rows, json_report
 from kltui.outputs.reports.html import html_report
@@ -54,20 +55,10 @@ def store(contract: dict | None = None, floors: dict | None = None) -> SessionSt
             cross,
             [
                 (0, None),
-                (
-                    1,
-                    {
-                        "position": 3,
-                        "id_a": 5,
-                        "id_b": 6,
-                        "a_in_top_b": True,
-                        "b_in_top_a": True,
-                        "passed": True,
-                    },
-                ),
+                (1, GreedyMismatch(3, 5, 6, a_in_top_b=True, b_in_top_a=True, passed=True)),
             ],
             k=5,
-        )
+        ).to_json()
     )
     summary["config_mismatches"] = ["dtype", "attention_backend"]
     summary["config_unknown"] = ["chunked_prefill"]
@@ -199,7 +190,7 @@ def test_a_contract_difference_is_named_in_every_report():
 
     sg, v = sglang_contract("prompt"), vllm_contract("prompt", "raw_logits")
     verdict = judge(sg, v)
-    side = {"sglang": sg.to_dict(), "vllm": v.to_dict(), **verdict.to_dict()}
+    side = {"sglang": sg.to_json(), "vllm": v.to_json(), **verdict.to_json()}
     st = store({"status": verdict.status, "setting": verdict.setting,
                 "message": verdict.message, "prompt": side,
                 "sampled": {**side, "used_for": "ranks"}})  # fmt: skip

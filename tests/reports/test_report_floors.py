@@ -31,7 +31,7 @@ def floors(sglang_noise: float, vllm_noise: float, gap: float) -> dict:
         lp = -np.linspace(0.5, 1.5, 6)
         again = lp + noise * np.array([0, 1, 0, -1, 0, 0])
         one = floor_positions(Side(IDS, lp, TOP, TOP_LP), Side(IDS, again, TOP, TOP_LP))
-        return floor_figures([(0, one)], k=5)
+        return floor_figures([(0, one)], k=5).to_json()
 
     sg, vl = fig(sglang_noise), fig(vllm_noise)
     reading = read_floors(gap, sg["avg_k3"], vl["avg_k3"])
@@ -40,7 +40,7 @@ def floors(sglang_noise: float, vllm_noise: float, gap: float) -> dict:
         "same_composition": False, "error": None, "sglang": sg, "vllm": vl,
         "gap": {"avg_k3": gap, "mean_abs_delta": 8e-4, "max_abs_delta": 2e-3,
                 "top1_agreement": 0.917},
-        "reading": reading.to_dict(),
+        "reading": reading.to_json(),
     }  # fmt: skip
 
 

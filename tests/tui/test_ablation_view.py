@@ -20,7 +20,7 @@ import pytest
 from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.cli.terminal import use_tui
-from kltui.outputs.ablation import document
+from kltui.outputs.ablation import ablate_json
 from kltui.readings.ablation_kinds import Shape
 from kltui.readings.ablation_outcome import outcome, reading
 from kltui.run.ablate import SweepSpec, prepare
@@ -228,7 +228,7 @@ async def test_a_server_that_dies_mid_run_is_its_rows_one_line_and_the_others_ar
         assert app.store is feed.live["deterministic=on"].store
         await pilot.press("q")
     sweep = feed.sweep
-    doc = document(sweep, outcome(sweep))
+    doc = ablate_json(sweep, outcome(sweep))
     validate(doc, "ablation")
     runs = {c["name"]: c for c in doc["sweep"]["configs"]}
     assert runs["deterministic=on"]["status"] == "failed"
@@ -241,7 +241,9 @@ async def test_a_server_that_dies_mid_run_is_its_rows_one_line_and_the_others_ar
     # the sweep folder read back gives the same document
     rec = read_recording(str(sweep.folder / "deterministic=on.kltui.jsonl"))
     assert sum(isinstance(ev, SampleScored) for ev in rec.events) >= scored_before > 0
-    assert document(load(sweep.folder), outcome(load(sweep.folder)))["ablation"] == doc["ablation"]
+    assert (
+        ablate_json(load(sweep.folder), outcome(load(sweep.folder)))["ablation"] == doc["ablation"]
+    )
     assert not _server_of(marker, REFERENCE.split()[-1])  # every server stopped
 
 

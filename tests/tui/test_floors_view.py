@@ -26,7 +26,7 @@ def with_floors(events):
                 "samples": [1], "of": 3, "composition": "one at a time", "first_batch": 3,
                 "same_composition": False, "error": None,
                 "sglang": {"avg_k3": 2e-6, "zero": False}, "vllm": {"avg_k3": 0.0, "zero": True},
-                "gap": {"avg_k3": 3e-3}, "reading": reading.to_dict()}}  # fmt: skip
+                "gap": {"avg_k3": 3e-3}, "reading": reading.to_json()}}  # fmt: skip
             ev = dataclasses.replace(ev, summary=summary)
         out.append(ev)
         if isinstance(ev, SampleScored) and ev.helper == "cross_engine" and ev.sample == 1:

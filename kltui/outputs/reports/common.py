@@ -361,7 +361,7 @@ def helper_entries(store: SessionStore) -> dict[str, dict]:
     return out
 
 
-def server_entry(s: dict) -> dict:
+def server_json(s: dict) -> dict:
     """A server's identity with every key its kind has (null where older recordings or the
     server did not say). vLLM's settings stay as reported: its `quantization: null` means "not
     quantized", so an unreported setting is absent, not null."""
@@ -381,7 +381,7 @@ def server_entry(s: dict) -> dict:
     return s
 
 
-def config_entry(config: dict) -> dict:
+def config_json(config: dict) -> dict:
     """The run's config with every key today's kltui records (null where an older recording
     has none)."""
     from kltui.run.config import RunConfig
@@ -400,9 +400,9 @@ def json_report(store: SessionStore) -> dict:
             "kltui_version": __version__,
             "run_id": run.run_id if run else None,
             "started_at": run.started_at if run else None,
-            "servers": [server_entry(s) for s in run.servers] if run else [],
+            "servers": [server_json(s) for s in run.servers] if run else [],
             "prompt_set": run.prompt_set if run else {},
-            "config": config_entry(run.config) if run else {},
+            "config": config_json(run.config) if run else {},
             "helpers": helper_entries(store),
             "problems": [
                 {

@@ -160,6 +160,59 @@ def fleet_md(f: Fleet) -> list[str]:
     return lines + [""]
 
 
+def _compared_md(store: SessionStore) -> list[str]:
+    """Each pair of servers compared: the reading, where they first differ, what was not
+    compared and why."""
+    lines = []
+    for pair in cross_server(store):
+        x, y = pair.servers
+        where = "; ".join(
+            f"{md_text(h)} {md_text(first_difference(c.diff))}"
+            for h, c in pair.helpers.items()
+            if c.identical is not None
+        )
+        lines.append(
+            f"- **Servers compared** A {md_text(x)} vs B {md_text(y)}: "
+            f"{md_text(reading_line(pair))}" + (f" ({where})" if where else "")
+        )
+        for h, why in uncompared(pair).items():
+            lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
+    return lines
+
+
+def _servers_md(store: SessionStore) -> list[str]:
+    """Each server as it identified itself (and its state geometry), then the prompts."""
+    lines = []
+    for s in store.identities():
+        ran = reference_ran(store) if s.get("engine") == "hf" else None
+        state = geometry_line(geometry_of(s))
+        lines.append(
+            f"- **Server** {md_text(server_summary(s, ran))}"
+            + (f"; state: {md_text(state)}" if state else "")
+        )
+    run = store.run
+    if run is not None and run.prompt_set:
+        ps = run.prompt_set
+        lines.append(
+            f"- **Prompts** {md_text(prompt_summary(ps))}; sha256 {_code(ps.get('sha256', '?'))}"
+        )
+    return lines
+
+
+def _problems_md(store: SessionStore) -> list[str]:
+    """The run's problems, errors first, at most MAX_PROBLEMS of them."""
+    errors = [p for p in store.problems if p.fatal]
+    warnings = [p for p in store.problems if not p.fatal]
+    listed = (errors + warnings)[:MAX_PROBLEMS]
+    lines = []
+    for prob in listed:
+        kind = "Error" if prob.fatal else "Warning"
+        lines.append(f"- **{kind}** {md_text(prob.source)}: {md_text(prob.message)}")
+    if len(store.problems) > len(listed):
+        lines.append(f"- … and {len(store.problems) - len(listed)} more problems in the recording")
+    return lines
+
+
 def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     """The Markdown report of a run, sized for a pull request."""
     run = store.run
@@ -193,39 +246,10 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
             lines.append(f"  - next: {md_text(text.next_step)}")
     fl = fleet(store)
     lines += fleet_md(fl) if fl is not None else []
-    for pair in cross_server(store) if fl is None else ():
-        x, y = pair.servers
-        where = "; ".join(
-            f"{md_text(h)} {md_text(first_difference(c.diff))}"
-            for h, c in pair.helpers.items()
-            if c.identical is not None
-        )
-        lines.append(
-            f"- **Servers compared** A {md_text(x)} vs B {md_text(y)}: "
-            f"{md_text(reading_line(pair))}" + (f" ({where})" if where else "")
-        )
-        for h, why in uncompared(pair).items():
-            lines.append(f"  - {md_text(h)} not compared: {md_text(why)}")
-    for s in store.identities():
-        ran = reference_ran(store) if s.get("engine") == "hf" else None
-        state = geometry_line(geometry_of(s))
-        lines.append(
-            f"- **Server** {md_text(server_summary(s, ran))}"
-            + (f"; state: {md_text(state)}" if state else "")
-        )
-    if run is not None and run.prompt_set:
-        ps = run.prompt_set
-        lines.append(
-            f"- **Prompts** {md_text(prompt_summary(ps))}; sha256 {_code(ps.get('sha256', '?'))}"
-        )
-    errors = [p for p in store.problems if p.fatal]
-    warnings = [p for p in store.problems if not p.fatal]
-    listed = (errors + warnings)[:MAX_PROBLEMS]
-    for prob in listed:
-        kind = "Error" if prob.fatal else "Warning"
-        lines.append(f"- **{kind}** {md_text(prob.source)}: {md_text(prob.message)}")
-    if len(store.problems) > len(listed):
-        lines.append(f"- … and {len(store.problems) - len(listed)} more problems in the recording")
+    if fl is None:
+        lines += _compared_md(store)
+    lines += _servers_md(store)
+    lines += _problems_md(store)
     lines += rl_markdown(store)
     run_id = f"run {md_text(run.run_id)} · " if run else ""
     lines += ["", f"<sub>{run_id}{timestamp(run_time(store, origin))} · kltui {__version__}</sub>"]

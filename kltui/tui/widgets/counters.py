@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from rich.console import Group
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
@@ -93,21 +94,28 @@ class Counters(Static):
                 "cache hits",
                 Text(f"{(s.hits if s.hits is not None else '?')} ({fmt.pct(s.hit_ratio)})"),
             )
-        notes: list[Text] = []
-        if 0 < scored < MIN_SAMPLES_FOR_STABLE_MEAN:
-            notes.append(
-                Text(
-                    f"⚠ {scored} samples scored (< {MIN_SAMPLES_FOR_STABLE_MEAN}): the mean is "
-                    "tail-driven and can swing ~3x",
-                    style=warn,
-                )
+        self.update(Group(grid, *_notes(v, warn, bad)))
+
+
+def _notes(v: HelperView, warn: Style, bad: Style) -> list[Text]:
+    """The lines under the figures: where the gate came from, too few samples, why the helper
+    did not pass cleanly."""
+    s, scored = v.summary, v.scored
+    notes: list[Text] = []
+    if 0 < scored < MIN_SAMPLES_FOR_STABLE_MEAN:
+        notes.append(
+            Text(
+                f"⚠ {scored} samples scored (< {MIN_SAMPLES_FOR_STABLE_MEAN}): the mean is "
+                "tail-driven and can swing ~3x",
+                style=warn,
             )
-        for note in (s.reason, s.hit_failure, s.error):
-            if note:
-                notes.append(safe(f"⚠ {note}", style=bad, limit=200))
-        if v.threshold_source is not None:
-            # wrapped under the figures: a grid cell cut it ("default 0.002 (SGLang CI…")
-            source = Text("gate from ", style="dim")
-            source.append_text(safe(v.threshold_source.label))
-            notes.insert(0, source)
-        self.update(Group(grid, *notes))
+        )
+    for note in (s.reason, s.hit_failure, s.error):
+        if note:
+            notes.append(safe(f"⚠ {note}", style=bad, limit=200))
+    if v.threshold_source is not None:
+        # wrapped under the figures: a grid cell cut it ("default 0.002 (SGLang CI…")
+        source = Text("gate from ", style="dim")
+        source.append_text(safe(v.threshold_source.label))
+        notes.insert(0, source)
+    return notes

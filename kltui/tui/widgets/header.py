@@ -208,7 +208,7 @@ def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) ->
     """One server's identity as a list of settings; every string is untrusted (`safe`).
     Up, down and warnings are `node`'s component classes, coloured in app.tcss."""
     strong_ok = part(node, "servers--ok", "servers--strong")
-    warn, strong_warn = part(node, "servers--warn"), part(node, "servers--warn", "servers--strong")
+    strong_warn = part(node, "servers--warn", "servers--strong")
     bad, strong_bad = part(node, "servers--bad"), part(node, "servers--bad", "servers--strong")
     head = Text()
     if s.error:
@@ -228,27 +228,36 @@ def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) ->
     if engine == "hf":
         # the reference: transformers in a worker process, labelled as the reference
         out.append(Text("HF reference", style=strong_warn))
-        for label, key in (
-            ("dtype", "dtype"),
-            ("device", "device"),
-            ("attn", "attn_implementation"),
-        ):
-            if s.get(key) is not None:
-                out.append(_setting(label, s.get(key)))
-        return out
+        return out + _shown(s, HF_SHOWN)
     if engine == "vllm":
         # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
         out.append(Text("baseline", style=strong_warn))
-        for label, key in (
-            ("max len", "max_model_len"),
-            ("dtype", "dtype"),
-            ("tp", "tp_size"),
-            ("logprobs", "logprobs_mode"),
-            ("attn", "attention_backend"),
-        ):
-            if s.get(key) is not None:
-                out.append(_setting(label, s.get(key)))
-        return out
+        return out + _shown(s, VLLM_SHOWN)
+    return out + _sglang_settings(s, config, node)
+
+
+# (label, identity key) of what the header shows of the reference and of the vLLM baseline
+HF_SHOWN = (("dtype", "dtype"), ("device", "device"), ("attn", "attn_implementation"))
+VLLM_SHOWN = (
+    ("max len", "max_model_len"),
+    ("dtype", "dtype"),
+    ("tp", "tp_size"),
+    ("logprobs", "logprobs_mode"),
+    ("attn", "attention_backend"),
+)
+
+
+def _shown(s: ServerIdentity, keys: tuple[tuple[str, str], ...]) -> list[Text]:
+    """The settings of `keys` the server reported."""
+    return [_setting(label, s.get(key)) for label, key in keys if s.get(key) is not None]
+
+
+def _sglang_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) -> list[Text]:
+    """An SGLang server's settings after its model: what decides its numbers (tp, dtype,
+    attention, page size), the run flags, streaming, a fault, its state geometry."""
+    strong_ok = part(node, "servers--ok", "servers--strong")
+    warn, strong_bad = part(node, "servers--warn"), part(node, "servers--bad", "servers--strong")
+    out: list[Text] = []
     for key in ("tp_size", "dtype", "attention_backend", "page_size"):
         out.append(_setting(BY_KEY[key].short, s.get(key)))
     radix, det, cg = (BY_KEY[k] for k in RUN_FLAGS)

@@ -13,6 +13,7 @@ from kltui.metrics.cross import (
     first_token_mismatch,
     lookup,
 )
+from kltui.metrics.cross_figures import At, FirstMismatch, GreedyMismatch
 from kltui.metrics.k3 import k3
 
 
@@ -168,8 +169,7 @@ def test_mismatch_with_cross_containment_passes():
     top_a = np.array([[4, 1], [5, 9], [6, 0], [7, 0]])
     top_b = np.array([[4, 1], [9, 5], [8, 0], [8, 0]])
     m = first_token_mismatch(a, b, top_a, top_b)
-    assert m == {"position": 1, "id_a": 5, "id_b": 9, "a_in_top_b": True, "b_in_top_a": True,
-                 "passed": True}  # fmt: skip
+    assert m == GreedyMismatch(1, 5, 9, a_in_top_b=True, b_in_top_a=True, passed=True)
 
 
 def test_mismatch_outside_the_other_top_k_fails():
@@ -177,8 +177,8 @@ def test_mismatch_outside_the_other_top_k_fails():
     top_a = np.array([[4, 1], [5, 2]])  # 9 is not in SGLang's top-2 at step 1
     top_b = np.array([[4, 1], [9, 5]])
     m = first_token_mismatch(a, b, top_a, top_b)
-    assert m["position"] == 1 and m["a_in_top_b"] and not m["b_in_top_a"]
-    assert not m["passed"]
+    assert m is not None and m.position == 1 and m.a_in_top_b and not m.b_in_top_a
+    assert not m.passed
 
 
 def test_shorter_generation_is_compared_on_the_common_prefix():
@@ -199,34 +199,32 @@ def test_summary_rates_and_the_95_percent_line():
     c1 = cross_positions(_side(agree, t, 5), _side(agree, t, 5))
     c2 = cross_positions(_side(agree, t, 5), _side(flip, t, 5))
     s = cross_summary([(0, c1), (1, c2)], k=5)
-    assert s["positions"] == 40
-    assert s["top1_agreement"] == pytest.approx(39 / 40)
-    assert s["top5_agreement"] == 1.0 and s["topk_overlap"] == 1.0
-    assert s["agreement_ok"] is True  # 97.5% >= 95%
-    assert s["first_top1_disagreement"] == {"sample": 1, "position": 0}
-    assert s["max_abs_delta_at"] == {"sample": 1, "position": 0}
-    assert s["max_abs_delta"] == pytest.approx(abs(np.log(0.9) - np.log(0.05)))
+    assert s.positions == 40
+    assert s.top1_agreement == pytest.approx(39 / 40)
+    assert s.top5_agreement == 1.0 and s.topk_overlap == 1.0
+    assert s.agreement_ok is True  # 97.5% >= 95%
+    assert s.first_top1_disagreement == At(sample=1, position=0)
+    assert s.max_abs_delta_at == At(sample=1, position=0)
+    assert s.max_abs_delta == pytest.approx(abs(np.log(0.9) - np.log(0.05)))
     s_bad = cross_summary([(1, c2)], k=5, line=0.99)
-    assert s_bad["agreement_ok"] is False
+    assert s_bad.agreement_ok is False
 
 
 def test_summary_reports_the_earliest_greedy_mismatch_and_rule_failures():
     t = np.zeros(2, dtype=np.int64)
     c = cross_positions(_side(P, t, 2), _side(Q, t, 2))
-    fail = {"position": 3, "id_a": 1, "id_b": 2, "a_in_top_b": False, "b_in_top_a": True,
-            "passed": False}  # fmt: skip
-    ok = {"position": 5, "id_a": 1, "id_b": 2, "a_in_top_b": True, "b_in_top_a": True,
-          "passed": True}  # fmt: skip
+    fail = GreedyMismatch(3, 1, 2, a_in_top_b=False, b_in_top_a=True, passed=False)
+    ok = GreedyMismatch(5, 1, 2, a_in_top_b=True, b_in_top_a=True, passed=True)
     s = cross_summary([(0, c), (1, c), (2, c)], [(0, None), (1, ok), (2, fail)], k=2)
-    assert s["greedy_compared"] == 3 and s["greedy_identical"] == 1
-    assert s["greedy_rule_failures"] == 1
-    assert s["first_token_mismatch"]["sample"] == 2 and s["first_token_mismatch"]["position"] == 3
-    assert s["top5_agreement"] is None  # K = 2
+    assert s.greedy_compared == 3 and s.greedy_identical == 1
+    assert s.greedy_rule_failures == 1
+    assert s.first_token_mismatch == FirstMismatch(2, fail)
+    assert s.top5_agreement is None  # K = 2
 
 
 def test_empty_summary():
     s = cross_summary([], k=5)
-    assert s["positions"] == 0 and s["top1_agreement"] is None and s["agreement_ok"] is None
+    assert s.positions == 0 and s.top1_agreement is None and s.agreement_ok is None
 
 
 # ------------------------------------------------- SGLang answers as the cross-engine helper reads

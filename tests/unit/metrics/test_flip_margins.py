@@ -45,31 +45,32 @@ def test_margins_at_every_flip_and_the_wide_one_is_counted():
     assert c.flip.tolist() == [False, True, True, False]
     assert c.margin_a[2] == pytest.approx(np.log(0.8 / 0.108))
     fm = flip_summary([(0, c)])
-    assert (fm["flips"], fm["within_line"], fm["across_line"]) == (2, 1, 1)
-    assert fm["line"] == FLIP_MARGIN_LINE == 0.7
-    big = fm["largest"]
-    assert (big["sample"], big["position"], big["id_a"], big["id_b"]) == (0, 2, 7, 3)
-    assert big["margin_a"] == pytest.approx(np.log(0.8 / 0.108)) and big["margin_b"] < 0.7
-    assert fm["max_margin"] == pytest.approx(np.log(0.8 / 0.108))
+    assert (fm.flips, fm.within_line, fm.across_line) == (2, 1, 1)
+    assert fm.line == FLIP_MARGIN_LINE == 0.7
+    big = fm.largest
+    assert big is not None and big.margin_b is not None
+    assert (big.sample, big.position, big.id_a, big.id_b) == (0, 2, 7, 3)
+    assert big.margin_a == pytest.approx(np.log(0.8 / 0.108)) and big.margin_b < 0.7
+    assert fm.max_margin == pytest.approx(np.log(0.8 / 0.108))
     # widest first
-    assert [f["position"] for f in fm["listed"]] == [2, 1]
+    assert [f.position for f in fm.listed] == [2, 1]
 
 
 def test_summary_locates_flips_across_samples_and_none_when_all_agree():
     c = cross_positions(_side(IDS, TOP_A, LP_A), _side(IDS, TOP_B, LP_B))
     same = cross_positions(_side(IDS, TOP_A, LP_A), _side(IDS, TOP_A, LP_A))
-    fm = cross_summary([(3, same), (9, c)], k=2)["flip_margins"]
-    assert fm["flips"] == 2 and fm["largest"]["sample"] == 9
-    none = cross_summary([(3, same)], k=2)["flip_margins"]
-    assert none["flips"] == 0 and none["largest"] is None and none["listed"] == []
+    fm = cross_summary([(3, same), (9, c)], k=2).flip_margins
+    assert fm.flips == 2 and fm.largest is not None and fm.largest.sample == 9
+    none = cross_summary([(3, same)], k=2).flip_margins
+    assert none.flips == 0 and none.largest is None and none.listed == ()
 
 
 def test_a_flip_without_a_second_token_has_an_unknown_margin():
     a = _side([1], [[5]], [[-0.1]])
     b = _side([1], [[6]], [[-0.1]])
     fm = flip_summary([(0, cross_positions(a, b))])
-    assert fm["flips"] == 1 and fm["margin_unknown"] == 1
-    assert fm["within_line"] == fm["across_line"] == 0 and fm["max_margin"] is None
+    assert fm.flips == 1 and fm.margin_unknown == 1
+    assert fm.within_line == fm.across_line == 0 and fm.max_margin is None
 
 
 def test_vectorized_on_a_long_sample():
@@ -84,7 +85,7 @@ def test_vectorized_on_a_long_sample():
     a = Side(tok, lp[:, 0], ids_a, lp)
     b = Side(tok, lp[:, 0], ids_b, lp)
     fm = flip_summary([(0, cross_positions(a, b))])
-    assert fm["flips"] == int(swap.sum())
+    assert fm.flips == int(swap.sum())
     margins = (lp[:, 0] - lp[:, 1])[swap]
-    assert fm["across_line"] == int((margins >= 0.7).sum())
-    assert fm["max_margin"] == pytest.approx(margins.max())
+    assert fm.across_line == int((margins >= 0.7).sum())
+    assert fm.max_margin == pytest.approx(margins.max())

@@ -43,23 +43,23 @@ def test_a_floor_is_the_engines_own_metrics_on_its_two_answers():
     fig = floor_figures([(3, pos)], k=2)
     same = cross_summary([(3, pos)], k=2)
     for key in ("mean_abs_delta", "max_abs_delta", "top1_agreement", "flip_margins"):
-        assert fig[key] == same[key], key
-    assert fig["avg_k3"] == pytest.approx(float(np.mean(pos.k3)))
-    assert fig["samples"] == [3] and fig["positions"] == 4
-    assert fig["differing_positions"] == 2 and fig["zero"] is False
-    assert fig["top1_agreement"] == 0.75
+        assert getattr(fig, key) == getattr(same, key), key
+    assert fig.avg_k3 == pytest.approx(float(np.mean(pos.k3)))
+    assert fig.samples == (3,) and fig.positions == 4
+    assert fig.differing_positions == 2 and fig.zero is False
+    assert fig.top1_agreement == 0.75
     # top-1 of position 3 went from 9 to 8, the wider margin 0.3 nats: a flip inside the line
-    assert fig["flip_margins"]["flips"] == 1 and fig["flip_margins"]["within_line"] == 1
+    assert fig.flip_margins.flips == 1 and fig.flip_margins.within_line == 1
 
 
 def test_a_batch_invariant_engine_has_a_floor_of_exactly_zero():
     fig = floor_figures(
         [(0, floor_positions(FIRST, FIRST)), (1, floor_positions(AGAIN, AGAIN))], k=2
     )
-    assert fig["zero"] is True and fig["avg_k3"] == 0.0 and fig["differing_positions"] == 0
-    vllm = read({"vllm": fig}).engines["vllm"]
+    assert fig.zero is True and fig.avg_k3 == 0.0 and fig.differing_positions == 0
+    vllm = read({"vllm": fig.to_json()}).engines["vllm"]
     assert vllm is not None and vllm.zero and vllm.differing_positions == 0
-    assert floor_figures([], k=2)["zero"] is False  # nothing measured is not zero
+    assert floor_figures([], k=2).zero is False  # nothing measured is not zero
 
 
 def test_the_sample_is_evenly_spread_and_says_how_many():
@@ -94,11 +94,11 @@ def test_the_gap_is_taken_on_the_floors_samples():
 
 
 def _floors(reading) -> dict:
-    fig = floor_figures([(0, floor_positions(FIRST, AGAIN))], k=2)
+    fig = floor_figures([(0, floor_positions(FIRST, AGAIN))], k=2).to_json()
     return {
         "samples": [0], "of": 4, "composition": "one at a time", "first_batch": 4,
         "same_composition": False, "error": None, "sglang": fig, "vllm": fig,
-        "gap": {"avg_k3": reading.gap}, "reading": reading.to_dict(),
+        "gap": {"avg_k3": reading.gap}, "reading": reading.to_json(),
     }  # fmt: skip
 
 

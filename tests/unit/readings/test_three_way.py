@@ -120,8 +120,8 @@ def test_flips_are_judged_by_the_references_margin():
     a = Side(ids, np.full(p, -1.0), top_a, lp_a)
     b = Side(ids, np.full(p, -1.0), top_b, lp_b)
     fl = reference_flips([(0, cross_positions(a, b))])
-    assert (fl["flips"], fl["near_tie"], fl["wide"]) == (4, 2, 2)
-    assert fl["near_tie_share"] == 0.5 and fl["widest"]["position"] == 2
+    assert (fl.flips, fl.near_tie, fl.wide) == (4, 2, 2)
+    assert fl.near_tie_share == 0.5 and fl.widest is not None and fl.widest.position == 2
     assert k == top_a.shape[1]
 
 
@@ -166,7 +166,7 @@ def test_cross_engines_floors_join_the_table_as_each_engine_against_itself():
     noisy = {**zero, "avg_k3": 2e-6, "mean_abs_delta": 1e-3, "zero": False}
     floors = {"samples": [0, 1], "of": 20, "composition": "one at a time", "error": None,
               "sglang": zero, "vllm": noisy, "gap": {"avg_k3": 1e-6},
-              "reading": read_floors(1e-6, 0.0, 2e-6).to_dict()}  # fmt: skip
+              "reading": read_floors(1e-6, 0.0, 2e-6).to_json()}  # fmt: skip
     st.apply(HelperStarted("cross_engine", SG, 20, 2e-3, 1e-3))
     st.apply(HelperFinished("cross_engine", SG, {"status": "pass", "floors": floors}))
     tw = three_way(st)

@@ -14,7 +14,7 @@ from kltui.run.config import ConfigError, RunConfig, load_config_file
 
 def test_the_defaults_are_the_kits():
     assert RunConfig().multiturn_shape() == MultiturnShape()
-    assert MultiturnShape().to_dict()["turn_suffixes"] == [512, 256]
+    assert MultiturnShape().to_json()["turn_suffixes"] == [512, 256]
 
 
 def test_the_config_section(tmp_path):

@@ -19,7 +19,7 @@ def floors(gap, sglang, vllm, **kw) -> dict:
     r = read_floors(gap, sglang, vllm)
     return {"samples": [0, 5], "of": 8, "composition": "one at a time", "first_batch": 4,
             "same_composition": False, "error": None, "sglang": ZERO, "vllm": NOISY,
-            "gap": {"avg_k3": r.gap}, "reading": r.to_dict(), **kw}  # fmt: skip
+            "gap": {"avg_k3": r.gap}, "reading": r.to_json(), **kw}  # fmt: skip
 
 
 @pytest.mark.parametrize(

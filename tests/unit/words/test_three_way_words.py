@@ -72,7 +72,7 @@ def test_each_kind_in_one_line(reading, line):
 
 
 def test_the_line_says_the_dtypes_and_the_engines_own_noise_after_the_verdict():
-    floors = {"reading": read_floors(1e-6, 0.0, 0.0).to_dict(), "samples": [0], "of": 4}
+    floors = {"reading": read_floors(1e-6, 0.0, 0.0).to_json(), "samples": [0], "of": 4}
     reading = tw(
         ThreeWayKind.TOO_FEW,
         Ranking("mean_k3", 8, 0.1, 2.0, None),
