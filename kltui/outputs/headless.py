@@ -20,9 +20,9 @@ from kltui.console import error_console, make_console
 from kltui.engines.identity import ServerIdentity
 from kltui.metrics.summary import Summary
 from kltui.outputs.check_tables import print_cross, results_table, server_line
+from kltui.outputs.hf_judge_console import print_reference
+from kltui.outputs.hf_judge_rows import is_reference
 from kltui.outputs.multiturn_console import print_multiturn
-from kltui.outputs.reference_console import print_reference
-from kltui.outputs.reference_rows import is_reference
 from kltui.outputs.reports.common import write_json
 from kltui.readings.compare import RerunEquality
 from kltui.readings.cross_server import ServerPair, cross_server

@@ -120,7 +120,7 @@ class _Connected:
     live: list[SGLangClient] = field(default_factory=list)
     pset: PromptSet | None = None
     problems: list[Problem] = field(default_factory=list)
-    reference: dict | None = None  # the hf: reference's identity (run/reference.py)
+    reference: dict | None = None  # the hf: reference's identity (run/hf_judge.py)
 
 
 async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
@@ -167,7 +167,7 @@ async def _connect(cfg: RunConfig, clients: list[SGLangClient]) -> _Connected:
         live, fleet=bool(cfg.router), allow_different_models=cfg.allow_different_models
     )
     if cfg.hf_baseline:  # the HF reference's modules load only with one
-        from kltui.run.reference import connect_reference
+        from kltui.run.hf_judge import connect_reference
 
         found.reference = await connect_reference(cfg, found.servers, [c.url for c in found.live])
     return found
@@ -370,7 +370,7 @@ async def _run(
             ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
             ctx.geometry = geometry
             if spec.scope == "reference":
-                from kltui.run.reference import reference_plan
+                from kltui.run.hf_judge import reference_plan
 
                 ctx.reference = reference_plan(cfg, found.servers, found.reference)
             return ctx

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from kltui.cli import main
-from kltui.outputs.reference_rows import is_reference, reference_line, verdict_text
+from kltui.outputs.hf_judge_rows import is_reference, reference_line, verdict_text
 from kltui.readings.three_way import DtypePair, three_way
 from kltui.reference import CHECKPOINT_DIR
 from kltui.session.helper_view import HelperView

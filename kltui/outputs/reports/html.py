@@ -20,10 +20,10 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
+from kltui.outputs.reports.hf_judge_section import reference_html
 from kltui.outputs.reports.html_css import CSS
 from kltui.outputs.reports.html_helper import STATUS_LABEL, badge, helper_html, max_at, num_cell
 from kltui.outputs.reports.multiturn_section import multiturn_html
-from kltui.outputs.reports.reference_section import reference_html
 from kltui.outputs.reports.rl_section import rl_html
 from kltui.readings.cross_server import ServerPair, cross_server
 from kltui.readings.diagnosis import Diagnosis, diagnose

@@ -6,7 +6,7 @@ from __future__ import annotations
 from kltui import fmt
 from kltui.metrics.k3 import MIN_SAMPLES_FOR_STABLE_MEAN
 from kltui.metrics.summary import Summary
-from kltui.outputs.reference_rows import is_reference
+from kltui.outputs.hf_judge_rows import is_reference
 from kltui.outputs.reports.common import (
     config_table,
     cross_rows,

@@ -10,7 +10,7 @@ import re
 
 from kltui import __version__, fmt
 from kltui.engines.geometry import geometry_of
-from kltui.outputs.reference_rows import is_reference
+from kltui.outputs.hf_judge_rows import is_reference
 from kltui.outputs.reports.common import (
     Origin,
     config_table,
@@ -24,8 +24,8 @@ from kltui.outputs.reports.common import (
     timestamp,
     verdict,
 )
+from kltui.outputs.reports.hf_judge_section import reference_markdown
 from kltui.outputs.reports.multiturn_section import multiturn_markdown
-from kltui.outputs.reports.reference_section import reference_markdown
 from kltui.outputs.reports.rl_section import rl_markdown
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose

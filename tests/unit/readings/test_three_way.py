@@ -1,5 +1,5 @@
 """The three-way reading (readings/three_way.py) and the reference's flip summary
-(metrics/reference.py) on hand-built data: which engine is closer only beyond chance over enough
+(metrics/hf_judge.py) on hand-built data: which engine is closer only beyond chance over enough
 samples, "inconclusive" with the reason otherwise, and flips judged by the reference's margin."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from kltui.metrics.cross import Side, cross_positions
-from kltui.metrics.reference import align_reference, reference_flips, weights_state
+from kltui.metrics.hf_judge import align_reference, reference_flips, weights_state
 from kltui.readings.three_way import ThreeWayKind, three_way
 from kltui.session.events import HelperFinished, HelperStarted
 from kltui.session.store import SessionStore

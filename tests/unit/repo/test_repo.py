@@ -112,7 +112,7 @@ def test_check_imports_only_what_its_run_needs():
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
         "    code = main(['check', '--server', f'http://127.0.0.1:{port}'])\n"
         "lazy = ('torch', 'textual', 'yaml', 'kltui.engines.hf', 'kltui.engines.vllm',\n"
-        "        'kltui.run.reference', 'kltui.tui')\n"
+        "        'kltui.run.hf_judge', 'kltui.tui')\n"
         "print(code, ','.join(m for m in lazy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

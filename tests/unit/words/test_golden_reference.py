@@ -4,7 +4,7 @@ that differ. The HF reference's integration test asserts that the reports show t
 
 from __future__ import annotations
 
-from kltui.outputs.reference_rows import reference_line
+from kltui.outputs.hf_judge_rows import reference_line
 
 EXACT = {
     "engine": "SGLang",

@@ -15,7 +15,7 @@ from kltui.engines.weights import local_weights
 from kltui.errors import UsageError
 from kltui.helpers.context import ReferencePlan
 from kltui.metrics.engine_settings import norm_dtype
-from kltui.metrics.reference import weights_state
+from kltui.metrics.hf_judge import weights_state
 from kltui.run.config import RunConfig
 
 

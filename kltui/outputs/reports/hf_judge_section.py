@@ -1,11 +1,11 @@
 """The HF reference in the Markdown and HTML reports: per engine one line against the reference
 and its config diff, then the three-way table (SGLang vs HF reference, vLLM vs HF reference,
-SGLang vs vLLM, on the same ids) and the verdict. Text from `outputs/reference_rows.py`, every
+SGLang vs vLLM, on the same ids) and the verdict. Text from `outputs/hf_judge_rows.py`, every
 string escaped for the medium; empty for a run without an hf: reference."""
 
 from __future__ import annotations
 
-from kltui.outputs.reference_rows import (
+from kltui.outputs.hf_judge_rows import (
     DIFF_COLUMNS,
     REFERENCE_LABEL,
     THREE_WAY_COLUMNS,

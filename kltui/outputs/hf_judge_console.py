@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from kltui.outputs.reference_rows import (
+from kltui.outputs.hf_judge_rows import (
     DIFF_COLUMNS,
     REFERENCE_LABEL,
     THREE_WAY_COLUMNS,

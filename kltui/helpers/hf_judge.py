@@ -9,7 +9,7 @@ alone is compared). Then, chunk by chunk, prompt + continuation is teacher-force
 - SGLang: `max_new_tokens=0`, `logprob_start_len=0`, `top_logprobs_num=K` and the reference's
   (and vLLM's) top-K ids as `token_ids_logprob`;
 and the reference is asked for its logprob of the engines' top-K ids at each position. So the
-union KL against the reference keeps every id on both sides (`kltui.metrics.reference`).
+union KL against the reference keeps every id on both sides (`kltui.metrics.hf_judge`).
 
 Events: SGLang against the reference is this helper on the SGLang server (lp_a = SGLang, lp_b =
 the reference); vLLM against the reference is this helper on the vLLM URL (lp_a = vLLM). The
@@ -37,7 +37,7 @@ from kltui.engines.vllm_parse import Completion
 from kltui.helpers import cross_batches as batches
 from kltui.helpers.context import HelperContext, PhaseError, ReferencePlan
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk, token_ids_table
-from kltui.helpers.hf_reference_row import (
+from kltui.helpers.hf_judge_row import (
     HELPER,
     RefRun,
     fail,
@@ -50,7 +50,7 @@ from kltui.helpers.hf_reference_row import (
 from kltui.helpers.phases import Run
 from kltui.metrics.alignment import MISMATCH, REFUSE, WARN
 from kltui.metrics.cross import Side, cross_positions
-from kltui.metrics.reference import (
+from kltui.metrics.hf_judge import (
     align_reference,
     describe_ref,
     ref_mismatches,

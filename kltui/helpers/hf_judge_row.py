@@ -18,8 +18,7 @@ from kltui.helpers.cross_batches import Sample
 from kltui.helpers.phases import Run
 from kltui.metrics.cross import CrossPositions, Side, cross_positions, cross_summary
 from kltui.metrics.cross_figures import CrossFigures
-from kltui.metrics.k3 import avg_kl_div, within_threshold
-from kltui.metrics.reference import (
+from kltui.metrics.hf_judge import (
     RefFlips,
     RefRow,
     align_reference,
@@ -27,6 +26,7 @@ from kltui.metrics.reference import (
     ref_mismatches,
     reference_flips,
 )
+from kltui.metrics.k3 import avg_kl_div, within_threshold
 from kltui.session.events import (
     Event,
     HelperFinished,
