@@ -3,7 +3,7 @@
 Only `/v1/completions` with a token-id prompt is used for numbers: the ids go in as sent (no
 re-tokenization), `prompt_logprobs=K` scores every prompt position (a fresh prefill: vLLM
 skips its prefix cache for prompt-logprob requests, except in versions with its bug #42019,
-which cross_engine's contract probe checks: `helpers/cross_probes.py`), `logprobs=K` scores
+which cross_engine's contract probe checks: `helpers/cross_preflight.py`), `logprobs=K` scores
 generated tokens,
 and `return_tokens_as_token_ids` + `return_token_ids` make every token an id (see vllm_parse).
 """

@@ -39,7 +39,7 @@ from kltui.helpers import cross_batches as batches
 from kltui.helpers import cross_floors
 from kltui.helpers.context import HelperContext, PhaseError
 from kltui.helpers.cross_batches import Sample, chunks, pairs_to_topk
-from kltui.helpers.cross_probes import contracts, probe_tokenizers, startup_log
+from kltui.helpers.cross_preflight import contracts, probe_tokenizers, startup_log
 from kltui.helpers.phases import Run
 from kltui.metrics.alignment import WARN, Row, align, describe, mismatches, refusals, unknowns
 from kltui.metrics.cross import (

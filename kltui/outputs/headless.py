@@ -50,7 +50,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
 from kltui.words import compare as compare_words
-from kltui.words.batch_probe import probe_lines
+from kltui.words.batch_sizes import probe_lines
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import asides, failure_line, replica_cells, summary_line

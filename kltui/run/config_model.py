@@ -80,7 +80,7 @@ class RunConfig:
     # traffic, compared per sample (readings/stress.py); `stressed` marks the second
     stress: str | None = None
     stressed: bool = False
-    # --batch-sizes 1,8,32 (run/batch_probe.py): the same prompts scored at each concurrency
+    # --batch-sizes 1,8,32 (run/batch_sizes.py): the same prompts scored at each concurrency
     batch_sizes: list[int] | None = None
     # `kltui ablate`'s section of a config file; how a sweep is laid out, not what one run
     # measures, so it is never recorded

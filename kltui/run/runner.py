@@ -298,7 +298,7 @@ async def _server_helpers(
             if e.err.kind in ("unreachable", "server-restarted"):
                 break  # the next helper would only repeat the same fault
     if cfg.batch_sizes and not cfg.stressed and not faulted:
-        from kltui.run.batch_probe import batch_probe
+        from kltui.run.batch_sizes import batch_probe
 
         async for ev in batch_probe(cfg.batch_sizes, specs, ctx_of):
             yield ev

@@ -187,7 +187,7 @@ class StressTick:
 @dataclass(frozen=True, slots=True)
 class BatchProbed:
     """`--batch-sizes`: one helper run again at each batch size on the first `samples`
-    prompts (run/batch_probe.py). `changed_at` is the smallest size whose token ids or
+    prompts (run/batch_sizes.py). `changed_at` is the smallest size whose token ids or
     logprobs differ from the smallest size's (None: none), `first` where (sample, position,
     side), `error` why the probe stopped. `sizes` are the sizes run: those asked for up to the
     number of prompts, and that number when a larger one was asked; `not_reached` the asked

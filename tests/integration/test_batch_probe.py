@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
-from kltui.readings.batch_probe import BatchKind, findings
-from kltui.words.batch_probe import probe_lines
+from kltui.readings.batch_sizes import BatchKind, findings
+from kltui.words.batch_sizes import probe_lines
 from tests.integration.checkrun import check_run, recorded
 
 

@@ -14,7 +14,7 @@ from kltui import __version__, fmt
 from kltui.metrics.summary import Summary
 from kltui.outputs.reports.cross_server_json import pair_entry
 from kltui.outputs.reports.multiturn_json import multiturn_entry, reading_of
-from kltui.readings.batch_probe import probe_json
+from kltui.readings.batch_sizes import probe_json
 from kltui.readings.cross_server import cross_server
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kltui.readings.batch_probe import BatchKind, finding
+from kltui.readings.batch_sizes import BatchKind, finding
 from kltui.session.events import BatchProbed
-from kltui.words.batch_probe import probe_line
+from kltui.words.batch_sizes import probe_line
 
 S = "http://127.0.0.1:30000"
 FIRST = {"sample": 1, "position": 3, "side": "decode"}

@@ -1,6 +1,6 @@
 """`--batch-sizes`' probe as it reads: each helper at each batch size, compared bit for bit
-(the events come from run/batch_probe.py). A finding is a `BatchKind` with the event it rests
-on; words/batch_probe.py says it."""
+(the events come from run/batch_sizes.py). A finding is a `BatchKind` with the event it rests
+on; words/batch_sizes.py says it."""
 
 from __future__ import annotations
 

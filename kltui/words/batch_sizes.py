@@ -1,8 +1,8 @@
-"""`--batch-sizes`' probe in words (`readings/batch_probe.py` decides): one line per helper."""
+"""`--batch-sizes`' probe in words (`readings/batch_sizes.py` decides): one line per helper."""
 
 from __future__ import annotations
 
-from kltui.readings.batch_probe import BatchFinding, BatchKind, findings
+from kltui.readings.batch_sizes import BatchFinding, BatchKind, findings
 from kltui.session.store import SessionStore
 
 
