@@ -279,10 +279,10 @@ def junit_report(sweep: Sweep, result: SweepOutcome) -> str:
     counts = {"errors": 0, "skipped": 0, "failures": 0}
     total = 0.0
     for c in (ab.base, *ab.configs):
-        run = runs.get(c.name)
+        run = runs.get(c.config.name)
         secs = sum(x or 0.0 for x in (run.start_s, run.run_s)) if run else 0.0
         total += secs
-        case = _sub(suite, "testcase", classname=suite_name, name=c.name, time=f"{secs:.3f}")
+        case = _sub(suite, "testcase", classname=suite_name, name=c.config.name, time=f"{secs:.3f}")
         if run is not None and run.status == FAILED:
             _sub(case, "error", run.error, message=one_line(run.error, 300), type=run.error_kind)
             counts["errors"] += 1

@@ -152,7 +152,7 @@ def matrix_rows(
 ) -> list[MatrixRow]:
     """Every configuration of the sweep, in sweep order, for `helper`; `ab`: the reading of
     the configurations that ended so far (None before the base ended)."""
-    readings = {} if ab is None else {c.name: c for c in (ab.base, *ab.configs)}
+    readings = {} if ab is None else {c.config.name: c for c in (ab.base, *ab.configs)}
     ended = sweep.total_s is not None
     out = []
     for run in sweep.runs:

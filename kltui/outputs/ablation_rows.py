@@ -87,7 +87,7 @@ def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
         for h in names:
             r = c.helper(h)
             cells.append("–" if r is None else cell(r))
-        out.append((c.name, cells, condition_cell(c), note(c, runs.get(c.name))))
+        out.append((c.config.name, cells, condition_cell(c), note(c, runs.get(c.config.name))))
     return out
 
 

@@ -182,7 +182,7 @@ class Verdict:
 
 def _with_effect(helper: str, cs: Sequence[ConfigReading], effect: Effect) -> Found:
     return tuple(
-        (c.name, r) for c in cs if (r := c.helper(helper)) is not None and r.effect == effect
+        (c.config.name, r) for c in cs if (r := c.helper(helper)) is not None and r.effect == effect
     )
 
 
@@ -208,9 +208,9 @@ def _helper_verdict(
     counted = [c for c in configs if c.measured and c.trap is None]
     # a configuration that did not test this helper's path says nothing about it either way
     off = tuple(
-        c.name for c in counted if (r := c.helper(helper)) is None or r.effect == NOT_TESTED
+        c.config.name for c in counted if (r := c.helper(helper)) is None or r.effect == NOT_TESTED
     )
-    counted = [c for c in counted if c.name not in off]
+    counted = [c for c in counted if c.config.name not in off]
     singles = [c for c in counted if len(c.config.changes) == 1]
     combos = [c for c in counted if len(c.config.changes) > 1]
     if (found := _removed(helper, base, singles, combos)) is not None:
@@ -228,8 +228,8 @@ def _helper_verdict(
         return HelperVerdict(helper, INCONCLUSIVE_KIND, Shape.BLIND, base, untested_by=off)
     if not both:
         # nothing but the base counts: "no knob explains it" would claim knobs were tried
-        missing = tuple(c.name for c in configs if not c.measured)
-        trapped = tuple(c.name for c in configs if c.measured and c.trap is not None)
+        missing = tuple(c.config.name for c in configs if not c.measured)
+        trapped = tuple(c.config.name for c in configs if c.measured and c.trap is not None)
         return HelperVerdict(
             helper, INCONCLUSIVE_KIND, Shape.ALONE, base, missing=missing, trapped=trapped
         )
@@ -239,8 +239,8 @@ def _helper_verdict(
         Shape.NO_SINGLE,
         base,
         untested_by=off,
-        tried=tuple(c.name for c in singles),
-        combos=tuple(c.name for c in combos),
+        tried=tuple(c.config.name for c in singles),
+        combos=tuple(c.config.name for c in combos),
     )
 
 
@@ -274,7 +274,7 @@ class Ablation:
         out = {}
         for c in self.configs:
             if len(c.config.changes) == 1 and (m := c.movement(self.diverging)) is not None:
-                out[c.name] = m
+                out[c.config.name] = m
         return out
 
 

@@ -73,11 +73,6 @@ class ConfigReading:
     refused: Conflict | None = None  # Missing.REFUSED: the pair `kltui check` refuses
 
     @property
-    def name(self) -> str:
-        """The configuration's name."""
-        return self.config.name
-
-    @property
     def measured(self) -> bool:
         """Whether a result exists."""
         return self.missing is None

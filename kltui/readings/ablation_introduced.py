@@ -30,7 +30,7 @@ class Introduction:
 def introductions(configs: Sequence[ConfigReading]) -> tuple[Introduction, ...]:
     """Every helper a counted configuration (measured, not a trap) introduced a divergence to."""
     return tuple(
-        Introduction(c.name, h.helper, h.base_level, h.level, h.samples, h)
+        Introduction(c.config.name, h.helper, h.base_level, h.level, h.samples, h)
         for c in configs
         if c.measured and c.trap is None
         for h in c.helpers

@@ -175,7 +175,7 @@ def trap_line(c: ConfigReading) -> str | None:
     """The line naming a flag that changed nothing (None: not this trap)."""
     if c.trap == Trap.NOT_TAKEN and (bad := c.not_taken) is not None:
         return (
-            f"{c.name}: the flag did not take effect: /server_info reports "
+            f"{c.config.name}: the flag did not take effect: /server_info reports "
             f"{bad.key}={shown(bad.raw)}, the base's value ({bad.knob}={bad.reported}): "
             "check its guard"
         )
@@ -188,7 +188,7 @@ def trap_line(c: ConfigReading) -> str | None:
         else "/server_info does not say whether it took effect"
     )
     return (
-        f"{c.name}: changed nothing: every helper bit-identical to the base "
+        f"{c.config.name}: changed nothing: every helper bit-identical to the base "
         f"({_identical_counts(c)} samples) and {reason}: either the flag did not "
         "take effect (check its guard) or the divergence does not depend on it"
     )
@@ -201,7 +201,7 @@ def no_effect_line(c: ConfigReading) -> str | None:
         return None
     said = ", ".join(f"{s.key}={shown(s.raw)}" for s in c.settings)
     return (
-        f"{c.name}: no effect: /server_info reports {said} and every helper is "
+        f"{c.config.name}: no effect: /server_info reports {said} and every helper is "
         f"bit-identical to the base ({_identical_counts(c)} samples): the divergence "
         "does not depend on this setting"
     )
@@ -210,7 +210,7 @@ def no_effect_line(c: ConfigReading) -> str | None:
 def turned_off_lines(c: ConfigReading) -> list[str]:
     """A knob that only turned a helper off: each such helper "not tested", never fixed."""
     return [
-        f"{c.name}: {h.helper} not tested ({untested_text(h)}): turning a helper off is not a fix"
+        f"{c.config.name}: {h.helper} not tested ({untested_text(h)}): turning a helper off is not a fix"
         for h in c.turned_off()
     ]
 
@@ -218,7 +218,7 @@ def turned_off_lines(c: ConfigReading) -> list[str]:
 def config_line(c: ConfigReading) -> str:
     """The configuration in one line."""
     if not c.measured:
-        return f"{c.name}: not measured ({missing_text(c)})"
+        return f"{c.config.name}: not measured ({missing_text(c)})"
     cond_cell = condition_cell(c)
     cond = cond_cell if cond_cell == "inconclusive" else f"condition {cond_cell}"
     # a trapped configuration's levels are shown, never its effects: they do not count
@@ -227,7 +227,7 @@ def config_line(c: ConfigReading) -> str:
         for h in c.helpers
     )
     trap = f"; {trap_line(c)}" if c.trap else ""
-    return f"{c.name}: {parts} [{cond}]{trap}"
+    return f"{c.config.name}: {parts} [{cond}]{trap}"
 
 
 __all__ = [

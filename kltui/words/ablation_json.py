@@ -118,7 +118,7 @@ def verdict_json(ab: Ablation) -> dict[str, Any]:
 def ablation_json(ab: Ablation) -> dict[str, Any]:
     """The JSON `ablation` document."""
     return {
-        "base": ab.base.name,
+        "base": ab.base.config.name,
         "floor": ab.floor,
         "verdict": verdict_json(ab),
         "configs": [config_json(c, ab.diverging) for c in (ab.base, *ab.configs)],

@@ -158,7 +158,7 @@ def test_localized_lists_every_knob_sufficient_on_its_own():
         ("attention-backend=fa3", 0.0, 32, 32),
         ("deterministic=on", 0.0, 32, 32),
     ]
-    fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
+    fa3 = next(c for c in ab.configs if c.config.name == "attention-backend=fa3")
     r = fa3.helper("match")
     assert r is not None and r.effect == REMOVED and r.exact_samples == 32
     assert r.lower is not None and r.lower.beyond_chance and r.identical_to_base == 0
@@ -166,7 +166,7 @@ def test_localized_lists_every_knob_sufficient_on_its_own():
     # the base's divergence is condition 1 (every helper noisy): the dumper chain applies
     assert ab.base.condition == 1 and ab.verdict.chain
     assert ab.verdict.step == Step.CHAIN
-    cg = next(c for c in ab.configs if c.name == "cuda-graph=off")
+    cg = next(c for c in ab.configs if c.config.name == "cuda-graph=off")
     assert trap_line(cg) is None and cg.helper("match").effect not in (REMOVED, REDUCED)  # type: ignore[union-attr]
 
 
@@ -503,7 +503,7 @@ def test_a_configuration_that_did_not_run_is_kept_and_named():
             "cuda-graph=off": store(url(2), INFO | {"disable_cuda_graph": True}, noisy(2, 0.0)),
         },
     )
-    fa3 = next(c for c in ab.configs if c.name == "attention-backend=fa3")
+    fa3 = next(c for c in ab.configs if c.config.name == "attention-backend=fa3")
     assert not fa3.measured and "did not run" in config_line(fa3)
     assert ab.verdict.kind == LOCALIZED and ab.verdict.helpers[0].sufficient == ("cuda-graph=off",)
     nothing = read(p, {})
@@ -665,7 +665,7 @@ def test_a_knob_removing_every_helpers_divergence_says_localized_once():
     assert [(hv.helper, hv.kind, hv.shape) for hv in ab.verdict.helpers] == [
         (h, LOCALIZED, Shape.REMOVED) for h in HELPERS
     ]
-    det = next(c for c in ab.configs if c.name == "deterministic=on")
+    det = next(c for c in ab.configs if c.config.name == "deterministic=on")
     assert trap_line(det) is not None and "(removed)" not in config_line(det)
     assert config_json(det, ab.diverging)["counted"] is False
     assert all(hv.sufficient == ("attention-backend=fa3",) for hv in ab.verdict.helpers)

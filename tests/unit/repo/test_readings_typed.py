@@ -5,10 +5,7 @@ this test keeps them from writing words of their own.
 
 `list[str]` is allowed: the readings that return one return identifiers (helper names, server
 URLs), data a kind and its figures are made of, not sentences.
-
-PENDING names the functions that still return text and why each cannot move yet. Each entry
-must still offend (the test fails once one is fixed, so the list only shrinks), and nothing
-outside it may."""
+"""
 
 from __future__ import annotations
 
@@ -16,13 +13,6 @@ import ast
 from pathlib import Path
 
 READINGS = Path(__file__).resolve().parents[3] / "kltui" / "readings"
-
-# (module, function) -> why it still returns text
-PENDING: dict[tuple[str, str], str] = {
-    # an identifier (`self.config.name`), not words: dropping it for `.config.name` touches 20
-    # uses in readings/ablation*.py and outputs/ablation*.py, another helper's this session
-    ("ablation_config", "name"): "ConfigReading.name: the configuration's name, an accessor",
-}
 
 
 def _is_str(node: ast.expr | None) -> bool:
@@ -51,18 +41,8 @@ def text_returning() -> dict[tuple[str, str], int]:
 
 
 def test_no_reading_returns_text():
-    found = text_returning()
-    new = [
-        f"kltui/readings/{m}.py:{line} {f}"
-        for (m, f), line in found.items()
-        if (m, f) not in PENDING
-    ]
-    assert not new, "readings return kinds and figures, words/ says them:\n" + "\n".join(new)
-
-
-def test_the_pending_list_only_shrinks():
-    fixed = [f"{m}.{f}" for m, f in PENDING if (m, f) not in text_returning()]
-    assert not fixed, f"no longer returning text, drop from PENDING: {', '.join(fixed)}"
+    found = [f"kltui/readings/{m}.py:{line} {f}" for (m, f), line in text_returning().items()]
+    assert not found, "readings return kinds and figures, words/ says them:\n" + "\n".join(found)
 
 
 def test_the_check_sees_each_spelling_of_text():
