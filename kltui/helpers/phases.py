@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Callable
 import numpy as np
 
 from kltui.engines.errors import EngineError, ServerRestarted
-from kltui.engines.idcheck import describe as describe_ids
 from kltui.engines.idcheck import unexplained
 from kltui.engines.sglang import PROCESS_IDENTITY
 from kltui.engines.sglang_parse import Delta, GenResult
@@ -20,6 +19,7 @@ from kltui.helpers.context import (
     PhaseError,
     describe_logprob,
 )
+from kltui.helpers.score_problems import prompt_ids, reported_ids, stray_output
 from kltui.metrics.k3 import ScoreBook, invalidate
 from kltui.metrics.protocol import UNVERIFIED, not_a_number, unverified
 from kltui.registry import HELPERS
@@ -136,27 +136,6 @@ class Run:
             fatal=False,
             helper=self.helper,
             phase="score",
-        )
-
-    def stray_output_warning(self, samples: list[int], results: list) -> Problem | None:
-        """A warning when the scoring prefill (max_new_tokens 0) answered with output logprobs
-        and no output token: dropped, as that side is never read, but said, as it is a server
-        answering what it was not asked (real SGLang 0.5.23 under load)."""
-        stray = [(s, r.stray_output_logprobs) for s, r in zip(samples, results, strict=True)]
-        stray = [(s, n) for s, n in stray if n]
-        if not stray:
-            return None
-        listed = ", ".join(f"sample {s} ({n})" for s, n in stray[:5])
-        more = f" and {len(stray) - 5} more" if len(stray) > 5 else ""
-        return Problem(
-            self.ctx.server,
-            f"[{self.helper}/prefill] the scoring prefill (max_new_tokens 0) came back with "
-            f"output_token_logprobs and no output token for {len(stray)} sample(s): {listed}"
-            f"{more}; ignored (only its input logprobs are scored, and they were checked id "
-            "by id)",
-            fatal=False,
-            helper=self.helper,
-            phase="prefill",
         )
 
     def temperature_warning(self) -> Problem | None:
@@ -281,11 +260,16 @@ class Run:
             raise self.error(e) from None
         if live:  # the scored answers: a prompt_tokens count or the echoed rid ties each
             self.unverified.update(samples[r.index] for r in out if not r.prompt_verified)
+        if logprobs:
+            self._check_lengths(samples, out)
+
+    def _check_lengths(self, samples: list[int], out: list[GenResult]) -> None:
+        """Every answer carries a logprob per output token, or the run is an error."""
         for r in out:
-            if logprobs and r.output_logprobs.size != r.output_ids.size:
+            if r.output_logprobs.size != r.output_ids.size:
                 raise self.error(
                     EngineError(
-                        ctx.server,
+                        self.ctx.server,
                         f"sample {samples[r.index]}: {r.output_ids.size} output tokens but "
                         f"{r.output_logprobs.size} output_token_logprobs",
                         "length-mismatch",
@@ -299,67 +283,29 @@ class Run:
         async for ev in self.flush():
             yield ev
         yield self.enter("prefill")
-        ctx = self.ctx
         items = [it for it in items if it[2].output_ids.size]
         batch = [np.concatenate([p, r.output_ids]) for _, p, r in items]
         if not batch:
             return
-        try:
-            # Exactly SGLang's replay: no top-k, no token text. The drill-down's extras come
-            # later from a request of their own (helpers/extras.py), never from the gate's.
-            results = await ctx.client.generate(
-                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
-            )
-            # the flush checked the server before the replay; this catches a restart during it
-            await self.check_identity()
-        except EngineError as e:
-            raise self.error(e) from None
+        results = await self._replay(batch)
         yield self.enter("score")
-        if (warn := self.stray_output_warning([it[0] for it in items], results)) is not None:
+        if (
+            warn := stray_output(self.ctx.server, self.helper, [it[0] for it in items], results)
+        ) is not None:
             yield warn
         self.check_compared_ids(items, results)
         prompt_quirks: list = []
         compared: list = []
         scored_now: list[SampleScored] = []
         for (sample, prompt, gen), full, res in zip(items, batch, results, strict=True):
-            n = gen.output_ids.size
-            if res.input_logprobs.size != full.size:
-                raise self.error(
-                    EngineError(
-                        ctx.server,
-                        f"sample {sample}: replay returned {res.input_logprobs.size} "
-                        f"input_token_logprobs for {full.size} input tokens",
-                        "length-mismatch",
-                    )
-                )
-            lp_a = res.input_logprobs[-n:]
-            ids_a = res.input_logprob_ids[-n:]
-            quirk = res.id_mismatch if res.id_mismatch is not None else np.zeros(0, np.int64)
-            in_prompt = quirk[quirk < full.size - n]
+            lp_a, mismatch, in_prompt = self._aligned(sample, gen, full, res)
             if in_prompt.size:
                 prompt_quirks.append((sample, in_prompt, res.input_logprob_ids, full))
-            tail = np.flatnonzero(ids_a != gen.output_ids)
-            allowed = quirk[quirk >= full.size - n] - (full.size - n)
-            mismatch = None
-            if tail.size and np.array_equal(tail, allowed):
-                # Scored anyway, as SGLang's helpers do (avg_kl_div keeps their definition);
-                # each such token is reported with the id the server claimed to score.
-                mismatch = [[int(k), int(ids_a[k])] for k in tail]
+            if mismatch:
                 compared.append((sample, [(k, int(gen.output_ids[k]), r) for k, r in mismatch]))
-                tail = tail[:0]
-            if tail.size:
-                k = int(tail[0])
-                raise self.error(
-                    EngineError(
-                        ctx.server,
-                        f"sample {sample}: side A token id {int(ids_a[k])} != side B generated id "
-                        f"{int(gen.output_ids[k])} at position {k} (misaligned logprobs)",
-                        "token-mismatch",
-                    )
-                )
             scored = SampleScored(
                 self.helper,
-                ctx.server,
+                self.ctx.server,
                 sample,
                 gen.output_ids,
                 lp_a,
@@ -375,20 +321,60 @@ class Run:
         if (p := self.both_sides_non_finite(scored_now)) is not None:
             yield p
         if prompt_quirks:
-            yield self.prompt_id_warning(prompt_quirks)
+            yield prompt_ids(self.ctx.server, self.helper, prompt_quirks)
         if compared:
-            sample, pairs = compared[0]
-            n = sum(len(p) for _, p in compared)
-            yield Problem(
-                self.ctx.server,
-                f"[{self.helper}/score] the server reported another token id than the one scored "
-                f"at {n} compared position(s) in {len(compared)} sample(s) (sample {sample}: "
-                + "; ".join(f"pos {k}: sent {sent}, reported {rep}" for k, sent, rep in pairs[:5])
-                + "); scored anyway, as SGLang's helpers do, and listed as id_mismatches",
-                fatal=False,
-                helper=self.helper,
-                phase="score",
+            yield reported_ids(self.ctx.server, self.helper, compared)
+
+    async def _replay(self, batch: list[np.ndarray]) -> list[GenResult]:
+        """Exactly SGLang's replay: no top-k, no token text (the drill-down's extras come later
+        from a request of their own, helpers/extras.py, never from the gate's)."""
+        ctx = self.ctx
+        try:
+            results = await ctx.client.generate(
+                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
             )
+            # the flush checked the server before the replay; this catches a restart during it
+            await self.check_identity()
+        except EngineError as e:
+            raise self.error(e) from None
+        return results
+
+    def _aligned(
+        self, sample: int, gen: GenResult, full: np.ndarray, res: GenResult
+    ) -> tuple[np.ndarray, list | None, np.ndarray]:
+        """Side A's logprobs of the generated tokens, the compared positions where the server
+        reported another id than the one scored (the documented quirk: scored anyway, as
+        SGLang's helpers do, each reported with the id the server claimed), and the quirk's
+        prompt positions; any other disagreement is an error naming the server."""
+        n = gen.output_ids.size
+        if res.input_logprobs.size != full.size:
+            raise self.error(
+                EngineError(
+                    self.ctx.server,
+                    f"sample {sample}: replay returned {res.input_logprobs.size} "
+                    f"input_token_logprobs for {full.size} input tokens",
+                    "length-mismatch",
+                )
+            )
+        lp_a, ids_a = res.input_logprobs[-n:], res.input_logprob_ids[-n:]
+        quirk = res.id_mismatch if res.id_mismatch is not None else np.zeros(0, np.int64)
+        tail = np.flatnonzero(ids_a != gen.output_ids)
+        allowed = quirk[quirk >= full.size - n] - (full.size - n)
+        mismatch = None
+        if tail.size and np.array_equal(tail, allowed):
+            mismatch = [[int(k), int(ids_a[k])] for k in tail]
+            tail = tail[:0]
+        if tail.size:
+            k = int(tail[0])
+            raise self.error(
+                EngineError(
+                    self.ctx.server,
+                    f"sample {sample}: side A token id {int(ids_a[k])} != side B generated id "
+                    f"{int(gen.output_ids[k])} at position {k} (misaligned logprobs)",
+                    "token-mismatch",
+                )
+            )
+        return lp_a, mismatch, quirk[quirk < full.size - n]
 
     def check_compared_ids(self, items: list, results: list) -> None:
         """A reported id at a compared position that is not the documented quirk makes the
@@ -418,21 +404,6 @@ class Run:
                 "at prompt positions too)",
                 "token-mismatch",
             )
-        )
-
-    def prompt_id_warning(self, found: list) -> Problem:
-        """Ids the server reports differently at prompt positions: no metric reads them."""
-        n = sum(p.size for _, p, _, _ in found)
-        sample, pos, reported, sent = found[0]
-        return Problem(
-            self.ctx.server,
-            f"[{self.helper}/prefill] the server reported another token id than was sent at {n} "
-            f"prompt position(s) in "
-            f"{len(found)} sample(s) (sample {sample}: {describe_ids(pos, reported, sent)}); "
-            "no metric reads prompt positions, so the run goes on",
-            fatal=False,
-            helper=self.helper,
-            phase="prefill",
         )
 
     def finished(self, **extra) -> HelperFinished:
