@@ -80,6 +80,9 @@ class Run:
         self.n_samples: int | None = None
         # sample -> the ids side A replayed (prompt + generated), for the extras pass
         self.scored_inputs: dict[int, np.ndarray] = {}
+        # the prompt-id quirk is said once per helper: multiturn replays every turn on its own,
+        # and real SGLang's last-vocab-id quirk made it 30 warnings of one fact on a real run
+        self.said_prompt_ids = False
 
     def started(self, settings: dict) -> HelperStarted:
         """The helper's first event: its samples, thresholds (sent once, here) and settings."""
@@ -320,7 +323,8 @@ class Run:
             yield scored
         if (p := self.both_sides_non_finite(scored_now)) is not None:
             yield p
-        if prompt_quirks:
+        if prompt_quirks and not self.said_prompt_ids:
+            self.said_prompt_ids = True
             yield prompt_ids(self.ctx.server, self.helper, prompt_quirks)
         if compared:
             yield reported_ids(self.ctx.server, self.helper, compared)

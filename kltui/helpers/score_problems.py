@@ -40,7 +40,7 @@ def prompt_ids(server: str, helper: str, found: list) -> Problem:
         f"[{helper}/prefill] the server reported another token id than was sent at {n} "
         f"prompt position(s) in "
         f"{len(found)} sample(s) (sample {sample}: {describe_ids(pos, reported, sent)}); "
-        "no metric reads prompt positions, so the run goes on",
+        "no metric reads prompt positions, so the run goes on (said once for this helper)",
         fatal=False,
         helper=helper,
         phase="prefill",

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from kltui.session.events import TokensDecoded
+from kltui.session.events import Problem, TokensDecoded
 from tests.hostile.catalogue import (
     CHECK_CASES,
     EXIT_FAIL,
@@ -280,3 +280,28 @@ async def test_rid_ties_answers_to_prompts_without_prompt_tokens(hostile, tmp_pa
     assert h["status"] == "pass" and h["protocol"] == []
     decode = [r.body for r in srv.requests if r.phase == "decode"]
     assert len(decode) == 1 and len(set(decode[0]["rid"])) == 3
+
+
+async def test_the_prompt_id_quirk_is_said_once_per_helper(hostile, tmp_path):
+    """multiturn replays every turn on its own: a server quirk at prompt positions is one
+    warning for the helper, not one per turn (30 on a real Qwen3-Next-shaped run)."""
+    srv = hostile(fault="id-quirk", phase="prefill", times=0)  # every replay
+    res = await check_inproc(
+        srv.url,
+        tmp_path,
+        helpers=["multiturn"],
+        max_new_tokens=4,
+        multiturn_groups=1,
+        multiturn_branches=2,
+        multiturn_prefix=8,
+        multiturn_branch_suffix=4,
+        multiturn_branch_step=2,
+        multiturn_turn_suffixes=[4],
+    )
+    replays = [r for r in srv.requests if r.phase == "prefill"]
+    warned = [
+        p
+        for p in res.recording.events
+        if isinstance(p, Problem) and "prompt position(s)" in p.message
+    ]
+    assert len(replays) >= 2 and len(warned) == 1, (len(replays), res.out[-2000:])
