@@ -334,7 +334,10 @@ def server_command(engine: Engine, ckpt: Path, port: int, extra: list[str]) -> l
             "--disable-overlap-schedule",
             "--dtype", "float32",
             "--context-length", ctx,
-            "--mem-fraction-static", "0.05",
+            # the CPU build counts other processes' memory against the fraction: at 0.05 a
+            # start failed on a loaded machine ("raise above 0.066"); --max-total-tokens caps
+            # the pool whatever the fraction
+            "--mem-fraction-static", "0.2",
             "--max-total-tokens", "4096",
             # an idle scheduler polls its sockets instead of spinning (~80% of a core each):
             # on 2 cores a spinning one slowed every test beside it

@@ -77,13 +77,21 @@ def start_in_child(engine: str, env: dict, timeout: float) -> tuple[subprocess.P
 
 def _readline(child: subprocess.Popen, timeout: float) -> str:
     """The URL the child prints once its server is ready (other lines are its progress)."""
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(ln) for ln in child.stdout], daemon=True).start()
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        for ln in child.stdout:
+            lines.put(ln)
+        lines.put(None)  # the child closed its stdout: it exited, no URL will come
+
+    threading.Thread(target=pump, daemon=True).start()
     deadline = time.monotonic() + timeout
     while (left := deadline - time.monotonic()) > 0:
         try:
             line = lines.get(timeout=left)
         except queue.Empty:
+            break
+        if line is None:
             break
         if line.startswith("URL "):
             return line.split()[1]
