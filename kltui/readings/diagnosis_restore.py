@@ -60,7 +60,8 @@ def restore_split(match: HelperState, exact_others: int = 0) -> CachedDecode | N
     thresholds = len({t for t in tokens.values() if t > 0})
     p = min(1.0, thresholds * one_path_p(len(differing), len(cached), cold + exact_others))
     lengths = {i: book.samples[i].prompt_len for i in book.order}
-    longest = sum(lengths[i] >= min(lengths[j] for j in differing) for i in book.order)
+    shortest = min(lengths[j] for j in differing)
+    longest = sum(lengths[i] >= shortest for i in book.order)
     p_length = one_path_p(len(differing), longest, len(book.order) - longest)
     return CachedDecode(match.helper, least, cached, differing, cold, p, p_length)
 
