@@ -18,6 +18,7 @@ from kltui.engines.idcheck import check_ids
 from kltui.engines.identity import ServerIdentity
 from kltui.engines.model_config import ModelConfig, local_config
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
+from kltui.engines.sglang_request import NO_LOGPROBS, LogprobAsk
 from kltui.engines.sse import DONE, SSEError, iter_events, iter_lines
 from kltui.engines.weights import is_loopback
 from kltui.untrusted import one_line, sanitize
@@ -251,10 +252,10 @@ class SGLangClient(HttpEngine):
         self,
         batch: Sequence[Sequence[int] | np.ndarray],
         sp: dict,
+        ask: LogprobAsk,
         *,
         stream: bool,
         rids: list[str] | None = None,
-        **kw,
     ) -> dict:
         body: dict = {
             "input_ids": [np.asarray(x).tolist() for x in batch],
@@ -266,17 +267,7 @@ class SGLangClient(HttpEngine):
             body["rid"] = rids
         if stream:  # SGLang's helpers leave the key out; not streaming is its default
             body["stream"] = True
-        if kw.get("return_logprob"):
-            body["return_logprob"] = True
-            # Token text only where asked (the drill-down's extras request); SGLang's helpers
-            # send False.
-            body["return_text_in_logprobs"] = bool(kw.get("return_text"))
-            body["logprob_start_len"] = kw.get("logprob_start_len", -1)
-            if kw.get("top_logprobs_num"):
-                body["top_logprobs_num"] = kw["top_logprobs_num"]
-            if kw.get("token_ids_logprob") is not None:
-                body["token_ids_logprob"] = kw["token_ids_logprob"]
-        return body
+        return body | ask.body_fields()
 
     def check_results(
         self,
@@ -285,7 +276,7 @@ class SGLangClient(HttpEngine):
         sp: dict,
         route: str,
         rids: list[str] | None = None,
-        **kw,
+        ask: LogprobAsk = NO_LOGPROBS,
     ) -> None:
         """Verify before trusting: every answer must belong to its prompt and be complete.
 
@@ -295,8 +286,8 @@ class SGLangClient(HttpEngine):
         keeps the rid it was sent with (`GenResult.prompt_verified`).
         """
         max_new = sp.get("max_new_tokens")
-        logprobs = bool(kw.get("return_logprob"))
-        start = kw.get("logprob_start_len", -1)
+        logprobs = ask.return_logprob
+        start = ask.logprob_start_len
         owner = {rid: j for j, rid in enumerate(rids or ())}
         for i, (r, sent) in enumerate(zip(results, batch, strict=True)):
             if rids is not None:
@@ -373,7 +364,10 @@ class SGLangClient(HttpEngine):
         r.id_mismatch = found.positions
 
     async def generate(
-        self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, **kw
+        self,
+        batch: Sequence[Sequence[int] | np.ndarray],
+        sp: dict,
+        ask: LogprobAsk = NO_LOGPROBS,
     ) -> list[GenResult]:
         """One non-streamed batched /generate; results in input order, checked against the
         request. Never retried (see the class comment)."""
@@ -381,8 +375,8 @@ class SGLangClient(HttpEngine):
         rids = request_ids(len(batch))
         data = await self.post_json(
             "/generate",
-            self._body(batch, sp, stream=False, rids=rids, **kw),
-            max_bytes=_answer_cap(entries, kw.get("top_logprobs_num") or 0),
+            self._body(batch, sp, ask, stream=False, rids=rids),
+            max_bytes=_answer_cap(entries, ask.top_logprobs_num),
         )
         if isinstance(data, dict):
             data = [data]
@@ -395,15 +389,20 @@ class SGLangClient(HttpEngine):
             results = [parse_result(obj, i) for i, obj in enumerate(data)]
         except ParseError as e:
             raise self.fail(f"/generate: {e}", "malformed-answer") from None
-        self.check_results(results, batch, sp, "/generate", rids, **kw)
+        self.check_results(results, batch, sp, "/generate", rids, ask)
         return results
 
     async def generate_stream(
-        self, batch: Sequence[Sequence[int] | np.ndarray], sp: dict, *, incremental: bool, **kw
+        self,
+        batch: Sequence[Sequence[int] | np.ndarray],
+        sp: dict,
+        ask: LogprobAsk = NO_LOGPROBS,
+        *,
+        incremental: bool,
     ) -> AsyncIterator[Delta | list[GenResult]]:
         """Yields a Delta per new run of tokens, then the list of final results."""
         rids = request_ids(len(batch))
-        body = orjson.dumps(self._body(batch, sp, stream=True, rids=rids, **kw))
+        body = orjson.dumps(self._body(batch, sp, ask, stream=True, rids=rids))
         max_new = sp.get("max_new_tokens")
         asm = StreamAssembler(
             len(batch), incremental, max_new if isinstance(max_new, int) else None
@@ -449,7 +448,7 @@ class SGLangClient(HttpEngine):
             results = asm.results()
         except ParseError as e:
             raise self.fail(f"{route}: {e}", "malformed-stream") from None
-        self.check_results(results, batch, sp, route, rids, **kw)
+        self.check_results(results, batch, sp, route, rids, ask)
         yield results
 
     async def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:

@@ -14,6 +14,7 @@ from kltui.engines.sglang_parse import GenResult, IdRows
 
 if TYPE_CHECKING:
     from kltui.helpers.context import HelperContext
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.engines.vllm_parse import TopK, dense_topk
 
 # One request carries at most this many logprob entries (positions x ids per position); more
@@ -126,8 +127,9 @@ async def teacher_forced(
     return await ctx.client.generate(
         [s.seq for s in chunk],
         ctx.sampling(0) | {"temperature": 0.0},
-        return_logprob=True,
-        logprob_start_len=0,
-        top_logprobs_num=k,
-        token_ids_logprob=[w.tolist() for w in wanted] if k else None,
+        LogprobAsk(
+            logprob_start_len=0,
+            top_logprobs_num=k,
+            token_ids_logprob=[w.tolist() for w in wanted] if k else None,
+        ),
     )

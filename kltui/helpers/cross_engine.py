@@ -32,6 +32,7 @@ import numpy as np
 from kltui.engines.errors import EngineError
 from kltui.engines.identity import ServerIdentity
 from kltui.engines.sglang_parse import GenResult
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.engines.vllm import VLLMClient
 from kltui.engines.vllm_parse import Completion, TopK
 from kltui.engines.weights import local_config
@@ -274,9 +275,7 @@ async def _sglang_decode(
         outs = await ctx.client.generate(
             [s.prompt for s in samples],
             ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
-            return_logprob=True,
-            logprob_start_len=-1,
-            top_logprobs_num=ctx.top_k,
+            LogprobAsk(logprob_start_len=-1, top_logprobs_num=ctx.top_k),
         )
     except EngineError as e:
         raise _fail(run, e, "decode") from None

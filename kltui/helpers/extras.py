@@ -17,6 +17,7 @@ import numpy as np
 from kltui.engines.errors import EngineError
 from kltui.engines.idcheck import check_ids
 from kltui.engines.sglang import SGLangClient
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.errors import UsageError
 from kltui.helpers.phases import Run
 from kltui.metrics.k3 import SampleMetrics
@@ -89,10 +90,9 @@ async def fetch_extras(
         results = await client.generate(
             batch,
             ctx.sampling(0),
-            return_logprob=True,
-            logprob_start_len=starts,
-            top_logprobs_num=top_k,
-            return_text=True,
+            LogprobAsk(
+                logprob_start_len=starts, top_logprobs_num=top_k, return_text_in_logprobs=True
+            ),
         )
     except EngineError as e:
         for run in dict.fromkeys(it[0] for it in items):

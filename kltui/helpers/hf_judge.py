@@ -32,6 +32,7 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.hf import HFReference, RefScore
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.engines.vllm import VLLMClient
 from kltui.engines.vllm_parse import Completion
 from kltui.helpers import cross_batches as batches
@@ -339,8 +340,7 @@ async def _sglang_decode(
         outs = await ctx.client.generate(
             [s.prompt for s in samples],
             ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
-            return_logprob=True,
-            logprob_start_len=-1,
+            LogprobAsk(logprob_start_len=-1),
         )
     except EngineError as e:
         raise fail(sg, e, "decode", others) from None

@@ -13,6 +13,7 @@ from kltui.engines.errors import EngineError, ServerRestarted
 from kltui.engines.idcheck import unexplained
 from kltui.engines.sglang import PROCESS_IDENTITY
 from kltui.engines.sglang_parse import Delta, GenResult
+from kltui.engines.sglang_request import NO_LOGPROBS, LogprobAsk
 from kltui.helpers.context import (
     COMPARABLE_TEMPERATURES,
     HelperContext,
@@ -225,7 +226,7 @@ class Run:
         """A decode-side batch; streams TokensDecoded as tokens arrive; results into `out`."""
         yield self.enter(phase)
         ctx = self.ctx
-        kw = {"return_logprob": logprobs, "logprob_start_len": -1}
+        ask = LogprobAsk(logprob_start_len=-1) if logprobs else NO_LOGPROBS
         # Only the scored decode shows live in the heatmap; warm-up and turn 1 are not scored,
         # so they are never streamed: a stream costs the server and the client per chunk.
         live = phase == "decode"
@@ -233,7 +234,7 @@ class Run:
         sp = ctx.sampling(max_new_tokens, streamed=streamed)
         try:
             if streamed:
-                stream = ctx.client.generate_stream(batch, sp, incremental=ctx.incremental, **kw)
+                stream = ctx.client.generate_stream(batch, sp, ask, incremental=ctx.incremental)
                 async for item in stream:
                     if isinstance(item, Delta):
                         if live:
@@ -248,7 +249,7 @@ class Run:
                     else:
                         out.extend(item)
             else:
-                results = await ctx.client.generate(batch, sp, **kw)
+                results = await ctx.client.generate(batch, sp, ask)
                 for r in results if live else ():
                     yield TokensDecoded(
                         self.helper,
@@ -335,7 +336,7 @@ class Run:
         ctx = self.ctx
         try:
             results = await ctx.client.generate(
-                batch, ctx.sampling(0), return_logprob=True, logprob_start_len=0
+                batch, ctx.sampling(0), LogprobAsk(logprob_start_len=0)
             )
             # the flush checked the server before the replay; this catches a restart during it
             await self.check_identity()

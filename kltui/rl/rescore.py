@@ -24,6 +24,7 @@ import orjson
 
 from kltui.engines.errors import EngineError
 from kltui.engines.sglang import SGLangClient
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.importer.schema import Record
 from kltui.metrics.k3 import ScoreBook
 from kltui.run.config import RunConfig
@@ -72,8 +73,7 @@ async def _prefill(client: SGLangClient, recs: Sequence[Record]) -> list[np.ndar
     results = await client.generate(
         batch,
         {"max_new_tokens": 0, "temperature": 0.0},
-        return_logprob=True,
-        logprob_start_len=0,
+        LogprobAsk(logprob_start_len=0),
     )
     out: list[np.ndarray | str] = []
     for rec, res in zip(recs, results, strict=True):

@@ -10,6 +10,7 @@ import json
 import numpy as np
 
 from kltui.engines.sglang import SGLangClient, sampling_params
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.session.events import HelperFinished, Problem, SampleScored
 
 from .conftest import sglang_compare_kl
@@ -31,8 +32,7 @@ def test_server_reports_another_id_for_the_last_vocabulary_id(sglang_url):
             return await client.generate(
                 PROMPTS,
                 sampling_params(max_new_tokens=0, temperature=0.0),
-                return_logprob=True,
-                logprob_start_len=0,
+                LogprobAsk(logprob_start_len=0),
             )
         finally:
             await client.aclose()

@@ -13,6 +13,7 @@ import pytest
 from kltui.engines.errors import EngineError, FlushBusy
 from kltui.engines.sglang import SGLangClient, sampling_params
 from kltui.engines.sglang_parse import Delta
+from kltui.engines.sglang_request import LogprobAsk
 from kltui.run.config import RunConfig
 from kltui.run.runner import run_session
 from kltui.session.events import HelperFinished, Problem, RunFinished, SampleScored, TokensDecoded
@@ -117,16 +118,14 @@ async def test_streaming_modes_give_the_same_tokens(sglang_url, sglang_increment
             await c.flush_cache()
             deltas: dict[int, list[int]] = {}
             final = None
-            async for item in c.generate_stream(
-                prompts, sp, incremental=incremental, return_logprob=True
-            ):
+            async for item in c.generate_stream(prompts, sp, LogprobAsk(), incremental=incremental):
                 if isinstance(item, Delta):
                     assert item.start == len(deltas.get(item.index, []))
                     deltas.setdefault(item.index, []).extend(item.token_ids.tolist())
                 else:
                     final = item
             await c.flush_cache()
-            plain = await c.generate(prompts, sp, return_logprob=True)
+            plain = await c.generate(prompts, sp, LogprobAsk())
         assert final is not None
         for r, p in zip(final, plain, strict=True):
             assert deltas[r.index] == r.output_ids.tolist() == p.output_ids.tolist()
@@ -191,7 +190,7 @@ async def test_extras_window_request_scores_exactly_the_window(sglang_url):
     async with SGLangClient(sglang_url) as c:
         (prompt,) = await c.tokenize(["The quick brown fox jumps over the lazy dog. " * 3])
         sp = sampling_params(max_new_tokens=12, temperature=0.0, ignore_eos=True)
-        (gen,) = await c.generate([prompt], sp, return_logprob=True, logprob_start_len=-1)
+        (gen,) = await c.generate([prompt], sp, LogprobAsk(logprob_start_len=-1))
         full = np.concatenate([prompt, gen.output_ids])
         p = prompt.size
         windows = [(0, 5), (4, 12)]
@@ -199,10 +198,11 @@ async def test_extras_window_request_scores_exactly_the_window(sglang_url):
         res = await c.generate(
             batch,
             sampling_params(max_new_tokens=0, temperature=0.0, ignore_eos=True),
-            return_logprob=True,
-            logprob_start_len=[p + lo - 1 for lo, _ in windows],
-            top_logprobs_num=5,
-            return_text=True,
+            LogprobAsk(
+                logprob_start_len=[p + lo - 1 for lo, _ in windows],
+                top_logprobs_num=5,
+                return_text_in_logprobs=True,
+            ),
         )
     for (lo, hi), r in zip(windows, res, strict=True):
         assert np.isnan(r.input_logprobs[0])
