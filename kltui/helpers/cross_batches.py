@@ -4,18 +4,19 @@ send, and per-position logprob lists as dense tables."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kltui.engines.sglang_parse import GenResult, IdRows
+from kltui.engines.sglang_request import LogprobAsk
+from kltui.engines.vllm_parse import TopK, dense_topk
+from kltui.session.events import TokensDecoded
 
 if TYPE_CHECKING:
     from kltui.helpers.context import HelperContext
-from kltui.engines.sglang_request import LogprobAsk
-from kltui.engines.vllm_parse import TopK, dense_topk
 
 # One request carries at most this many logprob entries (positions x ids per position); more
 # would make answers of hundreds of MB. A sample alone above it loses its token_ids_logprob.
@@ -117,6 +118,22 @@ def wanted_ids(
             ids = ids[:0]
         out.append(ids)
     return out, dropped
+
+
+async def greedy_continuations(
+    ctx: HelperContext, samples: list[Sample], helper: str, k: int = 0
+) -> AsyncIterator[TokensDecoded]:
+    """SGLang's greedy continuation of every sample (logprobs from its last prompt position;
+    top-k where `k`), kept on the sample and streamed as one TokensDecoded each. Engine errors
+    pass to the caller, which knows its phase and its runs."""
+    outs = await ctx.client.generate(
+        [s.prompt for s in samples],
+        ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
+        LogprobAsk(logprob_start_len=-1, top_logprobs_num=k),
+    )
+    for s, r in zip(samples, outs, strict=True):
+        s.cont, s.sglang_out = r.output_ids, r
+        yield TokensDecoded(helper, ctx.server, s.index, 0, r.output_ids, r.output_logprobs)
 
 
 async def teacher_forced(

@@ -32,7 +32,6 @@ import numpy as np
 from kltui.engines.errors import EngineError
 from kltui.engines.identity import ServerIdentity
 from kltui.engines.sglang_parse import GenResult
-from kltui.engines.sglang_request import LogprobAsk
 from kltui.engines.vllm import VLLMClient
 from kltui.engines.vllm_parse import Completion, TopK
 from kltui.engines.weights import local_config
@@ -57,7 +56,6 @@ from kltui.session.events import (
     Problem,
     SampleScored,
     SampleSkipped,
-    TokensDecoded,
 )
 
 HELPER = "cross_engine"
@@ -272,17 +270,11 @@ async def _sglang_decode(
     """SGLang's greedy continuation of every sample, with its top-k."""
     yield run.enter("decode")
     try:
-        outs = await ctx.client.generate(
-            [s.prompt for s in samples],
-            ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
-            LogprobAsk(logprob_start_len=-1, top_logprobs_num=ctx.top_k),
-        )
+        async for ev in batches.greedy_continuations(ctx, samples, HELPER, ctx.top_k):
+            yield ev
     except EngineError as e:
         raise _fail(run, e, "decode") from None
-    for s, r in zip(samples, outs, strict=True):
-        s.cont, s.sglang_out = r.output_ids, r
-        yield TokensDecoded(HELPER, ctx.server, s.index, 0, r.output_ids, r.output_logprobs)
-    run.extra["sglang_decoded"] = len(outs)
+    run.extra["sglang_decoded"] = len(samples)
 
 
 def _closing(ctx: HelperContext, run: CrossRun) -> Iterator[Event]:

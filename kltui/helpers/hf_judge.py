@@ -32,7 +32,6 @@ import numpy as np
 
 from kltui.engines.errors import EngineError
 from kltui.engines.hf import HFReference, RefScore
-from kltui.engines.sglang_request import LogprobAsk
 from kltui.engines.vllm import VLLMClient
 from kltui.engines.vllm_parse import Completion
 from kltui.helpers import cross_batches as batches
@@ -60,7 +59,6 @@ from kltui.session.events import (
     Event,
     Problem,
     SampleSkipped,
-    TokensDecoded,
 )
 
 LOGIT_MODES = ("raw_logits", "processed_logits")
@@ -337,16 +335,10 @@ async def _sglang_decode(
     """SGLang's greedy continuation of every sample, compared after its prompt."""
     yield sg.enter("decode")
     try:
-        outs = await ctx.client.generate(
-            [s.prompt for s in samples],
-            ctx.sampling(ctx.max_new_tokens) | {"temperature": 0.0},
-            LogprobAsk(logprob_start_len=-1),
-        )
+        async for ev in batches.greedy_continuations(ctx, samples, HELPER):
+            yield ev
     except EngineError as e:
         raise fail(sg, e, "decode", others) from None
-    for s, out in zip(samples, outs, strict=True):
-        s.cont, s.sglang_out = out.output_ids, out
-        yield TokensDecoded(HELPER, ctx.server, s.index, 0, out.output_ids, out.output_logprobs)
 
 
 async def _vllm_prompts(
