@@ -11,10 +11,34 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 # Tokens each sample decodes unless --max-new-tokens says otherwise (the config, the helpers'
 # context and the command line's help all read it here).
 DEFAULT_MAX_NEW_TOKENS = 512
+
+
+class Scope(StrEnum):
+    """Which servers a helper runs on."""
+
+    SERVER = "server"  # every --server
+    BASELINE = "baseline"  # once, the first server against --baseline
+    REFERENCE = "reference"  # once, the first server (and the vLLM baseline) against hf:PATH
+
+
+class Role(StrEnum):
+    """What the diagnosis reads a helper's result as (docs/DIAGNOSIS.md)."""
+
+    BASELINE = "baseline"  # the cold path every other is compared with: condition 1
+    CACHE = "cache"  # a path that restores state: beyond the baseline, condition 2
+    ENGINES = "engines"  # two engines compared: no condition
+
+
+class CachePath(StrEnum):
+    """Whose KV a cache helper's radix hit restores."""
+
+    PREFILL = "prefill"
+    DECODE = "decode"
 
 
 @dataclass(frozen=True)
@@ -33,33 +57,27 @@ class Helper:
     # "module:function" of `start(ctx: HelperContext, run: Run)`, an async iterator of events
     # that raises PhaseError (with `.finished`, what was measured) on a fatal fault
     start: str
-    # "server": runs on every --server; "baseline": once, the first server against --baseline;
-    # "reference": once, the first server (and the vLLM baseline) against --baseline hf:PATH
-    scope: str = "server"
+    scope: Scope = Scope.SERVER
     # how many generations of max_new_tokens one prompt's requests hold (for context fitting)
     turns: int = 1
     # run when --helpers is not given
     default: bool = True
     # after the gate, fetch top-k alternatives and token text of its worst samples (extras.py)
     extras: bool = True
-    # what the diagnosis reads its result as (docs/DIAGNOSIS.md): "baseline", the cold path
-    # every other path is compared with (its divergence is kernel noise, condition 1); "cache",
-    # a path that restores state (a divergence beyond the baseline's is a state bug, condition
-    # 2); "engines", two engines compared (no condition)
-    role: str = "cache"
-    # role "cache": whose KV the radix hit restores ("prefill" or "decode"); the diagnosis names
-    # the prefill-written one first, and the advice adds its page granularity
-    cache_path: str | None = None
+    role: Role = Role.CACHE
+    # role CACHE: the diagnosis names the prefill-written one first, and the advice adds its
+    # page granularity
+    cache_path: CachePath | None = None
 
     @property
     def condition(self) -> int | None:
         """The condition a divergence of this helper's own speaks to (None: it compares engines)."""
-        return {"baseline": 1, "cache": 2}.get(self.role)
+        return {Role.BASELINE: 1, Role.CACHE: 2}.get(self.role)
 
     @property
     def same_engine(self) -> bool:
         """Both sides are one SGLang server, so the helper tells its code paths apart."""
-        return self.scope == "server"
+        return self.scope == Scope.SERVER
 
     def starter(self) -> Callable:
         """The helper's start function (imported now, not when the registry is read)."""
@@ -76,7 +94,7 @@ HELPERS: dict[str, Helper] = {
             side_b="decode",
             path="prefill vs decode with no cache reuse",
             start="kltui.helpers.match:match",
-            role="baseline",
+            role=Role.BASELINE,
         ),
         Helper(
             "prefill_cache_hit",
@@ -84,7 +102,7 @@ HELPERS: dict[str, Helper] = {
             side_b="decode",
             path="prefix restore on a radix-cache hit (KV written by prefill)",
             start="kltui.helpers.cache_hit:prefill_cache_hit",
-            cache_path="prefill",
+            cache_path=CachePath.PREFILL,
         ),
         Helper(
             "decode_cache_hit",
@@ -94,7 +112,7 @@ HELPERS: dict[str, Helper] = {
             "mamba state or decode-side KV layout)",
             start="kltui.helpers.cache_hit:decode_cache_hit",
             turns=2,
-            cache_path="decode",
+            cache_path=CachePath.DECODE,
         ),
         Helper(
             "multiturn",
@@ -104,7 +122,7 @@ HELPERS: dict[str, Helper] = {
             "history lengths: the decode-side save past a page or track boundary)",
             start="kltui.helpers.multiturn:multiturn",
             default=False,
-            cache_path="decode",
+            cache_path=CachePath.DECODE,
         ),
         Helper(
             "cross_engine",
@@ -112,10 +130,10 @@ HELPERS: dict[str, Helper] = {
             side_b="baseline engine",
             path=None,
             start="kltui.helpers.cross_engine:run_cross_engine",
-            scope="baseline",
+            scope=Scope.BASELINE,
             default=False,
             extras=False,
-            role="engines",
+            role=Role.ENGINES,
         ),
         Helper(
             "hf_reference",
@@ -123,29 +141,29 @@ HELPERS: dict[str, Helper] = {
             side_b="HF reference",
             path=None,
             start="kltui.helpers.hf_judge:run_hf_reference",
-            scope="reference",
+            scope=Scope.REFERENCE,
             default=False,
             extras=False,
-            role="engines",
+            role=Role.ENGINES,
         ),
     )
 }
 DEFAULT_HELPERS = tuple(n for n, h in HELPERS.items() if h.default)
-SERVER_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "server")
-BASELINE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "baseline")
-REFERENCE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == "reference")
+SERVER_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == Scope.SERVER)
+BASELINE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == Scope.BASELINE)
+REFERENCE_HELPERS = tuple(n for n, h in HELPERS.items() if h.scope == Scope.REFERENCE)
 
 
 # Read at call time, so an entry added to HELPERS (a test's fourth helper) takes its role.
 def baseline_path() -> str:
     """The helper whose path every other is compared with (role "baseline": match)."""
-    return next(n for n, h in HELPERS.items() if h.role == "baseline")
+    return next(n for n, h in HELPERS.items() if h.role == Role.BASELINE)
 
 
 def cache_helpers() -> tuple[str, ...]:
     """The helpers that probe restored state (role "cache"), prefill-written KV first."""
-    names = [n for n, h in HELPERS.items() if h.role == "cache"]
-    return tuple(sorted(names, key=lambda n: HELPERS[n].cache_path != "prefill"))
+    names = [n for n, h in HELPERS.items() if h.role == Role.CACHE]
+    return tuple(sorted(names, key=lambda n: HELPERS[n].cache_path != CachePath.PREFILL))
 
 
 def path_of(name: str) -> str:

@@ -31,6 +31,7 @@ from kltui.errors import UsageError
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
 from kltui.metrics.hit_rules import HitCount, HitRule, MissKind, decode_count, prefill_count
+from kltui.metrics.summary import SummaryStatus
 from kltui.session.events import Event, HelperFinished, Problem
 
 
@@ -59,7 +60,7 @@ def _hit_check(ctx: HelperContext, run: Run, hits: int, kind: str) -> Problem | 
     run.extra.update({"hits": hits, "hit_ratio": hits / n if n else 0.0})
     if hits > need or ctx.skip_hit_assert:
         return None
-    run.extra["status"] = "fail"
+    run.extra["status"] = SummaryStatus.FAIL
     run.extra["hit_failure"] = f"Too few {kind} cache hits {hits}/{n} (need > {need:g})"
     return Problem(ctx.server, run.extra["hit_failure"], fatal=False, helper=run.helper)
 
@@ -85,7 +86,7 @@ async def _opening(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     )
     if (p := _vacuous(ctx, run)) is not None:
         yield p
-        yield run.finished(status="vacuous", reason=p.message)
+        yield run.finished(status=SummaryStatus.VACUOUS, reason=p.message)
     elif (warn := run.temperature_warning()) is not None:
         yield warn
 

@@ -50,6 +50,7 @@ from kltui.metrics.cross import (
 )
 from kltui.metrics.cross_figures import CrossFigures, GreedyMismatch
 from kltui.metrics.k3 import avg_kl_div, within_threshold
+from kltui.metrics.summary import SummaryStatus
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -118,7 +119,7 @@ class CrossRun(Run):
             figures["status"] = self._status(fig)
         return super().finished(**figures)
 
-    def _status(self, fig: CrossFigures) -> str:
+    def _status(self, fig: CrossFigures) -> SummaryStatus:
         """Pass: the migration guide's agreement line holds, every greedy divergence passes
         vLLM's own rule, no top-1 flip crosses FLIP_MARGIN_LINE, and avg_kl_div is under the threshold when one was set for this."""
         ok = bool(self.cross) and fig.agreement_ok is not False
@@ -128,7 +129,7 @@ class CrossRun(Run):
         if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
             ok = ok and within_threshold(avg, self.ctx.threshold)
-        return "pass" if ok else "fail"
+        return SummaryStatus.PASS if ok else SummaryStatus.FAIL
 
 
 def _fail(run: CrossRun, err: EngineError, phase: str) -> CrossEngineError:
@@ -407,7 +408,7 @@ async def run_cross_engine(base: HelperContext, run: Run | None = None) -> Async
         if not verdict.values:
             # a definition gap must never read as drift: no number is measured
             yield Problem(vllm.url, verdict.message, fatal=False, helper=HELPER, phase="contract")
-            yield run.finished(status="invalid", reason=verdict.message)
+            yield run.finished(status=SummaryStatus.INVALID, reason=verdict.message)
             return
         async for ev in cross_engine(ctx, run):
             yield ev

@@ -27,6 +27,7 @@ from kltui.metrics.hf_judge import (
     reference_flips,
 )
 from kltui.metrics.k3 import avg_kl_div, within_threshold
+from kltui.metrics.summary import SummaryStatus
 from kltui.session.events import (
     Event,
     HelperFinished,
@@ -89,7 +90,7 @@ class RefRun(Run):
             out["status"] = self._status(fig, flips)
         return super().finished(**out)
 
-    def _status(self, fig: CrossFigures, flips: RefFlips) -> str:
+    def _status(self, fig: CrossFigures, flips: RefFlips) -> SummaryStatus:
         """Pass: the 95% agreement line holds, no top-1 flip where the reference was sure
         (margin >= the line), and avg_kl_div under a threshold the user set for it."""
         ok = bool(self.cross) and fig.agreement_ok is not False
@@ -97,7 +98,7 @@ class RefRun(Run):
         if self.kl_gate:
             avg = avg_kl_div([s.metrics.mean_k3 for s in self.book.samples.values()])
             ok = ok and within_threshold(avg, self.ctx.threshold)
-        return "pass" if ok else "fail"
+        return SummaryStatus.PASS if ok else SummaryStatus.FAIL
 
 
 def sample_row(index: int, c: CrossPositions, k: int) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import numpy as np
 from kltui.engines.sglang_parse import GenResult
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
+from kltui.metrics.summary import SummaryStatus
 from kltui.session.events import Event, Problem
 
 
@@ -66,4 +67,4 @@ async def match(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
         yield Problem(ctx.server, warm, fatal=False, helper=run.helper, phase="decode")
     async for ev in run.replay_and_score(items):
         yield ev
-    yield run.finished(status="invalid", reason=warm) if warm else run.finished()
+    yield run.finished(status=SummaryStatus.INVALID, reason=warm) if warm else run.finished()

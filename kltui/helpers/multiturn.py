@@ -37,6 +37,7 @@ from kltui.helpers.multiturn_plan import (
 )
 from kltui.helpers.phases import Run, helper
 from kltui.metrics.hit_rules import HitRule
+from kltui.metrics.summary import SummaryStatus
 from kltui.metrics.turn_hits import HitExpectation, HitRules, dense_rules, mamba_rules
 from kltui.session.events import Event, Problem, SampleScored
 
@@ -94,13 +95,13 @@ async def multiturn(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     if ctx.server_info.get("disable_radix_cache"):
         why = "multiturn is vacuous: the server runs with disable_radix_cache=true"
         yield Problem(ctx.server, why, fatal=False, helper=run.helper)
-        yield run.finished(status="vacuous", reason=why)
+        yield run.finished(status=SummaryStatus.VACUOUS, reason=why)
         return
     try:
         plan = build_plan(shape, [p.tolist() for p in ctx.prompts], vocab)
     except ValueError as err:
         yield Problem(ctx.server, str(err), fatal=False, helper=run.helper)
-        yield run.finished(status="invalid", reason=str(err))
+        yield run.finished(status=SummaryStatus.INVALID, reason=str(err))
         return
     run.extra["id_bound"] = plan.max_id
     turns: list[Turn] = []
@@ -109,7 +110,7 @@ async def multiturn(ctx: HelperContext, run: Run) -> AsyncIterator[Event]:
     short = [t for t in turns if not t[3].holds(t[2].cached_tokens)]
     run.extra.update({"hits": len(turns) - len(short), "hit_ratio": _ratio(turns, short)})
     if short:
-        run.extra["status"] = "fail"
+        run.extra["status"] = SummaryStatus.FAIL
         s, _, r, e = short[0]
         g, b, t = where(shape, s)
         run.extra["hit_failure"] = (

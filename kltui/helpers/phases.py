@@ -23,6 +23,7 @@ from kltui.helpers.context import (
 from kltui.helpers.score_problems import prompt_ids, reported_ids, stray_output
 from kltui.metrics.k3 import ScoreBook, invalidate
 from kltui.metrics.protocol import UNVERIFIED, not_a_number, unverified
+from kltui.metrics.summary import SummaryStatus
 from kltui.registry import HELPERS
 from kltui.session.events import (
     Event,
@@ -57,7 +58,7 @@ def helper(name: str) -> Callable:
                 if e.finished is None:
                     e.finished = run.partial(str(e))
                     if isinstance(e.err, ServerRestarted):
-                        e.finished.summary["status"] = "invalid"
+                        e.finished.summary["status"] = SummaryStatus.INVALID
                 raise
 
         return start
@@ -130,7 +131,7 @@ class Run:
                 )
         if not where:
             return None
-        self.extra["status"] = "fail"
+        self.extra["status"] = SummaryStatus.FAIL
         self.extra["reason"] = "logprobs that are not finite numbers on both sides"
         return Problem(
             self.ctx.server,
@@ -435,7 +436,7 @@ class Run:
         if found and summary.get("status") != "error":
             invalidate(summary, found)
         if summary.get("status") is None:
-            summary["status"] = "pass" if summary["passed"] else "fail"
+            summary["status"] = SummaryStatus.PASS if summary["passed"] else SummaryStatus.FAIL
         summary["passed"] = summary["status"] == "pass"
         return HelperFinished(self.helper, self.ctx.server, summary)
 
@@ -456,7 +457,7 @@ class Run:
 
     def partial(self, message: str) -> HelperFinished:
         """What was measured before a fatal fault, marked as an error (never averaged in)."""
-        return self.finished(status="error", error=message)
+        return self.finished(status=SummaryStatus.ERROR, error=message)
 
 
 def _sides(helper: str) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from kltui.metrics.protocol import NO_FAULTS, SampleFaults, findings, sample_faults
+from kltui.metrics.summary import SummaryStatus
 
 DEFAULT_TAIL_THRESHOLD = 1e-3
 MIN_SAMPLES_FOR_STABLE_MEAN = 32
@@ -351,7 +352,7 @@ class ScoreBook:
 def invalidate(summary: dict, found: Sequence[Mapping[str, Any]]) -> None:
     """Marks a helper summary with protocol findings `invalid` (never a pass), the first
     finding its reason."""
-    summary["status"] = "invalid"
+    summary["status"] = SummaryStatus.INVALID
     summary["passed"] = False
     more = f" (and {len(found) - 1} more protocol finding(s))" if len(found) > 1 else ""
     summary["reason"] = f"protocol fault: {found[0]['message']}{more}"

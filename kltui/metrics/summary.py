@@ -10,17 +10,37 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
 from kltui.metrics.presets import ThresholdSource
 
 
+class SummaryStatus(StrEnum):
+    """How a helper ended (docs/JSON.md `status`)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    VACUOUS = "vacuous"  # ran but compared nothing (no cache hit to test, say)
+    INVALID = "invalid"  # its numbers cannot be trusted (a protocol finding, a short hit)
+    ERROR = "error"
+
+    @classmethod
+    def of(cls, value: object) -> SummaryStatus | None:
+        """A recorded status (untrusted text); None for one this version never writes, which
+        reads as an older recording's (from `passed`)."""
+        try:
+            return cls(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+
 @dataclass(frozen=True)
 class Summary:
     """A helper's result, typed (the JSON summary of HelperFinished)."""
 
-    status: str | None = None  # pass | fail | vacuous | invalid | error (None: older recording)
+    status: SummaryStatus | None = None  # None: an older recording
     passed: bool = False
     samples: int | None = None
     scored: int | None = None
@@ -89,6 +109,7 @@ class Summary:
             known["threshold"] = threshold
         if "tail_threshold" not in known and tail_threshold is not None:
             known["tail_threshold"] = tail_threshold
+        known["status"] = SummaryStatus.of(d.get("status"))
         known["passed"] = bool(d.get("passed"))
         known["live"] = bool(d.get("live"))
         if not isinstance(known.get("per_sample"), list):
@@ -113,10 +134,9 @@ class Summary:
         return key in self.raw
 
     @property
-    def result(self) -> str:
-        """pass | fail | vacuous | invalid | error; pass/fail from `passed` when older
-        recordings have no status."""
-        return self.status or ("pass" if self.passed else "fail")
+    def result(self) -> SummaryStatus:
+        """The status; pass/fail from `passed` when older recordings have none."""
+        return self.status or (SummaryStatus.PASS if self.passed else SummaryStatus.FAIL)
 
 
 _NAMES = tuple(f.name for f in fields(Summary) if f.name not in ("raw", "passed", "live"))

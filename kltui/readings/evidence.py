@@ -32,7 +32,7 @@ from kltui.readings.paired import (
     signed_rank_p,
 )
 from kltui.readings.path_test import PathSide
-from kltui.registry import HELPERS
+from kltui.registry import HELPERS, CachePath
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 
@@ -204,7 +204,7 @@ def _onset(helper: str, rows: list[dict]) -> Onset:
     jumps = sum(1 for p in rows if p.get("first_above_tail") == 0)
     # what the state the decode started from holds: the prompt's prefix, plus turn 1's
     # decode-written KV for decode_cache_hit (registry: the path it restores)
-    decode = helper in HELPERS and HELPERS[helper].cache_path == "decode"
+    decode = helper in HELPERS and HELPERS[helper].cache_path == CachePath.DECODE
     n = len(rows)
     if at_start == n:
         kind = (

@@ -34,7 +34,7 @@ from kltui.readings.geometry_parts import (
     Routing,
     TopFlips,
 )
-from kltui.registry import HELPERS
+from kltui.registry import HELPERS, CachePath
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 
@@ -75,7 +75,7 @@ def _rows(st: HelperState) -> list[dict]:
 
 
 def _decode_path(helper: str) -> bool:
-    return helper in HELPERS and HELPERS[helper].cache_path == "decode"
+    return helper in HELPERS and HELPERS[helper].cache_path == CachePath.DECODE
 
 
 def turn1_prompt(st: HelperState, row: dict) -> int:

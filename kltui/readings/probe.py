@@ -13,23 +13,16 @@ from enum import StrEnum
 
 from kltui.engines.geometry import StateGeometry
 from kltui.engines.identity import ServerIdentity
+from kltui.metrics.summary import SummaryStatus
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.diagnosis_parts import Command
 from kltui.readings.findings import Basis, Finding, Kind
 from kltui.readings.limit import Limit
 from kltui.readings.path_test import STATE
 from kltui.readings.verdict import Diagnosis
+from kltui.session.events import RunVerdict
 from kltui.session.helper_view import HelperView
 from kltui.session.store import SessionStore
-
-
-class RunVerdict(StrEnum):
-    """A server's verdict in a probe, as `kltui check`'s on it alone."""
-
-    PASS = "pass"
-    FAIL = "fail"  # a gate missed, or a state bug under --stress
-    ERROR = "error"  # a helper in error, a fatal problem, or the server did not answer
-    INTERRUPTED = "interrupted"  # with the probe
 
 
 class ProbeError(StrEnum):
@@ -158,11 +151,8 @@ def _server_verdict(
     under --stress: `load`, the run's), else pass."""
     if run in (None, "interrupted"):
         return RunVerdict.INTERRUPTED
-    if fatal or any(v.summary.status in ("error", "invalid") for v in views):
-        return RunVerdict.ERROR
-    if load or not views or any(not v.summary.passed for v in views):
-        return RunVerdict.FAIL
-    return RunVerdict.PASS
+    said = RunVerdict.of([v.summary for v in views], fatal)
+    return RunVerdict.FAIL if load and said == RunVerdict.PASS else said
 
 
 def read_probe(
@@ -201,7 +191,10 @@ def read_probe(
                 next_command=d.command,
             )
         )
-        if any(v.summary.status == "error" for v in views) and ProbeError.HELPER not in found:
+        if (
+            any(v.summary.status == SummaryStatus.ERROR for v in views)
+            and ProbeError.HELPER not in found
+        ):
             found.append(ProbeError.HELPER)
     for p in store.problems:
         if p.fatal:

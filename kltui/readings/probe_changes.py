@@ -16,7 +16,8 @@ from kltui.engines.identity import process_changes, shown_value
 from kltui.readings.diagnosis_parts import Command
 from kltui.readings.findings import Finding, Kind
 from kltui.readings.limit import Limit
-from kltui.readings.probe import ProbeReading, RunVerdict, ServerProbe
+from kltui.readings.probe import ProbeReading, ServerProbe
+from kltui.session.events import RunVerdict
 
 
 class ChangeKind(StrEnum):

@@ -38,6 +38,7 @@ from kltui.session.events import (
     Problem,
     RunFinished,
     RunStarted,
+    RunVerdict,
     SampleScored,
     SampleSkipped,
 )
@@ -201,11 +202,11 @@ async def import_events(
         src=src,
     )
     yield HelperFinished(HELPER, server, summary, at=opts.clock())
-    verdict = "pass" if summary["passed"] else "fail"
+    verdict = RunVerdict.PASS if summary["passed"] else RunVerdict.FAIL
     if opts.after is not None:
         async for ev in opts.after(shown.worst_shown(opts.rescore)):
             if isinstance(ev, Problem) and ev.fatal:
-                verdict = "error"
+                verdict = RunVerdict.ERROR
             yield ev
     yield RunFinished({"verdict": verdict, "gates": summary["rl"]["gates"]}, verdict)
 

@@ -19,6 +19,7 @@ from kltui.metrics.rl import (
     slime_metrics,
     verl_metrics,
 )
+from kltui.metrics.summary import SummaryStatus
 from kltui.rl.gate import Gate, evaluate, metric_table
 from kltui.rl.reading import differing_samples, reading
 
@@ -71,10 +72,10 @@ def build_summary(
     passed_kl = n > 0 and (kl_gate is None or within_threshold(avg, kl_gate))
     summary["passed"] = passed_kl and all(g["passed"] for g in gates) and n_bad == 0
     if n_bad:
-        summary["status"] = "invalid"
+        summary["status"] = SummaryStatus.INVALID
         summary["reason"] = f"{n_bad} record(s) could not be used; first: {bad[0]}"
     else:
-        summary["status"] = "pass" if summary["passed"] else "fail"
+        summary["status"] = SummaryStatus.PASS if summary["passed"] else SummaryStatus.FAIL
     summary["per_sample_note"] = f"{shown} of {n} samples shown (first and worst)"
     kl_row = (
         []

@@ -21,7 +21,7 @@ from kltui.engines.errors import EngineError
 from kltui.engines.router import PD_NOTE, RouterWorker, probe_router, router_refusal
 from kltui.errors import UsageError
 from kltui.readings.fleet import fleet
-from kltui.session.events import Event, Problem, RunFinished, RunStarted
+from kltui.session.events import Event, Problem, RunFinished, RunStarted, RunVerdict
 from kltui.session.store import SessionStore
 
 # run_session's shape, passed in (run/runner.py calls this module: no import cycle)
@@ -83,7 +83,7 @@ async def _refused(cfg: Any, message: str) -> AsyncIterator[Event]:
         kltui_version=__version__,
     )
     yield Problem(router, f"{message} (phase: connect)", fatal=True, phase="connect")
-    yield RunFinished({"helpers": {}, "problems": 1}, "error")
+    yield RunFinished({"helpers": {}, "problems": 1}, RunVerdict.ERROR)
 
 
 async def fleet_session(
@@ -136,7 +136,7 @@ def gated(ev: RunFinished, store: SessionStore) -> RunFinished:
     f = fleet(store)
     if ev.verdict != "pass" or f is None or not f.failed:
         return ev
-    return dataclasses.replace(ev, verdict="fail")
+    return dataclasses.replace(ev, verdict=RunVerdict.FAIL)
 
 
 async def _recheck(cfg: Any, before: list[RouterWorker]) -> list[str]:

@@ -27,7 +27,7 @@ from kltui.helpers.phases import Run
 from kltui.metrics.hit_rules import HitRule
 from kltui.metrics.summary import Summary
 from kltui.readings.identity import ConflictKind, conflict
-from kltui.registry import HELPERS, Helper
+from kltui.registry import HELPERS, Helper, Scope
 from kltui.run.config import RunConfig, resolve_threshold
 from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded
@@ -35,19 +35,17 @@ from kltui.run.prompt_ids import build_prompt_set, check_separator
 from kltui.run.prompts import PromptSet
 from kltui.run.refusal import refusal
 from kltui.run.tokenizer import LocalTokenizer, PendingTokenizer
-from kltui.session.events import Event, HelperFinished, Problem, RunFinished, RunStarted
+from kltui.session.events import (
+    Event,
+    HelperFinished,
+    Problem,
+    RunFinished,
+    RunStarted,
+    RunVerdict,
+)
 
 # Asked once per server before its first flush (the TUI's question); False stops the run.
 BeforeFlush = Callable[[SGLangClient], Awaitable[bool]]
-
-
-def verdict_of(summaries: list[Summary], fatal: bool) -> str:
-    """A run's verdict from its helpers' summaries: error, fail (also: nothing measured), pass."""
-    if fatal or any(s.status in ("error", "invalid") for s in summaries):
-        return "error"
-    if not summaries or any(not s.passed for s in summaries):
-        return "fail"
-    return "pass"
 
 
 async def run_session(
@@ -350,14 +348,14 @@ async def _run(
         yield p
     pset = found.pset
     if pset is None:
-        yield RunFinished({"helpers": {}, "problems": len(found.problems)}, "error")
+        yield RunFinished({"helpers": {}, "problems": len(found.problems)}, RunVerdict.ERROR)
         return
     for note in pset.notes:
         yield Problem("prompts", note, fatal=False)
     declined = await _declined(cfg, found.live, before_flush)
     if declined is not None:
         yield _cancelled(declined)
-        yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, "interrupted")
+        yield RunFinished({"helpers": 0, "cancelled": "flush declined"}, RunVerdict.INTERRUPTED)
         return
     tally = _Tally(fatal=bool(found.problems), kept=keep)
 
@@ -369,7 +367,7 @@ async def _run(
         def ctx_of(spec: Helper) -> HelperContext:
             ctx = helper_context(cfg, spec, c, info, pset, live_view, tok)
             ctx.geometry = geometry
-            if spec.scope == "reference":
+            if spec.scope == Scope.REFERENCE:
                 from kltui.run.hf_judge import reference_plan
 
                 ctx.reference = reference_plan(cfg, found.servers, found.reference)
@@ -383,7 +381,7 @@ async def _run(
     plan = _plan(cfg, found.live)
     # a fleet's workers run at once (at most --fleet-concurrency); the baseline's entry, which
     # reuses the first server, runs after them
-    per_server = [(c, specs) for c, specs in plan if all(h.scope == "server" for h in specs)]
+    per_server = [(c, specs) for c, specs in plan if all(h.scope == Scope.SERVER for h in specs)]
     rest = plan[len(per_server) :]
     # at most RunConfig.concurrency servers at once (a fleet run's is its fleet_concurrency)
     merged = bounded_merge([server_run(c, specs) for c, specs in per_server], cfg.concurrency)
@@ -394,7 +392,9 @@ async def _run(
         async for ev in server_run(c, specs)():
             tally.fatal = tally.fatal or (isinstance(ev, Problem) and ev.fatal)
             yield ev
-    yield RunFinished({"helpers": len(tally.summaries)}, verdict_of(tally.summaries, tally.fatal))
+    yield RunFinished(
+        {"helpers": len(tally.summaries)}, RunVerdict.of(tally.summaries, tally.fatal)
+    )
 
 
 def _stressed(
@@ -437,11 +437,11 @@ def _refuse_different_models(servers: list[dict]) -> None:
 def _plan(cfg: RunConfig, live: list[SGLangClient]) -> list[tuple[SGLangClient, list[Helper]]]:
     """Every helper on each server, then the helpers comparing the first one with --baseline."""
     chosen = [HELPERS[n] for n in cfg.helpers if n in HELPERS]
-    plan = [(c, [h for h in chosen if h.scope == "server"]) for c in live]
-    baseline = [h for h in chosen if h.scope == "baseline"]
+    plan = [(c, [h for h in chosen if h.scope == Scope.SERVER]) for c in live]
+    baseline = [h for h in chosen if h.scope == Scope.BASELINE]
     if cfg.baseline and live and baseline:
         plan.append((live[0], baseline))
-    reference = [h for h in chosen if h.scope == "reference"]
+    reference = [h for h in chosen if h.scope == Scope.REFERENCE]
     if cfg.hf_baseline and live and reference:
         plan.append((live[0], reference))
     return plan
@@ -482,10 +482,10 @@ def helper_context(
         server_info=info,
         top_k=cfg.top_k,
         threshold_source=thr.source,
-        baseline_url=cfg.baseline if spec.scope == "baseline" else None,
+        baseline_url=cfg.baseline if spec.scope == Scope.BASELINE else None,
         # the baseline's own key only: the SGLang servers' key never goes to it
-        baseline_api_key=cfg.baseline_api_key() if spec.scope == "baseline" else None,
-        baseline_log=cfg.baseline_log if spec.scope == "baseline" else None,
+        baseline_api_key=cfg.baseline_api_key() if spec.scope == Scope.BASELINE else None,
+        baseline_log=cfg.baseline_log if spec.scope == Scope.BASELINE else None,
         request_timeout=cfg.request_timeout,
         tokenizer=tok,
         comma_ids=np.asarray(cfg.separator_ids, dtype=np.int64) if cfg.separator_ids else None,

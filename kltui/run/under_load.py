@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from kltui.registry import HELPERS
+from kltui.registry import HELPERS, Role
 from kltui.run.stress import Traffic
 from kltui.session.events import Event, HelperFinished, PhaseChanged
 
@@ -18,7 +18,7 @@ def _cold_path(helper: str) -> bool:
     """The helpers whose decode must be cold: the baseline path every other is compared with
     (match checks that nothing was reused after its flush)."""
     spec = HELPERS.get(helper)
-    return spec is not None and spec.role == "baseline"
+    return spec is not None and spec.role == Role.BASELINE
 
 
 async def under_load(traffic: Traffic, inner: AsyncIterator[Event]) -> AsyncIterator[Event]:

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
-from kltui.session.events import Event, RunFinished
+from kltui.session.events import Event, RunFinished, RunVerdict
 from kltui.session.store import SessionStore
 
 
@@ -33,12 +33,16 @@ async def pump(
             if on_event is not None:
                 on_event(ev)
     except asyncio.CancelledError:
-        _finish(RunFinished({"interrupted": True}, "interrupted"), store, recorder, on_event)
+        _finish(
+            RunFinished({"interrupted": True}, RunVerdict.INTERRUPTED), store, recorder, on_event
+        )
         raise
     except Exception as e:
         # A bad input file found mid-run (UsageError) or a bug: the recording and views still
         # get an end, and say "error" rather than "interrupted".
-        _finish(RunFinished({"error": type(e).__name__}, "error"), store, recorder, on_event)
+        _finish(
+            RunFinished({"error": type(e).__name__}, RunVerdict.ERROR), store, recorder, on_event
+        )
         raise
 
 

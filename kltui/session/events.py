@@ -10,10 +10,14 @@ event, so a live run, `kltui check` and a replay all show the same seconds.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
+
+from kltui.metrics.summary import Summary, SummaryStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +209,38 @@ class BatchProbed:
     not_reached: list[int] = field(default_factory=list)
 
 
+class RunVerdict(StrEnum):
+    """How a run ended (`kltui check`'s exit code says the same); a monitor probe's verdict on
+    one server is this run's on it alone."""
+
+    PASS = "pass"
+    FAIL = "fail"  # a gate missed (or nothing measured), or a state bug under --stress
+    ERROR = "error"  # a helper in error or invalid, a fatal problem, or no answer
+    INTERRUPTED = "interrupted"
+
+    @classmethod
+    def of(cls, summaries: Sequence[Summary], fatal: bool) -> RunVerdict:
+        """A finished run's verdict from its helpers' summaries: error, fail (also: nothing
+        measured), pass."""
+        if fatal or any(
+            s.status in (SummaryStatus.ERROR, SummaryStatus.INVALID) for s in summaries
+        ):
+            return cls.ERROR
+        if not summaries or any(not s.passed for s in summaries):
+            return cls.FAIL
+        return cls.PASS
+
+
 @dataclass(frozen=True, slots=True)
 class RunFinished:
-    """The run ended, with its verdict."""
+    """The run ended, with its verdict (a recording's text is read back as a RunVerdict)."""
 
     summary: dict[str, Any]
-    verdict: str  # pass | fail | error | interrupted
+    verdict: RunVerdict
+
+    def __post_init__(self) -> None:
+        # a recording holds the verdict as text: ValueError (a malformed record) if it is none
+        object.__setattr__(self, "verdict", RunVerdict(self.verdict))
 
 
 Event = (

@@ -16,7 +16,7 @@ import numpy as np
 from kltui.engines.sglang_parse import GenResult
 from kltui.helpers.context import HelperContext
 from kltui.helpers.phases import Run, helper
-from kltui.registry import Helper
+from kltui.registry import CachePath, Helper, Role
 from kltui.session.events import Event
 
 NAME = "half_prefix_hit"
@@ -28,8 +28,8 @@ ENTRY = Helper(
     path="restore of a radix-cache prefix that ends inside the prompt (half of it cached)",
     start="tests.integration.fourth_helper:half_prefix_hit",
     default=False,
-    role="cache",
-    cache_path="prefill",
+    role=Role.CACHE,
+    cache_path=CachePath.PREFILL,
 )
 
 
