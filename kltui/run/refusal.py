@@ -1,11 +1,13 @@
 """The words of `readings/identity.py`: what a model check rests on, and the one-line refusal
 of a pair of servers that must not be compared. They live in run/ rather than words/ because
 the run driver raises the refusal as a UsageError before any front end renders anything, and
-run/ sits below words/ (words/identity.py and words/ablation_config.py say them from here)."""
+run/ sits below words/ (words/identity.py and words/ablation_config.py say them from here).
+The refusal is raised typed (`PairRefused`: the conflict's kind and figures, and the fix)."""
 
 from __future__ import annotations
 
 from kltui.engines.identity import shown_value
+from kltui.errors import UsageError
 from kltui.readings.identity import CheckBasis, Conflict, ConflictKind, ModelCheck, ModelState
 
 WEIGHT_FILES = "config.json and *.safetensors"
@@ -74,3 +76,13 @@ def refusal(c: Conflict, fix: str | None = None) -> str:
     return f"{c.b} serves another model than {c.a} ({why}): their numbers cannot be compared" + (
         f"; {fix}" if fix else ""
     )
+
+
+class PairRefused(UsageError):
+    """A pair of servers refused before anything is flushed: the conflict (its kind and what
+    shows it) and the fix named; the message is `refusal(conflict, fix)`, one line."""
+
+    def __init__(self, conflict: Conflict, fix: str | None = None) -> None:
+        super().__init__(refusal(conflict, fix))
+        self.conflict = conflict
+        self.fix = fix
