@@ -2,9 +2,11 @@
 of a pair of servers that must not be compared. They live in run/ rather than words/ because
 the run driver raises the refusal as a UsageError before any front end renders anything, and
 run/ sits below words/ (words/identity.py and words/ablation_config.py say them from here).
-The refusal is raised typed (`PairRefused`: the conflict's kind and figures, and the fix)."""
+The refusal is raised typed: a UsageError whose `finding` is the `Refusal` (kind, figures, fix)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from kltui.engines.identity import shown_value
 from kltui.errors import UsageError
@@ -78,11 +80,16 @@ def refusal(c: Conflict, fix: str | None = None) -> str:
     )
 
 
-class PairRefused(UsageError):
+@dataclass(frozen=True)
+class Refusal:
     """A pair of servers refused before anything is flushed: the conflict (its kind and what
-    shows it) and the fix named; the message is `refusal(conflict, fix)`, one line."""
+    shows it) and the fix named."""
 
-    def __init__(self, conflict: Conflict, fix: str | None = None) -> None:
-        super().__init__(refusal(conflict, fix))
-        self.conflict = conflict
-        self.fix = fix
+    conflict: Conflict
+    fix: str | None = None
+
+
+def refused(c: Conflict, fix: str | None = None) -> UsageError:
+    """The refusal to raise: a UsageError saying `refusal(c, fix)` in one line, its finding
+    the typed `Refusal`."""
+    return UsageError(refusal(c, fix), finding=Refusal(c, fix))

@@ -14,11 +14,12 @@ import pytest
 
 from kltui.cli.commands import main
 from kltui.engines import weights
+from kltui.errors import UsageError
 from kltui.outputs.headless import pair_lines
 from kltui.readings.cross_server import PairKind, cross_server
 from kltui.readings.identity import CheckBasis, ConflictKind, ModelState
 from kltui.reference import CHECKPOINT_DIR
-from kltui.run.refusal import PairRefused, refusal
+from kltui.run.refusal import Refusal, refusal
 from kltui.session.events import HelperStarted
 from tests.integration.checkrun import check_run, recorded
 from tests.unit.readings.test_same_weights import perturb
@@ -66,15 +67,17 @@ async def test_perturbed_weights_in_a_folder_of_the_same_name_are_refused(
     reference_servers, perturbed, tmp_path
 ):
     a = reference_servers.url(deterministic=True)
-    with pytest.raises(PairRefused, match="serves another model") as e:
+    with pytest.raises(UsageError, match="serves another model") as e:
         await check_run([a, perturbed], tmp_path, record="r.kltui.jsonl", **SMALL)
-    msg, c = str(e.value), e.value.conflict
+    msg, found = str(e.value), e.value.finding
+    assert isinstance(found, Refusal)
+    c = found.conflict
     assert "\n" not in msg and "--allow-different-models" in msg
     # the local hashes of config.json and *.safetensors differ (words: tests/unit/words)
     assert c.kind is ConflictKind.DIFFERENT_MODEL and (c.a, c.b) == (a, perturbed)
     assert c.check is not None and c.check.basis is CheckBasis.LOCAL_HASH
     assert c.check.state is ModelState.DIFFERENT and c.check.a != c.check.b
-    assert msg == refusal(c, e.value.fix)
+    assert msg == refusal(c, found.fix)
     lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
     assert not any(HelperStarted.__name__ in line for line in lines)
 
@@ -164,13 +167,15 @@ async def tcp_proxy(target_port: int) -> AsyncIterator[str]:
 async def test_the_same_server_under_two_urls_is_refused(reference_servers, tmp_path):
     srv = reference_servers.server(deterministic=True)
     async with tcp_proxy(srv.port) as other_url:
-        with pytest.raises(PairRefused) as e:
+        with pytest.raises(UsageError) as e:
             await check_run([srv.url, other_url], tmp_path, record="r.kltui.jsonl", **SMALL)
-    msg, c = str(e.value), e.value.conflict
+    msg, found = str(e.value), e.value.finding
+    assert isinstance(found, Refusal)
+    c = found.conflict
     assert "\n" not in msg
     # the same startup_time and port (words: tests/unit/words/test_identity_words.py)
     assert c.kind is ConflictKind.SAME_PROCESS and (c.a, c.b) == (srv.url, other_url)
     assert c.port == srv.port and c.startup_time is not None
-    assert msg == refusal(c, "name each server once")
+    assert found.fix == "name each server once" and msg == refusal(c, found.fix)
     lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
     assert not any(HelperStarted.__name__ in line for line in lines)
