@@ -24,7 +24,12 @@ VERDICT_EXIT = {
 
 
 class UsageError(Exception):
-    """Bad command line, config or input file: exit code 2."""
+    """Bad command line, config or input file: exit code 2. `finding`: the typed finding its
+    message says, where there is one (a refused pair: `run/refusal.Refusal`)."""
+
+    def __init__(self, *args: object, finding: object = None) -> None:
+        super().__init__(*args)
+        self.finding = finding
 
 
 class FileLineError(UsageError):

@@ -336,6 +336,7 @@ async def _chain(spec, sweep, view, console) -> None:
     from kltui.dumps.chain import chain_into
     from kltui.untrusted import console_markup
     from kltui.words.chain import progress_line
+    from kltui.words.dumps import verdict_words
 
     n = len(sweep.runs)
     await chain_into(
@@ -343,6 +344,7 @@ async def _chain(spec, sweep, view, console) -> None:
         sweep,
         view.run_view(n, n, sweep.base),
         say=lambda p: console.print(console_markup(progress_line(p)), soft_wrap=True),
+        words=verdict_words,
     )
 
 

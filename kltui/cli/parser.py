@@ -70,7 +70,7 @@ def make_parser() -> argparse.ArgumentParser:
     from kltui.dumps.cli import add_parsers as add_dumps_parsers
     from kltui.dumps.probe_ops import add_parser as add_probe_parser
 
-    add_dumps_parsers(sub)
+    add_dumps_parsers(sub, _dumps_verdict)
     add_probe_parser(sub)
     _add_serve_reference(sub)
     return p
@@ -78,6 +78,13 @@ def make_parser() -> argparse.ArgumentParser:
 
 # the subparsers' container (argparse names it privately)
 Subparsers = argparse._SubParsersAction
+
+
+def _dumps_verdict(v) -> str:
+    """`kltui dumps`' verdict in words (imported once an analysis has one: it loads numpy)."""
+    from kltui.words.dumps import verdict_words
+
+    return verdict_words(v)
 
 
 def _add_tui(sub: Subparsers) -> None:

@@ -8,14 +8,17 @@ rows must be bit-identical; otherwise the rows are misaligned and every later nu
 meaningless. The first module whose output differs is the op only when its inputs are proven
 bit-identical (kltui.dumps.modules: here and in the earlier passes whose KV it reads); else no
 module is named, and the result says why. Every module after it that differs only inherits
-the difference."""
+the difference. What the analysis found is a typed verdict (`verdict_of`: kinds and figures);
+its words (the JSON's `verdict`) are `words/dumps.py`'s, given to `analyze` by the layer above."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kltui.dumps.compare import EQUALITY
 from kltui.dumps.files import DumpError, Loader, index_folder
 from kltui.dumps.modules import (
     FIRST,
@@ -288,8 +291,11 @@ def _prefill_invariance(
     }, diffs
 
 
-def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
-    """The analysis of two dump folders (A: decode run, B: fresh prefill), every rank."""
+def analyze(
+    dir_a: str | Path, dir_b: str | Path, words: Callable[[DumpsVerdict], str] | None = None
+) -> dict:
+    """The analysis of two dump folders (A: decode run, B: fresh prefill), every rank; with
+    `words` (`words/dumps.verdict_words`), its verdict in words last, as the JSON keeps it."""
     loader = Loader()
     fa, fb = index_folder(dir_a), index_folder(dir_b)
     pa, pb = build_passes(fa, loader, f"A ({dir_a})"), build_passes(fb, loader, f"B ({dir_b})")
@@ -317,9 +323,8 @@ def analyze(dir_a: str | Path, dir_b: str | Path) -> dict:
         else None
     )
     result["ranks_agree"] = ranks_agree(per_rank) if len(per_rank) > 1 else None
-    result["verdict"] = verdict(result)
-    if len(per_rank) > 1:
-        result["verdict"] += "; " + ranks_reading(per_rank, rank)
+    if words is not None:
+        result["verdict"] = words(verdict_of(result))
     return result
 
 
@@ -335,57 +340,81 @@ def ranks_agree(per_rank: dict[int, dict]) -> bool:
     return len({_where(res) for res in per_rank.values()}) == 1
 
 
-def ranks_reading(per_rank: dict[int, dict], shown: int) -> str:
-    """One clause on the ranks: under TP each holds a shard, and a divergence on one rank alone
-    (or at another module) points at that rank's shard or at the collective between them."""
-    n = len(per_rank)
-    if ranks_agree(per_rank):
-        return f"all {n} ranks agree" + (
-            "" if per_rank[shown]["identical"] else " on the first divergent module and step"
-        )
-    parts = []
-    for r, res in sorted(per_rank.items()):
-        if res["identical"]:
-            parts.append(f"rank {r} bit-identical")
-        else:
-            mod = res["first_divergent_module"] or "no module named"
-            parts.append(f"rank {r} {mod} at decode step {res['decode_step']}")
-    return f"the {n} ranks disagree ({', '.join(parts)}); shown: rank {shown}, the earliest"
+class Found(StrEnum):
+    """What a comparison (decode vs fresh prefill, or the prompt prefill's M-invariance) found."""
+
+    IDENTICAL = "identical"  # bit-identical at every aligned module
+    NAMED = "named"  # a first divergent module: inputs bit-identical, output differs
+    UNNAMED = "unnamed"  # a module differs but none can be named (`unnamed_reason` says why)
 
 
-def verdict(r: dict) -> str:
-    """The one-paragraph reading of an analysis result."""
-    pre = r["prefill"]
-    if pre["identical"]:
-        pre_txt = (
-            f"prefill is M-invariant on the prompt rows (M={pre['m_prompt']} vs M={pre['m_fresh']})"
-        )
-    else:
-        pre_txt = f"prefill is NOT M-invariant (M={pre['m_prompt']} vs M={pre['m_fresh']}): " + (
-            f"first divergent module {pre['first_divergent_module']} (inputs bit-identical), "
-            f"max |diff| {_num(pre['max_abs_diff'])}, position {pre['position']}"
-            if pre["first_divergent_module"]
-            else f"{pre['unnamed_reason']} (max |diff| {_num(pre['max_abs_diff'])}, position "
-            f"{pre['position']})"
-        )
+@dataclass(frozen=True)
+class Divergence:
+    """One comparison's finding and the figures it rests on."""
+
+    found: Found
+    module: str | None = None  # the first divergent module (NAMED)
+    max_abs_diff: object = 0.0
+    position: int | None = None
+    unnamed_reason: str | None = None  # UNNAMED: why no module is named
+    decode_step: int | None = None  # decode only
+    inherited: int = 0  # decode only: the later modules that inherit the difference
+
+
+@dataclass(frozen=True)
+class RankFinding:
+    """One rank's first divergence (several ranks only)."""
+
+    rank: int
+    identical: bool
+    module: str | None
+    decode_step: int | None
+
+
+@dataclass(frozen=True)
+class DumpsVerdict:
+    """What `kltui dumps analyze` found: decode against the fresh prefill over the aligned
+    steps, the prompt prefill's M-invariance, and (TP) whether the ranks agree."""
+
+    decode: Divergence
+    aligned_steps: object
+    prefill: Divergence
+    m_prompt: object
+    m_fresh: object
+    ranks: tuple[RankFinding, ...] = ()  # () for one rank
+    ranks_agree: bool | None = None
+    shown: int | None = None  # the rank the result shows (the earliest divergence)
+
+
+def _divergence(r: dict, decode: bool) -> Divergence:
     if r["identical"]:
-        return (
-            f"decode and the fresh prefill are bit-identical ({EQUALITY}) at every aligned "
-            f"module over {r['aligned_steps']} decode steps; {pre_txt}"
-        )
-    where = f"decode step {r['decode_step']} (position {r['position']})"
-    later = f"{len(r['inherited'])} later modules inherit it"
-    if r["first_divergent_module"] is None:
-        return (
-            f"at {where}, {r['unnamed_reason']} (max |diff| {_num(r['max_abs_diff'])}; {later}); "
-            f"{pre_txt}"
-        )
-    return (
-        f"first divergent module: {r['first_divergent_module']} at {where}: inputs "
-        f"bit-identical (here and in the passes before it), output differs, max |diff| "
-        f"{_num(r['max_abs_diff'])}; {later}; {pre_txt}"
+        return Divergence(Found.IDENTICAL)
+    named = r["first_divergent_module"]
+    return Divergence(
+        Found.NAMED if named else Found.UNNAMED,
+        module=named,
+        max_abs_diff=r["max_abs_diff"],
+        position=r["position"],
+        unnamed_reason=None if named else r["unnamed_reason"],
+        decode_step=r["decode_step"] if decode else None,
+        inherited=len(r["inherited"]) if decode else 0,
     )
 
 
-def _num(x) -> str:
-    return x if isinstance(x, str) else f"{x:.3e}"
+def verdict_of(r: dict) -> DumpsVerdict:
+    """The verdict of an analysis result (`analyze`'s dict), typed."""
+    pre = r["prefill"]
+    ranks = tuple(
+        RankFinding(int(k), bool(v["identical"]), v["first_divergent_module"], v["decode_step"])
+        for k, v in sorted((r.get("per_rank") or {}).items(), key=lambda kv: int(kv[0]))
+    )
+    return DumpsVerdict(
+        decode=_divergence(r, decode=True),
+        aligned_steps=r.get("aligned_steps"),
+        prefill=_divergence(pre, decode=False),
+        m_prompt=pre["m_prompt"],
+        m_fresh=pre["m_fresh"],
+        ranks=ranks,
+        ranks_agree=r.get("ranks_agree") if ranks else None,
+        shown=r.get("rank") if ranks else None,
+    )

@@ -26,6 +26,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -290,13 +291,20 @@ async def chain_into(
     sweep: Sweep,
     view: RunView,
     say: Callable[[Progress], None],
+    words: Callable | None = None,
 ) -> None:
-    """`--chain` after a finished sweep, its result kept in the sweep's manifest; cut short
+    """`--chain` after a finished sweep, its result kept in the sweep's manifest (`words`: the
+    drill-down's verdict in words, `words/dumps.verdict_words`, given by the caller); cut short
     (Ctrl-C, SIGTERM), the sweep reads as interrupted and the chain keeps the steps it
     finished, their times and the step it stopped in (`Chain.interrupted`)."""
     began: list[Chain] = []
     try:
-        ch = await run_chain(spec, sweep, reading(sweep), view, say=say, started=began.append)
+        from kltui.dumps.run import drill_down
+
+        drill = partial(drill_down, words=words)
+        ch = await run_chain(
+            spec, sweep, reading(sweep), view, say=say, drill=drill, started=began.append
+        )
     except asyncio.CancelledError:
         sweep.interrupted = True
         task = asyncio.current_task()

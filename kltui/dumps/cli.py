@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from kltui.argtypes import pos_int
@@ -25,8 +27,9 @@ USAGE = """%(prog)s --server HOST:PORT --dump-dir DIR [--prompt-ids FILE | --pro
        %(prog)s analyze DIR_A DIR_B [--json FILE] [--full]"""
 
 
-def add_parsers(sub) -> None:
-    """Add the `dumps` subcommand and its `analyze` to the argument parser."""
+def add_parsers(sub, words: Callable | None = None) -> None:
+    """Add the `dumps` subcommand and its `analyze` to the argument parser; `words` says an
+    analysis's verdict (`words/dumps.verdict_words`, given by the CLI above)."""
     d = sub.add_parser(
         "dumps",
         usage=USAGE,
@@ -49,7 +52,7 @@ def add_parsers(sub) -> None:
     )
     d.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
     d.add_argument("--full", action="store_true", help="print every module, not only the tail")
-    d.set_defaults(func=cmd_dumps)
+    d.set_defaults(func=partial(cmd_dumps, words=words))
     dsub = d.add_subparsers(dest="dumps_command", metavar="analyze")
     a = dsub.add_parser(
         "analyze",
@@ -61,7 +64,7 @@ def add_parsers(sub) -> None:
     a.add_argument("dir_b", metavar="DIR_B", help="the fresh prefill's folder")
     a.add_argument("--json", metavar="FILE", help="write the analysis as JSON")
     a.add_argument("--full", action="store_true", help="print every module, not only the tail")
-    a.set_defaults(func=cmd_analyze)
+    a.set_defaults(func=partial(cmd_analyze, words=words))
 
 
 def _finish(result: dict, args) -> int:
@@ -83,14 +86,14 @@ def _finish(result: dict, args) -> int:
     return passed_exit(result["identical"] and result["prefill"]["identical"])
 
 
-def cmd_analyze(args) -> int:
+def cmd_analyze(args, words: Callable | None = None) -> int:
     """`kltui dumps analyze A B`: the analysis of two saved dump folders."""
     from kltui.dumps.analyze import analyze
 
-    return _finish(analyze(args.dir_a, args.dir_b), args)
+    return _finish(analyze(args.dir_a, args.dir_b, words), args)
 
 
-def cmd_dumps(args) -> int:
+def cmd_dumps(args, words: Callable | None = None) -> int:
     """`kltui dumps`: capture decode and a fresh prefill on a live server, then analyze."""
     if not args.server or not args.dump_dir:
         raise UsageError(
@@ -109,7 +112,7 @@ def cmd_dumps(args) -> int:
 
         prompt = read_prompt_ids(args.prompt_ids)
     try:
-        result = asyncio.run(_run(args, dump_dir, prompt))
+        result = asyncio.run(_run(args, dump_dir, prompt, words))
     except HooksMissing as e:
         print(f"kltui: error: {e}\n{launch_settings(str(dump_dir))}", file=sys.stderr)
         return EXIT_USAGE
@@ -122,7 +125,7 @@ def cmd_dumps(args) -> int:
     return _finish(result, args)
 
 
-async def _run(args, dump_dir: Path, prompt: list[int] | None) -> dict:
+async def _run(args, dump_dir: Path, prompt: list[int] | None, words: Callable | None) -> dict:
     from kltui.dumps.run import client_for, drill_down
 
     async with client_for(args.server, args.api_key, args.request_timeout) as client:
@@ -133,4 +136,5 @@ async def _run(args, dump_dir: Path, prompt: list[int] | None) -> dict:
             prompt=prompt,
             prompt_tokens=args.prompt_tokens or 32,
             new_tokens=args.new_tokens,
+            words=words,
         )

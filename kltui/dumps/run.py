@@ -42,10 +42,12 @@ async def drill_down(
     new_tokens: int = 8,
     step: Callable[[str], None] | None = None,
     confirm_flush: Callable[[object], Awaitable[bool]] | None = None,
+    words: Callable | None = None,
 ) -> dict:
     """Capture on `client` (hooks checked first, so a server without them is told before torch
-    is loaded) and analyze; the result as `kltui dumps --json` writes it. The capture flushes
-    the cache twice: `confirm_flush(client)` False stops before anything is flushed."""
+        is loaded) and analyze; the result as `kltui dumps --json` writes it. The capture flushes
+        the cache twice: `confirm_flush(client)` False stops before anything is flushed. `words`
+    says the verdict (`words/dumps.verdict_words`; `analyze`)."""
     from kltui.dumps.capture import capture, probe
     from kltui.dumps.files import require_torch
 
@@ -62,7 +64,7 @@ async def drill_down(
     step(f"analyzing {cap.dir_decode.name} against {cap.dir_prefill.name}")
     from kltui.dumps.analyze import analyze
 
-    result = await asyncio.to_thread(analyze, cap.dir_decode, cap.dir_prefill)
+    result = await asyncio.to_thread(analyze, cap.dir_decode, cap.dir_prefill, words)
     return {
         "server": server,
         "server_version": cap.server_info.get("version"),

@@ -16,11 +16,11 @@ from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.common import contract_line, flip_line
 from kltui.readings.floors import floors_of
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import server_facts
 from kltui.session.store import SessionStore
 from kltui.untrusted import console_markup, one_line, safe
 from kltui.words.floors import ENGINES, how, verdict_line
 from kltui.words.geometry import geometry_phrases
+from kltui.words.server_facts import server_facts
 
 
 def server_line(s: ServerIdentity) -> str:

@@ -2,7 +2,8 @@
 
 Every helper flushes the radix cache (`/flush_cache`), which empties it for every client of that
 server, not only for kltui. A server on a loopback address with no request running is almost
-certainly the user's own; any other server may be shared, so the TUI asks first.
+certainly the user's own; any other server may be shared, so the TUI asks first. Why it asks
+is a typed reason (`AskReason`: a kind and the load behind it); `words/flush.py` says it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from enum import StrEnum
 from urllib.parse import urlsplit
 
 from kltui.engines.errors import EngineError
@@ -86,15 +88,29 @@ async def server_load(client) -> Load | None:
     return None
 
 
-async def reason_to_ask(client, loopback: LoopbackCheck = is_loopback) -> str | None:
-    """Why flushing `client`'s server needs the user's yes, or None when it does not."""
+class AskKind(StrEnum):
+    """Why a flush needs the user's yes."""
+
+    SHARED_HOST = "shared-host"  # not on a loopback address: other clients may use it
+    BUSY = "busy"  # it reports requests running or waiting: another client uses it now
+
+
+@dataclass(frozen=True)
+class AskReason:
+    """One reason to ask, with the load it rests on (BUSY only: running + waiting, and the
+    route that said so)."""
+
+    kind: AskKind
+    requests: int = 0
+    route: str = ""
+
+
+async def reasons_to_ask(client, loopback: LoopbackCheck = is_loopback) -> tuple[AskReason, ...]:
+    """Why flushing `client`'s server needs the user's yes; () when it does not."""
     reasons = []
     if not await loopback(client.url):
-        reasons.append("it is not on a loopback address, so other clients may be using it")
+        reasons.append(AskReason(AskKind.SHARED_HOST))
     load = await server_load(client)
     if load is not None and load.requests > 0:
-        reasons.append(
-            f"it reports {load.requests} request(s) running or waiting ({load.route}), "
-            "so another client is using it now"
-        )
-    return "; ".join(reasons) or None
+        reasons.append(AskReason(AskKind.BUSY, load.requests, load.route))
+    return tuple(reasons)

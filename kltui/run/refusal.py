@@ -1,11 +1,15 @@
 """The words of `readings/identity.py`: what a model check rests on, and the one-line refusal
 of a pair of servers that must not be compared. They live in run/ rather than words/ because
 the run driver raises the refusal as a UsageError before any front end renders anything, and
-run/ sits below words/ (words/identity.py and words/ablation_config.py say them from here)."""
+run/ sits below words/ (words/identity.py and words/ablation_config.py say them from here).
+The refusal is raised typed: a UsageError whose `finding` is the `Refusal` (kind, figures, fix)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kltui.engines.identity import shown_value
+from kltui.errors import UsageError
 from kltui.readings.identity import CheckBasis, Conflict, ConflictKind, ModelCheck, ModelState
 
 WEIGHT_FILES = "config.json and *.safetensors"
@@ -74,3 +78,18 @@ def refusal(c: Conflict, fix: str | None = None) -> str:
     return f"{c.b} serves another model than {c.a} ({why}): their numbers cannot be compared" + (
         f"; {fix}" if fix else ""
     )
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A pair of servers refused before anything is flushed: the conflict (its kind and what
+    shows it) and the fix named."""
+
+    conflict: Conflict
+    fix: str | None = None
+
+
+def refused(c: Conflict, fix: str | None = None) -> UsageError:
+    """The refusal to raise: a UsageError saying `refusal(c, fix)` in one line, its finding
+    the typed `Refusal`."""
+    return UsageError(refusal(c, fix), finding=Refusal(c, fix))

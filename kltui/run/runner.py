@@ -33,7 +33,7 @@ from kltui.run.fleet import fleet_session
 from kltui.run.merge import bounded_merge, guarded
 from kltui.run.prompt_ids import build_prompt_set, check_separator
 from kltui.run.prompts import PromptSet
-from kltui.run.refusal import refusal
+from kltui.run.refusal import refused
 from kltui.run.tokenizer import LocalTokenizer, PendingTokenizer
 from kltui.session.events import (
     Event,
@@ -214,7 +214,7 @@ def _refuse_same_server(servers: list[dict], *, fleet: bool) -> None:
             c = conflict(other, ident)
             if c is not None and c.kind is ConflictKind.SAME_PROCESS:
                 fix = "the router lists it twice" if fleet else "name each server once"
-                raise UsageError(refusal(c, fix))
+                raise refused(c, fix)
         seen.append(ident)
 
 
@@ -431,7 +431,7 @@ def _refuse_different_models(servers: list[dict]) -> None:
     for s in servers[1:]:
         c = conflict(first, ServerIdentity.of(s)) if first is not None else None
         if c is not None and c.kind is ConflictKind.DIFFERENT_MODEL:
-            raise UsageError(refusal(c, "--allow-different-models runs them anyway"))
+            raise refused(c, "--allow-different-models runs them anyway")
 
 
 def _plan(cfg: RunConfig, live: list[SGLangClient]) -> list[tuple[SGLangClient, list[Helper]]]:

@@ -3,13 +3,15 @@ once for every view: the TUI's servers panel, `kltui check`'s server lines, the 
 and summaries, the JUnit properties and the cross-server comparison. Each view draws them its
 own way; which settings, under which labels, and how a value reads, are decided here.
 
-Every value came from a server (RunStarted.servers): views escape it for their medium.
+Every value came from a server (RunStarted.servers): views escape it for their medium. The
+one-line facts and summary are said by `words/server_facts.py`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from kltui.engines.identity import ServerIdentity
 
@@ -124,46 +126,27 @@ def fault_of(s: ServerIdentity) -> str | None:
     return None if fault in (None, "none", "") else str(fault)
 
 
-# an hf: reference's setting left to its default, as its worker resolves it (engines/hf.py)
-HF_DEFAULTS = {
-    "dtype": "the server's, else the checkpoint's",
-    "device": "cuda when available, else cpu",
-    "attn_implementation": "transformers' default (sdpa)",
-}
+class HfDefault(StrEnum):
+    """An hf: reference's setting left to its default, named by its key; its worker resolves it
+    (engines/hf.py) and `words/server_facts.py` says how."""
+
+    DTYPE = "dtype"
+    DEVICE = "device"
+    ATTN = "attn_implementation"
 
 
-def server_facts(s: ServerIdentity, ran: Mapping[str, object] | None = None) -> list[str]:
-    """A reachable server's identity as short plain-text facts ("tp 1", "radix on", ...);
-    `ran`: what an hf: reference loaded as (its helper's `reference_loaded`), once known."""
-    engine = s.get("engine", "sglang")
-    model = s.get("model_path") or s.get("served_model_name") or "?"
-    facts = [f"{engine} {s.get('version', '?')}", f"model {model}"]
-    if engine == "vllm":
-        facts[0] += " (baseline)"
-        return facts + [f"{k} {s.get(k)}" for k in VLLM_KEYS if s.get(k) is not None]
-    if engine == "hf":
-        # the reference is known before its worker loads: what ran once it has (`ran`), else
-        # what was asked, a default spelled out as the worker resolves it
-        facts[0] = "HF transformers (the reference)"
-        for key in ("dtype", "device", "attn_implementation", "batch_size"):
-            value = next((v for v in ((ran or {}).get(key), s.get(key)) if v is not None), None)
-            facts.append(f"{key} {value if value is not None else HF_DEFAULTS.get(key, '?')}")
-        sha = s.get("local_weights_sha256")
-        facts.append(f"weights sha256 {str(sha)[:12]}…" if sha else "weights not hashed")
-        return facts
-    for st in SETTINGS:
-        if st.line and st.key not in ("engine", "version", "model_path"):
-            value = s.get(st.key, "?") if st.show is text else st.show(s.get(st.key))
-            facts.append(f"{st.short} {value}" if st.short else str(value))
-    if s.get("skip_tokenizer_init"):
-        facts.append(NO_TOKENIZER)
-    if (fault := fault_of(s)) is not None:
-        facts.append(f"fault {fault}")
-    return facts
+HF_KEYS = ("dtype", "device", "attn_implementation", "batch_size")
 
 
-def server_summary(s: ServerIdentity, ran: Mapping[str, object] | None = None) -> str:
-    """One plain-text line naming a server and the settings that matter (not escaped)."""
-    if s.get("error"):
-        return f"{s.get('url', '?')}: unreachable ({s.get('error')})"
-    return f"{s.get('url', '?')} · " + " · ".join(server_facts(s, ran))
+def hf_settings(
+    s: ServerIdentity, ran: Mapping[str, object] | None = None
+) -> dict[str, object | HfDefault | None]:
+    """An hf: reference's settings: what ran once its worker has loaded (`ran`: its helper's
+    `reference_loaded`), else what was asked; a setting left to its default is its HfDefault
+    (None: neither known nor defaulted)."""
+    defaults = {d.value: d for d in HfDefault}
+    out: dict[str, object | HfDefault | None] = {}
+    for key in HF_KEYS:
+        value = next((v for v in ((ran or {}).get(key), s.get(key)) if v is not None), None)
+        out[key] = defaults.get(key) if value is None else value
+    return out

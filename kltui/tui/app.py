@@ -19,7 +19,7 @@ from textual.worker import Worker
 
 from kltui.engines.identity import ServerIdentity
 from kltui.readings.compare import RerunEquality
-from kltui.run.flush_gate import LoopbackCheck, is_loopback, reason_to_ask
+from kltui.run.flush_gate import LoopbackCheck, is_loopback, reasons_to_ask
 from kltui.run.watch import POLL_INTERVAL_S, ServerWatch
 from kltui.session.events import (
     Event,
@@ -335,15 +335,17 @@ class KltuiApp(Redraw, SweepActions, MonitorActions, App[int]):
             getattr(self.feed, "cfg", None), "yes_flush", False
         ):
             return True
-        reason = await reason_to_ask(client, self._loopback)
-        if reason is not None:
+        reasons = await reasons_to_ask(client, self._loopback)
+        if reasons:
             answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
             def answered(yes: bool | None) -> None:
                 if not answer.done():
                     answer.set_result(bool(yes))
 
-            self.push_screen(ConfirmFlush(url, reason, read_only=self.read_only), callback=answered)
+            self.push_screen(
+                ConfirmFlush(url, reasons, read_only=self.read_only), callback=answered
+            )
             if not await answer:
                 self.last_message = f"run cancelled: {url} was not flushed"
                 return False

@@ -212,8 +212,11 @@ class SweepFeed:
         """`--chain` after the sweep: setting -> module -> op, its lines under the matrix."""
         from kltui.dumps.chain import chain_into
         from kltui.words.chain import progress_line
+        from kltui.words.dumps import verdict_words
 
-        await chain_into(spec, sweep, _Quiet(), say=lambda p: self._note(progress_line(p)))
+        await chain_into(
+            spec, sweep, _Quiet(), say=lambda p: self._note(progress_line(p)), words=verdict_words
+        )
 
     def _note(self, line: str) -> None:
         self.notes.append(line)

@@ -17,7 +17,9 @@ from kltui.engines import weights
 from kltui.errors import UsageError
 from kltui.outputs.headless import pair_lines
 from kltui.readings.cross_server import PairKind, cross_server
+from kltui.readings.identity import CheckBasis, ConflictKind, ModelState
 from kltui.reference import CHECKPOINT_DIR
+from kltui.run.refusal import Refusal, refusal
 from kltui.session.events import HelperStarted
 from tests.integration.checkrun import check_run, recorded
 from tests.unit.readings.test_same_weights import perturb
@@ -67,9 +69,15 @@ async def test_perturbed_weights_in_a_folder_of_the_same_name_are_refused(
     a = reference_servers.url(deterministic=True)
     with pytest.raises(UsageError, match="serves another model") as e:
         await check_run([a, perturbed], tmp_path, record="r.kltui.jsonl", **SMALL)
-    msg = str(e.value)
+    msg, found = str(e.value), e.value.finding
+    assert isinstance(found, Refusal)
+    c = found.conflict
     assert "\n" not in msg and "--allow-different-models" in msg
-    assert "config.json and *.safetensors differ" in msg and "sha256" in msg
+    # the local hashes of config.json and *.safetensors differ (words: tests/unit/words)
+    assert c.kind is ConflictKind.DIFFERENT_MODEL and (c.a, c.b) == (a, perturbed)
+    assert c.check is not None and c.check.basis is CheckBasis.LOCAL_HASH
+    assert c.check.state is ModelState.DIFFERENT and c.check.a != c.check.b
+    assert msg == refusal(c, found.fix)
     lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
     assert not any(HelperStarted.__name__ in line for line in lines)
 
@@ -161,9 +169,13 @@ async def test_the_same_server_under_two_urls_is_refused(reference_servers, tmp_
     async with tcp_proxy(srv.port) as other_url:
         with pytest.raises(UsageError) as e:
             await check_run([srv.url, other_url], tmp_path, record="r.kltui.jsonl", **SMALL)
-    msg = str(e.value)
+    msg, found = str(e.value), e.value.finding
+    assert isinstance(found, Refusal)
+    c = found.conflict
     assert "\n" not in msg
-    assert msg.startswith(f"{srv.url} and {other_url} are the same server (")
-    assert f"port {srv.port}" in msg and "startup_time" in msg
+    # the same startup_time and port (words: tests/unit/words/test_identity_words.py)
+    assert c.kind is ConflictKind.SAME_PROCESS and (c.a, c.b) == (srv.url, other_url)
+    assert c.port == srv.port and c.startup_time is not None
+    assert found.fix == "name each server once" and msg == refusal(c, found.fix)
     lines = (tmp_path / "r.kltui.jsonl").read_text().splitlines()
     assert not any(HelperStarted.__name__ in line for line in lines)

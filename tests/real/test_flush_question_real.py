@@ -11,7 +11,7 @@ import httpx
 
 from kltui.engines.sglang import SGLangClient
 from kltui.run.config import RunConfig
-from kltui.run.flush_gate import reason_to_ask, server_load
+from kltui.run.flush_gate import AskKind, reasons_to_ask, server_load
 from kltui.tui import app as app_module
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
@@ -31,7 +31,7 @@ async def test_running_batch_is_seen_through_v1_loads(sglang_url):
     try:
         await _idle(client)
         assert (await server_load(client)).route == "/v1/loads"
-        assert await reason_to_ask(client) is None  # 127.0.0.1, idle: no question
+        assert await reasons_to_ask(client) == ()  # 127.0.0.1, idle: no question
         batch = {
             "input_ids": [[5 + i, 6, 7] for i in range(4)],
             # as long as the model's 512-token context allows, to be seen running on a fast or a
@@ -55,8 +55,9 @@ async def test_running_batch_is_seen_through_v1_loads(sglang_url):
                     if seen is not None and seen.requests:
                         break
                 assert seen is not None and seen.requests == 4, seen
-                reason = await reason_to_ask(client)
-                assert reason is not None and "4 request(s) running or waiting" in reason
+                reasons = await reasons_to_ask(client)
+                busy = [r for r in reasons if r.kind is AskKind.BUSY]
+                assert [r.requests for r in busy] == [4], reasons  # words: tests/unit/words
         await _idle(client)
     finally:
         await client.aclose()

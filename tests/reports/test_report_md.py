@@ -11,9 +11,9 @@ from kltui.outputs.reports.md import MAX_PROBLEMS, md_report
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.events import Problem
-from kltui.session.servers import server_summary
 from kltui.untrusted import md_text
 from kltui.words.diagnosis import said
+from kltui.words.server_facts import server_summary
 from tests.reports.synth import (
     URL,
     HelperSpec,

@@ -13,10 +13,12 @@ from textual.css.query import NoMatches
 from textual.widgets._toast import Toast
 
 from kltui.run.config import RunConfig
+from kltui.run.flush_gate import AskKind, AskReason
 from kltui.tui import app as app_module
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed
 from kltui.tui.screens.confirm_flush import ConfirmFlush
+from kltui.words.flush import ask_reasons
 from tests.tui.kit import StyledApp, drawn, until
 
 SIZE = (140, 45)
@@ -34,8 +36,8 @@ def asked(monkeypatch) -> list[ConfirmFlush]:
     shown: list[ConfirmFlush] = []
 
     class Recorded(ConfirmFlush):
-        def __init__(self, server: str, reason: str, **kw) -> None:
-            super().__init__(server, reason, **kw)
+        def __init__(self, server: str, reasons: tuple[AskReason, ...], **kw) -> None:
+            super().__init__(server, reasons, **kw)
             shown.append(self)
 
     monkeypatch.setattr(app_module, "ConfirmFlush", Recorded)
@@ -93,7 +95,10 @@ async def test_cancel_stops_the_run_unflushed_and_yes_is_asked_once(server_url, 
     app = KltuiApp(LiveFeed(small(server_url), None), loopback=on_another_host)
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         text = await question(pilot, app)
-        assert server_url in text and "it is not on a loopback address" in text
+        assert AskKind.SHARED_HOST in [r.kind for r in asked[0].reasons]
+        assert (
+            server_url in text and ask_reasons(asked[0].reasons) in text
+        )  # words: tests/unit/words
         assert app.store.run is not None and not app.store.helpers  # identified, nothing run
         await pilot.press("n")
         await until(pilot, lambda: finished(app))
@@ -172,7 +177,9 @@ async def test_a_busy_loopback_server_is_asked_about(server_url, asked):
             app = KltuiApp(LiveFeed(small(server_url), None))
             async with app.run_test(size=SIZE) as pilot:
                 text = await question(pilot, app)
-                assert "request(s) running or waiting (/v1/loads)" in text
+                (busy,) = asked[0].reasons  # on 127.0.0.1: asked because it is busy
+                assert busy.kind is AskKind.BUSY and busy.requests > 0 and busy.route == "/v1/loads"
+                assert ask_reasons(asked[0].reasons) in text
                 await pilot.press("escape")
                 await until(pilot, lambda: finished(app))
                 assert app.store.finished.verdict == "interrupted" and not app.store.helpers
@@ -203,8 +210,8 @@ class _Host(StyledApp):
 
 async def test_server_name_and_reason_are_shown_literally():
     name = "http://h[/]x[@click=app.quit]y[bold red]z:1"
-    reason = "it reports [/b] 3 request(s)"
-    app = _Host(ConfirmFlush(name, reason))
+    busy = AskReason(AskKind.BUSY, 3, "[/b]")  # a route with markup in it: shown literally
+    app = _Host(ConfirmFlush(name, (busy,)))
     async with app.run_test(size=(120, 40)) as pilot:
         await until(pilot, lambda: bool(words(app.screen.query_one("#flush-question"))))
         text = words(app.screen.query_one("#flush-question"))

@@ -32,7 +32,6 @@ from kltui.readings.diagnosis import diagnose
 from kltui.readings.fleet import fleet
 from kltui.readings.fleet_model import Fleet
 from kltui.session.helper_view import HelperView
-from kltui.session.servers import server_summary
 from kltui.session.store import SessionStore
 from kltui.untrusted import md_text
 from kltui.words.compare import first_difference
@@ -40,6 +39,7 @@ from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import failure_line, replica_cells, summary_line
 from kltui.words.geometry import geometry_line
+from kltui.words.server_facts import server_summary
 
 MAX_PROBLEMS = 8
 _HEX = re.compile(r"[0-9a-fA-F]{1,128}")

@@ -1,7 +1,8 @@
 """The question before the first flush of a server that may be shared.
 
 `/flush_cache` empties the radix cache for every client of that server; the user decides.
-The server's name and the reason come from the command line and the server: shown literally.
+The server's name comes from the command line: shown literally; why ask is `run/flush_gate`'s
+typed reasons, said by `words/flush.py` (shown literally too).
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
+from kltui.run.flush_gate import AskReason
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
+from kltui.words.flush import ask_reasons
 
 READ_ONLY_NOTE = (
     "This dashboard is read-only (kltui web --read-only): it cannot flush a server. Cancel "
@@ -21,14 +24,14 @@ READ_ONLY_NOTE = (
 )
 
 
-def question_text(server: str, reason: str, read_only: bool = False) -> Text:
+def question_text(server: str, reasons: tuple[AskReason, ...], read_only: bool = False) -> Text:
     """The question asked before flushing a server's cache, with why."""
     t = Text()
     t.append("kltui is about to flush the radix cache of ")
     t.append_text(safe(server, style="bold", limit=200))
     t.append(".\n\n")
     t.append("Why ask: ")
-    t.append_text(safe(reason, limit=400))
+    t.append_text(safe(ask_reasons(reasons), limit=400))
     t.append(".\n\n")
     t.append(
         "Every helper calls /flush_cache before its phases, as SGLang's own helpers do. A flush "
@@ -57,10 +60,12 @@ class ConfirmFlush(BoxModal[bool]):
 
     BOX = Vertical
 
-    def __init__(self, server: str, reason: str, *, read_only: bool = False) -> None:
+    def __init__(
+        self, server: str, reasons: tuple[AskReason, ...], *, read_only: bool = False
+    ) -> None:
         super().__init__()
         self.server = server
-        self.reason = reason
+        self.reasons = reasons
         self.read_only = read_only
 
     def box_title(self) -> Text:
@@ -73,7 +78,7 @@ class ConfirmFlush(BoxModal[bool]):
 
     def body(self) -> ComposeResult:
         """The question and its two buttons."""
-        yield Static(question_text(self.server, self.reason, self.read_only), id="flush-question")
+        yield Static(question_text(self.server, self.reasons, self.read_only), id="flush-question")
         with Horizontal(id="flush-buttons"):
             yield Button(
                 "Flush and run", variant="warning", id="flush-yes", disabled=self.read_only

@@ -68,6 +68,7 @@ class DumpsRunScreen(BoxModal):
         from kltui.dumps.run import client_for, drill_down
         from kltui.engines.errors import EngineError
         from kltui.errors import UsageError
+        from kltui.words.dumps import verdict_words
 
         r = self.request
         try:
@@ -81,6 +82,7 @@ class DumpsRunScreen(BoxModal):
                     step=self._step,
                     # a shared server is asked about before the flushes, as before a run
                     confirm_flush=getattr(self.app, "confirm_flush", None),
+                    words=verdict_words,
                 )
         except HooksMissing as e:
             self._hooks_missing(str(e))

@@ -11,8 +11,15 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from kltui.cli import main  # noqa: E402
-from kltui.dumps.analyze import MisalignedError, analyze  # noqa: E402
+from kltui.dumps.analyze import (  # noqa: E402
+    Found,
+    MisalignedError,
+    RankFinding,
+    analyze,
+    verdict_of,
+)
 from kltui.dumps.files import DumpError  # noqa: E402
+from kltui.words.dumps import verdict_words  # noqa: E402
 from tests.json_contract import read_dumps  # noqa: E402
 from tests.unit.dumps.dumps_synth import make_pair  # noqa: E402
 
@@ -101,8 +108,11 @@ def test_prompt_prefill_m_variance_is_reported_and_decode_attention_is_not_named
     reason = r["unnamed_reason"]
     assert "cannot be named" in reason and ATTN0 in reason and LN0 in reason
     assert "KV cache" in reason and "M-invariant" in reason  # why, and what decides it
-    assert "inputs bit-identical, output differs" not in r["verdict"]
-    assert "cannot be named" in r["verdict"] and "NOT M-invariant" in r["verdict"]
+    # decode: no module named, and why; prefill: not M-invariant, at LN0 (words: tests/unit/words)
+    v = verdict_of(r)
+    assert v.decode.found is Found.UNNAMED and v.decode.unnamed_reason == reason
+    assert v.prefill.found is Found.NAMED and v.prefill.module == LN0
+    assert r["verdict"] == verdict_words(v)  # the JSON says it in words
     assert r["steps"][0]["first_divergent_module"] is None
     assert "cannot be named" in out
 
@@ -152,8 +162,9 @@ def test_signed_zeros_are_bit_equal(tmp_path, capsys):
     vb = torch.load(next(b.glob(f"*{QKV1}.output*")), weights_only=True)["value"]
     assert va[0, 0] == 0 and vb[7, 0] == 0
     assert bool(torch.signbit(va[0, 0])) and not bool(torch.signbit(vb[7, 0]))
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["identical"] is True and r["first_divergent_module"] is None
+    assert verdict_of(r).decode.found is Found.IDENTICAL
     assert "+0.0 and -0.0 counted equal" in r["verdict"]
     code, out, _ = run_cli(["dumps", "analyze", str(a), str(b)], capsys)
     assert code == 0 and "+0.0 and -0.0 counted equal" in out
@@ -260,7 +271,9 @@ def test_two_ranks_analysed(tmp_path):
     a, b = make_pair(tmp_path, ranks=(0, 1))
     r = analyze(a, b)
     assert r["ranks"] == [0, 1] and set(r["per_rank"]) == {"0", "1"} and r["identical"]
-    assert r["ranks_agree"] is True and r["verdict"].endswith("all 2 ranks agree")
+    v = verdict_of(r)
+    assert r["ranks_agree"] is True and v.ranks_agree is True and v.decode.found is Found.IDENTICAL
+    assert [x.rank for x in v.ranks] == [0, 1]
 
 
 def test_two_ranks_that_disagree_are_named_each(tmp_path):
@@ -271,17 +284,18 @@ def test_two_ranks_that_disagree_are_named_each(tmp_path):
     assert r["ranks_agree"] is False and r["rank"] == 1 and not r["identical"]
     assert r["per_rank"]["0"]["identical"] and not r["per_rank"]["1"]["identical"]
     assert r["first_divergent_module"] == QKV1 and r["decode_step"] == 2
-    assert r["verdict"].endswith(
-        f"; the 2 ranks disagree (rank 0 bit-identical, rank 1 {QKV1} at decode step 2); "
-        "shown: rank 1, the earliest"
-    ), r["verdict"]
+    v = verdict_of(r)  # words: tests/unit/words/test_golden_dumps_verdict.py
+    assert v.ranks_agree is False and v.shown == 1
+    assert v.ranks == (RankFinding(0, True, None, None), RankFinding(1, False, QKV1, 2))
 
 
 def test_two_ranks_that_diverge_alike_agree(tmp_path):
     plant = {"step": 2, "module": QKV1, "eps": 1e-3}
     r = analyze(*make_pair(tmp_path, ranks=(0, 1), plant_decode=plant))
     assert r["ranks_agree"] is True and r["rank"] == 0
-    assert r["verdict"].endswith("all 2 ranks agree on the first divergent module and step")
+    v = verdict_of(r)
+    assert v.ranks_agree is True and v.decode.found is Found.NAMED and v.decode.module == QKV1
+    assert [(x.module, x.decode_step) for x in v.ranks] == [(QKV1, 2), (QKV1, 2)]
 
 
 def test_foreign_pt_name_is_refused(tmp_path, capsys):

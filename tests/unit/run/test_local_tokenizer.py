@@ -140,7 +140,8 @@ def test_sample_config_for_rollout_servers_loads():
 
 def test_server_lines_and_settings_table_name_a_server_without_tokenizer():
     from kltui.engines.identity import ServerIdentity
-    from kltui.session.servers import NO_TOKENIZER, server_facts, settings_rows
+    from kltui.session.servers import NO_TOKENIZER, settings_rows
+    from kltui.words.server_facts import server_facts
 
     base = ServerIdentity.of({"url": "http://127.0.0.1:1", "engine": "sglang", "version": "0.5.23"})
     assert NO_TOKENIZER not in server_facts(base)

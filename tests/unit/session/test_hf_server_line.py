@@ -8,8 +8,9 @@ from __future__ import annotations
 from kltui.engines.identity import ServerIdentity
 from kltui.outputs.reports.md import md_report
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted
-from kltui.session.servers import server_facts
+from kltui.session.servers import HfDefault, hf_settings
 from kltui.session.store import SessionStore
+from kltui.words.server_facts import hf_fact, server_facts
 
 HF = {
     "url": "hf:/models/llama",
@@ -24,11 +25,18 @@ LOADED = {"dtype": "float32", "device": "cpu", "attn_implementation": "sdpa", "b
 
 
 def test_before_it_loads_a_default_is_spelled_out():
+    asked = hf_settings(ServerIdentity.of(HF))
+    assert asked == {
+        "dtype": "float32",  # asked: shown as asked
+        "device": HfDefault.DEVICE,
+        "attn_implementation": HfDefault.ATTN,
+        "batch_size": 1,
+    }
     facts = server_facts(ServerIdentity.of(HF))
     assert "device default" not in facts and "attn_implementation default" not in facts
-    assert "device cuda when available, else cpu" in facts
-    assert "attn_implementation transformers' default (sdpa)" in facts
-    assert "dtype float32" in facts  # asked: shown as asked
+    # the defaults spelled out (words: tests/unit/words/test_golden_server_facts.py)
+    assert [hf_fact(k, v) for k, v in asked.items()] == facts[2:6]
+    assert "dtype float32" in facts
 
 
 def test_once_loaded_the_line_says_what_ran():

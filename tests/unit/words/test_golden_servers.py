@@ -1,11 +1,11 @@
-"""A server in one line (`session/servers.server_summary`): a reachable SGLang server started
+"""A server in one line (`words/server_facts.server_summary`): a reachable SGLang server started
 without a tokenizer (the fact `NO_TOKENIZER` that the header, the drill-down and the console
 show) and an unreachable one; the views' tests assert the fact and that they show these words."""
 
 from __future__ import annotations
 
 from kltui.engines.identity import ServerIdentity
-from kltui.session.servers import server_summary
+from kltui.words.server_facts import server_summary
 
 
 def test_a_server_without_tokenizer():
