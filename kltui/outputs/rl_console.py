@@ -19,7 +19,7 @@ from kltui.session.events import (
     SampleScored,
 )
 from kltui.untrusted import console_markup
-from kltui.words.rl import differing_line, rescore_reading
+from kltui.words.rl import differing_line, reading_words, rescore_reading
 
 SHOWN_BAD = 20  # bad records printed (all are in the reports and the JSON)
 SHOWN_TOKENS = 8  # rows of the three-column table
@@ -121,7 +121,7 @@ class ImportConsole:
             for name, value in metric_rows(values):
                 t.add_row(name, value)
             c.print(t)
-        reading = rl.get("reading") or {}
+        reading = reading_words(rl.get("reading"))
         c.print(f"[bold]reading:[/] {console_markup(reading.get('label'))}", soft_wrap=True)
         if line := differing_line(rl.get("differing_samples") or {}):
             c.print(f"  {console_markup(line)}", soft_wrap=True)
