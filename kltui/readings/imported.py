@@ -2,7 +2,8 @@
 what the file shows of the training-inference mismatch (a `ImportKind` and the figures it rests
 on), which evidence lines apply (`ImportLine`), and the next step's command. Its words are
 `words/rl.py`'s; the import's summary records `to_json()` and the diagnosis of an imported file
-carries it (`Diagnosis.imported`)."""
+carries it (`Diagnosis.imported`). Re-scoring on the server (`--server`) is `Rescored`: where
+its helpers put the mismatch (`RescoreKind`)."""
 
 from __future__ import annotations
 
@@ -95,3 +96,54 @@ class ImportEvidence(Line):
     kind: ClassVar[EvidenceKind] = EvidenceKind.IMPORTED
     line: ImportLine
     finding: ImportFinding
+
+
+class RescoreKind(StrEnum):
+    """Where re-scoring on the server (`--server`, `rl/rescore.py`) puts the mismatch: the
+    server's prefill now against the recorded rollout, and against the trainer."""
+
+    AGREE = "all agree"  # trainer, rollout and the server's prefill agree bit for bit
+    TRAINER = "trainer"  # the prefill reproduces the rollout; the trainer differs from it
+    ROLLOUT = "rollout"  # the trainer equals the prefill; the recorded rollout differs
+    BOTH = "both"  # the prefill differs from both sides
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """What re-scoring on the server found (None: that helper did not score)."""
+
+    kind: RescoreKind | None  # None: the two prefill comparisons did not both score
+    scored: int  # samples server_vs_rollout scored
+    rollout_differ: int | None  # samples where the prefill differs from the rollout
+    trainer_differ: int | None  # samples where the trainer differs from the prefill
+    match_differ: int | None  # match on the same prompts: samples where decode differs
+    match_avg: float | None  # match's avg_kl_div
+
+
+def _differs(summary: object) -> int | None:
+    if not isinstance(summary, dict) or not summary.get("scored"):
+        return None
+    return int(summary.get("samples_with_difference") or 0)
+
+
+def rescored(server_vs_rollout: object, trainer_vs_server: object, match: object) -> Rescored:
+    """The re-scoring's finding from its helpers' summaries (server_vs_rollout,
+    trainer_vs_server and match; each None or a summary dict)."""
+    svr, tvs, m = _differs(server_vs_rollout), _differs(trainer_vs_server), _differs(match)
+    kind = None
+    if svr is not None and tvs is not None:
+        kind = (
+            (RescoreKind.AGREE if tvs == 0 else RescoreKind.TRAINER)
+            if svr == 0
+            else (RescoreKind.ROLLOUT if tvs == 0 else RescoreKind.BOTH)
+        )
+    scored = server_vs_rollout.get("scored") if isinstance(server_vs_rollout, dict) else None
+    avg = match.get("avg_kl_div") if isinstance(match, dict) else None
+    return Rescored(
+        kind,
+        int(scored or 0),
+        svr,
+        tvs,
+        m,
+        float(avg) if isinstance(avg, int | float) else None,
+    )

@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import TypedDict
 
 from kltui.fmt import sci
-from kltui.readings.imported import ImportFinding, ImportKind, ImportLine
+from kltui.readings.imported import ImportFinding, ImportKind, ImportLine, Rescored, RescoreKind
+
+DECODE_EQUALS_PREFILL = (
+    "match on the same prompts: the server's decode equals its prefill bit for bit"
+)
 
 
 def label(f: ImportFinding) -> str:
@@ -120,48 +124,38 @@ def differing_line(differing: dict) -> str | None:
     return f"samples that differ ({total}, worst first): {named}{more}"
 
 
-def _differs(summary: dict | None) -> int | None:
-    if not isinstance(summary, dict) or not summary.get("scored"):
-        return None
-    return int(summary.get("samples_with_difference") or 0)
-
-
-def rescore_reading(
-    server_vs_rollout: dict | None, trainer_vs_server: dict | None, match: dict | None
-) -> list[str]:
-    """What re-scoring on the server says (the summaries of rescore.py's helpers), one line
-    each: where the three numbers per token agree and where they do not."""
-    svr, tvs, m = _differs(server_vs_rollout), _differs(trainer_vs_server), _differs(match)
+def rescore_lines(r: Rescored) -> list[str]:
+    """What re-scoring on the server says, one line each: where the three numbers per token
+    agree and where they do not, then match's decode against its prefill."""
+    n, svr, tvs, m = r.scored, r.rollout_differ, r.trainer_differ, r.match_differ
     lines = []
-    if svr is not None and tvs is not None:
-        n = int((server_vs_rollout or {}).get("scored") or 0)
-        if svr == 0 and tvs == 0:
-            lines.append(
-                f"trainer, rollout and the server's prefill now agree bit for bit on {n} samples"
-            )
-        elif svr == 0:
-            lines.append(
-                f"the server's prefill now reproduces the rollout's logprobs exactly ({n} "
-                f"samples), and the trainer differs from it in {tvs}: the mismatch is between "
-                "the trainer and the inference engine, not in the server's decode path"
-            )
-        elif tvs == 0:
-            lines.append(
-                f"the trainer equals the server's prefill now on all {n} samples, and the "
-                f"recorded rollout differs from it in {svr}: the mismatch is on the rollout side "
-                "(its decode path, or a server that changed since the rollout)"
-            )
-        else:
-            lines.append(
-                f"the server's prefill now differs from the recorded rollout in {svr} of {n} "
-                f"samples and from the trainer in {tvs}: both sides differ from today's prefill"
-            )
+    if r.kind is RescoreKind.AGREE:
+        lines.append(
+            f"trainer, rollout and the server's prefill now agree bit for bit on {n} samples"
+        )
+    elif r.kind is RescoreKind.TRAINER:
+        lines.append(
+            f"the server's prefill now reproduces the rollout's logprobs exactly ({n} "
+            f"samples), and the trainer differs from it in {tvs}: the mismatch is between "
+            "the trainer and the inference engine, not in the server's decode path"
+        )
+    elif r.kind is RescoreKind.ROLLOUT:
+        lines.append(
+            f"the trainer equals the server's prefill now on all {n} samples, and the "
+            f"recorded rollout differs from it in {svr}: the mismatch is on the rollout side "
+            "(its decode path, or a server that changed since the rollout)"
+        )
+    elif r.kind is RescoreKind.BOTH:
+        lines.append(
+            f"the server's prefill now differs from the recorded rollout in {svr} of {n} "
+            f"samples and from the trainer in {tvs}: both sides differ from today's prefill"
+        )
     if m is not None:
         lines.append(
-            "match on the same prompts: the server's decode equals its prefill bit for bit"
+            DECODE_EQUALS_PREFILL
             if m == 0
             else f"match on the same prompts: the server's decode differs from its prefill in {m} "
-            f"samples (avg_kl_div {sci((match or {}).get('avg_kl_div'))}): decode is not "
+            f"samples (avg_kl_div {sci(r.match_avg)}): decode is not "
             "batch-invariant on today's server"
         )
     return lines

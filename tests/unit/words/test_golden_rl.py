@@ -1,20 +1,23 @@
 """An imported file's reading in words (`words/rl.py`): the label of each `ImportKind`, each
-`ImportLine` of evidence, the next step and its command, and the JSON's `reading` rendered from
-the recorded finding (or passed on as an older kltui recorded it); tests/rl assert the finding
-and that the console, JSON and reports show these words."""
+`ImportLine` of evidence, the next step and its command, the JSON's `reading` rendered from
+the recorded finding (or passed on as an older kltui recorded it), and each `RescoreKind` of
+re-scoring on the server with match's two outcomes; tests/rl assert the findings and that the
+console, JSON and reports show these words."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from kltui.readings.imported import ImportFinding, ImportKind, ImportLine
+from kltui.readings.imported import ImportFinding, ImportKind, ImportLine, Rescored, RescoreKind
 from kltui.words.rl import (
+    DECODE_EQUALS_PREFILL,
     NO_CONDITIONS,
     evidence_line,
     label,
     next_command,
     next_step,
     reading_words,
+    rescore_lines,
 )
 
 CMD = "kltui import FILE --server URL"
@@ -101,3 +104,34 @@ def test_the_json_reading():
     older = {"label": "x", "evidence": ["y"], "next_step": None, "next_command": None}
     assert reading_words(older) is older  # recorded as words: shown as recorded
     assert reading_words(None) == {}
+
+
+def test_each_rescore_kind_and_match():
+    def said(kind, rollout, trainer, match=None):
+        return rescore_lines(Rescored(kind, 6, rollout, trainer, match, 2.5e-4))
+
+    assert said(RescoreKind.AGREE, 0, 0) == [
+        "trainer, rollout and the server's prefill now agree bit for bit on 6 samples"
+    ]
+    assert said(RescoreKind.TRAINER, 0, 1) == [
+        "the server's prefill now reproduces the rollout's logprobs exactly (6 samples), and the "
+        "trainer differs from it in 1: the mismatch is between the trainer and the inference "
+        "engine, not in the server's decode path"
+    ]
+    assert said(RescoreKind.ROLLOUT, 2, 0) == [
+        "the trainer equals the server's prefill now on all 6 samples, and the recorded rollout "
+        "differs from it in 2: the mismatch is on the rollout side (its decode path, or a server "
+        "that changed since the rollout)"
+    ]
+    assert said(RescoreKind.BOTH, 2, 3) == [
+        "the server's prefill now differs from the recorded rollout in 2 of 6 samples and from "
+        "the trainer in 3: both sides differ from today's prefill"
+    ]
+    assert said(None, None, None, 0) == [DECODE_EQUALS_PREFILL]
+    assert DECODE_EQUALS_PREFILL == (
+        "match on the same prompts: the server's decode equals its prefill bit for bit"
+    )
+    assert said(None, None, None, 3) == [
+        "match on the same prompts: the server's decode differs from its prefill in 3 samples "
+        "(avg_kl_div 2.500e-04): decode is not batch-invariant on today's server"
+    ]
