@@ -12,6 +12,7 @@ from kltui.readings.imported import ImportFinding, ImportKind, ImportLine, Resco
 from kltui.words.rl import (
     DECODE_EQUALS_PREFILL,
     NO_CONDITIONS,
+    differing_line,
     evidence_line,
     label,
     next_command,
@@ -135,3 +136,19 @@ def test_each_rescore_kind_and_match():
         "match on the same prompts: the server's decode differs from its prefill in 3 samples "
         "(avg_kl_div 2.500e-04): decode is not batch-invariant on today's server"
     ]
+
+
+def test_the_differing_samples():
+    listed = [
+        {"sample": 4, "mean_k3": 1.5e-2, "tokens_differ": 1, "first_position": 3},
+        {"sample": 2, "mean_k3": 5e-3, "tokens_differ": 2, "first_position": 0},
+    ]
+    assert differing_line({"total": 2, "listed": listed}) == (
+        "samples that differ (2, worst first): 4 (mean k3 1.500e-02, 1 tokens), "
+        "2 (mean k3 5.000e-03, 2 tokens)"
+    )
+    assert differing_line({"total": 6, "listed": listed}) == (
+        "samples that differ (6, worst first): 4 (mean k3 1.500e-02, 1 tokens), "
+        "2 (mean k3 5.000e-03, 2 tokens), and 4 more"
+    )
+    assert differing_line({"total": 0, "listed": []}) is None
