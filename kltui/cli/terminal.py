@@ -10,6 +10,8 @@ import argparse
 import os
 import sys
 
+from kltui.words.no_dashboard import NoDashboard, no_dashboard_note
+
 REPORT_ARGS = ("json", "md", "junit", "html")
 
 
@@ -35,8 +37,8 @@ def headless_note(command: str, args: argparse.Namespace) -> None:
     if getattr(args, "headless", False):
         return
     why = (
-        "a report goes to stdout"
+        NoDashboard.REPORT_TO_STDOUT
         if "-" in (getattr(args, name, None) for name in REPORT_ARGS)
-        else "stdin or stdout is not a terminal"
+        else NoDashboard.NOT_A_TERMINAL
     )
-    print(f"{command}: {why}: printing the results instead of the dashboard", file=sys.stderr)
+    print(no_dashboard_note(command, why), file=sys.stderr)

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from kltui.console import make_console
 from kltui.fmt import sci
+from kltui.readings.imported import rescored
 from kltui.rl.rescore import SERVER_VS_ROLLOUT, TRAINER_VS_SERVER
 from kltui.session.events import (
     Event,
@@ -19,7 +20,7 @@ from kltui.session.events import (
     SampleScored,
 )
 from kltui.untrusted import console_markup
-from kltui.words.rl import differing_line, rescore_reading
+from kltui.words.rl import differing_line, reading_words, rescore_lines
 
 SHOWN_BAD = 20  # bad records printed (all are in the reports and the JSON)
 SHOWN_TOKENS = 8  # rows of the three-column table
@@ -121,7 +122,7 @@ class ImportConsole:
             for name, value in metric_rows(values):
                 t.add_row(name, value)
             c.print(t)
-        reading = rl.get("reading") or {}
+        reading = reading_words(rl.get("reading"))
         c.print(f"[bold]reading:[/] {console_markup(reading.get('label'))}", soft_wrap=True)
         if line := differing_line(rl.get("differing_samples") or {}):
             c.print(f"  {console_markup(line)}", soft_wrap=True)
@@ -144,9 +145,8 @@ class ImportConsole:
         """After --server: the reading, and the tokens where the three numbers differ most."""
         c = self.console
         r = self.rescored
-        for line in rescore_reading(
-            r.get(SERVER_VS_ROLLOUT), r.get(TRAINER_VS_SERVER), r.get("match")
-        ):
+        found = rescored(r.get(SERVER_VS_ROLLOUT), r.get(TRAINER_VS_SERVER), r.get("match"))
+        for line in rescore_lines(found):
             c.print(f"[bold]server now:[/] {console_markup(line)}", soft_wrap=True)
         rows = []
         for sample, ts in self.trainer_server.items():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kltui import __version__
 from kltui.session import jsonfile
 from kltui.session.store import SessionStore
+from kltui.words.rl import reading_words
 
 K3_KEYS = (
     "samples",
@@ -56,7 +57,7 @@ def import_document(store: SessionStore) -> dict:
         "slime_veto_threshold": rl.get("slime_veto_threshold"),
         "by_step": rl.get("by_step", []),
         "gates": rl.get("gates", []),
-        "reading": rl.get("reading", {}),
+        "reading": reading_words(rl.get("reading", {})),
         "differing_samples": rl.get("differing_samples"),  # null: recorded before the list
         "bad_records": rl.get("bad_records", 0),
         "bad": rl.get("bad", []),

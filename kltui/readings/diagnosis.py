@@ -52,6 +52,7 @@ from kltui.readings.evidence import (
 )
 from kltui.readings.findings import Basis, Finding, Kind, PathBasis
 from kltui.readings.geometry_evidence import crossings, geometry_of_info, routing_of
+from kltui.readings.imported import ImportEvidence, ImportFinding
 from kltui.readings.limit import exact_limit
 from kltui.readings.path_test import judge
 from kltui.readings.verdict import Diagnosis, Verdicts
@@ -134,7 +135,15 @@ def _import_reading(store: SessionStore, server: str) -> Diagnosis | None:
     for st in store.helpers.values():
         raw = st.summary.raw if st.server == server and st.summary is not None else {}
         found = raw.get("rl", {}).get("reading") if isinstance(raw.get("rl"), dict) else None
-        if isinstance(found, dict) and isinstance(found.get("label"), str):
+        if (f := ImportFinding.from_json(found)) is not None:
+            return Diagnosis(
+                server=server,
+                finding=Finding.IMPORTED,
+                condition=None,
+                evidence=tuple(ImportEvidence(line, f) for line in f.lines),
+                imported=f,
+            )
+        if isinstance(found, dict) and isinstance(found.get("label"), str):  # recorded as words
             step, cmd = found.get("next_step"), found.get("next_command")
             return Diagnosis(
                 server=server,

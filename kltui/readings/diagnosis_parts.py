@@ -155,6 +155,7 @@ class EvidenceKind(StrEnum):
     LIMIT = "stated limit"
     KERNELS_STEP = "match's step"
     RECORDED = "recorded"
+    IMPORTED = "imported"  # an imported file's reading (readings/imported.py)
     CACHED_DECODE = "divergence on reused cache"
     # from the state geometry (readings/geometry_evidence.py, issue 57)
     RESIDUES = "prompt residues against the geometry"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from kltui.readings.diagnosis_parts import Command, Headline, Line, Step, Suspect
 from kltui.readings.findings import Basis, Finding, Kind
+from kltui.readings.imported import ImportFinding
 from kltui.readings.limit import Limit
 
 
@@ -31,6 +32,8 @@ class Diagnosis:
     basis: Basis = field(default_factory=Basis)
     # what a clean or condition-1 reading rules out, per cache path (readings/limit.py)
     limits: tuple[Limit, ...] = ()
+    # an imported file's reading (Finding.IMPORTED; None for one recorded as words)
+    imported: ImportFinding | None = None
 
     @property
     def kind(self) -> Kind:

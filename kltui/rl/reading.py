@@ -2,19 +2,21 @@
 
 A file of trainer and rollout logprobs knows nothing of how the rollout engine computed them
 (no cache paths, no batch composition), so kltui gives no condition-1 / condition-2 reading
-here: it says where the mismatch is (which samples, which positions, how concentrated), and
-names the measurement that would tell more (re-scoring on the rollout server).
+here: it finds where the mismatch is (which samples, which positions, how concentrated) and
+the measurement that would tell more (re-scoring on the rollout server), as a typed finding
+(`readings/imported.ImportFinding`; its words: `words/rl.py`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import TypedDict
 
 import numpy as np
 
-from kltui.fmt import sci
 from kltui.metrics.rl import SequenceSums
+from kltui.readings.imported import ImportFinding, ImportKind
 
 
 def _share_of_top(per_sample: np.ndarray, fraction: float) -> float:
@@ -44,15 +46,6 @@ class DifferingSamples(TypedDict):
 
     total: int
     listed: list[DifferingSample]
-
-
-class ImportReading(TypedDict):
-    """The summary's `reading`: the import's label, its evidence, the next step and command."""
-
-    label: str
-    evidence: list[str]
-    next_step: str | None
-    next_command: str | None
 
 
 def differing_samples(s: SequenceSums, samples: np.ndarray) -> DifferingSamples:
@@ -85,89 +78,38 @@ def reading(
     veto: float,
     catastrophic_seqs: int,
     server_cmd: str | None,
-) -> ImportReading:
-    """The import's diagnosis as JSON: label, evidence lines, next step and its command
-    (`samples`: the sample index of each sequence of `s`)."""
+) -> ImportFinding:
+    """The import's reading: its kind and the figures it rests on (`samples`: the sample index
+    of each sequence of `s`; `server_cmd`: the re-scoring command, None when --server is
+    re-scoring the file in this run)."""
     n = s.size
     if n == 0:
-        return {
-            "label": "inconclusive: no record could be used",
-            "evidence": [f"{bad} record(s) could not be used (see the problems)"],
-            "next_step": "fix the records named in the problems and import again",
-            "next_command": None,
-        }
+        return ImportFinding(ImportKind.NOTHING_USABLE, samples=0, bad=bad)
     c = s.cols
     mean_k3 = c["s_k3"] / np.maximum(c["n"], 1.0)
-    differ = int(np.count_nonzero(s.n_nonzero))
-    tokens = int(c["n"].sum())
-    diff_tokens = int(s.n_nonzero.sum())
-    evidence = [
-        f"{differ} of {n} samples differ between trainer and rollout "
-        f"({diff_tokens} of {tokens} counted tokens)",
-        "no condition-1/condition-2 reading: the file records neither the rollout engine's "
-        "cache paths nor its batches, so batch variance cannot be told from a state bug",
-    ]
-    if differ == 0:
-        label = "bit-identical: the trainer reproduces every rollout logprob exactly"
-        return {
-            "label": label,
-            "evidence": evidence,
-            "next_step": None,
-            "next_command": None,
-        }
-    evidence += _mismatch_evidence(s, mean_k3, bad=bad, veto=veto, catastrophic=catastrophic_seqs)
+    counted = ImportFinding(
+        ImportKind.IDENTICAL,
+        samples=n,
+        bad=bad,
+        differ=int(np.count_nonzero(s.n_nonzero)),
+        tokens=int(c["n"].sum()),
+        differ_tokens=int(s.n_nonzero.sum()),
+    )
+    if counted.differ == 0:
+        return counted
     at = int(np.argmax(mean_k3))
-    worst, worst_k3 = int(samples[at]), float(mean_k3[at])
-    label = (
-        f"training-inference mismatch in {differ} of {n} samples; worst sample "
-        f"{worst} (mean k3 {sci(worst_k3)}); cause not readable from the file"
-    )
-    step = _rescore_step(server_cmd)
-    return {
-        "label": label,
-        "evidence": evidence,
-        "next_step": step,
-        "next_command": server_cmd,
-    }
-
-
-def _mismatch_evidence(
-    s: SequenceSums, mean_k3: np.ndarray, *, bad: int, veto: float, catastrophic: int
-) -> list[str]:
-    """What the file shows of a mismatch beyond its count: how concentrated it is, where it
-    starts, what slime's veto would reject, and the records left out."""
-    n = s.size
-    evidence = []
     share = _share_of_top(mean_k3, 0.01)
-    if math.isfinite(share):
-        k = max(1, int(math.ceil(n * 0.01)))
-        evidence.append(
-            f"the worst 1% of samples ({k} of {n}) carry {share:.0%} of the summed per-sample "
-            "mean k3"
-        )
     firsts = s.first_diff[s.first_diff >= 0]
-    if firsts.size:
-        evidence.append(
-            f"first differing position: median {int(np.median(firsts))}, earliest "
-            f"{int(firsts.min())} (positions count trained tokens only)"
-        )
-    if catastrophic:
-        evidence.append(
-            f"{catastrophic} sample(s) hold a token whose trainer/rollout probability "
-            f"ratio is below {veto:g} (slime's rs_veto_threshold: it would reject them)"
-        )
-    if bad:
-        evidence.append(f"{bad} record(s) could not be used and are left out (see the problems)")
-    return evidence
-
-
-def _rescore_step(server_cmd: str | None) -> str:
-    """The next step: re-scoring on the rollout server, which tells the causes apart."""
-    why = (
-        "teacher-forced prefill shows whether today's server reproduces the rollout's "
-        "logprobs, and the match helper on the same prompts whether its decode differs from "
-        "its prefill"
+    return replace(
+        counted,
+        kind=ImportKind.MISMATCH,
+        worst_sample=int(samples[at]),
+        worst_mean_k3=float(mean_k3[at]),
+        top_count=max(1, int(math.ceil(n * 0.01))) if math.isfinite(share) else None,
+        top_share=share if math.isfinite(share) else None,
+        first_median=int(np.median(firsts)) if firsts.size else None,
+        first_earliest=int(firsts.min()) if firsts.size else None,
+        catastrophic=catastrophic_seqs,
+        veto=veto,
+        server_command=server_cmd,
     )
-    if server_cmd is None:  # --server is re-scoring the file now: its "server now" lines follow
-        return "the re-scoring on the server, in this run, says which: " + why
-    return "re-score the file on the rollout server: " + why

@@ -212,5 +212,5 @@ def _rl_section(
             veto=opts.veto,
             catastrophic_seqs=catastrophic,
             server_cmd=opts.server_hint,
-        ),
+        ).to_json(),
     }

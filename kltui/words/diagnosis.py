@@ -16,6 +16,7 @@ from kltui.readings.findings import Basis, Finding
 from kltui.readings.verdict import Diagnosis
 from kltui.registry import path_of
 from kltui.words import evidence as evidence_words
+from kltui.words import rl as rl_words
 from kltui.words.advice import command, step, suspect
 from kltui.words.common import (
     MIN_COMMON,
@@ -219,6 +220,8 @@ _LABELS: dict[Finding, Callable[[Headline, Basis], str]] = {
 def label(d: Diagnosis) -> str:
     """The diagnosis's headline: what was found, what was not tested, what it rests on."""
     if d.finding is Finding.IMPORTED:
+        if d.imported is not None:
+            return rl_words.label(d.imported)
         return d.headline.text or ""
     return _LABELS[d.finding](d.headline, d.basis)
 
@@ -238,12 +241,17 @@ def said(d: Diagnosis, explain: bool = True) -> DiagnosisText:
     """The diagnosis's words (`explain=False`: without the statistics' lines, which
     `kltui check --explain` shows)."""
     lines = [e for e in d.evidence if explain or not e.statistic]
+    if d.imported is not None:  # an imported file's reading: its step and command
+        next_step, next_command = rl_words.next_step(d.imported), rl_words.next_command(d.imported)
+    else:
+        next_step = None if d.step is None else step(d.step)
+        next_command = None if d.command is None else command(d.command)
     return DiagnosisText(
         label=label(d),
         evidence=[evidence_words.line(e) for e in lines],
         suspects=[suspect(s) for s in d.suspects],
-        next_step=None if d.step is None else step(d.step),
-        next_command=None if d.command is None else command(d.command),
+        next_step=next_step,
+        next_command=next_command,
     )
 
 

@@ -28,9 +28,10 @@ from kltui.readings.diagnosis_parts import (
     Settings,
     Stray,
 )
+from kltui.readings.imported import ImportEvidence
 from kltui.readings.limit import Limit
 from kltui.readings.paired import Paired
-from kltui.words import coverage, geometry_evidence
+from kltui.words import coverage, geometry_evidence, rl
 from kltui.words.advice import settings_line, step
 from kltui.words.common import (
     EVIDENCE_P,
@@ -258,6 +259,7 @@ _LINES: dict[type, Callable[..., str]] = {
     LimitLine: lambda e: limit_line(e.limit),
     KernelsStep: lambda e: f"for match's divergence: {step(e.step)}",
     Recorded: lambda e: e.text,
+    ImportEvidence: lambda e: rl.evidence_line(e.line, e.finding),
     CachedDecode: cached_decode_line,
 }
 

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from kltui.words.no_dashboard import NoDashboard, no_dashboard_note
 from tests.json_contract import read_check
 
 
@@ -67,7 +68,7 @@ def test_demo_outside_a_terminal_runs_headless_and_ends(tmp_path):
         )
     text = log.read_text()
     assert out.returncode == 0, text + out.stderr
-    assert "stdin or stdout is not a terminal: printing the results" in out.stderr
+    assert no_dashboard_note("kltui demo", NoDashboard.NOT_A_TERMINAL) + "\n" in out.stderr
     assert "verdict: pass" in text and "\x1b[?1049h" not in text  # no alternate screen
     assert "Traceback" not in out.stderr
     assert (tmp_path / "r.jsonl").stat().st_size > 0
@@ -85,7 +86,7 @@ def test_bare_kltui_outside_a_terminal_runs_headless(reference_servers, tmp_path
         timeout=300,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "kltui: stdin or stdout is not a terminal" in out.stderr
+    assert no_dashboard_note("kltui", NoDashboard.NOT_A_TERMINAL) + "\n" in out.stderr
     assert "verdict: pass" in out.stdout
 
 

@@ -25,6 +25,7 @@ from kltui.run.prompts import PromptSet
 from kltui.run.runner import helper_context
 from kltui.session.events import FloorScored, HelperFinished, HelperStarted, Problem, SampleScored
 from kltui.session.recording import read_recording
+from kltui.words.floors import how
 
 from .conftest import DroppingProxy
 
@@ -114,10 +115,14 @@ def test_the_cli_shows_the_floors_and_records_them(
     rc = main(argv)
     out = capsys.readouterr().out
     assert rc in (0, 1), out
-    assert "each engine's own noise (floors): 8 of 16 samples scored again one at a time" in out
     assert "SGLang vs itself" in out and "vLLM vs itself" in out
     assert any(ln.startswith("floors: ") for ln in out.splitlines()), out
     events = read_recording(str(rec)).events
+    (fin,) = [e for e in events if isinstance(e, HelperFinished)]
+    fl = fin.summary["floors"]  # 8 of the 16 samples scored again, each on its own
+    assert (len(fl["samples"]), fl["of"], fl["composition"]) == (8, 16, "one at a time")
+    # the floors table's title, as Rich may wrap it (golden: tests/unit/words/test_floors_words)
+    assert " ".join(how(fl).split()) in " ".join(out.split())
     assert len([e for e in events if isinstance(e, FloorScored)]) == 8
 
 

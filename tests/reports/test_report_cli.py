@@ -18,6 +18,8 @@ from kltui.cli.report import (
 )
 from kltui.errors import UsageError
 from kltui.outputs.reports.junit import junit_report
+from kltui.outputs.reports.md import ICON
+from kltui.words.report_headline import headline
 from tests.json_contract import read_check
 from tests.reports.synth import HelperSpec, demo_run, error_run, record, run_events
 
@@ -83,7 +85,7 @@ def test_json_keeps_the_check_keys(demo_file, tmp_path):
 def test_no_output_option_prints_markdown(demo_file, capsys):
     assert report([demo_file]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("### kltui alignment: ❌ fail — 1/3 helpers pass")
+    assert out.startswith(f"### {headline(ICON['fail'], 1, 3)}\n")
 
 
 def test_durations_come_from_recorded_times(tmp_path):

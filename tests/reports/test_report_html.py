@@ -21,6 +21,7 @@ from kltui.outputs.reports.heatmap import (
 from kltui.outputs.reports.html import html_report
 from kltui.session.events import HelperStarted, SampleScored
 from kltui.session.store import SessionStore
+from kltui.words.report_headline import Partial, banner
 from tests.reports.pngread import read_png
 from tests.reports.synth import (
     XSS,
@@ -145,7 +146,8 @@ def test_error_and_unfinished_helpers(tmp_path):
     parts = sections(page)
     assert "! error" in parts["h1"] and "error: HTTP 500 from /generate" in parts["h1"]
     assert "… incomplete" in parts["h2"] and "did not finish" in parts["h2"]
-    assert "The run did not finish: results below are partial." in page
+    banners = re.findall(r'<div class="banner">(.*?)</div>', page)
+    assert banners == [html.escape(banner(Partial.UNFINISHED))]  # golden: test_golden_report
 
 
 def test_largest_k3_tokens_show_their_text_escaped_and_short_logprobs():

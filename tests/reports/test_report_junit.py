@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 from kltui.cli.report import load_store
 from kltui.outputs.reports.junit import junit_report
+from kltui.words.report_notes import cut_short_in
 from tests.reports.synth import (
     URL,
     XSS,
@@ -71,7 +72,7 @@ def test_errors_and_unfinished_helpers(tmp_path):
     match = cases(root)[f"match[{URL}]"].find("error")
     assert match.get("message") == "HTTP 500 from /generate" and match.get("type") == "error"
     cut = cases(root)[f"decode_cache_hit[{URL}]"].find("error")
-    assert cut.get("type") == "incomplete" and "phase decode" in cut.get("message")
+    assert cut.get("type") == "incomplete" and cut.get("message") == cut_short_in("decode")
 
 
 def test_one_case_per_server_and_connect_errors(tmp_path):

@@ -7,12 +7,14 @@ import re
 from markdown_it import MarkdownIt
 
 from kltui.cli.report import load_store
-from kltui.outputs.reports.md import MAX_PROBLEMS, md_report
+from kltui.outputs.reports.md import ICON, MAX_PROBLEMS, md_report
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.findings import Finding
 from kltui.session.events import Problem
 from kltui.untrusted import md_text
 from kltui.words.diagnosis import said
+from kltui.words.report_headline import headline
+from kltui.words.report_notes import did_not_finish, more_problems
 from kltui.words.server_facts import server_summary
 from tests.reports.synth import (
     URL,
@@ -46,7 +48,7 @@ def table_rows(rendered: str) -> list[list[str]]:
 def test_demo_summary_is_short_and_complete(tmp_path):
     md = build(tmp_path, demo_run())
     lines = md.splitlines()
-    assert lines[0] == "### kltui alignment: ❌ fail — 1/3 helpers pass"
+    assert lines[0] == f"### {headline(ICON['fail'], 1, 3)}"  # golden: test_golden_report
     assert len(lines) <= 20 and max(len(ln) for ln in lines) < 400
     rows = table_rows(RENDER.render(md))
     assert [r[0] for r in rows] == ["match", "prefill_cache_hit", "decode_cache_hit"]
@@ -84,7 +86,7 @@ def test_md_escape():
 
 def test_multi_server_and_errors(tmp_path):
     md = build(tmp_path, multi_server_run())
-    assert "### kltui alignment: ⛔ error — 2/2 helpers pass" in md
+    assert f"### {headline(ICON['error'], 2, 2)}" in md
     names = [r[0] for r in table_rows(RENDER.render(md))]
     assert names == ["match@http://127.0.0.1:30000", "match@http://127.0.0.1:30001"]
     down = next(s for s in load_store(tmp_path / "r0.jsonl")[0].identities() if s.get("error"))
@@ -94,11 +96,11 @@ def test_multi_server_and_errors(tmp_path):
     md = build(tmp_path, error_run())
     assert "⛔ error" in md and "⏸ incomplete" in md
     assert "- match: HTTP 500 from /generate" in md
-    assert "- decode\\_cache\\_hit: did not finish (last phase decode)" in md
+    assert f"- {md_text('decode_cache_hit')}: {md_text(did_not_finish('decode'))}\n" in md
 
 
 def test_problem_list_is_capped(tmp_path):
     problems = tuple(Problem(URL, f"warning {i}", fatal=False) for i in range(MAX_PROBLEMS + 5))
     md = build(tmp_path, run_events([HelperSpec("match")], problems=problems, verdict="pass"))
     assert md.count("**Warning**") == MAX_PROBLEMS
-    assert "… and 5 more problems in the recording" in md
+    assert f"- {more_problems(5)}\n" in md  # golden: tests/unit/words/test_golden_report

@@ -12,6 +12,7 @@ import numpy as np
 from kltui.cli import main
 from kltui.rl.reading import LISTED_DIFFERING
 from kltui.rl.scan import scan
+from kltui.words.rl import differing_line
 from tests.rl.files import header, record, verl_row, write_jsonl
 
 
@@ -91,4 +92,4 @@ def test_past_the_listed_ones_the_rest_are_counted(tmp_path, capsys):
     assert [d["sample"] for d in found["listed"]] == sorted(planted, reverse=True)[
         :LISTED_DIFFERING
     ]
-    assert f"and {len(planted) - LISTED_DIFFERING} more" in console
+    assert f"  {differing_line(found)}\n" in console  # "and 4 more": test_golden_rl

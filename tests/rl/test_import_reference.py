@@ -10,6 +10,10 @@ import math
 import pytest
 
 from kltui.cli import main
+from kltui.cli.report import load_store
+from kltui.readings.imported import ImportFinding, ImportKind, ImportLine
+from kltui.untrusted import md_text
+from kltui.words.rl import label, reading_words
 from tests.rl.files import header, record, write_jsonl
 from tests.rl.reference_pairs import reference_pairs
 
@@ -35,6 +39,15 @@ def planted_file(tmp_path, pairs):
     )
 
 
+def recorded_reading(rec) -> ImportFinding:
+    """The reading the import's recording holds (its summary's `rl.reading`)."""
+    store, _ = load_store(rec)
+    (st,) = store.helpers.values()
+    found = ImportFinding.from_json(st.summary.raw["rl"]["reading"])
+    assert found is not None
+    return found
+
+
 def test_the_deterministic_server_agrees_with_itself(pairs):
     # the fixture's premise: without planted offsets both sides are bit-identical
     assert all(p["rollout"] == p["trainer"] for p in pairs)
@@ -43,7 +56,10 @@ def test_the_deterministic_server_agrees_with_itself(pairs):
 def test_the_planted_offsets_are_found_where_they_were_planted(tmp_path, capsys, pairs):
     path = planted_file(tmp_path, pairs)
     out = tmp_path / "r.json"
-    code = main(["import", str(path), "--json", str(out), "--gate", "mis_k3_kl<=1"])
+    rec = tmp_path / "r.kltui.jsonl"
+    code = main(
+        ["import", str(path), "--json", str(out), "--gate", "mis_k3_kl<=1", "--record", str(rec)]
+    )
     printed, _ = capsys.readouterr()
     doc = json.loads(out.read_text())
     assert code == 0, printed
@@ -61,10 +77,11 @@ def test_the_planted_offsets_are_found_where_they_were_planted(tmp_path, capsys,
     assert doc["verl"]["kl"] == pytest.approx(
         -sum(off for *_, off in real) / (tokens + 1e-8), rel=1e-9
     )
-    assert doc["reading"]["label"].startswith(
-        "training-inference mismatch in 3 of 6 samples; worst sample 3"
-    )
-    assert any("no condition-1/condition-2 reading" in e for e in doc["reading"]["evidence"])
+    f = recorded_reading(rec)  # a mismatch in the 3 planted samples, the worst the largest offset
+    assert (f.kind, f.differ, f.samples, f.worst_sample) == (ImportKind.MISMATCH, 3, 6, 3)
+    assert (f.differ_tokens, f.first_earliest, f.catastrophic) == (len(real), 2, 0)
+    assert ImportLine.NO_CONDITIONS in f.lines  # the file cannot tell condition 1 from 2
+    assert doc["reading"] == reading_words(f.to_json())  # its words (golden: test_golden_rl)
     assert doc["by_step"][0]["step"] == 1 and doc["by_step"][0]["samples"] == 6
 
 
@@ -83,6 +100,8 @@ def test_a_failed_gate_exits_1_and_the_reports_say_why(tmp_path, capsys, pairs):
             str(html),
             "--junit",
             str(junit),
+            "--record",
+            str(tmp_path / "r.kltui.jsonl"),
         ]
     )
     printed, _ = capsys.readouterr()
@@ -90,7 +109,9 @@ def test_a_failed_gate_exits_1_and_the_reports_say_why(tmp_path, capsys, pairs):
     assert "gate k3_kl<=1e-06:" in printed and "FAIL" in printed
     text = md.read_text()
     assert "| k3\\_kl |" in text and "- gate k3\\_kl" in text and "❌" in text
-    assert "training-inference mismatch in 3 of 6 samples" in text
+    f = recorded_reading(tmp_path / "r.kltui.jsonl")
+    assert (f.kind, f.differ, f.samples) == (ImportKind.MISMATCH, 3, 6)
+    assert md_text(label(f)) in text  # the diagnosis line
     page = html.read_text()
     assert "verl 0.9.1 rollout_corr/*" in page and "mis_rs_catastrophic_seq_fraction" in page
     assert "trainer_vs_rollout" in junit.read_text()

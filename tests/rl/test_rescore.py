@@ -10,6 +10,8 @@ import socket
 import pytest
 
 from kltui.cli import main
+from kltui.readings.imported import RescoreKind, rescored
+from kltui.words.rl import rescore_lines
 from tests.rl.files import header, record, write_jsonl
 from tests.rl.reference_pairs import reference_pairs
 
@@ -41,11 +43,12 @@ def test_three_numbers_per_token_and_the_match_helper(tmp_path, capsys, url):
     assert got["trainer_vs_server"]["samples_with_difference"] == 1
     assert got["trainer_vs_server"]["first_divergence"] == {"sample": 2, "position": 5}
     assert got["match"]["scored"] == 6 and got["match"]["samples_with_difference"] == 0
-    assert (
-        "the server's prefill now reproduces the rollout's logprobs exactly (6 samples)" in printed
-    )
-    assert "the mismatch is between the trainer and the inference engine" in printed
-    assert "match on the same prompts: the server's decode equals its prefill" in printed
+    # the prefill reproduces the rollout: the trainer is the side that differs, decode is exact
+    found = rescored(got["server_vs_rollout"], got["trainer_vs_server"], got["match"])
+    assert (found.kind, found.scored, found.trainer_differ) == (RescoreKind.TRAINER, 6, 1)
+    assert found.match_differ == 0
+    lines = rescore_lines(found)  # golden: tests/unit/words/test_golden_rl.py
+    assert len(lines) == 2 and all(f"server now: {line}\n" in printed for line in lines)
     # issue 59: with --server given, no "kltui import FILE --server URL" to run next
     assert "--server URL" not in printed and doc["reading"]["next_command"] is None
     assert doc["reading"]["next_step"].startswith("the re-scoring on the server")

@@ -39,6 +39,7 @@ from kltui.words.diagnosis import said
 from kltui.words.evidence import line as evidence_line
 from kltui.words.fleet import failure_line, replica_cells, summary_line
 from kltui.words.geometry import geometry_line
+from kltui.words.report_headline import Partial, banner
 
 CSP = (
     "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
@@ -81,17 +82,14 @@ def banners_html(store: SessionStore, origin: Origin | None) -> str:
     """Warnings that the results are partial (no run, a cut-short recording, an unfinished run)."""
     out = []
     if store.run is None:
-        out.append("The recording holds no run: it ended before the servers were identified.")
+        out.append(Partial.NO_RUN)
     if origin is not None and origin.truncated:
-        out.append(
-            "The recording's last line was cut short (the run was killed while writing); "
-            "everything up to the last complete event is shown."
-        )
+        out.append(Partial.CUT_SHORT)
     if store.run is not None and store.finished is None:
-        out.append("The run did not finish: results below are partial.")
+        out.append(Partial.UNFINISHED)
     elif store.finished is not None and store.finished.verdict == "interrupted":
-        out.append("The run was interrupted: results below are partial.")
-    return "".join(f'<div class="banner">{esc(t)}</div>' for t in out)
+        out.append(Partial.INTERRUPTED)
+    return "".join(f'<div class="banner">{esc(banner(k))}</div>' for k in out)
 
 
 def reruns_html(origin: Origin | None) -> str:

@@ -20,6 +20,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 from kltui.untrusted import UNKNOWN_TOKEN_TEXT, escape_controls
 from kltui.untrusted import html_text as esc
+from kltui.words.report_notes import helper_did_not_finish
 
 MAX_SAMPLE_ROWS_OPEN = 16  # longer per-sample tables start folded
 
@@ -125,7 +126,7 @@ def notes_html(st: HelperState) -> str:
             )
         )
     if not v.finished:
-        notes.append(("warn", f"helper did not finish (last phase: {st.phase})"))
+        notes.append(("warn", helper_did_not_finish(st.phase)))
     return "".join(f'<p class="note {c}">{esc(t)}</p>' for c, t in notes)
 
 

@@ -39,6 +39,7 @@ from kltui.words.fleet import (
     setting_contrast,
     summary_line,
 )
+from kltui.words.report_notes import cut_short_in
 
 SUITE = "kltui"
 IDENTITY_KEYS = ("url", *SUMMARY_KEYS, "error")
@@ -103,7 +104,7 @@ def helper_case(suite: ET.Element, st: HelperState, origin: Origin | None) -> st
         _sub(case, "error", details(st), message=msg, type=status)
         return "errors"
     if status == "incomplete":
-        msg = f"did not finish (cut short in phase {st.phase})"
+        msg = cut_short_in(st.phase)
         _sub(case, "error", details(st), message=msg, type="incomplete")
         return "errors"
     if status == "vacuous":

@@ -39,6 +39,8 @@ from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import failure_line, replica_cells, summary_line
 from kltui.words.geometry import geometry_line
+from kltui.words.report_headline import Partial, headline, md_quote
+from kltui.words.report_notes import did_not_finish, more_problems
 from kltui.words.server_facts import server_summary
 
 MAX_PROBLEMS = 8
@@ -117,7 +119,7 @@ def notes(store: SessionStore) -> list[str]:
             if note:
                 out.append(f"- {md_text(names[key])}: {md_text(note)}")
         if not v.finished:
-            out.append(f"- {md_text(names[key])}: did not finish (last phase {md_text(st.phase)})")
+            out.append(f"- {md_text(names[key])}: {md_text(did_not_finish(st.phase))}")
     return out
 
 
@@ -209,7 +211,7 @@ def _problems_md(store: SessionStore) -> list[str]:
         kind = "Error" if prob.fatal else "Warning"
         lines.append(f"- **{kind}** {md_text(prob.source)}: {md_text(prob.message)}")
     if len(store.problems) > len(listed):
-        lines.append(f"- … and {len(store.problems) - len(listed)} more problems in the recording")
+        lines.append(f"- {more_problems(len(store.problems) - len(listed))}")
     return lines
 
 
@@ -219,12 +221,11 @@ def md_report(store: SessionStore, origin: Origin | None = None) -> str:
     v = verdict(store)
     helpers = list(store.helpers.values())
     passed = sum(1 for st in helpers if helper_status(st) == "pass")
-    head = f"### kltui alignment: {ICON.get(v, md_text(v))} — {passed}/{len(helpers)} helpers pass"
-    lines = [head, ""]
+    lines = [f"### {headline(ICON.get(v, md_text(v)), passed, len(helpers))}", ""]
     if origin is not None and origin.truncated:
-        lines += ["> ⚠️ The recording was cut short; results are partial.", ""]
+        lines += [f"> {md_quote(Partial.CUT_SHORT)}", ""]
     if run is None:
-        lines += ["> The recording holds no run (it ended before the servers were identified).", ""]
+        lines += [f"> {md_quote(Partial.NO_RUN)}", ""]
     if helpers:
         lines += results_table(store) + [""]
     lines += notes(store)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from kltui.fmt import sci
 from kltui.session.store import SessionStore
 from kltui.untrusted import html_text, md_text
-from kltui.words.rl import differing_line
+from kltui.words.rl import differing_line, reading_words
 
 
 def rl_figures(store: SessionStore) -> dict:
@@ -51,7 +51,7 @@ def rl_markdown(store: SessionStore) -> list[str]:
     for g in rl.get("gates") or []:
         mark = "✅" if g.get("passed") else "❌"
         lines.append(f"- gate {md_text(g.get('gate'))}: {sci(g.get('value'))} {mark}")
-    for line in (rl.get("reading") or {}).get("evidence") or []:
+    for line in reading_words(rl.get("reading")).get("evidence") or []:
         lines.append(f"- {md_text(line)}")
     if differing := differing_line(rl.get("differing_samples") or {}):
         lines.append(f"- {md_text(differing)}")

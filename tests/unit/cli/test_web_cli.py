@@ -144,6 +144,7 @@ def test_the_console_rule_is_one_for_every_command(monkeypatch, capsys):
     # issue 46: demo, the bare kltui and replay follow ablate's rule (kltui/cli/terminal.py)
     from kltui.cli.parser import make_parser
     from kltui.cli.terminal import headless_note, use_tui
+    from kltui.words.no_dashboard import NoDashboard, no_dashboard_note
 
     monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
@@ -156,7 +157,7 @@ def test_the_console_rule_is_one_for_every_command(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
     headless_note("kltui demo", parse(["demo", "--md", "-"]))
     assert capsys.readouterr().err == (
-        "kltui demo: a report goes to stdout: printing the results instead of the dashboard\n"
-    )
+        no_dashboard_note("kltui demo", NoDashboard.REPORT_TO_STDOUT) + "\n"
+    )  # golden: tests/unit/words/test_golden_no_dashboard.py
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
     assert not use_tui(parse(["demo"])) and not use_tui(parse(["replay", "x"]))

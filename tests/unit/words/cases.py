@@ -19,6 +19,7 @@ from kltui.readings.geometry_parts import (
     TopFlips,
     WindowSplit,
 )
+from kltui.readings.imported import ImportEvidence, ImportFinding, ImportKind, ImportLine
 from kltui.readings.limit import Limit
 from kltui.readings.paired import Paired
 
@@ -196,4 +197,8 @@ EVIDENCE = [
     WindowSplit("match", 64, (2, 4, 5, 6), (2, 4, 5, 6), 4, 0.014, 0.014, 0.0031),
     Routing(8, 2, "decode_cache_hit", 2.9e-1, 2.7e-3, 12),
     Routing(8, 2, "match", 2.28e1, 3.67e-1, 928, TopFlips(3, 63, 6, 36, 5)),
+    ImportEvidence(
+        ImportLine.COUNT,
+        ImportFinding(ImportKind.MISMATCH, samples=6, bad=0, differ=3, tokens=48, differ_tokens=3),
+    ),
 ]

@@ -119,6 +119,7 @@ GOLDEN_EVIDENCE = [
     "match: its decode passed the 64-token sliding window in 4 of 8 samples and exactly those differ (#2, #4, #5, #6); the 4 that stayed within it are bit-identical: noise shared by every path would put every difference there with chance p=0.014, and start each at or after its window handoff with chance p=0.0031 (a state bug needs both p<0.00025)",
     "MoE (8 experts, top-2): a router's small logits difference can flip an expert and become nats on a single token, so read the top-1 flips and the tail beside the mean: decode_cache_hit max k3 2.900e-01 against avg_kl_div 2.700e-03, 12 tokens above the tail threshold; a dense model's threshold does not carry over",
     "MoE (8 experts, top-2): a router's small logits difference can flip an expert and become nats on a single token, so read the top-1 flips and the tail beside the mean: match max k3 2.280e+01 against avg_kl_div 3.670e-01, 928 tokens above the tail threshold; top-1 flips (the prefill's top-1 is not the token the decode chose) at 6 of 63 positions in the drill-down windows of 3 samples, 5 of the 36 above the tail threshold; a dense model's threshold does not carry over",
+    "3 of 6 samples differ between trainer and rollout (3 of 48 counted tokens)",
 ]
 
 
