@@ -22,14 +22,12 @@ from kltui.tui.widgets.diagnosis import BADGE_CLASSES, badge
 from kltui.untrusted import safe
 from kltui.words import evidence as evidence_words
 from kltui.words.diagnosis import said
+from kltui.words.screen_panels import statistics_fold as fold_words
 
 
 def statistics_fold(n: int, shown: bool) -> Text:
     """The line that says the statistics are folded (how many lines) or how to fold them."""
-    if shown:
-        return Text("space folds the statistics", style="dim")
-    lines = "line" if n == 1 else "lines"
-    return Text(f"{n} statistics {lines} · space to show", style="dim")
+    return Text(fold_words(n, shown), style="dim")
 
 
 def _bullets(title: str, lines: list[str]) -> list[Text]:
