@@ -17,6 +17,7 @@ from pathlib import Path
 import kltui
 from kltui.argtypes import KltuiParser
 from kltui.errors import UsageError
+from kltui.words.web import tab_runs
 
 SERVED = ("tui", "demo", "replay")
 DEFAULT_PORT = 8000
@@ -168,7 +169,7 @@ def main(argv: list[str]) -> int:
     # exec: the process textual-serve starts (and stops) is the dashboard, not a shell above it
     shell = "exec " + shlex.join([sys.executable, "-m", "kltui", *command])
     note = warning(opts.host, url, opts.read_only)
-    print(f"kltui web: each browser tab runs: kltui {shlex.join(command)}", file=sys.stderr)
+    print(tab_runs(command), file=sys.stderr)
     if note:
         print(note, file=sys.stderr)
     server = StoppingServer(

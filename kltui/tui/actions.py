@@ -35,6 +35,8 @@ from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
 from kltui.untrusted import escape_controls
+from kltui.words.screen_drill import FetchNote, fetch_note
+from kltui.words.screen_toasts import Notice, notice
 
 # refreshes a screenshot waits for the toasts it clears to leave the screen
 TOAST_WAIT_REFRESHES = 10
@@ -131,22 +133,16 @@ class DashboardActions(DashboardHost):
         user presses x (`asked`); what cannot be fetched says why."""
         replay = self.feed.mode == "replay"
         if replay and not asked:
-            drill.note(
-                "replay: top-k and token text only as recorded; x asks the recorded server "
-                "(if it still answers with the same model and prompts)"
-            )
+            drill.note(fetch_note(FetchNote.REPLAY))
         elif self.read_only:
-            drill.note("read-only view: top-k and token text are not fetched from here")
+            drill.note(fetch_note(FetchNote.READ_ONLY))
         elif self.status.running:
-            drill.note(
-                "top-k and token text are fetched once the run has finished (never during the "
-                "gate): open this sample again then"
-            )
+            drill.note(fetch_note(FetchNote.RUNNING))
         elif isinstance(self.feed, LiveFeed) and self.feed.cfg.top_k <= 0:
-            drill.note("--top-k 0: no top-k or token text is fetched")
+            drill.note(fetch_note(FetchNote.TOP_K_OFF))
         else:
             where = "the recorded server" if replay else drill.state.server
-            drill.note(f"fetching top-k and token text: one request to {where} …")
+            drill.note(fetch_note(FetchNote.FETCHING, where))
             self._fetch_opened(drill)
 
     @work(group="extras", exclusive=True, exit_on_error=False)
@@ -219,7 +215,7 @@ class DashboardActions(DashboardHost):
         """`e` while its binding is off (check_action keeps it out of the footer when there is
         nothing to list): say so, instead of a key press that does nothing visible."""
         if len(self.screen_stack) == 1 and not (self.store is not None and self.store.problems):
-            self.notify("no problems", timeout=3)
+            self.notify(notice(Notice.NO_PROBLEMS), timeout=3)
 
     def action_diagnosis(self) -> None:
         """Show the diagnosis screen."""
@@ -236,7 +232,7 @@ class DashboardActions(DashboardHost):
                 self.select_helper(st.key)
         reading = reading_of(self.store, st) if self.store is not None and st else None
         if st is None or reading is None:
-            self.last_message = "no multiturn turns in this run (--helpers multiturn)"
+            self.last_message = notice(Notice.NO_MULTITURN)
             self.notify(self.last_message, timeout=3)
             return
         palette = self.query_one(Heatmap).palette
@@ -256,7 +252,7 @@ class DashboardActions(DashboardHost):
             return
         pairs = cross_server(self.store) if self.store is not None else []
         if not pairs:
-            self.last_message = "one server in this run: nothing to compare (--server A --server B)"
+            self.last_message = notice(Notice.ONE_SERVER)
             self.notify(self.last_message, timeout=3)
             return
         self.push_screen(CompareScreen(pairs, self.theme_variables))
@@ -280,10 +276,10 @@ class DashboardActions(DashboardHost):
         from kltui.words.advice import dumps_command
 
         if self.read_only:
-            self._say("read-only: the dumper drill-down drives the server, so it is off")
+            self._say(notice(Notice.DUMPS_READ_ONLY))
             return
         if self.status.running:
-            self._say("a run is in progress: the dumper drill-down needs the server idle")
+            self._say(notice(Notice.DUMPS_BUSY))
             return
         dump_dir = self.dump_dir()
         cfg = getattr(self.feed, "cfg", None)

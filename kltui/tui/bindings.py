@@ -11,6 +11,7 @@ from kltui.tui.screens.fleet import FleetScreen
 from kltui.tui.screens.monitor import MonitorScreen
 from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.samples import SampleTable
+from kltui.words.screen_keys import OnlyIn, only_in
 
 # The dashboard's own keys (KltuiApp.BINDINGS), here so the help screen lists them without
 # importing the app.
@@ -48,9 +49,9 @@ DASHBOARD_BINDINGS: list[BindingType] = [
         "c", "compare", "Compare servers (a fleet: its replicas)", show=False, id="app.compare"
     ),
     # kltui ablate: the matrix of configurations (shown only in a sweep: SweepActions)
-    Binding("a", "sweep", "Sweep matrix", tooltip="kltui ablate only", id="app.sweep"),
+    Binding("a", "sweep", "Sweep matrix", tooltip=only_in(OnlyIn.ABLATE), id="app.sweep"),
     # kltui monitor: the probes so far (shown only under a monitor: MonitorActions)
-    Binding("m", "monitor", "Monitor", tooltip="kltui monitor only", id="app.monitor"),
+    Binding("m", "monitor", "Monitor", tooltip=only_in(OnlyIn.MONITOR), id="app.monitor"),
 ]
 
 

@@ -13,6 +13,7 @@ from kltui.tui.actions import DashboardActions
 from kltui.tui.monitor_feed import MonitorFeed
 from kltui.tui.screens.monitor import MonitorScreen
 from kltui.untrusted import escape_controls
+from kltui.words.screen_toasts import Notice, notice
 
 MONITOR_ACTIONS = frozenset({"monitor"})
 STOP_WAIT_S = 30.0  # how long q waits for the probe going on to be cut short and recorded
@@ -33,7 +34,7 @@ class MonitorActions(DashboardActions):
     async def action_rerun(self) -> None:
         """A monitor probes on its own schedule (the palette's entry comes this way too)."""
         if isinstance(self.feed, MonitorFeed):
-            self._say("the monitor probes every --every on its own: r is off here")
+            self._say(notice(Notice.MONITOR_NO_RERUN))
             return
         await super().action_rerun()
 
@@ -56,7 +57,7 @@ class MonitorActions(DashboardActions):
         """`m` on a dashboard that is not a monitor's (its binding is off there): say so,
         instead of a key press that does nothing visible."""
         if not isinstance(self.feed, MonitorFeed) and len(self.screen_stack) == 1:
-            self._say("m: the monitor's probes, in a dashboard opened by kltui monitor")
+            self._say(notice(Notice.NOT_A_MONITOR))
 
     # ------------------------------------------------------------------ tui/monitor_feed.MonitorSink
     def open_monitor(self) -> None:

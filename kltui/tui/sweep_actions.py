@@ -18,6 +18,7 @@ from kltui.tui.screens.ablation import AblationScreen
 from kltui.tui.sweep_feed import SweepFeed
 from kltui.untrusted import escape_controls
 from kltui.words.ablation_sweep import nothing_to_show
+from kltui.words.screen_toasts import Notice, notice
 
 SWEEP_ACTIONS = frozenset({"sweep"})
 # how long q waits for a running sweep to stop its servers (LaunchedServer.stop: SIGTERM, then
@@ -42,7 +43,7 @@ class SweepActions(DashboardActions):
     async def action_rerun(self) -> None:
         """A sweep is not re-run from here (the palette's entry comes this way too)."""
         if isinstance(self.feed, SweepFeed):
-            self._say("a sweep is not re-run from the TUI: run kltui ablate again")
+            self._say(notice(Notice.SWEEP_NO_RERUN))
             return
         await super().action_rerun()
 
@@ -67,7 +68,7 @@ class SweepActions(DashboardActions):
         """`a` on a dashboard that is not a sweep's (its binding is off there): say so, instead
         of a key press that does nothing visible."""
         if not isinstance(self.feed, SweepFeed) and len(self.screen_stack) == 1:
-            self._say("a: the sweep matrix, in a dashboard opened by kltui ablate")
+            self._say(notice(Notice.NOT_A_SWEEP))
 
     # ------------------------------------------------------------------ tui/sweep_feed.SweepSink
     def open_matrix(self) -> None:

@@ -46,6 +46,11 @@ def drawn(widget) -> str:
     return "\n".join("".join(seg.text for seg in line) for line in lines)
 
 
+def flat(text: str) -> str:
+    """`text` with its runs of whitespace (a wrapped line's breaks and padding) as one space."""
+    return " ".join(text.split())
+
+
 def drawn_at(node, selector: str) -> str:
     """What the widget `selector` under `node` draws now; "" while it is not mounted yet."""
     found = node.query(selector)

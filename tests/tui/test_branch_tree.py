@@ -11,6 +11,7 @@ from kltui.readings.multiturn import HitKind
 from kltui.session.events import SampleScored
 from kltui.tui.screens.branches import BranchTree, turn_label
 from kltui.tui.screens.drilldown import DrillDown
+from kltui.words.screen_toasts import Notice, notice
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
 
@@ -59,4 +60,4 @@ async def test_without_multiturn_the_key_says_so():
         await pilot.press("t")
         await pilot.pause()
         assert not isinstance(app.screen, BranchTree)
-        assert app.last_message == "no multiturn turns in this run (--helpers multiturn)"
+        assert app.last_message == notice(Notice.NO_MULTITURN)

@@ -20,6 +20,7 @@ from kltui.words.advice import command
 from kltui.words.compare import first_difference, rerun
 from kltui.words.diagnosis import said
 from kltui.words.evidence import line as evidence_line
+from kltui.words.screen_panels import statistics_fold
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed
 
@@ -138,12 +139,12 @@ async def test_the_statistics_are_folded_until_space_shows_them():
         assert len(stats) == 4  # two paired tests and two stated limits in this recording
         folded = words_of(screen)
         assert said(d).label.split(":")[0] in folded.split("evidence")[0]  # the verdict first
-        assert "4 statistics lines · space to show" in folded
+        assert statistics_fold(4, shown=False) in folded
         for e in stats:
             assert " ".join(evidence_line(e).split()) not in folded
         await pilot.press("space")
         shown = words_of(screen)
-        assert screen.statistics is True and "space folds the statistics" in shown
+        assert screen.statistics is True and statistics_fold(4, shown=True) in shown
         for e in stats:
             assert " ".join(evidence_line(e).split()) in shown
         await pilot.press("space")
@@ -152,3 +153,22 @@ async def test_the_statistics_are_folded_until_space_shows_them():
 
 def words_of(screen) -> str:
     return " ".join(drawn(screen.query_one("#diagnosis-detail")).split())
+
+
+async def test_a_wrapped_bullet_goes_on_under_its_first_word():
+    # a bullet too long for the screen wraps with a hanging indent, not at the left edge
+    app = replay_app(read_recording(str(NOISE)).events)
+    async with app.run_test(size=(100, 45)) as pilot:
+        await replayed(pilot, app)
+        await pilot.press("d")
+        await pilot.press("space")
+        (d,) = app.screen.diagnoses
+        lines = drawn(app.screen.query_one("#diagnosis-detail")).splitlines()
+        longest = max(said(d).evidence, key=len)
+        assert len(longest) > 100  # wraps at this width
+        first = next(i for i, ln in enumerate(lines) if ln.startswith(f"  · {longest[:20]}"))
+        block = [lines[first]]
+        while " ".join(" ".join(block).split()) != f"· {' '.join(longest.split())}":
+            assert len(block) < 10, block
+            block.append(lines[first + len(block)])
+        assert len(block) > 1 and all(ln[:4] == "    " and ln[4] != " " for ln in block[1:]), block

@@ -13,6 +13,7 @@ from kltui.metrics import scale
 from kltui.session.events import SampleScored
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.widgets.kstrip import ROWS, K3Strip, columns
+from kltui.words.screen_drill import row_in_full_line
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
 from tests.tui.test_small_screens import screen_text
@@ -84,9 +85,9 @@ async def test_top_k_columns_use_the_room_and_the_rest_is_one_row_away():
         assert len(shown) - 1 + n_out == 5, cell
         # the line under the table lists all five, for the row under the cursor
         detail = drawn(drill.query_one("#drill-detail"))
-        assert "pos 3 in full (↑/↓ another row)" in detail, detail
-        flat = " ".join(detail.split())
         tid = int(drill.scored.token_ids[3])
+        assert row_in_full_line(3, tid, cut=True) in detail, detail
+        flat = " ".join(detail.split())
         for j in range(5):
             assert f"word{tid + j} " in flat, (j, flat)
         await pilot.press("down")
@@ -113,7 +114,7 @@ async def test_at_80_columns_the_cursor_row_in_full_under_the_table():
         drill = await open_drill(pilot, app)
         text = screen_text(app)
         tid = int(drill.scored.token_ids[3])
-        assert f"pos 3 in full (↑/↓ another row) · token {tid} word{tid}" in text, text
+        assert f"{row_in_full_line(3, tid, cut=True)} word{tid}" in text, text
         assert "top-k A" in text and f"word{tid + 4}" in text
 
 

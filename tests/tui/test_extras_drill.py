@@ -10,8 +10,9 @@ import pytest
 from kltui.session.events import ExtrasFetched, HelperFinished, RunStarted
 from kltui.session.servers import NO_TOKENIZER
 from kltui.tui.screens.drilldown import DrillDown
+from kltui.words.screen_drill import FetchNote, extras_note_line, fetch_note
 from tests.tui import synth
-from tests.tui.kit import drawn, replay_app, replayed, until
+from tests.tui.kit import drawn, flat, replay_app, replayed, until
 
 SIZE = (160, 45)
 
@@ -57,8 +58,7 @@ async def test_drill_down_shows_the_separate_requests_top_k_and_text():
         await replayed(pilot, app)
         drill = await open_drill(pilot, app, 1)
         head = drawn(drill.query_one("#drill-head"))
-        assert "separate request after the gate" in head
-        assert "positions 4–9" in head and "bit for bit at 5/6" in head
+        assert flat(extras_note_line([(4, 9)], 5, 6)) in flat(head)
         table = drill.table
         labels = [str(c.label) for c in table.columns.values()]
         assert labels[-1] == "top-k (separate request)"
@@ -79,7 +79,7 @@ async def test_drill_down_of_a_sample_without_extras_says_so():
         head = drawn(drill.query_one("#drill-head"))
         assert "top-k not recorded" in head
         # a replay asks no server, and says so (issue 21 item 4)
-        assert "replay: top-k and token text only as recorded" in head
+        assert flat(fetch_note(FetchNote.REPLAY)) in flat(head)
 
 
 def without_tokenizer(events: list) -> list:

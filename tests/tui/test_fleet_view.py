@@ -7,6 +7,7 @@ from __future__ import annotations
 from kltui.session.events import RunFinished, RunStarted
 from kltui.tui.screens.fleet import FleetScreen
 from kltui.words.fleet import failure_line, summary_line
+from kltui.words.screen_panels import fleet_failed, fleet_group
 from tests.tui import synth
 from tests.tui.kit import drawn_at, replay_app, replayed, until
 
@@ -107,7 +108,7 @@ async def test_fleet_view_lists_every_replica_and_enter_opens_its_dashboard():
         assert all(o.settings == {DET: (True, False)} for o in fl.odd)
         assert fl.groups[1].settings == {DET: False}
         assert flat(summary_line(fl)) in head  # its words (tests/unit/words/test_golden_fleet)
-        assert "group 2 (2): enable_deterministic_inference false" in head  # the screen's own
+        assert fleet_group(2, 2, [(DET, "false")]) in head  # the screen's own
         assert "fleet must be identical" not in head  # the default gate
         row = [str(c) for c in table.get_row(url(23))]
         assert row[1] == "2" and row[2:] == ["≠ differs"] * 3
@@ -145,7 +146,7 @@ async def test_fleet_view_says_why_an_identical_fleet_failed():
         assert fl.failed and [(o.replica, o.against) for o in fl.odd] == [
             (url(i), url(0)) for i in ODD
         ]
-        assert flat(f"fleet must be identical: failed: {failure_line(fl)}") in head
+        assert flat(fleet_failed(failure_line(fl))) in head
 
 
 async def test_an_identical_fleet_failure_names_three_odd_replicas_and_counts_the_rest():

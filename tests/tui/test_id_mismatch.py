@@ -9,6 +9,7 @@ from kltui.session.events import SampleScored
 from kltui.tui import heat
 from kltui.tui.screens.drilldown import DrillDown
 from kltui.tui.widgets.heatmap import Heatmap
+from kltui.words.screen_drill import id_mismatch_line
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
 
@@ -42,9 +43,8 @@ async def test_mismatched_id_is_marked_and_explained():
         assert "≠ other id reported" in drawn(app.query_one("#heat-legend"))
         app.call_later(app.open_sample, 1, 4)
         await until(pilot, lambda: isinstance(app.screen, DrillDown))
-        assert "at 1 position(s) the server reported another token id" in drawn(
-            app.screen.query_one("#drill-head")
-        )
+        head = " ".join(drawn(app.screen.query_one("#drill-head")).split())
+        assert f"{heat.MARK_ID} {id_mismatch_line(1)}" in head, head
         table = app.screen.table
         col = [c.label.plain for c in table.columns.values()].index("token id")
         cell = str(table.get_cell_at((4, col)))

@@ -20,6 +20,7 @@ from kltui.tui.app import KltuiApp
 from kltui.tui.monitor_feed import MonitorFeed
 from kltui.tui.screens.monitor import MonitorScreen, ProbeTable
 from kltui.words.probe import change_short
+from kltui.words.screen_panels import probe_strip_label
 from tests.integration.test_monitor import FLUSHES_PER_PROBE, SMALL
 from tests.tui.kit import drawn, drawn_at, until
 from tests.tui.test_markup import flat, toasts
@@ -57,7 +58,14 @@ async def test_the_monitor_screen_follows_real_probes_and_opens_one(reference_se
         assert change.paths == ("prefill_cache_hit",) and change.samples
         assert f"▲ {change_short(change)}" in text and "state bug" in text  # its words
         labels = " ".join(drawn(w) for w in screen.query(".monitor-strip-label"))
-        assert "prefill_cache_hit avg_kl_div along 3 probe(s)" in labels
+        (last,) = [
+            h.avg_kl_div
+            for s in feed.result(3).reading.servers
+            for h in s.helpers
+            if h.helper == "prefill_cache_hit"
+        ]
+        want = probe_strip_label("prefill_cache_hit", 3, last)
+        assert " ".join(want.split()) in " ".join(labels.split()), labels
         await pilot.press("down")  # probe 2, where condition 2 appeared
         assert "recording: " in drawn_at(screen, "#monitor-detail")
         await pilot.press("enter")

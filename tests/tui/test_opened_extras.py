@@ -14,9 +14,10 @@ from kltui.session.events import RunStarted
 from kltui.session.recording import read_recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import LiveFeed, ReplayFeed
-from kltui.tui.screens.drilldown import DrillDown
+from kltui.tui.screens.drilldown import DrillDown, extras_figures
 from kltui.untrusted import UNKNOWN_TOKEN_TEXT
-from tests.tui.kit import drawn, replayed, until
+from kltui.words.screen_drill import extras_note_line
+from tests.tui.kit import drawn, flat, replayed, until
 
 SIZE = (160, 45)
 
@@ -103,7 +104,8 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
         assert UNKNOWN_TOKEN_TEXT not in texts and all(texts), texts
         assert all(str(drill.table.get_cell_at((i, top_col))) for i in range(16))
         head = drawn(drill.query_one("#drill-head"))
-        assert "separate request after the gate" in head and "positions 0–15" in head
+        spans, same, total = extras_figures(st.extras[1], drill.scored.lp_a)
+        assert spans == [(0, 15)] and flat(extras_note_line(spans, same, total)) in flat(head)
         await pilot.press("escape")
 
         # opened again: already fetched, no second request

@@ -17,6 +17,7 @@ from kltui.tui.widgets.heatmap import Heatmap
 from kltui.tui.widgets.heatpanel import HeatmapPanel
 from kltui.tui.widgets.progress import HelperProgress
 from kltui.tui.widgets.samples import SampleTable
+from kltui.words.screen_heatmap import NoZoom, no_zoom, zoom_status
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed, until
 
@@ -126,12 +127,12 @@ async def test_zoom_keys_on_a_heatmap_that_fits_say_why_nothing_changes():
             await pilot.press(key)
             await pilot.pause()
             assert hm.zoom is None
-            note = f"{what}: all 64 positions fit at 1 token/cell: nothing to zoom"
+            note = no_zoom(what, NoZoom.ALL_FIT, 64, hm.cell_area)
             assert app.last_message == note
             assert note in drawn(panel), drawn(panel)
         await pilot.press("right")  # a move: the usual status is back
         await pilot.pause()
-        assert "1 token/cell · fit · 64 positions" in drawn(panel)
+        assert zoom_status(1, None, 64) in drawn(panel)
 
 
 async def test_enter_on_a_sample_row_opens_that_sample_and_sort_cycles():

@@ -10,6 +10,7 @@ from kltui.session.events import PhaseChanged, Problem
 from kltui.session.recording import Recording
 from kltui.tui.app import KltuiApp
 from kltui.tui.feeds import ReplayFeed
+from kltui.words.screen_progress import Waiting, before_decode_line
 from tests.tui import synth
 from tests.tui.kit import drawn, replayed
 
@@ -72,7 +73,7 @@ async def test_turn_one_gets_an_eta_from_an_earlier_decode_of_the_same_size():
     async with app.run_test(size=(160, 45)) as pilot:
         await replayed(pilot, app)
         row = row_of(app, "decode_cache_hit")
-        assert "0/3 requests · 30.0s · ETA ~30.0s" in row, row
+        assert before_decode_line((0, 3), 30.0, 30.0, Waiting.FIRST_TOKENS) in row, row
 
 
 async def test_without_an_earlier_decode_it_says_it_is_estimating_and_on_what():
@@ -83,7 +84,7 @@ async def test_without_an_earlier_decode_it_says_it_is_estimating_and_on_what():
     async with app.run_test(size=(160, 45)) as pilot:
         await replayed(pilot, app)
         row = row_of(app, "match")
-        assert "0/2 requests · 12.0s · estimating: first tokens" in row, row
+        assert before_decode_line((0, 2), 12.0, None, Waiting.FIRST_TOKENS) in row, row
     # 80 columns: the counts and the ETA only where there is one
     app = KltuiApp(ReplayFeed(timed(events, {len(events) - 1: 12.0}), speed=None, instant=True))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -100,4 +101,4 @@ async def test_the_replay_waits_for_its_answer_with_the_requests_before_it_count
     async with app.run_test(size=(160, 45)) as pilot:
         await replayed(pilot, app)
         row = row_of(app, "match")
-        assert "1/2 requests · 5.0s · estimating: its answer" in row, row
+        assert before_decode_line((1, 2), 5.0, None, Waiting.ANSWER) in row, row

@@ -5,6 +5,9 @@ from __future__ import annotations
 from textual.widgets._toast import Toast
 
 from kltui.words.diagnosis import said
+from kltui.words.screen_keys import OnlyIn, key_what, only_in
+from kltui.words.screen_progress import Unscored, decoding_pace, unscored
+from kltui.words.screen_toasts import Notice, notice
 from tests.tui import synth
 from tests.tui.kit import drawn, replay_app, replayed
 
@@ -22,7 +25,7 @@ async def test_e_without_problems_says_so():
         assert not app.store.problems
         await pilot.press("e")
         await pilot.pause()
-        assert "no problems" in toasts(app)
+        assert notice(Notice.NO_PROBLEMS) in toasts(app)
         assert len(app.screen_stack) == 1
         await pilot.press("q")
 
@@ -56,8 +59,8 @@ async def test_a_decoding_helper_shows_its_tokens_per_second_and_eta():
             row = drawn(app.query_one("HelperProgress"))
             assert "decoded 4/8" in row and want in row, row
             counters = drawn(app.query_one("Counters"))
-            assert "waiting for the first scored sample" in counters
-            assert "decoding at 1,600 tok/s, ETA 0.1s" in counters, counters
+            assert unscored(Unscored.NO_SAMPLE) in counters
+            assert decoding_pace(1600, 0.1) in counters, counters
         app = replay_app(events)
 
 
@@ -94,13 +97,13 @@ async def test_a_and_m_say_where_they_apply_on_a_plain_dashboard():
         await replayed(pilot, app)
         await pilot.press("a")
         await pilot.pause()
-        assert "a: the sweep matrix, in a dashboard opened by kltui ablate" in toast_words(app)
+        assert notice(Notice.NOT_A_SWEEP) in toast_words(app)
         await pilot.press("m")
         await pilot.pause()
-        assert "m: the monitor's probes, in a dashboard opened by kltui monitor" in toast_words(app)
+        assert notice(Notice.NOT_A_MONITOR) in toast_words(app)
         assert len(app.screen_stack) == 1
         await pilot.press("question_mark")
         await pilot.pause()
         shown = " ".join(drawn(w) for w in app.screen.query("Static"))
-        assert "Sweep matrix (kltui ablate only)" in shown, shown
-        assert "Monitor (kltui monitor only)" in shown
+        assert key_what("Sweep matrix", only_in(OnlyIn.ABLATE)) in shown, shown
+        assert key_what("Monitor", only_in(OnlyIn.MONITOR)) in shown

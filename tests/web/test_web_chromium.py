@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from kltui.tui.themes import VARIABLE_DEFAULTS
+from kltui.words.web import tab_runs
 from tests.reports.pngread import read_png
 from tests.web.cdp import CHROMIUM, Page
 from tests.web.webserver import WebServer
@@ -116,6 +117,6 @@ async def test_a_sweep_folder_served_read_only_shows_its_matrix(tmp_path, browse
                 120,
                 "the sweep's configurations in the served matrix",
             )
-        assert "each browser tab runs: kltui replay" in web.output()
+        assert tab_runs(["replay", str(sweep), "--read-only"]) in web.output()
     finally:
         web.stop()

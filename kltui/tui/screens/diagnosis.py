@@ -9,7 +9,8 @@ prints them only with `--explain` (issue 59).
 
 from __future__ import annotations
 
-from rich.console import Group
+from rich.console import Group, RenderableType
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,28 +23,36 @@ from kltui.tui.widgets.diagnosis import BADGE_CLASSES, badge
 from kltui.untrusted import safe
 from kltui.words import evidence as evidence_words
 from kltui.words.diagnosis import said
+from kltui.words.screen_panels import statistics_fold as fold_words
 
 
 def statistics_fold(n: int, shown: bool) -> Text:
     """The line that says the statistics are folded (how many lines) or how to fold them."""
-    if shown:
-        return Text("space folds the statistics", style="dim")
-    lines = "line" if n == 1 else "lines"
-    return Text(f"{n} statistics {lines} · space to show", style="dim")
+    return Text(fold_words(n, shown), style="dim")
 
 
-def _bullets(title: str, lines: list[str]) -> list[Text]:
-    return [Text(title, style="bold"), *(Text("  · ").append_text(safe(x)) for x in lines)]
+BULLET = "  · "
 
 
-def one_diagnosis(d: Diagnosis, node: DOMNode, statistics: bool) -> list[Text]:
+def _bullets(title: str, lines: list[str]) -> list[RenderableType]:
+    """A title over its bullets; a bullet that wraps goes on under its own first word (a
+    hanging indent), not at the left edge under the bullet."""
+    grid = Table.grid()
+    grid.add_column(width=len(BULLET), no_wrap=True)
+    grid.add_column(ratio=1)
+    for x in lines:
+        grid.add_row(BULLET, safe(x))
+    return [Text(title, style="bold"), grid]
+
+
+def one_diagnosis(d: Diagnosis, node: DOMNode, statistics: bool) -> list[RenderableType]:
     """A diagnosis as lines: the verdict first, then its evidence (the statistics' lines only
     when `statistics`, else one line saying how many are folded), suspects and next step."""
     head = badge(d, node)
     head.append(" ")
     head.append_text(safe(d.server, style="bold"))
     text = said(d, explain=False)
-    parts = [head, safe(text.label)]
+    parts: list[RenderableType] = [head, safe(text.label)]
     if text.evidence:
         parts += _bullets("evidence", text.evidence)
     stats = [evidence_words.line(e) for e in d.evidence if e.statistic]

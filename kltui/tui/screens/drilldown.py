@@ -23,6 +23,8 @@ from kltui.tui.widgets.header import TitleBar
 from kltui.tui.widgets.kstrip import K3Strip
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import escape_controls, safe, token_repr
+from kltui.words.screen_drill import extras_note as extras_note_parts
+from kltui.words.screen_drill import id_mismatch_line, row_in_full
 
 TOPK_MIN_WIDTH = 14  # a top-k column narrower than one entry ("␣which -0.834") says nothing
 MORE = "  +{}"  # entries a top-k cell has no room for: the line under the table lists them
@@ -68,9 +70,10 @@ def _span(entries: list[Text]) -> int:
     return sum(e.cell_len for e in entries) + 2 * max(0, len(entries) - 1)
 
 
-def extras_note(extras: list, lp_a: np.ndarray) -> Text:
-    """Where the top-k and text come from, and whether that request agreed with the gate."""
-    spans = ", ".join(f"{ev.start}–{ev.start + len(ev.token_ids) - 1}" for ev in extras)
+def extras_figures(extras: list, lp_a: np.ndarray) -> tuple[list[tuple[int, int]], int, int]:
+    """The separate requests' positions (first, last of each), and at how many of their
+    positions (same, total) the logprob equals the gate's lp A bit for bit."""
+    spans = [(ev.start, ev.start + len(ev.token_ids) - 1) for ev in extras]
     same = total = 0
     for ev in extras:
         gate = lp_a[ev.start : ev.start + len(ev.lp)]
@@ -81,13 +84,13 @@ def extras_note(extras: list, lp_a: np.ndarray) -> Text:
             )
         )
         total += n
-    t = Text()
-    t.append("top-k and token text: ", style="dim")
-    t.append("separate request after the gate", style="bold")
-    t.append(
-        f", positions {spans}; its logprob equals lp A bit for bit at {same}/{total}", style="dim"
-    )
-    return t
+    return spans, same, total
+
+
+def extras_note(extras: list, lp_a: np.ndarray) -> Text:
+    """Where the top-k and text come from, and whether that request agreed with the gate."""
+    label, source, figures = extras_note_parts(*extras_figures(extras, lp_a))
+    return Text.assemble((label, "dim"), (source, "bold"), (figures, "dim"))
 
 
 class DrillDown(Screen):
@@ -272,11 +275,7 @@ class DrillDown(Screen):
         if m.non_finite:
             t.append(f"  non-finite {m.non_finite}", style=part(self, "drill--bad"))
         if sc.id_mismatch:
-            t.append(
-                f"\n{heat.MARK_ID} at {len(sc.id_mismatch)} position(s) the server reported "
-                "another token id than the one scored (scored anyway, as SGLang's helpers do)",
-                style="bold",
-            )
+            t.append(f"\n{heat.MARK_ID} {id_mismatch_line(len(sc.id_mismatch))}", style="bold")
         self.query_one("#drill-head", Static).update(t)
 
     def _fill_table(self) -> None:
@@ -425,11 +424,12 @@ class DrillDown(Screen):
         if not box.display or not 0 <= i < sc.token_ids.size:
             return
         tid = int(sc.token_ids[i])
+        pos, in_full, token = row_in_full(i, tid, cut=self.top_cut)
         t = Text()
-        t.append(f"pos {i}", style="bold")
-        if self.top_cut:
-            t.append(" in full (↑/↓ another row)", style="dim")
-        t.append(f" · token {tid}")
+        t.append(pos, style="bold")
+        if in_full:
+            t.append(in_full, style="dim")
+        t.append(token)
         if tt:
             t.append(" ")
             t.append_text(token_repr(tt.get(tid)))

@@ -15,6 +15,7 @@ from kltui.session.servers import text
 from kltui.tui.screens.modal import BoxModal
 from kltui.untrusted import safe
 from kltui.words.fleet import failure_line, replica_cells, summary_line
+from kltui.words.screen_panels import fleet_failed, fleet_group
 
 # cell verdict -> theme variable of its colour (app.tcss's scale colours)
 VERDICT_COLOUR = {"same": "kl-ok", "reference": "kl-ok", "differs": "kl-warn"}
@@ -33,13 +34,13 @@ def fleet_head(f: Fleet, vars_: dict) -> Text:
     if (
         failure := failure_line(f)
     ) is not None:  # --fleet-require identical: why the run failed, first
-        why = f"fleet must be identical: failed: {failure}"
+        why = fleet_failed(failure)
         out.append_text(safe(why, style=f"bold {vars_.get('kl-bad', '')}".strip()))
         out.append("\n")
     out.append_text(safe(summary_line(f), style=vars_.get(colour, "")))
     for gi, g in enumerate(f.groups):
-        settings = ", ".join(f"{k} {text(v)}" for k, v in g.settings.items())
-        line = f"group {gi + 1} ({len(g.replicas)})" + (f": {settings}" if settings else "")
+        settings = [(k, text(v)) for k, v in g.settings.items()]
+        line = fleet_group(gi + 1, len(g.replicas), settings)
         out.append("\n")
         out.append_text(safe(line, style="bold" if gi == 0 else ""))
     for w in workers:

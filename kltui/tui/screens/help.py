@@ -11,6 +11,7 @@ from textual.widgets import Static
 
 from kltui.metrics import scale
 from kltui.tui.screens.modal import BoxModal
+from kltui.words.screen_keys import key_what
 
 EXPLAIN = [
     (
@@ -55,9 +56,8 @@ def keys_table(
             if display is not None:
                 parts = [display(Binding(k, "")) for k in parts]
             shown = ", ".join(parts)
-            what = b.description or b.action
-            if b.tooltip:  # where the key applies, when not everywhere (`a`, `m`)
-                what = f"{what} ({b.tooltip})"
+            # where the key applies, when not everywhere (`a`, `m`)
+            what = key_what(b.description or b.action, b.tooltip)
             table.add_row(shown, what, b.id or "")
         table.add_row("", "", "")
     return table

@@ -23,6 +23,7 @@ from kltui.tui.monitor_feed import MonitorFeed
 from kltui.tui.screens.modal import BoxModal
 from kltui.tui.widgets.kstrip import K3Strip
 from kltui.untrusted import safe
+from kltui.words.screen_panels import probe_strip_label
 
 REDRAW_S = 0.5
 
@@ -91,10 +92,7 @@ class MonitorScreen(BoxModal[int | None]):
         for helper in helpers_of(history):
             k3, a, b = series(history, helper)
             last = k3[-1] if k3.size else float("nan")
-            label = (
-                f"{helper} avg_kl_div along {k3.size} probe(s), last {last:.3g} "
-                "(· bit-identical; a full non-finite bar: a probe error)"
-            )
+            label = probe_strip_label(helper, k3.size, last)
             await box.mount(Static(safe(label, "dim"), classes="monitor-strip-label"))
             await box.mount(K3Strip(k3, a, b, self.palette, stretch=False, classes="monitor-strip"))
 

@@ -10,6 +10,10 @@ from rich.text import Text
 from kltui import fmt
 from kltui.metrics.k3 import ScoredSample, log_ratio
 from kltui.session.store import HelperState
+from kltui.words.screen_drill import band_note as band_note_parts
+
+# the styles of band_note_parts' parts: the label, then words dim and figures plain in turn
+STYLES = ("bold", "dim", "", "dim", "", "dim")
 
 
 def band(state: HelperState, sample: int, scored: ScoredSample) -> np.ndarray | None:
@@ -33,11 +37,8 @@ def band_note(b: np.ndarray, scored: ScoredSample) -> Text:
     are further apart than both own moves together."""
     gap = np.abs(log_ratio(scored.lp_a, scored.lp_b))
     beyond = int((gap > b.sum(axis=1)).sum())
+    figures = (float(b[:, 0].max(initial=0.0)), float(b[:, 1].max(initial=0.0)), beyond, gap.size)
     t = Text()
-    t.append("own noise", style="bold")
-    t.append(" (scored again one at a time): max |Δ| SGLang ", style="dim")
-    t.append(fmt.sci(float(b[:, 0].max(initial=0.0))))
-    t.append(" · vLLM ", style="dim")
-    t.append(fmt.sci(float(b[:, 1].max(initial=0.0))))
-    t.append(f" · |A−B| beyond both at {beyond} of {gap.size} positions", style="dim")
+    for piece, style in zip(band_note_parts(*figures), STYLES, strict=True):
+        t.append(piece, style=style)
     return t

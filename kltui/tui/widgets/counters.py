@@ -17,6 +17,7 @@ from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
+from kltui.words.screen_progress import Unscored, decoding_pace, unscored
 
 
 def pace(st: HelperState | None) -> Text:
@@ -25,9 +26,7 @@ def pace(st: HelperState | None) -> Text:
     rate = v.decode_rate if v is not None else None
     if v is None or rate is None:
         return Text()
-    eta = v.decode_eta
-    left = f", ETA {fmt.duration(eta)}" if eta is not None else ""
-    return Text(f"\ndecoding at {rate:,.0f} tok/s{left}", style="dim")
+    return Text(f"\n{decoding_pace(rate, v.decode_eta)}", style="dim")
 
 
 def _num(v) -> float | None:
@@ -52,7 +51,7 @@ class Counters(Static):
         grid.add_column(style="dim", no_wrap=True, min_width=16)
         grid.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
         if st is None or summary is None:
-            what = "no helper selected" if st is None else "waiting for the first scored sample"
+            what = unscored(Unscored.NO_HELPER if st is None else Unscored.NO_SAMPLE)
             self.update(Text(what, style="dim").append_text(pace(st)))
             return
         v = HelperView.of(st, summary)

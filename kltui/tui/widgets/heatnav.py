@@ -12,6 +12,7 @@ import numpy as np
 from textual import events
 
 from kltui.tui.heatgeometry import GUTTER
+from kltui.words.screen_heatmap import NoZoom, no_zoom
 
 if TYPE_CHECKING:
     from textual.message import Message
@@ -180,14 +181,14 @@ class HeatmapNavigation(HeatmapHost):
         """A zoom key that cannot change the view says why, in the panel's status line."""
         n, width = self._max_len, self.cell_area
         if n == 0:
-            why = "no positions yet"
+            kind = NoZoom.NO_POSITIONS
         elif n <= width:
-            why = f"all {n} positions fit at 1 token/cell: nothing to zoom"
+            kind = NoZoom.ALL_FIT
         elif what == "zoom in":
-            why = "1 token/cell already: the most zoomed in"
+            kind = NoZoom.MOST_IN
         else:
-            why = f"already fit: all {n} positions in {width} cells"
-        self.zoom_note = f"{what}: {why}"
+            kind = NoZoom.ALREADY_FIT
+        self.zoom_note = no_zoom(what, kind, n, width)
         if isinstance(self.app, SaysLast):  # the dashboard (its tests read it)
             self.app.last_message = self.zoom_note
         self.app.bell()

@@ -15,6 +15,7 @@ from kltui.tui.heatgeometry import GUTTER
 from kltui.tui.widgets.heatmap import Heatmap, ruler
 from kltui.untrusted import safe, token_repr
 from kltui.words.hits import sample_count_text
+from kltui.words.screen_heatmap import zoom_status
 
 
 def legend(
@@ -195,15 +196,7 @@ class HeatmapPanel(Vertical):
         width = box.content_size.width or max(20, self.size.width - 4)
         box.update(legend(hm.palette, hm.glyphs, tau, id_marks, width))
         g = view.geometry
-        per = g.tokens_per_cell
-        if per <= 1:
-            zoom = "1 token/cell"
-        elif hm.zoom is None:
-            zoom = f"≈{per:.1f} tokens/cell, max shown"
-        else:
-            zoom = f"{hm.zoom} tokens/cell, max shown"
-        mode = "fit" if hm.zoom is None else "zoomed, shift+←/→ pans"
-        self.border_subtitle = hm.zoom_note or f"{zoom} · {mode} · {g.max_len} positions"
+        self.border_subtitle = hm.zoom_note or zoom_status(g.tokens_per_cell, hm.zoom, g.max_len)
 
 
 def _skip_reason(st: HelperState, sample: int) -> str:

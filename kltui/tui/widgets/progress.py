@@ -25,6 +25,8 @@ from kltui.session.store import HelperState, SessionStore
 from kltui.tui.widgets.floor_row import floor_cells
 from kltui.tui.widgets.parts import part
 from kltui.untrusted import safe
+from kltui.words.screen_progress import Waiting
+from kltui.words.screen_progress import before_decode as before_decode_parts
 
 PHASE_ICON = {
     "queued": "◌",
@@ -118,7 +120,7 @@ REQUESTS = {
 # same size on the same server took about as long.
 DECODES = frozenset({"decode", "turn1"})
 # what a phase without an estimate waits for
-WAITS = {"decode": "first tokens", "flush": "the flush"}
+WAITS = {"decode": Waiting.FIRST_TOKENS, "flush": Waiting.FLUSH}
 
 
 def requests_done(st: HelperState) -> tuple[int, int] | None:
@@ -151,20 +153,14 @@ def before_decode(st: HelperState, others: list[HelperState], *, compact: bool =
     """What is measured before the decode streams: requests answered of all, the phase's time
     so far and the time left by an earlier helper's decode of the same size ("1/3 requests ·
     42.0s · ETA ~1m05s"), else "estimating" and what it waits for."""
-    t = Text(no_wrap=True)
     done = requests_done(st)
-    if done is not None:
-        t.append(f"{done[0]}/{done[1]}" + ("" if compact else " requests"), style="bold")
     spent = st.phase_elapsed
     estimate = decode_estimate(st, others)
-    if not compact:
-        t.append(f"{' · ' if t else ''}{fmt.duration(spent)}", style="dim")
-    if estimate is not None:
-        t.append(
-            f"{' · ' if t else ''}ETA ~{fmt.duration(max(0.0, estimate - spent))}", style="dim"
-        )
-    elif not compact:
-        t.append(f" · estimating: {WAITS.get(st.phase, 'its answer')}", style="dim")
+    left = None if estimate is None else estimate - spent
+    waiting = WAITS.get(st.phase, Waiting.ANSWER)
+    t = Text(no_wrap=True)
+    for i, piece in enumerate(before_decode_parts(done, spent, left, waiting, compact=compact)):
+        t.append(piece, style="bold" if i == 0 and done is not None else "dim")
     return t
 
 
