@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from kltui.metrics.alignment_sources import setting_source, source_of
@@ -29,8 +30,26 @@ from kltui.metrics.engine_settings import (
     vllm_cuda_graph,
 )
 
-MATCH, MISMATCH, UNKNOWN, INFO = "match", "mismatch", "unknown", "info"
-REFUSE, WARN = "refuse", "warn"
+
+class RowStatus(StrEnum):
+    """How a setting compares between the two sides."""
+
+    MATCH = "match"
+    MISMATCH = "mismatch"
+    UNKNOWN = "unknown"  # a side does not report it: never read as a match
+    INFO = "info"  # shown beside the others, not compared
+
+
+class Severity(StrEnum):
+    """What a mismatch of the setting does to the comparison."""
+
+    REFUSE = "refuse"  # comparing would be meaningless
+    WARN = "warn"  # the numbers would partly measure the setting
+    INFO = "info"
+
+
+MATCH, MISMATCH, UNKNOWN = RowStatus.MATCH, RowStatus.MISMATCH, RowStatus.UNKNOWN
+REFUSE, WARN = Severity.REFUSE, Severity.WARN
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +60,8 @@ class Row:
     label: str
     sglang: Any
     vllm: Any
-    status: str
-    severity: str
+    status: RowStatus
+    severity: Severity
     why: str
     note: str = ""
     source: str = ""
@@ -61,7 +80,7 @@ def model_names(path: Any, served: Any = None) -> set[str]:
     return out
 
 
-def _compare(a: Any, b: Any) -> str:
+def _compare(a: Any, b: Any) -> RowStatus:
     if a is None or b is None:
         return UNKNOWN
     return MATCH if a == b else MISMATCH
@@ -97,7 +116,7 @@ class Plain:
     label: str
     sglang_of: Callable[[dict], Any]
     vllm_of: Callable[[dict], Any]
-    severity: str
+    severity: Severity
     why: str
     note: str = ""
 
@@ -342,8 +361,8 @@ def _version(c: Sides) -> Row:
         "engine version",
         c.sglang.get("version"),
         c.vllm.get("version"),
-        INFO,
-        INFO,
+        RowStatus.INFO,
+        Severity.INFO,
         "recorded so a result can be tied to the releases that produced it",
     )
 
@@ -397,7 +416,7 @@ CHECKS: tuple[Check, ...] = (
         "batch size limit (max running requests / max num seqs)",
         _get("max_running_requests"),
         _get("max_num_seqs"),
-        INFO,
+        Severity.INFO,
         "the guide: some kernels switch with the batch size; a request batch above one "
         "engine's limit is split there only",
         "kltui sends the same batches to both; the limits decide whether they stay whole",
@@ -407,7 +426,7 @@ CHECKS: tuple[Check, ...] = (
         "KV page / block size",
         _get("page_size"),
         _get("block_size"),
-        INFO,
+        Severity.INFO,
         "the KV cache layout; paged attention kernels may split work by page",
     ),
     Plain(
@@ -415,7 +434,7 @@ CHECKS: tuple[Check, ...] = (
         "random seed",
         _get("random_seed"),
         _get("seed"),
-        INFO,
+        Severity.INFO,
         "the comparison is greedy (temperature 0), so the seed does not enter its numbers; "
         "it matters for sampled generations",
     ),
@@ -446,7 +465,7 @@ def mismatches(rows: list[Row]) -> list[Row]:
     """The rows whose values differ, but for `info` ones (page size, seed, batch limit differ
     between any two default servers and do not enter the greedy teacher-forced numbers; the
     table keeps them as `mismatch`)."""
-    return [r for r in rows if r.status == MISMATCH and r.severity != INFO]
+    return [r for r in rows if r.status == MISMATCH and r.severity != Severity.INFO]
 
 
 def unknowns(rows: list[Row]) -> list[Row]:

@@ -29,12 +29,13 @@ from typing import Any
 import numpy as np
 
 from kltui.metrics.alignment import (
-    INFO,
     MATCH,
     MISMATCH,
     REFUSE,
     UNKNOWN,
     WARN,
+    RowStatus,
+    Severity,
     model_names,
 )
 from kltui.metrics.cross import FLIP_MARGIN_LINE, CrossPositions
@@ -121,8 +122,8 @@ class RefRow:
     label: str
     engine: Any
     reference: Any
-    status: str
-    severity: str
+    status: RowStatus
+    severity: Severity
     why: str
     note: str = ""
 
@@ -168,7 +169,7 @@ def weights_state(engine: dict, ref: dict) -> tuple[str, str]:
     return "unverified", f"same model name, weights not verified: {why}"
 
 
-def _cmp(a: Any, b: Any) -> str:
+def _cmp(a: Any, b: Any) -> RowStatus:
     if a is None or b is None:
         return UNKNOWN
     return MATCH if a == b else MISMATCH
@@ -248,8 +249,8 @@ def _arithmetic_rows(engine: dict, ref: dict, engine_name: str) -> list[RefRow]:
             "attention implementation",
             att,
             ref.get("attn_implementation"),
-            INFO,
-            INFO,
+            RowStatus.INFO,
+            Severity.INFO,
             "never the same kernel: the engine's paged attention against transformers' "
             "(sdpa, eager or flash); their accumulation order differs",
         )
@@ -304,8 +305,8 @@ def _recorded_rows(engine: dict, ref: dict) -> list[RefRow]:
             "device",
             engine.get("device"),
             ref.get("device"),
-            INFO,
-            INFO,
+            RowStatus.INFO,
+            Severity.INFO,
             "recorded: CPU and GPU kernels round differently",
         )
     )
@@ -315,8 +316,8 @@ def _recorded_rows(engine: dict, ref: dict) -> list[RefRow]:
             "sequences per forward",
             "the engine's own batching",
             ref.get("batch_size"),
-            INFO,
-            INFO,
+            RowStatus.INFO,
+            Severity.INFO,
             "1: every reference forward holds one sequence, no padding, no batch effects",
         )
     )
@@ -326,8 +327,8 @@ def _recorded_rows(engine: dict, ref: dict) -> list[RefRow]:
             "version",
             engine.get("version"),
             ref.get("version"),
-            INFO,
-            INFO,
+            RowStatus.INFO,
+            Severity.INFO,
             "recorded so a result can be tied to the releases that produced it",
         )
     )
@@ -344,7 +345,7 @@ def dtype_pair(rows: list[RefRow]) -> tuple[Any, Any] | None:
 
 def ref_mismatches(rows: list[RefRow]) -> list[RefRow]:
     """Rows that differ, info rows left out."""
-    return [r for r in rows if r.status == MISMATCH and r.severity != INFO]
+    return [r for r in rows if r.status == MISMATCH and r.severity != Severity.INFO]
 
 
 def describe_ref(row: RefRow, engine_name: str = "SGLang") -> str:

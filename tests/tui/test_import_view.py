@@ -7,10 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
+from kltui.readings.imported import ImportKind
 from kltui.rl.stream import HELPER, ImportOptions
 from kltui.tui.app import KltuiApp
 from kltui.tui.import_feed import ImportFeed
 from kltui.words.diagnosis import said
+from kltui.words.rl import label as import_label
 from tests.rl.files import header, record, write_jsonl
 from tests.tui.kit import until
 
@@ -64,9 +66,13 @@ async def test_the_import_fills_the_dashboard(tmp_path):
         from kltui.readings.diagnosis import diagnose
 
         (d,) = diagnose(app.store)
-        assert d.condition is None and said(d).label.startswith(
-            "training-inference mismatch in 3 of 20"
+        assert d.condition is None and d.imported is not None
+        assert (d.imported.kind, d.imported.differ, d.imported.samples) == (
+            ImportKind.MISMATCH,
+            3,
+            20,
         )
+        assert said(d).label == import_label(d.imported)  # the words, as said
         # f jumps to the first divergence, Enter opens the drill-down there
         await pilot.press("f", "enter")
         await pilot.pause()
