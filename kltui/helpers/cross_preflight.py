@@ -13,6 +13,7 @@ for bit; any difference refuses the comparison (no number is measured).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -87,7 +88,7 @@ async def contracts(
     if k_note is not None:
         verdict = Comparability("difference", False, True, f"prompt_logprobs={ctx.top_k}", k_note)
     cache = await prefix_cache_probe(ctx, vllm, ident, k)
-    if cache.status == "stale":
+    if cache.status == PrefixCacheStatus.STALE:
         verdict = Comparability("difference", False, False, "prefix caching", cache.message)
     sampled_v = vllm_contract("sampled", mode, temperature=0.0, source=declared.source)
     sampled = judge(sglang_contract("sampled", 0.0), sampled_v)
@@ -137,11 +138,19 @@ def _bits(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(a, dtype=np.float64)).view(np.int64)
 
 
+class PrefixCacheStatus(StrEnum):
+    """What the probe found of vLLM's prompt logprobs under its prefix cache."""
+
+    SAME = "same"  # bit-identical with and without the cached prefix
+    STALE = "stale"  # they read the cache (the known vLLM bug): the message names the version
+    NOT_CHECKED = "not checked"  # no prompt ids to build the sequences from
+
+
 @dataclass(frozen=True, slots=True)
 class PrefixCacheProbe:
     """Whether vLLM's prompt logprobs read its prefix cache (`prefix_cache_probe`)."""
 
-    status: str  # "same" | "stale" | "not checked"
+    status: PrefixCacheStatus
     positions: int  # the shared prefix's positions compared
     block_size: int | None
     enable_prefix_caching: Any
@@ -168,7 +177,7 @@ async def prefix_cache_probe(
     block = ident.get("block_size")
     seqs = probe_sequences(list(ctx.prompts), block, ident.get("max_model_len"))
     out = PrefixCacheProbe(
-        "not checked",
+        PrefixCacheStatus.NOT_CHECKED,
         0,
         block if isinstance(block, int) else None,
         ident.get("enable_prefix_caching"),
@@ -190,7 +199,7 @@ async def prefix_cache_probe(
     if same.all():
         return replace(
             out,
-            status="same",
+            status=PrefixCacheStatus.SAME,
             positions=n - 1,
             message=(
                 f"prompt logprobs of a {n}-token prefix bit-identical before and after an "
@@ -201,7 +210,7 @@ async def prefix_cache_probe(
     version = ident.get("version") or "?"
     return replace(
         out,
-        status="stale",
+        status=PrefixCacheStatus.STALE,
         positions=n - 1,
         message=(
             f"vLLM {version} returns stale prompt logprobs at prefix-cached positions ({BUG}): "

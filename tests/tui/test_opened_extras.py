@@ -9,6 +9,7 @@ import socket
 import pytest
 
 from kltui.engines.sglang import SGLangClient
+from kltui.engines.sglang_request import NO_LOGPROBS, LogprobAsk
 from kltui.run.config import RunConfig
 from kltui.session.events import RunStarted
 from kltui.session.recording import read_recording
@@ -63,12 +64,12 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
 ):
     # --extras 0: nothing is fetched after the gate, so every sample opens without text
     cfg = small_run(server_url)
-    calls: list[dict] = []
+    calls: list[LogprobAsk] = []
     real = SGLangClient.generate
 
-    async def counted(self, *args, **kw):
-        calls.append(kw)
-        return await real(self, *args, **kw)
+    async def counted(self, batch, sp, ask=NO_LOGPROBS):
+        calls.append(ask)
+        return await real(self, batch, sp, ask)
 
     monkeypatch.setattr(SGLangClient, "generate", counted)
     app = KltuiApp(LiveFeed(cfg, None))
@@ -94,7 +95,7 @@ async def test_opened_sample_fetches_top_k_and_text_once_the_run_has_finished(
         await until(pilot, lambda: bool(drill.extras), timeout=30)
         assert len(calls) == gate_calls + 1  # one request
         req = calls[-1]
-        assert req["top_logprobs_num"] == cfg.top_k and req["return_text"] is True
+        assert req.top_logprobs_num == cfg.top_k and req.return_text_in_logprobs is True
         (ev,) = st.extras[1]
         assert ev.reason == "opened" and (ev.start, len(ev.token_ids)) == (0, 16)
         await until(pilot, lambda: "text" in [str(c.label) for c in drill.table.columns.values()])
