@@ -8,13 +8,12 @@ from kltui.ablate.sweep import FAILED, ConfigRun, Sweep, Timing
 from kltui.readings.ablation import Ablation, ConfigReading
 from kltui.readings.ablation_kinds import Missing
 from kltui.readings.ablation_outcome import pairs_ran_none
-from kltui.readings.ablation_stress import read_stress
+from kltui.readings.ablation_stress import config_stress, read_stress
 from kltui.words.ablation import lines
 from kltui.words.ablation_config import cell, condition_cell, missing_text
-from kltui.words.ablation_stress import stress_line
+from kltui.words.ablation_stress import stress_line, verdict_of
 from kltui.words.ablation_sweep import PAIRS_NONE_LINE
 from kltui.words.chain import doc_lines
-from kltui.words.stress import scope_of
 
 
 def helper_names(ab: Ablation) -> list[str]:
@@ -42,13 +41,8 @@ def note(c: ConfigReading, run: ConfigRun | None) -> str:
 
 def stress_verdict(run: ConfigRun | None) -> str | None:
     """The configuration's quiet-vs-stressed verdict, or None without --stress."""
-    if run is None or not isinstance(run.stress, dict):
-        return None
-    v = run.stress.get("verdict")
-    if not isinstance(v, str):
-        return None
-    missed = run.stress.get("not_exercised")  # absent in recordings from before the field
-    return v + scope_of(v, missed if isinstance(missed, dict) else {})
+    c = config_stress(run)
+    return None if c is None else verdict_of(c)
 
 
 def stress_lines(sweep: Sweep) -> list[str]:
