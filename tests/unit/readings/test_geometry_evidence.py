@@ -16,7 +16,7 @@ from kltui.engines.geometry import (
 )
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.diagnosis import diagnose
-from kltui.readings.diagnosis_parts import EvidenceKind
+from kltui.readings.diagnosis_parts import EvidenceKind, SuspectKind
 from kltui.readings.findings import Finding
 from kltui.readings.geometry_evidence import boundary_of, restore_kind
 from kltui.readings.geometry_parts import (
@@ -127,7 +127,7 @@ def test_a_match_that_differs_exactly_past_the_window_is_condition_2_on_the_wind
     assert split.p == max(split.p_samples, split.p_position)
     onset = next(e for e in d.evidence if isinstance(e, Handoff) and e.helper == "match")
     assert onset.counts == ((Boundary.WINDOW, 8),)
-    assert [s.kind for s in d.suspects] == ["the sliding-window eviction"]
+    assert [s.kind for s in d.suspects] == [SuspectKind.WINDOW_EVICTION]
 
 
 def test_the_longest_samples_differing_from_early_handoffs_is_not_enough():
