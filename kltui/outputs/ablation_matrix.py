@@ -22,7 +22,6 @@ from kltui.ablate.sweep import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
-    note,
     pairs_line,
     stress_lines,
     tail_lines,
@@ -35,6 +34,7 @@ from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
+from kltui.words.ablation_note import note
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, run_line
 
 # the states of a row, as the matrix colours them

@@ -4,14 +4,14 @@ why --pairs ran nothing, what --stress found across the configurations, and the 
 
 from __future__ import annotations
 
-from kltui.ablate.sweep import FAILED, ConfigRun, Sweep, Timing
-from kltui.readings.ablation import Ablation, ConfigReading
-from kltui.readings.ablation_kinds import Missing
+from kltui.ablate.sweep import ConfigRun, Sweep, Timing
+from kltui.readings.ablation import Ablation
 from kltui.readings.ablation_outcome import pairs_ran_none
-from kltui.readings.ablation_stress import config_stress, read_stress
+from kltui.readings.ablation_stress import read_stress
 from kltui.words.ablation import lines
-from kltui.words.ablation_config import cell, condition_cell, missing_text
-from kltui.words.ablation_stress import stress_line, verdict_of
+from kltui.words.ablation_config import cell, condition_cell
+from kltui.words.ablation_note import note
+from kltui.words.ablation_stress import stress_line
 from kltui.words.ablation_sweep import PAIRS_NONE_LINE
 from kltui.words.chain import doc_lines
 
@@ -29,45 +29,11 @@ def configs_by_name(sweep: Sweep) -> dict[str, ConfigRun]:
     return {r.name: r for r in sweep.runs}
 
 
-def note(c: ConfigReading, run: ConfigRun | None) -> str:
-    """The table's last column: a trap, a failure or why it has no result, and what --stress
-    found (plain text)."""
-    said = _note(c, run)
-    loud = stress_verdict(run)
-    if loud is None:
-        return said
-    return f"{said}; under --stress: {loud}" if said else f"under --stress: {loud}"
-
-
-def stress_verdict(run: ConfigRun | None) -> str | None:
-    """The configuration's quiet-vs-stressed verdict, or None without --stress."""
-    c = config_stress(run)
-    return None if c is None else verdict_of(c)
-
-
 def stress_lines(sweep: Sweep) -> list[str]:
     """What --stress found across the configurations (`readings/ablation_stress.py`), beside
     the quiet verdict; none without --stress."""
     found = read_stress(sweep)
     return [] if found is None else [stress_line(found)]
-
-
-def _note(c: ConfigReading, run: ConfigRun | None) -> str:
-    if run is not None and run.status == FAILED:
-        return f"failed ({run.error_kind})"
-    if not c.measured:  # measured but refused (another model, the same process) says why
-        refused = missing_text(c) if c.missing == Missing.REFUSED else None
-        return refused or (run.status if run is not None else "not measured")
-    if c.trap is not None:
-        return "the flag did not take effect" if c.took_effect is False else "changed nothing"
-    if c.no_effect:
-        return "no effect (took effect)"
-    untested = [
-        h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
-    ]
-    if untested:
-        return f"not tested: {', '.join(untested)}"
-    return ""
 
 
 def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:

@@ -25,11 +25,13 @@ import pytest
 from kltui.cli.commands import main
 from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.outputs.ablation_rows import rows
+from kltui.readings.ablation_kinds import Trap, VerdictKind
 from kltui.readings.ablation_outcome import reading
 from kltui.readings.ablation_stress import SweepStressKind, read_stress
 from kltui.readings.stress import StressVerdict
 from kltui.run.sweep_manifest import load
 from kltui.untrusted import html_text, md_text
+from kltui.words.ablation_note import TRAP_NOTE, untested_note
 from kltui.words.ablation_stress import stress_line
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added, sweep_start
 from tests.json_contract import read_json
@@ -139,7 +141,9 @@ def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
     }
     assert cg["trap"] in doc["ablation"]["verdict"]["traps"]
     assert "cuda-graph=off" not in json.dumps(doc["ablation"]["verdict"]["helpers"])
-    assert "changed nothing" in table_rows(bf16_sweep["text"])["cuda-graph=off"]
+    # the table's note is the trap's words (words/ablation_note.py, golden there)
+    shown = table_rows(bf16_sweep["text"])["cuda-graph=off"]
+    assert shown.endswith(f" | {TRAP_NOTE[Trap.CHANGED_NOTHING]}"), shown
 
 
 def test_a_configuration_that_cannot_start_is_one_line_and_the_others_are_kept(bf16_sweep):
@@ -414,7 +418,8 @@ def test_a_planted_cache_fault_and_radix_cache_off_is_not_tested_never_fixed(tmp
     assert "prefill_cache_hit" in turned_off and len(v["traps"]) == len(turned_off), v["traps"]
     assert all(off["helpers"][h]["untested_kind"] == "unusable" for h in turned_off)
     assert off["trap_kind"] is None and off["took_effect"] is True
-    assert "not tested" in table_rows(text)["radix-cache=off"]
+    shown = table_rows(text)["radix-cache=off"]
+    assert shown.endswith(f" | {untested_note(turned_off)}"), shown
     assert code == doc["exit_code"] == 1
 
 
@@ -673,7 +678,7 @@ def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_p
     assert all(m["stress"]["verdict"] == "state bug under load" for m in manifest["configs"])
     # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
     # and a state bug under load fails the sweep as it fails `kltui check --stress`
-    assert "not reproduced" in doc["ablation"]["verdict"]["line"]
+    assert doc["ablation"]["verdict"]["kind"] == VerdictKind.NOT_REPRODUCED
     sweep = load(out)
     found = read_stress(sweep)
     assert found is not None and found.kind is SweepStressKind.EVERYWHERE and found.level == "light"

@@ -13,13 +13,13 @@ from kltui.ablate.plan import Config
 from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, file_stem
 from kltui.cli.commands import main
 from kltui.errors import UsageError
-from kltui.outputs.ablation_rows import stress_verdict
 from kltui.readings.ablation_outcome import outcome
 from kltui.readings.ablation_stress import StressedConfig, config_stress
 from kltui.readings.stress import StressVerdict
 from kltui.run.ablate import SweepSpec, help_command, is_sglang, prepare
 from kltui.run.config import ConfigError, RunConfig, load_config_file
 from kltui.run.sweep_manifest import load
+from kltui.words.ablation_note import stress_verdict
 from kltui.words.ablation_stress import verdict_of
 
 SGLANG = "python -m sglang.launch_server --model-path M --attention-backend triton".split()
