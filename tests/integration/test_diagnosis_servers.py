@@ -11,7 +11,9 @@ import pytest
 
 from kltui.cli.report import report_writer
 from kltui.readings.diagnosis_parts import CommandKind, StepKind
+from kltui.readings.findings import Finding
 from kltui.words.advice import command
+from kltui.words.diagnosis import label
 from tests.integration.checkrun import check_run, recorded_diagnoses
 
 # at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
@@ -49,9 +51,9 @@ async def test_a_divergence_that_follows_the_reused_cache_is_condition_2_in_matc
     [
         ({}, 1, [1], None),
         # batch-variant match noise (~1e-12) passes its gate; the state bug dwarfs it: fix first
-        ({"fault": "stale-prefix"}, 2, [1, 2], "prefix restore"),
-        ({"fault": "window-evict"}, 2, [1, 2], "decode-written KV"),
-        ({"deterministic": True, "fault": "window-evict"}, 2, [2], "decode-written KV"),
+        ({"fault": "stale-prefix"}, 2, [1, 2], "prefill_cache_hit"),  # prefix restore
+        ({"fault": "window-evict"}, 2, [1, 2], "decode_cache_hit"),  # decode-written KV
+        ({"deterministic": True, "fault": "window-evict"}, 2, [2], "decode_cache_hit"),
     ],
     ids=[
         "batch-variant",
@@ -67,19 +69,19 @@ async def test_planted_faults_are_diagnosed(
     (d,) = res["diagnosis"]
     assert d["conditions"] == conditions, text
     assert d["condition"] == condition, text
-    if named:
-        assert named in d["label"]
+    (typed,) = recorded_diagnoses(tmp_path, "r.kltui.jsonl")
+    assert d["label"] == label(typed)  # the JSON carries the typed diagnosis's words
+    if named:  # the label names that path's state (its words: tests/unit/words)
+        assert named in (typed.headline.primary, *typed.headline.helpers), typed.headline
     if condition == 2:  # isolate the trigger with an A-vs-B run, never relaunch for it
-        (typed,) = recorded_diagnoses(tmp_path, "r.kltui.jsonl")
         assert typed.step.kind == StepKind.CONDITION2 and typed.step.then is None
         assert typed.command.kind == CommandKind.CROSS_CHECK and typed.command.server == d["server"]
         assert d["next_command"] == command(typed.command)  # its words: tests/unit/words
     if conditions == [1]:
         # match's rounding noise is far below the gate: nothing to relaunch for, unless
         # bitwise equality is needed
-        assert d["next_step"].startswith("nothing to fix for the gate"), d["next_step"]
-        assert "RL rollouts" in d["next_step"]
-        assert "similar" not in d["label"]
+        assert typed.step is not None and typed.step.kind is StepKind.NOTHING_TO_FIX, text
+        assert typed.finding is Finding.BATCH_VARIANCE, d["label"]  # never "similar"
     assert f"diagnosis: {d['label']}" in text and f"next: {d['next_step']}" in text
 
 
