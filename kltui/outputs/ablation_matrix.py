@@ -25,7 +25,6 @@ from kltui.outputs.ablation_rows import (
     pairs_line,
     stress_lines,
     tail_lines,
-    timing_line,
 )
 from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading
 from kltui.registry import same_engine
@@ -36,6 +35,7 @@ from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
 from kltui.words.ablation_note import note
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, run_line
+from kltui.words.ablation_timing import timing_line
 
 # the states of a row, as the matrix colours them
 WAITING, STARTING, RUNNING, DONE = "waiting", "starting", "running", "done"

@@ -1,10 +1,11 @@
 """`kltui ablate`'s result as plain text, the same for every medium (the console, Markdown,
 JUnit, HTML each escape it): the table's rows of configurations x helpers, the lines after it,
-why --pairs ran nothing, what --stress found across the configurations, and the time split."""
+why --pairs ran nothing and what --stress found across the configurations (the time split:
+words/ablation_timing.py)."""
 
 from __future__ import annotations
 
-from kltui.ablate.sweep import ConfigRun, Sweep, Timing
+from kltui.ablate.sweep import ConfigRun, Sweep
 from kltui.readings.ablation import Ablation
 from kltui.readings.ablation_outcome import pairs_ran_none
 from kltui.readings.ablation_stress import read_stress
@@ -60,40 +61,6 @@ def tail_lines(ab: Ablation) -> list[str]:
 def pairs_line(sweep: Sweep) -> str | None:
     """Why --pairs ran nothing (None when it ran, or was not asked for)."""
     return PAIRS_NONE_LINE if pairs_ran_none(sweep) else None
-
-
-def timing_line(sweep: Sweep, t: Timing) -> str:
-    """Where the sweep's time went (`SweepOutcome.timing`), then its chain's."""
-
-    def s(x: float | None) -> str:
-        return "–" if x is None else f"{x:.1f} s"
-
-    share = t.kltui_share
-    pct = "" if share is None else f" ({share * 100:.2f}%)"
-    line = (
-        f"time {s(t.total_s)}: server starts {s(t.start_s)}, helper runs {s(t.run_s)}, "
-        f"server stops {s(t.stop_s)}, --help {s(t.help_s)}, kltui "
-        f"{'–' if t.kltui_s is None else format(t.kltui_s, '.2f') + ' s'}{pct}"
-    )
-    ct = (sweep.chain or {}).get("timing")
-    if isinstance(ct, dict) and isinstance(ct.get("total_s"), int | float):
-        parts = [
-            f"{name} {ct[key]:.1f} s"
-            for key, name in _CHAIN_STEPS
-            if isinstance(ct.get(key), int | float)
-        ]
-        line += f"; then the chain {ct['total_s']:.1f} s ({', '.join(parts)})"
-    return line
-
-
-# the chain's steps as its timing names them (kltui/dumps/chain.py)
-_CHAIN_STEPS = (
-    ("relaunch_s", "relaunch"),
-    ("match_s", "match"),
-    ("dumps_s", "dumps capture and analysis"),
-    ("stop_s", "stop"),
-    ("probe_s", "op probe"),
-)
 
 
 def chain_lines(sweep: Sweep) -> list[str]:
