@@ -25,7 +25,7 @@ import pytest
 from kltui.cli.commands import main
 from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.outputs.ablation_rows import rows
-from kltui.readings.ablation_kinds import Trap, VerdictKind
+from kltui.readings.ablation_kinds import Step, Trap, VerdictKind
 from kltui.readings.ablation_outcome import reading
 from kltui.readings.ablation_stress import SweepStressKind, read_stress
 from kltui.readings.stress import StressVerdict
@@ -112,7 +112,7 @@ def test_a_nondeterministic_base_is_localized_by_deterministic_on(bf16_sweep):
     assert {tuple(h["sufficient"]) for h in v["helpers"]} == {("deterministic=on",)}
     assert v["helpers"][0]["helper"] == "match"
     assert all(h["kind"] == "localized" and h["shape"] == "removed" for h in v["helpers"])
-    assert v["step"] == "find the module" and v["introduced"] == []
+    assert v["step"] == Step.CHAIN and v["introduced"] == []
     assert v["chain"] is True  # condition 1 in the base: the dumper drill-down comes next
     det = next(c for c in doc["ablation"]["configs"] if c["name"] == "deterministic=on")
     assert det["condition"] == 0 and det["took_effect"] is True
@@ -135,7 +135,7 @@ def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
     assert cg["identical_to_base"] is True and cg["counted"] is False
     # the reference server has no CUDA graphs and says disable_cuda_graph=true for the base
     # too: its report cannot tell whether the flag did anything
-    assert cg["trap_kind"] == "changed nothing" and cg["took_effect"] is True
+    assert cg["trap_kind"] == Trap.CHANGED_NOTHING and cg["took_effect"] is True
     assert cg["settings"] == {
         "disable_cuda_graph": {"base": "off", "reported": "off", "asked": "off"}
     }
@@ -461,7 +461,7 @@ def test_attach_mode_tells_running_servers_apart_by_their_settings(
     assert [c["server"] for c in doc["ablation"]["configs"]] == [base, det]
     assert doc["sweep"]["mode"] == "attach" and doc["sweep"]["configs"][0]["log"] is None
     # float32 batch noise is below the floor: nothing to localize, and said so
-    assert doc["ablation"]["verdict"]["kind"] == "not reproduced"
+    assert doc["ablation"]["verdict"]["kind"] == VerdictKind.NOT_REPRODUCED
     assert code == 0
     assert "deterministic=on" in table_rows(capsys.readouterr().out)
     assert not list(folder.glob("*.log"))  # nothing was launched
@@ -671,11 +671,11 @@ def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_p
     assert [c["name"] for c in configs] == ["base", "page-size=4"]
     for c in configs:
         assert c["status"] == "measured", c
-        assert c["stress"]["verdict"] == "state bug under load", c["stress"]
+        assert c["stress"]["verdict"] == StressVerdict.STATE_BUG, c["stress"]
         (h,) = c["stress"]["helpers"]
         assert h["helper"] == "match" and h["first_difference"] is not None
     manifest = json.loads((out / "ablation.json").read_text())
-    assert all(m["stress"]["verdict"] == "state bug under load" for m in manifest["configs"])
+    assert all(m["stress"]["verdict"] == StressVerdict.STATE_BUG for m in manifest["configs"])
     # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
     # and a state bug under load fails the sweep as it fails `kltui check --stress`
     assert doc["ablation"]["verdict"]["kind"] == VerdictKind.NOT_REPRODUCED

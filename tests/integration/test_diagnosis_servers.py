@@ -39,7 +39,7 @@ async def test_a_divergence_that_follows_the_reused_cache_is_condition_2_in_matc
     _, res, text = await check([url], tmp_path)
     (d,) = res["diagnosis"]
     assert res["helpers"]["match"]["avg_kl_div"] > 1e-9, text  # match itself diverges
-    assert d["finding"] == "state bug on the reused cache", text
+    assert d["finding"] == Finding.RESTORE_STATE, text
     assert (d["condition"], d["conditions"], d["action"]) == (2, [2], None), text
     assert "kernel" not in " ".join(d["suspects"]) and "dumps" not in (d["next_command"] or "")
     tested = {t["helper"]: t for t in d["rests_on"]["tested"]}

@@ -24,6 +24,7 @@ from kltui.readings.geometry_parts import (
     Crossed,
     Crossing,
     Handoff,
+    Modulus,
     Residues,
     Restored,
     RestoreKind,
@@ -194,7 +195,7 @@ def test_a_decode_checkpoint_bug_shows_what_each_hit_restored_and_where_it_start
     onset = next(e for e in d.evidence if isinstance(e, Handoff))
     assert onset.counts == ((Boundary.FIRST, len(bad)),)
     residues = [e for e in d.evidence if isinstance(e, Residues)]
-    assert [(r.modulus, r.step) for r in residues] == [("chunk", 16), ("track interval", 32)]
+    assert [(r.modulus, r.step) for r in residues] == [(Modulus.CHUNK, 16), (Modulus.TRACK, 32)]
     cross = next(
         e for e in d.evidence if isinstance(e, Crossing) and e.helper == "decode_cache_hit"
     )
