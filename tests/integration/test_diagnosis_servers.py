@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from kltui.cli.report import report_writer
+from kltui.readings.cross_server import PairKind, cross_server
 from kltui.readings.diagnosis_parts import CommandKind, StepKind
 from kltui.readings.findings import Finding
 from kltui.words.advice import command
+from kltui.words.cross_server import reading_line
 from kltui.words.diagnosis import label
-from tests.integration.checkrun import check_run, recorded_diagnoses
+from tests.integration.checkrun import check_run, recorded, recorded_diagnoses
 
 # at least MIN_COMMON (11) samples: below that no cache-hit verdict is drawn
 SMALL = dict(samples=12, max_new_tokens=48, max_prompt_tokens=64)
@@ -104,7 +106,9 @@ async def test_deterministic_and_batch_variant_servers_differ(reference_servers,
     b = reference_servers.url()
     _, res, text = await check([a, b], tmp_path, cfg={"helpers": ["match"]})
     (pair,) = res["cross_server"]
-    assert pair["identical"] is False and "kernels or races" in pair["reading"]
+    (typed,) = cross_server(recorded(tmp_path, "r.kltui.jsonl"))
+    assert pair["identical"] is False and typed.reading.kind is PairKind.KERNELS
+    assert pair["reading"] == reading_line(typed)  # its words: tests/unit/words
     m = pair["helpers"]["match"]
     assert m["first_difference"] is not None and m["comparable_samples"] == 12
     assert max(m["prefill_max_abs_delta"], m["decode_max_abs_delta"]) > 0
