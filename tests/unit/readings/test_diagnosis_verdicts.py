@@ -11,6 +11,8 @@ from kltui.metrics.k3 import ScoreBook
 from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.diagnosis import diagnose
 from kltui.readings.diagnosis_parts import (
+    Command,
+    CommandKind,
     Noise,
     Nonfinite,
     Onset,
@@ -93,9 +95,8 @@ def test_cache_helper_orders_above_a_passing_match_is_condition_2_first():
     )
     assert d.step is not None and d.step.kind is StepKind.CONDITION2  # isolate the trigger
     assert d.step.then is None or d.step.then.kind is not StepKind.RELAUNCH_DETERMINISTIC
-    assert said(d).next_command == (
-        "kltui check --server 127.0.0.1:1 --server OTHER_HOST:PORT --helpers match,decode_cache_hit"
-    )
+    # a second server beside this one on match and the failing path (its words: golden)
+    assert d.command == Command(CommandKind.CROSS_CHECK, S, ("match", "decode_cache_hit"))
     assert d.action is None
 
 
