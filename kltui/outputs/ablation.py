@@ -31,7 +31,6 @@ from kltui.outputs.ablation_rows import (
     rows,
     stress_lines,
     tail_lines,
-    timing_line,
 )
 from kltui.outputs.headless import HeadlessView
 from kltui.readings.ablation import Ablation
@@ -47,6 +46,7 @@ from kltui.words.ablation_config import config_line, missing_text
 from kltui.words.ablation_json import ablation_json
 from kltui.words.ablation_legend import legend
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, pairs_added, run_line, verdict_entry
+from kltui.words.ablation_timing import timing_line
 from kltui.words.chain import chain_json
 from kltui.words.stress import stress_json
 

@@ -19,7 +19,6 @@ from kltui.outputs.ablation_rows import (
     rows,
     stress_lines,
     tail_lines,
-    timing_line,
 )
 from kltui.outputs.reports.html import page_head
 from kltui.readings.ablation import Ablation
@@ -28,6 +27,7 @@ from kltui.untrusted import html_text as esc
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_legend import legend
 from kltui.words.ablation_sweep import run_line
+from kltui.words.ablation_timing import timing_line
 
 LOG_TAIL_LINES = 8  # of a failed configuration's server log
 

@@ -22,11 +22,9 @@ from kltui.ablate.sweep import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun
 from kltui.outputs.ablation_rows import (
     chain_lines,
     helper_names,
-    note,
     pairs_line,
     stress_lines,
     tail_lines,
-    timing_line,
 )
 from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading
 from kltui.registry import same_engine
@@ -35,7 +33,9 @@ from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
+from kltui.words.ablation_note import note
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, run_line
+from kltui.words.ablation_timing import timing_line
 
 # the states of a row, as the matrix colours them
 WAITING, STARTING, RUNNING, DONE = "waiting", "starting", "running", "done"

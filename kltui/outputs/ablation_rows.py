@@ -1,20 +1,20 @@
 """`kltui ablate`'s result as plain text, the same for every medium (the console, Markdown,
 JUnit, HTML each escape it): the table's rows of configurations x helpers, the lines after it,
-why --pairs ran nothing, what --stress found across the configurations, and the time split."""
+why --pairs ran nothing and what --stress found across the configurations (the time split:
+words/ablation_timing.py)."""
 
 from __future__ import annotations
 
-from kltui.ablate.sweep import FAILED, ConfigRun, Sweep, Timing
-from kltui.readings.ablation import Ablation, ConfigReading
-from kltui.readings.ablation_kinds import Missing
+from kltui.ablate.sweep import ConfigRun, Sweep
+from kltui.readings.ablation import Ablation
 from kltui.readings.ablation_outcome import pairs_ran_none
 from kltui.readings.ablation_stress import read_stress
 from kltui.words.ablation import lines
-from kltui.words.ablation_config import cell, condition_cell, missing_text
+from kltui.words.ablation_config import cell, condition_cell
+from kltui.words.ablation_note import note
 from kltui.words.ablation_stress import stress_line
 from kltui.words.ablation_sweep import PAIRS_NONE_LINE
 from kltui.words.chain import doc_lines
-from kltui.words.stress import scope_of
 
 
 def helper_names(ab: Ablation) -> list[str]:
@@ -30,50 +30,11 @@ def configs_by_name(sweep: Sweep) -> dict[str, ConfigRun]:
     return {r.name: r for r in sweep.runs}
 
 
-def note(c: ConfigReading, run: ConfigRun | None) -> str:
-    """The table's last column: a trap, a failure or why it has no result, and what --stress
-    found (plain text)."""
-    said = _note(c, run)
-    loud = stress_verdict(run)
-    if loud is None:
-        return said
-    return f"{said}; under --stress: {loud}" if said else f"under --stress: {loud}"
-
-
-def stress_verdict(run: ConfigRun | None) -> str | None:
-    """The configuration's quiet-vs-stressed verdict, or None without --stress."""
-    if run is None or not isinstance(run.stress, dict):
-        return None
-    v = run.stress.get("verdict")
-    if not isinstance(v, str):
-        return None
-    missed = run.stress.get("not_exercised")  # absent in recordings from before the field
-    return v + scope_of(v, missed if isinstance(missed, dict) else {})
-
-
 def stress_lines(sweep: Sweep) -> list[str]:
     """What --stress found across the configurations (`readings/ablation_stress.py`), beside
     the quiet verdict; none without --stress."""
     found = read_stress(sweep)
     return [] if found is None else [stress_line(found)]
-
-
-def _note(c: ConfigReading, run: ConfigRun | None) -> str:
-    if run is not None and run.status == FAILED:
-        return f"failed ({run.error_kind})"
-    if not c.measured:  # measured but refused (another model, the same process) says why
-        refused = missing_text(c) if c.missing == Missing.REFUSED else None
-        return refused or (run.status if run is not None else "not measured")
-    if c.trap is not None:
-        return "the flag did not take effect" if c.took_effect is False else "changed nothing"
-    if c.no_effect:
-        return "no effect (took effect)"
-    untested = [
-        h.helper for h in c.helpers if h.effect == "not tested" and h.base_level is not None
-    ]
-    if untested:
-        return f"not tested: {', '.join(untested)}"
-    return ""
 
 
 def rows(sweep: Sweep, ab: Ablation) -> list[tuple[str, list[str], str, str]]:
@@ -100,40 +61,6 @@ def tail_lines(ab: Ablation) -> list[str]:
 def pairs_line(sweep: Sweep) -> str | None:
     """Why --pairs ran nothing (None when it ran, or was not asked for)."""
     return PAIRS_NONE_LINE if pairs_ran_none(sweep) else None
-
-
-def timing_line(sweep: Sweep, t: Timing) -> str:
-    """Where the sweep's time went (`SweepOutcome.timing`), then its chain's."""
-
-    def s(x: float | None) -> str:
-        return "–" if x is None else f"{x:.1f} s"
-
-    share = t.kltui_share
-    pct = "" if share is None else f" ({share * 100:.2f}%)"
-    line = (
-        f"time {s(t.total_s)}: server starts {s(t.start_s)}, helper runs {s(t.run_s)}, "
-        f"server stops {s(t.stop_s)}, --help {s(t.help_s)}, kltui "
-        f"{'–' if t.kltui_s is None else format(t.kltui_s, '.2f') + ' s'}{pct}"
-    )
-    ct = (sweep.chain or {}).get("timing")
-    if isinstance(ct, dict) and isinstance(ct.get("total_s"), int | float):
-        parts = [
-            f"{name} {ct[key]:.1f} s"
-            for key, name in _CHAIN_STEPS
-            if isinstance(ct.get(key), int | float)
-        ]
-        line += f"; then the chain {ct['total_s']:.1f} s ({', '.join(parts)})"
-    return line
-
-
-# the chain's steps as its timing names them (kltui/dumps/chain.py)
-_CHAIN_STEPS = (
-    ("relaunch_s", "relaunch"),
-    ("match_s", "match"),
-    ("dumps_s", "dumps capture and analysis"),
-    ("stop_s", "stop"),
-    ("probe_s", "op probe"),
-)
 
 
 def chain_lines(sweep: Sweep) -> list[str]:

@@ -51,6 +51,7 @@ from kltui.session.store import SessionStore, helper_key
 from kltui.untrusted import console_markup, escape_controls, one_line
 from kltui.words import compare as compare_words
 from kltui.words.batch_sizes import probe_lines
+from kltui.words.compare import rerun_line
 from kltui.words.cross_server import reading_line, uncompared
 from kltui.words.diagnosis import said
 from kltui.words.fleet import asides, failure_line, replica_cells, summary_line
@@ -374,11 +375,6 @@ def print_stress(console: Console, reading: StressReading) -> None:
     console.print(Text(escape_controls(head), style=style), soft_wrap=True)
     for line in rest:
         console.print(Text("  · " + escape_controls(line)), soft_wrap=True)
-
-
-def rerun_line(eq: RerunEquality, run_no: int) -> str:
-    """`re-run 2 vs 1: bit-identical`, as the console and every report print it."""
-    return f"re-run {run_no} vs {run_no - 1}: {compare_words.rerun(eq)}"
 
 
 def repeat_json(stores: list[SessionStore], equality: list[RerunEquality], requested: int) -> dict:

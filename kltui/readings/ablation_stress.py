@@ -23,12 +23,13 @@ class SweepStressKind(StrEnum):
 
 @dataclass(frozen=True)
 class StressedConfig:
-    """One measured configuration's stressed run: its verdict, what its traffic never reached
-    (`not_exercised`, as its JSON holds it) and where it first differed (helper, sample,
-    position, side; None: no difference recorded)."""
+    """One configuration's stressed run: its verdict (a `StressVerdict`; a word this kltui
+    does not know stays as recorded), what its traffic never reached (`not_exercised`, as its
+    JSON holds it) and where it first differed (helper, sample, position, side; None: no
+    difference recorded)."""
 
     name: str
-    verdict: str
+    verdict: StressVerdict | str
     not_exercised: dict
     first: tuple[str, object, object, object] | None = None
 
@@ -45,13 +46,21 @@ class SweepStress:
     quiet: tuple[str, ...]
 
 
-def _stressed(run: ConfigRun) -> StressedConfig | None:
-    s = run.stress if isinstance(run.stress, dict) else {}
-    verdict = s.get("verdict")
-    if run.status != MEASURED or not isinstance(verdict, str) or not verdict:
+def config_stress(run: ConfigRun | None) -> StressedConfig | None:
+    """A configuration's stressed run as its JSON holds it, whatever its status (None: it was
+    not stressed, or holds no verdict)."""
+    s = run.stress if run is not None and isinstance(run.stress, dict) else None
+    verdict = None if s is None else s.get("verdict")
+    if run is None or s is None or not isinstance(verdict, str):
         return None
+    kind = StressVerdict(verdict) if verdict in StressVerdict._value2member_map_ else verdict
     missed = s.get("not_exercised")  # absent in recordings from before the field
-    return StressedConfig(run.name, verdict, missed if isinstance(missed, dict) else {}, _first(s))
+    return StressedConfig(run.name, kind, missed if isinstance(missed, dict) else {}, _first(s))
+
+
+def _stressed(run: ConfigRun) -> StressedConfig | None:
+    c = config_stress(run)
+    return c if run.status == MEASURED and c is not None and c.verdict else None
 
 
 def _first(stress: dict) -> tuple[str, object, object, object] | None:

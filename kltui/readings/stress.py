@@ -14,6 +14,7 @@ The reading returns `StressVerdict`s with the figures they rest on; words/stress
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -122,14 +123,50 @@ class Idle:
     last_error: str | None = None
 
 
+class SkipKind(StrEnum):
+    """Why a level's squeeze (run/stress.py) sent nothing."""
+
+    NO_POOL = "no-pool"  # the server reports no KV pool size (max_total_num_tokens)
+    OVER_LEVEL = "over-level"  # the pool needed more tokens than the level's squeeze_max
+    RECORDED = "recorded"  # a reason this kltui does not read: its recorded text as it came
+
+
+@dataclass(frozen=True)
+class SqueezeSkip:
+    """A skipped squeeze: why, the tokens it needed, the level and the level's most."""
+
+    kind: SkipKind
+    needed: int | None = None
+    level: str | None = None
+    most: int | None = None
+    recorded: str | None = None  # RECORDED's text (untrusted)
+
+
+# the recording's text for OVER_LEVEL; the level's most is in it alone
+_OVER_LEVEL = re.compile(r"^(\d+) tokens needed, over the (\S+) level's (\d+)$")
+
+
+def squeeze_skip(note: dict[str, Any]) -> SqueezeSkip | None:
+    """Why a squeeze of a tick's `squeezes` list was skipped (None: it was not)."""
+    said = note.get("skipped")
+    if not said:
+        return None
+    if not note.get("pool"):
+        return SqueezeSkip(SkipKind.NO_POOL)
+    over = _OVER_LEVEL.match(str(said))
+    if over is None:
+        return SqueezeSkip(SkipKind.RECORDED, recorded=str(said))
+    return SqueezeSkip(SkipKind.OVER_LEVEL, int(over[1]), over[2], int(over[3]))
+
+
 @dataclass(frozen=True)
 class Uncovered:
     """A server's paths the traffic never reached ("eviction", "retraction"), and why its
-    squeeze was skipped when it was (recorded text)."""
+    squeeze was skipped when it was."""
 
     url: str
     missed: tuple[str, ...]
-    squeeze_skipped: str | None = None
+    squeeze_skipped: SqueezeSkip | None = None
 
 
 @dataclass(frozen=True)
@@ -235,9 +272,9 @@ class StressReading:
         for url, missed in self.not_exercised().items():
             c = self.traffic.get(url) or {}
             skipped = [
-                str(q["skipped"])
+                why
                 for q in c.get("squeezes") or []
-                if isinstance(q, dict) and q.get("skipped")
+                if isinstance(q, dict) and (why := squeeze_skip(q)) is not None
             ]
             out.append(Uncovered(url, tuple(missed), skipped[0] if skipped else None))
         return out
@@ -327,9 +364,12 @@ __all__ = [
     "HelperUnderLoad",
     "Idle",
     "IdleKind",
+    "SkipKind",
+    "SqueezeSkip",
     "StressReading",
     "Uncovered",
     "activity",
     "load_during",
     "read",
+    "squeeze_skip",
 ]

@@ -79,3 +79,8 @@ def rerun(eq: RerunEquality) -> str:
     if w is None:  # not made by rerun_equality, which names where a difference starts
         return "differs"
     return f"{w.helper} {first_difference(eq.helpers[f'{w.helper}@{w.server}'])}"
+
+
+def rerun_line(eq: RerunEquality, run_no: int) -> str:
+    """`re-run 2 vs 1: bit-identical ...`, as the console and every report print it."""
+    return f"re-run {run_no} vs {run_no - 1}: {rerun(eq)}"

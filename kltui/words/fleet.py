@@ -243,6 +243,18 @@ def replica_cells(f: Fleet) -> dict[str, dict[str, str]]:
     return out
 
 
+def odd_replica_failure(o: OddReplica, groups: int) -> str:
+    """Why a replica outside the largest of `groups` agreement groups fails its JUnit case."""
+    why = setting_contrast(o)
+    at = describe_difference(o.first_difference) if o.first_difference else "?"
+    lead = "" if o.majority else "no majority group; "
+    return (
+        f"{lead}not bit-identical to {o.against} (group {o.group + 1} of {groups}"
+        + (f"; settings: {why}" if why else "; no reported setting explains it")
+        + f"); first difference at {at}"
+    )
+
+
 def failure_line(f: Fleet) -> str | None:
     """Why --fleet-require identical failed (None: it did not, or was not asked)."""
     return not_identical(f) if f.require == "identical" else None

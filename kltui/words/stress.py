@@ -19,6 +19,8 @@ from kltui.readings.stress import (
     HelperUnderLoad,
     Idle,
     IdleKind,
+    SkipKind,
+    SqueezeSkip,
     StressReading,
     StressVerdict,
     Uncovered,
@@ -127,9 +129,20 @@ def traffic_lines(r: StressReading) -> list[str]:
     return out
 
 
+def squeeze_skip_text(s: SqueezeSkip) -> str:
+    """Why the level's squeeze sent nothing."""
+    match s.kind:
+        case SkipKind.NO_POOL:
+            return "the server reports no KV pool size (max_total_num_tokens)"
+        case SkipKind.OVER_LEVEL:
+            return f"{s.needed} tokens needed, over the {s.level} level's {s.most}"
+    return s.recorded or ""
+
+
 def uncovered_line(u: Uncovered) -> str:
     """What the traffic did not reach on one server, and how to reach it."""
-    why = f"; the squeeze was skipped: {u.squeeze_skipped}" if u.squeeze_skipped else ""
+    skipped = u.squeeze_skipped
+    why = f"; the squeeze was skipped: {squeeze_skip_text(skipped)}" if skipped else ""
     return (
         f"{u.url}: not exercised: {' and '.join(u.missed)} (the server counted none"
         f"{', and the traffic saw no shorter cache hit' if 'eviction' in u.missed else ''})"
@@ -223,4 +236,7 @@ def stress_json(r: StressReading) -> dict[str, Any]:
     }
 
 
-__all__ = ["StressVerdict", "head", "helper_line", "lines", "scope", "scope_of", "stress_json"]
+__all__ = [
+    "StressVerdict", "head", "helper_line", "lines", "scope", "scope_of", "squeeze_skip_text",
+    "stress_json",
+]  # fmt: skip

@@ -25,11 +25,13 @@ import pytest
 from kltui.cli.commands import main
 from kltui.dumps.chain_result import ChainKind, StepKind
 from kltui.outputs.ablation_rows import rows
+from kltui.readings.ablation_kinds import Step, Trap, VerdictKind
 from kltui.readings.ablation_outcome import reading
 from kltui.readings.ablation_stress import SweepStressKind, read_stress
 from kltui.readings.stress import StressVerdict
 from kltui.run.sweep_manifest import load
 from kltui.untrusted import html_text, md_text
+from kltui.words.ablation_note import TRAP_NOTE, untested_note
 from kltui.words.ablation_stress import stress_line
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added, sweep_start
 from tests.json_contract import read_json
@@ -110,7 +112,7 @@ def test_a_nondeterministic_base_is_localized_by_deterministic_on(bf16_sweep):
     assert {tuple(h["sufficient"]) for h in v["helpers"]} == {("deterministic=on",)}
     assert v["helpers"][0]["helper"] == "match"
     assert all(h["kind"] == "localized" and h["shape"] == "removed" for h in v["helpers"])
-    assert v["step"] == "find the module" and v["introduced"] == []
+    assert v["step"] == Step.CHAIN and v["introduced"] == []
     assert v["chain"] is True  # condition 1 in the base: the dumper drill-down comes next
     det = next(c for c in doc["ablation"]["configs"] if c["name"] == "deterministic=on")
     assert det["condition"] == 0 and det["took_effect"] is True
@@ -133,13 +135,15 @@ def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
     assert cg["identical_to_base"] is True and cg["counted"] is False
     # the reference server has no CUDA graphs and says disable_cuda_graph=true for the base
     # too: its report cannot tell whether the flag did anything
-    assert cg["trap_kind"] == "changed nothing" and cg["took_effect"] is True
+    assert (cg["trap_kind"], cg["took_effect"]) == (Trap.CHANGED_NOTHING, True)
     assert cg["settings"] == {
         "disable_cuda_graph": {"base": "off", "reported": "off", "asked": "off"}
     }
     assert cg["trap"] in doc["ablation"]["verdict"]["traps"]
     assert "cuda-graph=off" not in json.dumps(doc["ablation"]["verdict"]["helpers"])
-    assert "changed nothing" in table_rows(bf16_sweep["text"])["cuda-graph=off"]
+    # the table's note is the trap's words (words/ablation_note.py, golden there)
+    shown = table_rows(bf16_sweep["text"])["cuda-graph=off"]
+    assert shown.endswith(TRAP_NOTE[Trap.CHANGED_NOTHING]), shown
 
 
 def test_a_configuration_that_cannot_start_is_one_line_and_the_others_are_kept(bf16_sweep):
@@ -414,7 +418,8 @@ def test_a_planted_cache_fault_and_radix_cache_off_is_not_tested_never_fixed(tmp
     assert "prefill_cache_hit" in turned_off and len(v["traps"]) == len(turned_off), v["traps"]
     assert all(off["helpers"][h]["untested_kind"] == "unusable" for h in turned_off)
     assert off["trap_kind"] is None and off["took_effect"] is True
-    assert "not tested" in table_rows(text)["radix-cache=off"]
+    shown = table_rows(text)["radix-cache=off"]
+    assert shown.endswith(untested_note(turned_off)), shown
     assert code == doc["exit_code"] == 1
 
 
@@ -456,7 +461,7 @@ def test_attach_mode_tells_running_servers_apart_by_their_settings(
     assert [c["server"] for c in doc["ablation"]["configs"]] == [base, det]
     assert doc["sweep"]["mode"] == "attach" and doc["sweep"]["configs"][0]["log"] is None
     # float32 batch noise is below the floor: nothing to localize, and said so
-    assert doc["ablation"]["verdict"]["kind"] == "not reproduced"
+    assert doc["ablation"]["verdict"]["kind"] == VerdictKind.NOT_REPRODUCED
     assert code == 0
     assert "deterministic=on" in table_rows(capsys.readouterr().out)
     assert not list(folder.glob("*.log"))  # nothing was launched
@@ -673,7 +678,7 @@ def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_p
     assert all(m["stress"]["verdict"] == "state bug under load" for m in manifest["configs"])
     # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
     # and a state bug under load fails the sweep as it fails `kltui check --stress`
-    assert "not reproduced" in doc["ablation"]["verdict"]["line"]
+    assert doc["ablation"]["verdict"]["kind"] == VerdictKind.NOT_REPRODUCED
     sweep = load(out)
     found = read_stress(sweep)
     assert found is not None and found.kind is SweepStressKind.EVERYWHERE and found.level == "light"

@@ -12,6 +12,11 @@ import sys
 import pytest
 
 from kltui.cli.commands import main
+from kltui.readings.ablation_kinds import Effect, VerdictKind
+from kltui.readings.ablation_outcome import reading
+from kltui.run.sweep_manifest import load
+from kltui.words.ablation import verdict_line
+from kltui.words.ablation_legend import legend_line
 from tests.integration.test_ablate import REFERENCE, ablate, table_rows
 from tests.json_contract import read_json
 
@@ -19,7 +24,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Li
 
 
 def test_a_knob_that_breaks_a_deterministic_base_is_named_and_raw_values_are_kept(tmp_path, capsys):
-    code, _ = ablate(
+    code, folder = ablate(
         tmp_path,
         "--headless",
         "--launch",
@@ -44,9 +49,10 @@ def test_a_knob_that_breaks_a_deterministic_base_is_named_and_raw_values_are_kep
     assert [(i["config"], i["helper"]) for i in v["introduced"]] == [
         ("--fault=batch-switch:4", "match")
     ]
-    assert v["line"].startswith(
-        "introduced: --fault=batch-switch:4 introduces a divergence: match 0 -> "
-    )
+    ab = reading(load(folder))  # the typed verdict the JSON's line says
+    assert ab.verdict.kind is VerdictKind.INTRODUCED and v["line"] == verdict_line(ab)
+    (found,) = ab.verdict.introduced
+    assert (found.config, found.helper, found.base_level) == ("--fault=batch-switch:4", "match", 0)
     switch = next(c for c in doc["ablation"]["configs"] if c["name"] == "--fault=batch-switch:4")
     assert switch["helpers"]["match"]["effect"] == "introduced"
     assert table_rows(out)["--fault=batch-switch:4"].split(" | ")[0].endswith("(introduced)")
@@ -76,5 +82,6 @@ def test_threshold_0_names_the_knob_that_makes_the_base_bit_exact(tmp_path, caps
     assert [(h["helper"], h["shape"], h["samples"]) for h in v["helpers"]] == [
         ("match", "removed", [])
     ]
-    assert "bit-exact on every sample" in out
+    # the legend reads the removal at floor 0 as bit-exact (its words: test_golden_ablation_legend)
+    assert legend_line(Effect.REMOVED, ab["floor"]) in " ".join(out.split())
     assert code == doc["exit_code"] == 0

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 
+from kltui.readings.stress import StressVerdict
 from kltui.run.driver import RunDriver
 from kltui.session.store import SessionStore
+from kltui.words.stress import helper_line
 
 from .test_sglang_real import small_config
 
@@ -57,11 +59,11 @@ def test_stress_on_real_sglang(sglang_url):
     for h in r.helpers:
         assert h.deterministic == deterministic
         if h.compared == 0:  # the helper broke under load (see above): not compared
-            assert h.verdict == "inconclusive"
+            assert h.verdict is StressVerdict.INCONCLUSIVE
         elif deterministic:  # where it holds, quiet and stressed must be the same bits
-            assert h.verdict == "identical", h.line()
+            assert h.verdict is StressVerdict.IDENTICAL, helper_line(h)
         else:  # else the paired test, which 4 samples cannot satisfy
-            assert h.paired is not None and h.verdict == "inconclusive", h.line()
+            assert h.paired is not None and h.verdict is StressVerdict.INCONCLUSIVE, helper_line(h)
     assert not r.state_bug
     # what the traffic never reached is named from SGLang's own counters, never guessed
     missed = r.not_exercised().get(next(iter(r.traffic)), [])

@@ -34,9 +34,8 @@ from kltui.untrusted import xml_text
 from kltui.words.diagnosis import said
 from kltui.words.fleet import (
     aside_words,
-    describe_difference,
     failure_line,
-    setting_contrast,
+    odd_replica_failure,
     summary_line,
 )
 from kltui.words.report_notes import cut_short_in
@@ -166,16 +165,7 @@ def replica_cases(suite: ET.Element, f: Fleet) -> list[str]:
         elif url in main:
             kinds.append("passed")
         else:
-            o = odd[url]
-            why = setting_contrast(o)
-            at = describe_difference(o.first_difference) if o.first_difference else "?"
-            lead = "" if o.majority else "no majority group; "
-            msg = (
-                f"{lead}not bit-identical to {o.against} (group {o.group + 1} of "
-                f"{len(groups)}"
-                + (f"; settings: {why}" if why else "; no reported setting explains it")
-                + f"); first difference at {at}"
-            )
+            msg = odd_replica_failure(odd[url], len(groups))
             _sub(case, "failure", message=msg, type="fleet")
             kinds.append("failures")
     return kinds

@@ -13,11 +13,14 @@ from kltui.ablate.plan import Config
 from kltui.ablate.sweep import FAILED, MEASURED, ConfigRun, Sweep, file_stem
 from kltui.cli.commands import main
 from kltui.errors import UsageError
-from kltui.outputs.ablation_rows import stress_verdict
 from kltui.readings.ablation_outcome import outcome
+from kltui.readings.ablation_stress import StressedConfig, config_stress
+from kltui.readings.stress import StressVerdict
 from kltui.run.ablate import SweepSpec, help_command, is_sglang, prepare
 from kltui.run.config import ConfigError, RunConfig, load_config_file
 from kltui.run.sweep_manifest import load
+from kltui.words.ablation_note import stress_verdict
+from kltui.words.ablation_stress import verdict_of
 
 SGLANG = "python -m sglang.launch_server --model-path M --attention-backend triton".split()
 FLAGS = {"--model-path", "--attention-backend", "--disable-cuda-graph", "--mem-fraction-static"}
@@ -177,12 +180,23 @@ def test_a_folder_that_is_not_a_sweep_is_one_line(tmp_path):
 
 def test_a_configurations_clean_stress_verdict_names_what_was_not_exercised():
     run = ConfigRun(Config("base"), "base", status=MEASURED)
-    run.stress = {"verdict": "clean", "not_exercised": {"http://127.0.0.1:1": ["eviction"]}}
-    assert stress_verdict(run) == "clean (eviction not exercised)"
+    missed = {"http://127.0.0.1:1": ["eviction"]}
+    run.stress = {"verdict": "clean", "not_exercised": missed}
+    c = config_stress(run)
+    assert c == StressedConfig("base", StressVerdict.CLEAN, missed)
+    assert c is not None and c.verdict is StressVerdict.CLEAN
+    # the table's note says it in words/ablation_stress.py's words (golden there)
+    assert stress_verdict(run) == verdict_of(c) != c.verdict
     run.stress = {"verdict": "clean", "not_exercised": {}}
     assert stress_verdict(run) == "clean"
     # a recording from before the field, and the other verdicts, read as they were
     run.stress = {"verdict": "clean"}
+    assert config_stress(run) == StressedConfig("base", StressVerdict.CLEAN, {})
     assert stress_verdict(run) == "clean"
     run.stress = {"verdict": "state bug under load", "not_exercised": {"u": ["retraction"]}}
-    assert stress_verdict(run) == "state bug under load"
+    assert config_stress(run).verdict is StressVerdict.STATE_BUG  # type: ignore[union-attr]
+    assert stress_verdict(run) == StressVerdict.STATE_BUG
+    run.stress = {"verdict": "worse"}  # a word this kltui does not know stays as recorded
+    assert stress_verdict(run) == "worse"
+    run.stress = None
+    assert config_stress(run) is None and stress_verdict(run) is None

@@ -15,7 +15,7 @@ from kltui.readings.ablation import (
     NOTHING,
     read,
 )
-from kltui.readings.ablation_kinds import Shape, Step
+from kltui.readings.ablation_kinds import Shape, Step, VerdictKind
 from kltui.readings.ablation_outcome import exit_code, reading
 from kltui.words.ablation_json import ablation_json
 from tests.unit.ablate.test_ablate_reading import HELPERS, INFO, noisy, rows_at, store, sweep, url
@@ -91,7 +91,7 @@ def test_rounding_noise_on_a_bit_exact_base_is_still_nothing_to_remove():
         },
     )
     assert ab.configs[0].helpers[0].effect == NOTHING
-    assert ab.verdict.kind == "not reproduced" and ab.verdict.introduced == ()
+    assert ab.verdict.kind is VerdictKind.NOT_REPRODUCED and ab.verdict.introduced == ()
 
 
 def test_helpers_that_read_differently_lead_with_the_weakest_and_name_each(tmp_path):

@@ -26,13 +26,14 @@ from kltui.readings.ablation import (
 from kltui.readings.ablation import (
     INCONCLUSIVE_KIND as INCONCLUSIVE_V,
 )
-from kltui.readings.ablation_kinds import Missing, Shape, Step, Trap, Why
+from kltui.readings.ablation_kinds import Missing, Shape, Step, Trap, VerdictKind, Why
 from kltui.readings.coverage import NotTested, Untested
 from kltui.readings.identity import CheckBasis, ConflictKind
 from kltui.session.events import HelperFinished, HelperStarted, RunStarted, SampleScored
 from kltui.session.store import SessionStore
 from kltui.words.ablation import (
     lines,
+    next_step,
     notes,
     trap_lines,
     verdict_line,
@@ -41,7 +42,6 @@ from kltui.words.ablation_config import (
     config_line,
     helper_line,
     no_effect_line,
-    num,
     trap_line,
     turned_off_lines,
 )
@@ -201,7 +201,7 @@ def test_reduced_at_least_tenfold_beyond_chance_but_not_at_the_floor():
             ),
         },
     )
-    assert ab.verdict.kind == "reduced", verdict_line(ab)
+    assert ab.verdict.kind is VerdictKind.REDUCED, verdict_line(ab)
     hv = ab.verdict.helpers[0]
     assert hv.reducing == ("attention-backend=fa3",) and hv.sufficient == ()
     assert hv.shape == Shape.REDUCED and [n for n, _ in hv.found] == ["attention-backend=fa3"]
@@ -272,7 +272,7 @@ def test_inconclusive_when_n_is_too_small():
             ),
         },
     )
-    assert ab.verdict.kind == "inconclusive", verdict_line(ab)
+    assert ab.verdict.kind is INCONCLUSIVE_V, verdict_line(ab)
     r = ab.configs[0].helper("match")
     assert r is not None and r.effect == INCONCLUSIVE and r.why == Why.TOO_FEW
     assert r.lower is not None and r.lower.n == 8
@@ -298,7 +298,7 @@ def test_inconclusive_when_a_tenfold_drop_is_inside_the_noise():
     r = ab.configs[0].helper("match")
     assert r is not None and (r.change or 1) < 0.1
     assert r.effect == INCONCLUSIVE and r.why == Why.NOISE, helper_line(r)
-    assert ab.verdict.kind == "inconclusive"
+    assert ab.verdict.kind is INCONCLUSIVE_V
 
 
 def test_a_knob_that_brings_three_samples_to_rounding_is_localized_on_them():
@@ -480,7 +480,7 @@ def test_radix_cache_off_makes_the_cache_helpers_not_tested_never_fixed():
         for b in blamed
     ), blamed
     assert "deterministic" not in " ".join(lines)
-    assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].sufficient == ()
+    assert ab.verdict.kind is INCONCLUSIVE_V and ab.verdict.helpers[0].sufficient == ()
     assert ab.verdict.helpers[0].shape == Shape.BLIND
     assert ab.verdict.helpers[0].untested_by == ("radix-cache=off",)
     assert ab.verdict.step == Step.BLIND
@@ -504,7 +504,7 @@ def test_a_configuration_that_did_not_run_is_kept_and_named():
         },
     )
     fa3 = next(c for c in ab.configs if c.config.name == "attention-backend=fa3")
-    assert not fa3.measured and "did not run" in config_line(fa3)
+    assert not fa3.measured and fa3.missing is Missing.NOT_RUN  # "did not run"
     assert ab.verdict.kind == LOCALIZED and ab.verdict.helpers[0].sufficient == ("cuda-graph=off",)
     nothing = read(p, {})
     assert nothing.verdict.kind == INCONCLUSIVE_V and nothing.verdict.helpers == ()
@@ -595,7 +595,7 @@ def test_a_knob_that_starves_the_cache_is_not_tested_never_reduced():
     assert r.untested == Untested(
         NotTested.STARVED, 16, 16, short=15, cached=(1, 1), base_cached=(20, 66)
     )
-    assert ab.verdict.kind == "inconclusive" and ab.verdict.helpers[0].reducing == ()
+    assert ab.verdict.kind is INCONCLUSIVE_V and ab.verdict.helpers[0].reducing == ()
     # the same hits as the base's are a test: the drop is read as before
     ab = read(
         p,
@@ -605,7 +605,7 @@ def test_a_knob_that_starves_the_cache_is_not_tested_never_reduced():
         },
     )
     r = ab.configs[0].helper("prefill_cache_hit")
-    assert r is not None and r.effect == "reduced"
+    assert r is not None and r.effect is REDUCED
 
 
 def test_json_document_and_console_lines():
@@ -631,13 +631,19 @@ def test_json_document_and_console_lines():
     assert m["effect"] == "removed" and m["avg_kl_div"] == 0.0 and m["exact_samples"] == 32
     assert m["paired"]["n"] == 32 and m["paired"]["p"] < 2.5e-4
     assert fa3["movement"] > 5
+    (fa3_reading,) = ab.configs
+    r = fa3_reading.helper("match")
+    assert r is not None and r.effect is REMOVED and r.level == 0.0
+    assert ab.verdict.kind is VerdictKind.LOCALIZED and ab.verdict.step is Step.CHAIN
+    # the console's lines are the words' of each part (their goldens: tests/unit/words)
     said = lines(ab)
     assert all("\n" not in line for line in said)
-    lv = num(ab.base.helper("match").level)  # type: ignore[union-attr]
-    assert said[0].startswith(f"base: match {lv}, ") and said[1].startswith(
-        "attention-backend=fa3: match 0 (removed)"
-    )
-    assert said[-2].startswith("localized:") and said[-1].startswith("next: find the module")
+    assert said == [
+        config_line(ab.base),
+        config_line(fa3_reading),
+        verdict_line(ab),
+        f"next: {next_step(ab.verdict)}",
+    ]
 
 
 def test_configs_given_as_a_list_need_a_base():

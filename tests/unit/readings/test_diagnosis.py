@@ -14,7 +14,10 @@ from kltui.readings.diagnosis_parts import (
     NotTested,
     Onset,
     OnsetKind,
+    PairedLine,
+    Settings,
     StepKind,
+    Suspect,
     SuspectKind,
 )
 from kltui.readings.evidence import signed_rank_p
@@ -118,14 +121,16 @@ def test_deterministic_on_and_still_nonzero_points_at_the_dumper():
     feed(st, "decode_cache_hit", sigma(3.96e-4), n=16, length=128, seed=2)
     (d,) = diagnose(st)
     assert d.condition == 1 and d.conditions == [1], said(d).evidence
-    assert d.finding is Finding.DETERMINISTIC_SHAPE and "shape-variant" in said(d).label
+    assert d.finding is Finding.DETERMINISTIC_SHAPE
+    assert d.headline.helpers == ("prefill_cache_hit", "decode_cache_hit")
     assert StepKind.RELAUNCH_DETERMINISTIC not in steps(d)  # already on: never advised
     assert SuspectKind.DETERMINISTIC_OFF not in [s.kind for s in d.suspects]
     assert d.action == "dumps"
     assert d.command == Command(CommandKind.DUMPS, S)
-    assert any("triton attention backend" in s and "split" in s for s in said(d).suspects)
-    assert any("CUDA graph is on" in s for s in said(d).suspects)
-    assert any("deterministic inference on" in e for e in said(d).evidence)  # the settings it read
+    assert Suspect(SuspectKind.DECODE_VS_EXTEND, "triton") in d.suspects
+    assert Suspect(SuspectKind.CUDA_GRAPH) in d.suspects
+    (read,) = [e for e in d.evidence if isinstance(e, Settings)]  # the settings it read
+    assert ("enable_deterministic_inference", True) in read.pairs
 
 
 def test_cache_helper_50x_above_match_is_a_hidden_condition_2():
@@ -135,8 +140,13 @@ def test_cache_helper_50x_above_match_is_a_hidden_condition_2():
     feed(st, "prefill_cache_hit", sigma(5e-4))
     (d,) = diagnose(st)
     assert d.conditions == [1, 2] and d.condition == 1
-    assert "prefill_cache_hit" in said(d).label and "similar" not in said(d).label
-    assert any("higher in 12, lower in 0" in e for e in said(d).evidence)
+    assert d.finding is Finding.BOTH and d.headline.helpers == ("prefill_cache_hit",)
+    (line,) = [e for e in d.evidence if isinstance(e, PairedLine)]
+    assert (line.paired.helper, line.paired.higher, line.paired.lower) == (
+        "prefill_cache_hit",
+        12,
+        0,
+    )
 
 
 def test_match_noisy_and_cache_helpers_exactly_zero_is_not_similar_level():
@@ -157,7 +167,8 @@ def test_stray_ulps_are_not_a_state_bug():
     (d,) = diagnose(st)
     assert d.conditions == [1], said(d).label
     # both sides at rounding level on every sample: compared as equal, whatever their ratio
-    assert any("equal in 12" in e for e in said(d).evidence), said(d).evidence
+    (line,) = [e for e in d.evidence if isinstance(e, PairedLine)]
+    assert line.paired.equal == 12, said(d).evidence
 
 
 def test_condition_2_only_on_prefill_cache_path():
@@ -168,13 +179,12 @@ def test_condition_2_only_on_prefill_cache_path():
     feed(st, "decode_cache_hit", 0.0)
     (d,) = diagnose(st)
     assert d.condition == 2 and d.conditions == [2] and d.finding is Finding.STATE_BUG
-    assert (
-        d.basis.path("prefill_cache_hit").verdict == "state"
-        and "prefill_cache_hit" in said(d).label
-    )
-    assert any("first generated token" in x for x in said(d).evidence)
-    assert any("page size 4" in s for s in said(d).suspects)
-    assert "cross_server" in said(d).next_step and d.action is None
+    assert d.basis.path("prefill_cache_hit").verdict == "state"
+    assert d.headline.primary == "prefill_cache_hit"
+    (onset,) = [e for e in d.evidence if isinstance(e, Onset)]
+    assert (onset.helper, onset.onset) == ("prefill_cache_hit", OnsetKind.RESTORED_WRONG)
+    assert Suspect(SuspectKind.PAGE_RESTORE, figure=4) in d.suspects
+    assert steps(d) == [StepKind.CONDITION2] and d.action is None  # cross_server isolates it
 
 
 def test_mid_generation_divergence_is_described():
@@ -199,7 +209,7 @@ def test_match_alone_does_not_claim_cache_helpers_agree():
     st = SessionStore()
     feed(st, "match", 1e-4)
     (d,) = diagnose(st)
-    assert d.condition == 1 and "run the cache-hit helpers" in said(d).label
+    assert d.condition == 1 and d.finding is Finding.CACHE_NOT_TESTED
 
 
 def test_without_match_it_is_inconclusive():
@@ -222,7 +232,10 @@ def test_vacuous_helper_is_named_not_counted():
         )
     )
     (d,) = diagnose(st)
-    assert d.condition is None and "prefill_cache_hit not tested" in said(d).label
+    assert d.condition is None and d.finding is Finding.EXACT_WHERE_TESTED
+    assert d.basis.untested["prefill_cache_hit"] == Untested(
+        Why.UNUSABLE, 0, 8, "vacuous", "radix cache disabled"
+    )
     (note,) = [e for e in d.evidence if isinstance(e, NotTested)]
     assert note.why == Untested(Why.UNUSABLE, 0, 8, "vacuous", "radix cache disabled")
 

@@ -16,7 +16,7 @@ from kltui.engines.geometry import (
 )
 from kltui.metrics.k3 import ScoreBook
 from kltui.readings.diagnosis import diagnose
-from kltui.readings.diagnosis_parts import EvidenceKind
+from kltui.readings.diagnosis_parts import EvidenceKind, SuspectKind
 from kltui.readings.findings import Finding
 from kltui.readings.geometry_evidence import boundary_of, restore_kind
 from kltui.readings.geometry_parts import (
@@ -24,6 +24,7 @@ from kltui.readings.geometry_parts import (
     Crossed,
     Crossing,
     Handoff,
+    Modulus,
     Residues,
     Restored,
     RestoreKind,
@@ -127,7 +128,7 @@ def test_a_match_that_differs_exactly_past_the_window_is_condition_2_on_the_wind
     assert split.p == max(split.p_samples, split.p_position)
     onset = next(e for e in d.evidence if isinstance(e, Handoff) and e.helper == "match")
     assert onset.counts == ((Boundary.WINDOW, 8),)
-    assert [s.kind for s in d.suspects] == ["the sliding-window eviction"]
+    assert [s.kind for s in d.suspects] == [SuspectKind.WINDOW_EVICTION]
 
 
 def test_the_longest_samples_differing_from_early_handoffs_is_not_enough():
@@ -194,7 +195,7 @@ def test_a_decode_checkpoint_bug_shows_what_each_hit_restored_and_where_it_start
     onset = next(e for e in d.evidence if isinstance(e, Handoff))
     assert onset.counts == ((Boundary.FIRST, len(bad)),)
     residues = [e for e in d.evidence if isinstance(e, Residues)]
-    assert [(r.modulus, r.step) for r in residues] == [("chunk", 16), ("track interval", 32)]
+    assert [(r.modulus, r.step) for r in residues] == [(Modulus.CHUNK, 16), (Modulus.TRACK, 32)]
     cross = next(
         e for e in d.evidence if isinstance(e, Crossing) and e.helper == "decode_cache_hit"
     )

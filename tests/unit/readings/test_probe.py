@@ -75,7 +75,10 @@ def test_a_condition_that_clears_and_one_added_to_another():
 def test_inconclusive_clears_nothing_and_the_same_reading_is_no_change():
     unclear = reading(Kind.UNKNOWN, Finding.STATE_UNCLEAR, "fail")
     (c,) = changes(after(STATE), unclear)
-    assert c.kind == ChangeKind.FINDING and (c.before, c.after) == ("state bug", "state unclear")
+    assert c.kind == ChangeKind.FINDING and (c.before, c.after) == (
+        Finding.STATE_BUG,
+        Finding.STATE_UNCLEAR,
+    )
     assert changes(after(STATE), STATE) == [] and changes(after(EXACT), EXACT) == []
     stray = reading(Kind.EXACT, Finding.STRAY_ULPS)
     assert [c.kind for c in changes(after(EXACT), stray)] == [ChangeKind.FINDING]

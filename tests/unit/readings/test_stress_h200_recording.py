@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kltui.readings.stress import read
+from kltui.readings.stress import SkipKind, SqueezeSkip, StressVerdict, read
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 
@@ -23,7 +23,7 @@ def _stores():
 def test_the_h200_run_is_clean_only_for_what_its_traffic_reached():
     quiet, loud = _stores()
     r = read(quiet, loud)
-    assert r.verdict == "clean"
+    assert r.verdict is StressVerdict.CLEAN
     assert [(h.helper, h.compared, h.identical) for h in r.helpers] == [
         ("match", 16, 16),
         ("prefill_cache_hit", 16, 16),
@@ -34,7 +34,7 @@ def test_the_h200_run_is_clean_only_for_what_its_traffic_reached():
     (url,) = r.traffic
     assert r.not_exercised() == {url: ["eviction", "retraction"]}
     (cov,) = r.uncovered()
-    assert cov.squeeze_skipped == "826914 tokens needed, over the light level's 8192"
+    assert cov.squeeze_skipped == SqueezeSkip(SkipKind.OVER_LEVEL, 826914, "light", 8192)
 
 
 def test_the_stray_output_logprob_of_real_sglang_under_load_cost_no_sample():

@@ -9,7 +9,15 @@ import pytest
 from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.errors import UsageError
-from kltui.readings.stress import Idle, IdleKind, Uncovered, activity, read
+from kltui.readings.stress import (
+    Idle,
+    IdleKind,
+    SkipKind,
+    SqueezeSkip,
+    Uncovered,
+    activity,
+    read,
+)
 from kltui.run.config import STRESS_LEVELS
 from kltui.run.stress import read_metrics
 from kltui.run.stress_levels import LEVELS
@@ -206,7 +214,7 @@ def test_a_clean_reading_names_the_paths_the_traffic_never_reached():
     assert r.verdict == "clean" and r.not_exercised() == {URL: ["eviction", "retraction"]}
     assert r.uncovered() == [
         Uncovered(
-            URL, ("eviction", "retraction"), "826914 tokens needed, over the light level's 8192"
+            URL, ("eviction", "retraction"), SqueezeSkip(SkipKind.OVER_LEVEL, 826914, "light", 8192)
         )
     ]
     # evictions counted by the server, or seen by the traffic: only retraction is missing

@@ -13,6 +13,8 @@ from kltui.readings.stress import (
     HelperUnderLoad,
     Idle,
     IdleKind,
+    SkipKind,
+    SqueezeSkip,
     StressReading,
     StressVerdict,
     Uncovered,
@@ -153,7 +155,7 @@ def test_a_clean_verdict_names_what_it_did_not_reach():
     r = StressReading("light", [h], {U: {"sent": 4}}, {U: server})
     assert head(r) == "stress (light): clean (eviction and retraction not exercised)"
     u = Uncovered(
-        U, ("eviction", "retraction"), "826914 tokens needed, over the light level's 8192"
+        U, ("eviction", "retraction"), SqueezeSkip(SkipKind.OVER_LEVEL, 826914, "light", 8192)
     )
     assert uncovered_line(u) == (
         f"{U}: not exercised: eviction and retraction (the server counted none, and the traffic "
