@@ -142,7 +142,8 @@ class SqueezeSkip:
     recorded: str | None = None  # RECORDED's text (untrusted)
 
 
-# the recording's text for OVER_LEVEL; the level's most is in it alone
+# OVER_LEVEL as recordings older than its figures (`level`, `squeeze_max`) said it: only there
+# is the level's most read back from the recorded text
 _OVER_LEVEL = re.compile(r"^(\d+) tokens needed, over the (\S+) level's (\d+)$")
 
 
@@ -153,6 +154,9 @@ def squeeze_skip(note: dict[str, Any]) -> SqueezeSkip | None:
         return None
     if not note.get("pool"):
         return SqueezeSkip(SkipKind.NO_POOL)
+    target, most, level = note.get("target"), note.get("squeeze_max"), note.get("level")
+    if isinstance(target, int) and isinstance(most, int) and isinstance(level, str):
+        return SqueezeSkip(SkipKind.OVER_LEVEL, target, level, most)
     over = _OVER_LEVEL.match(str(said))
     if over is None:
         return SqueezeSkip(SkipKind.RECORDED, recorded=str(said))

@@ -261,6 +261,8 @@ class Traffic:
         target = max(0, pool - used) + int(used * share)
         note |= {"used": used, "target": target}
         if target > self.level.squeeze_max:
+            # the figures beside the words: the reading reads these (readings/stress.py)
+            note |= {"level": self.level.name, "squeeze_max": self.level.squeeze_max}
             note["skipped"] = (
                 f"{target} tokens needed, over the {self.level.name} level's "
                 f"{self.level.squeeze_max}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kltui.readings.stress import SkipKind, SqueezeSkip, StressVerdict, read
+from kltui.readings.stress import SkipKind, SqueezeSkip, StressVerdict, read, squeeze_skip
 from kltui.session.fold import fold
 from kltui.session.recording import read_recording
 
@@ -49,3 +49,21 @@ def test_the_stray_output_logprob_of_real_sglang_under_load_cost_no_sample():
     ]
     assert not [p for p in quiet.problems if "no output token" in p.message]
     assert all(len(st.book.samples) == 16 for st in loud.helpers.values())
+
+
+def test_a_skipped_squeeze_is_read_from_its_figures_where_recorded():
+    # today's recordings hold the figures beside the words; the words are never parsed then
+    note = {"pool": 845617, "target": 826914, "level": "light", "squeeze_max": 8192}
+    assert squeeze_skip(note | {"skipped": "(words)"}) == SqueezeSkip(
+        SkipKind.OVER_LEVEL, 826914, "light", 8192
+    )
+    # an older recording: the level's most was in its text alone
+    old = {
+        "pool": 845617,
+        "target": 826914,
+        "skipped": "826914 tokens needed, over the light level's 8192",
+    }
+    assert squeeze_skip(old) == SqueezeSkip(SkipKind.OVER_LEVEL, 826914, "light", 8192)
+    assert squeeze_skip({"pool": 1, "skipped": "odd"}) == SqueezeSkip(
+        SkipKind.RECORDED, recorded="odd"
+    )
