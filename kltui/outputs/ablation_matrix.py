@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 
 from kltui import fmt
 from kltui.ablate.sweep import FAILED, INTERRUPTED, MEASURED, NOT_RUN, ConfigRun, Sweep
@@ -27,6 +28,7 @@ from kltui.outputs.ablation_rows import (
     tail_lines,
 )
 from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading
+from kltui.readings.ablation_kinds import Effect, Trap
 from kltui.registry import same_engine
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
@@ -52,6 +54,28 @@ class Live:
     store: SessionStore | None = None  # its run's store, from the run's first event
 
 
+class Tone(StrEnum):
+    """What a verdict cell says for the configuration, from the kinds it is written from (the
+    view colours it; it never reads the words)."""
+
+    GOOD = "good"  # the divergence removed or reduced
+    BAD = "bad"  # worse, introduced, or the configuration failed
+    WARN = "warn"  # the flag did not take effect, inconclusive, or helpers left untested
+    PLAIN = "plain"
+
+
+# a helper's effect against the base -> its tone (the others are plain)
+EFFECT_TONE = {
+    Effect.REMOVED: Tone.GOOD,
+    Effect.REMOVED_ON: Tone.GOOD,
+    Effect.REDUCED: Tone.GOOD,
+    Effect.WORSE: Tone.BAD,
+    Effect.INTRODUCED: Tone.BAD,
+    Effect.INCONCLUSIVE: Tone.WARN,
+    Effect.NOT_TESTED: Tone.WARN,
+}
+
+
 @dataclass(frozen=True)
 class MatrixRow:
     """One configuration's row (plain text; `state_kind` picks its colour)."""
@@ -65,6 +89,7 @@ class MatrixRow:
     condition: str
     verdict: str  # the helper's effect against the base, or the configuration's trap
     detail: str  # the row in full, shown under the matrix while the cursor is on it
+    verdict_tone: Tone = Tone.PLAIN
 
 
 def _helper_state(store: SessionStore | None, helper: str) -> HelperState | None:
@@ -131,6 +156,23 @@ def _verdict(c: ConfigReading | None, h: HelperReading | None, run: ConfigRun) -
     return f"{h.effect}: {why}" if (why := why_text(h)) else h.effect
 
 
+def _tone(c: ConfigReading | None, h: HelperReading | None, run: ConfigRun) -> Tone:
+    """The verdict cell's tone, by the branch `_verdict` and `words/ablation_note.note` take."""
+    if c is None or not c.measured:
+        return Tone.PLAIN
+    if run.status == FAILED:
+        return Tone.BAD
+    if c.trap is not None:
+        return Tone.WARN if c.trap == Trap.NOT_TAKEN else Tone.PLAIN
+    if c.no_effect:
+        return Tone.PLAIN
+    if any(x.effect == Effect.NOT_TESTED and x.base_level is not None for x in c.helpers):
+        return Tone.WARN  # "not tested: ..."
+    if note(c, run):  # only --stress's verdict is said
+        return Tone.PLAIN
+    return Tone.PLAIN if h is None else EFFECT_TONE.get(h.effect, Tone.PLAIN)
+
+
 def _bit_equal(h: HelperReading | None) -> str:
     if h is None:
         return "–"
@@ -180,6 +222,7 @@ def matrix_rows(
                 _condition(c),
                 _verdict(c, h, run),
                 detail,
+                _tone(c, h, run),
             )
         )
     return out

@@ -21,6 +21,7 @@ from kltui.cli.options import build_config
 from kltui.cli.parser import make_parser
 from kltui.cli.terminal import use_tui
 from kltui.outputs.ablation import ablate_json
+from kltui.outputs.ablation_matrix import Tone
 from kltui.readings.ablation_kinds import Shape
 from kltui.readings.ablation_outcome import outcome, reading
 from kltui.run.ablate import SweepSpec, prepare
@@ -125,6 +126,7 @@ async def test_the_matrix_fills_in_as_the_sweep_runs_and_enter_opens_a_configura
         # the figures are the reading's: removed, at the floor, not equal to the base
         assert cell(app, "deterministic=on", "avg") == "0"
         assert cell(app, "deterministic=on", "verdict") == "removed"
+        assert app.screen.query_one(SweepMatrix).row("deterministic=on").verdict_tone is Tone.GOOD
         assert cell(app, "deterministic=on", "bit_equal") == "0/12"
         # match at the floor alone says nothing of the cache paths it did not test
         assert cell(app, "deterministic=on", "condition") == "inconclusive"
@@ -264,6 +266,8 @@ async def test_a_sweep_folder_read_back_switches_helpers_and_opens_a_recording()
         assert len(names) == 3 and screen.helper == names[0] == "match"
         assert helper_pick("match", names) in head
         assert cell(app, "cuda-graph=off", "verdict") == "changed nothing"
+        # coloured by its kind (a trap that took effect: plain), never by its words
+        assert screen.query_one(SweepMatrix).row("cuda-graph=off").verdict_tone is Tone.PLAIN
         assert cell(app, "cuda-graph=off", "bit_equal") == "12/12"
         await pilot.press("right_square_bracket")
         await pilot.pause(0.3)

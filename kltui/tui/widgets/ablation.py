@@ -17,7 +17,7 @@ from textual import events
 from textual.widgets import DataTable
 
 from kltui.ablate.sweep import FAILED
-from kltui.outputs.ablation_matrix import DONE, RUNNING, STARTING, MatrixRow
+from kltui.outputs.ablation_matrix import DONE, RUNNING, STARTING, MatrixRow, Tone
 from kltui.untrusted import safe
 
 # (key, label) of every column, in order
@@ -41,17 +41,8 @@ FULL_WIDTH = 110
 MID_WIDTH = 90
 # a row's state -> theme variable of its colour (app.tcss's scale colours)
 STATE_COLOUR = {DONE: "kl-ok", FAILED: "kl-bad", STARTING: "kl-warn", RUNNING: "kl-warn"}
-# a verdict's first word -> theme variable of its colour
-VERDICT_COLOUR = {
-    "removed": "kl-ok",
-    "reduced": "kl-ok",
-    "worse": "kl-bad",
-    "introduced": "kl-bad",
-    "failed": "kl-bad",
-    "the": "kl-warn",  # the flag did not take effect
-    "not": "kl-warn",  # not tested: ...
-    "inconclusive": "kl-warn",
-}
+# a verdict's tone -> theme variable of its colour
+VERDICT_COLOUR = {Tone.GOOD: "kl-ok", Tone.BAD: "kl-bad", Tone.WARN: "kl-warn"}
 
 
 def layout(
@@ -145,8 +136,7 @@ class SweepMatrix(DataTable):
     @staticmethod
     def _cells(row: MatrixRow, vars_: dict) -> dict[str, Text]:
         state = vars_.get(STATE_COLOUR.get(row.state_kind, ""), "dim")
-        first = row.verdict.split(" ", 1)[0].rstrip(":")
-        verdict = vars_.get(VERDICT_COLOUR.get(first, ""), "")
+        verdict = vars_.get(VERDICT_COLOUR.get(row.verdict_tone, ""), "")
         return {
             "name": safe(row.name, "bold" if row.name == "base" else ""),
             "avg": safe(row.avg),
