@@ -35,6 +35,7 @@ from kltui.outputs.ablation_rows import (
 from kltui.outputs.headless import HeadlessView
 from kltui.readings.ablation import Ablation
 from kltui.readings.ablation_outcome import SweepOutcome, outcome
+from kltui.readings.ablation_stress import SweepStressKind, read_stress
 from kltui.readings.stress import StressReading
 from kltui.run.driver import RunOutcome, RunView
 from kltui.session import jsonfile
@@ -190,8 +191,10 @@ def print_result(console: Console, sweep: Sweep, out: SweepOutcome) -> None:
         console.print(Text(INTERRUPTED_LINE, "yellow"))
     elif (why := pairs_line(sweep)) is not None:
         console.print(Text(why, "yellow"), soft_wrap=True)
+    found = read_stress(sweep)
+    loud = found is not None and found.kind is not SweepStressKind.NO_BUG  # by kind, not words
     for line in stress_lines(sweep):
-        console.print(safe(line, "bold red" if "state bug" in line else ""), soft_wrap=True)
+        console.print(safe(line, "bold red" if loud else ""), soft_wrap=True)
     for line in chain_lines(sweep):
         console.print(safe(line, "bold" if line.startswith("chain:") else ""), soft_wrap=True)
     console.print(safe(timing_line(sweep, out.timing), "dim"), soft_wrap=True)
