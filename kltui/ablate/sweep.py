@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,18 @@ FORMAT = "kltui-ablation"
 FORMAT_VERSION = 1
 TAIL_LINES = 3
 
-MEASURED, FAILED, NOT_RUN, INTERRUPTED = "measured", "failed", "not run", "interrupted"
+
+class ConfigStatus(StrEnum):
+    """How a configuration of the sweep ended (the manifest's `status`)."""
+
+    MEASURED = "measured"
+    FAILED = "failed"  # its server did not start, or kltui could not run its helpers
+    NOT_RUN = "not run"
+    INTERRUPTED = "interrupted"  # cut short: never a result
+
+
+MEASURED, FAILED = ConfigStatus.MEASURED, ConfigStatus.FAILED
+NOT_RUN, INTERRUPTED = ConfigStatus.NOT_RUN, ConfigStatus.INTERRUPTED
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,7 @@ class ConfigRun:
 
     config: Config
     stem: str
-    status: str = NOT_RUN
+    status: ConfigStatus = NOT_RUN
     error: str | None = None
     error_kind: str | None = None  # LaunchError.kind, or "run" (kltui could not run helpers)
     url: str | None = None

@@ -21,6 +21,7 @@ from kltui.ablate.sweep import (
     NOT_RUN,
     TAIL_LINES,
     ConfigRun,
+    ConfigStatus,
     Sweep,
     file_stem,
 )
@@ -93,7 +94,8 @@ def load(folder: str | Path) -> Sweep:
             r = ConfigRun(
                 _config_of(d), Path(str(d["recording"])).name.removesuffix(".kltui.jsonl")
             )
-            for key in ("status", "error", "error_kind", "url", "verdict"):
+            r.status = ConfigStatus(d.get("status", NOT_RUN))  # another word: malformed
+            for key in ("error", "error_kind", "url", "verdict"):
                 setattr(r, key, d.get(key))
             for key in ("start_s", "run_s", "stop_s"):
                 setattr(r, key, d.get(key))
