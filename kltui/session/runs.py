@@ -15,6 +15,7 @@ import os
 import shutil
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import orjson
@@ -244,6 +245,13 @@ def newest_entry(folder: Path | None = None) -> Path:
 LIVE_S = 600.0
 
 
+class EntryKind(StrEnum):
+    """What an entry of the runs folder is."""
+
+    RECORDING = "recording"
+    SWEEP = "sweep"  # a `kltui ablate` folder
+
+
 @dataclass(frozen=True)
 class Entry:
     """What retention weighs: a recording or a sweep folder."""
@@ -253,7 +261,7 @@ class Entry:
     modified: float
     size: int
     verdict: str
-    kind: str  # "recording" | "sweep"
+    kind: EntryKind
 
 
 def entries(folder: Path | None = None, user: str | None = None) -> tuple[list[Entry], int]:
@@ -268,12 +276,12 @@ def entries(folder: Path | None = None, user: str | None = None) -> tuple[list[E
         if not r.mine(me):
             others += 1
             continue
-        out.append(Entry(r.path, r.created, r.modified, r.size, r.verdict, "recording"))
+        out.append(Entry(r.path, r.created, r.modified, r.size, r.verdict, EntryKind.RECORDING))
     for sw in list_sweeps(folder):
         if _folder_owner(sw.path) != me:
             others += 1
             continue
-        out.append(Entry(sw.path, sw.created, sw.modified, sw.size, sw.verdict, "sweep"))
+        out.append(Entry(sw.path, sw.created, sw.modified, sw.size, sw.verdict, EntryKind.SWEEP))
     out.sort(key=lambda e: (e.created, e.path.name), reverse=True)
     return out, others
 
@@ -310,7 +318,7 @@ def prune(
             removed.append(e)
             continue
         try:
-            if e.kind == "sweep":
+            if e.kind == EntryKind.SWEEP:
                 shutil.rmtree(e.path)
             else:
                 os.unlink(e.path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from kltui.session.runs import Entry, SweepFolder, human_size
+from kltui.session.runs import Entry, EntryKind, SweepFolder, human_size
 
 SWEEPS_HEAD = "sweep folders (kltui ablate; kltui replay FOLDER opens one):"
 
@@ -29,7 +29,7 @@ def sweep_table(sweeps: list[SweepFolder], clean=str) -> list[str]:
 
 def removed_counts(removed: list[Entry], old: bool = False) -> str:
     """How many recordings (`old`: "old recordings") and sweep folders `removed` holds."""
-    sweeps = sum(1 for r in removed if r.kind == "sweep")
+    sweeps = sum(1 for r in removed if r.kind == EntryKind.SWEEP)
     also = f" and {sweeps} sweep folder(s)" if sweeps else ""
     return f"{len(removed) - sweeps} {'old ' if old else ''}recording(s){also}"
 
@@ -40,7 +40,7 @@ def _verb(dry_run: bool) -> str:
 
 def pruned_entry(r: Entry, dry_run: bool, clean=str) -> str:
     """One entry a prune removes (or, `dry_run`, would remove); `clean` makes its path safe."""
-    what = "sweep folder " if r.kind == "sweep" else ""
+    what = "sweep folder " if r.kind == EntryKind.SWEEP else ""
     return f"{_verb(dry_run)} {what}{clean(r.path)} ({human_size(r.size)})"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from kltui.session.runs import Entry, SweepFolder
+from kltui.session.runs import Entry, EntryKind, SweepFolder
 from kltui.words.runs import (
     SWEEPS_HEAD,
     auto_pruned,
@@ -19,8 +19,8 @@ from kltui.words.runs import (
     sweep_table,
 )
 
-REC = Entry(Path("/runs/run-1.kltui.jsonl"), 1.0, 1.0, 2048, "pass", "recording")
-SWEEP = Entry(Path("/runs/ablate-a"), 1.0, 1.0, 3 * 1024 * 1024, "localized", "sweep")
+REC = Entry(Path("/runs/run-1.kltui.jsonl"), 1.0, 1.0, 2048, "pass", EntryKind.RECORDING)
+SWEEP = Entry(Path("/runs/ablate-a"), 1.0, 1.0, 3 * 1024 * 1024, "localized", EntryKind.SWEEP)
 
 
 def test_what_a_prune_removes():
