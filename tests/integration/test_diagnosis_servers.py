@@ -74,7 +74,7 @@ async def test_planted_faults_are_diagnosed(
     assert d["conditions"] == conditions, text
     assert d["condition"] == condition, text
     (typed,) = recorded_diagnoses(tmp_path, "r.kltui.jsonl")
-    assert d["label"] == label(typed)  # the JSON label: the typed diagnosis in words
+    assert d["label"] == label(typed)  # the JSON carries the typed diagnosis's words
     if named:  # the label names that path's state (its words: tests/unit/words)
         assert named in (typed.headline.primary, *typed.headline.helpers), typed.headline
     if condition == 2:  # isolate the trigger with an A-vs-B run, never relaunch for it
