@@ -135,7 +135,7 @@ def test_a_flag_the_server_ignores_is_named_as_not_taking_effect(bf16_sweep):
     assert cg["identical_to_base"] is True and cg["counted"] is False
     # the reference server has no CUDA graphs and says disable_cuda_graph=true for the base
     # too: its report cannot tell whether the flag did anything
-    assert (cg["trap_kind"], cg["took_effect"]) == (Trap.CHANGED_NOTHING, True)
+    assert cg["trap_kind"] == Trap.CHANGED_NOTHING and cg["took_effect"] is True
     assert cg["settings"] == {
         "disable_cuda_graph": {"base": "off", "reported": "off", "asked": "off"}
     }
@@ -671,11 +671,11 @@ def test_stress_in_a_sweep_reads_each_configuration_quiet_against_stressed(tmp_p
     assert [c["name"] for c in configs] == ["base", "page-size=4"]
     for c in configs:
         assert c["status"] == "measured", c
-        assert c["stress"]["verdict"] == "state bug under load", c["stress"]
+        assert c["stress"]["verdict"] == StressVerdict.STATE_BUG, c["stress"]
         (h,) = c["stress"]["helpers"]
         assert h["helper"] == "match" and h["first_difference"] is not None
     manifest = json.loads((out / "ablation.json").read_text())
-    assert all(m["stress"]["verdict"] == "state bug under load" for m in manifest["configs"])
+    assert all(m["stress"]["verdict"] == StressVerdict.STATE_BUG for m in manifest["configs"])
     # the quiet verdict reads the quiet runs only; the sweep's --stress line says the rest,
     # and a state bug under load fails the sweep as it fails `kltui check --stress`
     assert doc["ablation"]["verdict"]["kind"] == VerdictKind.NOT_REPRODUCED
