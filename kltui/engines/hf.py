@@ -29,7 +29,7 @@ import orjson
 
 from kltui.engines.errors import EngineError
 from kltui.engines.hf_worker import pack, unpack
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.identity import EngineName, ServerIdentity
 from kltui.engines.weights import folder_sha256
 from kltui.errors import UsageError
 from kltui.untrusted import one_line
@@ -152,7 +152,7 @@ class RefScore:
 class HFReference:
     """A transformers model in a worker process, as an engine: health, identity, scoring."""
 
-    engine = "hf"
+    engine = EngineName.HF
 
     def __init__(
         self,

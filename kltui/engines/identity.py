@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -36,6 +37,26 @@ def as_str(v: object) -> str | None:
     return None if v is None else str(v)
 
 
+class EngineName(StrEnum):
+    """Which engine a server is (RunStarted.servers[i]["engine"])."""
+
+    SGLANG = "sglang"
+    VLLM = "vllm"
+    HF = "hf"  # the HF judge's worker (--baseline hf:PATH)
+    ROUTER = "sglang-router"
+
+    @classmethod
+    def of(cls, value: object) -> EngineName | None:
+        """A recorded name: none at all is SGLang (recordings older than the key); a name this
+        version does not know is None (`ServerIdentity.engine_label` shows it as recorded)."""
+        if value is None or value == "":
+            return cls.SGLANG
+        try:
+            return cls(value) if isinstance(value, str) else None
+        except ValueError:
+            return None
+
+
 # SGLang's weight_version until someone sets one (--weight-version, update_weights)
 PLACEHOLDER_VERSIONS = frozenset({"", "default"})
 
@@ -46,7 +67,7 @@ class ServerIdentity:
     the diagnosis and the advice reason about as fields, every reported key through `get`."""
 
     url: str | None = None
-    engine: str = "sglang"
+    engine: EngineName | None = EngineName.SGLANG  # None: a name this version does not know
     error: str | None = None  # the server could not be identified (unreachable, refused)
     version: str | None = None
     model_path: str | None = None
@@ -66,7 +87,7 @@ class ServerIdentity:
         d = d if isinstance(d, dict) else {}
         return cls(
             url=as_str(d.get("url")),
-            engine=str(d.get("engine") or "sglang"),
+            engine=EngineName.of(d.get("engine")),
             error=as_str(d.get("error")),
             version=as_str(d.get("version")),
             model_path=as_str(d.get("model_path")),
@@ -99,6 +120,12 @@ class ServerIdentity:
         if isinstance(served, str) and served.strip() and served.rstrip("/\\") != path:
             return served.strip()
         return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+    @property
+    def engine_label(self) -> str:
+        """The engine's name as shown: its kind, or the recorded name this version does not
+        know (untrusted text: views escape it)."""
+        return str(self.engine) if self.engine is not None else str(self.get("engine"))
 
     @property
     def weight_version(self) -> str | None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.identity import EngineName, ServerIdentity
 
 
 @runtime_checkable
 class Engine(Protocol):
     """What every engine client offers the runner: health, identity and closing."""
 
-    engine: str  # "sglang" | "vllm": RunStarted.servers[i]["engine"]
+    engine: EngineName  # RunStarted.servers[i]["engine"]
     url: str  # normalized base URL, the key of RunStarted.servers
 
     async def health(self) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from kltui.engines.errors import MalformedJSON, RouteNotFound
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
+from kltui.engines.identity import EngineName
 from kltui.untrusted import sanitize
 
 # SGLang's router types: "regular" serves whole requests; "prefill" and "decode" are the two
@@ -89,7 +90,7 @@ def parse_workers(doc: Any, redact=None) -> list[RouterWorker] | None:
 class RouterClient(HttpEngine):
     """The few routes kltui reads from SGLang's router: its worker list."""
 
-    engine = "sglang-router"
+    engine = EngineName.ROUTER
     product = "an SGLang router"
     attempts = 3
 

@@ -15,7 +15,7 @@ from kltui.engines.geometry import StateGeometry
 from kltui.engines.geometry_build import build_geometry
 from kltui.engines.http import JSON_HEADERS, HttpEngine, is_transient, with_backoff
 from kltui.engines.idcheck import check_ids
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.identity import EngineName, ServerIdentity
 from kltui.engines.model_config import ModelConfig, local_config
 from kltui.engines.sglang_parse import Delta, GenResult, ParseError, StreamAssembler, parse_result
 from kltui.engines.sglang_request import NO_LOGPROBS, LogprobAsk
@@ -146,7 +146,7 @@ def request_ids(n: int) -> list[str]:
 class SGLangClient(HttpEngine):
     """HTTP client of one SGLang server: health, identity, /generate with logprobs, cache flush."""
 
-    engine = "sglang"
+    engine = EngineName.SGLANG
     product = "an SGLang server"
     # Only idempotent requests are retried: /health, /server_info, /model_info, /flush_cache.
     # A /generate is never re-sent: a second attempt would run on a different batch and cache

@@ -19,7 +19,7 @@ import numpy as np
 
 from kltui.engines.errors import AuthRejected, BadRequest, EngineError, RouteNotFound
 from kltui.engines.http import HttpEngine, is_transient, with_backoff
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.identity import EngineName, ServerIdentity
 from kltui.engines.vllm_parse import Completion, ParseError, parse_completions
 from kltui.untrusted import one_line, sanitize
 
@@ -44,7 +44,7 @@ def _truthy(v) -> bool | None:
 class VLLMClient(HttpEngine):
     """HTTP client of one vLLM (OpenAI-compatible) server: health, identity, completions with logprobs."""
 
-    engine = "vllm"
+    engine = EngineName.VLLM
     product = "a vLLM server"
     health_attempts = 4
     info_attempts = 3

@@ -73,7 +73,7 @@ def server_facts(s: ServerProbe) -> dict[str, str]:
     chunk = mamba.chunk_size if mamba else None
     return {
         "model": s.model,
-        "engine": _text(ident.engine),
+        "engine": _text(ident.engine_label),
         "version": _text(ident.version),
         "deterministic": "" if det is None else str(det).lower(),
         "attention_backend": _text(ident.attention_backend),

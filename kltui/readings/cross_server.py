@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
+from kltui.engines.identity import EngineName
 from kltui.readings.compare import BookDiff, compare_books
 from kltui.readings.coverage import Untested, coverage_of
 from kltui.readings.evidence import level_of
@@ -71,7 +72,9 @@ class ServerPair:
 def _servers(store: SessionStore) -> list[str]:
     """SGLang servers of the run in the order given (a server that never answered included),
     then any other server a helper ran on (recordings without identities)."""
-    urls = [s.url for s in store.identities() if s.engine == "sglang" and s.url is not None]
+    urls = [
+        s.url for s in store.identities() if s.engine == EngineName.SGLANG and s.url is not None
+    ]
     urls += [st.server for st in store.helpers.values() if same_engine(st.helper)]
     return list(dict.fromkeys(urls))
 

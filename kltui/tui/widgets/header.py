@@ -14,7 +14,7 @@ from textual.dom import DOMNode
 from textual.widgets import Static
 
 from kltui.engines.geometry import geometry_of
-from kltui.engines.identity import ServerIdentity
+from kltui.engines.identity import EngineName, ServerIdentity
 from kltui.session.labels import MANY_SERVERS
 from kltui.session.servers import BY_KEY, NO_TOKENIZER, SUMMARY_KEYS, fault_of, off_on, on_off
 from kltui.session.store import RecordedConfig, SessionStore
@@ -221,15 +221,15 @@ def server_settings(s: ServerIdentity, config: RecordedConfig, node: DOMNode) ->
     head.append_text(safe(s.url or "?", style="bold"))
     head.append("  ")
     engine = s.engine
-    head.append_text(safe(f"{engine} {s.get('version', '?')}"))
+    head.append_text(safe(f"{s.engine_label} {s.get('version', '?')}"))
     out = [head]
     model = s.get("served_model_name") or s.model_path
     out.append(_setting("model", model, style="bold"))
-    if engine == "hf":
+    if engine == EngineName.HF:
         # the reference: transformers in a worker process, labelled as the reference
         out.append(Text("HF reference", style=strong_warn))
         return out + _shown(s, HF_SHOWN)
-    if engine == "vllm":
+    if engine == EngineName.VLLM:
         # the baseline: SGLang's radix/deterministic/streaming flags do not apply to it
         out.append(Text("baseline", style=strong_warn))
         return out + _shown(s, VLLM_SHOWN)
@@ -303,12 +303,12 @@ def compact_settings(s: ServerIdentity, node: DOMNode) -> list[tuple[int, Text]]
     model = str(s.get("served_model_name") or s.model_path or "?").rstrip("/")
     out.append((2, safe(model.rsplit("/", 1)[-1], style="bold", limit=32)))
     engine = s.engine
-    if engine in ("vllm", "hf"):
-        label = "HF reference" if engine == "hf" else "baseline"
+    if engine in (EngineName.VLLM, EngineName.HF):
+        label = "HF reference" if engine == EngineName.HF else "baseline"
         out.append((1, Text(label, style=part(node, "servers--warn", "servers--strong"))))
     out.append((3, _setting(BY_KEY["tp_size"].short, s.get("tp_size"))))
     out.append((3, safe(s.get("dtype", "?"), limit=16)))
-    if engine not in ("vllm", "hf"):
+    if engine not in (EngineName.VLLM, EngineName.HF):
         radix_off = bool(s.disable_radix_cache)
         warn = part(node, "servers--warn")
         out.append((1, Text(f"radix {off_on(radix_off)}", style=warn if radix_off else "")))

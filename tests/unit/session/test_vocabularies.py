@@ -3,6 +3,7 @@ either read as an older recording's (a helper's status) or a malformed event (a 
 
 import pytest
 
+from kltui.engines.identity import EngineName, ServerIdentity
 from kltui.metrics.summary import Summary, SummaryStatus
 from kltui.session.events import RunFinished, RunVerdict
 from kltui.session.recording import Recorder, RecordingError, read_recording
@@ -57,3 +58,11 @@ def test_an_unknown_verdict_is_a_malformed_event_named_by_line(tmp_path):
     with pytest.raises(RecordingError) as e:  # not the last line: not read as a torn one
         read_recording(str(path))
     assert str(e.value).startswith(f"{path}:2: malformed event")
+
+
+def test_a_recorded_engine_name_is_its_kind_or_shown_as_recorded():
+    assert ServerIdentity.of({"engine": "vllm"}).engine is EngineName.VLLM
+    assert ServerIdentity.of({"url": "http://127.0.0.1:1"}).engine is EngineName.SGLANG  # older
+    odd = ServerIdentity.of({"engine": "<b>tgi</b>"})
+    assert odd.engine is None and odd.engine_label == "<b>tgi</b>"  # views escape it
+    assert ServerIdentity.of({"engine": 3}).engine is None
