@@ -291,11 +291,10 @@ def _prefill_invariance(
     }, diffs
 
 
-def analyze(
-    dir_a: str | Path, dir_b: str | Path, words: Callable[[DumpsVerdict], str] | None = None
-) -> dict:
-    """The analysis of two dump folders (A: decode run, B: fresh prefill), every rank; with
-    `words` (`words/dumps.verdict_words`), its verdict in words last, as the JSON keeps it."""
+def analyze(dir_a: str | Path, dir_b: str | Path, words: VerdictWords) -> dict:
+    """The analysis of two dump folders (A: decode run, B: fresh prefill), every rank; `words`
+    (`words/dumps.verdict_words`, given by the layer above) says its verdict, last, as the JSON
+    keeps it."""
     loader = Loader()
     fa, fb = index_folder(dir_a), index_folder(dir_b)
     pa, pb = build_passes(fa, loader, f"A ({dir_a})"), build_passes(fb, loader, f"B ({dir_b})")
@@ -323,8 +322,7 @@ def analyze(
         else None
     )
     result["ranks_agree"] = ranks_agree(per_rank) if len(per_rank) > 1 else None
-    if words is not None:
-        result["verdict"] = words(verdict_of(result))
+    result["verdict"] = words(verdict_of(result))
     return result
 
 
@@ -384,6 +382,10 @@ class DumpsVerdict:
     ranks: tuple[RankFinding, ...] = ()  # () for one rank
     ranks_agree: bool | None = None
     shown: int | None = None  # the rank the result shows (the earliest divergence)
+
+
+# what says a verdict: `words/dumps.verdict_words` (words/ sits above dumps/, so it is given)
+VerdictWords = Callable[[DumpsVerdict], str]
 
 
 def _divergence(r: dict, decode: bool) -> Divergence:

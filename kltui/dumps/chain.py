@@ -29,6 +29,7 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from kltui.ablate.knobs import KNOBS, current
 from kltui.ablate.sweep import MEASURED, TAIL_LINES, Sweep
@@ -48,6 +49,9 @@ from kltui.run.ablate import SweepSpec
 from kltui.run.driver import RunDriver, RunView
 from kltui.run.sweep_manifest import write_manifest
 from kltui.untrusted import one_line
+
+if TYPE_CHECKING:
+    from kltui.dumps.analyze import VerdictWords
 
 DUMPER_ENV = {
     "DUMPER_ENABLE": "0",
@@ -195,13 +199,14 @@ async def run_chain(
     ab: Ablation,
     view: RunView,
     say: Callable[[Progress], None] = lambda _p: None,
-    drill: DrillDown | None = None,
+    *,
+    drill: DrillDown,
     probe: Callable[[dict], dict] | None = None,
     started: Callable[[Chain], None] = lambda _ch: None,
 ) -> Chain:
     """The chain on a finished sweep (`refusal` first). `view` shows match's run on the
-    relaunched base; `say` gets each step as it begins (`Progress`); `drill` and `probe` default to
-    `dumps/run.drill_down` and `probe_ops.probe`; `started` gets the chain as soon as it
+    relaunched base; `say` gets each step as it begins (`Progress`); `drill` is
+    `dumps/run.drill_down` with its words (`chain_into`), `probe` defaults to `probe_ops.probe`; `started` gets the chain as soon as it
     exists, so that an interruption keeps what it measured (`chain_into`)."""
     why = refusal(sweep, ab)
     if why is not None:
@@ -291,7 +296,7 @@ async def chain_into(
     sweep: Sweep,
     view: RunView,
     say: Callable[[Progress], None],
-    words: Callable | None = None,
+    words: VerdictWords,
 ) -> None:
     """`--chain` after a finished sweep, its result kept in the sweep's manifest (`words`: the
     drill-down's verdict in words, `words/dumps.verdict_words`, given by the caller); cut short
@@ -318,19 +323,20 @@ async def chain_into(
 
 
 async def _drill(
-    drill: DrillDown | None, url: str, spec: SweepSpec, dump_dir: Path, prompt_tokens: int
+    drill: DrillDown, url: str, spec: SweepSpec, dump_dir: Path, prompt_tokens: int
 ) -> dict:
-    from kltui.dumps.run import client_for, drill_down
+    from kltui.dumps.run import client_for
 
     dump_dir.mkdir(parents=True, exist_ok=True)
-    fn = drill or drill_down
     async with client_for(url, spec.cfg.server_api_key(), spec.cfg.request_timeout) as client:
-        return await fn(client, url, dump_dir, prompt_tokens=prompt_tokens, new_tokens=NEW_TOKENS)
+        return await drill(
+            client, url, dump_dir, prompt_tokens=prompt_tokens, new_tokens=NEW_TOKENS
+        )
 
 
 async def _dumps(
     ch: Chain,
-    drill: DrillDown | None,
+    drill: DrillDown,
     url: str,
     spec: SweepSpec,
     dump_dir: Path,

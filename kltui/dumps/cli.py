@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kltui.argtypes import pos_int
 from kltui.errors import EXIT_SERVER, EXIT_USAGE, UsageError, passed_exit
+
+if TYPE_CHECKING:
+    from kltui.dumps.analyze import VerdictWords
 
 EXIT_CODES = """exit codes: 0 decode and the fresh prefill bit-identical at every aligned module
 (bit-equal, +0.0 and -0.0 counted equal); 1 a module's output differs (named when its inputs are
@@ -27,7 +30,7 @@ USAGE = """%(prog)s --server HOST:PORT --dump-dir DIR [--prompt-ids FILE | --pro
        %(prog)s analyze DIR_A DIR_B [--json FILE] [--full]"""
 
 
-def add_parsers(sub, words: Callable | None = None) -> None:
+def add_parsers(sub, words: VerdictWords) -> None:
     """Add the `dumps` subcommand and its `analyze` to the argument parser; `words` says an
     analysis's verdict (`words/dumps.verdict_words`, given by the CLI above)."""
     d = sub.add_parser(
@@ -86,14 +89,14 @@ def _finish(result: dict, args) -> int:
     return passed_exit(result["identical"] and result["prefill"]["identical"])
 
 
-def cmd_analyze(args, words: Callable | None = None) -> int:
+def cmd_analyze(args, words: VerdictWords) -> int:
     """`kltui dumps analyze A B`: the analysis of two saved dump folders."""
     from kltui.dumps.analyze import analyze
 
     return _finish(analyze(args.dir_a, args.dir_b, words), args)
 
 
-def cmd_dumps(args, words: Callable | None = None) -> int:
+def cmd_dumps(args, words: VerdictWords) -> int:
     """`kltui dumps`: capture decode and a fresh prefill on a live server, then analyze."""
     if not args.server or not args.dump_dir:
         raise UsageError(
@@ -125,7 +128,7 @@ def cmd_dumps(args, words: Callable | None = None) -> int:
     return _finish(result, args)
 
 
-async def _run(args, dump_dir: Path, prompt: list[int] | None, words: Callable | None) -> dict:
+async def _run(args, dump_dir: Path, prompt: list[int] | None, words: VerdictWords) -> dict:
     from kltui.dumps.run import client_for, drill_down
 
     async with client_for(args.server, args.api_key, args.request_timeout) as client:

@@ -10,8 +10,12 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kltui.dumps.files import DumpError
+
+if TYPE_CHECKING:
+    from kltui.dumps.analyze import VerdictWords
 
 # what every analysis carries; a JSON file without them is not a `kltui dumps --json` result
 RESULT_KEYS = ("verdict", "identical", "modules", "prefill")
@@ -42,7 +46,7 @@ async def drill_down(
     new_tokens: int = 8,
     step: Callable[[str], None] | None = None,
     confirm_flush: Callable[[object], Awaitable[bool]] | None = None,
-    words: Callable | None = None,
+    words: VerdictWords,
 ) -> dict:
     """Capture on `client` (hooks checked first, so a server without them is told before torch
         is loaded) and analyze; the result as `kltui dumps --json` writes it. The capture flushes

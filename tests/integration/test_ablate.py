@@ -34,6 +34,7 @@ from kltui.untrusted import html_text, md_text
 from kltui.words.ablation_note import TRAP_NOTE, untested_note
 from kltui.words.ablation_stress import stress_line
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, PAIRS_NONE_LINE, pairs_added, sweep_start
+from kltui.words.dumps import verdict_words
 from tests.json_contract import read_json
 from tests.real.lifecycle import running
 
@@ -361,7 +362,9 @@ async def test_a_chain_cut_short_during_dumps_keeps_its_steps_and_says_where_it_
     monkeypatch.setattr(
         chain, "_drill", lambda drill, url, spec, dump_dir, n: real(hangs, url, spec, dump_dir, n)
     )
-    task = asyncio.create_task(chain.chain_into(spec, sweep, Collect(), say=lambda _l: None))
+    task = asyncio.create_task(
+        chain.chain_into(spec, sweep, Collect(), say=lambda _l: None, words=verdict_words)
+    )
     await asyncio.wait_for(in_dumps.wait(), 120)
     task.cancel()
     await task

@@ -9,6 +9,7 @@ from tests.tui.kit import StyledApp, drawn_at, until
 
 torch = pytest.importorskip("torch")
 from kltui.dumps.analyze import analyze  # noqa: E402
+from kltui.words.dumps import verdict_words  # noqa: E402
 from tests.unit.dumps.dumps_synth import make_pair  # noqa: E402
 
 QKV1 = "model.layers.1.self_attn.qkv_proj"
@@ -20,7 +21,7 @@ class Host(StyledApp):
 
 async def test_screen_shows_first_divergent_module_and_inherited(tmp_path):
     a, b = make_pair(tmp_path, plant_decode={"step": 2, "module": QKV1, "eps": 1e-3})
-    result = analyze(a, b)
+    result = analyze(a, b, verdict_words)
     result["modules"][0]["module"] = "[bold red]x[/]\x1b[31mRED"  # names come from files
     app = Host()
     async with app.run_test(size=(150, 60)) as pilot:

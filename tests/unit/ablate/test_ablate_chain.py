@@ -25,6 +25,10 @@ DUMPS = {
 }
 
 
+async def _never(*_a, **_k) -> dict:
+    raise AssertionError("a refused chain drills nothing")
+
+
 def measured(tmp_path, base_level: float, det_level: float, mode: str = "launch"):
     p = sweep("deterministic=on")
     sw = Sweep(tmp_path, mode, tuple(LAUNCH))
@@ -48,7 +52,7 @@ def test_a_localized_condition_1_verdict_runs_the_chain_and_others_say_why_not(t
     sw4.base.status = "failed"
     assert chain.refusal(sw4, ab4) is ChainKind.REFUSED_UNMEASURED
     # run_chain refuses before anything is launched, with the verdict and condition it read
-    got = asyncio.run(chain.run_chain(None, sw2, ab2, None))  # type: ignore[arg-type]
+    got = asyncio.run(chain.run_chain(None, sw2, ab2, None, drill=_never))  # type: ignore[arg-type]
     assert got.kind is ChainKind.REFUSED_VERDICT and got.status == "refused"
     assert (got.verdict, got.condition) == (str(ab2.verdict.kind), 1)
     assert got.to_json()["step"] is None and got.to_json()["kind"] == "refused-verdict"

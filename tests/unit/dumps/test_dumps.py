@@ -37,7 +37,7 @@ def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
 
 def test_identical_paths_pass(tmp_path, capsys):
     a, b = make_pair(tmp_path)
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["identical"] and r["prefill"]["identical"]
     assert r["first_divergent_module"] is None
     assert r["input_ids_identical"] and r["embedding_identical"]
@@ -75,7 +75,7 @@ def test_planted_layer_is_named_with_step_position_and_inherited(tmp_path, capsy
 
 def test_max_abs_diff_matches_the_files(tmp_path):
     a, b = make_pair(tmp_path, plant_decode={"step": 2, "module": QKV1, "eps": 0.25})
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     fa = next(a.glob(f"step=12___*name=non_intrusive__{QKV1}.output*"))
     fb = next(b.glob(f"*name=non_intrusive__{QKV1}.output*"))
     va = torch.load(fa, weights_only=True)["value"]
@@ -122,7 +122,7 @@ def test_decode_module_whose_inputs_differ_is_not_named(tmp_path):
     qkv_proj returned): its inputs differ, so attention is not the op and is not named."""
     plant = {"step": 2, "module": ATTN1, "eps": 1e-3, "at": "input"}
     a, b = make_pair(tmp_path, plant_decode=plant)
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["prefill"]["identical"] is True and r["decode_step"] == 2
     assert r["first_divergent_module"] is None and r["inputs_identical"] is False
     assert r["differing_inputs"] == [f"{ATTN1}.inputs.0[layer_id=1]"]
@@ -142,7 +142,7 @@ def test_prefill_module_is_named_only_when_its_inputs_are_compared_equal(how, tm
         assert gone
         for f in gone:
             f.unlink()
-    pre = analyze(a, b)["prefill"]
+    pre = analyze(a, b, verdict_words)["prefill"]
     assert pre["identical"] is False and pre["first_divergent_module"] is None
     row = next(m for m in pre["modules"] if m["status"] == "first-differing")
     assert row["module"] == LN0
@@ -176,13 +176,13 @@ def test_nan_equals_only_the_same_nan_bits(tmp_path):
     nan = float("nan")
     other = torch.tensor([0x7FC00001], dtype=torch.int32).view(torch.float32)[0]
     same = make_pair(tmp_path / "same", plant_both={"step": 2, "module": QKV1, "a": nan, "b": nan})
-    assert analyze(*same)["identical"] is True
+    assert analyze(*same, verdict_words)["identical"] is True
     a, b = make_pair(
         tmp_path / "other", plant_both={"step": 2, "module": QKV1, "a": nan, "b": other}
     )
     vb = torch.load(next(b.glob(f"*{QKV1}.output*")), weights_only=True)["value"]
     assert bool(vb[7, 0].isnan()) and int(vb[7:8, 0].view(torch.int32)) == 0x7FC00001
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["identical"] is False and r["first_divergent_module"] == QKV1
     assert math.isnan(r["max_abs_diff"])
 
@@ -190,7 +190,7 @@ def test_nan_equals_only_the_same_nan_bits(tmp_path):
 def test_misaligned_rows_are_refused(tmp_path, capsys):
     a, b = make_pair(tmp_path, tamper_tokens=True)
     with pytest.raises(MisalignedError, match="rows are misaligned"):
-        analyze(a, b)
+        analyze(a, b, verdict_words)
     js = tmp_path / "r.json"
     code, out, err = run_cli(["dumps", "analyze", str(a), str(b), "--json", str(js)], capsys)
     assert code == 2 and "rows are misaligned" in err and not js.exists()
@@ -203,7 +203,7 @@ def test_overlap_scheduler_extra_passes_are_not_prefill_rows(tmp_path):
     a, b = make_pair(
         tmp_path, overlap_extra=True, plant_decode={"step": 4, "module": QKV1, "eps": 1e-3}
     )
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["fresh_prefill_tokens"] == 10 and r["aligned_steps"] == 4 and r["decode_steps"] == 5
     assert r["ignored_prefill_passes"] == [10 + 4 + 1 + 1]  # B starts at step 15
     assert [s["position"] for s in r["steps"]] == [6, 7, 8, 9]
@@ -213,13 +213,13 @@ def test_overlap_scheduler_extra_passes_are_not_prefill_rows(tmp_path):
 def test_swapped_folders_are_refused(tmp_path):
     a, b = make_pair(tmp_path)
     with pytest.raises(DumpError, match="no decode step"):
-        analyze(b, a)
+        analyze(b, a, verdict_words)
 
 
 def test_interleaved_request_is_refused(tmp_path):
     a, b = make_pair(tmp_path, busy_step=2)
     with pytest.raises(DumpError, match="not idle"):
-        analyze(a, b)
+        analyze(a, b, verdict_words)
 
 
 def _one(folder: Path, pattern: str) -> Path:
@@ -269,7 +269,7 @@ def test_mismatched_ranks(tmp_path, capsys):
 
 def test_two_ranks_analysed(tmp_path):
     a, b = make_pair(tmp_path, ranks=(0, 1))
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["ranks"] == [0, 1] and set(r["per_rank"]) == {"0", "1"} and r["identical"]
     v = verdict_of(r)
     assert r["ranks_agree"] is True and v.ranks_agree is True and v.decode.found is Found.IDENTICAL
@@ -280,7 +280,7 @@ def test_two_ranks_that_disagree_are_named_each(tmp_path):
     # a divergence on rank 1 only: TP's shard or collective on that rank, not the model
     plant = {"step": 2, "module": QKV1, "eps": 1e-3}
     a, b = make_pair(tmp_path, ranks=(0, 1), plant_decode=plant, plant_rank=1)
-    r = analyze(a, b)
+    r = analyze(a, b, verdict_words)
     assert r["ranks_agree"] is False and r["rank"] == 1 and not r["identical"]
     assert r["per_rank"]["0"]["identical"] and not r["per_rank"]["1"]["identical"]
     assert r["first_divergent_module"] == QKV1 and r["decode_step"] == 2
@@ -291,7 +291,7 @@ def test_two_ranks_that_disagree_are_named_each(tmp_path):
 
 def test_two_ranks_that_diverge_alike_agree(tmp_path):
     plant = {"step": 2, "module": QKV1, "eps": 1e-3}
-    r = analyze(*make_pair(tmp_path, ranks=(0, 1), plant_decode=plant))
+    r = analyze(*make_pair(tmp_path, ranks=(0, 1), plant_decode=plant), verdict_words)
     assert r["ranks_agree"] is True and r["rank"] == 0
     v = verdict_of(r)
     assert v.ranks_agree is True and v.decode.found is Found.NAMED and v.decode.module == QKV1
