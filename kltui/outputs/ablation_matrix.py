@@ -28,14 +28,14 @@ from kltui.outputs.ablation_rows import (
     tail_lines,
 )
 from kltui.readings.ablation import BASE_EFFECT, Ablation, ConfigReading, HelperReading
-from kltui.readings.ablation_kinds import Effect, Trap
+from kltui.readings.ablation_kinds import Effect
 from kltui.registry import same_engine
 from kltui.session.helper_view import HelperView
 from kltui.session.store import HelperState, SessionStore
 from kltui.untrusted import one_line
 from kltui.words.ablation import verdict_line
 from kltui.words.ablation_config import condition_cell, helper_line, num, trap_line, why_text
-from kltui.words.ablation_note import note
+from kltui.words.ablation_note import NoteKind, note, note_kind, stress_verdict
 from kltui.words.ablation_sweep import INTERRUPTED_LINE, run_line
 from kltui.words.ablation_timing import timing_line
 
@@ -156,21 +156,24 @@ def _verdict(c: ConfigReading | None, h: HelperReading | None, run: ConfigRun) -
     return f"{h.effect}: {why}" if (why := why_text(h)) else h.effect
 
 
+# the note's case -> its tone; NONE: the helper's effect decides
+NOTE_TONE = {
+    NoteKind.FAILED: Tone.BAD,
+    NoteKind.NOT_TAKEN: Tone.WARN,
+    NoteKind.UNTESTED: Tone.WARN,
+}
+
+
 def _tone(c: ConfigReading | None, h: HelperReading | None, run: ConfigRun) -> Tone:
-    """The verdict cell's tone, by the branch `_verdict` and `words/ablation_note.note` take."""
+    """The verdict cell's tone, from the kinds `_verdict`'s words are written from."""
     if c is None or not c.measured:
         return Tone.PLAIN
-    if run.status == FAILED:
-        return Tone.BAD
-    if c.trap is not None:
-        return Tone.WARN if c.trap == Trap.NOT_TAKEN else Tone.PLAIN
-    if c.no_effect:
+    kind = note_kind(c, run)
+    if kind is not NoteKind.NONE:
+        return NOTE_TONE.get(kind, Tone.PLAIN)
+    if stress_verdict(run) is not None or h is None:  # only --stress's verdict is said, or "–"
         return Tone.PLAIN
-    if any(x.effect == Effect.NOT_TESTED and x.base_level is not None for x in c.helpers):
-        return Tone.WARN  # "not tested: ..."
-    if note(c, run):  # only --stress's verdict is said
-        return Tone.PLAIN
-    return Tone.PLAIN if h is None else EFFECT_TONE.get(h.effect, Tone.PLAIN)
+    return EFFECT_TONE.get(h.effect, Tone.PLAIN)
 
 
 def _bit_equal(h: HelperReading | None) -> str:

@@ -4,6 +4,8 @@ helpers it left untested, and its stressed verdict (`readings/ablation_stress.co
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from kltui.ablate.sweep import FAILED, ConfigRun
 from kltui.readings.ablation_config import ConfigReading
 from kltui.readings.ablation_kinds import Effect, Missing, Trap
@@ -30,21 +32,51 @@ def untested_note(helpers: list[str]) -> str:
     return f"not tested: {', '.join(helpers)}"
 
 
-def _note(c: ConfigReading, run: ConfigRun | None) -> str:
-    if run is not None and run.status == FAILED:
-        return f"failed ({run.error_kind})"
-    if not c.measured:  # measured but refused (another model, the same process) says why
-        refused = missing_text(c) if c.missing == Missing.REFUSED else None
-        return refused or (run.status if run is not None else "not measured")
-    if c.trap is not None:
-        return TRAP_NOTE[c.trap]
-    if c.no_effect:
-        return NO_EFFECT_NOTE
-    untested = [
+class NoteKind(StrEnum):
+    """Which case the note says (the TUI's matrix colours the verdict cell by it)."""
+
+    FAILED = "failed"
+    UNMEASURED = "unmeasured"  # refused, not run, interrupted
+    NOT_TAKEN = "not-taken"  # Trap.NOT_TAKEN
+    CHANGED_NOTHING = "changed-nothing"  # Trap.CHANGED_NOTHING
+    NO_EFFECT = "no-effect"
+    UNTESTED = "untested"  # helpers the base tested and this configuration did not
+    NONE = "none"  # nothing to note (beside --stress's verdict, if any)
+
+
+def _untested(c: ConfigReading) -> list[str]:
+    return [
         h.helper for h in c.helpers if h.effect == Effect.NOT_TESTED and h.base_level is not None
     ]
-    if untested:
-        return untested_note(untested)
+
+
+def note_kind(c: ConfigReading, run: ConfigRun | None) -> NoteKind:
+    """The case the note's first part says."""
+    if run is not None and run.status == FAILED:
+        return NoteKind.FAILED
+    if not c.measured:
+        return NoteKind.UNMEASURED
+    if c.trap is not None:
+        return NoteKind.NOT_TAKEN if c.trap == Trap.NOT_TAKEN else NoteKind.CHANGED_NOTHING
+    if c.no_effect:
+        return NoteKind.NO_EFFECT
+    return NoteKind.UNTESTED if _untested(c) else NoteKind.NONE
+
+
+def _note(c: ConfigReading, run: ConfigRun | None) -> str:
+    match note_kind(c, run):
+        case NoteKind.FAILED:
+            return f"failed ({run.error_kind if run is not None else None})"
+        case NoteKind.UNMEASURED:
+            # measured but refused (another model, the same process) says why
+            refused = missing_text(c) if c.missing == Missing.REFUSED else None
+            return refused or (run.status if run is not None else "not measured")
+        case NoteKind.NOT_TAKEN | NoteKind.CHANGED_NOTHING:
+            return TRAP_NOTE[c.trap] if c.trap is not None else ""
+        case NoteKind.NO_EFFECT:
+            return NO_EFFECT_NOTE
+        case NoteKind.UNTESTED:
+            return untested_note(_untested(c))
     return ""
 
 
@@ -58,4 +90,12 @@ def note(c: ConfigReading, run: ConfigRun | None) -> str:
     return f"{said}; under --stress: {loud}" if said else f"under --stress: {loud}"
 
 
-__all__ = ["NO_EFFECT_NOTE", "TRAP_NOTE", "note", "stress_verdict", "untested_note"]
+__all__ = [
+    "NO_EFFECT_NOTE",
+    "TRAP_NOTE",
+    "NoteKind",
+    "note",
+    "note_kind",
+    "stress_verdict",
+    "untested_note",
+]
